@@ -1,0 +1,43 @@
+# The project's entry points. `make test` is what CI runs (see .ci/run and the README).
+SHELL := /usr/bin/env bash
+export GOTOOLCHAIN ?= local
+
+K8S_ASSETS ?= $(CURDIR)/bin/k8s
+GO_TEST_FLAGS ?=
+
+.PHONY: all build test test-unit verify generate bench k8s-binaries clean
+
+all: build
+
+## build: the karpenter binary in bin/
+build:
+	go build -o bin/karpenter ./cmd/karpenter
+
+## generate: deepcopy functions and CRD manifests from the API types (controller-gen)
+generate:
+	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
+	go tool controller-gen crd paths=./pkg/apis/... output:crd:artifacts:config=config/crd
+	go run ./hack/crdpatch config/crd
+
+## k8s-binaries: etcd, kube-apiserver and kubectl for the tests, built from the Go module proxy
+k8s-binaries:
+	hack/build-k8s.sh $(K8S_ASSETS)
+
+## test: every test, against a real kube-apiserver + etcd (built first when missing)
+test: k8s-binaries
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) ./...
+
+## verify: formatting, vet, tidy go.mod, and generated files up to date
+verify:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	go vet ./...
+	go mod tidy -diff
+	$(MAKE) generate
+	@git diff --quiet -- pkg/apis config/crd || { git --no-pager diff --stat -- pkg/apis config/crd; echo "generated files are stale: run make generate and commit"; exit 1; }
+
+## bench: the benchmarks
+bench:
+	go test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

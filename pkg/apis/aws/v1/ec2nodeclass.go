@@ -1,0 +1,430 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EC2NodeClass holds the AWS settings of the nodes NodePools launch with it: which image, which
+// subnets and security groups, which IAM role, what user data, kubelet settings, disks and tags.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=ec2nodeclasses,scope=Cluster,categories=karpenter,shortName={ec2nc,ec2ncs}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Role",type="string",JSONPath=".spec.role",priority=1
+// +kubebuilder:printcolumn:name="InstanceProfile",type="string",JSONPath=".status.instanceProfile",priority=1
+type EC2NodeClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired AWS configuration.
+	// +required
+	Spec EC2NodeClassSpec `json:"spec"`
+	// Status is what the selectors resolved to.
+	Status EC2NodeClassStatus `json:"status,omitempty"`
+}
+
+// EC2NodeClassSpec is the AWS configuration of a group of nodes.
+//
+// +kubebuilder:validation:XValidation:message="must specify exactly one of ['role', 'instanceProfile']",rule="(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))"
+// +kubebuilder:validation:XValidation:message="changing from 'instanceProfile' to 'role' is not supported. You must delete and recreate this node class if you want to change this.",rule="(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))"
+// +kubebuilder:validation:XValidation:message="amiFamily is required when amiSelectorTerms does not use an alias; set spec.amiFamily (for example Custom) or use an alias term such as al2023@latest",rule="has(self.amiFamily) || self.amiSelectorTerms.exists(x, has(x.alias))"
+type EC2NodeClassSpec struct {
+	// SubnetSelectorTerms select the subnets instances launch in; terms are ORed.
+	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms cannot be empty",rule="self.size() != 0"
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id']",rule="self.all(x, has(x.tags) || has(x.id))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term",rule="!self.all(x, has(x.id) && has(x.tags))"
+	// +kubebuilder:validation:MaxItems:=30
+	// +required
+	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
+	// SecurityGroupSelectorTerms select the security groups of the instances; terms are ORed.
+	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms cannot be empty",rule="self.size() != 0"
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))"
+	// +kubebuilder:validation:XValidation:message="'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term",rule="!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))"
+	// +kubebuilder:validation:MaxItems:=30
+	// +required
+	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
+	// CapacityReservationSelectorTerms select On-Demand Capacity Reservations to launch into.
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id']",rule="self.all(x, has(x.tags) || has(x.id))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set along with tags in a capacity reservation selector term",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID)))"
+	// +kubebuilder:validation:MaxItems:=30
+	// +optional
+	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	// AssociatePublicIPAddress overrides the subnet's setting for public IPv4 addresses.
+	// +optional
+	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// AMISelectorTerms select the machine images; terms are ORed and the newest match wins.
+	// +kubebuilder:validation:XValidation:message="expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))"
+	// +kubebuilder:validation:XValidation:message="'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner) || has(x.ssmParameter)))"
+	// +kubebuilder:validation:XValidation:message="'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms",rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner) || has(x.ssmParameter)))"
+	// +kubebuilder:validation:XValidation:message="'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",rule="!(self.exists(x, has(x.alias)) && self.size() != 1)"
+	// +kubebuilder:validation:MinItems:=1
+	// +kubebuilder:validation:MaxItems:=30
+	// +required
+	AMISelectorTerms []AMISelectorTerm `json:"amiSelectorTerms"`
+	// AMIFamily says how to bootstrap the image (user data format, default disks). Optional
+	// when an alias term names it; Custom passes userData through unchanged.
+	// +kubebuilder:validation:Enum:={AL2,AL2023,Bottlerocket,Custom,Windows2019,Windows2022,Windows2025}
+	// +optional
+	AMIFamily *string `json:"amiFamily,omitempty"`
+	// UserData is merged into (or, for Custom, used as) the instance's user data.
+	// +optional
+	UserData *string `json:"userData,omitempty"`
+	// Role is the IAM role of the nodes; Karpenter creates and manages an instance profile for it.
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="role cannot be empty"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="immutable field changed"
+	// +optional
+	Role string `json:"role,omitempty"`
+	// InstanceProfile is an existing IAM instance profile to use instead of a role.
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="instanceProfile cannot be empty"
+	// +optional
+	InstanceProfile *string `json:"instanceProfile,omitempty"`
+	// Tags are put on instances, volumes, launch templates and network interfaces.
+	// +kubebuilder:validation:XValidation:message="empty tag keys aren't supported",rule="self.all(k, k != '')"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching eks:eks-cluster-name",rule="self.all(k, k !='eks:eks-cluster-name')"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching kubernetes.io/cluster/",rule="self.all(k, !k.startsWith('kubernetes.io/cluster') )"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.sh/nodepool",rule="self.all(k, k != 'karpenter.sh/nodepool')"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.sh/nodeclaim",rule="self.all(k, k !='karpenter.sh/nodeclaim')"
+	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass",rule="self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')"
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// Kubelet settings Karpenter must know to compute allocatable capacity, passed to the node.
+	// +optional
+	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+	// BlockDeviceMappings are the instance's EBS volumes; at most one may be the root volume.
+	// +kubebuilder:validation:XValidation:message="must have only one blockDeviceMappings with rootVolume",rule="self.filter(x, has(x.rootVolume) ? x.rootVolume == true : false).size() <= 1"
+	// +kubebuilder:validation:MaxItems:=50
+	// +optional
+	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
+	// InstanceStorePolicy says what to do with local NVMe disks: RAID0 joins them for ephemeral storage.
+	// +kubebuilder:validation:Enum:={RAID0}
+	// +optional
+	InstanceStorePolicy *InstanceStorePolicy `json:"instanceStorePolicy,omitempty"`
+	// DetailedMonitoring turns on one-minute CloudWatch metrics.
+	// +optional
+	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
+	// MetadataOptions configure the instance metadata service; IMDSv2 is required by default.
+	// +kubebuilder:default={"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"}
+	// +optional
+	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// Context is the Context ID for launches into an Outpost or with special placement.
+	// +optional
+	Context *string `json:"context,omitempty"`
+}
+
+// SubnetSelectorTerm selects subnets by ID or by tags (all must match; "*" matches any value).
+type SubnetSelectorTerm struct {
+	// Tags the subnet must carry.
+	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
+	// +kubebuilder:validation:MaxProperties:=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID of the subnet.
+	// +kubebuilder:validation:Pattern="subnet-[0-9a-z]+"
+	// +optional
+	ID string `json:"id,omitempty"`
+}
+
+// SecurityGroupSelectorTerm selects security groups by ID, name or tags.
+type SecurityGroupSelectorTerm struct {
+	// Tags the security group must carry.
+	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
+	// +kubebuilder:validation:MaxProperties:=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID of the security group.
+	// +kubebuilder:validation:Pattern:="sg-[0-9a-z]+"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Name of the security group (its GroupName).
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// CapacityReservationSelectorTerm selects capacity reservations by ID or tags and owner.
+type CapacityReservationSelectorTerm struct {
+	// Tags the reservation must carry.
+	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
+	// +kubebuilder:validation:MaxProperties:=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID of the capacity reservation.
+	// +kubebuilder:validation:Pattern:="^cr-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// OwnerID is the account that owns the reservation.
+	// +kubebuilder:validation:Pattern:="^[0-9]{12}$"
+	// +optional
+	OwnerID string `json:"ownerID,omitempty"`
+}
+
+// AMISelectorTerm selects machine images: by alias (family@version, standing alone), by ID, by
+// SSM parameter, or by name, owner and tags together.
+type AMISelectorTerm struct {
+	// Alias names an EKS-optimized image family and version, such as al2023@latest or
+	// bottlerocket@v1.20.0. It must be the only term.
+	// +kubebuilder:validation:XValidation:message="'alias' is improperly formatted, must match the format 'family@version'",rule="self.matches('^[a-zA-Z0-9]+@.+$')"
+	// +kubebuilder:validation:XValidation:message="family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']"
+	// +kubebuilder:validation:XValidation:message="windows families may only specify version 'latest'",rule="self.split('@')[0] in ['windows2019','windows2022','windows2025'] ? self.split('@')[1] == 'latest' : true"
+	// +kubebuilder:validation:MaxLength=30
+	// +optional
+	Alias string `json:"alias,omitempty"`
+	// Tags the image must carry.
+	// +kubebuilder:validation:XValidation:message="empty tag keys or values aren't supported",rule="self.all(k, k != '' && self[k] != '')"
+	// +kubebuilder:validation:MaxProperties:=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID of the image.
+	// +kubebuilder:validation:Pattern:="ami-[0-9a-z]+"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Name of the image (wildcards allowed).
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Owner of the image: an account ID or an alias such as amazon or self.
+	// +optional
+	Owner string `json:"owner,omitempty"`
+	// SSMParameter names a parameter whose value is the image ID.
+	// +optional
+	SSMParameter string `json:"ssmParameter,omitempty"`
+}
+
+// KubeletConfiguration holds the kubelet settings Karpenter needs to compute allocatable
+// resources and pod density. Keys of the reserved and eviction maps are limited to those the
+// kubelet accepts.
+//
+// +kubebuilder:validation:XValidation:message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",rule="has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ?  self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent  : true"
+// +kubebuilder:validation:XValidation:message="evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true"
+// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",rule="has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true"
+type KubeletConfiguration struct {
+	// ClusterDNS is the list of DNS server IPs the kubelet gives pods.
+	// +optional
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// MaxPods caps the pods per node, overriding the ENI-based default.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	MaxPods *int32 `json:"maxPods,omitempty"`
+	// PodsPerCore caps pods per vCPU; the smaller of it and MaxPods applies.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
+	// SystemReserved is held back for OS daemons (cpu, memory, ephemeral-storage, pid).
+	// +kubebuilder:validation:XValidation:message="valid keys for systemReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
+	// +kubebuilder:validation:XValidation:message="systemReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
+	// +optional
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	// KubeReserved is held back for Kubernetes daemons (cpu, memory, ephemeral-storage, pid);
+	// when unset it is computed from the instance's cores and pods.
+	// +kubebuilder:validation:XValidation:message="valid keys for kubeReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
+	// +kubebuilder:validation:XValidation:message="kubeReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
+	// +optional
+	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
+	// EvictionHard thresholds, such as memory.available: 100Mi or nodefs.available: 10%.
+	// +kubebuilder:validation:XValidation:message="valid keys for evictionHard are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
+	// +optional
+	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+	// EvictionSoft thresholds; each needs a grace period in EvictionSoftGracePeriod.
+	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoft are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
+	// +optional
+	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
+	// EvictionSoftGracePeriod is how long each soft threshold must hold before eviction.
+	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoftGracePeriod are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
+	// +optional
+	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
+	// EvictionMaxPodGracePeriod is the longest grace period (seconds) given to pods evicted on a
+	// soft threshold.
+	// +optional
+	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
+	// ImageGCHighThresholdPercent is the disk usage that always triggers image garbage collection.
+	// +kubebuilder:validation:Minimum:=0
+	// +kubebuilder:validation:Maximum:=100
+	// +optional
+	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
+	// ImageGCLowThresholdPercent is the disk usage image garbage collection frees down to.
+	// +kubebuilder:validation:Minimum:=0
+	// +kubebuilder:validation:Maximum:=100
+	// +optional
+	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
+	// CPUCFSQuota enables CPU CFS quota enforcement for containers with CPU limits.
+	// +optional
+	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
+}
+
+// MetadataOptions configure the EC2 instance metadata service.
+type MetadataOptions struct {
+	// HTTPEndpoint turns the metadata service on or off.
+	// +kubebuilder:default=enabled
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	HTTPEndpoint *string `json:"httpEndpoint,omitempty"`
+	// HTTPProtocolIPv6 turns on the IPv6 endpoint.
+	// +kubebuilder:default=disabled
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	HTTPProtocolIPv6 *string `json:"httpProtocolIPv6,omitempty"`
+	// HTTPPutResponseHopLimit is the IP hop limit of metadata responses; 1 keeps them off pods.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum:=1
+	// +kubebuilder:validation:Maximum:=64
+	// +optional
+	HTTPPutResponseHopLimit *int64 `json:"httpPutResponseHopLimit,omitempty"`
+	// HTTPTokens "required" enforces IMDSv2 session tokens.
+	// +kubebuilder:default=required
+	// +kubebuilder:validation:Enum:={required,optional}
+	// +optional
+	HTTPTokens *string `json:"httpTokens,omitempty"`
+}
+
+// BlockDeviceMapping attaches an EBS volume at a device name.
+type BlockDeviceMapping struct {
+	// DeviceName is the device the volume appears as, such as /dev/xvda.
+	// +optional
+	DeviceName *string `json:"deviceName,omitempty"`
+	// EBS describes the volume.
+	// +optional
+	EBS *BlockDevice `json:"ebs,omitempty"`
+	// RootVolume marks the volume the image boots from; it counts as the node's ephemeral storage.
+	// +optional
+	RootVolume bool `json:"rootVolume,omitempty"`
+}
+
+// BlockDevice is an EBS volume.
+//
+// +kubebuilder:validation:XValidation:message="snapshotID or volumeSize must be defined",rule="has(self.snapshotID) || has(self.volumeSize)"
+type BlockDevice struct {
+	// DeleteOnTermination deletes the volume with the instance.
+	// +optional
+	DeleteOnTermination *bool `json:"deleteOnTermination,omitempty"`
+	// Encrypted encrypts the volume.
+	// +optional
+	Encrypted *bool `json:"encrypted,omitempty"`
+	// IOPS of io1, io2 and gp3 volumes.
+	// +optional
+	IOPS *int64 `json:"iops,omitempty"`
+	// KMSKeyID is the KMS key that encrypts the volume.
+	// +optional
+	KMSKeyID *string `json:"kmsKeyID,omitempty"`
+	// SnapshotID is the snapshot the volume is created from.
+	// +optional
+	SnapshotID *string `json:"snapshotID,omitempty"`
+	// Throughput (MiB/s) of gp3 volumes.
+	// +optional
+	Throughput *int64 `json:"throughput,omitempty"`
+	// VolumeInitializationRate (MiB/s) for volumes created from snapshots.
+	// +kubebuilder:validation:Minimum:=100
+	// +kubebuilder:validation:Maximum:=300
+	// +optional
+	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
+	// VolumeSize such as 100Gi (1Gi to 64Ti).
+	// +kubebuilder:validation:Pattern:="^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	VolumeSize *resource.Quantity `json:"volumeSize,omitempty"`
+	// VolumeType is the EBS volume type.
+	// +kubebuilder:validation:Enum:={standard,io1,io2,gp2,sc1,st1,gp3}
+	// +optional
+	VolumeType *string `json:"volumeType,omitempty"`
+}
+
+// InstanceStorePolicy says how local instance-store disks are used.
+type InstanceStorePolicy string
+
+// InstanceStorePolicyRAID0 joins local NVMe disks into one RAID0 array for ephemeral storage.
+const InstanceStorePolicyRAID0 InstanceStorePolicy = "RAID0"
+
+// EC2NodeClassStatus is what an EC2NodeClass's selectors resolved to.
+type EC2NodeClassStatus struct {
+	// Subnets that match subnetSelectorTerms.
+	// +optional
+	Subnets []Subnet `json:"subnets,omitempty"`
+	// SecurityGroups that match securityGroupSelectorTerms.
+	// +optional
+	SecurityGroups []SecurityGroup `json:"securityGroups,omitempty"`
+	// CapacityReservations that match capacityReservationSelectorTerms.
+	// +optional
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
+	// AMIs that match amiSelectorTerms, with the requirements each satisfies (such as arch).
+	// +optional
+	AMIs []AMI `json:"amis,omitempty"`
+	// InstanceProfile is the profile used: the given one or the one made for the role.
+	// +optional
+	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// Conditions: SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady, Ready, …
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Subnet is a resolved subnet.
+type Subnet struct {
+	// ID of the subnet.
+	// +required
+	ID string `json:"id"`
+	// Zone (availability zone name) of the subnet.
+	// +required
+	Zone string `json:"zone"`
+	// ZoneID of the subnet's zone.
+	// +optional
+	ZoneID string `json:"zoneID,omitempty"`
+}
+
+// SecurityGroup is a resolved security group.
+type SecurityGroup struct {
+	// ID of the security group.
+	// +required
+	ID string `json:"id"`
+	// Name of the security group.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// CapacityReservation is a resolved capacity reservation.
+type CapacityReservation struct {
+	// ID of the reservation.
+	// +required
+	ID string `json:"id"`
+	// AvailabilityZone of the reservation.
+	// +required
+	AvailabilityZone string `json:"availabilityZone"`
+	// InstanceType the reservation is for.
+	// +required
+	InstanceType string `json:"instanceType"`
+	// OwnerID is the owning account.
+	// +required
+	OwnerID string `json:"ownerID"`
+	// EndTime, if any, after which the reservation expires.
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+	// InstanceMatchCriteria is "open" or "targeted".
+	// +optional
+	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
+}
+
+// AMI is a resolved machine image.
+type AMI struct {
+	// ID of the image.
+	// +required
+	ID string `json:"id"`
+	// Name of the image.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Requirements an instance must satisfy to run the image (architecture, GPU, …).
+	// +required
+	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`
+	// Deprecated images are still used when nothing newer matches, and reported.
+	// +optional
+	Deprecated bool `json:"deprecated,omitempty"`
+}
+
+// EC2NodeClassList is a list of EC2NodeClasses.
+//
+// +kubebuilder:object:root=true
+type EC2NodeClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the EC2NodeClasses.
+	Items []EC2NodeClass `json:"items"`
+}

@@ -1,0 +1,64 @@
+package v1
+
+// Labels the AWS provider sets on nodes; NodePool requirements may name them.
+const (
+	LabelInstanceCategory                     = Group + "/instance-category"
+	LabelInstanceFamily                       = Group + "/instance-family"
+	LabelInstanceGeneration                   = Group + "/instance-generation"
+	LabelInstanceSize                         = Group + "/instance-size"
+	LabelInstanceCPU                          = Group + "/instance-cpu"
+	LabelInstanceCPUManufacturer              = Group + "/instance-cpu-manufacturer"
+	LabelInstanceCPUSustainedClockSpeedMhz    = Group + "/instance-cpu-sustained-clock-speed-mhz"
+	LabelInstanceMemory                       = Group + "/instance-memory"
+	LabelInstanceHypervisor                   = Group + "/instance-hypervisor"
+	LabelInstanceEncryptionInTransitSupported = Group + "/instance-encryption-in-transit-supported"
+	LabelInstanceLocalNVME                    = Group + "/instance-local-nvme"
+	LabelInstanceNetworkBandwidth             = Group + "/instance-network-bandwidth"
+	LabelInstanceEBSBandwidth                 = Group + "/instance-ebs-bandwidth"
+	LabelInstanceGPUName                      = Group + "/instance-gpu-name"
+	LabelInstanceGPUManufacturer              = Group + "/instance-gpu-manufacturer"
+	LabelInstanceGPUCount                     = Group + "/instance-gpu-count"
+	LabelInstanceGPUMemory                    = Group + "/instance-gpu-memory"
+	LabelInstanceAcceleratorName              = Group + "/instance-accelerator-name"
+	LabelInstanceAcceleratorManufacturer      = Group + "/instance-accelerator-manufacturer"
+	LabelInstanceAcceleratorCount             = Group + "/instance-accelerator-count"
+	LabelInstanceCapabilityFlex               = Group + "/instance-capability-flex"
+	LabelCapacityReservationID                = Group + "/capacity-reservation-id"
+	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
+	// LabelNodeClass names the EC2NodeClass a node was launched from.
+	LabelNodeClass = Group + "/ec2nodeclass"
+)
+
+// Annotations and finalizers.
+const (
+	// AnnotationEC2NodeClassHash holds the hash of an EC2NodeClass's static fields, copied to
+	// each NodeClaim at launch so drift can be detected.
+	AnnotationEC2NodeClassHash = Group + "/ec2nodeclass-hash"
+	// AnnotationEC2NodeClassHashVersion versions the hashing scheme.
+	AnnotationEC2NodeClassHashVersion = Group + "/ec2nodeclass-hash-version"
+	// TerminationFinalizer holds an EC2NodeClass until its NodeClaims and instance profile are gone.
+	TerminationFinalizer = Group + "/termination"
+)
+
+// EC2NodeClass condition types.
+const (
+	ConditionTypeSubnetsReady              = "SubnetsReady"
+	ConditionTypeSecurityGroupsReady       = "SecurityGroupsReady"
+	ConditionTypeAMIsReady                 = "AMIsReady"
+	ConditionTypeInstanceProfileReady      = "InstanceProfileReady"
+	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
+	ConditionTypeValidationSucceeded       = "ValidationSucceeded"
+	// ConditionTypeReady is the roll-up condition.
+	ConditionTypeReady = "Ready"
+)
+
+// AMI families.
+const (
+	AMIFamilyAL2          = "AL2"
+	AMIFamilyAL2023       = "AL2023"
+	AMIFamilyBottlerocket = "Bottlerocket"
+	AMIFamilyWindows2019  = "Windows2019"
+	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
+	AMIFamilyCustom       = "Custom"
+)

@@ -1,0 +1,26 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Group is the API group of EC2NodeClass.
+const Group = "karpenter.k8s.aws"
+
+// SchemeGroupVersion is the group and version of the objects in this package.
+var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: "v1"}
+
+var (
+	// SchemeBuilder collects the functions that add this package's types to a scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds EC2NodeClass (and its list) to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &EC2NodeClass{}, &EC2NodeClassList{})
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

@@ -1,0 +1,88 @@
+package v1
+
+// Labels Karpenter sets on the nodes it creates, and that NodePool requirements may name.
+const (
+	// NodePoolLabelKey names the NodePool a node or NodeClaim belongs to.
+	NodePoolLabelKey = Group + "/nodepool"
+	// CapacityTypeLabelKey says how an instance is bought: spot, on-demand or reserved.
+	CapacityTypeLabelKey = Group + "/capacity-type"
+	// NodeRegisteredLabelKey is set on a node once its NodeClaim has registered it.
+	NodeRegisteredLabelKey = Group + "/registered"
+	// NodeInitializedLabelKey is set on a node once it is ready and its startup taints are gone.
+	NodeInitializedLabelKey = Group + "/initialized"
+	// NodeDoNotSyncTaintsLabelKey stops Karpenter from syncing taints onto a registered node.
+	NodeDoNotSyncTaintsLabelKey = Group + "/do-not-sync-taints"
+)
+
+// Values of CapacityTypeLabelKey.
+const (
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeReserved = "reserved"
+)
+
+// Annotations Karpenter reads or writes.
+const (
+	// DoNotDisruptAnnotationKey, set to "true" on a pod or node, blocks voluntary disruption.
+	DoNotDisruptAnnotationKey = Group + "/do-not-disrupt"
+	// NodePoolHashAnnotationKey holds the hash of a NodePool's static template fields, copied to
+	// each NodeClaim at launch so drift can be detected.
+	NodePoolHashAnnotationKey = Group + "/nodepool-hash"
+	// NodePoolHashVersionAnnotationKey versions the hashing scheme of NodePoolHashAnnotationKey.
+	NodePoolHashVersionAnnotationKey = Group + "/nodepool-hash-version"
+	// NodeClaimTerminationTimestampAnnotationKey records when a draining node must be forcibly
+	// terminated (deletion time plus terminationGracePeriod).
+	NodeClaimTerminationTimestampAnnotationKey = Group + "/nodeclaim-termination-timestamp"
+)
+
+// Finalizers and taints.
+const (
+	// TerminationFinalizer holds NodeClaims and Nodes until their instance is terminated.
+	TerminationFinalizer = Group + "/termination"
+	// UnregisteredTaintKey is placed on nodes at boot and removed when Karpenter registers them.
+	UnregisteredTaintKey = Group + "/unregistered"
+	// DisruptedTaintKey cordons a node that Karpenter is disrupting.
+	DisruptedTaintKey = Group + "/disrupted"
+)
+
+// RestrictedLabelDomains are label domains users may not set in NodePool templates, except for
+// the keys in WellKnownKarpenterLabels.
+var RestrictedLabelDomains = []string{Group, "karpenter.k8s.aws"}
+
+// DisruptionReason says why Karpenter disrupts a node. The first three may appear in a
+// disruption budget's reasons.
+type DisruptionReason string
+
+// The disruption reasons.
+const (
+	DisruptionReasonUnderutilized DisruptionReason = "Underutilized"
+	DisruptionReasonEmpty         DisruptionReason = "Empty"
+	DisruptionReasonDrifted       DisruptionReason = "Drifted"
+	DisruptionReasonExpired       DisruptionReason = "Expired"
+	DisruptionReasonInterrupted   DisruptionReason = "Interrupted"
+)
+
+// NodeClaim and NodePool condition types.
+const (
+	// ConditionTypeLaunched: the cloud provider created the instance.
+	ConditionTypeLaunched = "Launched"
+	// ConditionTypeRegistered: a Node with the claim's providerID joined the cluster.
+	ConditionTypeRegistered = "Registered"
+	// ConditionTypeInitialized: the node is Ready, startup taints are gone and its extended
+	// resources are registered.
+	ConditionTypeInitialized = "Initialized"
+	// ConditionTypeDrifted: the claim no longer matches its NodePool or NodeClass.
+	ConditionTypeDrifted = "Drifted"
+	// ConditionTypeConsolidatable: the node may be considered for consolidation.
+	ConditionTypeConsolidatable = "Consolidatable"
+	// ConditionTypeDisruptionReason: the node is being disrupted; the reason says why.
+	ConditionTypeDisruptionReason = "DisruptionReason"
+	// ConditionTypeInstanceTerminating: the instance is being terminated.
+	ConditionTypeInstanceTerminating = "InstanceTerminating"
+	// ConditionTypeReady is the roll-up condition of NodeClaims, NodePools and NodeClasses.
+	ConditionTypeReady = "Ready"
+	// ConditionTypeNodeClassReady: the NodePool's NodeClass exists and is ready.
+	ConditionTypeNodeClassReady = "NodeClassReady"
+	// ConditionTypeValidationSucceeded: the NodePool passed the checks the schema cannot make.
+	ConditionTypeValidationSucceeded = "ValidationSucceeded"
+)
