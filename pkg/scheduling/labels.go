@@ -1,0 +1,77 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// wellKnownLabels are the labels every node Karpenter launches carries, with values that come
+// from the instance type and offering chosen. A pod may require them even when a NodePool does
+// not mention them: the instance types decide.
+var wellKnownLabels = map[string]bool{
+	corev1.LabelTopologyZone:                        true,
+	corev1.LabelTopologyRegion:                      true,
+	corev1.LabelInstanceTypeStable:                  true,
+	corev1.LabelArchStable:                          true,
+	corev1.LabelOSStable:                            true,
+	corev1.LabelWindowsBuild:                        true,
+	karpv1.CapacityTypeLabelKey:                     true,
+	karpv1.NodePoolLabelKey:                         true,
+	awsv1.LabelInstanceCategory:                     true,
+	awsv1.LabelInstanceFamily:                       true,
+	awsv1.LabelInstanceGeneration:                   true,
+	awsv1.LabelInstanceSize:                         true,
+	awsv1.LabelInstanceCPU:                          true,
+	awsv1.LabelInstanceCPUManufacturer:              true,
+	awsv1.LabelInstanceCPUSustainedClockSpeedMhz:    true,
+	awsv1.LabelInstanceMemory:                       true,
+	awsv1.LabelInstanceHypervisor:                   true,
+	awsv1.LabelInstanceEncryptionInTransitSupported: true,
+	awsv1.LabelInstanceLocalNVME:                    true,
+	awsv1.LabelInstanceNetworkBandwidth:             true,
+	awsv1.LabelInstanceEBSBandwidth:                 true,
+	awsv1.LabelInstanceGPUName:                      true,
+	awsv1.LabelInstanceGPUManufacturer:              true,
+	awsv1.LabelInstanceGPUCount:                     true,
+	awsv1.LabelInstanceGPUMemory:                    true,
+	awsv1.LabelInstanceAcceleratorName:              true,
+	awsv1.LabelInstanceAcceleratorManufacturer:      true,
+	awsv1.LabelInstanceAcceleratorCount:             true,
+	awsv1.LabelInstanceCapabilityFlex:               true,
+	awsv1.LabelCapacityReservationID:                true,
+	awsv1.LabelCapacityReservationType:              true,
+	awsv1.LabelNodeClass:                            true,
+}
+
+// IsWellKnownLabel reports whether every Karpenter node carries the label, with a value set by
+// the instance type or offering (zone, arch, instance type, capacity type, …).
+func IsWellKnownLabel(key string) bool { return wellKnownLabels[key] }
+
+// RestrictedLabelReason says why a NodePool may not set a label, or "" when it may.
+func RestrictedLabelReason(key string) string {
+	if key == corev1.LabelHostname {
+		return `label "kubernetes.io/hostname" is restricted`
+	}
+	if key == karpv1.NodePoolLabelKey {
+		return `label "karpenter.sh/nodepool" is restricted`
+	}
+	domain := key
+	for i := range len(key) {
+		if key[i] == '/' {
+			domain = key[:i]
+			break
+		}
+	}
+	for _, restricted := range karpv1.RestrictedLabelDomains {
+		if (domain == restricted || hasSuffix(domain, "."+restricted)) && !wellKnownLabels[key] {
+			return `label domain "` + restricted + `" is restricted`
+		}
+	}
+	return ""
+}
+
+func hasSuffix(s, suffix string) bool {
+	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
+}
