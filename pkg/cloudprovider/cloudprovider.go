@@ -1,0 +1,89 @@
+package cloudprovider
+
+import (
+	"context"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// CloudProvider is everything Karpenter asks of a cloud. It is composed of small interfaces so
+// that a component declares only what it uses (the provisioner needs an InstanceTypeProvider and
+// a Launcher; garbage collection an InstanceLister; disruption a DriftChecker).
+//
+// Implementations must be safe for concurrent use. Every method that talks to the cloud takes a
+// context and returns promptly once it is cancelled.
+type CloudProvider interface {
+	Launcher
+	InstanceGetter
+	InstanceLister
+	InstanceTypeProvider
+	DriftChecker
+	// Name is the provider's name, such as "aws" or "sim"; it prefixes metrics and logs.
+	Name() string
+}
+
+// Launcher launches and terminates instances.
+type Launcher interface {
+	// Create launches one instance that meets the claim's requirements (instance types, zones,
+	// capacity types, …) and resource requests, choosing among the compatible offerings
+	// (typically the cheapest available). It returns a copy of the claim whose status says what
+	// was launched: ProviderID, ImageID, Capacity and Allocatable, and whose labels carry the
+	// launched instance's facts — node.kubernetes.io/instance-type, topology.kubernetes.io/zone,
+	// karpenter.sh/capacity-type, kubernetes.io/arch, kubernetes.io/os and the instance type's
+	// other labels. The input claim is not modified.
+	//
+	// Errors:
+	//   - *InsufficientCapacityError when every compatible offering is out of capacity; it lists
+	//     the offerings that ran out, so the caller can mark them unavailable and retry elsewhere.
+	//   - *NodeClassNotReadyError when the claim's NodeClass is missing or not ready.
+	//   - *CreateError for any other launch failure, marked terminal when retrying the same claim
+	//     cannot succeed (for example no instance type satisfies it).
+	Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error)
+	// Delete terminates the claim's instance (found by status.providerID). It is idempotent:
+	// when the instance is already gone or terminating it returns *NodeClaimNotFoundError, which
+	// callers treat as success (IgnoreNodeClaimNotFoundError). Other errors are retryable.
+	Delete(ctx context.Context, claim *karpv1.NodeClaim) error
+}
+
+// InstanceGetter finds one instance.
+type InstanceGetter interface {
+	// Get returns the NodeClaim view (status and labels as Create returns them) of the instance
+	// with the given provider ID. It returns *NodeClaimNotFoundError when no such instance exists
+	// or it has terminated.
+	Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error)
+}
+
+// InstanceLister lists instances.
+type InstanceLister interface {
+	// List returns a NodeClaim view of every running instance this Karpenter launched, sorted by
+	// provider ID, including those whose NodeClaim no longer exists (so they can be garbage
+	// collected). It returns no typed errors.
+	List(ctx context.Context) ([]*karpv1.NodeClaim, error)
+}
+
+// InstanceTypeProvider says what a NodePool may launch.
+type InstanceTypeProvider interface {
+	// GetInstanceTypes returns the instance types the NodePool's NodeClass can launch, each
+	// with its offerings (zone × capacity type × price × availability) in the NodeClass's
+	// zones and with capacity and overhead computed from the NodeClass's kubelet and disk
+	// settings. Results are sorted by name. Filtering by the NodePool's requirements is the
+	// scheduler's job, not the provider's. The returned instance types are shared and must not
+	// be modified.
+	//
+	// It returns *NodeClassNotReadyError when the NodePool's NodeClass is missing or not ready.
+	GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*InstanceType, error)
+}
+
+// DriftChecker detects launched instances that no longer match their configuration.
+type DriftChecker interface {
+	// IsDrifted reports why the claim's instance no longer matches its NodeClass (image,
+	// subnet, security groups, NodeClass hash, …), or the empty DriftReason when it does not
+	// drift. Drift against the NodePool's template is detected by Karpenter itself, not here.
+	// It returns *NodeClaimNotFoundError when the instance is gone and *NodeClassNotReadyError
+	// when the NodeClass cannot be resolved to compare against.
+	IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (DriftReason, error)
+}
+
+// DriftReason says why a NodeClaim drifted, such as "AMIDrift" or "SubnetDrift". The empty
+// reason means not drifted.
+type DriftReason string

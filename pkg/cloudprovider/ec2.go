@@ -1,0 +1,605 @@
+package cloudprovider
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+)
+
+// Extended resources EC2 instance types advertise; each is in Capacity only when non-zero.
+const (
+	// ResourceNVIDIAGPU counts NVIDIA GPUs.
+	ResourceNVIDIAGPU corev1.ResourceName = "nvidia.com/gpu"
+	// ResourceAMDGPU counts AMD GPUs.
+	ResourceAMDGPU corev1.ResourceName = "amd.com/gpu"
+	// ResourceHabanaGaudi counts Habana Gaudi accelerators.
+	ResourceHabanaGaudi corev1.ResourceName = "habana.ai/gaudi"
+	// ResourceAWSNeuron counts AWS Neuron devices (Inferentia, Trainium).
+	ResourceAWSNeuron corev1.ResourceName = "aws.amazon.com/neuron"
+	// ResourceAWSNeuronCore counts the cores of the AWS Neuron devices.
+	ResourceAWSNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
+	// ResourceEFA counts Elastic Fabric Adapter interfaces.
+	ResourceEFA corev1.ResourceName = "vpc.amazonaws.com/efa"
+	// ResourceAWSPodENI counts branch interfaces for pods with their own security groups.
+	ResourceAWSPodENI corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
+)
+
+// Defaults of InstanceTypeOptions.
+const (
+	// DefaultVMMemoryOverheadPercent is the share of an instance's memory taken by the
+	// hypervisor and firmware, as Karpenter's VM_MEMORY_OVERHEAD_PERCENT defaults it.
+	DefaultVMMemoryOverheadPercent = 0.075
+	// DefaultRootVolumeGiB is the root volume (and so ephemeral storage) of the AL2, AL2023 and
+	// Bottlerocket images when the NodeClass does not size it.
+	DefaultRootVolumeGiB = 20
+	// DefaultMaxPods is the kubelet's pod limit when the ENI limits of a type are unknown.
+	DefaultMaxPods = 110
+)
+
+// Hard-eviction signals the overhead model reads.
+const (
+	evictionMemoryAvailable = "memory.available"
+	evictionNodeFSAvailable = "nodefs.available"
+)
+
+const mib = 1 << 20
+
+// InstanceTypeOptions configure how catalog entries become instance types: the NodeClass
+// settings that change capacity and overhead, and where and at what price they are offered.
+// The zero value is usable: AL2023 defaults, no offerings.
+type InstanceTypeOptions struct {
+	// Kubelet overrides pod density (maxPods, podsPerCore) and the reservations (kubeReserved,
+	// systemReserved, evictionHard). Nil keeps the defaults.
+	Kubelet *awsv1.KubeletConfiguration
+	// AMIFamily is AL2, AL2023, Bottlerocket or Custom; empty means AL2023. It decides whether
+	// kube-reserved memory follows the ENI-limited pod count (AL2, AL2023, Custom) or the
+	// actual one (Bottlerocket), and whether podsPerCore applies (not on Bottlerocket).
+	// Windows families are not supported yet.
+	AMIFamily string
+	// VMMemoryOverheadPercent is the share of memory lost to virtualization; nil means
+	// DefaultVMMemoryOverheadPercent.
+	VMMemoryOverheadPercent *float64
+	// ReservedENIs are network interfaces kept from the VPC CNI; each lowers the ENI-limited
+	// pod count by one interface's worth of addresses.
+	ReservedENIs int
+	// RootVolumeSize is the root volume, which holds ephemeral storage; nil means
+	// DefaultRootVolumeGiB. OptionsFromNodeClass reads it from block device mappings.
+	RootVolumeSize *resource.Quantity
+	// InstanceStorePolicy RAID0 makes the local NVMe disks, where a type has them, the
+	// ephemeral storage instead of the root volume.
+	InstanceStorePolicy *awsv1.InstanceStorePolicy
+	// Zones are the availability zones to make offerings in. None means no offerings.
+	Zones []string
+	// CapacityTypes to make offerings of; nil means spot and on-demand.
+	CapacityTypes []string
+	// Prices price the offerings; a combination without a price gets no offering. Nil means
+	// the embedded catalog's prices (catalog.DefaultPrices).
+	Prices Prices
+}
+
+// Validate reports the first invalid option, including unparsable kubelet quantities.
+func (o InstanceTypeOptions) Validate() error {
+	_, err := o.compile()
+	return err
+}
+
+// OptionsFromNodeClass returns the options an EC2NodeClass implies: its kubelet settings, AMI
+// family (spec.amiFamily, or the family of an alias term), root volume size and instance-store
+// policy. Zones, capacity types and prices are left for the caller.
+func OptionsFromNodeClass(nc *awsv1.EC2NodeClass) InstanceTypeOptions {
+	opts := InstanceTypeOptions{
+		Kubelet:             nc.Spec.Kubelet,
+		InstanceStorePolicy: nc.Spec.InstanceStorePolicy,
+	}
+	switch {
+	case nc.Spec.AMIFamily != nil:
+		opts.AMIFamily = *nc.Spec.AMIFamily
+	default:
+		for _, term := range nc.Spec.AMISelectorTerms {
+			if family, _, ok := strings.Cut(term.Alias, "@"); ok {
+				opts.AMIFamily = aliasFamilies[strings.ToLower(family)]
+				break
+			}
+		}
+	}
+	if traits, err := amiTraitsOf(opts.AMIFamily); err == nil {
+		opts.RootVolumeSize = rootVolumeSize(nc.Spec.BlockDeviceMappings, traits)
+	}
+	return opts
+}
+
+var aliasFamilies = map[string]string{
+	"al2":          awsv1.AMIFamilyAL2,
+	"al2023":       awsv1.AMIFamilyAL2023,
+	"bottlerocket": awsv1.AMIFamilyBottlerocket,
+	"windows2019":  awsv1.AMIFamilyWindows2019,
+	"windows2022":  awsv1.AMIFamilyWindows2022,
+	"windows2025":  awsv1.AMIFamilyWindows2025,
+}
+
+// rootVolumeSize finds the volume that holds ephemeral storage: the one marked rootVolume, else
+// the family's ephemeral device (the last mapping for Custom), else nil for the default.
+func rootVolumeSize(bdms []*awsv1.BlockDeviceMapping, traits amiTraits) *resource.Quantity {
+	size := func(bdm *awsv1.BlockDeviceMapping) *resource.Quantity {
+		if bdm == nil || bdm.EBS == nil || bdm.EBS.VolumeSize == nil {
+			return nil
+		}
+		q := bdm.EBS.VolumeSize.DeepCopy()
+		return &q
+	}
+	for _, bdm := range bdms {
+		if bdm != nil && bdm.RootVolume {
+			if q := size(bdm); q != nil {
+				return q
+			}
+		}
+	}
+	if len(bdms) == 0 {
+		return nil
+	}
+	if traits.ephemeralDevice == "" {
+		return size(bdms[len(bdms)-1])
+	}
+	for _, bdm := range bdms {
+		if bdm != nil && bdm.DeviceName != nil && *bdm.DeviceName == traits.ephemeralDevice {
+			return size(bdm)
+		}
+	}
+	return nil
+}
+
+// amiTraits are the differences between image families that change capacity or overhead.
+type amiTraits struct {
+	// eniLimitedMemoryOverhead: kube-reserved memory is computed from the ENI-limited pod count
+	// (the EKS bootstrap script's rule), whatever maxPods says.
+	eniLimitedMemoryOverhead bool
+	// podsPerCore: the kubelet's podsPerCore setting is honoured.
+	podsPerCore bool
+	// ephemeralDevice is the device holding ephemeral storage; empty for Custom (the last
+	// block device mapping).
+	ephemeralDevice string
+}
+
+func amiTraitsOf(family string) (amiTraits, error) {
+	switch family {
+	case "", awsv1.AMIFamilyAL2023, awsv1.AMIFamilyAL2:
+		return amiTraits{eniLimitedMemoryOverhead: true, podsPerCore: true, ephemeralDevice: "/dev/xvda"}, nil
+	case awsv1.AMIFamilyCustom:
+		return amiTraits{eniLimitedMemoryOverhead: true, podsPerCore: true}, nil
+	case awsv1.AMIFamilyBottlerocket:
+		return amiTraits{ephemeralDevice: "/dev/xvdb"}, nil
+	default:
+		return amiTraits{}, fmt.Errorf("unsupported ami family %q", family)
+	}
+}
+
+// builder holds options compiled once for many instance types.
+type builder struct {
+	traits         amiTraits
+	vmOverhead     float64
+	reservedENIs   int
+	rootVolume     resource.Quantity
+	raid0          bool
+	maxPods        *int64
+	podsPerCore    int64
+	kubeReserved   corev1.ResourceList
+	systemReserved corev1.ResourceList
+	evictMemory    *threshold
+	evictNodeFS    *threshold
+	zones          []string
+	capacityTypes  []string
+	prices         Prices
+}
+
+// threshold is an eviction threshold: a quantity or a percentage of capacity.
+type threshold struct {
+	percent   float64
+	isPercent bool
+	quantity  resource.Quantity
+}
+
+func (t threshold) of(capacity int64, format resource.Format) resource.Quantity {
+	if !t.isPercent {
+		return t.quantity.DeepCopy()
+	}
+	return *resource.NewQuantity(int64(math.Ceil(float64(capacity)/100*t.percent)), format)
+}
+
+func (o InstanceTypeOptions) compile() (*builder, error) {
+	traits, err := amiTraitsOf(o.AMIFamily)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{
+		traits:       traits,
+		vmOverhead:   DefaultVMMemoryOverheadPercent,
+		reservedENIs: o.ReservedENIs,
+		rootVolume:   *resource.NewQuantity(DefaultRootVolumeGiB<<30, resource.BinarySI),
+		raid0:        o.InstanceStorePolicy != nil && *o.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0,
+		prices:       o.Prices,
+	}
+	if p := o.VMMemoryOverheadPercent; p != nil {
+		if *p < 0 || *p >= 1 || math.IsNaN(*p) {
+			return nil, fmt.Errorf("vm memory overhead percent %v is not in [0, 1)", *p)
+		}
+		b.vmOverhead = *p
+	}
+	if o.ReservedENIs < 0 {
+		return nil, fmt.Errorf("reserved enis %d is negative", o.ReservedENIs)
+	}
+	if o.RootVolumeSize != nil {
+		if o.RootVolumeSize.Sign() <= 0 {
+			return nil, fmt.Errorf("root volume size %s is not positive", o.RootVolumeSize)
+		}
+		b.rootVolume = o.RootVolumeSize.DeepCopy()
+	}
+	if b.zones, err = sortedSet("zone", o.Zones); err != nil {
+		return nil, err
+	}
+	capacityTypes := o.CapacityTypes
+	if capacityTypes == nil {
+		capacityTypes = []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot}
+	}
+	for _, ct := range capacityTypes {
+		if ct != karpv1.CapacityTypeOnDemand && ct != karpv1.CapacityTypeSpot && ct != karpv1.CapacityTypeReserved {
+			return nil, fmt.Errorf("unknown capacity type %q", ct)
+		}
+	}
+	if b.capacityTypes, err = sortedSet("capacity type", capacityTypes); err != nil {
+		return nil, err
+	}
+	if b.prices == nil && len(b.zones) > 0 {
+		prices, err := catalog.DefaultPrices()
+		if err != nil {
+			return nil, fmt.Errorf("loading catalog prices: %w", err)
+		}
+		b.prices = prices
+	}
+	if k := o.Kubelet; k != nil {
+		if k.MaxPods != nil {
+			if *k.MaxPods < 0 {
+				return nil, fmt.Errorf("kubelet maxPods %d is negative", *k.MaxPods)
+			}
+			v := int64(*k.MaxPods)
+			b.maxPods = &v
+		}
+		if k.PodsPerCore != nil {
+			if *k.PodsPerCore < 0 {
+				return nil, fmt.Errorf("kubelet podsPerCore %d is negative", *k.PodsPerCore)
+			}
+			b.podsPerCore = int64(*k.PodsPerCore)
+		}
+		if b.kubeReserved, err = parseReserved("kubeReserved", k.KubeReserved); err != nil {
+			return nil, err
+		}
+		if b.systemReserved, err = parseReserved("systemReserved", k.SystemReserved); err != nil {
+			return nil, err
+		}
+		if b.evictMemory, err = parseThreshold(k.EvictionHard, evictionMemoryAvailable); err != nil {
+			return nil, err
+		}
+		if b.evictNodeFS, err = parseThreshold(k.EvictionHard, evictionNodeFSAvailable); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+func sortedSet(what string, values []string) ([]string, error) {
+	out := slices.Clone(values)
+	slices.Sort(out)
+	for i, v := range out {
+		if v == "" {
+			return nil, fmt.Errorf("empty %s", what)
+		}
+		if i > 0 && out[i-1] == v {
+			return nil, fmt.Errorf("duplicate %s %q", what, v)
+		}
+	}
+	return out, nil
+}
+
+func parseReserved(field string, m map[string]string) (corev1.ResourceList, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	rl := make(corev1.ResourceList, len(m))
+	for k, v := range m {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet %s %s: %w", field, k, err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("kubelet %s %s: %s is negative", field, k, v)
+		}
+		rl[corev1.ResourceName(k)] = q
+	}
+	return rl, nil
+}
+
+func parseThreshold(m map[string]string, signal string) (*threshold, error) {
+	v, ok := m[signal]
+	if !ok {
+		return nil, nil
+	}
+	if p, isPercent := strings.CutSuffix(v, "%"); isPercent {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet evictionHard %s: %w", signal, err)
+		}
+		if f < 0 || f > 100 || math.IsNaN(f) {
+			return nil, fmt.Errorf("kubelet evictionHard %s: %s is not a percentage", signal, v)
+		}
+		return &threshold{percent: f, isPercent: true}, nil
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet evictionHard %s: %w", signal, err)
+	}
+	if q.Sign() < 0 {
+		return nil, fmt.Errorf("kubelet evictionHard %s: %s is negative", signal, v)
+	}
+	return &threshold{quantity: q}, nil
+}
+
+// NewInstanceTypes builds an instance type from each catalog entry with Karpenter's AWS rules
+// for capacity and overhead, and offerings in the options' zones and capacity types. The
+// result is sorted by name. It fails on invalid options or an entry without vCPUs, memory or
+// architecture.
+//
+// The rules, per instance type:
+//   - cpu = vCPUs.
+//   - memory = MiB, less 64 MiB on arm64 (Graviton CMA), less ⌈that × VM overhead percent⌉ MiB.
+//   - pods = the kubelet's maxPods if set, else the ENI-limited count
+//     (ENIs − reserved ENIs) × (IPv4 per ENI − 1) + 2 (0 when no ENI is left; the catalog's
+//     MaxPods, then 110, when ENI limits are unknown), capped at podsPerCore × vCPUs when
+//     podsPerCore is set.
+//   - ephemeral-storage = the root volume (20Gi by default), or the local NVMe total with
+//     instanceStorePolicy RAID0.
+//   - kube-reserved: cpu 6% of the first core, 1% of the second, 0.5% of cores 3–4 and 0.25%
+//     of every further core (millicores, each band truncated); memory 11 MiB × pods + 255 MiB,
+//     where pods is the ENI-limited count without reserved ENIs on AL2/AL2023/Custom (as their
+//     bootstrap computes it) and the pods above on Bottlerocket; ephemeral-storage 1Gi. Each
+//     key of the kubelet's kubeReserved replaces its default.
+//   - system-reserved: the kubelet's systemReserved, nothing by default.
+//   - eviction threshold: memory 100Mi, ephemeral-storage ⌈10% of ephemeral storage⌉; the
+//     kubelet's evictionHard memory.available and nodefs.available replace them, percentages
+//     taken of memory and ephemeral-storage capacity.
+func NewInstanceTypes(entries []catalog.Entry, opts InstanceTypeOptions) ([]*InstanceType, error) {
+	b, err := opts.compile()
+	if err != nil {
+		return nil, fmt.Errorf("invalid instance type options: %w", err)
+	}
+	out := make([]*InstanceType, 0, len(entries))
+	for i := range entries {
+		it, err := b.build(&entries[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	slices.SortFunc(out, func(a, b *InstanceType) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// NewInstanceType builds one instance type; see NewInstanceTypes for the rules. To build many,
+// NewInstanceTypes is faster: it compiles the options once.
+func NewInstanceType(entry catalog.Entry, opts InstanceTypeOptions) (*InstanceType, error) {
+	b, err := opts.compile()
+	if err != nil {
+		return nil, fmt.Errorf("invalid instance type options: %w", err)
+	}
+	return b.build(&entry)
+}
+
+func (b *builder) build(e *catalog.Entry) (*InstanceType, error) {
+	if e.Name == "" || e.VCPU <= 0 || e.MemoryMiB <= 0 || (e.Arch != "amd64" && e.Arch != "arm64") {
+		return nil, fmt.Errorf("instance type %q: needs a name, vcpus, memory and an amd64 or arm64 architecture", e.Name)
+	}
+	milliCPU := int64(e.VCPU) * 1000
+
+	memMiB := e.MemoryMiB
+	if e.Arch == "arm64" {
+		memMiB -= 64
+	}
+	memMiB -= int64(math.Ceil(float64(memMiB) * b.vmOverhead))
+	memory := max(memMiB, 0) * mib
+
+	eniPods := eniLimitedPods(e, b.reservedENIs)
+	pods := eniPods
+	if b.maxPods != nil {
+		pods = *b.maxPods
+	}
+	if b.podsPerCore > 0 && b.traits.podsPerCore {
+		pods = min(pods, b.podsPerCore*int64(e.VCPU))
+	}
+
+	storage := b.rootVolume
+	if b.raid0 && e.LocalNVMeGiB > 0 {
+		storage = *resource.NewQuantity(e.LocalNVMeGiB*1e9, resource.DecimalSI)
+	}
+
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(milliCPU, resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(memory, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(pods, resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: storage.DeepCopy(),
+	}
+	addExtended(capacity, e)
+
+	podsForMemory := pods
+	if b.traits.eniLimitedMemoryOverhead {
+		podsForMemory = eniLimitedPods(e, 0)
+	}
+	kubeReserved := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(kubeReservedMilliCPU(milliCPU), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity((11*podsForMemory+255)*mib, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(1<<30, resource.BinarySI),
+	}
+	for name, q := range b.kubeReserved {
+		kubeReserved[name] = q.DeepCopy()
+	}
+	var systemReserved corev1.ResourceList
+	if len(b.systemReserved) > 0 {
+		systemReserved = make(corev1.ResourceList, len(b.systemReserved))
+		for name, q := range b.systemReserved {
+			systemReserved[name] = q.DeepCopy()
+		}
+	}
+	storageBytes := storage.Value()
+	eviction := corev1.ResourceList{
+		corev1.ResourceMemory:           *resource.NewQuantity(100*mib, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(math.Ceil(float64(storageBytes)/100*10)), resource.BinarySI),
+	}
+	if b.evictMemory != nil {
+		eviction[corev1.ResourceMemory] = b.evictMemory.of(memory, resource.BinarySI)
+	}
+	if b.evictNodeFS != nil {
+		eviction[corev1.ResourceEphemeralStorage] = b.evictNodeFS.of(storageBytes, resource.BinarySI)
+	}
+
+	return &InstanceType{
+		Name:      e.Name,
+		Labels:    labels(e),
+		Capacity:  capacity,
+		Overhead:  InstanceTypeOverhead{KubeReserved: kubeReserved, SystemReserved: systemReserved, EvictionThreshold: eviction},
+		Offerings: b.offerings(e.Name),
+	}, nil
+}
+
+func (b *builder) offerings(name string) Offerings {
+	if len(b.zones) == 0 || len(b.capacityTypes) == 0 {
+		return nil
+	}
+	var ofs Offerings
+	for _, zone := range b.zones {
+		for _, ct := range b.capacityTypes {
+			if price, ok := b.prices.Price(name, zone, ct); ok {
+				if ofs == nil {
+					ofs = make(Offerings, 0, len(b.zones)*len(b.capacityTypes))
+				}
+				ofs = append(ofs, Offering{Zone: zone, CapacityType: ct, Price: price, Available: true})
+			}
+		}
+	}
+	return ofs
+}
+
+// eniLimitedPods is the VPC CNI's pod limit: every usable interface of the default network card
+// gives its addresses but the primary to pods, plus two host-network pods.
+func eniLimitedPods(e *catalog.Entry, reservedENIs int) int64 {
+	if e.ENIs <= 0 || e.IPv4PerENI <= 0 {
+		if e.MaxPods > 0 {
+			return int64(e.MaxPods)
+		}
+		return DefaultMaxPods
+	}
+	usable := int64(e.ENIs - reservedENIs)
+	if usable <= 0 {
+		return 0
+	}
+	return usable*int64(e.IPv4PerENI-1) + 2
+}
+
+// kubeReservedMilliCPU is the default kube-reserved cpu: 6% of the first core, 1% of the
+// second, 0.5% of the third and fourth, 0.25% of the rest, each band truncated to millicores.
+func kubeReservedMilliCPU(milliCPU int64) int64 {
+	bands := [...]struct{ start, end, perTenThousand int64 }{
+		{0, 1000, 600},
+		{1000, 2000, 100},
+		{2000, 4000, 50},
+		{4000, math.MaxInt64, 25},
+	}
+	var total int64
+	for _, band := range bands {
+		if milliCPU <= band.start {
+			break
+		}
+		total += (min(milliCPU, band.end) - band.start) * band.perTenThousand / 10000
+	}
+	return total
+}
+
+func addExtended(capacity corev1.ResourceList, e *catalog.Entry) {
+	add := func(name corev1.ResourceName, n int) {
+		if n > 0 {
+			capacity[name] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+		}
+	}
+	switch e.GPUManufacturer {
+	case "nvidia":
+		add(ResourceNVIDIAGPU, e.GPUCount)
+	case "amd":
+		add(ResourceAMDGPU, e.GPUCount)
+	case "habana":
+		add(ResourceHabanaGaudi, e.GPUCount)
+	}
+	if e.AcceleratorManufacturer == "aws" {
+		add(ResourceAWSNeuron, e.AcceleratorCount)
+		add(ResourceAWSNeuronCore, e.NeuronCores)
+	}
+	add(ResourceEFA, e.EFAInterfaces)
+	add(ResourceAWSPodENI, e.PodENIs)
+}
+
+func labels(e *catalog.Entry) map[string]string {
+	l := make(map[string]string, 24)
+	l[corev1.LabelInstanceTypeStable] = e.Name
+	l[corev1.LabelArchStable] = e.Arch
+	l[corev1.LabelOSStable] = string(corev1.Linux)
+	set := func(key, value string) {
+		if value != "" {
+			l[key] = value
+		}
+	}
+	setInt := func(key string, v int64) {
+		if v > 0 {
+			l[key] = strconv.FormatInt(v, 10)
+		}
+	}
+	set(awsv1.LabelInstanceFamily, e.Family)
+	set(awsv1.LabelInstanceSize, e.Size)
+	if e.Category != "" {
+		l[awsv1.LabelInstanceCategory] = e.Category
+		l[awsv1.LabelInstanceGeneration] = strconv.Itoa(e.Generation)
+	}
+	setInt(awsv1.LabelInstanceCPU, int64(e.VCPU))
+	set(awsv1.LabelInstanceCPUManufacturer, e.CPUManufacturer)
+	setInt(awsv1.LabelInstanceCPUSustainedClockSpeedMhz, int64(e.CPUClockMHz))
+	setInt(awsv1.LabelInstanceMemory, e.MemoryMiB)
+	set(awsv1.LabelInstanceHypervisor, e.Hypervisor)
+	setInt(awsv1.LabelInstanceLocalNVME, e.LocalNVMeGiB)
+	setInt(awsv1.LabelInstanceNetworkBandwidth, e.NetworkBandwidthMbps)
+	setInt(awsv1.LabelInstanceEBSBandwidth, e.EBSBandwidthMbps)
+	if e.GPUCount > 0 {
+		set(awsv1.LabelInstanceGPUName, e.GPUName)
+		set(awsv1.LabelInstanceGPUManufacturer, e.GPUManufacturer)
+		setInt(awsv1.LabelInstanceGPUCount, int64(e.GPUCount))
+		setInt(awsv1.LabelInstanceGPUMemory, e.GPUMemoryMiB)
+	}
+	if e.AcceleratorCount > 0 {
+		set(awsv1.LabelInstanceAcceleratorName, e.AcceleratorName)
+		set(awsv1.LabelInstanceAcceleratorManufacturer, e.AcceleratorManufacturer)
+		setInt(awsv1.LabelInstanceAcceleratorCount, int64(e.AcceleratorCount))
+	}
+	l[awsv1.LabelInstanceCapabilityFlex] = strconv.FormatBool(e.Flex)
+	return l
+}
+
+// DefaultInstanceTypes builds every instance type of the embedded catalog with the options.
+func DefaultInstanceTypes(opts InstanceTypeOptions) ([]*InstanceType, error) {
+	entries, err := catalog.Load()
+	if err != nil {
+		return nil, fmt.Errorf("loading catalog: %w", err)
+	}
+	return NewInstanceTypes(entries, opts)
+}

@@ -1,0 +1,168 @@
+package cloudprovider
+
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// InstanceType is a kind of machine the cloud sells: its facts as node labels, its resources,
+// what the node's system daemons hold back, and the offerings it can be bought as.
+//
+// Instance types are built once per NodeClass configuration and shared by every scheduling
+// simulation; treat them as immutable. Allocatable is memoized on first use, so changing
+// Capacity or Overhead afterwards is a bug.
+type InstanceType struct {
+	// Name is the instance type's name, such as m5.large.
+	Name string
+	// Labels are the single-valued facts of the instance type as node labels:
+	// node.kubernetes.io/instance-type, kubernetes.io/arch, kubernetes.io/os and the
+	// karpenter.k8s.aws/instance-* labels (numbers as decimal strings). A label is absent when
+	// the fact is unknown or does not apply (instance-gpu-* on a type without GPUs). Zone and
+	// capacity type vary by offering and are not here; see NodeLabels.
+	Labels map[string]string
+	// Capacity is what the node reports: cpu, memory (after VM overhead), pods,
+	// ephemeral-storage and extended resources such as nvidia.com/gpu.
+	Capacity corev1.ResourceList
+	// Overhead is what the kubelet holds back from Capacity.
+	Overhead InstanceTypeOverhead
+	// Offerings are the zones and capacity types it can be bought in, with prices.
+	Offerings Offerings
+
+	once                 sync.Once
+	allocatable          corev1.ResourceList
+	allocatableResources Resources
+}
+
+// InstanceTypeOverhead is what the kubelet holds back from a node's capacity.
+type InstanceTypeOverhead struct {
+	// KubeReserved is reserved for Kubernetes daemons (kubelet, container runtime).
+	KubeReserved corev1.ResourceList
+	// SystemReserved is reserved for operating-system daemons.
+	SystemReserved corev1.ResourceList
+	// EvictionThreshold is the free amount below which the kubelet evicts pods (hard
+	// eviction thresholds as quantities).
+	EvictionThreshold corev1.ResourceList
+}
+
+// Total is the sum of the three reservations.
+func (o InstanceTypeOverhead) Total() corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, rl := range []corev1.ResourceList{o.KubeReserved, o.SystemReserved, o.EvictionThreshold} {
+		for name, q := range rl {
+			if sum, ok := total[name]; ok {
+				sum.Add(q)
+				total[name] = sum
+			} else {
+				total[name] = q.DeepCopy()
+			}
+		}
+	}
+	return total
+}
+
+// Allocatable is what pods may request on the node: Capacity less Overhead.Total(), never below
+// zero, for every resource in Capacity. It is computed once; the returned list is shared and
+// must not be modified.
+func (it *InstanceType) Allocatable() corev1.ResourceList {
+	it.once.Do(it.computeAllocatable)
+	return it.allocatable
+}
+
+// AllocatableResources is Allocatable's cpu, memory, pods and ephemeral storage as integers,
+// for comparisons on the scheduler's hot path. It is computed once.
+func (it *InstanceType) AllocatableResources() Resources {
+	it.once.Do(it.computeAllocatable)
+	return it.allocatableResources
+}
+
+func (it *InstanceType) computeAllocatable() {
+	overhead := it.Overhead.Total()
+	alloc := make(corev1.ResourceList, len(it.Capacity))
+	for name, c := range it.Capacity {
+		q := c.DeepCopy()
+		if o, ok := overhead[name]; ok {
+			q.Sub(o)
+			if q.Sign() < 0 {
+				q = *resource.NewQuantity(0, c.Format)
+			}
+		}
+		alloc[name] = q
+	}
+	it.allocatable = alloc
+	it.allocatableResources = ResourcesOf(alloc)
+}
+
+// NodeLabels returns the labels of a node launched as the offering: Labels plus
+// topology.kubernetes.io/zone and karpenter.sh/capacity-type. The map is new; the caller owns it.
+func (it *InstanceType) NodeLabels(o Offering) map[string]string {
+	labels := make(map[string]string, len(it.Labels)+2)
+	for k, v := range it.Labels {
+		labels[k] = v
+	}
+	labels[corev1.LabelTopologyZone] = o.Zone
+	labels[karpv1.CapacityTypeLabelKey] = o.CapacityType
+	return labels
+}
+
+// Resources is the compact numeric form of the resources every pod requests, for arithmetic
+// on the scheduler's hot path without ResourceList maps. Extended resources (GPUs, …) are not
+// included; use the ResourceList for those.
+type Resources struct {
+	// MilliCPU is cpu in millicores.
+	MilliCPU int64
+	// Memory is memory in bytes.
+	Memory int64
+	// Pods is the number of pods.
+	Pods int64
+	// EphemeralStorage is ephemeral storage in bytes.
+	EphemeralStorage int64
+}
+
+// ResourcesOf reads cpu, memory, pods and ephemeral-storage from a ResourceList; absent
+// resources are zero.
+func ResourcesOf(rl corev1.ResourceList) Resources {
+	var r Resources
+	if q, ok := rl[corev1.ResourceCPU]; ok {
+		r.MilliCPU = q.MilliValue()
+	}
+	if q, ok := rl[corev1.ResourceMemory]; ok {
+		r.Memory = q.Value()
+	}
+	if q, ok := rl[corev1.ResourcePods]; ok {
+		r.Pods = q.Value()
+	}
+	if q, ok := rl[corev1.ResourceEphemeralStorage]; ok {
+		r.EphemeralStorage = q.Value()
+	}
+	return r
+}
+
+// Fits reports whether r is at most available in every dimension.
+func (r Resources) Fits(available Resources) bool {
+	return r.MilliCPU <= available.MilliCPU && r.Memory <= available.Memory &&
+		r.Pods <= available.Pods && r.EphemeralStorage <= available.EphemeralStorage
+}
+
+// Add returns r + s.
+func (r Resources) Add(s Resources) Resources {
+	return Resources{
+		MilliCPU:         r.MilliCPU + s.MilliCPU,
+		Memory:           r.Memory + s.Memory,
+		Pods:             r.Pods + s.Pods,
+		EphemeralStorage: r.EphemeralStorage + s.EphemeralStorage,
+	}
+}
+
+// Sub returns r − s (which may be negative).
+func (r Resources) Sub(s Resources) Resources {
+	return Resources{
+		MilliCPU:         r.MilliCPU - s.MilliCPU,
+		Memory:           r.Memory - s.Memory,
+		Pods:             r.Pods - s.Pods,
+		EphemeralStorage: r.EphemeralStorage - s.EphemeralStorage,
+	}
+}

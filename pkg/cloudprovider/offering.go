@@ -1,0 +1,154 @@
+package cloudprovider
+
+import "slices"
+
+// Offering is one way to buy an instance type: in a zone, as a capacity type, at a price. The
+// scheduler reads Zone and CapacityType as plain fields; no label maps are involved.
+type Offering struct {
+	// Zone is the availability zone, the value of topology.kubernetes.io/zone.
+	Zone string
+	// CapacityType is the value of karpenter.sh/capacity-type: spot, on-demand or reserved.
+	CapacityType string
+	// Price is the cost in $/hour.
+	Price float64
+	// Available says the cloud is believed to have capacity for it right now; offerings that
+	// recently ran out are kept but marked unavailable.
+	Available bool
+}
+
+// ID names the offering of the given instance type.
+func (o Offering) ID(instanceType string) OfferingID {
+	return OfferingID{InstanceType: instanceType, Zone: o.Zone, CapacityType: o.CapacityType}
+}
+
+// Offerings are an instance type's offerings, sorted by zone then capacity type by the
+// constructors of this package.
+//
+// The filtering methods return the receiver itself, without allocating, when every offering
+// passes; callers must therefore not modify a filtered result in place.
+type Offerings []Offering
+
+// Filter returns the offerings for which keep returns true.
+func (ofs Offerings) Filter(keep func(Offering) bool) Offerings {
+	for i, o := range ofs {
+		if keep(o) {
+			continue
+		}
+		// First rejection: copy what passed so far, then continue filtering into the copy.
+		out := make(Offerings, i, len(ofs)-1)
+		copy(out, ofs[:i])
+		for _, o := range ofs[i+1:] {
+			if keep(o) {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	return ofs
+}
+
+// Available returns the offerings that are available.
+func (ofs Offerings) Available() Offerings {
+	return ofs.Filter(func(o Offering) bool { return o.Available })
+}
+
+// InZones returns the offerings in any of the zones.
+func (ofs Offerings) InZones(zones ...string) Offerings {
+	return ofs.Filter(func(o Offering) bool { return contains(zones, o.Zone) })
+}
+
+// WithCapacityTypes returns the offerings of any of the capacity types.
+func (ofs Offerings) WithCapacityTypes(capacityTypes ...string) Offerings {
+	return ofs.Filter(func(o Offering) bool { return contains(capacityTypes, o.CapacityType) })
+}
+
+// Compatible returns the available offerings in one of zones and of one of capacityTypes; a nil
+// slice places no constraint.
+func (ofs Offerings) Compatible(zones, capacityTypes []string) Offerings {
+	return ofs.Filter(func(o Offering) bool {
+		return o.Available && (zones == nil || contains(zones, o.Zone)) &&
+			(capacityTypes == nil || contains(capacityTypes, o.CapacityType))
+	})
+}
+
+// HasAvailable reports whether any offering is available.
+func (ofs Offerings) HasAvailable() bool {
+	for _, o := range ofs {
+		if o.Available {
+			return true
+		}
+	}
+	return false
+}
+
+// Cheapest returns the lowest-priced offering (ties go to the earlier zone, then capacity
+// type), and false when there are none. It does not look at availability: call it on
+// Available() or use CheapestWhere.
+func (ofs Offerings) Cheapest() (Offering, bool) {
+	return ofs.CheapestWhere(nil)
+}
+
+// CheapestWhere returns the lowest-priced offering for which keep returns true (a nil keep
+// accepts all), with the same tie-breaking as Cheapest, without allocating.
+func (ofs Offerings) CheapestWhere(keep func(Offering) bool) (Offering, bool) {
+	var best Offering
+	found := false
+	for _, o := range ofs {
+		if keep != nil && !keep(o) {
+			continue
+		}
+		if !found || o.Price < best.Price || (o.Price == best.Price && offeringLess(o, best)) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// MostExpensive returns the highest-priced offering, and false when there are none.
+func (ofs Offerings) MostExpensive() (Offering, bool) {
+	var best Offering
+	found := false
+	for _, o := range ofs {
+		if !found || o.Price > best.Price || (o.Price == best.Price && offeringLess(o, best)) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+// Zones returns the distinct zones of the offerings, sorted.
+func (ofs Offerings) Zones() []string {
+	return distinct(ofs, func(o Offering) string { return o.Zone })
+}
+
+// CapacityTypes returns the distinct capacity types of the offerings, sorted.
+func (ofs Offerings) CapacityTypes() []string {
+	return distinct(ofs, func(o Offering) string { return o.CapacityType })
+}
+
+func offeringLess(a, b Offering) bool {
+	if a.Zone != b.Zone {
+		return a.Zone < b.Zone
+	}
+	return a.CapacityType < b.CapacityType
+}
+
+func contains(values []string, v string) bool {
+	for _, x := range values {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func distinct(ofs Offerings, key func(Offering) string) []string {
+	var out []string
+	for _, o := range ofs {
+		if k := key(o); !contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,76 @@
+package cloudprovider
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Prices is a source of instance prices.
+type Prices interface {
+	// Price returns the $/hour of instanceType in zone bought as capacityType, and false when
+	// that combination is not for sale (no offering is made for it).
+	Price(instanceType, zone, capacityType string) (float64, bool)
+}
+
+// PriceFunc adapts a function to Prices.
+type PriceFunc func(instanceType, zone, capacityType string) (float64, bool)
+
+// Price calls f.
+func (f PriceFunc) Price(instanceType, zone, capacityType string) (float64, bool) {
+	return f(instanceType, zone, capacityType)
+}
+
+// PriceOverride sets the price of an instance type bought as a capacity type, in one zone or,
+// with an empty Zone, in every zone.
+type PriceOverride struct {
+	// InstanceType is the instance type's name; required.
+	InstanceType string
+	// Zone limits the override to one zone; empty means every zone.
+	Zone string
+	// CapacityType is spot, on-demand or reserved; required.
+	CapacityType string
+	// Price is the $/hour; zero or more.
+	Price float64
+}
+
+type priceKey struct {
+	instanceType, zone, capacityType string
+}
+
+type overriddenPrices struct {
+	base      Prices
+	overrides map[priceKey]float64
+}
+
+// WithPriceOverrides returns Prices that answer from the overrides first — a zone's override
+// before an every-zone one — and from base (which may be nil) otherwise. An override also
+// prices a combination base does not sell. When two overrides name the same instance type,
+// zone and capacity type, the later one wins.
+func WithPriceOverrides(base Prices, overrides ...PriceOverride) (Prices, error) {
+	p := &overriddenPrices{base: base, overrides: make(map[priceKey]float64, len(overrides))}
+	for _, o := range overrides {
+		if o.InstanceType == "" || o.CapacityType == "" {
+			return nil, errors.New("price override needs an instance type and a capacity type")
+		}
+		if o.Price < 0 || math.IsNaN(o.Price) || math.IsInf(o.Price, 0) {
+			return nil, fmt.Errorf("price override for %s/%s: invalid price %v", o.InstanceType, o.CapacityType, o.Price)
+		}
+		p.overrides[priceKey{o.InstanceType, o.Zone, o.CapacityType}] = o.Price
+	}
+	return p, nil
+}
+
+// Price implements Prices.
+func (p *overriddenPrices) Price(instanceType, zone, capacityType string) (float64, bool) {
+	if v, ok := p.overrides[priceKey{instanceType, zone, capacityType}]; ok {
+		return v, true
+	}
+	if v, ok := p.overrides[priceKey{instanceType, "", capacityType}]; ok {
+		return v, true
+	}
+	if p.base == nil {
+		return 0, false
+	}
+	return p.base.Price(instanceType, zone, capacityType)
+}
