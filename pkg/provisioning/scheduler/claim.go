@@ -1,0 +1,313 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// claimState is a claim being filled during a run.
+type claimState struct {
+	pool         *poolState
+	requirements scheduling.Requirements
+	pods         []*podInfo
+	used         cloudprovider.Resources // the pods' requests (room already excludes daemonsets)
+	usedExtended corev1.ResourceList
+	ports        []scheduling.HostPort
+	// target is the instance type the claim is sized for; its capacity is reserved against
+	// the NodePool's limits.
+	target   *candidate
+	hostname string
+}
+
+// plan is what admitting a pod onto a claim (or a node) would change.
+type plan struct {
+	requirements scheduling.Requirements
+	domains      map[string]string // topology key → domain chosen for the pod
+	target       *candidate        // the claim's target afterwards
+	extraCost    float64           // target price increase, $/hour
+}
+
+// admit checks whether a pod can join the claim, and at what extra cost.
+func (s *solver) admit(c *claimState, p *podInfo) (*plan, error) {
+	v := p.variant()
+	if err := v.tolerates(p.pod, c.pool.Taints); err != nil {
+		return nil, err
+	}
+	if v.requirementsErr != nil {
+		return nil, v.requirementsErr
+	}
+	if err := v.requirements.Compatible(c.requirements, scheduling.IsWellKnownLabel); err != nil {
+		return nil, err
+	}
+	reqs := c.requirements.Intersect(v.requirements)
+	if err := scheduling.HostPortConflict(c.ports, p.hostPorts); err != nil {
+		return nil, err
+	}
+	domains, reqs, err := s.chooseDomains(p, reqs, func(key string) (string, bool) {
+		if key == corev1.LabelHostname {
+			return c.hostname, true
+		}
+		return "", false
+	}, c.pool)
+	if err != nil {
+		return nil, err
+	}
+	target, extra, err := s.resize(c, p, reqs)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{requirements: reqs, domains: domains, target: target, extraCost: extra}, nil
+}
+
+// resize finds the instance type the claim needs once the pod joins: its target if that still
+// fits, else the cheapest type that does (an upgrade), within limits and minValues.
+func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, error) {
+	candidates := c.pool.candidatesFor(reqs)
+	if len(candidates) == 0 {
+		return nil, 0, fmt.Errorf("no instance type satisfies %s", reqs)
+	}
+	used := c.used.Add(p.res)
+	extended := scheduling.Merge(c.usedExtended, p.extended)
+	fits := func(cand *candidate) bool { return used.Fits(cand.room) && extendedFits(cand, c.pool, extended) }
+	if err := minValuesMet(reqs, candidates, fits, s.opts.MinValuesBestEffort); err != nil {
+		return nil, 0, err
+	}
+	if c.target != nil && fits(c.target) && containsCandidate(candidates, c.target.it) {
+		return c.target, 0, nil
+	}
+	var limitErr error
+	for _, cand := range candidates {
+		if !fits(cand) {
+			continue
+		}
+		var released *cloudprovider.InstanceType
+		if c.target != nil {
+			released = c.target.it
+		}
+		if err := c.pool.withinLimits(cand.it, released); err != nil {
+			limitErr = err
+			continue
+		}
+		extra := cand.price
+		if c.target != nil {
+			extra -= c.target.price
+		}
+		return cand, extra, nil
+	}
+	if limitErr != nil {
+		return nil, 0, limitErr
+	}
+	return nil, 0, fmt.Errorf("no instance type has room for %s", describeRequests(used, extended))
+}
+
+func containsCandidate(cands []*candidate, it *cloudprovider.InstanceType) bool {
+	for _, c := range cands {
+		if c.it == it {
+			return true
+		}
+	}
+	return false
+}
+
+func extendedFits(cand *candidate, pool *poolState, extended corev1.ResourceList) bool {
+	if len(extended) == 0 {
+		return true
+	}
+	alloc := cand.it.Allocatable()
+	for name, want := range extended {
+		have := alloc[name].DeepCopy()
+		if d, ok := pool.daemonExtended[name]; ok {
+			have.Sub(d)
+		}
+		if want.Cmp(have) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func describeRequests(r cloudprovider.Resources, extended corev1.ResourceList) string {
+	s := fmt.Sprintf("cpu %dm, memory %dMi, pods %d", r.MilliCPU, r.Memory>>20, r.Pods)
+	for name, q := range extended {
+		s += fmt.Sprintf(", %s %s", name, q.String())
+	}
+	return s
+}
+
+// minValuesMet checks each requirement's minValues against the instance types that would fit.
+func minValuesMet(reqs scheduling.Requirements, candidates []*candidate, fits func(*candidate) bool, bestEffort bool) error {
+	if bestEffort {
+		return nil
+	}
+	for _, r := range reqs.All() {
+		if r.MinValues == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, c := range candidates {
+			if v, ok := c.it.Labels[r.Key]; ok && fits(c) {
+				seen[v] = true
+			}
+		}
+		if len(seen) < *r.MinValues {
+			return fmt.Errorf("minValues: %s needs %d values among fitting instance types, only %d fit", r.Key, *r.MinValues, len(seen))
+		}
+	}
+	return nil
+}
+
+// commit applies a plan: the pod joins the claim.
+func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
+	if pl.target != c.target {
+		var released *cloudprovider.InstanceType
+		if c.target != nil {
+			released = c.target.it
+		}
+		c.pool.reserve(pl.target.it, released)
+		c.target = pl.target
+	}
+	c.requirements = pl.requirements
+	c.pods = append(c.pods, p)
+	c.used = c.used.Add(p.res)
+	if len(p.extended) > 0 {
+		c.usedExtended = scheduling.Merge(c.usedExtended, p.extended)
+	}
+	c.ports = append(c.ports, p.hostPorts...)
+	s.recordTopology(p, func(key string) string {
+		if key == corev1.LabelHostname {
+			return c.hostname
+		}
+		if d, ok := pl.domains[key]; ok {
+			return d
+		}
+		if r, ok := c.requirements.Get(key); ok && r.Len() == 1 {
+			return r.Values()[0]
+		}
+		return ""
+	})
+}
+
+// chooseDomains picks, for every topology key the pod's groups use, a domain that satisfies
+// them all, and pins it in the requirements. fixed says the domain when the target already has
+// one (a node's label, a claim's hostname).
+func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, fixed func(key string) (string, bool), pool *poolState) (map[string]string, scheduling.Requirements, error) {
+	own, err := s.topology.owned(p)
+	if err != nil {
+		return nil, reqs, err
+	}
+	selecting := s.topology.selectingGroups(p.shapeKey(), p.pod)
+	if len(own) == 0 && len(selecting) == 0 {
+		return nil, reqs, nil
+	}
+	keys := map[string][]groupCheck{}
+	var order []string
+	add := func(g *topologyGroup, isOwn bool) {
+		if _, ok := keys[g.key]; !ok {
+			order = append(order, g.key)
+		}
+		keys[g.key] = append(keys[g.key], groupCheck{g, isOwn})
+	}
+	for _, g := range own {
+		add(g, true)
+	}
+	for _, g := range selecting {
+		add(g, false)
+	}
+	domains := map[string]string{}
+	for _, key := range order {
+		checks := keys[key]
+		if d, ok := fixed(key); ok {
+			if err := admitAll(p.pod, checks, d); err != nil {
+				return nil, reqs, err
+			}
+			domains[key] = d
+			continue
+		}
+		r, pinned := reqs.Get(key)
+		if pinned && r.Len() == 1 {
+			d := r.Values()[0]
+			if err := admitAll(p.pod, checks, d); err != nil {
+				return nil, reqs, err
+			}
+			domains[key] = d
+			continue
+		}
+		if pool == nil {
+			// An existing node without the label: only anti-affinity is satisfied by absence.
+			for _, gc := range checks {
+				if gc.own && gc.g.kind != antiAffinityGroup {
+					return nil, reqs, fmt.Errorf("%s on %s: the node has no %s label", gc.g.kind, key, key)
+				}
+			}
+			continue
+		}
+		d, err := s.bestDomain(p, checks, pool, reqs, key)
+		if err != nil {
+			return nil, reqs, err
+		}
+		domains[key] = d
+		reqs = reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, d))
+	}
+	return domains, reqs, nil
+}
+
+type groupCheck struct {
+	g   *topologyGroup
+	own bool
+}
+
+func admitAll(pod *corev1.Pod, checks []groupCheck, domain string) error {
+	for _, gc := range checks {
+		if err := admits(pod, gc.g, domain, gc.own); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bestDomain picks for an undecided claim the domain of key that admits the pod with the lowest
+// count of matching pods (spreading), among the values a new node could have.
+func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) (string, error) {
+	values := creatableValues(pool.NodePool, reqs, key)
+	best, bestCount := "", math.MaxInt
+	var firstErr error
+	for _, d := range values {
+		if err := admitAll(p.pod, checks, d); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		count := 0
+		for _, gc := range checks {
+			count += gc.g.counts[d]
+			if gc.g.kind == affinityGroup && gc.own {
+				count -= 2 * gc.g.counts[d] // affinity prefers where matching pods are
+			}
+		}
+		if count < bestCount {
+			best, bestCount = d, count
+		}
+	}
+	if best == "" {
+		if firstErr == nil {
+			firstErr = errors.New("no domain available")
+		}
+		return "", fmt.Errorf("no %s domain admits the pod: %w", key, firstErr)
+	}
+	return best, nil
+}
+
+func (s *solver) recordTopology(p *podInfo, domainOf func(string) string) {
+	own, err := s.topology.owned(p)
+	if err != nil {
+		return
+	}
+	record(p.pod, own, s.topology.selectingGroups(p.shapeKey(), p.pod), domainOf)
+}

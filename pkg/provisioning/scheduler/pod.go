@@ -1,0 +1,318 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// podInfo is a pending pod with everything the pipeline reads from it computed once.
+type podInfo struct {
+	pod       *corev1.Pod
+	requests  corev1.ResourceList
+	res       cloudprovider.Resources
+	extended  corev1.ResourceList // requests beyond cpu, memory, pods and ephemeral-storage
+	hostPorts []scheduling.HostPort
+	variants  []*variant // strictest first; each relaxes one preference of the previous
+	current   int        // index of the variant being tried
+	placedOn  string     // the existing node or in-flight claim it was placed on
+	keys      []string   // shape key per variant, computed on first use
+	priority  int32
+}
+
+func (p *podInfo) variant() *variant { return p.variants[p.current] }
+
+// variant is one way of reading a pod's constraints: the required ones plus the preferences not
+// relaxed yet. Pods whose variants are equal (and whose requests, labels and tolerations are)
+// share a shape.
+type variant struct {
+	// requirements: nodeSelector ∧ one required node affinity term ∧ kept preferred terms.
+	requirements scheduling.Requirements
+	// requirementsErr is set when the node selector terms cannot be parsed.
+	requirementsErr error
+	// nextTerms are the required node affinity terms not tried yet (ORed alternatives).
+	nextTerms []corev1.NodeSelectorTerm
+	// preferredNode are preferred node affinity terms still treated as required.
+	preferredNode []corev1.PreferredSchedulingTerm
+	// affinity and antiAffinity are required terms plus kept preferred ones.
+	affinity, antiAffinity []corev1.PodAffinityTerm
+	// preferredAffinity and preferredAntiAffinity are the kept preferred terms, by weight.
+	preferredAffinity, preferredAntiAffinity []corev1.WeightedPodAffinityTerm
+	// spread are DoNotSchedule constraints plus kept ScheduleAnyway ones.
+	spread []corev1.TopologySpreadConstraint
+	// scheduleAnyway are the kept ScheduleAnyway constraints.
+	scheduleAnyway []corev1.TopologySpreadConstraint
+	// avoidPreferNoSchedule treats PreferNoSchedule taints as NoSchedule (the last relaxation
+	// tolerates them).
+	avoidPreferNoSchedule bool
+	// relaxed describes the relaxation that produced this variant, for logs.
+	relaxed string
+}
+
+// newPodInfo reads a pod.
+func newPodInfo(pod *corev1.Pod, ignorePreferences bool) *podInfo {
+	requests := scheduling.PodRequests(pod)
+	extended := corev1.ResourceList{}
+	for name, q := range requests {
+		switch name {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+		default:
+			if !q.IsZero() {
+				extended[name] = q
+			}
+		}
+	}
+	p := &podInfo{
+		pod:       pod,
+		requests:  requests,
+		res:       cloudprovider.ResourcesOf(requests),
+		extended:  extended,
+		hostPorts: scheduling.PodHostPorts(pod),
+	}
+	if pod.Spec.Priority != nil {
+		p.priority = *pod.Spec.Priority
+	}
+	p.variants = variants(pod, ignorePreferences)
+	return p
+}
+
+// variants lists the ways of reading a pod's constraints, strictest first.
+func variants(pod *corev1.Pod, ignorePreferences bool) []*variant {
+	v := &variant{avoidPreferNoSchedule: !ignorePreferences}
+	if a := pod.Spec.Affinity; a != nil {
+		if na := a.NodeAffinity; na != nil {
+			if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+				v.nextTerms = r.NodeSelectorTerms
+			}
+			if !ignorePreferences {
+				v.preferredNode = sortedByWeight(na.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.PreferredSchedulingTerm) int32 { return t.Weight })
+			}
+		}
+		if pa := a.PodAffinity; pa != nil {
+			v.affinity = pa.RequiredDuringSchedulingIgnoredDuringExecution
+			if !ignorePreferences {
+				v.preferredAffinity = sortedByWeight(pa.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.WeightedPodAffinityTerm) int32 { return t.Weight })
+			}
+		}
+		if paa := a.PodAntiAffinity; paa != nil {
+			v.antiAffinity = paa.RequiredDuringSchedulingIgnoredDuringExecution
+			if !ignorePreferences {
+				v.preferredAntiAffinity = sortedByWeight(paa.PreferredDuringSchedulingIgnoredDuringExecution, func(t corev1.WeightedPodAffinityTerm) int32 { return t.Weight })
+			}
+		}
+	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		switch {
+		case c.WhenUnsatisfiable != corev1.ScheduleAnyway:
+			v.spread = append(v.spread, c)
+		case !ignorePreferences:
+			v.scheduleAnyway = append(v.scheduleAnyway, c)
+		}
+	}
+	// The first required term is tried first; the others wait as alternatives.
+	var first *corev1.NodeSelectorTerm
+	if len(v.nextTerms) > 0 {
+		first, v.nextTerms = &v.nextTerms[0], v.nextTerms[1:]
+	}
+	v.build(pod, first)
+	out := []*variant{v}
+	for {
+		next := out[len(out)-1].relax(pod)
+		if next == nil {
+			return out
+		}
+		out = append(out, next)
+	}
+}
+
+// sortedByWeight returns terms heaviest first (stable, so equal weights keep their order).
+func sortedByWeight[T any](terms []T, weight func(T) int32) []T {
+	out := slices.Clone(terms)
+	slices.SortStableFunc(out, func(a, b T) int { return int(weight(b)) - int(weight(a)) })
+	return out
+}
+
+// build computes the requirements and the combined affinity and spread lists.
+func (v *variant) build(pod *corev1.Pod, term *corev1.NodeSelectorTerm) {
+	reqs := scheduling.FromLabels(pod.Spec.NodeSelector)
+	add := func(exprs []corev1.NodeSelectorRequirement) {
+		if v.requirementsErr != nil {
+			return
+		}
+		more, err := scheduling.FromNodeSelectorRequirements(exprs...)
+		if err != nil {
+			v.requirementsErr = fmt.Errorf("node affinity: %w", err)
+			return
+		}
+		reqs = reqs.Intersect(more)
+	}
+	if term != nil {
+		add(term.MatchExpressions)
+		if len(term.MatchFields) > 0 {
+			add(matchFieldsAsLabels(term.MatchFields))
+		}
+	}
+	for _, pt := range v.preferredNode {
+		add(pt.Preference.MatchExpressions)
+	}
+	v.requirements = reqs
+	v.affinity = append(slices.Clone(v.affinity), termsOf(v.preferredAffinity)...)
+	v.antiAffinity = append(slices.Clone(v.antiAffinity), termsOf(v.preferredAntiAffinity)...)
+	v.spread = append(slices.Clone(v.spread), v.scheduleAnyway...)
+}
+
+// matchFieldsAsLabels turns the one supported field selector, metadata.name, into a hostname
+// requirement.
+func matchFieldsAsLabels(fields []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
+	out := make([]corev1.NodeSelectorRequirement, 0, len(fields))
+	for _, f := range fields {
+		if f.Key == "metadata.name" {
+			out = append(out, corev1.NodeSelectorRequirement{Key: corev1.LabelHostname, Operator: f.Operator, Values: f.Values})
+		}
+	}
+	return out
+}
+
+func termsOf(weighted []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
+	out := make([]corev1.PodAffinityTerm, len(weighted))
+	for i, w := range weighted {
+		out[i] = w.PodAffinityTerm
+	}
+	return out
+}
+
+// relax returns the variant with one more preference dropped, in Karpenter's order: the next
+// required node affinity term, then the lightest preferred pod affinity, pod anti-affinity and
+// node affinity terms, then ScheduleAnyway spread, then tolerating PreferNoSchedule taints. It
+// returns nil when nothing is left to relax.
+func (v *variant) relax(pod *corev1.Pod) *variant {
+	base := &variant{
+		nextTerms:             v.nextTerms,
+		preferredNode:         v.preferredNode,
+		preferredAffinity:     v.preferredAffinity,
+		preferredAntiAffinity: v.preferredAntiAffinity,
+		scheduleAnyway:        v.scheduleAnyway,
+		avoidPreferNoSchedule: v.avoidPreferNoSchedule,
+	}
+	// Required terms and DoNotSchedule constraints stay; only preferences move.
+	base.affinity = v.affinity[:len(v.affinity)-len(v.preferredAffinity)]
+	base.antiAffinity = v.antiAffinity[:len(v.antiAffinity)-len(v.preferredAntiAffinity)]
+	base.spread = v.spread[:len(v.spread)-len(v.scheduleAnyway)]
+	var term *corev1.NodeSelectorTerm
+	switch {
+	case len(v.nextTerms) > 0:
+		term, base.nextTerms = &v.nextTerms[0], v.nextTerms[1:]
+		base.relaxed = "tried the next required node affinity term"
+	case len(v.preferredAffinity) > 0:
+		base.preferredAffinity = v.preferredAffinity[:len(v.preferredAffinity)-1]
+		base.relaxed = "dropped a preferred pod affinity term"
+	case len(v.preferredAntiAffinity) > 0:
+		base.preferredAntiAffinity = v.preferredAntiAffinity[:len(v.preferredAntiAffinity)-1]
+		base.relaxed = "dropped a preferred pod anti-affinity term"
+	case len(v.preferredNode) > 0:
+		base.preferredNode = v.preferredNode[:len(v.preferredNode)-1]
+		base.relaxed = "dropped a preferred node affinity term"
+	case len(v.scheduleAnyway) > 0:
+		base.scheduleAnyway = nil
+		base.relaxed = "dropped ScheduleAnyway topology spread"
+	case v.avoidPreferNoSchedule:
+		base.avoidPreferNoSchedule = false
+		base.relaxed = "tolerated PreferNoSchedule taints"
+	default:
+		return nil
+	}
+	if term == nil {
+		term = v.currentTerm(pod)
+	}
+	base.build(pod, term)
+	return base
+}
+
+// currentTerm is the required node affinity term this variant uses.
+func (v *variant) currentTerm(pod *corev1.Pod) *corev1.NodeSelectorTerm {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if i := len(terms) - len(v.nextTerms) - 1; i >= 0 && i < len(terms) {
+		return &terms[i]
+	}
+	return nil
+}
+
+// tolerates reports whether the pod, read as this variant, tolerates taints.
+func (v *variant) tolerates(pod *corev1.Pod, taints []corev1.Taint) error {
+	if v.avoidPreferNoSchedule {
+		return scheduling.ToleratesAll(pod.Spec.Tolerations, taints)
+	}
+	return scheduling.Tolerates(pod.Spec.Tolerations, taints)
+}
+
+// shapeKey is a string equal for pods the pipeline cannot tell apart: same namespace, labels,
+// requests, ports, tolerations and constraints (as read by their current variant).
+func (p *podInfo) shapeKey() string {
+	if p.keys == nil {
+		p.keys = make([]string, len(p.variants))
+	}
+	if p.keys[p.current] == "" {
+		p.keys[p.current] = p.computeShapeKey()
+	}
+	return p.keys[p.current]
+}
+
+func (p *podInfo) computeShapeKey() string {
+	var b strings.Builder
+	pod := p.pod
+	b.WriteString(pod.Namespace)
+	b.WriteByte('|')
+	writeSortedMap(&b, pod.Labels)
+	b.WriteByte('|')
+	names := make([]string, 0, len(p.requests))
+	for name := range p.requests {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		q := p.requests[corev1.ResourceName(name)]
+		fmt.Fprintf(&b, "%s=%s,", name, q.String())
+	}
+	fmt.Fprintf(&b, "|%v|%v|%d|%d|", p.hostPorts, pod.Spec.Tolerations, p.priority, p.current)
+	v := p.variant()
+	fmt.Fprintf(&b, "%s|%v|%v|%v|%v|%v", v.requirements.String(), v.affinity, v.antiAffinity, v.spread, v.avoidPreferNoSchedule, v.requirementsErr)
+	return b.String()
+}
+
+func writeSortedMap(b *strings.Builder, m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(m[k])
+		b.WriteByte(',')
+	}
+}
+
+// hasNodeLevelConstraints reports whether the pod constrains which node it shares, not just
+// which zone: hostname spread, pod affinity or anti-affinity at any key.
+func (v *variant) hasNodeLevelConstraints() bool {
+	if len(v.affinity) > 0 || len(v.antiAffinity) > 0 {
+		return true
+	}
+	for _, c := range v.spread {
+		if c.TopologyKey == corev1.LabelHostname {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,488 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// Solve places the input's pods and returns the decisions. It does not modify the input.
+func Solve(in Input) *Results {
+	s := newSolver(in)
+	return s.solve()
+}
+
+// solver holds the state of one run.
+type solver struct {
+	opts     Options
+	pods     []*podInfo
+	nodes    []*nodeState
+	pools    []*poolState // by weight, highest first, then name
+	claims   []*claimState
+	topology *topology
+	// pending counts the unplaced pods per shape key, for the look-ahead that sizes claims.
+	pending map[string]*shapeCount
+	// compat caches whether a shape may share a claim with given requirements and taints.
+	compat map[string]bool
+	errs   map[*podInfo]error
+}
+
+// nodeState is an existing node or in-flight claim during a run.
+type nodeState struct {
+	*Node
+	available cloudprovider.Resources
+	extended  corev1.ResourceList
+	ports     []scheduling.HostPort
+	reqs      scheduling.Requirements
+}
+
+// shapeCount tracks the unplaced pods of one shape.
+type shapeCount struct {
+	example *podInfo
+	count   int
+	free    bool // no node-level constraints: it may share any node its requirements allow
+}
+
+func newSolver(in Input) *solver {
+	s := &solver{
+		opts:     in.Options,
+		topology: newTopology(),
+		pending:  map[string]*shapeCount{},
+		compat:   map[string]bool{},
+		errs:     map[*podInfo]error{},
+	}
+	for _, pod := range in.Pods {
+		s.pods = append(s.pods, newPodInfo(pod, in.Options.IgnorePreferences))
+	}
+	for _, n := range in.Nodes {
+		ns := &nodeState{
+			Node:      n,
+			available: cloudprovider.ResourcesOf(n.Available),
+			extended:  extendedOf(n.Available),
+			reqs:      scheduling.FromLabels(n.Labels),
+		}
+		if n.Requirements != nil {
+			ns.reqs = n.Requirements.Intersect(ns.reqs)
+		}
+		for _, pod := range n.Pods {
+			ns.ports = append(ns.ports, scheduling.PodHostPorts(pod)...)
+		}
+		s.nodes = append(s.nodes, ns)
+	}
+	for _, np := range in.NodePools {
+		s.pools = append(s.pools, newPoolState(np))
+	}
+	sort.SliceStable(s.pools, func(i, j int) bool {
+		if s.pools[i].Weight != s.pools[j].Weight {
+			return s.pools[i].Weight > s.pools[j].Weight
+		}
+		return s.pools[i].Name < s.pools[j].Name
+	})
+	// Every group any variant of any pod can use exists before counting, so counts are whole.
+	for _, p := range s.pods {
+		for i := range p.variants {
+			p.current = i
+			_, _ = s.topology.owned(p)
+		}
+		p.current = 0
+	}
+	s.topology.countExisting(in.Nodes)
+	s.topology.addCreatableDomains(in.NodePools)
+	var demand cloudprovider.Resources
+	for _, p := range s.pods {
+		demand = demand.Add(p.res)
+	}
+	for _, ps := range s.pools {
+		ps.setMarketPrices(demand)
+	}
+	return s
+}
+
+func (s *solver) solve() *Results {
+	queue := s.pods
+	for len(queue) > 0 {
+		s.sortQueue(queue)
+		s.countPending(queue)
+		var failed []*podInfo
+		for _, p := range queue {
+			s.pending[p.shapeKey()].count--
+			if err := s.place(p); err != nil {
+				s.errs[p] = err
+				failed = append(failed, p)
+			}
+		}
+		// Pods that fit nowhere try again with one more preference relaxed.
+		queue = queue[:0:0]
+		for _, p := range failed {
+			if p.current+1 < len(p.variants) {
+				p.current++
+				delete(s.errs, p)
+				queue = append(queue, p)
+			}
+		}
+	}
+	return s.results()
+}
+
+// sortQueue orders pods: higher priority first; then pods that constrain which node they share
+// (they need nodes of their own, which the others then fill); then larger requests; then name.
+func (s *solver) sortQueue(queue []*podInfo) {
+	sort.SliceStable(queue, func(i, j int) bool {
+		a, b := queue[i], queue[j]
+		if a.priority != b.priority {
+			return a.priority > b.priority
+		}
+		if ca, cb := a.variant().hasNodeLevelConstraints(), b.variant().hasNodeLevelConstraints(); ca != cb {
+			return ca
+		}
+		if a.res.MilliCPU != b.res.MilliCPU {
+			return a.res.MilliCPU > b.res.MilliCPU
+		}
+		if a.res.Memory != b.res.Memory {
+			return a.res.Memory > b.res.Memory
+		}
+		if a.pod.Namespace != b.pod.Namespace {
+			return a.pod.Namespace < b.pod.Namespace
+		}
+		return a.pod.Name < b.pod.Name
+	})
+}
+
+func (s *solver) countPending(queue []*podInfo) {
+	s.pending = map[string]*shapeCount{}
+	for _, p := range queue {
+		key := p.shapeKey()
+		sc, ok := s.pending[key]
+		if !ok {
+			sc = &shapeCount{example: p, free: !p.variant().hasNodeLevelConstraints()}
+			s.pending[key] = sc
+		}
+		sc.count++
+	}
+}
+
+// place puts one pod on an existing node, an open claim or a new claim. An open claim that
+// takes the pod at no extra cost wins; otherwise the cheapest upgrade of an open claim competes
+// with a new claim on what each would cost because of this pod: the upgrade's price increase,
+// against the new claim's price less the market value of the pending pods it would also hold.
+func (s *solver) place(p *podInfo) error {
+	if s.placeOnNode(p) {
+		return nil
+	}
+	upgrade, upgradePlan, placed := s.placeOnClaim(p)
+	if placed {
+		return nil
+	}
+	fresh, freshPlan, freshCost, err := s.newClaim(p)
+	switch {
+	case upgrade != nil && (fresh == nil || upgradePlan.extraCost <= freshCost+1e-12):
+		s.commit(upgrade, p, upgradePlan)
+		return nil
+	case fresh != nil:
+		s.commit(fresh, p, freshPlan)
+		s.claims = append(s.claims, fresh)
+		return nil
+	default:
+		return err
+	}
+}
+
+// placeOnNode tries existing nodes and in-flight claims, in input order.
+func (s *solver) placeOnNode(p *podInfo) bool {
+	v := p.variant()
+	if v.requirementsErr != nil {
+		return false
+	}
+	for _, n := range s.nodes {
+		if !p.res.Fits(n.available) || !extendedAvailable(n.extended, p.extended) {
+			continue
+		}
+		if v.tolerates(p.pod, n.Taints) != nil {
+			continue
+		}
+		if n.Requirements == nil {
+			if v.requirements.Matches(n.Labels) != nil {
+				continue
+			}
+		} else if v.requirements.Compatible(n.reqs, scheduling.IsWellKnownLabel) != nil || n.reqs.Intersect(v.requirements).Satisfiable() != nil {
+			continue
+		}
+		if scheduling.HostPortConflict(n.ports, p.hostPorts) != nil {
+			continue
+		}
+		domains, _, err := s.chooseDomains(p, n.reqs, func(key string) (string, bool) { return existingDomain(n.Node, key) }, nil)
+		if err != nil {
+			continue
+		}
+		n.available = n.available.Sub(p.res)
+		for name, q := range p.extended {
+			left := n.extended[name]
+			left.Sub(q)
+			n.extended[name] = left
+		}
+		n.ports = append(n.ports, p.hostPorts...)
+		n.Pods = append(n.Pods[:len(n.Pods):len(n.Pods)], p.pod)
+		s.recordTopology(p, func(key string) string { return domains[key] })
+		p.placedOn = n.Name
+		return true
+	}
+	return false
+}
+
+func extendedAvailable(available, want corev1.ResourceList) bool {
+	for name, q := range want {
+		if q.Cmp(available[name]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// placeOnClaim tries the claims opened in this run. It commits to the first that takes the pod
+// at no extra cost; otherwise it returns the cheapest upgrade it saw (looking at a few).
+func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
+	var (
+		best     *claimState
+		bestPlan *plan
+		tried    int
+	)
+	for _, c := range s.claims {
+		if !p.res.Fits(c.roomUnderLargest()) {
+			continue
+		}
+		pl, err := s.admit(c, p)
+		if err != nil {
+			continue
+		}
+		if pl.extraCost <= 0 {
+			s.commit(c, p, pl)
+			return nil, nil, true
+		}
+		if bestPlan == nil || pl.extraCost < bestPlan.extraCost {
+			best, bestPlan = c, pl
+		}
+		if tried++; tried >= 8 {
+			break
+		}
+	}
+	return best, bestPlan, false
+}
+
+// roomUnderLargest is the most a claim could still take: the room of its NodePool's largest
+// instance type less what its pods use. It lets full claims be skipped cheaply.
+func (c *claimState) roomUnderLargest() cloudprovider.Resources {
+	return c.pool.largest().Sub(c.used)
+}
+
+// largest is the largest room of any instance type in each dimension.
+func (ps *poolState) largest() cloudprovider.Resources {
+	if ps.largestRoom != nil {
+		return *ps.largestRoom
+	}
+	var r cloudprovider.Resources
+	for _, c := range ps.candidatesFor(ps.Requirements) {
+		r.MilliCPU = max(r.MilliCPU, c.room.MilliCPU)
+		r.Memory = max(r.Memory, c.room.Memory)
+		r.Pods = max(r.Pods, c.room.Pods)
+		r.EphemeralStorage = max(r.EphemeralStorage, c.room.EphemeralStorage)
+	}
+	ps.largestRoom = &r
+	return r
+}
+
+// newClaim plans a claim on the first NodePool (by weight) that can take the pod, and says what
+// it would cost because of this pod: its price less the value of the pending pods it would hold.
+func (s *solver) newClaim(p *podInfo) (*claimState, *plan, float64, error) {
+	if len(s.pools) == 0 {
+		return nil, nil, 0, errors.New("no NodePool can launch nodes")
+	}
+	var errs []error
+	for _, ps := range s.pools {
+		c := &claimState{pool: ps, requirements: ps.Requirements, hostname: "hostname-placeholder-" + strconv.Itoa(len(s.claims))}
+		pl, err := s.admit(c, p)
+		if err == nil {
+			err = ps.Requirements.Satisfiable()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nodepool %s: %w", ps.Name, err))
+			continue
+		}
+		// admit sized the claim for this pod alone; a larger type may hold the pending pods
+		// more cheaply per unit of value.
+		cost := pl.target.price
+		if t, others := s.lookAhead(c, p, pl.requirements); t != nil {
+			pl.target, pl.extraCost, cost = t, t.price, t.price-others
+		}
+		return c, pl, cost, nil
+	}
+	return nil, nil, 0, &UnschedulableError{Reasons: errs}
+}
+
+// lookAhead picks the instance type with the best value per dollar when filled greedily with
+// the pod and the pending pods that could share its node, and returns the value of those others.
+func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64) {
+	candidates := c.pool.candidatesFor(reqs)
+	var shapes []*shapeCount
+	for _, key := range s.sortedPendingKeys() {
+		sc := s.pending[key]
+		if sc.count > 0 && sc.free && s.shareable(c.pool, reqs, sc.example) {
+			shapes = append(shapes, sc)
+		}
+	}
+	sort.SliceStable(shapes, func(i, j int) bool {
+		return c.pool.value(shapes[i].example.res) > c.pool.value(shapes[j].example.res)
+	})
+	var best *candidate
+	bestEff, bestRoom, bestOthers := -1.0, int64(0), 0.0
+	for _, cand := range candidates {
+		if !p.res.Fits(cand.room) || !extendedFits(cand, c.pool, p.extended) || c.pool.withinLimits(cand.it, nil) != nil || cand.price <= 0 {
+			continue
+		}
+		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) }, s.opts.MinValuesBestEffort) != nil {
+			continue
+		}
+		room := cand.room.Sub(p.res)
+		own := c.pool.value(p.res)
+		value := own
+		for _, sc := range shapes {
+			if len(sc.example.extended) > 0 {
+				continue
+			}
+			k := fitCount(room, sc.example.res, sc.count)
+			if k == 0 {
+				continue
+			}
+			room = room.Sub(scale(sc.example.res, k))
+			value += float64(k) * c.pool.value(sc.example.res)
+		}
+		eff := value / cand.price
+		switch {
+		case eff > bestEff*1.005:
+			best, bestEff, bestRoom, bestOthers = cand, eff, cand.room.MilliCPU, value-own
+		case eff >= bestEff*0.995 && cand.room.MilliCPU > bestRoom:
+			// As good within half a percent: the larger type makes fewer nodes.
+			best, bestEff, bestRoom, bestOthers = cand, math.Max(eff, bestEff), cand.room.MilliCPU, value-own
+		}
+	}
+	return best, bestOthers
+}
+
+func (s *solver) sortedPendingKeys() []string {
+	keys := make([]string, 0, len(s.pending))
+	for k := range s.pending {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// shareable reports whether pods of a shape could join a claim with these requirements.
+func (s *solver) shareable(ps *poolState, reqs scheduling.Requirements, example *podInfo) bool {
+	key := ps.Name + "\x00" + reqs.String() + "\x00" + example.shapeKey()
+	if ok, cached := s.compat[key]; cached {
+		return ok
+	}
+	v := example.variant()
+	ok := v.requirementsErr == nil && v.tolerates(example.pod, ps.Taints) == nil &&
+		v.requirements.Compatible(reqs, scheduling.IsWellKnownLabel) == nil &&
+		reqs.Intersect(v.requirements).Satisfiable() == nil && len(example.hostPorts) == 0
+	s.compat[key] = ok
+	return ok
+}
+
+// fitCount is how many pods of size r fit in room, at most limit.
+func fitCount(room, r cloudprovider.Resources, limit int) int {
+	k := int64(limit)
+	for _, d := range [][2]int64{{room.MilliCPU, r.MilliCPU}, {room.Memory, r.Memory}, {room.Pods, r.Pods}, {room.EphemeralStorage, r.EphemeralStorage}} {
+		if d[1] > 0 {
+			k = min(k, max(d[0], 0)/d[1])
+		}
+	}
+	return int(k)
+}
+
+func scale(r cloudprovider.Resources, k int) cloudprovider.Resources {
+	n := int64(k)
+	return cloudprovider.Resources{MilliCPU: r.MilliCPU * n, Memory: r.Memory * n, Pods: r.Pods * n, EphemeralStorage: r.EphemeralStorage * n}
+}
+
+// results turns the run's state into decisions.
+func (s *solver) results() *Results {
+	out := &Results{}
+	for _, p := range s.pods {
+		if p.placedOn != "" {
+			out.ExistingPlacements = append(out.ExistingPlacements, Placement{Pod: p.pod, Node: p.placedOn})
+		}
+	}
+	for _, c := range s.claims {
+		out.NewClaims = append(out.NewClaims, s.finish(c))
+	}
+	for _, p := range s.pods {
+		if err, ok := s.errs[p]; ok {
+			out.PodErrors = append(out.PodErrors, PodError{Pod: p.pod, Err: err})
+		}
+	}
+	return out
+}
+
+// finish turns a claim into its decision: every compatible instance type that fits its pods
+// and the NodePool's limits, cheapest first.
+func (s *solver) finish(c *claimState) *Claim {
+	claim := &Claim{
+		NodePool:     c.pool.Name,
+		Requirements: c.requirements,
+		Taints:       c.pool.Taints,
+		Labels:       c.pool.Labels,
+		Hostname:     c.hostname,
+	}
+	for _, p := range c.pods {
+		claim.Pods = append(claim.Pods, p.pod)
+	}
+	claim.Requests = scheduling.Merge(c.pool.DaemonOverhead, requestsOf(c))
+	for _, cand := range c.pool.candidatesFor(c.requirements) {
+		if !c.used.Fits(cand.room) || !extendedFits(cand, c.pool, c.usedExtended) {
+			continue
+		}
+		if cand != c.target && c.pool.withinLimits(cand.it, c.target.it) != nil {
+			continue
+		}
+		claim.InstanceTypes = append(claim.InstanceTypes, cand.it)
+		if len(claim.InstanceTypes) == 1 {
+			claim.Price = cand.price
+		}
+	}
+	return claim
+}
+
+func requestsOf(c *claimState) corev1.ResourceList {
+	lists := make([]corev1.ResourceList, len(c.pods))
+	for i, p := range c.pods {
+		lists[i] = p.requests
+	}
+	return scheduling.Merge(lists...)
+}
+
+// UnschedulableError says why no NodePool could take a pod, one reason per NodePool.
+type UnschedulableError struct {
+	// Reasons, one per NodePool tried, in the order tried.
+	Reasons []error
+}
+
+func (e *UnschedulableError) Error() string {
+	parts := make([]string, len(e.Reasons))
+	for i, r := range e.Reasons {
+		parts[i] = r.Error()
+	}
+	return "incompatible with every nodepool: " + strings.Join(parts, "; ")
+}
+
+// Unwrap returns the per-NodePool reasons.
+func (e *UnschedulableError) Unwrap() []error { return e.Reasons }

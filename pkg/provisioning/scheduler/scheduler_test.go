@@ -1,0 +1,348 @@
+package scheduler
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
+)
+
+const (
+	zone1 = "test-zone-1"
+	zone2 = "test-zone-2"
+	zone3 = "test-zone-3"
+)
+
+// testTypes: four amd64 sizes priced 0.05/cpu-hour, two arm64 ones a little cheaper, a GPU one.
+func testTypes() []*cloudprovider.InstanceType {
+	return []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "small", CPU: 2, MemoryGiB: 4, PricePerHour: 0.10}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "medium", CPU: 4, MemoryGiB: 8, PricePerHour: 0.20}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "large", CPU: 8, MemoryGiB: 16, PricePerHour: 0.40}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "xlarge", CPU: 16, MemoryGiB: 32, PricePerHour: 0.80}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "arm-medium", CPU: 4, MemoryGiB: 8, Arch: "arm64", PricePerHour: 0.16}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "arm-large", CPU: 8, MemoryGiB: 16, Arch: "arm64", PricePerHour: 0.32}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "gpu", CPU: 8, MemoryGiB: 32, PricePerHour: 3.0, Extended: map[corev1.ResourceName]int64{"nvidia.com/gpu": 1}}),
+	}
+}
+
+func onDemandPool(name string, reqs ...scheduling.Requirement) *NodePool {
+	base := []scheduling.Requirement{scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)}
+	return &NodePool{Name: name, Requirements: scheduling.NewRequirements(append(base, reqs...)...), InstanceTypes: testTypes()}
+}
+
+func req(key string, op corev1.NodeSelectorOperator, values ...string) scheduling.Requirement {
+	return scheduling.MustRequirement(key, op, values...)
+}
+
+func claimTypes(c *Claim) []string {
+	names := make([]string, len(c.InstanceTypes))
+	for i, it := range c.InstanceTypes {
+		names[i] = it.Name
+	}
+	return names
+}
+
+func mustPlaceAll(t *testing.T, r *Results) {
+	t.Helper()
+	for _, e := range r.PodErrors {
+		t.Errorf("pod %s not placed: %v", e.Pod.Name, e.Err)
+	}
+}
+
+func TestPacksIntoCheapestType(t *testing.T) {
+	r := Solve(Input{Pods: builders.Pods(3, builders.PodOptions{CPU: "1", Memory: "1Gi"}), NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 1 {
+		t.Fatalf("want one claim, got %d", len(r.NewClaims))
+	}
+	c := r.NewClaims[0]
+	if got := claimTypes(c); got[0] != "arm-medium" {
+		t.Errorf("types = %v, want the cheapest that fits (arm-medium) first", got)
+	}
+	if len(c.Pods) != 3 || c.Price != 0.16 {
+		t.Errorf("pods %d, price %v", len(c.Pods), c.Price)
+	}
+}
+
+func TestNodeSelectorAndReasons(t *testing.T) {
+	pool := onDemandPool("default", req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"))
+	pod := builders.Pod(builders.PodOptions{CPU: "1", NodeSelector: map[string]string{corev1.LabelArchStable: "amd64"}})
+	r := Solve(Input{Pods: []*corev1.Pod{pod}, NodePools: []*NodePool{pool}})
+	if len(r.PodErrors) != 1 {
+		t.Fatalf("want the pod unschedulable, got %+v", r)
+	}
+	want := "nodepool default: requirement kubernetes.io/arch In [amd64] not compatible with kubernetes.io/arch In [arm64]"
+	if !strings.Contains(r.PodErrors[0].Err.Error(), want) {
+		t.Errorf("reason = %v, want it to contain %q", r.PodErrors[0].Err, want)
+	}
+}
+
+func TestUndefinedCustomLabel(t *testing.T) {
+	pod := builders.Pod(builders.PodOptions{CPU: "1", NodeSelector: map[string]string{"team": "a"}})
+	r := Solve(Input{Pods: []*corev1.Pod{pod}, NodePools: []*NodePool{onDemandPool("default")}})
+	if len(r.PodErrors) != 1 || !strings.Contains(r.PodErrors[0].Err.Error(), "requirement team In [a] cannot be met: the label is not defined") {
+		t.Fatalf("got %+v", r.PodErrors)
+	}
+	pool := onDemandPool("team-a", req("team", corev1.NodeSelectorOpIn, "a"))
+	r = Solve(Input{Pods: []*corev1.Pod{pod}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+}
+
+func TestTaintsAndTolerations(t *testing.T) {
+	pool := onDemandPool("gpu-only")
+	pool.Taints = []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	plain := builders.Pod(builders.PodOptions{Name: "plain", CPU: "1"})
+	tolerant := builders.Pod(builders.PodOptions{Name: "tolerant", CPU: "1", Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}})
+	r := Solve(Input{Pods: []*corev1.Pod{plain, tolerant}, NodePools: []*NodePool{pool}})
+	if len(r.PodErrors) != 1 || r.PodErrors[0].Pod.Name != "plain" || !strings.Contains(r.PodErrors[0].Err.Error(), "did not tolerate taint gpu=true:NoSchedule") {
+		t.Fatalf("errors = %+v", r.PodErrors)
+	}
+	if len(r.NewClaims) != 1 || r.NewClaims[0].Pods[0].Name != "tolerant" {
+		t.Fatalf("claims = %+v", r.NewClaims)
+	}
+}
+
+func TestExistingNodesFirst(t *testing.T) {
+	node := &Node{Name: "existing", Labels: map[string]string{corev1.LabelHostname: "existing", corev1.LabelTopologyZone: zone1, corev1.LabelArchStable: "amd64"},
+		Available: builders.Resources("cpu", "2", "memory", "4Gi", "pods", "10")}
+	pods := builders.Pods(3, builders.PodOptions{CPU: "1", Memory: "1Gi"})
+	r := Solve(Input{Pods: pods, Nodes: []*Node{node}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if len(r.ExistingPlacements) != 2 || len(r.NewClaims) != 1 || len(r.NewClaims[0].Pods) != 1 {
+		t.Fatalf("want 2 on the existing node and 1 on a new claim, got %d and %d claims", len(r.ExistingPlacements), len(r.NewClaims))
+	}
+}
+
+func TestAntiAffinityAgainstBoundPods(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	bound := builders.Pod(builders.PodOptions{Name: "web-0", CPU: "100m", Labels: web})
+	node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1},
+		Available: builders.Resources("cpu", "8", "memory", "16Gi", "pods", "100"), Pods: []*corev1.Pod{bound}}
+	anti := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: web}, TopologyKey: corev1.LabelHostname,
+	}}}}
+	pods := builders.Pods(3, builders.PodOptions{Name: "web", CPU: "100m", Labels: web, Affinity: anti})
+	r := Solve(Input{Pods: pods, Nodes: []*Node{node}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if len(r.ExistingPlacements) != 0 {
+		t.Errorf("a web pod landed beside the bound web pod: %+v", r.ExistingPlacements)
+	}
+	if len(r.NewClaims) != 3 {
+		t.Errorf("want one claim per web pod, got %d", len(r.NewClaims))
+	}
+	// The symmetric case: the bound pod's anti-affinity keeps matching pods away.
+	boundAnti := builders.Pod(builders.PodOptions{Name: "guard", CPU: "100m", Affinity: anti})
+	node2 := &Node{Name: "n2", Labels: map[string]string{corev1.LabelHostname: "n2"}, Available: builders.Resources("cpu", "8", "memory", "16Gi", "pods", "100"), Pods: []*corev1.Pod{boundAnti}}
+	r = Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "100m", Labels: web})}, Nodes: []*Node{node2}, NodePools: []*NodePool{onDemandPool("default")}})
+	if len(r.ExistingPlacements) != 0 || len(r.NewClaims) != 1 {
+		t.Errorf("a pod matching a bound pod's anti-affinity was placed beside it")
+	}
+}
+
+func zonalSpread(labels map[string]string) []corev1.TopologySpreadConstraint {
+	return []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}
+}
+
+func TestTopologySpreadCountsExistingNodes(t *testing.T) {
+	app := map[string]string{"app": "api"}
+	node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1},
+		Available: builders.Resources("cpu", "0", "memory", "0", "pods", "0"),
+		Pods:      builders.Pods(2, builders.PodOptions{Labels: app, CPU: "100m"})}
+	pods := builders.Pods(4, builders.PodOptions{Labels: app, CPU: "1", Spread: zonalSpread(app)})
+	r := Solve(Input{Pods: pods, Nodes: []*Node{node}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	perZone := map[string]int{zone1: 2}
+	for _, c := range r.NewClaims {
+		z, ok := c.Requirements.Get(corev1.LabelTopologyZone)
+		if !ok || len(z.Values()) != 1 {
+			t.Fatalf("claim zone not pinned: %s", c.Requirements)
+		}
+		perZone[z.Values()[0]] += len(c.Pods)
+	}
+	// Zone 1 already has 2: the four new pods go 2 to zone 2 and 2 to zone 3.
+	if !reflect.DeepEqual(perZone, map[string]int{zone1: 2, zone2: 2, zone3: 2}) {
+		t.Errorf("per zone = %v", perZone)
+	}
+}
+
+func TestHostnameSpreadOnePerNode(t *testing.T) {
+	app := map[string]string{"app": "cache"}
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}
+	r := Solve(Input{Pods: builders.Pods(5, builders.PodOptions{Labels: app, CPU: "100m", Spread: spread}), NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 5 {
+		t.Errorf("want 5 nodes, got %d", len(r.NewClaims))
+	}
+}
+
+func TestPodAffinityFollowsBoundPods(t *testing.T) {
+	db := map[string]string{"app": "db"}
+	node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone2},
+		Available: builders.Resources("cpu", "0", "memory", "0", "pods", "0"), Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{Labels: db})}}
+	affinity := &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: db}, TopologyKey: corev1.LabelTopologyZone,
+	}}}}
+	r := Solve(Input{Pods: builders.Pods(3, builders.PodOptions{CPU: "1", Affinity: affinity}), Nodes: []*Node{node}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	for _, c := range r.NewClaims {
+		if z, _ := c.Requirements.Get(corev1.LabelTopologyZone); strings.Join(z.Values(), ",") != zone2 {
+			t.Errorf("claim in %v, want %s beside the db", z.Values(), zone2)
+		}
+	}
+}
+
+func TestMinValues(t *testing.T) {
+	three := 3
+	r := req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "small", "medium", "large", "xlarge")
+	r.MinValues = &three
+	pool := onDemandPool("flexible", r)
+	ok := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1"})}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, ok)
+	if n := len(ok.NewClaims[0].InstanceTypes); n < 3 {
+		t.Errorf("claim keeps %d types, minValues wants 3", n)
+	}
+	// 7 cpu fits only large and xlarge: 2 < 3.
+	tooBig := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "7"})}, NodePools: []*NodePool{pool}})
+	if len(tooBig.PodErrors) != 1 || !strings.Contains(tooBig.PodErrors[0].Err.Error(), "minValues") {
+		t.Fatalf("want a minValues error, got %+v", tooBig.PodErrors)
+	}
+	relaxed := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "7"})}, NodePools: []*NodePool{pool}, Options: Options{MinValuesBestEffort: true}})
+	mustPlaceAll(t, relaxed)
+}
+
+func TestLimitsHitMidBatchSpillToLowerWeight(t *testing.T) {
+	capped := onDemandPool("capped", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "medium"))
+	capped.Weight = 10
+	capped.Remaining = builders.Resources("cpu", "10")
+	other := onDemandPool("other")
+	r := Solve(Input{Pods: builders.Pods(5, builders.PodOptions{CPU: "3"}), NodePools: []*NodePool{other, capped}})
+	mustPlaceAll(t, r)
+	perPool := map[string]int{}
+	for _, c := range r.NewClaims {
+		perPool[c.NodePool] += len(c.Pods)
+	}
+	if perPool["capped"] != 2 || perPool["other"] != 3 {
+		t.Errorf("per pool = %v: capped (cpu 10, 4-cpu nodes) fits 2 nodes of one 3-cpu pod", perPool)
+	}
+	alone := Solve(Input{Pods: builders.Pods(3, builders.PodOptions{CPU: "3"}), NodePools: []*NodePool{capped}})
+	if len(alone.PodErrors) != 1 || !strings.Contains(alone.PodErrors[0].Err.Error(), "limits exceeded: cpu") {
+		t.Fatalf("want a limits error, got %+v", alone.PodErrors)
+	}
+}
+
+func TestPreferencesRelaxed(t *testing.T) {
+	prefer := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+		{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"nowhere"}}}}},
+		{Weight: 50, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone3}}}}},
+	}}}
+	r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1", Affinity: prefer})}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if z, _ := r.NewClaims[0].Requirements.Get(corev1.LabelTopologyZone); strings.Join(z.Values(), ",") != zone3 {
+		t.Errorf("zone = %v: the satisfiable heavier preference should stay", z.Values())
+	}
+	ignored := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1", Affinity: prefer})}, NodePools: []*NodePool{onDemandPool("default")}, Options: Options{IgnorePreferences: true}})
+	mustPlaceAll(t, ignored)
+	if ignored.NewClaims[0].Requirements.Has(corev1.LabelTopologyZone) {
+		t.Errorf("preferences ignored but zone narrowed: %s", ignored.NewClaims[0].Requirements)
+	}
+}
+
+func TestRequiredNodeAffinityTermsAreORed(t *testing.T) {
+	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"s390x"}}}},
+		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}}},
+	}}}}
+	r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1", Affinity: affinity})}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if got := claimTypes(r.NewClaims[0]); got[0] != "arm-medium" {
+		t.Errorf("types = %v, want arm64 ones", got)
+	}
+}
+
+func TestHostPorts(t *testing.T) {
+	r := Solve(Input{Pods: builders.Pods(2, builders.PodOptions{CPU: "100m", HostPorts: []int32{8080}}), NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 2 {
+		t.Errorf("two pods binding host port 8080 share a node")
+	}
+}
+
+func TestExtendedResourcesAndInitContainers(t *testing.T) {
+	gpu := builders.Pod(builders.PodOptions{CPU: "1", Extended: map[corev1.ResourceName]string{"nvidia.com/gpu": "1"}})
+	withInit := builders.Pod(builders.PodOptions{CPU: "500m", InitCPU: "6"}) // the init container's peak decides: 6 cpu
+	r := Solve(Input{Pods: []*corev1.Pod{gpu, withInit}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	for _, c := range r.NewClaims {
+		for _, p := range c.Pods {
+			if p == gpu && claimTypes(c)[0] != "gpu" {
+				t.Errorf("gpu pod on %v", claimTypes(c))
+			}
+			if p == withInit && c.InstanceTypes[0].Capacity.Cpu().Value() < 6 {
+				t.Errorf("init container's 6 cpu ignored: %v", claimTypes(c))
+			}
+		}
+	}
+}
+
+func TestDaemonOverheadSizesClaims(t *testing.T) {
+	pool := onDemandPool("default", req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"))
+	pool.DaemonOverhead = builders.Resources("cpu", "1")
+	r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1500m"})}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	if got := claimTypes(r.NewClaims[0])[0]; got != "medium" {
+		t.Errorf("first type %s: 1.5 cpu + 1 cpu of daemonsets does not fit small (2 cpu)", got)
+	}
+}
+
+func TestWeightOrdersNodePools(t *testing.T) {
+	low := onDemandPool("low")
+	high := onDemandPool("high")
+	high.Weight = 50
+	r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1"})}, NodePools: []*NodePool{low, high}})
+	mustPlaceAll(t, r)
+	if r.NewClaims[0].NodePool != "high" {
+		t.Errorf("nodepool %s, want the heavier", r.NewClaims[0].NodePool)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	build := func() Input {
+		podCount := 0
+		var pods []*corev1.Pod
+		for i := range 60 {
+			podCount++
+			o := builders.PodOptions{Name: fmt.Sprintf("p-%d", i), CPU: []string{"100m", "500m", "1", "2"}[i%4], Memory: []string{"128Mi", "1Gi", "3Gi"}[i%3], Labels: map[string]string{"app": fmt.Sprint(i % 5)}}
+			if i%3 == 0 {
+				o.Spread = zonalSpread(map[string]string{"app": fmt.Sprint(i % 5)})
+			}
+			pods = append(pods, builders.Pod(o))
+		}
+		return Input{Pods: pods, NodePools: []*NodePool{onDemandPool("a"), onDemandPool("b")}}
+	}
+	describe := func(r *Results) string {
+		var b strings.Builder
+		for _, c := range r.NewClaims {
+			fmt.Fprintf(&b, "%s %v %s:", c.NodePool, claimTypes(c), c.Requirements)
+			for _, p := range c.Pods {
+				b.WriteString(" " + p.Name)
+			}
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+	first := describe(Solve(build()))
+	for range 5 {
+		if again := describe(Solve(build())); again != first {
+			t.Fatalf("runs differ:\n%s\nvs\n%s", first, again)
+		}
+	}
+}

@@ -1,0 +1,426 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+type groupKind int
+
+const (
+	spreadGroup groupKind = iota
+	affinityGroup
+	antiAffinityGroup
+)
+
+func (k groupKind) String() string {
+	return [...]string{"topology spread", "pod affinity", "pod anti-affinity"}[k]
+}
+
+// topologyGroup counts, per domain of one topology key, the pods a selector matches. Pods with
+// identical constraints share one group.
+type topologyGroup struct {
+	kind       groupKind
+	key        string
+	namespaces map[string]bool // nil: every namespace
+	selector   labels.Selector
+	maxSkew    int32
+	minDomains int32
+	// honorAffinity and honorTaints: which existing nodes count (spread's node policies).
+	honorAffinity, honorTaints bool
+	ownerReqs                  scheduling.Requirements
+	ownerTolerations           []corev1.Toleration
+
+	counts map[string]int // matching pods per domain
+	owners map[string]int // pods carrying this anti-affinity term, per domain
+	total  int            // matching pods anywhere
+	// domains are the eligible domains of a spread group (existing and creatable).
+	domains map[string]bool
+	name    string
+}
+
+func (g *topologyGroup) selects(pod *corev1.Pod) bool {
+	return (g.namespaces == nil || g.namespaces[pod.Namespace]) && g.selector.Matches(labels.Set(pod.Labels))
+}
+
+// minCount is the smallest count over the eligible domains (0 with fewer than minDomains).
+func (g *topologyGroup) minCount() int {
+	if g.key == corev1.LabelHostname || len(g.domains) < int(max(g.minDomains, 1)) {
+		// A new node is always a hostname domain with no pods.
+		return 0
+	}
+	lowest := math.MaxInt
+	for d := range g.domains {
+		lowest = min(lowest, g.counts[d])
+	}
+	return lowest
+}
+
+// topology holds every group of a run.
+type topology struct {
+	groups map[string]*topologyGroup
+	// selecting caches, per shape key, the groups whose selector matches the shape's pods.
+	selecting map[string][]*topologyGroup
+}
+
+func newTopology() *topology {
+	return &topology{groups: map[string]*topologyGroup{}, selecting: map[string][]*topologyGroup{}}
+}
+
+// owned returns the groups of a pod's current variant, creating them on first sight.
+func (t *topology) owned(p *podInfo) ([]*topologyGroup, error) {
+	v := p.variant()
+	var out []*topologyGroup
+	for i := range v.spread {
+		g, err := t.spreadGroup(p.pod, v, &v.spread[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	for _, term := range v.affinity {
+		g, err := t.affinityGroup(p.pod, affinityGroup, term)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	for _, term := range v.antiAffinity {
+		g, err := t.affinityGroup(p.pod, antiAffinityGroup, term)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func (t *topology) spreadGroup(pod *corev1.Pod, v *variant, c *corev1.TopologySpreadConstraint) (*topologyGroup, error) {
+	selector, err := selectorWithLabelKeys(c.LabelSelector, c.MatchLabelKeys, pod.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("topology spread on %s: %w", c.TopologyKey, err)
+	}
+	g := &topologyGroup{
+		kind:          spreadGroup,
+		key:           c.TopologyKey,
+		namespaces:    map[string]bool{pod.Namespace: true},
+		selector:      selector,
+		maxSkew:       c.MaxSkew,
+		honorAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
+		honorTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
+	}
+	if c.MinDomains != nil {
+		g.minDomains = *c.MinDomains
+	}
+	if g.honorAffinity {
+		g.ownerReqs = v.requirements
+	}
+	if g.honorTaints {
+		g.ownerTolerations = pod.Spec.Tolerations
+	}
+	return t.intern(g, fmt.Sprintf("%s|%d|%v|%v|%v|%v", g.ownerReqs.String(), g.minDomains, g.honorAffinity, g.honorTaints, g.maxSkew, g.ownerTolerations)), nil
+}
+
+func (t *topology) affinityGroup(pod *corev1.Pod, kind groupKind, term corev1.PodAffinityTerm) (*topologyGroup, error) {
+	selector, err := selectorWithLabelKeys(term.LabelSelector, term.MatchLabelKeys, pod.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", kind, term.TopologyKey, err)
+	}
+	g := &topologyGroup{kind: kind, key: term.TopologyKey, selector: selector}
+	if len(term.Namespaces) > 0 || term.NamespaceSelector == nil {
+		g.namespaces = map[string]bool{}
+		for _, ns := range term.Namespaces {
+			g.namespaces[ns] = true
+		}
+		if len(term.Namespaces) == 0 {
+			g.namespaces[pod.Namespace] = true
+		}
+	}
+	// A namespaceSelector matches namespaces by their labels, which the snapshot does not hold:
+	// it is read as every namespace, the safe side for anti-affinity.
+	return t.intern(g, ""), nil
+}
+
+func selectorWithLabelKeys(ls *metav1.LabelSelector, matchLabelKeys []string, podLabels map[string]string) (labels.Selector, error) {
+	if ls == nil {
+		return labels.Nothing(), nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range matchLabelKeys {
+		if value, ok := podLabels[key]; ok {
+			req, err := labels.NewRequirement(key, "=", []string{value})
+			if err != nil {
+				return nil, err
+			}
+			selector = selector.Add(*req)
+		}
+	}
+	return selector, nil
+}
+
+func (t *topology) intern(g *topologyGroup, extra string) *topologyGroup {
+	ns := make([]string, 0, len(g.namespaces))
+	for n := range g.namespaces {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	name := fmt.Sprintf("%s|%s|%v|%s|%s", g.kind, g.key, ns, g.selector.String(), extra)
+	if existing, ok := t.groups[name]; ok {
+		return existing
+	}
+	g.name, g.counts, g.owners, g.domains = name, map[string]int{}, map[string]int{}, map[string]bool{}
+	t.groups[name] = g
+	return g
+}
+
+// selectingGroups returns the groups whose selectors match pods of a shape.
+func (t *topology) selectingGroups(shapeKey string, pod *corev1.Pod) []*topologyGroup {
+	if gs, ok := t.selecting[shapeKey]; ok {
+		return gs
+	}
+	var out []*topologyGroup
+	for _, name := range t.sortedNames() {
+		if g := t.groups[name]; g.selects(pod) {
+			out = append(out, g)
+		}
+	}
+	t.selecting[shapeKey] = out
+	return out
+}
+
+func (t *topology) sortedNames() []string {
+	names := make([]string, 0, len(t.groups))
+	for name := range t.groups {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// countExisting records the pods on existing nodes, and the domains those nodes offer.
+func (t *topology) countExisting(nodes []*Node) {
+	names := t.sortedNames()
+	for _, n := range nodes {
+		for _, name := range names {
+			g := t.groups[name]
+			domain, ok := existingDomain(n, g.key)
+			if !ok || !g.countsNode(n) {
+				continue
+			}
+			if g.kind == spreadGroup {
+				g.domains[domain] = true
+			}
+			for _, pod := range n.Pods {
+				if g.selects(pod) {
+					g.counts[domain]++
+					g.total++
+				}
+			}
+		}
+		// Anti-affinity terms of bound pods keep matching pods away (the symmetric check).
+		for _, pod := range n.Pods {
+			if pod.Spec.Affinity == nil || pod.Spec.Affinity.PodAntiAffinity == nil {
+				continue
+			}
+			for _, term := range pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				g, err := t.affinityGroup(pod, antiAffinityGroup, term)
+				if err != nil {
+					continue
+				}
+				if domain, ok := existingDomain(n, g.key); ok {
+					g.owners[domain]++
+				}
+			}
+		}
+	}
+	// Groups created just now (from bound pods' terms) still need their counts.
+	for _, name := range t.sortedNames() {
+		g := t.groups[name]
+		if g.kind != antiAffinityGroup || g.total > 0 || len(g.counts) > 0 {
+			continue
+		}
+		for _, n := range nodes {
+			if domain, ok := existingDomain(n, g.key); ok {
+				for _, pod := range n.Pods {
+					if g.selects(pod) {
+						g.counts[domain]++
+						g.total++
+					}
+				}
+			}
+		}
+	}
+	t.selecting = map[string][]*topologyGroup{}
+}
+
+// countsNode says whether a spread group counts pods on a node (its node inclusion policies).
+func (g *topologyGroup) countsNode(n *Node) bool {
+	if g.kind != spreadGroup {
+		return true
+	}
+	if g.honorAffinity && g.ownerReqs.Len() > 0 && g.ownerReqs.Matches(n.Labels) != nil {
+		return false
+	}
+	if g.honorTaints && scheduling.Tolerates(g.ownerTolerations, n.Taints) != nil {
+		return false
+	}
+	return true
+}
+
+// existingDomain is a node's domain for a key: its label, or for an in-flight claim the value
+// its requirements pin.
+func existingDomain(n *Node, key string) (string, bool) {
+	if v, ok := n.Labels[key]; ok {
+		return v, true
+	}
+	if key == corev1.LabelHostname {
+		return n.Name, true
+	}
+	return "", false
+}
+
+// addCreatableDomains adds to spread groups the domains new claims could land in.
+func (t *topology) addCreatableDomains(pools []*NodePool) {
+	for _, name := range t.sortedNames() {
+		g := t.groups[name]
+		if g.kind != spreadGroup || g.key == corev1.LabelHostname {
+			continue
+		}
+		for _, np := range pools {
+			reqs := np.Requirements.Intersect(g.ownerReqs)
+			if reqs.Satisfiable() != nil {
+				continue
+			}
+			for _, d := range creatableValues(np, reqs, g.key) {
+				g.domains[d] = true
+			}
+		}
+	}
+}
+
+// creatableValues lists the values of key a new node of the NodePool could have under reqs.
+func creatableValues(np *NodePool, reqs scheduling.Requirements, key string) []string {
+	seen := map[string]bool{}
+	zones, _ := reqs.Get(corev1.LabelTopologyZone)
+	capacityTypes, _ := reqs.Get(karpv1.CapacityTypeLabelKey)
+	for _, it := range np.InstanceTypes {
+		if reqs.Matches(withoutOfferingLabels(it.Labels, reqs)) != nil {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if !o.Available || (zones.Key != "" && !zones.Has(o.Zone)) || (capacityTypes.Key != "" && !capacityTypes.Has(o.CapacityType)) {
+				continue
+			}
+			switch key {
+			case corev1.LabelTopologyZone:
+				seen[o.Zone] = true
+			case karpv1.CapacityTypeLabelKey:
+				seen[o.CapacityType] = true
+			default:
+				if v, ok := it.Labels[key]; ok {
+					seen[v] = true
+				} else if r, ok := reqs.Get(key); ok && r.IsFinite() {
+					for _, v := range r.Values() {
+						seen[v] = true
+					}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withoutOfferingLabels returns labels for matching an instance type against requirements:
+// its own labels, plus the requirement-pinned values of labels the instance type does not set
+// (zone, capacity type and NodePool labels are checked elsewhere).
+func withoutOfferingLabels(itLabels map[string]string, reqs scheduling.Requirements) map[string]string {
+	out := make(map[string]string, len(itLabels)+reqs.Len())
+	for _, r := range reqs.All() {
+		if _, ok := itLabels[r.Key]; ok {
+			continue
+		}
+		if v := r.Any(); v != "" || !r.AllowsAbsent() {
+			out[r.Key] = v
+		}
+	}
+	for k, v := range itLabels {
+		out[k] = v
+	}
+	return out
+}
+
+// admits checks a pod against the groups at one domain of their key. own are the pod's groups,
+// selecting the groups that match the pod.
+func admits(pod *corev1.Pod, g *topologyGroup, domain string, own bool) error {
+	switch g.kind {
+	case spreadGroup:
+		if !own {
+			return nil
+		}
+		self := 0
+		if g.selects(pod) {
+			self = 1
+		}
+		if skew := g.counts[domain] + self - g.minCount(); skew > int(g.maxSkew) {
+			return fmt.Errorf("topology spread on %s: domain %s would have skew %d > maxSkew %d", g.key, domain, skew, g.maxSkew)
+		}
+	case affinityGroup:
+		if own && g.counts[domain] == 0 && !(g.total == 0 && g.selects(pod)) {
+			return fmt.Errorf("pod affinity on %s: no matching pod in %s", g.key, domain)
+		}
+	case antiAffinityGroup:
+		if own && g.counts[domain] > 0 {
+			return fmt.Errorf("pod anti-affinity on %s: a matching pod is already in %s", g.key, domain)
+		}
+		if !own && g.owners[domain] > 0 {
+			return fmt.Errorf("pod anti-affinity of a pod in %s on %s excludes this pod", domain, g.key)
+		}
+	}
+	return nil
+}
+
+// record counts a placed pod in its domains.
+func record(pod *corev1.Pod, own, selecting []*topologyGroup, domainOf func(key string) string) {
+	for _, g := range selecting {
+		if d := domainOf(g.key); d != "" {
+			g.counts[d]++
+			g.total++
+			if g.kind == spreadGroup {
+				g.domains[d] = true
+			}
+		}
+	}
+	for _, g := range own {
+		if g.kind == antiAffinityGroup {
+			if d := domainOf(g.key); d != "" {
+				g.owners[d]++
+			}
+		}
+	}
+}
+
+// describeGroups names groups for error messages.
+func describeGroups(gs []*topologyGroup) string {
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = fmt.Sprintf("%s on %s", g.kind, g.key)
+	}
+	return strings.Join(parts, ", ")
+}

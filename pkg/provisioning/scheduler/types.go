@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// Input is the snapshot a scheduling run works on.
+type Input struct {
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// Nodes are the existing nodes and in-flight NodeClaims pods may be placed on, in the order
+	// they should be tried. Nodes being deleted must be left out by the caller.
+	Nodes []*Node
+	// NodePools are the NodePools new capacity may come from.
+	NodePools []*NodePool
+	// Options tune the run.
+	Options Options
+}
+
+// Options tune a scheduling run. The zero value is Karpenter's behaviour.
+type Options struct {
+	// IgnorePreferences treats preferred affinities and ScheduleAnyway spread as absent instead
+	// of trying them first.
+	IgnorePreferences bool
+	// MinValuesBestEffort relaxes minValues when it cannot be met instead of failing the pod.
+	MinValuesBestEffort bool
+}
+
+// Node is an existing node, or an in-flight NodeClaim that has not registered yet, as the
+// scheduler sees it.
+type Node struct {
+	// Name identifies the node (or the NodeClaim while it has no node).
+	Name string
+	// Labels of the node; for an in-flight claim, the labels its requirements pin.
+	Labels map[string]string
+	// Requirements of an in-flight claim (nil for a registered node: Labels say it all).
+	Requirements *scheduling.Requirements
+	// Taints of the node, without startup taints and Karpenter's own lifecycle taints.
+	Taints []corev1.Taint
+	// Available is allocatable less the requests of the pods bound or nominated to it
+	// (including daemonsets).
+	Available corev1.ResourceList
+	// Pods are the pods bound or nominated to it, for topology and affinity counting.
+	Pods []*corev1.Pod
+	// NodePool that created it, if any.
+	NodePool string
+	// InFlight marks a NodeClaim still launching.
+	InFlight bool
+}
+
+// NodePool is a NodePool with what the scheduler needs to create capacity from it.
+type NodePool struct {
+	// Name of the NodePool.
+	Name string
+	// Weight orders NodePools; higher is tried first.
+	Weight int32
+	// Requirements are the template's requirements and its labels (as In requirements).
+	Requirements scheduling.Requirements
+	// Labels are the template's labels, put on every node.
+	Labels map[string]string
+	// Taints are the template's taints (startup taints are not needed for placement).
+	Taints []corev1.Taint
+	// InstanceTypes the NodePool may launch.
+	InstanceTypes []*cloudprovider.InstanceType
+	// Remaining is what the NodePool's limits still allow (limits minus current usage), with a
+	// "nodes" entry when limits.nodes is set. Nil means unlimited.
+	Remaining corev1.ResourceList
+	// DaemonOverhead is what the daemonsets that would run on its nodes request.
+	DaemonOverhead corev1.ResourceList
+}
+
+// Results are the decisions of a scheduling run.
+type Results struct {
+	// ExistingPlacements place pods on existing nodes or in-flight claims.
+	ExistingPlacements []Placement
+	// NewClaims are the claims to create, each with the pods that will land on it.
+	NewClaims []*Claim
+	// PodErrors say, for each pod that could not be placed, why.
+	PodErrors []PodError
+}
+
+// Placement binds a pod to an existing node or in-flight claim.
+type Placement struct {
+	// Pod placed.
+	Pod *corev1.Pod
+	// Node is the name of the node or in-flight claim.
+	Node string
+}
+
+// PodError is why a pod could not be placed.
+type PodError struct {
+	// Pod that was not placed.
+	Pod *corev1.Pod
+	// Err explains, per NodePool, why none could take it.
+	Err error
+}
+
+// Claim is new capacity to create: a NodeClaim for a NodePool, and the pods it is for.
+type Claim struct {
+	// NodePool creating the claim.
+	NodePool string
+	// Requirements of the claim: the NodePool's, narrowed by its pods' (zone, arch, …).
+	Requirements scheduling.Requirements
+	// InstanceTypes that satisfy the requirements and fit the pods and daemonsets, cheapest
+	// compatible offering first.
+	InstanceTypes []*cloudprovider.InstanceType
+	// Pods that will land on the claim.
+	Pods []*corev1.Pod
+	// Requests of the pods plus the daemonset overhead.
+	Requests corev1.ResourceList
+	// Taints of the node (the NodePool's).
+	Taints []corev1.Taint
+	// Labels to put on the node (the NodePool's template labels).
+	Labels map[string]string
+	// Price is the cheapest compatible offering of the first instance type, $/hour.
+	Price float64
+	// Hostname is a placeholder name, unique in the run, that pods' hostname topology used.
+	Hostname string
+}
+
+// NodeSelectorRequirements returns the claim's requirements for its NodeClaim spec, with
+// node.kubernetes.io/instance-type narrowed to its instance types.
+func (c *Claim) NodeSelectorRequirements() []karpv1.NodeSelectorRequirementWithMinValues {
+	names := make([]string, len(c.InstanceTypes))
+	for i, it := range c.InstanceTypes {
+		names[i] = it.Name
+	}
+	reqs := c.Requirements
+	if len(names) > 0 {
+		r := scheduling.MustRequirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...)
+		if existing, ok := reqs.Get(corev1.LabelInstanceTypeStable); ok {
+			r.MinValues = existing.MinValues
+		}
+		reqs = reqs.With(r)
+	}
+	return reqs.NodeSelectorRequirements()
+}
