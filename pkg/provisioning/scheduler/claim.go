@@ -23,14 +23,17 @@ type claimState struct {
 	// the NodePool's limits.
 	target   *candidate
 	hostname string
+	// promised counts, per pod size, the pending pods the claim's look-ahead counted on.
+	promised map[cloudprovider.Resources]int
 }
 
 // plan is what admitting a pod onto a claim (or a node) would change.
 type plan struct {
 	requirements scheduling.Requirements
-	domains      map[string]string // topology key → domain chosen for the pod
-	target       *candidate        // the claim's target afterwards
-	extraCost    float64           // target price increase, $/hour
+	domains      map[string]string               // topology key → domain chosen for the pod
+	target       *candidate                      // the claim's target afterwards
+	extraCost    float64                         // target price increase, $/hour
+	promise      map[cloudprovider.Resources]int // pending pods a new claim's look-ahead counted on
 }
 
 // admit checks whether a pod can join the claim, and at what extra cost.
@@ -171,6 +174,16 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 		}
 		c.pool.reserve(pl.target.it, released)
 		c.target = pl.target
+	}
+	if pl.promise != nil {
+		// The pod opening the claim is not among the pods it was promised.
+		c.promised = pl.promise
+		for r, n := range pl.promise {
+			s.promised[r] += n
+		}
+	} else if c.promised[p.res] > 0 {
+		c.promised[p.res]--
+		s.promised[p.res]--
 	}
 	c.requirements = pl.requirements
 	c.pods = append(c.pods, p)

@@ -22,10 +22,9 @@ type poolState struct {
 	remaining      corev1.ResourceList // nil: unlimited
 	// candidates caches, per requirements, the compatible instance types cheapest first.
 	candidates map[string][]*candidate
-	// cpuPrice and memoryPrice ($ per millicore-hour and per byte-hour) value a pod's requests
-	// at what the cheapest mix of instance types charges for them.
-	cpuPrice, memoryPrice float64
-	largestRoom           *cloudprovider.Resources
+	// values caches value() per request vector.
+	values      map[cloudprovider.Resources]float64
+	largestRoom *cloudprovider.Resources
 }
 
 // candidate is an instance type as a claim under some requirements sees it.
@@ -43,6 +42,7 @@ func newPoolState(np *NodePool) *poolState {
 		daemon:         cloudprovider.ResourcesOf(np.DaemonOverhead),
 		daemonExtended: extendedOf(np.DaemonOverhead),
 		candidates:     map[string][]*candidate{},
+		values:         map[cloudprovider.Resources]float64{},
 	}
 	if np.Remaining != nil {
 		ps.remaining = np.Remaining.DeepCopy()
@@ -172,81 +172,35 @@ func (ps *poolState) reserve(take, give *cloudprovider.InstanceType) {
 	}
 }
 
-// setMarketPrices sets the NodePool's per-resource prices: the prices c = (c_cpu, c_mem) ≥ 0
-// that maximise the value c·D of the batch's total demand D while no instance type is worth more
-// than it costs (c·room ≤ price). That is the dual of covering D with fractional instances. In
-// the primal, a dollar spent on instance type t buys q_t = room_t/price_t; a dollar spread over
-// two types buys any point between them; s* is the farthest multiple of D a dollar covers (waste
-// allowed), and the value of D is 1/s*. A two-dimensional LP: the optimum uses one type or a
-// mix of two, so trying every pair finds it exactly.
-func (ps *poolState) setMarketPrices(demand cloudprovider.Resources) {
-	type point struct{ x, y float64 } // millicores and bytes per dollar
-	var pts []point
-	for _, c := range ps.candidatesFor(ps.Requirements) {
-		if c.price > 0 && c.room.MilliCPU > 0 && c.room.Memory > 0 {
-			pts = append(pts, point{float64(c.room.MilliCPU) / c.price, float64(c.room.Memory) / c.price})
-		}
-	}
-	if len(pts) == 0 {
-		return
-	}
-	dx, dy := float64(demand.MilliCPU), float64(demand.Memory)
-	if dx <= 0 && dy <= 0 {
-		dx, dy = 1000, 2<<30 // no demand to weigh: a core and 2Gi
-	}
-	reach := func(x, y float64) float64 { // how many D a bundle (x, y) covers
-		sx, sy := math.Inf(1), math.Inf(1)
-		if dx > 0 {
-			sx = x / dx
-		}
-		if dy > 0 {
-			sy = y / dy
-		}
-		return math.Min(sx, sy)
-	}
-	best, bestA, bestB, pair := 0.0, 0, 0, false
-	for i, a := range pts {
-		if s := reach(a.x, a.y); s > best {
-			best, bestA, pair = s, i, false
-		}
-		for j := i + 1; j < len(pts); j++ {
-			b := pts[j]
-			if dx <= 0 || dy <= 0 {
-				continue // one dimension: a single type is optimal
-			}
-			// λ where λa + (1-λ)b covers D equally in both dimensions.
-			den := (a.x-b.x)/dx - (a.y-b.y)/dy
-			if den == 0 {
-				continue
-			}
-			lambda := (b.y/dy - b.x/dx) / den
-			if lambda <= 0 || lambda >= 1 {
-				continue
-			}
-			if s := reach(lambda*a.x+(1-lambda)*b.x, lambda*a.y+(1-lambda)*b.y); s > best {
-				best, bestA, bestB, pair = s, i, j, true
-			}
-		}
-	}
-	if best <= 0 {
-		return
-	}
-	if pair {
-		// The supporting line through both types: c·a = 1 and c·b = 1.
-		a, b := pts[bestA], pts[bestB]
-		det := a.x*b.y - a.y*b.x
-		ps.cpuPrice, ps.memoryPrice = (b.y-a.y)/det, (a.x-b.x)/det
-		return
-	}
-	a := pts[bestA]
-	if dy <= 0 || (dx > 0 && a.x/dx <= a.y/dy) {
-		ps.cpuPrice, ps.memoryPrice = 1/a.x, 0 // cpu binds
-	} else {
-		ps.cpuPrice, ps.memoryPrice = 0, 1/a.y // memory binds
-	}
-}
-
-// value is what a pod's requests are worth at the NodePool's market prices, $/hour.
+// value is what a pod's requests are worth, $/hour: their standalone fractional cost, the
+// least any instance type charges for the share of it they take (their largest share across
+// cpu, memory and pod slots). A node's fill is worth the sum of its pods' values, so a fill
+// that mixes complementary pods is worth more than its price would suggest: packing by value
+// per dollar rewards exactly that.
 func (ps *poolState) value(r cloudprovider.Resources) float64 {
-	return ps.cpuPrice*float64(r.MilliCPU) + ps.memoryPrice*float64(r.Memory)
+	if v, ok := ps.values[r]; ok {
+		return v
+	}
+	best := math.Inf(1)
+	for _, c := range ps.candidatesFor(ps.Requirements) {
+		share := 0.0
+		for _, d := range [][2]int64{{r.MilliCPU, c.room.MilliCPU}, {r.Memory, c.room.Memory}, {r.Pods, c.room.Pods}, {r.EphemeralStorage, c.room.EphemeralStorage}} {
+			if d[0] <= 0 {
+				continue
+			}
+			if d[1] <= 0 {
+				share = math.Inf(1)
+				break
+			}
+			share = math.Max(share, float64(d[0])/float64(d[1]))
+		}
+		if share <= 1 {
+			best = math.Min(best, share*c.price)
+		}
+	}
+	if math.IsInf(best, 1) {
+		best = 0
+	}
+	ps.values[r] = best
+	return best
 }

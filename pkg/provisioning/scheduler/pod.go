@@ -19,10 +19,11 @@ type podInfo struct {
 	res       cloudprovider.Resources
 	extended  corev1.ResourceList // requests beyond cpu, memory, pods and ephemeral-storage
 	hostPorts []scheduling.HostPort
-	variants  []*variant // strictest first; each relaxes one preference of the previous
-	current   int        // index of the variant being tried
-	placedOn  string     // the existing node or in-flight claim it was placed on
-	keys      []string   // shape key per variant, computed on first use
+	variants  []*variant         // strictest first; each relaxes one preference of the previous
+	current   int                // index of the variant being tried
+	placedOn  string             // the existing node or in-flight claim it was placed on
+	keys      []string           // shape key per variant, computed on first use
+	groups    [][]*topologyGroup // topology groups per variant, computed on first use
 	priority  int32
 }
 

@@ -30,6 +30,9 @@ type solver struct {
 	topology *topology
 	// pending counts the unplaced pods per shape key, for the look-ahead that sizes claims.
 	pending map[string]*shapeCount
+	// promised counts, per pod size, the pending pods that open claims' look-aheads counted on;
+	// later look-aheads see only the rest, so one pod is not promised to many claims.
+	promised map[cloudprovider.Resources]int
 	// compat caches whether a shape may share a claim with given requirements and taints.
 	compat map[string]bool
 	errs   map[*podInfo]error
@@ -96,13 +99,6 @@ func newSolver(in Input) *solver {
 	}
 	s.topology.countExisting(in.Nodes)
 	s.topology.addCreatableDomains(in.NodePools)
-	var demand cloudprovider.Resources
-	for _, p := range s.pods {
-		demand = demand.Add(p.res)
-	}
-	for _, ps := range s.pools {
-		ps.setMarketPrices(demand)
-	}
 	return s
 }
 
@@ -158,6 +154,10 @@ func (s *solver) sortQueue(queue []*podInfo) {
 
 func (s *solver) countPending(queue []*podInfo) {
 	s.pending = map[string]*shapeCount{}
+	s.promised = map[cloudprovider.Resources]int{}
+	for _, c := range s.claims {
+		c.promised = nil
+	}
 	for _, p := range queue {
 		key := p.shapeKey()
 		sc, ok := s.pending[key]
@@ -247,30 +247,31 @@ func extendedAvailable(available, want corev1.ResourceList) bool {
 }
 
 // placeOnClaim tries the claims opened in this run. It commits to the first that takes the pod
-// at no extra cost; otherwise it returns the cheapest upgrade it saw (looking at a few).
+// at no extra cost; otherwise it returns the cheapest upgrade among the first few it could
+// make (upgrades cost a search over instance types, so only a few are priced).
 func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
+	const upgradesPriced = 8
 	var (
 		best     *claimState
 		bestPlan *plan
-		tried    int
+		priced   int
 	)
 	for _, c := range s.claims {
-		if !p.res.Fits(c.roomUnderLargest()) {
+		underTarget := p.res.Fits(c.target.room.Sub(c.used))
+		if !underTarget && (priced >= upgradesPriced && !s.opts.GrowClaims || !p.res.Fits(c.roomUnderLargest())) {
 			continue
 		}
 		pl, err := s.admit(c, p)
 		if err != nil {
 			continue
 		}
-		if pl.extraCost <= 0 {
+		if pl.extraCost <= 0 || s.opts.GrowClaims {
 			s.commit(c, p, pl)
 			return nil, nil, true
 		}
+		priced++
 		if bestPlan == nil || pl.extraCost < bestPlan.extraCost {
 			best, bestPlan = c, pl
-		}
-		if tried++; tried >= 8 {
-			break
 		}
 	}
 	return best, bestPlan, false
@@ -318,8 +319,12 @@ func (s *solver) newClaim(p *podInfo) (*claimState, *plan, float64, error) {
 		// admit sized the claim for this pod alone; a larger type may hold the pending pods
 		// more cheaply per unit of value.
 		cost := pl.target.price
-		if t, others := s.lookAhead(c, p, pl.requirements); t != nil {
+		if s.opts.GrowClaims {
+			return c, pl, cost, nil
+		}
+		if t, others, fill := s.lookAhead(c, p, pl.requirements); t != nil {
 			pl.target, pl.extraCost, cost = t, t.price, t.price-others
+			pl.promise = fill
 		}
 		return c, pl, cost, nil
 	}
@@ -328,51 +333,77 @@ func (s *solver) newClaim(p *podInfo) (*claimState, *plan, float64, error) {
 
 // lookAhead picks the instance type with the best value per dollar when filled greedily with
 // the pod and the pending pods that could share its node, and returns the value of those others.
-func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64) {
+func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, map[cloudprovider.Resources]int) {
 	candidates := c.pool.candidatesFor(reqs)
-	var shapes []*shapeCount
+	// Only the pending pods' sizes matter to the fill: group the shareable ones by size.
+	counts := map[cloudprovider.Resources]int{}
 	for _, key := range s.sortedPendingKeys() {
 		sc := s.pending[key]
-		if sc.count > 0 && sc.free && s.shareable(c.pool, reqs, sc.example) {
-			shapes = append(shapes, sc)
+		if sc.count > 0 && sc.free && len(sc.example.extended) == 0 && s.shareable(c.pool, reqs, sc.example) {
+			counts[sc.example.res] += sc.count
 		}
 	}
-	sort.SliceStable(shapes, func(i, j int) bool {
-		return c.pool.value(shapes[i].example.res) > c.pool.value(shapes[j].example.res)
+	sizes := make([]sizeCount, 0, len(counts))
+	for r, n := range counts {
+		if n -= s.promised[r]; n > 0 {
+			sizes = append(sizes, sizeCount{r, n, c.pool.value(r)})
+		}
+	}
+	sort.Slice(sizes, func(i, j int) bool {
+		if sizes[i].value != sizes[j].value {
+			return sizes[i].value > sizes[j].value
+		}
+		return sizes[i].res.MilliCPU > sizes[j].res.MilliCPU || sizes[i].res.MilliCPU == sizes[j].res.MilliCPU && sizes[i].res.Memory > sizes[j].res.Memory
 	})
-	var best *candidate
+	own := c.pool.value(p.res)
+	takes := make([]int, len(sizes))
+	var (
+		best     *candidate
+		bestFill map[cloudprovider.Resources]int
+	)
 	bestEff, bestRoom, bestOthers := -1.0, int64(0), 0.0
 	for _, cand := range candidates {
-		if !p.res.Fits(cand.room) || !extendedFits(cand, c.pool, p.extended) || c.pool.withinLimits(cand.it, nil) != nil || cand.price <= 0 {
+		if cand.price <= 0 || !p.res.Fits(cand.room) || !extendedFits(cand, c.pool, p.extended) || c.pool.withinLimits(cand.it, nil) != nil {
 			continue
 		}
 		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) }, s.opts.MinValuesBestEffort) != nil {
 			continue
 		}
 		room := cand.room.Sub(p.res)
-		own := c.pool.value(p.res)
-		value := own
-		for _, sc := range shapes {
-			if len(sc.example.extended) > 0 {
-				continue
-			}
-			k := fitCount(room, sc.example.res, sc.count)
+		others := 0.0
+		for i, sz := range sizes {
+			k := fitCount(room, sz.res, sz.count)
+			takes[i] = k
 			if k == 0 {
 				continue
 			}
-			room = room.Sub(scale(sc.example.res, k))
-			value += float64(k) * c.pool.value(sc.example.res)
+			room = room.Sub(scale(sz.res, k))
+			others += float64(k) * sz.value
 		}
-		eff := value / cand.price
-		switch {
-		case eff > bestEff*1.005:
-			best, bestEff, bestRoom, bestOthers = cand, eff, cand.room.MilliCPU, value-own
-		case eff >= bestEff*0.995 && cand.room.MilliCPU > bestRoom:
+		eff := (own + others) / cand.price
+		better := eff > bestEff*1.005
+		if !better && eff >= bestEff*0.995 && cand.room.MilliCPU > bestRoom {
 			// As good within half a percent: the larger type makes fewer nodes.
-			best, bestEff, bestRoom, bestOthers = cand, math.Max(eff, bestEff), cand.room.MilliCPU, value-own
+			better, eff = true, math.Max(eff, bestEff)
+		}
+		if better {
+			best, bestEff, bestRoom, bestOthers = cand, eff, cand.room.MilliCPU, others
+			bestFill = map[cloudprovider.Resources]int{}
+			for i, k := range takes {
+				if k > 0 {
+					bestFill[sizes[i].res] = k
+				}
+			}
 		}
 	}
-	return best, bestOthers
+	return best, bestOthers, bestFill
+}
+
+// sizeCount is how many pending pods of one size could share a claim, and what each is worth.
+type sizeCount struct {
+	res   cloudprovider.Resources
+	count int
+	value float64
 }
 
 func (s *solver) sortedPendingKeys() []string {

@@ -78,6 +78,24 @@ func newTopology() *topology {
 
 // owned returns the groups of a pod's current variant, creating them on first sight.
 func (t *topology) owned(p *podInfo) ([]*topologyGroup, error) {
+	if p.groups == nil {
+		p.groups = make([][]*topologyGroup, len(p.variants))
+	}
+	if cached := p.groups[p.current]; cached != nil {
+		return cached, nil
+	}
+	gs, err := t.buildOwned(p)
+	if err != nil {
+		return nil, err
+	}
+	if gs == nil {
+		gs = []*topologyGroup{}
+	}
+	p.groups[p.current] = gs
+	return gs, nil
+}
+
+func (t *topology) buildOwned(p *podInfo) ([]*topologyGroup, error) {
 	v := p.variant()
 	var out []*topologyGroup
 	for i := range v.spread {

@@ -28,6 +28,10 @@ type Options struct {
 	IgnorePreferences bool
 	// MinValuesBestEffort relaxes minValues when it cannot be met instead of failing the pod.
 	MinValuesBestEffort bool
+	// GrowClaims packs as Karpenter does: a claim takes every pod that still leaves some
+	// instance type fitting, with no regard to the cost of the type that ends up fitting. It
+	// exists to compare against; it is not a better policy.
+	GrowClaims bool
 }
 
 // Node is an existing node, or an in-flight NodeClaim that has not registered yet, as the

@@ -1,0 +1,125 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/rand"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
+)
+
+// benchmarkTypes mirrors the instance types of Karpenter's scheduling benchmark: type i has i
+// vCPU, 2i GiB and 10i pods, priced 0.1/vCPU + 0.1/GiB per hour, offered as spot in test-zone-1
+// and -2 and as on-demand in test-zone-1, -2 and -3 (both at that price).
+func benchmarkTypes() []*cloudprovider.InstanceType {
+	types := make([]*cloudprovider.InstanceType, 0, 400)
+	for i := int64(1); i <= 400; i++ {
+		price := 0.1*float64(i) + 0.1*float64(2*i)
+		var offerings []cloudprovider.Offering
+		for _, z := range []string{zone1, zone2} {
+			offerings = append(offerings, cloudprovider.Offering{Zone: z, CapacityType: karpv1.CapacityTypeSpot, Price: price, Available: true})
+		}
+		for _, z := range []string{zone1, zone2, zone3} {
+			offerings = append(offerings, cloudprovider.Offering{Zone: z, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
+		}
+		types = append(types, builders.InstanceType(builders.InstanceTypeOptions{
+			Name: fmt.Sprintf("fake-it-%d", i), CPU: i, MemoryGiB: 2 * i, Pods: 10 * i, Offerings: offerings,
+		}))
+	}
+	return types
+}
+
+var (
+	benchCPU    = []string{"100m", "250m", "500m", "1000m", "1500m"}
+	benchMemory = []string{"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"}
+	labelValues = []string{"a", "b", "c", "d", "e", "f", "g"}
+)
+
+// benchmarkPods makes n pods in five equal groups, as Karpenter's benchmark does: plain; zonal
+// spread; hostname spread; zonal pod affinity to their own label value; hostname anti-affinity
+// on a label they all share (one node each).
+func benchmarkPods(n int, seed int64) []*corev1.Pod {
+	r := rand.New(rand.NewSource(seed))
+	pick := func(values []string) string { return values[r.Intn(len(values))] }
+	pods := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		o := builders.PodOptions{Name: "pod-" + strconv.Itoa(i), CPU: pick(benchCPU), Memory: pick(benchMemory)}
+		switch i % 5 {
+		case 1, 2:
+			key := corev1.LabelTopologyZone
+			if i%5 == 2 {
+				key = corev1.LabelHostname
+			}
+			o.Labels = map[string]string{"my-label": pick(labelValues)}
+			o.Spread = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"my-label": pick(labelValues)}}}}
+		case 3:
+			value := pick(labelValues)
+			o.Labels = map[string]string{"my-affinity": value}
+			o.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"my-affinity": value}}, TopologyKey: corev1.LabelTopologyZone}}}}
+		case 4:
+			o.Labels = map[string]string{"app": "nginx"}
+			o.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nginx"}}, TopologyKey: corev1.LabelHostname}}}}
+		}
+		pods = append(pods, builders.Pod(o))
+	}
+	return pods
+}
+
+func benchmarkInput(n int, options Options) Input {
+	return Input{
+		Pods:      benchmarkPods(n, 42),
+		NodePools: []*NodePool{{Name: "default", Requirements: scheduling.NewRequirements(), InstanceTypes: benchmarkTypes()}},
+		Options:   options,
+	}
+}
+
+func cost(r *Results) float64 {
+	total := 0.0
+	for _, c := range r.NewClaims {
+		total += c.Price
+	}
+	return total
+}
+
+func runSchedulingBenchmark(b *testing.B, pods int, options Options) {
+	var elapsed time.Duration
+	var last *Results
+	for b.Loop() {
+		b.StopTimer()
+		in := benchmarkInput(pods, options)
+		b.StartTimer()
+		start := time.Now()
+		last = Solve(in)
+		elapsed += time.Since(start)
+	}
+	if len(last.PodErrors) > 0 {
+		b.Fatalf("%d pods unplaced, first: %v", len(last.PodErrors), last.PodErrors[0].Err)
+	}
+	b.ReportMetric(float64(pods)*float64(b.N)/elapsed.Seconds(), "pods/sec")
+	b.ReportMetric(float64(len(last.NewClaims)), "nodes")
+	b.ReportMetric(cost(last), "$/hour")
+}
+
+func BenchmarkScheduling(b *testing.B) {
+	for _, n := range []int{1, 50, 100, 500, 1000, 2000, 5000, 10000, 20000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) { runSchedulingBenchmark(b, n, Options{}) })
+	}
+}
+
+// BenchmarkSchedulingGrowClaims is the same run with Karpenter's packing, for comparison.
+func BenchmarkSchedulingGrowClaims(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) { runSchedulingBenchmark(b, n, Options{GrowClaims: true}) })
+	}
+}
