@@ -111,6 +111,12 @@ func (rs Requirements) With(r Requirement) Requirements {
 
 // Intersect returns the requirements of both.
 func (rs Requirements) Intersect(o Requirements) Requirements {
+	if len(o.reqs) == 0 {
+		return rs
+	}
+	if len(rs.reqs) == 0 {
+		return o
+	}
 	out := make([]Requirement, 0, len(rs.reqs)+len(o.reqs))
 	i, j := 0, 0
 	for i < len(rs.reqs) || j < len(o.reqs) {

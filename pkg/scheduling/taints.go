@@ -23,6 +23,17 @@ func Tolerates(tolerations []corev1.Toleration, taints []corev1.Taint) error {
 	return nil
 }
 
+// ToleratesAll is Tolerates that also counts PreferNoSchedule taints, for a pod whose
+// preference to avoid them has not been relaxed yet.
+func ToleratesAll(tolerations []corev1.Toleration, taints []corev1.Taint) error {
+	for i := range taints {
+		if !toleratesTaint(tolerations, &taints[i]) {
+			return &UntoleratedTaintError{Taint: taints[i]}
+		}
+	}
+	return nil
+}
+
 func toleratesTaint(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
 	for i := range tolerations {
 		if tolerations[i].ToleratesTaint(logr.Discard(), taint, false) {

@@ -30,7 +30,7 @@ type claimState struct {
 // plan is what admitting a pod onto a claim (or a node) would change.
 type plan struct {
 	requirements scheduling.Requirements
-	domains      map[string]string               // topology key → domain chosen for the pod
+	domains      []domainChoice                  // the domain chosen per topology key
 	target       *candidate                      // the claim's target afterwards
 	extraCost    float64                         // target price increase, $/hour
 	promise      map[cloudprovider.Resources]int // pending pods a new claim's look-ahead counted on
@@ -196,7 +196,7 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 		if key == corev1.LabelHostname {
 			return c.hostname
 		}
-		if d, ok := pl.domains[key]; ok {
+		if d, ok := domainOf(pl.domains, key); ok {
 			return d
 		}
 		if r, ok := c.requirements.Get(key); ok && r.Len() == 1 {
@@ -208,66 +208,96 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 
 // chooseDomains picks, for every topology key the pod's groups use, a domain that satisfies
 // them all, and pins it in the requirements. fixed says the domain when the target already has
-// one (a node's label, a claim's hostname).
-func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, fixed func(key string) (string, bool), pool *poolState) (map[string]string, scheduling.Requirements, error) {
+// one (a node's label, a claim's hostname); pool is nil for existing nodes.
+func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, fixed func(key string) (string, bool), pool *poolState) ([]domainChoice, scheduling.Requirements, error) {
 	own, err := s.topology.owned(p)
 	if err != nil {
 		return nil, reqs, err
 	}
-	selecting := s.topology.selectingGroups(p.shapeKey(), p.pod)
+	selecting := s.topology.selectingGroupsOf(p)
 	if len(own) == 0 && len(selecting) == 0 {
 		return nil, reqs, nil
 	}
-	keys := map[string][]groupCheck{}
-	var order []string
-	add := func(g *topologyGroup, isOwn bool) {
-		if _, ok := keys[g.key]; !ok {
-			order = append(order, g.key)
-		}
-		keys[g.key] = append(keys[g.key], groupCheck{g, isOwn})
-	}
+	checks := make([]groupCheck, 0, len(own)+len(selecting))
 	for _, g := range own {
-		add(g, true)
+		checks = append(checks, groupCheck{g, true})
 	}
 	for _, g := range selecting {
-		add(g, false)
+		checks = append(checks, groupCheck{g, false})
 	}
-	domains := map[string]string{}
-	for _, key := range order {
-		checks := keys[key]
-		if d, ok := fixed(key); ok {
-			if err := admitAll(p.pod, checks, d); err != nil {
-				return nil, reqs, err
-			}
-			domains[key] = d
+	var domains []domainChoice
+	for i, gc := range checks {
+		key := gc.g.key
+		if seenKey(checks[:i], key) {
 			continue
 		}
-		r, pinned := reqs.Get(key)
-		if pinned && r.Len() == 1 {
-			d := r.Values()[0]
-			if err := admitAll(p.pod, checks, d); err != nil {
+		onKey := checksOn(checks[i:], key)
+		if d, ok := fixed(key); ok {
+			if err := admitAll(p.pod, onKey, d); err != nil {
 				return nil, reqs, err
 			}
-			domains[key] = d
+			domains = append(domains, domainChoice{key, d})
+			continue
+		}
+		if r, pinned := reqs.Get(key); pinned && r.Len() == 1 {
+			d := r.Values()[0]
+			if err := admitAll(p.pod, onKey, d); err != nil {
+				return nil, reqs, err
+			}
+			domains = append(domains, domainChoice{key, d})
 			continue
 		}
 		if pool == nil {
 			// An existing node without the label: only anti-affinity is satisfied by absence.
-			for _, gc := range checks {
-				if gc.own && gc.g.kind != antiAffinityGroup {
-					return nil, reqs, fmt.Errorf("%s on %s: the node has no %s label", gc.g.kind, key, key)
+			for _, c := range onKey {
+				if c.own && c.g.kind != antiAffinityGroup {
+					return nil, reqs, fmt.Errorf("%s on %s: the node has no %s label", c.g.kind, key, key)
 				}
 			}
 			continue
 		}
-		d, err := s.bestDomain(p, checks, pool, reqs, key)
+		d, err := s.bestDomain(p, onKey, pool, reqs, key)
 		if err != nil {
 			return nil, reqs, err
 		}
-		domains[key] = d
+		domains = append(domains, domainChoice{key, d})
 		reqs = reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, d))
 	}
 	return domains, reqs, nil
+}
+
+// domainChoice is the domain chosen for a pod on one topology key.
+type domainChoice struct{ key, domain string }
+
+func domainOf(choices []domainChoice, key string) (string, bool) {
+	for _, c := range choices {
+		if c.key == key {
+			return c.domain, true
+		}
+	}
+	return "", false
+}
+
+func seenKey(checks []groupCheck, key string) bool {
+	for _, c := range checks {
+		if c.g.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func checksOn(checks []groupCheck, key string) []groupCheck {
+	if len(checks) == 1 {
+		return checks
+	}
+	out := make([]groupCheck, 0, len(checks))
+	for _, c := range checks {
+		if c.g.key == key {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 type groupCheck struct {
@@ -287,7 +317,7 @@ func admitAll(pod *corev1.Pod, checks []groupCheck, domain string) error {
 // bestDomain picks for an undecided claim the domain of key that admits the pod with the lowest
 // count of matching pods (spreading), among the values a new node could have.
 func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) (string, error) {
-	values := creatableValues(pool.NodePool, reqs, key)
+	values := creatableValues(pool, reqs, key)
 	best, bestCount := "", math.MaxInt
 	var firstErr error
 	for _, d := range values {
@@ -322,5 +352,5 @@ func (s *solver) recordTopology(p *podInfo, domainOf func(string) string) {
 	if err != nil {
 		return
 	}
-	record(p.pod, own, s.topology.selectingGroups(p.shapeKey(), p.pod), domainOf)
+	record(p.pod, own, s.topology.selectingGroupsOf(p), domainOf)
 }

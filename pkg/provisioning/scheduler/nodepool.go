@@ -22,6 +22,8 @@ type poolState struct {
 	remaining      corev1.ResourceList // nil: unlimited
 	// candidates caches, per requirements, the compatible instance types cheapest first.
 	candidates map[string][]*candidate
+	// domainValues caches creatableValues per topology key and requirements.
+	domainValues map[string][]string
 	// values caches value() per request vector.
 	values      map[cloudprovider.Resources]float64
 	largestRoom *cloudprovider.Resources
@@ -43,6 +45,7 @@ func newPoolState(np *NodePool) *poolState {
 		daemonExtended: extendedOf(np.DaemonOverhead),
 		candidates:     map[string][]*candidate{},
 		values:         map[cloudprovider.Resources]float64{},
+		domainValues:   map[string][]string{},
 	}
 	if np.Remaining != nil {
 		ps.remaining = np.Remaining.DeepCopy()

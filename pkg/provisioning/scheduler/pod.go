@@ -24,6 +24,7 @@ type podInfo struct {
 	placedOn  string             // the existing node or in-flight claim it was placed on
 	keys      []string           // shape key per variant, computed on first use
 	groups    [][]*topologyGroup // topology groups per variant, computed on first use
+	selecting []*topologyGroup   // groups whose selectors match the pod (labels do not vary)
 	priority  int32
 }
 

@@ -33,9 +33,16 @@ type solver struct {
 	// promised counts, per pod size, the pending pods that open claims' look-aheads counted on;
 	// later look-aheads see only the rest, so one pod is not promised to many claims.
 	promised map[cloudprovider.Resources]int
-	// compat caches whether a shape may share a claim with given requirements and taints.
-	compat map[string]bool
-	errs   map[*podInfo]error
+	// shapes are this round's pending shapes in key order; sizes their distinct request vectors.
+	shapes []*shapeCount
+	sizes  []cloudprovider.Resources
+	// rejected remembers, per shape key, the claims (as bits by index) that turned its pods
+	// away for good: claims only narrow and fill, so such a claim never admits the shape later.
+	rejected map[string][]uint64
+	// shareableShapes caches, per NodePool and requirements, the shapes whose pods may share a
+	// claim with them.
+	shareableShapes map[string][]*shapeCount
+	errs            map[*podInfo]error
 }
 
 // nodeState is an existing node or in-flight claim during a run.
@@ -52,15 +59,17 @@ type shapeCount struct {
 	example *podInfo
 	count   int
 	free    bool // no node-level constraints: it may share any node its requirements allow
+	size    int  // index of the pods' request vector in solver.sizes
 }
 
 func newSolver(in Input) *solver {
 	s := &solver{
-		opts:     in.Options,
-		topology: newTopology(),
-		pending:  map[string]*shapeCount{},
-		compat:   map[string]bool{},
-		errs:     map[*podInfo]error{},
+		opts:            in.Options,
+		topology:        newTopology(),
+		pending:         map[string]*shapeCount{},
+		shareableShapes: map[string][]*shapeCount{},
+		rejected:        map[string][]uint64{},
+		errs:            map[*podInfo]error{},
 	}
 	for _, pod := range in.Pods {
 		s.pods = append(s.pods, newPodInfo(pod, in.Options.IgnorePreferences))
@@ -98,7 +107,7 @@ func newSolver(in Input) *solver {
 		p.current = 0
 	}
 	s.topology.countExisting(in.Nodes)
-	s.topology.addCreatableDomains(in.NodePools)
+	s.topology.addCreatableDomains(s.pools)
 	return s
 }
 
@@ -155,18 +164,29 @@ func (s *solver) sortQueue(queue []*podInfo) {
 func (s *solver) countPending(queue []*podInfo) {
 	s.pending = map[string]*shapeCount{}
 	s.promised = map[cloudprovider.Resources]int{}
+	s.shareableShapes = map[string][]*shapeCount{}
+	s.shapes, s.sizes = nil, nil
 	for _, c := range s.claims {
 		c.promised = nil
 	}
+	sizeIndex := map[cloudprovider.Resources]int{}
 	for _, p := range queue {
 		key := p.shapeKey()
 		sc, ok := s.pending[key]
 		if !ok {
-			sc = &shapeCount{example: p, free: !p.variant().hasNodeLevelConstraints()}
+			size, seen := sizeIndex[p.res]
+			if !seen {
+				size = len(s.sizes)
+				sizeIndex[p.res] = size
+				s.sizes = append(s.sizes, p.res)
+			}
+			sc = &shapeCount{example: p, free: !p.variant().hasNodeLevelConstraints(), size: size}
 			s.pending[key] = sc
+			s.shapes = append(s.shapes, sc)
 		}
 		sc.count++
 	}
+	sort.Slice(s.shapes, func(i, j int) bool { return s.shapes[i].example.shapeKey() < s.shapes[j].example.shapeKey() })
 }
 
 // place puts one pod on an existing node, an open claim or a new claim. An open claim that
@@ -230,7 +250,7 @@ func (s *solver) placeOnNode(p *podInfo) bool {
 		}
 		n.ports = append(n.ports, p.hostPorts...)
 		n.Pods = append(n.Pods[:len(n.Pods):len(n.Pods)], p.pod)
-		s.recordTopology(p, func(key string) string { return domains[key] })
+		s.recordTopology(p, func(key string) string { d, _ := domainOf(domains, key); return d })
 		p.placedOn = n.Name
 		return true
 	}
@@ -256,13 +276,25 @@ func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
 		bestPlan *plan
 		priced   int
 	)
-	for _, c := range s.claims {
+	key := p.shapeKey()
+	rejected := s.rejected[key]
+	for i, c := range s.claims {
+		if i/64 < len(rejected) && rejected[i/64]&(1<<(i%64)) != 0 {
+			continue
+		}
 		underTarget := p.res.Fits(c.target.room.Sub(c.used))
 		if !underTarget && (priced >= upgradesPriced && !s.opts.GrowClaims || !p.res.Fits(c.roomUnderLargest())) {
 			continue
 		}
 		pl, err := s.admit(c, p)
 		if err != nil {
+			if permanent(err) {
+				for len(rejected) <= i/64 {
+					rejected = append(rejected, 0)
+				}
+				rejected[i/64] |= 1 << (i % 64)
+				s.rejected[key] = rejected
+			}
 			continue
 		}
 		if pl.extraCost <= 0 || s.opts.GrowClaims {
@@ -275,6 +307,17 @@ func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
 		}
 	}
 	return best, bestPlan, false
+}
+
+// permanent reports whether a claim that refused a pod for this reason will refuse pods of its
+// shape for the rest of the run. Only pod affinity and spread over zone-like keys can change
+// their mind (as other domains fill); everything else only gets stricter as claims fill.
+func permanent(err error) bool {
+	var te *topologyError
+	if errors.As(err, &te) {
+		return te.g.kind == antiAffinityGroup || te.g.key == corev1.LabelHostname && te.g.kind == spreadGroup
+	}
+	return true
 }
 
 // roomUnderLargest is the most a claim could still take: the room of its NodePool's largest
@@ -336,15 +379,13 @@ func (s *solver) newClaim(p *podInfo) (*claimState, *plan, float64, error) {
 func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, map[cloudprovider.Resources]int) {
 	candidates := c.pool.candidatesFor(reqs)
 	// Only the pending pods' sizes matter to the fill: group the shareable ones by size.
-	counts := map[cloudprovider.Resources]int{}
-	for _, key := range s.sortedPendingKeys() {
-		sc := s.pending[key]
-		if sc.count > 0 && sc.free && len(sc.example.extended) == 0 && s.shareable(c.pool, reqs, sc.example) {
-			counts[sc.example.res] += sc.count
-		}
+	counts := make([]int, len(s.sizes))
+	for _, sc := range s.shareable(c.pool, reqs) {
+		counts[sc.size] += sc.count
 	}
 	sizes := make([]sizeCount, 0, len(counts))
-	for r, n := range counts {
+	for i, n := range counts {
+		r := s.sizes[i]
 		if n -= s.promised[r]; n > 0 {
 			sizes = append(sizes, sizeCount{r, n, c.pool.value(r)})
 		}
@@ -406,27 +447,27 @@ type sizeCount struct {
 	value float64
 }
 
-func (s *solver) sortedPendingKeys() []string {
-	keys := make([]string, 0, len(s.pending))
-	for k := range s.pending {
-		keys = append(keys, k)
+// shareable returns the pending free shapes whose pods could join a claim of the NodePool with
+// these requirements: requirements compatible, taints tolerated, no host ports, no extended
+// resources (those are sized pod by pod).
+func (s *solver) shareable(ps *poolState, reqs scheduling.Requirements) []*shapeCount {
+	key := ps.Name + "\x00" + reqs.String()
+	if cached, ok := s.shareableShapes[key]; ok {
+		return cached
 	}
-	sort.Strings(keys)
-	return keys
-}
-
-// shareable reports whether pods of a shape could join a claim with these requirements.
-func (s *solver) shareable(ps *poolState, reqs scheduling.Requirements, example *podInfo) bool {
-	key := ps.Name + "\x00" + reqs.String() + "\x00" + example.shapeKey()
-	if ok, cached := s.compat[key]; cached {
-		return ok
+	var out []*shapeCount
+	for _, sc := range s.shapes {
+		example := sc.example
+		v := example.variant()
+		if sc.free && len(example.extended) == 0 && len(example.hostPorts) == 0 && v.requirementsErr == nil &&
+			v.tolerates(example.pod, ps.Taints) == nil &&
+			v.requirements.Compatible(reqs, scheduling.IsWellKnownLabel) == nil &&
+			reqs.Intersect(v.requirements).Satisfiable() == nil {
+			out = append(out, sc)
+		}
 	}
-	v := example.variant()
-	ok := v.requirementsErr == nil && v.tolerates(example.pod, ps.Taints) == nil &&
-		v.requirements.Compatible(reqs, scheduling.IsWellKnownLabel) == nil &&
-		reqs.Intersect(v.requirements).Satisfiable() == nil && len(example.hostPorts) == 0
-	s.compat[key] = ok
-	return ok
+	s.shareableShapes[key] = out
+	return out
 }
 
 // fitCount is how many pods of size r fit in room, at most limit.

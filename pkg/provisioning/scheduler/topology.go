@@ -203,6 +203,14 @@ func (t *topology) intern(g *topologyGroup, extra string) *topologyGroup {
 	return g
 }
 
+// selectingGroupsOf returns the groups whose selectors match a pod, cached on the pod.
+func (t *topology) selectingGroupsOf(p *podInfo) []*topologyGroup {
+	if p.selecting == nil {
+		p.selecting = t.selectingGroups(p.shapeKey(), p.pod)
+	}
+	return p.selecting
+}
+
 // selectingGroups returns the groups whose selectors match pods of a shape.
 func (t *topology) selectingGroups(shapeKey string, pod *corev1.Pod) []*topologyGroup {
 	if gs, ok := t.selecting[shapeKey]; ok {
@@ -310,7 +318,7 @@ func existingDomain(n *Node, key string) (string, bool) {
 }
 
 // addCreatableDomains adds to spread groups the domains new claims could land in.
-func (t *topology) addCreatableDomains(pools []*NodePool) {
+func (t *topology) addCreatableDomains(pools []*poolState) {
 	for _, name := range t.sortedNames() {
 		g := t.groups[name]
 		if g.kind != spreadGroup || g.key == corev1.LabelHostname {
@@ -328,31 +336,36 @@ func (t *topology) addCreatableDomains(pools []*NodePool) {
 	}
 }
 
-// creatableValues lists the values of key a new node of the NodePool could have under reqs.
-func creatableValues(np *NodePool, reqs scheduling.Requirements, key string) []string {
+// creatableValues lists the values of key a new node of the NodePool could have under reqs:
+// from the compatible instance types' labels and the zones and capacity types of their
+// available offerings, or the requirement's own values for other keys.
+func creatableValues(ps *poolState, reqs scheduling.Requirements, key string) []string {
+	cacheKey := key + "\x00" + reqs.String()
+	if cached, ok := ps.domainValues[cacheKey]; ok {
+		return cached
+	}
 	seen := map[string]bool{}
-	zones, _ := reqs.Get(corev1.LabelTopologyZone)
-	capacityTypes, _ := reqs.Get(karpv1.CapacityTypeLabelKey)
-	for _, it := range np.InstanceTypes {
-		if reqs.Matches(withoutOfferingLabels(it.Labels, reqs)) != nil {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if !o.Available || (zones.Key != "" && !zones.Has(o.Zone)) || (capacityTypes.Key != "" && !capacityTypes.Has(o.CapacityType)) {
-				continue
+	zones, hasZones := reqs.Get(corev1.LabelTopologyZone)
+	capacityTypes, hasCapacityTypes := reqs.Get(karpv1.CapacityTypeLabelKey)
+	for _, c := range ps.candidatesFor(reqs) {
+		switch key {
+		case corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey:
+			for _, o := range c.it.Offerings {
+				if !o.Available || (hasZones && !zones.Has(o.Zone)) || (hasCapacityTypes && !capacityTypes.Has(o.CapacityType)) {
+					continue
+				}
+				if key == corev1.LabelTopologyZone {
+					seen[o.Zone] = true
+				} else {
+					seen[o.CapacityType] = true
+				}
 			}
-			switch key {
-			case corev1.LabelTopologyZone:
-				seen[o.Zone] = true
-			case karpv1.CapacityTypeLabelKey:
-				seen[o.CapacityType] = true
-			default:
-				if v, ok := it.Labels[key]; ok {
+		default:
+			if v, ok := c.it.Labels[key]; ok {
+				seen[v] = true
+			} else if r, ok := reqs.Get(key); ok && r.IsFinite() {
+				for _, v := range r.Values() {
 					seen[v] = true
-				} else if r, ok := reqs.Get(key); ok && r.IsFinite() {
-					for _, v := range r.Values() {
-						seen[v] = true
-					}
 				}
 			}
 		}
@@ -362,30 +375,13 @@ func creatableValues(np *NodePool, reqs scheduling.Requirements, key string) []s
 		out = append(out, v)
 	}
 	sort.Strings(out)
+	ps.domainValues[cacheKey] = out
 	return out
 }
 
-// withoutOfferingLabels returns labels for matching an instance type against requirements:
-// its own labels, plus the requirement-pinned values of labels the instance type does not set
-// (zone, capacity type and NodePool labels are checked elsewhere).
-func withoutOfferingLabels(itLabels map[string]string, reqs scheduling.Requirements) map[string]string {
-	out := make(map[string]string, len(itLabels)+reqs.Len())
-	for _, r := range reqs.All() {
-		if _, ok := itLabels[r.Key]; ok {
-			continue
-		}
-		if v := r.Any(); v != "" || !r.AllowsAbsent() {
-			out[r.Key] = v
-		}
-	}
-	for k, v := range itLabels {
-		out[k] = v
-	}
-	return out
-}
-
-// admits checks a pod against the groups at one domain of their key. own are the pod's groups,
-// selecting the groups that match the pod.
+// admits checks a pod against a group at one domain of its key. own says whether the group is
+// the pod's own constraint; otherwise the group merely selects the pod (only anti-affinity of
+// other pods then binds it).
 func admits(pod *corev1.Pod, g *topologyGroup, domain string, own bool) error {
 	switch g.kind {
 	case spreadGroup:
@@ -397,21 +393,44 @@ func admits(pod *corev1.Pod, g *topologyGroup, domain string, own bool) error {
 			self = 1
 		}
 		if skew := g.counts[domain] + self - g.minCount(); skew > int(g.maxSkew) {
-			return fmt.Errorf("topology spread on %s: domain %s would have skew %d > maxSkew %d", g.key, domain, skew, g.maxSkew)
+			return &topologyError{g: g, domain: domain, skew: skew}
 		}
 	case affinityGroup:
 		if own && g.counts[domain] == 0 && !(g.total == 0 && g.selects(pod)) {
-			return fmt.Errorf("pod affinity on %s: no matching pod in %s", g.key, domain)
+			return &topologyError{g: g, domain: domain}
 		}
 	case antiAffinityGroup:
 		if own && g.counts[domain] > 0 {
-			return fmt.Errorf("pod anti-affinity on %s: a matching pod is already in %s", g.key, domain)
+			return &topologyError{g: g, domain: domain}
 		}
 		if !own && g.owners[domain] > 0 {
-			return fmt.Errorf("pod anti-affinity of a pod in %s on %s excludes this pod", domain, g.key)
+			return &topologyError{g: g, domain: domain, others: true}
 		}
 	}
 	return nil
+}
+
+// topologyError is a topology constraint a domain breaks. It is built on the hot path, so its
+// message is only formatted when read.
+type topologyError struct {
+	g      *topologyGroup
+	domain string
+	skew   int
+	others bool // another pod's anti-affinity excludes this one
+}
+
+func (e *topologyError) Error() string {
+	g := e.g
+	switch {
+	case g.kind == spreadGroup:
+		return fmt.Sprintf("topology spread on %s: domain %s would have skew %d > maxSkew %d", g.key, e.domain, e.skew, g.maxSkew)
+	case g.kind == affinityGroup:
+		return fmt.Sprintf("pod affinity on %s: no matching pod in %s", g.key, e.domain)
+	case e.others:
+		return fmt.Sprintf("pod anti-affinity of a pod in %s on %s excludes this pod", e.domain, g.key)
+	default:
+		return fmt.Sprintf("pod anti-affinity on %s: a matching pod is already in %s", g.key, e.domain)
+	}
 }
 
 // record counts a placed pod in its domains.
