@@ -40,7 +40,8 @@ type variant struct {
 	requirementsErr error
 	// nextTerms are the required node affinity terms not tried yet (ORed alternatives).
 	nextTerms []corev1.NodeSelectorTerm
-	// preferredNode are preferred node affinity terms still treated as required.
+	// preferredNode are the preferred node affinity terms not relaxed yet, heaviest first; the
+	// first is held as required.
 	preferredNode []corev1.PreferredSchedulingTerm
 	// affinity and antiAffinity are required terms plus kept preferred ones.
 	affinity, antiAffinity []corev1.PodAffinityTerm
@@ -58,7 +59,7 @@ type variant struct {
 }
 
 // newPodInfo reads a pod.
-func newPodInfo(pod *corev1.Pod, ignorePreferences bool) *podInfo {
+func newPodInfo(pod *corev1.Pod, ignorePreferences bool, volumes scheduling.Requirements) *podInfo {
 	requests := scheduling.PodRequests(pod)
 	extended := corev1.ResourceList{}
 	for name, q := range requests {
@@ -81,6 +82,11 @@ func newPodInfo(pod *corev1.Pod, ignorePreferences bool) *podInfo {
 		p.priority = *pod.Spec.Priority
 	}
 	p.variants = variants(pod, ignorePreferences)
+	if volumes.Len() > 0 {
+		for _, v := range p.variants {
+			v.requirements = v.requirements.Intersect(volumes)
+		}
+	}
 	return p
 }
 
@@ -160,8 +166,9 @@ func (v *variant) build(pod *corev1.Pod, term *corev1.NodeSelectorTerm) {
 			add(matchFieldsAsLabels(term.MatchFields))
 		}
 	}
-	for _, pt := range v.preferredNode {
-		add(pt.Preference.MatchExpressions)
+	// As in Karpenter, only the heaviest preferred node affinity term is held as required.
+	if len(v.preferredNode) > 0 {
+		add(v.preferredNode[0].Preference.MatchExpressions)
 	}
 	v.requirements = reqs
 	v.affinity = append(slices.Clone(v.affinity), termsOf(v.preferredAffinity)...)
@@ -190,9 +197,9 @@ func termsOf(weighted []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm
 }
 
 // relax returns the variant with one more preference dropped, in Karpenter's order: the next
-// required node affinity term, then the lightest preferred pod affinity, pod anti-affinity and
-// node affinity terms, then ScheduleAnyway spread, then tolerating PreferNoSchedule taints. It
-// returns nil when nothing is left to relax.
+// required node affinity term, then the heaviest preferred pod affinity, pod anti-affinity and
+// node affinity terms (heaviest first, so lighter ones get their turn), then ScheduleAnyway
+// spread, then tolerating PreferNoSchedule taints. It returns nil when nothing is left.
 func (v *variant) relax(pod *corev1.Pod) *variant {
 	base := &variant{
 		nextTerms:             v.nextTerms,
@@ -212,13 +219,13 @@ func (v *variant) relax(pod *corev1.Pod) *variant {
 		term, base.nextTerms = &v.nextTerms[0], v.nextTerms[1:]
 		base.relaxed = "tried the next required node affinity term"
 	case len(v.preferredAffinity) > 0:
-		base.preferredAffinity = v.preferredAffinity[:len(v.preferredAffinity)-1]
+		base.preferredAffinity = v.preferredAffinity[1:]
 		base.relaxed = "dropped a preferred pod affinity term"
 	case len(v.preferredAntiAffinity) > 0:
-		base.preferredAntiAffinity = v.preferredAntiAffinity[:len(v.preferredAntiAffinity)-1]
+		base.preferredAntiAffinity = v.preferredAntiAffinity[1:]
 		base.relaxed = "dropped a preferred pod anti-affinity term"
 	case len(v.preferredNode) > 0:
-		base.preferredNode = v.preferredNode[:len(v.preferredNode)-1]
+		base.preferredNode = v.preferredNode[1:]
 		base.relaxed = "dropped a preferred node affinity term"
 	case len(v.scheduleAnyway) > 0:
 		base.scheduleAnyway = nil

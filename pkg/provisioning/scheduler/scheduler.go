@@ -72,7 +72,7 @@ func newSolver(in Input) *solver {
 		errs:            map[*podInfo]error{},
 	}
 	for _, pod := range in.Pods {
-		s.pods = append(s.pods, newPodInfo(pod, in.Options.IgnorePreferences))
+		s.pods = append(s.pods, newPodInfo(pod, in.Options.IgnorePreferences, in.VolumeRequirements[pod.UID]))
 	}
 	for _, n := range in.Nodes {
 		ns := &nodeState{

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -345,4 +346,96 @@ func TestDeterministic(t *testing.T) {
 			t.Fatalf("runs differ:\n%s\nvs\n%s", first, again)
 		}
 	}
+}
+
+func TestVolumeZone(t *testing.T) {
+	pod := builders.Pod(builders.PodOptions{CPU: "1"})
+	volumes := map[types.UID]scheduling.Requirements{pod.UID: scheduling.NewRequirements(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone2))}
+	r := Solve(Input{Pods: []*corev1.Pod{pod}, NodePools: []*NodePool{onDemandPool("default")}, VolumeRequirements: volumes})
+	mustPlaceAll(t, r)
+	if z, _ := r.NewClaims[0].Requirements.Get(corev1.LabelTopologyZone); strings.Join(z.Values(), ",") != zone2 {
+		t.Errorf("zone = %v, want the volume's %s", z.Values(), zone2)
+	}
+	// A NodePool that cannot reach the volume's zone cannot take the pod.
+	pool := onDemandPool("elsewhere", req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone1))
+	r = Solve(Input{Pods: []*corev1.Pod{pod}, NodePools: []*NodePool{pool}, VolumeRequirements: volumes})
+	if len(r.PodErrors) != 1 || !strings.Contains(r.PodErrors[0].Err.Error(), "topology.kubernetes.io/zone") {
+		t.Fatalf("want a zone error, got %+v", r.PodErrors)
+	}
+}
+
+func TestCapacityTypeSpreadAndMatchLabelKeys(t *testing.T) {
+	pool := onDemandPool("both")
+	pool.Requirements = scheduling.NewRequirements(req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot))
+	app := map[string]string{"app": "batch", "pod-template-hash": "v1"}
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: karpv1.CapacityTypeLabelKey, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "batch"}}, MatchLabelKeys: []string{"pod-template-hash"}}}
+	// Pods of an older revision (another hash) are not counted, thanks to matchLabelKeys.
+	old := map[string]string{"app": "batch", "pod-template-hash": "v0"}
+	node := &Node{Name: "old", Labels: map[string]string{corev1.LabelHostname: "old", karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeSpot},
+		Available: builders.Resources("cpu", "0", "memory", "0", "pods", "0"), Pods: builders.Pods(3, builders.PodOptions{Labels: old})}
+	r := Solve(Input{Pods: builders.Pods(4, builders.PodOptions{CPU: "1", Labels: app, Spread: spread}), Nodes: []*Node{node}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	perType := map[string]int{}
+	for _, c := range r.NewClaims {
+		ct, _ := c.Requirements.Get(karpv1.CapacityTypeLabelKey)
+		if len(ct.Values()) != 1 {
+			t.Fatalf("capacity type not pinned: %s", c.Requirements)
+		}
+		perType[ct.Values()[0]] += len(c.Pods)
+	}
+	if perType[karpv1.CapacityTypeSpot] != 2 || perType[karpv1.CapacityTypeOnDemand] != 2 {
+		t.Errorf("per capacity type = %v, want 2 and 2", perType)
+	}
+}
+
+func TestMinDomains(t *testing.T) {
+	app := map[string]string{"app": "quorum"}
+	three := int32(3)
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 1, MinDomains: &three, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}
+	// Only two zones are reachable, so minDomains 3 holds the global minimum at 0: one pod per zone.
+	pool := onDemandPool("two-zones", req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone1, zone2))
+	r := Solve(Input{Pods: builders.Pods(3, builders.PodOptions{CPU: "1", Labels: app, Spread: spread}), NodePools: []*NodePool{pool}})
+	placed := 0
+	for _, c := range r.NewClaims {
+		placed += len(c.Pods)
+	}
+	if placed != 2 || len(r.PodErrors) != 1 {
+		t.Errorf("placed %d with %d errors, want 2 placed (one per zone) and 1 refused", placed, len(r.PodErrors))
+	}
+}
+
+func TestNodeTaintsPolicyHonor(t *testing.T) {
+	app := map[string]string{"app": "api"}
+	honor := corev1.NodeInclusionPolicyHonor
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: app}, NodeTaintsPolicy: &honor}}
+	// The tainted node's pods do not count: its zone is not a domain for these pods.
+	tainted := &Node{Name: "tainted", Labels: map[string]string{corev1.LabelHostname: "tainted", corev1.LabelTopologyZone: zone1},
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "other", Effect: corev1.TaintEffectNoSchedule}}, Available: builders.Resources("cpu", "0", "pods", "0"),
+		Pods: builders.Pods(5, builders.PodOptions{Labels: app})}
+	r := Solve(Input{Pods: builders.Pods(3, builders.PodOptions{CPU: "1", Labels: app, Spread: spread}), Nodes: []*Node{tainted}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	zones := map[string]int{}
+	for _, c := range r.NewClaims {
+		z, _ := c.Requirements.Get(corev1.LabelTopologyZone)
+		zones[z.Values()[0]] += len(c.Pods)
+	}
+	if zones[zone1] != 1 || zones[zone2] != 1 || zones[zone3] != 1 {
+		t.Errorf("zones = %v: with nodeTaintsPolicy Honor the tainted node's 5 pods must not count", zones)
+	}
+}
+
+func TestPreferNoScheduleAvoidedThenTolerated(t *testing.T) {
+	soft := onDemandPool("soft")
+	soft.Taints = []corev1.Taint{{Key: "spare", Effect: corev1.TaintEffectPreferNoSchedule}}
+	soft.Weight = 10
+	clean := onDemandPool("clean")
+	r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1"})}, NodePools: []*NodePool{soft, clean}})
+	mustPlaceAll(t, r)
+	if r.NewClaims[0].NodePool != "clean" {
+		t.Errorf("landed on %s: a PreferNoSchedule taint should be avoided while another NodePool fits", r.NewClaims[0].NodePool)
+	}
+	r = Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1"})}, NodePools: []*NodePool{soft}})
+	mustPlaceAll(t, r)
 }

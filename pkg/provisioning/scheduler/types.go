@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -17,6 +18,10 @@ type Input struct {
 	Nodes []*Node
 	// NodePools are the NodePools new capacity may come from.
 	NodePools []*NodePool
+	// VolumeRequirements are extra requirements per pod (by UID) that its volumes impose: the
+	// zones a bound PersistentVolume or a StorageClass's allowed topologies allow. The caller
+	// resolves them; the scheduler ANDs them into every reading of the pod.
+	VolumeRequirements map[types.UID]scheduling.Requirements
 	// Options tune the run.
 	Options Options
 }
