@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const kopsTestdata = "../../pkg/convert/kops/testdata"
+
+// run executes the binary's command tree with args and returns stdout, stderr and the error.
+func run(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	root := newRootCommand()
+	var stdout, stderr bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetIn(strings.NewReader(stdin))
+	err := root.Execute()
+	return stdout.String(), stderr.String(), err
+}
+
+func TestConvertKopsPrintsTheGoldenOutput(t *testing.T) {
+	dir := filepath.Join(kopsTestdata, "static-seed-001")
+	stdout, stderr, err := run(t, "", "convert", "kops", filepath.Join(dir, "input.yaml"),
+		"--user-data-dir", filepath.Join(dir, "userdata"), "--root-device-name", "/dev/sda1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "output.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout != string(want) {
+		t.Errorf("stdout differs from %s:\n%s", dir, stdout)
+	}
+	if !strings.HasPrefix(stderr, "warning: Karpenter cannot switch a NodePool") {
+		t.Errorf("stderr: %q", stderr)
+	}
+}
+
+func TestConvertErrorsAreUsageErrorsAndWriteNothing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	stdout, _, err := run(t, "", "convert", "kops", filepath.Join(kopsTestdata, "error-validation", "input.yaml"), "-o", out)
+	var usage usageError
+	if !errors.As(err, &usage) {
+		t.Fatalf("want a usage error (exit 2), got %v", err)
+	}
+	if n := strings.Count(err.Error(), "\n  "); n != 11 {
+		t.Errorf("want 11 problems listed, got %d:\n%v", n, err)
+	}
+	if stdout != "" {
+		t.Errorf("stdout: %q", stdout)
+	}
+	if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+		t.Errorf("output directory exists after an error: %v", statErr)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+		t.Errorf("left files behind: %v", entries)
+	}
+}
+
+func TestConvertToDirectory(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "nested", "out")
+	dir := filepath.Join(kopsTestdata, "multiple-instance-groups")
+	_, stderr, err := run(t, "", "convert", "kops", filepath.Join(dir, "input.yaml"), "--user-data-dir", filepath.Join(dir, "userdata"),
+		"--root-device-name", "general=/dev/xvda", "--root-device-name", "batch=/dev/sda1", "--output", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	got := fileNames(t, out)
+	want := []string{"ec2nodeclass-batch.yaml", "ec2nodeclass-general.yaml", "nodepool-batch.yaml", "nodepool-general.yaml"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	golden, err := os.ReadFile(filepath.Join(dir, "output.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := os.ReadFile(filepath.Join(out, "nodepool-batch.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(golden, pool) {
+		t.Errorf("nodepool-batch.yaml is not part of the printed output:\n%s", pool)
+	}
+	// A second run into the existing directory replaces the files.
+	if _, stderr, err := run(t, "", "convert", "kops", filepath.Join(dir, "input.yaml"), "--user-data-dir", filepath.Join(dir, "userdata"),
+		"--root-device-name", "/dev/xvda", "-o", out); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if got := fileNames(t, out); !reflect.DeepEqual(got, want) {
+		t.Errorf("after the second run: %v", got)
+	}
+}
+
+func TestConvertLegacyFromStdin(t *testing.T) {
+	input, err := os.ReadFile("../../pkg/convert/legacy/testdata/seed-003/input.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := run(t, string(input), "convert", "legacy", "-")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	want, err := os.ReadFile("../../pkg/convert/legacy/testdata/seed-003/output.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout != string(want) {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+}
+
+func TestConvertEksctlFiles(t *testing.T) {
+	out := t.TempDir()
+	_, stderr, err := run(t, "", "convert", "eksctl", "../../pkg/convert/eksctl/testdata/all-options/input.yaml", "--account-id", "123456789012", "-o", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if got, want := fileNames(t, out), []string{"cloudformation.yaml", "nodepool.yaml", "values.yaml"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	values, err := os.ReadFile(filepath.Join(out, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(values), "interruptionQueue: prod") {
+		t.Errorf("values.yaml:\n%s", values)
+	}
+}
+
+func TestConvertUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"convert", "kops"},
+		{"convert", "kops", "x.yaml", "--root-device-name", "/dev/xvda", "--root-device-name", "/dev/sda1"},
+		{"convert", "kops", "x.yaml", "--arch", "=arm64"},
+		{"convert", "legacy", "does-not-exist.yaml"},
+		{"convert", "eksctl", "../../pkg/convert/eksctl/testdata/error-version-malformed/input.yaml"},
+	} {
+		_, _, err := run(t, "", args...)
+		var usage usageError
+		if !errors.As(err, &usage) {
+			t.Errorf("%v: want a usage error, got %v", args, err)
+		}
+	}
+}
+
+func fileNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}

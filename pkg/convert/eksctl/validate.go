@@ -1,0 +1,64 @@
+package eksctl
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Versions eksctl checks against.
+var (
+	// minimumVersion is eksctl's supportedKarpenterVersion: older versions are refused.
+	minimumVersion = mustParseVersion("v0.20.0")
+	// documentedMinimumVersion is the oldest version eksctl's documentation supports.
+	documentedMinimumVersion = mustParseVersion("0.28.0")
+	// settingsRenamedVersion moved the chart's settings.aws.* values to settings.* (and
+	// interruptionQueueName to interruptionQueue).
+	settingsRenamedVersion = mustParseVersion("0.32.0")
+	// awsSettingsRemovedVersion removed settings.aws.*, and so defaultInstanceProfile.
+	awsSettingsRemovedVersion = mustParseVersion("0.33.0")
+	// v1Version serves the karpenter.sh/v1 APIs the starter objects use.
+	v1Version = mustParseVersion("1.0.0")
+)
+
+// karpenterConfigError wraps a problem of the karpenter section as eksctl does.
+func karpenterConfigError(err error) error {
+	return fmt.Errorf("failed to validate Karpenter config: %w", err)
+}
+
+// validate applies eksctl's rules for Karpenter, with eksctl's messages, and returns the
+// parsed Karpenter version. Unlike eksctl, which stops at the first, it returns every problem.
+func validate(cfg *ClusterConfig) (version, []error) {
+	var errs []error
+	if cfg.Metadata.Name == "" {
+		errs = append(errs, errors.New("metadata.name must be set"))
+	}
+	if cfg.Outpost != nil {
+		if cfg.Outpost.ControlPlaneOutpostARN == "" {
+			errs = append(errs, errors.New("outpost.controlPlaneOutpostARN is required for Outposts"))
+		} else if cfg.Karpenter != nil {
+			errs = append(errs, errors.New("Karpenter is not supported on Outposts"))
+		}
+	}
+	if cfg.Karpenter == nil {
+		return version{}, append(errs, errors.New("the ClusterConfig has no karpenter section: eksctl installs Karpenter only when it is there"))
+	}
+	var v version
+	switch raw := cfg.Karpenter.Version; {
+	case raw == "":
+		errs = append(errs, karpenterConfigError(errors.New("version field is required if installing Karpenter is enabled")))
+	default:
+		parsed, err := parseVersion(raw)
+		switch {
+		case err != nil:
+			errs = append(errs, karpenterConfigError(fmt.Errorf("failed to parse Karpenter version %q: %w", raw, err)))
+		case parsed.lessThan(minimumVersion):
+			errs = append(errs, karpenterConfigError(fmt.Errorf("minimum supported version is %s", minimumVersion.original)))
+		default:
+			v = parsed
+		}
+	}
+	if cfg.IAM != nil && cfg.IAM.WithOIDC != nil && !*cfg.IAM.WithOIDC {
+		errs = append(errs, karpenterConfigError(errors.New("iam.withOIDC must be enabled with Karpenter")))
+	}
+	return v, errs
+}

@@ -1,0 +1,171 @@
+// Package golden runs the converters' golden tests. Each folder under a package's testdata/
+// is one case: input.yaml (the converter's input), optionally options.yaml (the converter's
+// Options as YAML) and other inputs, and the expected outcome: output.yaml (the YAML stream the
+// command prints), errors.txt and warnings.txt (one message a line; absent when there are
+// none). `go test ./pkg/convert/... -update` rewrites the expected files from what the
+// converters now produce.
+//
+// Every test package under pkg/convert imports this one, so that the -update flag exists in
+// each of them.
+package golden
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/openkarpenter/karpenter/pkg/convert"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files (output.yaml, errors.txt, warnings.txt) of pkg/convert tests")
+
+// Updating reports whether the test run rewrites golden files.
+func Updating() bool { return *update }
+
+// Case is one folder of testdata.
+type Case struct {
+	// Name is the folder's name.
+	Name string
+	// Dir is the folder's path.
+	Dir string
+}
+
+// Cases returns the cases under root (folders holding an input.yaml), sorted by name.
+func Cases(t testing.TB, root string) []Case {
+	t.Helper()
+	inputs, err := filepath.Glob(filepath.Join(root, "*", "input.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inputs) == 0 {
+		t.Fatalf("no golden cases under %s", root)
+	}
+	sort.Strings(inputs)
+	cases := make([]Case, 0, len(inputs))
+	for _, input := range inputs {
+		dir := filepath.Dir(input)
+		cases = append(cases, Case{Name: filepath.Base(dir), Dir: dir})
+	}
+	return cases
+}
+
+// Path returns the path of a file of the case.
+func (c Case) Path(name string) string { return filepath.Join(c.Dir, name) }
+
+// Has reports whether the case has the file.
+func (c Case) Has(name string) bool {
+	_, err := os.Stat(c.Path(name))
+	return err == nil
+}
+
+// ExpectsErrors reports whether the case's expected outcome is a list of errors.
+func (c Case) ExpectsErrors() bool { return c.Has("errors.txt") }
+
+// Sources reads the case's input.yaml.
+func (c Case) Sources(t testing.TB) []convert.Source {
+	t.Helper()
+	return c.SourcesOf(t, "input.yaml")
+}
+
+// SourcesOf reads a YAML file of the case.
+func (c Case) SourcesOf(t testing.TB, name string) []convert.Source {
+	t.Helper()
+	f, err := os.Open(c.Path(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	sources, err := convert.ReadSources(name, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sources
+}
+
+// Options decodes the case's options.yaml, if any, strictly into opts.
+func (c Case) Options(t testing.TB, opts any) {
+	t.Helper()
+	data, err := os.ReadFile(c.Path("options.yaml"))
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, opts); err != nil {
+		t.Fatalf("%s: %v", c.Path("options.yaml"), err)
+	}
+}
+
+// Outcome is what a converter produced for a case.
+type Outcome struct {
+	// Output is the YAML stream, empty on error.
+	Output []byte
+	// Warnings are the warnings, one a line.
+	Warnings []string
+	// Errors are the errors, one a line.
+	Errors []string
+}
+
+// OutcomeOf renders a converter's result or error.
+func OutcomeOf(t testing.TB, result *convert.Result, err error) Outcome {
+	t.Helper()
+	if err != nil {
+		if result != nil && len(result.Documents) > 0 {
+			t.Errorf("a converter returned documents with an error")
+		}
+		return Outcome{Errors: convert.AsErrors(err).Lines()}
+	}
+	output, err := convert.RenderStream(result.Documents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Outcome{Output: output, Warnings: result.Warnings}
+}
+
+// Check compares the outcome with the case's golden files, or rewrites them with -update.
+func Check(t *testing.T, c Case, got Outcome) {
+	t.Helper()
+	compare(t, c, "output.yaml", got.Output)
+	compare(t, c, "errors.txt", lines(got.Errors))
+	compare(t, c, "warnings.txt", lines(got.Warnings))
+}
+
+func lines(list []string) []byte {
+	if len(list) == 0 {
+		return nil
+	}
+	return []byte(strings.Join(list, "\n") + "\n")
+}
+
+// compare checks one golden file; an empty want means the file must not exist.
+func compare(t *testing.T, c Case, name string, got []byte) {
+	t.Helper()
+	path := c.Path(name)
+	if *update {
+		if len(got) == 0 {
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s differs (rerun with -update to accept)\n--- want\n%s\n--- got\n%s", path, want, got)
+	}
+}

@@ -1,0 +1,329 @@
+package kops
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/openkarpenter/karpenter/pkg/convert"
+)
+
+// Options are what the conversion cannot read from kOps' objects. The zero value converts with
+// placeholders and assumptions, each reported as a warning.
+type Options struct {
+	// Legacy writes what kOps ≤ 1.33 generated (Provisioner + AWSNodeTemplate) instead.
+	Legacy bool `json:"legacy,omitempty"`
+	// UserData maps InstanceGroup names to their nodeup script (see LoadUserData). A group
+	// without one gets a placeholder that stops its nodes at boot.
+	UserData map[string]string `json:"userData,omitempty"`
+	// RootDeviceName is the root device of the groups' images; empty means /dev/xvda, reported.
+	RootDeviceName string `json:"rootDeviceName,omitempty"`
+	// RootDeviceNames overrides RootDeviceName per InstanceGroup.
+	RootDeviceNames map[string]string `json:"rootDeviceNames,omitempty"`
+	// Arch is the architecture of the groups' images for the legacy output: amd64 or arm64
+	// (EC2's x86_64 and aarch64 are accepted); empty means amd64, reported.
+	Arch string `json:"arch,omitempty"`
+	// Archs overrides Arch per InstanceGroup.
+	Archs map[string]string `json:"archs,omitempty"`
+	// ExistingNodePools maps the NodePools already in the cluster to whether they are static
+	// (see ExistingNodePools), to tell precisely which must be deleted before applying. Nil
+	// means unknown: a general reminder is given instead.
+	ExistingNodePools map[string]bool `json:"existingNodePools,omitempty"`
+}
+
+// validate checks the options themselves.
+func (o *Options) validate() convert.Errors {
+	var errs convert.Errors
+	check := func(what, arch string) {
+		if arch != "" && !validArch(arch) {
+			errs = append(errs, fmt.Errorf("%s %q: want amd64 or arm64", what, arch))
+		}
+	}
+	check("architecture", o.Arch)
+	for _, ig := range sortedKeys(o.Archs) {
+		check(fmt.Sprintf("architecture of InstanceGroup %q", ig), o.Archs[ig])
+	}
+	return errs
+}
+
+// generator holds one conversion's input and output.
+type generator struct {
+	opts    Options
+	cluster *Cluster
+	groups  []*InstanceGroup
+	result  *convert.Result
+}
+
+// Convert translates the kOps objects among sources into the Karpenter objects kOps generates
+// for them. Documents of other kinds are skipped with a warning. When the input breaks one of
+// kOps' rules, or kOps would fail to generate an object, Convert returns every problem as
+// convert.Errors and no documents.
+func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
+	g := &generator{opts: opts, result: &convert.Result{}}
+	errs := opts.validate()
+	errs = append(errs, g.decode(sources)...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	errs = append(errs, g.validate()...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	g.warnDiscovery()
+	managed := g.karpenterGroups()
+	for _, ig := range managed {
+		var err error
+		if opts.Legacy {
+			err = g.addLegacy(ig)
+		} else {
+			err = g.add(ig)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if !opts.Legacy {
+		g.warnModeSwitch(managed)
+	}
+	g.warnUnusedOptions(managed)
+	return g.result, nil
+}
+
+// decode reads the Cluster and the InstanceGroups.
+func (g *generator) decode(sources []convert.Source) convert.Errors {
+	var errs convert.Errors
+	seen := map[string]bool{}
+	for _, src := range sources {
+		if src.Group() != Group {
+			g.result.Warnf("%s: skipping %s, which is not a kOps object", src, describe(src))
+			continue
+		}
+		if v := strings.TrimPrefix(src.APIVersion, Group+"/"); v != "v1alpha2" && v != "v1alpha3" {
+			errs = append(errs, fmt.Errorf("%s: %s: apiVersion %s is not supported (want %s/v1alpha2 or %s/v1alpha3)", src, src.Object(), src.APIVersion, Group, Group))
+			continue
+		}
+		switch src.Kind {
+		case "Cluster":
+			c := &Cluster{}
+			if err := json.Unmarshal(src.JSON, c); err != nil {
+				errs = append(errs, fmt.Errorf("%s: decoding %s: %w", src, src.Object(), err))
+				continue
+			}
+			if g.cluster != nil {
+				errs = append(errs, fmt.Errorf("%s: a second Cluster %q; convert one cluster at a time", src, c.Metadata.Name))
+				continue
+			}
+			if c.Metadata.Name == "" {
+				errs = append(errs, fmt.Errorf("%s: the Cluster has no metadata.name", src))
+				continue
+			}
+			g.cluster = c
+		case "InstanceGroup":
+			ig := &InstanceGroup{}
+			if err := json.Unmarshal(src.JSON, ig); err != nil {
+				errs = append(errs, fmt.Errorf("%s: decoding %s: %w", src, src.Object(), err))
+				continue
+			}
+			if ig.Metadata.Name == "" {
+				errs = append(errs, fmt.Errorf("%s: the InstanceGroup has no metadata.name", src))
+				continue
+			}
+			if seen[ig.Metadata.Name] {
+				errs = append(errs, fmt.Errorf("%s: a second InstanceGroup %q", src, ig.Metadata.Name))
+				continue
+			}
+			seen[ig.Metadata.Name] = true
+			g.groups = append(g.groups, ig)
+		default:
+			g.result.Warnf("%s: skipping %s, which has nothing to convert", src, describe(src))
+		}
+	}
+	if g.cluster == nil && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("no kOps Cluster in the input: include `kops get cluster NAME -o yaml` with the InstanceGroups"))
+	}
+	if g.cluster != nil {
+		for _, ig := range g.groups {
+			if owner := ig.Metadata.Labels["kops.k8s.io/cluster"]; owner != "" && owner != g.cluster.Metadata.Name {
+				errs = append(errs, fmt.Errorf("InstanceGroup %q belongs to cluster %q, not %q", ig.Metadata.Name, owner, g.cluster.Metadata.Name))
+			}
+		}
+	}
+	return errs
+}
+
+func describe(src convert.Source) string {
+	if src.Kind == "" {
+		return "a document without kind"
+	}
+	return src.Object()
+}
+
+// validate applies kOps' rules to the cluster and its Karpenter groups.
+func (g *generator) validate() convert.Errors {
+	var errs convert.Errors
+	errs = append(errs, objectErrors(fmt.Sprintf("Cluster %q", g.cluster.Metadata.Name), validateCluster(g.cluster, g.opts.Legacy))...)
+	for _, ig := range g.groups {
+		if ig.Spec.Manager != managerKarpenter {
+			continue
+		}
+		errs = append(errs, objectErrors(fmt.Sprintf("InstanceGroup %q", ig.Metadata.Name), validateInstanceGroup(g.cluster, ig, g.opts.Legacy))...)
+	}
+	return errs
+}
+
+// warnDiscovery reminds that IRSA, which Karpenter needs, needs a public OIDC discovery store
+// and the AWS OIDC provider: `kops create cluster --instance-manager=karpenter` refuses to go
+// without them ("karpenter requires --discovery-store"); an existing cluster is not checked.
+func (g *generator) warnDiscovery() {
+	spec := &g.cluster.Spec
+	if !spec.karpenterEnabled() {
+		return
+	}
+	d := spec.ServiceAccountIssuerDiscovery
+	if d == nil || d.DiscoveryStore == "" || !d.EnableAWSOIDCProvider {
+		g.result.Warnf("Cluster %q: Karpenter's IAM role for service accounts needs spec.serviceAccountIssuerDiscovery.discoveryStore and enableAWSOIDCProvider: true (kops create cluster says \"karpenter requires --discovery-store\")",
+			g.cluster.Metadata.Name)
+	}
+}
+
+// karpenterGroups are the groups kOps generates objects for: on AWS, with the Karpenter addon
+// on, managed by Karpenter and of role Node.
+func (g *generator) karpenterGroups() []*InstanceGroup {
+	var managed, waiting []*InstanceGroup
+	for _, ig := range g.groups {
+		if ig.Spec.Manager == managerKarpenter && ig.Spec.Role == roleNode {
+			managed = append(managed, ig)
+		}
+	}
+	if !g.cluster.Spec.isAWS() || !g.cluster.Spec.karpenterEnabled() {
+		waiting, managed = managed, nil
+	}
+	switch {
+	case len(waiting) > 0:
+		g.result.Warnf("Cluster %q: spec.karpenter.enabled is not true, so kOps generates nothing for InstanceGroups %s", g.cluster.Metadata.Name, names(waiting))
+	case len(managed) == 0:
+		g.result.Warnf("Cluster %q: no InstanceGroup has spec.manager Karpenter and role Node; nothing to write", g.cluster.Metadata.Name)
+	}
+	return managed
+}
+
+// add converts one group as kOps 1.36 does.
+func (g *generator) add(ig *InstanceGroup) error {
+	nodeClass, err := g.ec2NodeClass(ig)
+	if err != nil {
+		return err
+	}
+	nodePool, err := g.nodePool(ig)
+	if err != nil {
+		return err
+	}
+	name := ig.Metadata.Name
+	g.result.Add(
+		convert.Document{File: "ec2nodeclass-" + name + ".yaml", Content: nodeClass},
+		convert.Document{File: "nodepool-" + name + ".yaml", Content: nodePool},
+	)
+	return nil
+}
+
+// addLegacy converts one group as kOps ≤ 1.33 did.
+func (g *generator) addLegacy(ig *InstanceGroup) error {
+	provisioner, err := g.provisioner(ig)
+	if err != nil {
+		return err
+	}
+	name := ig.Metadata.Name
+	g.result.Add(
+		convert.Document{File: "awsnodetemplate-" + name + ".yaml", Content: g.awsNodeTemplate(ig)},
+		convert.Document{File: "provisioner-" + name + ".yaml", Content: provisioner},
+	)
+	g.result.Warnf("InstanceGroup %q: AWSNodeTemplate %q uses launch template %s.%s, which kOps ≤ 1.33 creates with `kops update cluster`",
+		name, name, name, g.cluster.Metadata.Name)
+	return nil
+}
+
+// warnModeSwitch reminds that Karpenter cannot switch a NodePool between dynamic and static.
+func (g *generator) warnModeSwitch(managed []*InstanceGroup) {
+	if len(managed) == 0 {
+		return
+	}
+	var static, dynamic []*InstanceGroup
+	for _, ig := range managed {
+		if ig.Spec.MinSize != nil && *ig.Spec.MinSize > 0 {
+			static = append(static, ig)
+		} else {
+			dynamic = append(dynamic, ig)
+		}
+	}
+	if g.opts.ExistingNodePools == nil {
+		g.result.Warnf("Karpenter cannot switch a NodePool between dynamic and static: if minSize was added to or removed from an InstanceGroup, delete its NodePool (kubectl delete nodepool NAME) before applying (static: %s; dynamic: %s)",
+			orNone(names(static)), orNone(names(dynamic)))
+		return
+	}
+	for _, ig := range managed {
+		name := ig.Metadata.Name
+		wasStatic, exists := g.opts.ExistingNodePools[name]
+		isStatic := ig.Spec.MinSize != nil && *ig.Spec.MinSize > 0
+		if !exists || wasStatic == isStatic {
+			continue
+		}
+		g.result.Warnf("NodePool %q is %s in the cluster and %s now; Karpenter cannot switch it: run `kubectl delete nodepool %s` before applying",
+			name, mode(wasStatic), mode(isStatic), name)
+	}
+}
+
+func mode(static bool) string {
+	if static {
+		return "static"
+	}
+	return "dynamic"
+}
+
+// warnUnusedOptions reports per-group options that match no converted group.
+func (g *generator) warnUnusedOptions(managed []*InstanceGroup) {
+	known := map[string]bool{}
+	for _, ig := range managed {
+		known[ig.Metadata.Name] = true
+	}
+	var unused []string
+	if !g.opts.Legacy {
+		for _, name := range sortedKeys(g.opts.UserData) {
+			if !known[name] {
+				unused = append(unused, fmt.Sprintf("nodeup script for %q", name))
+			}
+		}
+		for _, name := range sortedKeys(g.opts.RootDeviceNames) {
+			if !known[name] {
+				unused = append(unused, fmt.Sprintf("root device name for %q", name))
+			}
+		}
+	} else {
+		for _, name := range sortedKeys(g.opts.Archs) {
+			if !known[name] {
+				unused = append(unused, fmt.Sprintf("architecture for %q", name))
+			}
+		}
+	}
+	for _, u := range unused {
+		g.result.Warnf("%s: no converted InstanceGroup has that name", u)
+	}
+}
+
+func names(groups []*InstanceGroup) string {
+	list := make([]string, 0, len(groups))
+	for _, ig := range groups {
+		list = append(list, ig.Metadata.Name)
+	}
+	sort.Strings(list)
+	return strings.Join(list, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,288 @@
+package legacy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	awsv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1alpha1"
+	karpv1alpha5 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha5"
+	"github.com/openkarpenter/karpenter/pkg/convert"
+)
+
+// Options are what the conversion cannot read from the legacy objects.
+type Options struct {
+	// IgnoreDefaults leaves out the requirements Karpenter v0.x added to every Provisioner
+	// (linux, amd64, on-demand, and the c, m and r categories of generation 3 and later when no
+	// instance type was constrained), which v1 does not add.
+	IgnoreDefaults bool `json:"ignoreDefaults,omitempty"`
+	// InstanceProfile is used for templates without one: what Karpenter v0.x's
+	// aws.defaultInstanceProfile setting named.
+	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// Role is used instead of InstanceProfile: the IAM role of that instance profile, for which
+	// Karpenter v1 manages instance profiles itself.
+	Role string `json:"role,omitempty"`
+}
+
+// lastApplied is kubectl's annotation, which is not carried over.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// provisioner is a decoded Provisioner.
+type provisioner struct {
+	obj   *karpv1alpha5.Provisioner
+	label string // `Provisioner "name"`
+}
+
+// template is a decoded AWSNodeTemplate.
+type template struct {
+	obj   *awsv1alpha1.AWSNodeTemplate
+	label string
+	used  bool
+}
+
+// converter holds one conversion's input and output.
+type converter struct {
+	opts         Options
+	provisioners []*provisioner
+	templates    map[string]*template
+	order        []string // template names in input order
+	result       *convert.Result
+	errs         convert.Errors
+}
+
+// Convert translates the Provisioners and AWSNodeTemplates among sources into NodePools and
+// EC2NodeClasses: for each Provisioner, in order, the EC2NodeClass it uses (once) and its
+// NodePool; then the AWSNodeTemplates no Provisioner uses. Other documents are skipped with a
+// warning. Problems that make a faithful translation impossible are returned together as
+// convert.Errors, with no documents.
+func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
+	c := &converter{opts: opts, templates: map[string]*template{}, result: &convert.Result{}}
+	if opts.InstanceProfile != "" && opts.Role != "" {
+		return nil, convert.Errors{errors.New("give an instance profile or a role, not both")}
+	}
+	c.decode(sources)
+	plans := c.plan()
+	emitted := map[string]bool{}
+	for _, p := range c.provisioners {
+		plan := plans[p]
+		if plan == nil {
+			continue
+		}
+		if !emitted[plan.nodeClassName] {
+			emitted[plan.nodeClassName] = true
+			if nodeClass := c.nodeClass(plan); nodeClass != nil {
+				c.result.Add(convert.Document{File: "ec2nodeclass-" + nodeClass.Name + ".yaml", Content: nodeClass})
+			}
+		}
+		if nodePool := c.nodePool(p, plan.nodeClassName); nodePool != nil {
+			c.result.Add(convert.Document{File: "nodepool-" + nodePool.Name + ".yaml", Content: nodePool})
+		}
+	}
+	for _, name := range c.order {
+		t := c.templates[name]
+		if t.used || emitted[name] {
+			continue
+		}
+		c.result.Warnf("%s: no Provisioner uses it; converted on its own", t.label)
+		if nodeClass := c.nodeClass(&nodeClassPlan{nodeClassName: name, template: t}); nodeClass != nil {
+			c.result.Add(convert.Document{File: "ec2nodeclass-" + name + ".yaml", Content: nodeClass})
+		}
+	}
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	if len(c.result.Documents) == 0 {
+		c.result.Warnf("no Provisioner or AWSNodeTemplate in the input; nothing to write")
+	}
+	return c.result, nil
+}
+
+// decode reads the Provisioners and AWSNodeTemplates, reporting unknown fields.
+func (c *converter) decode(sources []convert.Source) {
+	seenProvisioners := map[string]bool{}
+	for _, src := range sources {
+		switch {
+		case src.Kind == "Provisioner" && src.APIVersion == karpv1alpha5.SchemeGroupVersion.String():
+			p := &karpv1alpha5.Provisioner{}
+			if !c.decodeObject(src, p) {
+				continue
+			}
+			if seenProvisioners[p.Name] {
+				c.errs = append(c.errs, fmt.Errorf("%s: a second Provisioner %q", src, p.Name))
+				continue
+			}
+			seenProvisioners[p.Name] = true
+			c.provisioners = append(c.provisioners, &provisioner{obj: p, label: fmt.Sprintf("Provisioner %q", p.Name)})
+		case src.Kind == "AWSNodeTemplate" && src.APIVersion == awsv1alpha1.SchemeGroupVersion.String():
+			t := &awsv1alpha1.AWSNodeTemplate{}
+			if !c.decodeObject(src, t) {
+				continue
+			}
+			if c.templates[t.Name] != nil {
+				c.errs = append(c.errs, fmt.Errorf("%s: a second AWSNodeTemplate %q", src, t.Name))
+				continue
+			}
+			c.templates[t.Name] = &template{obj: t, label: fmt.Sprintf("AWSNodeTemplate %q", t.Name)}
+			c.order = append(c.order, t.Name)
+		default:
+			what := "a document without kind"
+			if src.Kind != "" {
+				what = src.APIVersion + " " + src.Object()
+			}
+			c.result.Warnf("%s: skipping %s, which is not a karpenter.sh/v1alpha5 Provisioner or karpenter.k8s.aws/v1alpha1 AWSNodeTemplate", src, what)
+		}
+	}
+}
+
+// decodeObject decodes a legacy object without its status, reporting unknown fields.
+func (c *converter) decodeObject(src convert.Source, obj legacyObject) bool {
+	var m map[string]any
+	if err := json.Unmarshal(src.JSON, &m); err != nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: %w", src, err))
+		return false
+	}
+	delete(m, "status")
+	data, err := json.Marshal(m)
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: %w", src, err))
+		return false
+	}
+	problems, err := convert.DecodeStrict(data, obj)
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: %s: %w", src, src.Object(), err))
+		return false
+	}
+	if obj.GetName() == "" {
+		c.errs = append(c.errs, fmt.Errorf("%s: the %s has no metadata.name", src, src.Kind))
+		return false
+	}
+	for _, problem := range problems {
+		c.result.Warnf("%s: %s: dropped (not a field of %s)", src.Object(), problem, src.APIVersion)
+	}
+	return true
+}
+
+// legacyObject is a decoded Provisioner or AWSNodeTemplate.
+type legacyObject interface {
+	runtime.Object
+	GetName() string
+}
+
+// nodeClassPlan says how one EC2NodeClass is made.
+type nodeClassPlan struct {
+	nodeClassName string
+	template      *template        // nil for an inline provider
+	inline        *awsv1alpha1.AWS // the inline provider
+	owner         *provisioner     // the Provisioner of an inline provider
+	kubelet       *awsv1.KubeletConfiguration
+	kubeletFrom   *provisioner
+}
+
+// plan decides each Provisioner's EC2NodeClass. An inline provider gets one named after the
+// Provisioner. Provisioners sharing an AWSNodeTemplate share its EC2NodeClass, unless their
+// kubelet settings (which v1 keeps in the EC2NodeClass) differ: then the first setting keeps
+// the template's name and each other Provisioner gets its own copy, "<template>-<provisioner>".
+func (c *converter) plan() map[*provisioner]*nodeClassPlan {
+	plans := map[*provisioner]*nodeClassPlan{}
+	byTemplate := map[string][]*nodeClassPlan{}
+	for _, p := range c.provisioners {
+		spec := p.obj.Spec
+		path := field.NewPath("spec")
+		kubelet := c.kubelet(p)
+		switch {
+		case spec.Provider != nil && spec.ProviderRef != nil:
+			c.errs = append(c.errs, fmt.Errorf("%s: %w", p.label, field.Forbidden(path.Child("provider"), "provider and providerRef are mutually exclusive")))
+		case spec.Provider != nil:
+			aws, ok := c.inlineProvider(p)
+			if ok {
+				plans[p] = &nodeClassPlan{nodeClassName: p.obj.Name, inline: aws, owner: p, kubelet: kubelet, kubeletFrom: p}
+			}
+		case spec.ProviderRef != nil:
+			ref := spec.ProviderRef
+			if (ref.Kind != "" && ref.Kind != "AWSNodeTemplate") || (ref.APIVersion != "" && ref.APIVersion != awsv1alpha1.SchemeGroupVersion.String()) {
+				c.errs = append(c.errs, fmt.Errorf("%s: %w", p.label, field.NotSupported(path.Child("providerRef"), strings.TrimSpace(ref.APIVersion+" "+ref.Kind), []string{"karpenter.k8s.aws/v1alpha1 AWSNodeTemplate"})))
+				continue
+			}
+			t := c.templates[ref.Name]
+			if t == nil {
+				c.errs = append(c.errs, fmt.Errorf("%s: %w", p.label, field.Invalid(path.Child("providerRef", "name"), ref.Name, "no AWSNodeTemplate of that name in the input; give it too")))
+				continue
+			}
+			t.used = true
+			plan := &nodeClassPlan{nodeClassName: t.obj.Name, template: t, kubelet: kubelet, kubeletFrom: p}
+			for _, other := range byTemplate[t.obj.Name] {
+				if reflect.DeepEqual(other.kubelet, kubelet) {
+					plan = other
+					break
+				}
+			}
+			if plan.kubeletFrom == p && len(byTemplate[t.obj.Name]) > 0 {
+				plan.nodeClassName = t.obj.Name + "-" + p.obj.Name
+				c.result.Warnf("%s: its kubeletConfiguration differs from that of other Provisioners using %s, and v1 keeps kubelet settings in the EC2NodeClass: it gets its own copy, EC2NodeClass %q",
+					p.label, t.label, plan.nodeClassName)
+			}
+			if plan.kubeletFrom == p {
+				byTemplate[t.obj.Name] = append(byTemplate[t.obj.Name], plan)
+			}
+			plans[p] = plan
+		default:
+			c.errs = append(c.errs, fmt.Errorf("%s: %w", p.label, field.Required(path.Child("providerRef"), "a Provisioner needs provider or providerRef for its AWS settings")))
+		}
+	}
+	names := map[string]string{}
+	for _, name := range c.order {
+		names[name] = c.templates[name].label
+	}
+	for _, p := range c.provisioners {
+		plan := plans[p]
+		if plan == nil || plan.kubeletFrom != p || (plan.template != nil && plan.nodeClassName == plan.template.obj.Name) {
+			continue
+		}
+		if other, taken := names[plan.nodeClassName]; taken {
+			c.errs = append(c.errs, fmt.Errorf("%s: its EC2NodeClass would be named %q, like the one from %s; rename one", p.label, plan.nodeClassName, other))
+			continue
+		}
+		names[plan.nodeClassName] = p.label
+	}
+	return plans
+}
+
+// inlineProvider decodes a Provisioner's spec.provider block strictly as the AWS settings.
+func (c *converter) inlineProvider(p *provisioner) (*awsv1alpha1.AWS, bool) {
+	var m map[string]any
+	if err := json.Unmarshal(p.obj.Spec.Provider.Raw, &m); err != nil || m == nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: spec.provider: not an object", p.label))
+		return nil, false
+	}
+	// Very old inline providers carried their own type; it says nothing more.
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	for _, key := range []string{"amiSelector", "userData", "detailedMonitoring"} {
+		if _, ok := m[key]; ok {
+			c.result.Warnf("%s: spec.provider.%s: dropped (an inline provider could not set it; Karpenter v0.x ignored it)", p.label, key)
+			delete(m, key)
+		}
+	}
+	data, err := json.Marshal(map[string]any{"spec": m})
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: spec.provider: %w", p.label, err))
+		return nil, false
+	}
+	holder := &awsv1alpha1.AWSNodeTemplate{}
+	problems, err := convert.DecodeStrict(data, holder)
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: spec.provider: %w", p.label, err))
+		return nil, false
+	}
+	for _, problem := range problems {
+		problem = strings.Replace(problem, `"spec.`, `"spec.provider.`, 1)
+		c.result.Warnf("%s: %s: dropped (not a field of an inline AWS provider)", p.label, problem)
+	}
+	return &holder.Spec.AWS, true
+}

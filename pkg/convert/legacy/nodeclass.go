@@ -1,0 +1,191 @@
+package legacy
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	awsv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1alpha1"
+	"github.com/openkarpenter/karpenter/pkg/convert"
+)
+
+// The AMI families of Karpenter v0.x.
+const (
+	familyAL2          = "AL2"
+	familyBottlerocket = "Bottlerocket"
+	familyUbuntu       = "Ubuntu"
+	familyWindows2019  = "Windows2019"
+	familyWindows2022  = "Windows2022"
+	familyCustom       = "Custom"
+)
+
+// ubuntuRootVolume is the root volume Karpenter v0.x gave Ubuntu nodes, which the AL2 family
+// (with its /dev/xvda default) does not.
+func ubuntuRootVolume() *awsv1.BlockDeviceMapping {
+	return &awsv1.BlockDeviceMapping{
+		DeviceName: ptr.To("/dev/sda1"),
+		EBS: &awsv1.BlockDevice{
+			Encrypted:  ptr.To(true),
+			VolumeSize: ptr.To(resource.MustParse("20Gi")),
+			VolumeType: ptr.To("gp3"),
+		},
+		RootVolume: true,
+	}
+}
+
+// nodeClass translates the AWS settings of a plan: an AWSNodeTemplate or an inline provider,
+// with the kubelet settings of its Provisioners.
+func (c *converter) nodeClass(plan *nodeClassPlan) *awsv1.EC2NodeClass {
+	var (
+		spec   awsv1alpha1.AWSNodeTemplateSpec
+		label  string
+		path   = field.NewPath("spec")
+		labels map[string]string
+		notes  map[string]string
+	)
+	if plan.template != nil {
+		spec = plan.template.obj.Spec
+		label = plan.template.label
+		if plan.nodeClassName != plan.template.obj.Name {
+			label = fmt.Sprintf("%s (EC2NodeClass %q)", label, plan.nodeClassName)
+		}
+		labels, notes = plan.template.obj.Labels, withoutLastApplied(plan.template.obj.Annotations)
+	} else {
+		spec = awsv1alpha1.AWSNodeTemplateSpec{AWS: *plan.inline}
+		label = plan.owner.label
+		path = path.Child("provider")
+	}
+	errorsBefore := len(c.errs)
+	fail := func(err *field.Error) { c.errs = append(c.errs, fmt.Errorf("%s: %w", label, err)) }
+	report := func(p *field.Path, format string, args ...any) {
+		c.result.Warnf("%s: %s: %s", label, p, fmt.Sprintf(format, args...))
+	}
+
+	nodeClass := &awsv1.EC2NodeClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: plan.nodeClassName, Labels: labels, Annotations: notes},
+		Spec: awsv1.EC2NodeClassSpec{
+			UserData:            spec.UserData,
+			Context:             spec.Context,
+			DetailedMonitoring:  spec.DetailedMonitoring,
+			MetadataOptions:     spec.MetadataOptions,
+			BlockDeviceMappings: spec.BlockDeviceMappings,
+			Kubelet:             plan.kubelet,
+		},
+	}
+
+	if spec.LaunchTemplateName != nil {
+		fail(field.Forbidden(path.Child("launchTemplate"), fmt.Sprintf(
+			"EC2NodeClass has no launch template: move the image, security groups, user data, instance profile and block devices of %s into amiSelector, securityGroupSelector, userData, instanceProfile and blockDeviceMappings",
+			*spec.LaunchTemplateName)))
+	}
+
+	// Subnets and security groups.
+	if len(spec.SubnetSelector) == 0 {
+		fail(field.Required(path.Child("subnetSelector"), "EC2NodeClass needs subnetSelectorTerms"))
+	} else {
+		terms, dropped := subnetTerms(spec.SubnetSelector)
+		if dropped != "" {
+			report(path.Child("subnetSelector"), "%s", dropped)
+		}
+		if len(terms) > maxTerms {
+			fail(field.TooMany(path.Child("subnetSelector"), len(terms), maxTerms))
+		}
+		nodeClass.Spec.SubnetSelectorTerms = terms
+	}
+	if len(spec.SecurityGroupSelector) == 0 {
+		fail(field.Required(path.Child("securityGroupSelector"), "EC2NodeClass needs securityGroupSelectorTerms"))
+	} else {
+		terms, dropped := securityGroupTerms(spec.SecurityGroupSelector)
+		if dropped != "" {
+			report(path.Child("securityGroupSelector"), "%s", dropped)
+		}
+		if len(terms) > maxTerms {
+			fail(field.TooMany(path.Child("securityGroupSelector"), len(terms), maxTerms))
+		}
+		nodeClass.Spec.SecurityGroupSelectorTerms = terms
+	}
+
+	// Image.
+	family := familyAL2
+	if spec.AMIFamily != nil {
+		family = *spec.AMIFamily
+	}
+	familyPath := path.Child("amiFamily")
+	switch family {
+	case familyAL2, familyBottlerocket, familyWindows2019, familyWindows2022, familyCustom, familyUbuntu:
+	default:
+		fail(field.NotSupported(familyPath, family, []string{familyAL2, familyBottlerocket, familyUbuntu, familyWindows2019, familyWindows2022, familyCustom}))
+	}
+	if len(spec.AMISelector) == 0 {
+		switch family {
+		case familyCustom:
+			fail(field.Required(path.Child("amiSelector"), "amiFamily Custom needs an amiSelector"))
+		case familyUbuntu:
+			fail(field.Invalid(familyPath, family, "v1 has no Ubuntu family: add an amiSelector for your Ubuntu EKS images (converted with amiFamily AL2, whose bootstrap they share) or move to AL2023 or Bottlerocket"))
+		default:
+			alias := strings.ToLower(family) + "@latest"
+			nodeClass.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: alias}}
+			if spec.AMIFamily == nil {
+				report(familyPath, "not set, so Karpenter v0.x used AL2: written as alias %s (AL2 has no images for Kubernetes 1.33 and later; consider al2023@latest)", alias)
+			}
+		}
+	} else {
+		terms, dropped, err := amiTerms(spec.AMISelector)
+		switch {
+		case err != nil:
+			fail(field.Invalid(path.Child("amiSelector"), spec.AMISelector, err.Error()))
+		case len(terms) > maxTerms:
+			fail(field.TooMany(path.Child("amiSelector"), len(terms), maxTerms))
+		}
+		if dropped != "" {
+			report(path.Child("amiSelector"), "%s", dropped)
+		}
+		nodeClass.Spec.AMISelectorTerms = terms
+		v1Family := family
+		if family == familyUbuntu {
+			v1Family = awsv1.AMIFamilyAL2
+			report(familyPath, "v1 has no Ubuntu family: written as AL2, whose bootstrap Ubuntu's EKS images share")
+			if len(spec.BlockDeviceMappings) == 0 {
+				nodeClass.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{ubuntuRootVolume()}
+				report(path.Child("blockDeviceMappings"), "added Ubuntu's root volume (/dev/sda1, 20Gi gp3, encrypted), which v0.x gave Ubuntu nodes and AL2 does not")
+			}
+		}
+		nodeClass.Spec.AMIFamily = ptr.To(v1Family)
+	}
+
+	// Identity.
+	switch {
+	case spec.InstanceProfile != nil && *spec.InstanceProfile != "":
+		nodeClass.Spec.InstanceProfile = ptr.To(*spec.InstanceProfile)
+	case c.opts.InstanceProfile != "":
+		nodeClass.Spec.InstanceProfile = ptr.To(c.opts.InstanceProfile)
+	case c.opts.Role != "":
+		nodeClass.Spec.Role = c.opts.Role
+	default:
+		fail(field.Required(path.Child("instanceProfile"),
+			"Karpenter v0.x used its aws.defaultInstanceProfile setting: give that instance profile (--instance-profile) or its role (--role)"))
+	}
+
+	// Tags.
+	for _, key := range sortedKeys(spec.Tags) {
+		if convert.ReservedTag(key) {
+			report(path.Child("tags").Key(key), "dropped: v1 reserves it")
+			continue
+		}
+		if nodeClass.Spec.Tags == nil {
+			nodeClass.Spec.Tags = map[string]string{}
+		}
+		nodeClass.Spec.Tags[key] = spec.Tags[key]
+	}
+
+	if len(c.errs) > errorsBefore {
+		return nil
+	}
+	return nodeClass
+}
