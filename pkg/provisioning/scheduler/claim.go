@@ -352,5 +352,5 @@ func (s *solver) recordTopology(p *podInfo, domainOf func(string) string) {
 	if err != nil {
 		return
 	}
-	record(p.pod, own, s.topology.selectingGroupsOf(p), domainOf)
+	record(own, s.topology.selectingGroupsOf(p), s.topology.requiredAntiAffinity(p), domainOf)
 }

@@ -14,18 +14,19 @@ import (
 
 // podInfo is a pending pod with everything the pipeline reads from it computed once.
 type podInfo struct {
-	pod       *corev1.Pod
-	requests  corev1.ResourceList
-	res       cloudprovider.Resources
-	extended  corev1.ResourceList // requests beyond cpu, memory, pods and ephemeral-storage
-	hostPorts []scheduling.HostPort
-	variants  []*variant         // strictest first; each relaxes one preference of the previous
-	current   int                // index of the variant being tried
-	placedOn  string             // the existing node or in-flight claim it was placed on
-	keys      []string           // shape key per variant, computed on first use
-	groups    [][]*topologyGroup // topology groups per variant, computed on first use
-	selecting []*topologyGroup   // groups whose selectors match the pod (labels do not vary)
-	priority  int32
+	pod          *corev1.Pod
+	requests     corev1.ResourceList
+	res          cloudprovider.Resources
+	extended     corev1.ResourceList // requests beyond cpu, memory, pods and ephemeral-storage
+	hostPorts    []scheduling.HostPort
+	variants     []*variant         // strictest first; each relaxes one preference of the previous
+	current      int                // index of the variant being tried
+	placedOn     string             // the existing node or in-flight claim it was placed on
+	keys         []string           // shape key per variant, computed on first use
+	groups       [][]*topologyGroup // topology groups per variant, computed on first use
+	selecting    []*topologyGroup   // groups whose selectors match the pod (labels do not vary)
+	requiredAnti []*topologyGroup   // groups of its required anti-affinity terms
+	priority     int32
 }
 
 func (p *podInfo) variant() *variant { return p.variants[p.current] }

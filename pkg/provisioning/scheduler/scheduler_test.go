@@ -439,3 +439,24 @@ func TestPreferNoScheduleAvoidedThenTolerated(t *testing.T) {
 	r = Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1"})}, NodePools: []*NodePool{soft}})
 	mustPlaceAll(t, r)
 }
+
+func TestPreferredAntiAffinityBindsOnlyItsOwner(t *testing.T) {
+	x := map[string]string{"role": "x"}
+	prefersAlone := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+		Weight: 5, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: x}, TopologyKey: corev1.LabelHostname}}}}}
+	a := builders.Pod(builders.PodOptions{Name: "a", CPU: "1", Affinity: prefersAlone})
+	b := builders.Pod(builders.PodOptions{Name: "b", CPU: "1", Labels: x})
+	r := Solve(Input{Pods: []*corev1.Pod{a, b}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 1 {
+		t.Errorf("%d claims: a's preferred anti-affinity must not keep b away (only required terms are symmetric)", len(r.NewClaims))
+	}
+	required := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+		{LabelSelector: &metav1.LabelSelector{MatchLabels: x}, TopologyKey: corev1.LabelHostname}}}}
+	a.Spec.Affinity = required
+	r = Solve(Input{Pods: []*corev1.Pod{a, b}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 2 {
+		t.Errorf("%d claims: a's required anti-affinity must keep b away", len(r.NewClaims))
+	}
+}

@@ -433,8 +433,9 @@ func (e *topologyError) Error() string {
 	}
 }
 
-// record counts a placed pod in its domains.
-func record(pod *corev1.Pod, own, selecting []*topologyGroup, domainOf func(key string) string) {
+// record counts a placed pod in its domains. Only its required anti-affinity terms keep other
+// pods away (the symmetric check); preferred terms bind only the pod that prefers them.
+func record(own, selecting []*topologyGroup, requiredAnti []*topologyGroup, domainOf func(key string) string) {
 	for _, g := range selecting {
 		if d := domainOf(g.key); d != "" {
 			g.counts[d]++
@@ -444,13 +445,28 @@ func record(pod *corev1.Pod, own, selecting []*topologyGroup, domainOf func(key 
 			}
 		}
 	}
-	for _, g := range own {
-		if g.kind == antiAffinityGroup {
-			if d := domainOf(g.key); d != "" {
-				g.owners[d]++
+	for _, g := range requiredAnti {
+		if d := domainOf(g.key); d != "" {
+			g.owners[d]++
+		}
+	}
+}
+
+// requiredAntiAffinity returns the groups of a pod's required anti-affinity terms (the same for
+// every variant), cached on the pod.
+func (t *topology) requiredAntiAffinity(p *podInfo) []*topologyGroup {
+	if p.requiredAnti != nil {
+		return p.requiredAnti
+	}
+	p.requiredAnti = []*topologyGroup{}
+	if a := p.pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if g, err := t.affinityGroup(p.pod, antiAffinityGroup, term); err == nil {
+				p.requiredAnti = append(p.requiredAnti, g)
 			}
 		}
 	}
+	return p.requiredAnti
 }
 
 // describeGroups names groups for error messages.
