@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/scenarios")
+
+// scenario is the input of a golden scenario file (testdata/scenarios/*.yaml).
+type scenario struct {
+	// Description says what the scenario shows.
+	Description string `json:"description"`
+	NodePools   []struct {
+		Name         string                                        `json:"name"`
+		Weight       int32                                         `json:"weight,omitempty"`
+		Requirements []karpv1.NodeSelectorRequirementWithMinValues `json:"requirements,omitempty"`
+		Labels       map[string]string                             `json:"labels,omitempty"`
+		Taints       []corev1.Taint                                `json:"taints,omitempty"`
+		Limits       corev1.ResourceList                           `json:"limits,omitempty"`
+		Daemonsets   corev1.ResourceList                           `json:"daemonsetOverhead,omitempty"`
+		// InstanceTypes names types of the synthetic test set; "ec2" takes the real catalog.
+		InstanceTypes []string `json:"instanceTypes,omitempty"`
+	} `json:"nodePools"`
+	Nodes []struct {
+		Name      string              `json:"name"`
+		Labels    map[string]string   `json:"labels,omitempty"`
+		Taints    []corev1.Taint      `json:"taints,omitempty"`
+		Available corev1.ResourceList `json:"available"`
+		Pods      []podGroup          `json:"pods,omitempty"`
+	} `json:"nodes,omitempty"`
+	Pods []podGroup `json:"pods"`
+	// VolumeZones pins pods (by name) to zones, as their volumes would.
+	VolumeZones       map[string][]string `json:"volumeZones,omitempty"`
+	IgnorePreferences bool                `json:"ignorePreferences,omitempty"`
+}
+
+// podGroup is `count` copies of a pod manifest, named NAME-0, NAME-1, …
+type podGroup struct {
+	Count int        `json:"count"`
+	Pod   corev1.Pod `json:"pod"`
+}
+
+func (g podGroup) expand() []*corev1.Pod {
+	count := max(g.Count, 1)
+	out := make([]*corev1.Pod, count)
+	for i := range out {
+		pod := g.Pod.DeepCopy()
+		if count > 1 {
+			pod.Name = g.Pod.Name + "-" + strconv.Itoa(i)
+		}
+		if pod.Namespace == "" {
+			pod.Namespace = "default"
+		}
+		pod.UID = types.UID(pod.Namespace + "/" + pod.Name)
+		out[i] = pod
+	}
+	return out
+}
+
+func (sc *scenario) input(t *testing.T) Input {
+	byName := map[string]*cloudprovider.InstanceType{}
+	for _, it := range testTypes() {
+		byName[it.Name] = it
+	}
+	in := Input{Options: Options{IgnorePreferences: sc.IgnorePreferences}, VolumeRequirements: map[types.UID]scheduling.Requirements{}}
+	for _, np := range sc.NodePools {
+		reqs, err := scheduling.FromNodePoolRequirements(np.Requirements...)
+		if err != nil {
+			t.Fatalf("nodepool %s: %v", np.Name, err)
+		}
+		pool := &NodePool{Name: np.Name, Weight: np.Weight, Requirements: reqs.Intersect(scheduling.FromLabels(np.Labels)),
+			Labels: np.Labels, Taints: np.Taints, Remaining: np.Limits, DaemonOverhead: np.Daemonsets}
+		for _, name := range np.InstanceTypes {
+			if name == "ec2" {
+				types, err := cloudprovider.DefaultInstanceTypes(cloudprovider.InstanceTypeOptions{Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pool.InstanceTypes = append(pool.InstanceTypes, types...)
+				continue
+			}
+			it, ok := byName[name]
+			if !ok {
+				t.Fatalf("nodepool %s: unknown instance type %q", np.Name, name)
+			}
+			pool.InstanceTypes = append(pool.InstanceTypes, it)
+		}
+		in.NodePools = append(in.NodePools, pool)
+	}
+	for _, n := range sc.Nodes {
+		node := &Node{Name: n.Name, Labels: n.Labels, Taints: n.Taints, Available: n.Available}
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels[corev1.LabelHostname] = n.Name
+		for _, g := range n.Pods {
+			node.Pods = append(node.Pods, g.expand()...)
+		}
+		in.Nodes = append(in.Nodes, node)
+	}
+	for _, g := range sc.Pods {
+		in.Pods = append(in.Pods, g.expand()...)
+	}
+	for _, pod := range in.Pods {
+		if zones, ok := sc.VolumeZones[pod.Name]; ok {
+			in.VolumeRequirements[pod.UID] = scheduling.NewRequirements(scheduling.MustRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zones...))
+		}
+	}
+	return in
+}
+
+// describe renders decisions as the golden text.
+func describe(r *Results) string {
+	var b strings.Builder
+	total := 0.0
+	for i, c := range r.NewClaims {
+		total += c.Price
+		names := claimTypes(c)
+		more := ""
+		if len(names) > 6 {
+			more = fmt.Sprintf(" … (%d types)", len(names))
+			names = names[:6]
+		}
+		fmt.Fprintf(&b, "claim %d: nodepool %s, $%.4f/hour, instance types [%s]%s\n", i, c.NodePool, c.Price, strings.Join(names, " "), more)
+		var pinned []string
+		for _, req := range c.Requirements.All() {
+			if req.Key == corev1.LabelTopologyZone || req.Key == karpv1.CapacityTypeLabelKey || req.Key == corev1.LabelArchStable {
+				pinned = append(pinned, req.String())
+			}
+		}
+		if len(pinned) > 0 {
+			fmt.Fprintf(&b, "  requirements: %s\n", strings.Join(pinned, ", "))
+		}
+		fmt.Fprintf(&b, "  pods: %s\n", podNames(c.Pods))
+	}
+	if len(r.NewClaims) > 0 {
+		fmt.Fprintf(&b, "total: %d claims, $%.4f/hour\n", len(r.NewClaims), total)
+	}
+	byNode := map[string][]*corev1.Pod{}
+	for _, p := range r.ExistingPlacements {
+		byNode[p.Node] = append(byNode[p.Node], p.Pod)
+	}
+	nodes := make([]string, 0, len(byNode))
+	for n := range byNode {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "existing node %s: %s\n", n, podNames(byNode[n]))
+	}
+	for _, e := range r.PodErrors {
+		fmt.Fprintf(&b, "unschedulable %s: %v\n", e.Pod.Name, e.Err)
+	}
+	return b.String()
+}
+
+func podNames(pods []*corev1.Pod) string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	sort.Strings(names)
+	return strings.Join(names, " ")
+}
+
+// TestScenarios runs every testdata/scenarios/*.yaml and compares the decisions with the
+// .golden file beside it. Regenerate with: go test ./pkg/provisioning/scheduler -run TestScenarios -update
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sc scenario
+			if err := yaml.UnmarshalStrict(data, &sc); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			got := "# " + sc.Description + "\n" + describe(Solve(sc.input(t)))
+			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("decisions differ from %s (run with -update if the change is intended):\n--- got\n%s--- want\n%s", golden, got, want)
+			}
+		})
+	}
+}
