@@ -1,0 +1,85 @@
+package cloudprovider
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// DefaultUnavailableTTL is how long an offering that ran out of capacity is avoided.
+const DefaultUnavailableTTL = 3 * time.Minute
+
+// UnavailableOfferings remembers offerings that recently failed with insufficient capacity, so
+// the scheduler avoids them for a while and launches fall back to others. It is safe for
+// concurrent use.
+type UnavailableOfferings struct {
+	clock clock.PassiveClock
+	ttl   time.Duration
+
+	mu    sync.Mutex
+	until map[OfferingID]time.Time
+	seq   uint64
+}
+
+// NewUnavailableOfferings returns an empty cache whose entries last ttl (DefaultUnavailableTTL
+// when zero) on the given clock.
+func NewUnavailableOfferings(c clock.PassiveClock, ttl time.Duration) *UnavailableOfferings {
+	if ttl <= 0 {
+		ttl = DefaultUnavailableTTL
+	}
+	return &UnavailableOfferings{clock: c, ttl: ttl, until: map[OfferingID]time.Time{}}
+}
+
+// MarkUnavailable records offerings as out of capacity from now for the TTL.
+func (u *UnavailableOfferings) MarkUnavailable(ids ...OfferingID) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	expiry := u.clock.Now().Add(u.ttl)
+	for _, id := range ids {
+		u.until[id] = expiry
+	}
+	u.seq++
+}
+
+// IsUnavailable reports whether an offering is still within its unavailable period.
+func (u *UnavailableOfferings) IsUnavailable(id OfferingID) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	expiry, ok := u.until[id]
+	if !ok {
+		return false
+	}
+	if !u.clock.Now().Before(expiry) {
+		delete(u.until, id)
+		return false
+	}
+	return true
+}
+
+// SeqNum changes whenever offerings are marked, so callers can tell cached results are stale.
+func (u *UnavailableOfferings) SeqNum() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.seq
+}
+
+// Apply returns instance types whose offerings the cache says are out of capacity are marked
+// unavailable. Types that need no change are returned as they are; changed ones are copies.
+func (u *UnavailableOfferings) Apply(types []*InstanceType) []*InstanceType {
+	out := make([]*InstanceType, len(types))
+	for i, it := range types {
+		out[i] = it
+		for j, o := range it.Offerings {
+			if !o.Available || !u.IsUnavailable(o.ID(it.Name)) {
+				continue
+			}
+			if out[i] == it {
+				copied := &InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: append(Offerings(nil), it.Offerings...)}
+				out[i] = copied
+			}
+			out[i].Offerings[j].Available = false
+		}
+	}
+	return out
+}
