@@ -1,0 +1,64 @@
+package provisioning
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// recheckAfter is how often a pod that stays unschedulable triggers another pass (capacity or
+// NodePools may have changed without an event on the pod).
+const recheckAfter = 10 * time.Second
+
+// PodController triggers the provisioner for pods that wait for capacity.
+type PodController struct {
+	kubeClient  client.Client
+	provisioner *Provisioner
+}
+
+// NewPodController returns the controller.
+func NewPodController(kubeClient client.Client, p *Provisioner) *PodController {
+	return &PodController{kubeClient: kubeClient, provisioner: p}
+}
+
+// Reconcile triggers a provisioning pass when the pod is provisionable.
+func (c *PodController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := c.kubeClient.Get(ctx, req.NamespacedName, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if !state.IsProvisionable(pod) {
+		return reconcile.Result{}, nil
+	}
+	c.provisioner.Trigger()
+	return reconcile.Result{RequeueAfter: recheckAfter}, nil
+}
+
+// Register adds the controller, and the provisioner itself, to the manager. NodePool changes
+// also trigger a pass (a NodePool becoming Ready, limits raised).
+func (c *PodController) Register(mgr manager.Manager) error {
+	if err := mgr.Add(c.provisioner); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("provisioning.pod").
+		For(&corev1.Pod{}).
+		Watches(&karpv1.NodePool{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			c.provisioner.Trigger()
+			return nil
+		})).
+		Complete(c)
+}

@@ -1,0 +1,326 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// Options tune the provisioner.
+type Options struct {
+	// BatchIdleDuration ends a batch when no pod arrived for this long (default 1s).
+	BatchIdleDuration time.Duration
+	// BatchMaxDuration ends a batch this long after it started (default 10s).
+	BatchMaxDuration time.Duration
+	// IgnorePreferences treats preferred affinities as absent (Karpenter's preference policy
+	// "Ignore").
+	IgnorePreferences bool
+	// MinValuesBestEffort relaxes minValues that cannot be met (policy "BestEffort").
+	MinValuesBestEffort bool
+}
+
+// Provisioner creates NodeClaims for pods that cannot be scheduled.
+type Provisioner struct {
+	kubeClient    client.Client
+	cluster       *state.Cluster
+	cloudProvider cloudprovider.CloudProvider
+	unavailable   *cloudprovider.UnavailableOfferings
+	recorder      record.EventRecorder
+	batcher       *Batcher
+	opts          Options
+}
+
+// NewProvisioner wires a provisioner. recorder may be nil.
+func NewProvisioner(kubeClient client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider,
+	unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, c clock.Clock, opts Options) *Provisioner {
+	return &Provisioner{
+		kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, unavailable: unavailable, recorder: recorder,
+		batcher: NewBatcher(c, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
+	}
+}
+
+// Trigger asks for a provisioning pass after the current batch window.
+func (p *Provisioner) Trigger() { p.batcher.Trigger() }
+
+// Start runs batches until ctx is done (a controller-runtime Runnable).
+func (p *Provisioner) Start(ctx context.Context) error {
+	for p.batcher.Wait(ctx) {
+		if _, err := p.Provision(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "provisioning failed")
+			p.Trigger() // try again after the next window
+		}
+	}
+	return nil
+}
+
+// NeedLeaderElection makes the provisioner run only on the leader.
+func (p *Provisioner) NeedLeaderElection() bool { return true }
+
+// Decision is what one provisioning pass did.
+type Decision struct {
+	// Results are the scheduler's decisions.
+	Results *scheduler.Results
+	// Created are the NodeClaims created, in the order of Results.NewClaims.
+	Created []*karpv1.NodeClaim
+}
+
+// Provision runs one pass: snapshot, schedule, create NodeClaims, nominate, explain.
+func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
+	snap, err := p.cluster.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Pending) == 0 {
+		return &Decision{Results: &scheduler.Results{}}, nil
+	}
+	input, pools, err := p.input(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	results := scheduler.Solve(input)
+	decision := &Decision{Results: results}
+	for _, c := range results.NewClaims {
+		np := pools[c.NodePool]
+		claim := nodepool.NewNodeClaim(np, c.NodeSelectorRequirements(), c.Requests)
+		if err := p.kubeClient.Create(ctx, claim); err != nil {
+			return decision, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
+		}
+		p.cluster.RecordCreated(claim)
+		decision.Created = append(decision.Created, claim)
+		log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", claim.Name, "nodepool", np.Name,
+			"pods", len(c.Pods), "instance-types", instanceTypeNames(c.InstanceTypes, 5), "price", c.Price)
+		for _, pod := range c.Pods {
+			p.cluster.Nominate(pod.UID, claim.Name)
+			p.event(pod, corev1.EventTypeNormal, "Nominated", fmt.Sprintf("Pod should schedule on: nodeclaim/%s", claim.Name))
+		}
+	}
+	for _, pl := range results.ExistingPlacements {
+		p.cluster.Nominate(pl.Pod.UID, pl.Node)
+		p.event(pl.Pod, corev1.EventTypeNormal, "Nominated", fmt.Sprintf("Pod should schedule on: %s", pl.Node))
+	}
+	for _, pe := range results.PodErrors {
+		p.event(pe.Pod, corev1.EventTypeWarning, "FailedScheduling", fmt.Sprintf("Failed to schedule pod, %v", pe.Err))
+	}
+	return decision, nil
+}
+
+func (p *Provisioner) event(obj client.Object, kind, reason, message string) {
+	if p.recorder != nil {
+		p.recorder.Event(obj, kind, reason, message)
+	}
+}
+
+func instanceTypeNames(types []*cloudprovider.InstanceType, n int) string {
+	names := make([]string, 0, n)
+	for i, it := range types {
+		if i == n {
+			names = append(names, fmt.Sprintf("and %d more", len(types)-n))
+			break
+		}
+		names = append(names, it.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// input builds the scheduler's input from a snapshot.
+func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (scheduler.Input, map[string]*karpv1.NodePool, error) {
+	in := scheduler.Input{
+		Pods:               snap.Pending,
+		Options:            scheduler.Options{IgnorePreferences: p.opts.IgnorePreferences, MinValuesBestEffort: p.opts.MinValuesBestEffort},
+		VolumeRequirements: map[types.UID]scheduling.Requirements{},
+	}
+	pools := map[string]*karpv1.NodePool{}
+	typesByPool := map[string][]*cloudprovider.InstanceType{}
+	for _, np := range snap.NodePools {
+		if np.DeletionTimestamp != nil || nodepool.IsStatic(np) || !nodepool.IsReady(np) {
+			continue
+		}
+		its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "skipping nodepool: cannot list its instance types", "nodepool", np.Name)
+			continue
+		}
+		if p.unavailable != nil {
+			its = p.unavailable.Apply(its)
+		}
+		reqs, err := Requirements(np)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "skipping nodepool with invalid requirements", "nodepool", np.Name)
+			continue
+		}
+		pools[np.Name] = np
+		typesByPool[np.Name] = its
+		in.NodePools = append(in.NodePools, &scheduler.NodePool{
+			Name:           np.Name,
+			Weight:         weight(np),
+			Requirements:   reqs,
+			Labels:         np.Spec.Template.Labels,
+			Taints:         np.Spec.Template.Spec.Taints,
+			InstanceTypes:  its,
+			Remaining:      remaining(np, snap, its),
+			DaemonOverhead: DaemonOverhead(np, snap),
+		})
+	}
+	// Initialized capacity first, then capacity still launching.
+	var launching []*scheduler.Node
+	for _, sn := range snap.Nodes {
+		if sn.MarkedForDeletion {
+			continue
+		}
+		n := schedulerNode(sn)
+		if sn.Initialized() {
+			in.Nodes = append(in.Nodes, n)
+		} else {
+			launching = append(launching, n)
+		}
+	}
+	in.Nodes = append(in.Nodes, launching...)
+	for _, pod := range snap.Pending {
+		reqs, err := volumeRequirements(ctx, p.kubeClient, pod)
+		if err != nil {
+			return in, nil, err
+		}
+		if reqs.Len() > 0 {
+			in.VolumeRequirements[pod.UID] = reqs
+		}
+	}
+	return in, pools, nil
+}
+
+// Requirements are a NodePool's requirements as the scheduler reads them: the template's
+// requirements, its labels, and karpenter.sh/nodepool.
+func Requirements(np *karpv1.NodePool) (scheduling.Requirements, error) {
+	reqs, err := scheduling.FromNodePoolRequirements(np.Spec.Template.Spec.Requirements...)
+	if err != nil {
+		return reqs, err
+	}
+	reqs = reqs.Intersect(scheduling.FromLabels(np.Spec.Template.Labels))
+	return reqs.With(scheduling.MustRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name)), nil
+}
+
+func weight(np *karpv1.NodePool) int32 {
+	if np.Spec.Weight == nil {
+		return 0
+	}
+	return *np.Spec.Weight
+}
+
+// schedulerNode describes a node or in-flight claim to the scheduler. Startup taints and
+// Karpenter's own lifecycle taints are left out: they go away once the node initializes.
+func schedulerNode(sn *state.StateNode) *scheduler.Node {
+	n := &scheduler.Node{Name: sn.Name(), Available: sn.Available(), Pods: sn.Pods, NodePool: sn.NodePool()}
+	var taints []corev1.Taint
+	if sn.Node != nil {
+		n.Labels = sn.Node.Labels
+		taints = sn.Node.Spec.Taints
+	} else {
+		n.InFlight = true
+		n.Labels = map[string]string{}
+		for k, v := range sn.NodeClaim.Labels {
+			n.Labels[k] = v
+		}
+		if reqs, err := scheduling.FromNodePoolRequirements(sn.NodeClaim.Spec.Requirements...); err == nil {
+			n.Requirements = &reqs
+			for k, v := range reqs.Labels() {
+				n.Labels[k] = v
+			}
+		}
+		n.Labels[corev1.LabelHostname] = sn.NodeClaim.Name
+		taints = sn.NodeClaim.Spec.Taints
+	}
+	startup := map[string]bool{karpv1.UnregisteredTaintKey: true}
+	if sn.NodeClaim != nil && !sn.Initialized() {
+		for _, t := range sn.NodeClaim.Spec.StartupTaints {
+			startup[t.Key] = true
+		}
+	}
+	for _, t := range taints {
+		if !startup[t.Key] {
+			n.Taints = append(n.Taints, t)
+		}
+	}
+	return n
+}
+
+// remaining is what a NodePool's limits still allow: limits less the capacity of its nodes.
+// A claim not launched yet counts as its largest allowed instance type.
+func remaining(np *karpv1.NodePool, snap *state.Snapshot, its []*cloudprovider.InstanceType) corev1.ResourceList {
+	if len(np.Spec.Limits) == 0 {
+		return nil
+	}
+	used := corev1.ResourceList{}
+	nodes := int64(0)
+	for _, sn := range snap.Nodes {
+		if sn.NodePool() != np.Name || sn.NodeClaim == nil {
+			continue
+		}
+		nodes++
+		capacity := sn.NodeClaim.Status.Capacity
+		if len(capacity) == 0 {
+			capacity = largestAllowed(sn.NodeClaim, its)
+		}
+		used = scheduling.Merge(used, capacity)
+	}
+	used["nodes"] = *resource.NewQuantity(nodes, resource.DecimalSI)
+	out := corev1.ResourceList{}
+	for name, limit := range np.Spec.Limits {
+		left := limit.DeepCopy()
+		left.Sub(used[name])
+		out[name] = left
+	}
+	return out
+}
+
+func largestAllowed(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
+	reqs, err := scheduling.FromNodePoolRequirements(claim.Spec.Requirements...)
+	if err != nil {
+		return claim.Spec.Resources.Requests
+	}
+	allowed, _ := reqs.Get(corev1.LabelInstanceTypeStable)
+	var best corev1.ResourceList
+	for _, it := range its {
+		if allowed.Key != "" && !allowed.Has(it.Name) {
+			continue
+		}
+		if best == nil || it.Capacity.Cpu().Cmp(*best.Cpu()) > 0 {
+			best = it.Capacity
+		}
+	}
+	if best == nil {
+		return claim.Spec.Resources.Requests
+	}
+	return best
+}
+
+// DaemonOverhead sums the requests of the daemonsets whose pods would run on the NodePool's
+// nodes (they tolerate its taints and its labels satisfy their node selection).
+func DaemonOverhead(np *karpv1.NodePool, snap *state.Snapshot) corev1.ResourceList {
+	reqs, err := Requirements(np)
+	labels := np.Spec.Template.Labels
+	if err == nil {
+		labels = reqs.Labels()
+	}
+	var lists []corev1.ResourceList
+	for _, ds := range snap.DaemonSets {
+		if state.DaemonSetSchedules(ds, labels, np.Spec.Template.Spec.Taints) {
+			lists = append(lists, scheduling.PodRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec}))
+		}
+	}
+	return scheduling.Merge(lists...)
+}

@@ -1,0 +1,253 @@
+package provisioning_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/state"
+	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
+)
+
+var env *apiserver.Env
+
+func TestMain(m *testing.M) { os.Exit(apiserver.Main(m, &env)) }
+
+// fixture is a NodeClass and a Ready NodePool on the API server, the sim cloud and a provisioner.
+type fixture struct {
+	clock       *clocktesting.FakeClock
+	cloud       *sim.Cloud
+	cluster     *state.Cluster
+	provisioner *provisioning.Provisioner
+	recorder    record.EventRecorder
+}
+
+func newFixture(t *testing.T, pools ...*karpv1.NodePool) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	nodeClass := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: awsv1.EC2NodeClassSpec{
+			Role: "KarpenterNodeRole", AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
+		},
+	}
+	create(t, nodeClass)
+	nodeClass.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	if err := env.Client.Status().Update(ctx, nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	for _, np := range pools {
+		create(t, np)
+		np.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+		if err := env.Client.Status().Update(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	f.cloud, err = sim.New(sim.Options{Clock: f.clock, NodeClasses: env.Client, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: env.Kube.CoreV1().Events("")})
+	t.Cleanup(broadcaster.Shutdown)
+	f.recorder = broadcaster.NewRecorder(env.Scheme, corev1.EventSource{Component: "karpenter"})
+	f.cluster = state.NewCluster(env.Client, f.clock)
+	f.provisioner = provisioning.NewProvisioner(env.Client, f.cluster, f.cloud,
+		cloudprovider.NewUnavailableOfferings(f.clock, 0), f.recorder, f.clock, provisioning.Options{})
+	t.Cleanup(func() { cleanup(t) })
+	return f
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// pending creates pods and marks them unschedulable, as the kube-scheduler would.
+func pending(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, pod := range pods {
+		status := pod.Status
+		pod.UID = ""
+		create(t, pod)
+		pod.Status = status
+		if err := env.Client.Status().Update(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func cleanup(t *testing.T) {
+	ctx := context.Background()
+	for _, list := range []client.ObjectList{&karpv1.NodeClaimList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}} {
+		if err := env.Client.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(list)
+		for _, item := range items {
+			obj := item.(client.Object)
+			obj.SetFinalizers(nil)
+			_ = env.Client.Update(ctx, obj)
+			_ = env.Client.Delete(ctx, obj)
+		}
+	}
+	_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+}
+
+func nodePool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
+	return &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
+			ObjectMeta: karpv1.ObjectMeta{Labels: map[string]string{"team": "a"}},
+			Spec: karpv1.NodeClaimTemplateSpec{
+				Requirements: append([]karpv1.NodeSelectorRequirementWithMinValues{
+					{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
+					{Key: awsv1.LabelInstanceGeneration, Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}},
+					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+				}, reqs...),
+				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+			},
+		}},
+	}
+}
+
+func listClaims(t *testing.T) []karpv1.NodeClaim {
+	t.Helper()
+	var claims karpv1.NodeClaimList
+	if err := env.Client.List(context.Background(), &claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims.Items
+}
+
+func TestProvisionCreatesClaimsOnce(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	pods := append(builders.Pods(10, builders.PodOptions{Name: "web", CPU: "500m", Memory: "1Gi"}),
+		builders.Pods(4, builders.PodOptions{Name: "api", CPU: "2", Memory: "4Gi",
+			Spread: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}}, Labels: map[string]string{"app": "api"}})...)
+	pending(t, pods...)
+	decision, err := f.provisioner.Provision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decision.Results.PodErrors) > 0 {
+		t.Fatalf("unplaced: %v", decision.Results.PodErrors[0].Err)
+	}
+	claims := listClaims(t)
+	if len(claims) == 0 || len(claims) != len(decision.Created) {
+		t.Fatalf("%d claims on the server, %d created", len(claims), len(decision.Created))
+	}
+	zones := map[string]bool{}
+	for _, c := range claims {
+		if c.Labels[karpv1.NodePoolLabelKey] != "default" || c.Labels["team"] != "a" || len(c.OwnerReferences) != 1 || c.OwnerReferences[0].Kind != "NodePool" {
+			t.Errorf("claim %s labels %v owners %v", c.Name, c.Labels, c.OwnerReferences)
+		}
+		reqs, err := scheduling.FromNodePoolRequirements(c.Spec.Requirements...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := reqs.Get(karpv1.NodePoolLabelKey); !ok || !r.Has("default") {
+			t.Errorf("claim %s lacks the nodepool requirement: %s", c.Name, reqs)
+		}
+		if r, ok := reqs.Get(corev1.LabelInstanceTypeStable); !ok || r.Len() == 0 {
+			t.Errorf("claim %s has no instance types: %s", c.Name, reqs)
+		}
+		if z, ok := reqs.Get(corev1.LabelTopologyZone); ok && z.Len() == 1 {
+			zones[z.Values()[0]] = true
+		}
+		if c.Spec.Resources.Requests.Cpu().IsZero() {
+			t.Errorf("claim %s has no requests", c.Name)
+		}
+	}
+	if len(zones) < 3 {
+		t.Errorf("spread pods landed in zones %v, want three", zones)
+	}
+	for _, pod := range pods {
+		if _, ok := f.cluster.NominatedTo(pod.UID); !ok {
+			t.Errorf("pod %s not nominated", pod.Name)
+		}
+	}
+	// A second pass sees the pods nominated to claims it made: nothing more is launched.
+	again, err := f.provisioner.Provision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Created) != 0 || len(listClaims(t)) != len(claims) {
+		t.Fatalf("second pass created %d more claims", len(again.Created))
+	}
+	// A fresh cluster view (a restarted controller) has no nominations, but sees the claims'
+	// requests as taken room: the pods are placed on the in-flight claims, still nothing launched.
+	restarted := provisioning.NewProvisioner(env.Client, state.NewCluster(env.Client, f.clock), f.cloud, nil, nil, f.clock, provisioning.Options{})
+	third, err := restarted.Provision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(third.Created) != 0 {
+		t.Errorf("after a restart %d claims were created again", len(third.Created))
+	}
+}
+
+func TestNodePoolNotReadyLaunchesNothing(t *testing.T) {
+	f := newFixture(t)
+	np := nodePool("unready")
+	create(t, np)
+	pending(t, builders.Pod(builders.PodOptions{Name: "waiting", CPU: "1"}))
+	decision, err := f.provisioner.Provision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decision.Created) != 0 || len(decision.Results.PodErrors) != 1 {
+		t.Fatalf("created %d claims, %d errors; a NodePool that is not Ready must launch nothing", len(decision.Created), len(decision.Results.PodErrors))
+	}
+}
+
+func TestUnschedulablePodGetsEvent(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	pod := builders.Pod(builders.PodOptions{Name: "s390x", CPU: "1", NodeSelector: map[string]string{corev1.LabelArchStable: "s390x"}})
+	pending(t, pod)
+	if _, err := f.provisioner.Provision(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := "nodepool default: requirement kubernetes.io/arch In [s390x] not compatible with kubernetes.io/arch In [amd64]"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		events, err := env.Kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=s390x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events.Items {
+			if e.Reason == "FailedScheduling" && strings.Contains(e.Message, want) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no FailedScheduling event saying %q; events: %v", want, fmt.Sprint(events.Items))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

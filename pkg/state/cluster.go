@@ -1,0 +1,395 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// Defaults for how long in-memory facts outlive what the cache shows.
+const (
+	// NominationGrace is how long a pod stays nominated to a node that has initialized, giving
+	// the kube-scheduler time to bind it before the provisioner considers it again.
+	NominationGrace = time.Minute
+	// CreatedClaimTTL bounds how long a created NodeClaim the cache has not shown yet is
+	// assumed to exist.
+	CreatedClaimTTL = time.Minute
+)
+
+// Cluster is the shared, concurrency-safe view of the cluster.
+type Cluster struct {
+	reader client.Reader
+	clock  clock.PassiveClock
+
+	mu          sync.Mutex
+	nominations map[types.UID]nomination
+	created     map[string]createdClaim
+	deleting    map[string]bool
+}
+
+type nomination struct {
+	target string // NodeClaim or Node name
+	since  time.Time
+}
+
+type createdClaim struct {
+	claim *karpv1.NodeClaim
+	at    time.Time
+}
+
+// NewCluster returns a cluster view over reader (normally the manager's cache).
+func NewCluster(reader client.Reader, c clock.PassiveClock) *Cluster {
+	return &Cluster{
+		reader:      reader,
+		clock:       c,
+		nominations: map[types.UID]nomination{},
+		created:     map[string]createdClaim{},
+		deleting:    map[string]bool{},
+	}
+}
+
+// Nominate records that a pod is expected to land on target (a NodeClaim or Node name).
+func (c *Cluster) Nominate(pod types.UID, target string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nominations[pod] = nomination{target: target, since: c.clock.Now()}
+}
+
+// NominatedTo returns the target a pod is nominated to, if any.
+func (c *Cluster) NominatedTo(pod types.UID) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nominations[pod]
+	return n.target, ok
+}
+
+// RecordCreated remembers a NodeClaim the provisioner just created, until the cache shows it.
+func (c *Cluster) RecordCreated(claim *karpv1.NodeClaim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.created[claim.Name] = createdClaim{claim: claim.DeepCopy(), at: c.clock.Now()}
+}
+
+// MarkForDeletion marks nodes (by Node or NodeClaim name) that disruption is about to remove:
+// the provisioner places nothing on them.
+func (c *Cluster) MarkForDeletion(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range names {
+		c.deleting[n] = true
+	}
+}
+
+// UnmarkForDeletion undoes MarkForDeletion.
+func (c *Cluster) UnmarkForDeletion(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range names {
+		delete(c.deleting, n)
+	}
+}
+
+// StateNode is a node, or a NodeClaim still launching, with the pods on it.
+type StateNode struct {
+	// Node is the registered node; nil while the claim has none.
+	Node *corev1.Node
+	// NodeClaim that created the node; nil for nodes Karpenter does not manage.
+	NodeClaim *karpv1.NodeClaim
+	// Pods bound to it, and pods nominated to it that are not bound yet.
+	Pods []*corev1.Pod
+	// Allocatable is what pods may request on it.
+	Allocatable corev1.ResourceList
+	// Requested sums the requests of Pods and of daemonset pods expected on it.
+	Requested corev1.ResourceList
+	// MarkedForDeletion: disruption or a user is removing it.
+	MarkedForDeletion bool
+}
+
+// Name is the Node's name, or the NodeClaim's while it has no node.
+func (n *StateNode) Name() string {
+	if n.Node != nil {
+		return n.Node.Name
+	}
+	return n.NodeClaim.Name
+}
+
+// Available is Allocatable less Requested.
+func (n *StateNode) Available() corev1.ResourceList {
+	return scheduling.Subtract(n.Allocatable, n.Requested)
+}
+
+// Initialized reports whether the node is ready for pods (Karpenter's Initialized condition,
+// or Ready for nodes Karpenter does not manage).
+func (n *StateNode) Initialized() bool {
+	if n.NodeClaim != nil {
+		return meta.IsStatusConditionTrue(n.NodeClaim.Status.Conditions, karpv1.ConditionTypeInitialized)
+	}
+	for _, c := range n.Node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// NodePool the node belongs to, or "".
+func (n *StateNode) NodePool() string {
+	if n.NodeClaim != nil {
+		return n.NodeClaim.Labels[karpv1.NodePoolLabelKey]
+	}
+	return n.Node.Labels[karpv1.NodePoolLabelKey]
+}
+
+// Snapshot is the cluster at one moment.
+type Snapshot struct {
+	// Nodes are registered nodes and in-flight NodeClaims, sorted by name.
+	Nodes []*StateNode
+	// Pending are pods waiting for capacity and not nominated to any, sorted by namespace/name.
+	Pending []*corev1.Pod
+	// DaemonSets in the cluster.
+	DaemonSets []*appsv1.DaemonSet
+	// NodePools in the cluster, sorted by name.
+	NodePools []*karpv1.NodePool
+	// Pods are every pod in the cluster.
+	Pods []*corev1.Pod
+}
+
+// Snapshot reads the cluster and joins in what only this process knows.
+func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
+	var (
+		nodes      corev1.NodeList
+		claims     karpv1.NodeClaimList
+		pods       corev1.PodList
+		daemonSets appsv1.DaemonSetList
+		pools      karpv1.NodePoolList
+	)
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{{"nodes", &nodes}, {"nodeclaims", &claims}, {"pods", &pods}, {"daemonsets", &daemonSets}, {"nodepools", &pools}} {
+		if err := c.reader.List(ctx, l.list); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", l.what, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+
+	// Claims: the cache's, plus created ones it does not show yet.
+	byName := map[string]*karpv1.NodeClaim{}
+	for i := range claims.Items {
+		byName[claims.Items[i].Name] = &claims.Items[i]
+	}
+	for name, cc := range c.created {
+		if _, seen := byName[name]; seen || now.Sub(cc.at) > CreatedClaimTTL {
+			delete(c.created, name)
+			continue
+		}
+		byName[name] = cc.claim
+	}
+	snap := &Snapshot{}
+	for i := range daemonSets.Items {
+		snap.DaemonSets = append(snap.DaemonSets, &daemonSets.Items[i])
+	}
+	for i := range pools.Items {
+		snap.NodePools = append(snap.NodePools, &pools.Items[i])
+	}
+	sort.Slice(snap.NodePools, func(i, j int) bool { return snap.NodePools[i].Name < snap.NodePools[j].Name })
+
+	// One StateNode per registered node (joined with its claim) and per claim without a node.
+	targets := map[string]*StateNode{}
+	claimOfNode := map[string]*karpv1.NodeClaim{}
+	for _, claim := range byName {
+		if claim.Status.NodeName != "" {
+			claimOfNode[claim.Status.NodeName] = claim
+		}
+	}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		sn := &StateNode{Node: node, NodeClaim: claimOfNode[node.Name], Allocatable: node.Status.Allocatable}
+		sn.MarkedForDeletion = node.DeletionTimestamp != nil || c.deleting[node.Name] ||
+			sn.NodeClaim != nil && (sn.NodeClaim.DeletionTimestamp != nil || c.deleting[sn.NodeClaim.Name])
+		targets[node.Name] = sn
+		if sn.NodeClaim != nil {
+			targets[sn.NodeClaim.Name] = sn
+		}
+	}
+	for _, claim := range byName {
+		if claim.Status.NodeName != "" && targets[claim.Status.NodeName] != nil {
+			continue
+		}
+		sn := &StateNode{NodeClaim: claim, MarkedForDeletion: claim.DeletionTimestamp != nil || c.deleting[claim.Name]}
+		if len(claim.Status.Allocatable) > 0 {
+			sn.Allocatable = claim.Status.Allocatable
+		} else {
+			// Not launched yet: only the room it was sized for is known.
+			sn.Allocatable = claim.Spec.Resources.Requests
+		}
+		targets[claim.Name] = sn
+	}
+
+	// Pods: bound ones to their node; nominated ones to their target while it is there.
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		snap.Pods = append(snap.Pods, pod)
+		if isTerminal(pod) {
+			continue
+		}
+		if pod.Spec.NodeName != "" {
+			if sn, ok := targets[pod.Spec.NodeName]; ok {
+				sn.Pods = append(sn.Pods, pod)
+			}
+			delete(c.nominations, pod.UID)
+			continue
+		}
+		if !IsProvisionable(pod) {
+			continue
+		}
+		if n, ok := c.nominations[pod.UID]; ok {
+			if sn, exists := targets[n.target]; exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now) {
+				sn.Pods = append(sn.Pods, pod)
+				continue
+			}
+			delete(c.nominations, pod.UID)
+		}
+		snap.Pending = append(snap.Pending, pod)
+	}
+	seen := map[*StateNode]bool{}
+	for _, sn := range targets {
+		if seen[sn] {
+			continue
+		}
+		seen[sn] = true
+		sn.Requested = requested(sn, snap.DaemonSets)
+		snap.Nodes = append(snap.Nodes, sn)
+	}
+	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].Name() < snap.Nodes[j].Name() })
+	sort.Slice(snap.Pending, func(i, j int) bool {
+		a, b := snap.Pending[i], snap.Pending[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	return snap, nil
+}
+
+// nominationExpired: a nomination lasts while its target launches and for a grace period after
+// the node initializes (for the kube-scheduler to bind the pod).
+func nominationExpired(sn *StateNode, n nomination, now time.Time) bool {
+	if sn.NodeClaim == nil {
+		return now.Sub(n.since) > NominationGrace
+	}
+	cond := meta.FindStatusCondition(sn.NodeClaim.Status.Conditions, karpv1.ConditionTypeInitialized)
+	if cond == nil || cond.Status != "True" {
+		return false
+	}
+	since := cond.LastTransitionTime.Time
+	if n.since.After(since) {
+		since = n.since
+	}
+	return now.Sub(since) > NominationGrace
+}
+
+// requested sums the pods on a node and the daemonset pods expected there but not bound yet.
+func requested(sn *StateNode, daemonSets []*appsv1.DaemonSet) corev1.ResourceList {
+	lists := make([]corev1.ResourceList, 0, len(sn.Pods)+len(daemonSets))
+	present := map[types.UID]bool{}
+	for _, pod := range sn.Pods {
+		lists = append(lists, scheduling.PodRequests(pod))
+		if owner := metaControllerUID(pod); owner != "" {
+			present[owner] = true
+		}
+	}
+	// A claim not launched yet has its requests as allocatable (it was sized for its pods and
+	// daemonsets); its pods are the nominated ones, so after a restart, when nominations are
+	// lost, the room its pods need shows as free and they are placed on it again.
+	labels, taints := nodeLabelsAndTaints(sn)
+	for _, ds := range daemonSets {
+		if present[ds.UID] || !DaemonSetSchedules(ds, labels, taints) {
+			continue
+		}
+		lists = append(lists, scheduling.PodRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec}))
+	}
+	return scheduling.Merge(lists...)
+}
+
+func nodeLabelsAndTaints(sn *StateNode) (map[string]string, []corev1.Taint) {
+	if sn.Node != nil {
+		return sn.Node.Labels, sn.Node.Spec.Taints
+	}
+	reqs, err := scheduling.FromNodePoolRequirements(sn.NodeClaim.Spec.Requirements...)
+	labels := map[string]string{}
+	if err == nil {
+		labels = reqs.Labels()
+	}
+	for k, v := range sn.NodeClaim.Labels {
+		labels[k] = v
+	}
+	return labels, sn.NodeClaim.Spec.Taints
+}
+
+func metaControllerUID(pod *corev1.Pod) types.UID {
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
+			return o.UID
+		}
+	}
+	return ""
+}
+
+// DaemonSetSchedules reports whether a daemonset's pods would run on a node with these labels
+// and taints: they tolerate its taints and match its labels by node selector and required node
+// affinity.
+func DaemonSetSchedules(ds *appsv1.DaemonSet, labels map[string]string, taints []corev1.Taint) bool {
+	spec := ds.Spec.Template.Spec
+	if scheduling.Tolerates(spec.Tolerations, taints) != nil {
+		return false
+	}
+	if scheduling.FromLabels(spec.NodeSelector).Matches(labels) != nil {
+		return false
+	}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			reqs, err := scheduling.FromNodeSelectorRequirements(term.MatchExpressions...)
+			if err == nil && reqs.Matches(labels) == nil {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// IsProvisionable reports whether a pod waits for capacity Karpenter may create: the
+// kube-scheduler marked it Unschedulable, it is not bound, terminal or being deleted, it is not
+// a daemonset or static pod, and it is not waiting on a preemption.
+func IsProvisionable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || isTerminal(pod) || pod.Status.NominatedNodeName != "" {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}

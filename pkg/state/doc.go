@@ -1,0 +1,10 @@
+// Package state owns Karpenter's view of the cluster: nodes and in-flight NodeClaims with the
+// pods bound or nominated to them and their free room, the pods waiting for capacity, the
+// daemonsets that will land on new nodes, and the NodePools.
+//
+// The objects come from an informer-backed client.Reader (the controller-runtime cache); this
+// package adds what a cache cannot know yet and keeps it consistent under concurrent use:
+// nominations (pods the provisioner placed on capacity that has not taken them yet), NodeClaims
+// just created but not yet seen by the cache (so a fast second batch cannot launch twice), and
+// nodes marked for deletion by disruption.
+package state
