@@ -1,14 +1,135 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/openkarpenter/karpenter/pkg/operator"
+)
 
 func newControllerCommand() *cobra.Command {
-	return &cobra.Command{
+	opts := operator.DefaultOptions()
+	var logLevel string
+	var fs *envFlags
+	cmd := &cobra.Command{
 		Use:   "controller",
-		Short: "Run the controllers against a cluster (provisioning, lifecycle, disruption, termination)",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return notBuiltYet("the controller")
+		Short: "Run the controllers against a cluster (provisioning, node lifecycle, NodePools)",
+		Long: `Run Karpenter's controllers against the cluster of the current kubeconfig (or the in-cluster
+config). Every flag can also be set by the environment variable named in its help, the names
+Karpenter's Helm chart uses.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := fs.err(); err != nil {
+				return usageError{err}
+			}
+			if err := opts.Validate(); err != nil {
+				return usageError{fmt.Errorf("invalid settings:\n%w", err)}
+			}
+			level, err := parseLogLevel(logLevel)
+			if err != nil {
+				return usageError{err}
+			}
+			ctrl.SetLogger(zap.New(zap.Level(level), zap.JSONEncoder()))
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			op, err := operator.New(cfg, opts)
+			if err != nil {
+				return err
+			}
+			return op.Start(ctrl.SetupSignalHandler())
 		},
 	}
+	fs = &envFlags{fs: cmd.Flags()}
+	fs.string(&opts.CloudProvider, "cloud-provider", "CLOUD_PROVIDER", opts.CloudProvider, "cloud to launch nodes in: sim or aws")
+	fs.string(&opts.ClusterName, "cluster-name", "CLUSTER_NAME", opts.ClusterName, "name of the cluster")
+	fs.duration(&opts.BatchIdleDuration, "batch-idle-duration", "BATCH_IDLE_DURATION", opts.BatchIdleDuration, "end a provisioning batch after this long without new pods")
+	fs.duration(&opts.BatchMaxDuration, "batch-max-duration", "BATCH_MAX_DURATION", opts.BatchMaxDuration, "end a provisioning batch after this long in any case")
+	fs.string(&opts.PreferencePolicy, "preference-policy", "PREFERENCE_POLICY", opts.PreferencePolicy, "Respect or Ignore preferred affinities when provisioning")
+	fs.string(&opts.MinValuesPolicy, "min-values-policy", "MIN_VALUES_POLICY", opts.MinValuesPolicy, "Strict or BestEffort")
+	fs.string(&opts.MetricsBindAddress, "metrics-bind-address", "METRICS_BIND_ADDRESS", opts.MetricsBindAddress, "address of /metrics; 0 disables")
+	fs.string(&opts.HealthProbeBindAddress, "health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", opts.HealthProbeBindAddress, "address of /healthz and /readyz; 0 disables")
+	fs.bool(&opts.LeaderElection, "leader-elect", "LEADER_ELECT", opts.LeaderElection, "elect a leader so that only one replica acts")
+	fs.string(&opts.LeaderElectionNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", opts.LeaderElectionNamespace, "namespace of the leader election Lease")
+	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")
+	fs.string(&logLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info or error")
+	fs.int64(&opts.Sim.Seed, "sim-seed", "SIM_SEED", opts.Sim.Seed, "seed of the simulated cloud")
+	fs.duration(&opts.Sim.LaunchLatency, "sim-launch-latency", "SIM_LAUNCH_LATENCY", opts.Sim.LaunchLatency, "simulated time from launch to node registration")
+	fs.duration(&opts.Sim.ReadyDelay, "sim-ready-delay", "SIM_READY_DELAY", opts.Sim.ReadyDelay, "simulated time from registration to node Ready")
+	fs.bool(&opts.Sim.MarkPodsRunning, "sim-mark-pods-running", "SIM_MARK_PODS_RUNNING", opts.Sim.MarkPodsRunning, "report pods bound to simulated nodes as Running")
+	return cmd
+}
+
+func parseLogLevel(s string) (zapcore.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return zapcore.DebugLevel, nil
+	case "info", "":
+		return zapcore.InfoLevel, nil
+	case "error":
+		return zapcore.ErrorLevel, nil
+	}
+	return 0, fmt.Errorf("--log-level (LOG_LEVEL) %q: must be debug, info or error", s)
+}
+
+// envFlags defines flags that default from environment variables, so both work and the flag
+// wins. Malformed variables are collected and reported before the command runs.
+type envFlags struct {
+	fs   *pflag.FlagSet
+	errs []string
+}
+
+func envOr(name, fallback string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return fallback
+}
+
+func (e *envFlags) err() error {
+	if len(e.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("invalid environment variables: %s", strings.Join(e.errs, "; "))
+}
+
+func (e *envFlags) string(p *string, name, env, def, usage string) {
+	e.fs.StringVar(p, name, envOr(env, def), usage+" ("+env+")")
+}
+
+func (e *envFlags) bool(p *bool, name, env string, def bool, usage string) {
+	v, err := strconv.ParseBool(envOr(env, strconv.FormatBool(def)))
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s: %v", env, err))
+		v = def
+	}
+	e.fs.BoolVar(p, name, v, usage+" ("+env+")")
+}
+
+func (e *envFlags) duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	v, err := time.ParseDuration(envOr(env, def.String()))
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s: %v", env, err))
+		v = def
+	}
+	e.fs.DurationVar(p, name, v, usage+" ("+env+")")
+}
+
+func (e *envFlags) int64(p *int64, name, env string, def int64, usage string) {
+	v, err := strconv.ParseInt(envOr(env, strconv.FormatInt(def, 10)), 10, 64)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s: %v", env, err))
+		v = def
+	}
+	e.fs.Int64Var(p, name, v, usage+" ("+env+")")
 }

@@ -1,0 +1,114 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/openkarpenter/karpenter/pkg/apis"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// LeaderElectionID names the Lease replicas compete for.
+const LeaderElectionID = "karpenter-leader-election"
+
+// Operator is a manager with Karpenter's controllers registered.
+type Operator struct {
+	// Manager runs the controllers.
+	Manager manager.Manager
+	// CloudProvider is the cloud the controllers launch in.
+	CloudProvider cloudprovider.CloudProvider
+	// Cluster is the shared cluster state.
+	Cluster *state.Cluster
+	// Provisioner creates NodeClaims for pending pods.
+	Provisioner *provisioning.Provisioner
+	// Sim is the simulated cloud when CloudProvider is sim.
+	Sim *sim.Cloud
+}
+
+// registrar is what every controller offers the operator.
+type registrar interface {
+	Register(manager.Manager) error
+}
+
+// New builds the manager and registers the controllers.
+func New(cfg *rest.Config, opts Options) (*Operator, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        apis.NewScheme(),
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if opts.HealthProbeBindAddress != "0" {
+		if err := errors.Join(mgr.AddHealthzCheck("healthz", healthz.Ping), mgr.AddReadyzCheck("readyz", healthz.Ping)); err != nil {
+			return nil, err
+		}
+	}
+	clk := clock.RealClock{}
+	op := &Operator{Manager: mgr, Cluster: state.NewCluster(mgr.GetClient(), clk)}
+	recorder := mgr.GetEventRecorderFor("karpenter")
+	var registrars []registrar
+	switch opts.CloudProvider {
+	case CloudProviderSim:
+		cloud, err := sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency})
+		if err != nil {
+			return nil, err
+		}
+		kubelet, err := sim.NewKubelet(cloud, mgr.GetClient(), sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning})
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(leaderOnly{kubelet}); err != nil {
+			return nil, err
+		}
+		op.Sim, op.CloudProvider = cloud, cloud
+		registrars = append(registrars, sim.NewNodeClassStatusController(mgr.GetClient(), cloud))
+	case CloudProviderAWS:
+		return nil, errors.New("--cloud-provider aws is not built yet; use --cloud-provider sim")
+	}
+	unavailable := cloudprovider.NewUnavailableOfferings(clk, 0)
+	op.Provisioner = provisioning.NewProvisioner(mgr.GetClient(), op.Cluster, op.CloudProvider, unavailable, recorder, clk, provisioning.Options{
+		BatchIdleDuration:   opts.BatchIdleDuration,
+		BatchMaxDuration:    opts.BatchMaxDuration,
+		IgnorePreferences:   opts.PreferencePolicy == "Ignore",
+		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
+	})
+	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner))
+	registrars = append(registrars, lifecycleControllers(mgr, op.CloudProvider, unavailable, clk, recorder, opts)...)
+	for _, r := range registrars {
+		if err := r.Register(mgr); err != nil {
+			return nil, fmt.Errorf("registering %T: %w", r, err)
+		}
+	}
+	return op, nil
+}
+
+// Start runs the manager until ctx is done.
+func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }
+
+// leaderOnly runs a runnable only on the elected leader.
+type leaderOnly struct {
+	manager.Runnable
+}
+
+// NeedLeaderElection makes the runnable wait for leadership.
+func (leaderOnly) NeedLeaderElection() bool { return true }

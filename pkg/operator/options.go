@@ -1,0 +1,102 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Cloud provider names.
+const (
+	CloudProviderSim = "sim"
+	CloudProviderAWS = "aws"
+)
+
+// Options configure the controller process. The zero value is not valid (CloudProvider is
+// required); DefaultOptions gives Karpenter's defaults.
+type Options struct {
+	// CloudProvider is "sim" or "aws".
+	CloudProvider string
+	// ClusterName names the cluster (tags, instance profiles).
+	ClusterName string
+	// BatchIdleDuration and BatchMaxDuration are the provisioner's batching windows.
+	BatchIdleDuration, BatchMaxDuration time.Duration
+	// PreferencePolicy is "Respect" (try preferences, relax them one by one) or "Ignore".
+	PreferencePolicy string
+	// MinValuesPolicy is "Strict" or "BestEffort".
+	MinValuesPolicy string
+	// MetricsBindAddress and HealthProbeBindAddress serve /metrics and /healthz, /readyz; "0"
+	// disables them.
+	MetricsBindAddress, HealthProbeBindAddress string
+	// LeaderElection makes only one replica act at a time; LeaderElectionNamespace holds the
+	// Lease (defaults to the namespace the process runs in).
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// RegistrationTTL is how long a NodeClaim may take to register before it is replaced.
+	RegistrationTTL time.Duration
+	// Sim configures the simulated cloud.
+	Sim SimOptions
+}
+
+// SimOptions configure the simulated cloud provider.
+type SimOptions struct {
+	// Seed makes the simulated cloud's choices reproducible.
+	Seed int64
+	// LaunchLatency is the time from launch until the instance's node registers.
+	LaunchLatency time.Duration
+	// ReadyDelay is the time from registration until the node is Ready.
+	ReadyDelay time.Duration
+	// Zones are the simulated availability zones (default us-east-1a/b/c).
+	Zones []string
+	// MarkPodsRunning makes the simulated kubelet report bound pods Running.
+	MarkPodsRunning bool
+}
+
+// DefaultOptions are Karpenter's defaults, on the simulated cloud.
+func DefaultOptions() Options {
+	return Options{
+		CloudProvider:          CloudProviderSim,
+		BatchIdleDuration:      time.Second,
+		BatchMaxDuration:       10 * time.Second,
+		PreferencePolicy:       "Respect",
+		MinValuesPolicy:        "Strict",
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+		LeaderElection:         true,
+		RegistrationTTL:        15 * time.Minute,
+		Sim:                    SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, MarkPodsRunning: true},
+	}
+}
+
+// Validate reports every invalid option, naming the flag and environment variable to fix.
+func (o Options) Validate() error {
+	var errs []error
+	switch o.CloudProvider {
+	case CloudProviderSim:
+	case CloudProviderAWS:
+		if o.ClusterName == "" {
+			errs = append(errs, errors.New("--cluster-name (CLUSTER_NAME) is required with --cloud-provider aws"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--cloud-provider %q: must be %q or %q", o.CloudProvider, CloudProviderSim, CloudProviderAWS))
+	}
+	if o.BatchIdleDuration <= 0 {
+		errs = append(errs, fmt.Errorf("--batch-idle-duration (BATCH_IDLE_DURATION) %s: must be positive", o.BatchIdleDuration))
+	}
+	if o.BatchMaxDuration < o.BatchIdleDuration {
+		errs = append(errs, fmt.Errorf("--batch-max-duration (BATCH_MAX_DURATION) %s: must be at least the idle duration %s", o.BatchMaxDuration, o.BatchIdleDuration))
+	}
+	if o.PreferencePolicy != "Respect" && o.PreferencePolicy != "Ignore" {
+		errs = append(errs, fmt.Errorf("--preference-policy (PREFERENCE_POLICY) %q: must be Respect or Ignore", o.PreferencePolicy))
+	}
+	if o.MinValuesPolicy != "Strict" && o.MinValuesPolicy != "BestEffort" {
+		errs = append(errs, fmt.Errorf("--min-values-policy (MIN_VALUES_POLICY) %q: must be Strict or BestEffort", o.MinValuesPolicy))
+	}
+	if o.RegistrationTTL <= 0 {
+		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
+	}
+	if o.Sim.LaunchLatency < 0 || o.Sim.ReadyDelay < 0 {
+		errs = append(errs, errors.New("--sim-launch-latency and --sim-ready-delay must not be negative"))
+	}
+	return errors.Join(errs...)
+}
