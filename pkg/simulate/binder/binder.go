@@ -1,0 +1,160 @@
+// Package binder stands in for the kube-scheduler where there is none (the embedded cluster of
+// `karpenter simulate`, and API-server tests without a control plane): it binds pending pods to
+// Ready nodes that fit them (requests, node selection, taints, topology spread, pod
+// (anti-)affinity, host ports), through the pods' binding subresource, and marks the pods that
+// fit nowhere PodScheduled=False with reason Unschedulable, which is what Karpenter watches for.
+//
+// It reuses the project's scheduler (pkg/provisioning/scheduler) restricted to existing nodes,
+// so it judges fit with the same rules Karpenter provisions by.
+package binder
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// Binder binds pending pods to nodes.
+type Binder struct {
+	kubeClient client.Client
+	clock      clock.PassiveClock
+}
+
+// New returns a binder over any client (an API server's or an in-memory one).
+func New(kubeClient client.Client, c clock.PassiveClock) *Binder {
+	return &Binder{kubeClient: kubeClient, clock: c}
+}
+
+// Result says what one Step did.
+type Result struct {
+	// Bound pods, by name, with the node each went to.
+	Bound map[string]string
+	// Unschedulable pods newly marked so.
+	Unschedulable []string
+}
+
+// Step binds every pending pod that fits a schedulable, Ready node, and marks the others
+// Unschedulable (once, with the reason).
+func (b *Binder) Step(ctx context.Context) (*Result, error) {
+	var pods corev1.PodList
+	if err := b.kubeClient.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var nodes corev1.NodeList
+	if err := b.kubeClient.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	bound := map[string][]*corev1.Pod{}
+	var pending []*corev1.Pod
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if pod.Spec.NodeName != "" {
+			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+			continue
+		}
+		if pod.DeletionTimestamp == nil && (pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName) {
+			pending = append(pending, pod)
+		}
+	}
+	res := &Result{Bound: map[string]string{}}
+	if len(pending) == 0 {
+		return res, nil
+	}
+	in := scheduler.Input{Pods: pending, Options: scheduler.Options{IgnorePreferences: true}}
+	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if node.DeletionTimestamp != nil || !ready(node) {
+			continue
+		}
+		requests := make([]corev1.ResourceList, 0, len(bound[node.Name]))
+		for _, pod := range bound[node.Name] {
+			requests = append(requests, scheduling.PodRequests(pod))
+		}
+		taints := node.Spec.Taints
+		if node.Spec.Unschedulable {
+			taints = append(append([]corev1.Taint(nil), taints...), corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+		}
+		labels := node.Labels
+		if _, ok := labels[corev1.LabelHostname]; !ok {
+			labels = map[string]string{corev1.LabelHostname: node.Name}
+			for k, v := range node.Labels {
+				labels[k] = v
+			}
+		}
+		in.Nodes = append(in.Nodes, &scheduler.Node{
+			Name: node.Name, Labels: labels, Taints: taints, Pods: bound[node.Name],
+			Available: scheduling.Subtract(node.Status.Allocatable, scheduling.Merge(requests...)),
+		})
+	}
+	results := scheduler.Solve(in)
+	for _, pl := range results.ExistingPlacements {
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pl.Pod.Name, Namespace: pl.Pod.Namespace, UID: pl.Pod.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: pl.Node},
+		}
+		if err := b.kubeClient.SubResource("binding").Create(ctx, pl.Pod, binding); err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				continue // deleted or bound meanwhile
+			}
+			return res, fmt.Errorf("binding pod %s/%s to %s: %w", pl.Pod.Namespace, pl.Pod.Name, pl.Node, err)
+		}
+		res.Bound[pl.Pod.Namespace+"/"+pl.Pod.Name] = pl.Node
+	}
+	for _, pe := range results.PodErrors {
+		if err := b.markUnschedulable(ctx, pe.Pod, len(in.Nodes)); err != nil {
+			return res, err
+		}
+		res.Unschedulable = append(res.Unschedulable, pe.Pod.Namespace+"/"+pe.Pod.Name)
+	}
+	return res, nil
+}
+
+// markUnschedulable sets PodScheduled=False, reason Unschedulable, unless it is already so.
+func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, readyNodes int) error {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return nil
+		}
+	}
+	updated := pod.DeepCopy()
+	cond := corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: fmt.Sprintf("0/%d nodes are available to fit the pod", readyNodes), LastTransitionTime: metav1.NewTime(b.clock.Now()),
+	}
+	replaced := false
+	for i, c := range updated.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			updated.Status.Conditions[i], replaced = cond, true
+		}
+	}
+	if !replaced {
+		updated.Status.Conditions = append(updated.Status.Conditions, cond)
+	}
+	updated.Status.Phase = corev1.PodPending
+	if err := b.kubeClient.Status().Update(ctx, updated); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("marking pod %s/%s unschedulable: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+func ready(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
