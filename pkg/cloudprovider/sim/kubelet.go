@@ -1,0 +1,471 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// Defaults of KubeletOptions.
+const (
+	// DefaultKubeletVersion is the version the simulated kubelets report.
+	DefaultKubeletVersion = "v1.35.8"
+	// DefaultKubeletInterval is how often Run steps.
+	DefaultKubeletInterval = 100 * time.Millisecond
+	// containerRuntimeVersion is the runtime the simulated kubelets report.
+	containerRuntimeVersion = "containerd://2.0.5"
+)
+
+// KubeletOptions configure the kubelet stand-in. The zero value is usable.
+type KubeletOptions struct {
+	// ReadyDelay is the time from an instance running (its Node registering) until the Node is
+	// Ready; zero means Ready at registration.
+	ReadyDelay time.Duration
+	// MarkPodsRunning sets pods bound to Ready Nodes of the cloud to phase Running, with their
+	// containers started and Ready, as their kubelet would.
+	MarkPodsRunning bool
+	// Interval is how often Run steps; zero means DefaultKubeletInterval.
+	Interval time.Duration
+	// KubeletVersion is the version the Nodes report; empty means DefaultKubeletVersion.
+	KubeletVersion string
+}
+
+// Validate reports the first invalid option.
+func (o KubeletOptions) Validate() error {
+	if o.ReadyDelay < 0 {
+		return fmt.Errorf("ready delay %s is negative", o.ReadyDelay)
+	}
+	if o.Interval < 0 {
+		return fmt.Errorf("interval %s is negative", o.Interval)
+	}
+	return nil
+}
+
+// Kubelet stands in for the kubelets of the cloud's instances and for the cloud's node
+// lifecycle controller. Each Step:
+//
+//  1. deletes the Nodes (provider ID sim:///…) whose instances are gone or unknown to the cloud;
+//     a Node with finalizers is only marked for deletion, as the API server does;
+//  2. registers a Node for every running instance without one: named by the instance's
+//     hostname, with its provider ID, the instance's labels plus kubernetes.io/hostname, the
+//     legacy beta labels and those NodeClaim labels a kubelet may set itself, and the taints
+//     karpenter.sh/unregistered:NoExecute, the NodeClaim's taints and startup taints (read from
+//     the NodeClaim, or from the instance's user data when the claim is gone) and, until
+//     Ready, node.kubernetes.io/not-ready:NoSchedule;
+//  3. writes each Node's status through the status subresource: capacity and allocatable as
+//     the instance type says, Ready=False at first and Ready=True once ReadyDelay has passed
+//     since the instance started running, addresses and node info; and removes the not-ready
+//     taint once Ready;
+//  4. with MarkPodsRunning, sets the pods bound to Ready Nodes to Running.
+//
+// Step reads time from the cloud's clock only, so a simulation drives it on a virtual clock.
+type Kubelet struct {
+	cloud *Cloud
+	kube  client.Client
+	opts  KubeletOptions
+}
+
+// NewKubelet returns the kubelet stand-in of the cloud's instances, writing Nodes (and pods)
+// through kube.
+func NewKubelet(cloud *Cloud, kube client.Client, opts KubeletOptions) (*Kubelet, error) {
+	if cloud == nil || kube == nil {
+		return nil, errors.New("kubelet needs a cloud and a client")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid kubelet options: %w", err)
+	}
+	if opts.Interval == 0 {
+		opts.Interval = DefaultKubeletInterval
+	}
+	if opts.KubeletVersion == "" {
+		opts.KubeletVersion = DefaultKubeletVersion
+	}
+	return &Kubelet{cloud: cloud, kube: kube, opts: opts}, nil
+}
+
+// Run steps every Interval on the cloud's clock (the real clock unless the cloud was given
+// another) until ctx is cancelled, logging failed steps; it then returns nil.
+func (k *Kubelet) Run(ctx context.Context) error {
+	for {
+		if err := k.Step(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "simulated kubelet step failed")
+		}
+		timer := k.cloud.clock.NewTimer(k.opts.Interval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C():
+		}
+	}
+}
+
+// Start runs the kubelet; it makes Kubelet a controller-runtime manager.Runnable.
+func (k *Kubelet) Start(ctx context.Context) error { return k.Run(ctx) }
+
+// Step makes one pass over the cloud's instances and the cluster's Nodes (see Kubelet). A
+// failure on one Node does not stop the others; the errors are joined.
+func (k *Kubelet) Step(ctx context.Context) error {
+	now, instances := k.cloud.snapshotLive()
+	var nodes corev1.NodeList
+	if err := k.kube.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	live := make(map[string]bool, len(instances))
+	for _, inst := range instances {
+		live[inst.ProviderID] = true
+	}
+
+	var errs []error
+	byProviderID := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		providerID := node.Spec.ProviderID
+		if !strings.HasPrefix(providerID, ProviderIDPrefix) {
+			continue
+		}
+		if live[providerID] {
+			byProviderID[providerID] = node
+			continue
+		}
+		if node.DeletionTimestamp != nil {
+			continue
+		}
+		if err := k.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting node %s of a terminated instance: %w", node.Name, err))
+		}
+	}
+
+	ready := map[string]*corev1.Node{}
+	for _, inst := range instances {
+		if inst.State != InstanceStateRunning {
+			continue
+		}
+		node := byProviderID[inst.ProviderID]
+		isReady := !now.Before(inst.RunningTime.Add(k.opts.ReadyDelay))
+		if node == nil {
+			var err error
+			if node, err = k.register(ctx, inst, isReady, now); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		node, err := k.syncStatus(ctx, node, inst, isReady, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if isReady {
+			ready[node.Name] = node
+		}
+	}
+
+	if k.opts.MarkPodsRunning && len(ready) > 0 {
+		if err := k.markPodsRunning(ctx, ready, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// register creates the Node of a running instance, as its kubelet does when it starts.
+func (k *Kubelet) register(ctx context.Context, inst Instance, ready bool, now time.Time) (*corev1.Node, error) {
+	boot := inst.Bootstrap
+	var claim karpv1.NodeClaim
+	switch err := k.kube.Get(ctx, client.ObjectKey{Name: inst.NodeClaimName}, &claim); {
+	case err == nil:
+		boot = Bootstrap{Labels: claim.Labels, Taints: claim.Spec.Taints, StartupTaints: claim.Spec.StartupTaints}
+	case apierrors.IsNotFound(err):
+		// The claim is gone; the kubelet still starts with what its user data said.
+	default:
+		return nil, fmt.Errorf("reading nodeclaim %s of instance %s: %w", inst.NodeClaimName, inst.ID, err)
+	}
+
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: inst.Hostname, Labels: nodeLabels(inst, boot.Labels)},
+		Spec:       corev1.NodeSpec{ProviderID: inst.ProviderID, Taints: registrationTaints(boot, ready)},
+		Status:     k.nodeStatus(inst, ready, now),
+	}
+	err := k.kube.Create(ctx, node)
+	if err == nil {
+		return node, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("registering node %s: %w", inst.Hostname, err)
+	}
+	existing := &corev1.Node{}
+	if err := k.kube.Get(ctx, client.ObjectKey{Name: inst.Hostname}, existing); err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", inst.Hostname, err)
+	}
+	if existing.Spec.ProviderID != inst.ProviderID {
+		return nil, fmt.Errorf("registering node %s: the name is taken by provider id %q", inst.Hostname, existing.Spec.ProviderID)
+	}
+	return existing, nil
+}
+
+// syncStatus brings the Node's status (and its not-ready taint) in line with the instance.
+func (k *Kubelet) syncStatus(ctx context.Context, node *corev1.Node, inst Instance, ready bool, now time.Time) (*corev1.Node, error) {
+	cond := findNodeCondition(node.Status.Conditions, corev1.NodeReady)
+	switch {
+	case cond == nil || node.Status.Capacity == nil:
+		// Registered without status (a store that drops it on create, or a failed write).
+		base := node.DeepCopy()
+		node.Status = k.nodeStatus(inst, ready, now)
+		if err := k.kube.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+			return nil, fmt.Errorf("writing status of node %s: %w", node.Name, err)
+		}
+	case ready && cond.Status != corev1.ConditionTrue:
+		base := node.DeepCopy()
+		t := metav1.NewTime(now)
+		*cond = corev1.NodeCondition{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "kubelet is posting ready status", LastHeartbeatTime: t, LastTransitionTime: t,
+		}
+		if err := k.kube.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+			return nil, fmt.Errorf("marking node %s ready: %w", node.Name, err)
+		}
+	}
+	if ready && hasTaint(node.Spec.Taints, corev1.TaintNodeNotReady) {
+		// The node lifecycle controller's part: a Ready node loses its not-ready taint. Karpenter
+		// edits the taints too, so update with optimistic locking and retry on conflicts.
+		key := client.ObjectKeyFromObject(node)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			fresh := &corev1.Node{}
+			if err := k.kube.Get(ctx, key, fresh); err != nil {
+				return err
+			}
+			kept := slices.DeleteFunc(slices.Clone(fresh.Spec.Taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+			if len(kept) != len(fresh.Spec.Taints) {
+				fresh.Spec.Taints = kept
+				if err := k.kube.Update(ctx, fresh); err != nil {
+					return err
+				}
+			}
+			node = fresh
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("removing the not-ready taint of node %s: %w", key.Name, err)
+		}
+	}
+	return node, nil
+}
+
+// nodeStatus is what the kubelet of the instance reports.
+func (k *Kubelet) nodeStatus(inst Instance, ready bool, now time.Time) corev1.NodeStatus {
+	t := metav1.NewTime(now)
+	readyCond := corev1.NodeCondition{
+		Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+		Message: "container runtime network not ready", LastHeartbeatTime: t, LastTransitionTime: t,
+	}
+	if ready {
+		readyCond.Status, readyCond.Reason, readyCond.Message = corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"
+	}
+	healthy := func(typ corev1.NodeConditionType, reason, message string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: typ, Status: corev1.ConditionFalse, Reason: reason, Message: message, LastHeartbeatTime: t, LastTransitionTime: t}
+	}
+	id := digest("machine", inst.ID)
+	return corev1.NodeStatus{
+		Capacity:    inst.Capacity.DeepCopy(),
+		Allocatable: inst.Allocatable.DeepCopy(),
+		Phase:       corev1.NodeRunning,
+		Conditions: []corev1.NodeCondition{
+			healthy(corev1.NodeMemoryPressure, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+			healthy(corev1.NodeDiskPressure, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+			healthy(corev1.NodePIDPressure, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+			readyCond,
+		},
+		Addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: inst.PrivateIP},
+			{Type: corev1.NodeHostName, Address: inst.Hostname},
+			{Type: corev1.NodeInternalDNS, Address: inst.Hostname},
+		},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+		NodeInfo: corev1.NodeSystemInfo{
+			MachineID:               id[:32],
+			SystemUUID:              "ec2" + id[32:37] + "-" + id[37:41] + "-" + id[41:45] + "-" + id[45:49] + "-" + id[49:61],
+			BootID:                  digest("boot", inst.ID)[:32],
+			KernelVersion:           "6.1.0-sim",
+			OSImage:                 "Linux (simulated, " + inst.ImageID + ")",
+			ContainerRuntimeVersion: containerRuntimeVersion,
+			KubeletVersion:          k.opts.KubeletVersion,
+			OperatingSystem:         inst.Labels[corev1.LabelOSStable],
+			Architecture:            inst.Labels[corev1.LabelArchStable],
+		},
+	}
+}
+
+// nodeLabels are the labels a kubelet registers its Node with: the claim's labels it may set
+// itself (the NodeRestriction admission rules), the instance's labels, its hostname and the
+// legacy beta labels.
+func nodeLabels(inst Instance, claimLabels map[string]string) map[string]string {
+	out := make(map[string]string, len(claimLabels)+len(inst.Labels)+6)
+	for k, v := range claimLabels {
+		if kubeletMaySetLabel(k) {
+			out[k] = v
+		}
+	}
+	maps.Copy(out, inst.Labels)
+	out[corev1.LabelHostname] = inst.Hostname
+	out[corev1.LabelArchStable] = cmp.Or(out[corev1.LabelArchStable], "amd64")
+	out[corev1.LabelOSStable] = cmp.Or(out[corev1.LabelOSStable], string(corev1.Linux))
+	out["beta.kubernetes.io/arch"] = out[corev1.LabelArchStable]
+	out["beta.kubernetes.io/os"] = out[corev1.LabelOSStable]
+	out[corev1.LabelInstanceType] = inst.InstanceType
+	out[corev1.LabelFailureDomainBetaZone] = inst.Zone
+	out[corev1.LabelFailureDomainBetaRegion] = out[corev1.LabelTopologyRegion]
+	return out
+}
+
+// kubeletMaySetLabel says whether the NodeRestriction admission plugin lets a kubelet set the
+// label on its own Node: any label outside the kubernetes.io and k8s.io domains, and within
+// them only the kubelet.kubernetes.io and node.kubernetes.io namespaces (the well-known labels
+// the kubelet sets come from the instance instead).
+func kubeletMaySetLabel(key string) bool {
+	domain, _, found := strings.Cut(key, "/")
+	if !found {
+		return true
+	}
+	restricted := func(d string) bool { return domain == d || strings.HasSuffix(domain, "."+d) }
+	if !restricted("kubernetes.io") && !restricted("k8s.io") {
+		return true
+	}
+	return domain == "kubelet.kubernetes.io" || domain == "node.kubernetes.io" ||
+		strings.HasSuffix(domain, ".kubelet.kubernetes.io") || strings.HasSuffix(domain, ".node.kubernetes.io")
+}
+
+// registrationTaints are the taints a Node registers with: Karpenter's unregistered taint, the
+// claim's taints and startup taints (the kubelet's --register-with-taints), and not-ready until
+// it is. Duplicates (same key and effect) keep their first occurrence.
+func registrationTaints(boot Bootstrap, ready bool) []corev1.Taint {
+	taints := []corev1.Taint{{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}}
+	taints = append(taints, boot.Taints...)
+	taints = append(taints, boot.StartupTaints...)
+	if !ready {
+		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+	}
+	out := taints[:0]
+	for _, t := range taints {
+		if !slices.ContainsFunc(out, func(o corev1.Taint) bool { return o.Key == t.Key && o.Effect == t.Effect }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func hasTaint(taints []corev1.Taint, key string) bool {
+	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+func findNodeCondition(conds []corev1.NodeCondition, typ corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// markPodsRunning sets the pending pods bound to the ready Nodes to Running, in namespace and
+// name order.
+func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.Node, now time.Time) error {
+	var pods corev1.PodList
+	if err := k.kube.List(ctx, &pods); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	var errs []error
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		node := ready[pod.Spec.NodeName]
+		if node == nil || pod.DeletionTimestamp != nil || (pod.Status.Phase != "" && pod.Status.Phase != corev1.PodPending) {
+			continue
+		}
+		base := pod.DeepCopy()
+		setPodRunning(pod, node, now)
+		if err := k.kube.Status().Patch(ctx, pod, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// setPodRunning writes the status a kubelet reports once a pod's containers have started.
+func setPodRunning(pod *corev1.Pod, node *corev1.Node, now time.Time) {
+	t := metav1.NewTime(now)
+	var nodeIP string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+			break
+		}
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.StartTime = &t
+	if nodeIP != "" {
+		pod.Status.HostIP = nodeIP
+		pod.Status.HostIPs = []corev1.HostIP{{IP: nodeIP}}
+		if pod.Spec.HostNetwork {
+			pod.Status.PodIP = nodeIP
+			pod.Status.PodIPs = []corev1.PodIP{{IP: nodeIP}}
+		}
+	}
+	for _, typ := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		setPodCondition(pod, corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: t})
+	}
+	containerID := func(name string) string {
+		return "containerd://" + digest("container", string(pod.UID), pod.Namespace, pod.Name, name)[:64]
+	}
+	running := func(c corev1.Container) corev1.ContainerStatus {
+		started := true
+		return corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(c.Name),
+			Ready: true, Started: &started, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
+		}
+	}
+	pod.Status.InitContainerStatuses = nil
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, running(c)) // a sidecar
+			continue
+		}
+		started := false
+		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: containerID(c.Name), Ready: true, Started: &started,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: t, FinishedAt: t, ContainerID: containerID(c.Name)}},
+		})
+	}
+	pod.Status.ContainerStatuses = make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
+	for _, c := range pod.Spec.Containers {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, running(c))
+	}
+}
+
+func setPodCondition(pod *corev1.Pod, cond corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == cond.Type {
+			if pod.Status.Conditions[i].Status == cond.Status {
+				return
+			}
+			pod.Status.Conditions[i] = cond
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, cond)
+}
