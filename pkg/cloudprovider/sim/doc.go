@@ -53,4 +53,12 @@
 // deletes Nodes whose instances are gone (as the cloud node-lifecycle controller does,
 // honouring finalizers). Step does one pass, for simulations on a virtual clock; Run steps
 // periodically.
+//
+// # The NodeClass resolver
+//
+// NodeClassStatusController plays the AWS provider's EC2NodeClass controller: it resolves a
+// NodeClass's selector terms to the cloud's subnets (one per zone), security groups, images
+// (one per architecture, the same IDs Create boots) and instance profile, and marks it Ready.
+// The cloud does not depend on it: a NodeClass without conditions is usable, and one whose
+// Ready condition is False is not.
 package sim
