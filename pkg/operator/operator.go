@@ -69,9 +69,11 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	var registrars []registrar
 	switch opts.CloudProvider {
 	case CloudProviderSim:
-		cloud, err := sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency})
-		if err != nil {
-			return nil, err
+		cloud := opts.Sim.Cloud
+		if cloud == nil {
+			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency}); err != nil {
+				return nil, err
+			}
 		}
 		kubelet, err := sim.NewKubelet(cloud, mgr.GetClient(), sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning})
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 )
 
 // Cloud provider names.
@@ -50,6 +52,9 @@ type SimOptions struct {
 	Zones []string
 	// MarkPodsRunning makes the simulated kubelet report bound pods Running.
 	MarkPodsRunning bool
+	// Cloud, when set, is used instead of a new simulated cloud: the cloud outlives a
+	// controller restart, and tests and the simulator configure its faults and capacity.
+	Cloud *sim.Cloud
 }
 
 // DefaultOptions are Karpenter's defaults, on the simulated cloud.

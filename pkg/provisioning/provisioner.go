@@ -44,7 +44,12 @@ type Provisioner struct {
 	recorder      record.EventRecorder
 	batcher       *Batcher
 	opts          Options
+	observers     []func(*Decision)
 }
+
+// Observe registers a function called with every decision after it is carried out (for
+// metrics, the simulator's report and tests). It must not block.
+func (p *Provisioner) Observe(fn func(*Decision)) { p.observers = append(p.observers, fn) }
 
 // NewProvisioner wires a provisioner. recorder may be nil.
 func NewProvisioner(kubeClient client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider,
@@ -116,6 +121,9 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	}
 	for _, pe := range results.PodErrors {
 		p.event(pe.Pod, corev1.EventTypeWarning, "FailedScheduling", fmt.Sprintf("Failed to schedule pod, %v", pe.Err))
+	}
+	for _, fn := range p.observers {
+		fn(decision)
 	}
 	return decision, nil
 }
