@@ -167,7 +167,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		if p.unavailable != nil {
 			its = p.unavailable.Apply(its)
 		}
-		reqs, err := Requirements(np)
+		reqs, err := nodepool.Requirements(np)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool with invalid requirements", "nodepool", np.Name)
 			continue
@@ -209,17 +209,6 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		}
 	}
 	return in, pools, nil
-}
-
-// Requirements are a NodePool's requirements as the scheduler reads them: the template's
-// requirements, its labels, and karpenter.sh/nodepool.
-func Requirements(np *karpv1.NodePool) (scheduling.Requirements, error) {
-	reqs, err := scheduling.FromNodePoolRequirements(np.Spec.Template.Spec.Requirements...)
-	if err != nil {
-		return reqs, err
-	}
-	reqs = reqs.Intersect(scheduling.FromLabels(np.Spec.Template.Labels))
-	return reqs.With(scheduling.MustRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name)), nil
 }
 
 func weight(np *karpv1.NodePool) int32 {
@@ -319,7 +308,7 @@ func largestAllowed(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceType) 
 // DaemonOverhead sums the requests of the daemonsets whose pods would run on the NodePool's
 // nodes (they tolerate its taints and its labels satisfy their node selection).
 func DaemonOverhead(np *karpv1.NodePool, snap *state.Snapshot) corev1.ResourceList {
-	reqs, err := Requirements(np)
+	reqs, err := nodepool.Requirements(np)
 	labels := np.Spec.Template.Labels
 	if err == nil {
 		labels = reqs.Labels()
