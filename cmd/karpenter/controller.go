@@ -62,6 +62,8 @@ Karpenter's Helm chart uses.`,
 	fs.bool(&opts.LeaderElection, "leader-elect", "LEADER_ELECT", opts.LeaderElection, "elect a leader so that only one replica acts")
 	fs.string(&opts.LeaderElectionNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", opts.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")
+	fs.float32(&opts.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", opts.KubeClientQPS, "requests per second to the API server")
+	fs.int(&opts.KubeClientBurst, "kube-client-burst", "KUBE_CLIENT_BURST", opts.KubeClientBurst, "burst of requests to the API server")
 	fs.string(&logLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info or error")
 	fs.int64(&opts.Sim.Seed, "sim-seed", "SIM_SEED", opts.Sim.Seed, "seed of the simulated cloud")
 	fs.duration(&opts.Sim.LaunchLatency, "sim-launch-latency", "SIM_LAUNCH_LATENCY", opts.Sim.LaunchLatency, "simulated time from launch to node registration")
@@ -132,4 +134,22 @@ func (e *envFlags) int64(p *int64, name, env string, def int64, usage string) {
 		v = def
 	}
 	e.fs.Int64Var(p, name, v, usage+" ("+env+")")
+}
+
+func (e *envFlags) float32(p *float32, name, env string, def float32, usage string) {
+	v, err := strconv.ParseFloat(envOr(env, strconv.FormatFloat(float64(def), 'f', -1, 32)), 32)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s: %v", env, err))
+		v = float64(def)
+	}
+	e.fs.Float32Var(p, name, float32(v), usage+" ("+env+")")
+}
+
+func (e *envFlags) int(p *int, name, env string, def int, usage string) {
+	v, err := strconv.Atoi(envOr(env, strconv.Itoa(def)))
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s: %v", env, err))
+		v = def
+	}
+	e.fs.IntVar(p, name, v, usage+" ("+env+")")
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -46,6 +48,8 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = opts.KubeClientQPS, opts.KubeClientBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        apis.NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
@@ -54,6 +58,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -65,6 +70,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	}
 	clk := clock.RealClock{}
 	op := &Operator{Manager: mgr, Cluster: state.NewCluster(mgr.GetClient(), clk)}
+	op.Cluster.NominationGrace = max(2*opts.BatchMaxDuration, 10*time.Second)
 	recorder := mgr.GetEventRecorderFor("karpenter")
 	var registrars []registrar
 	switch opts.CloudProvider {
@@ -95,7 +101,11 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
 	})
 	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner))
-	registrars = append(registrars, lifecycleControllers(mgr, op.CloudProvider, unavailable, clk, recorder, opts)...)
+	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, clk, recorder, opts)
+	if err != nil {
+		return nil, err
+	}
+	registrars = append(registrars, lifecycle...)
 	for _, r := range registrars {
 		if err := r.Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering %T: %w", r, err)

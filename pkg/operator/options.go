@@ -36,8 +36,14 @@ type Options struct {
 	LeaderElectionNamespace string
 	// RegistrationTTL is how long a NodeClaim may take to register before it is replaced.
 	RegistrationTTL time.Duration
+	// KubeClientQPS and KubeClientBurst bound the requests to the API server.
+	KubeClientQPS   float32
+	KubeClientBurst int
 	// Sim configures the simulated cloud.
 	Sim SimOptions
+	// SkipControllerNameValidation allows several operators in one process (tests, the
+	// simulator's comparisons); controller names must otherwise be unique per process.
+	SkipControllerNameValidation bool
 }
 
 // SimOptions configure the simulated cloud provider.
@@ -69,6 +75,8 @@ func DefaultOptions() Options {
 		HealthProbeBindAddress: ":8081",
 		LeaderElection:         true,
 		RegistrationTTL:        15 * time.Minute,
+		KubeClientQPS:          200,
+		KubeClientBurst:        300,
 		Sim:                    SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, MarkPodsRunning: true},
 	}
 }
@@ -96,6 +104,9 @@ func (o Options) Validate() error {
 	}
 	if o.MinValuesPolicy != "Strict" && o.MinValuesPolicy != "BestEffort" {
 		errs = append(errs, fmt.Errorf("--min-values-policy (MIN_VALUES_POLICY) %q: must be Strict or BestEffort", o.MinValuesPolicy))
+	}
+	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-client-qps (KUBE_CLIENT_QPS) %v and --kube-client-burst (KUBE_CLIENT_BURST) %d: must be positive", o.KubeClientQPS, o.KubeClientBurst))
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))

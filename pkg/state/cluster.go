@@ -20,9 +20,10 @@ import (
 
 // Defaults for how long in-memory facts outlive what the cache shows.
 const (
-	// NominationGrace is how long a pod stays nominated to a node that has initialized, giving
-	// the kube-scheduler time to bind it before the provisioner considers it again.
-	NominationGrace = time.Minute
+	// DefaultNominationGrace is how long a pod stays nominated to a node that has initialized,
+	// giving the kube-scheduler time to bind it before the provisioner considers it again
+	// (Karpenter uses twice the batch max duration, at least 10s).
+	DefaultNominationGrace = 20 * time.Second
 	// CreatedClaimTTL bounds how long a created NodeClaim the cache has not shown yet is
 	// assumed to exist.
 	CreatedClaimTTL = time.Minute
@@ -32,6 +33,9 @@ const (
 type Cluster struct {
 	reader client.Reader
 	clock  clock.PassiveClock
+
+	// NominationGrace overrides DefaultNominationGrace when set.
+	NominationGrace time.Duration
 
 	mu          sync.Mutex
 	nominations map[types.UID]nomination
@@ -258,7 +262,7 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 			continue
 		}
 		if n, ok := c.nominations[pod.UID]; ok {
-			if sn, exists := targets[n.target]; exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now) {
+			if sn, exists := targets[n.target]; exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace()) {
 				sn.Pods = append(sn.Pods, pod)
 				continue
 			}
@@ -285,9 +289,9 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // nominationExpired: a nomination lasts while its target launches and for a grace period after
 // the node initializes (for the kube-scheduler to bind the pod).
-func nominationExpired(sn *StateNode, n nomination, now time.Time) bool {
+func nominationExpired(sn *StateNode, n nomination, now time.Time, grace time.Duration) bool {
 	if sn.NodeClaim == nil {
-		return now.Sub(n.since) > NominationGrace
+		return now.Sub(n.since) > grace
 	}
 	cond := meta.FindStatusCondition(sn.NodeClaim.Status.Conditions, karpv1.ConditionTypeInitialized)
 	if cond == nil || cond.Status != "True" {
@@ -297,7 +301,14 @@ func nominationExpired(sn *StateNode, n nomination, now time.Time) bool {
 	if n.since.After(since) {
 		since = n.since
 	}
-	return now.Sub(since) > NominationGrace
+	return now.Sub(since) > grace
+}
+
+func (c *Cluster) nominationGrace() time.Duration {
+	if c.NominationGrace > 0 {
+		return c.NominationGrace
+	}
+	return DefaultNominationGrace
 }
 
 // requested sums the pods on a node and the daemonset pods expected there but not bound yet.

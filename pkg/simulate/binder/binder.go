@@ -76,9 +76,12 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		if node.DeletionTimestamp != nil || !ready(node) {
+		if node.DeletionTimestamp != nil {
 			continue
 		}
+		// Nodes that are not Ready take no pods, but still count as topology domains, as for
+		// the kube-scheduler (whose default node taints policy is Ignore).
+		schedulable := ready(node)
 		requests := make([]corev1.ResourceList, 0, len(bound[node.Name]))
 		for _, pod := range bound[node.Name] {
 			requests = append(requests, scheduling.PodRequests(pod))
@@ -94,10 +97,11 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 				labels[k] = v
 			}
 		}
-		in.Nodes = append(in.Nodes, &scheduler.Node{
-			Name: node.Name, Labels: labels, Taints: taints, Pods: bound[node.Name],
-			Available: scheduling.Subtract(node.Status.Allocatable, scheduling.Merge(requests...)),
-		})
+		available := scheduling.Subtract(node.Status.Allocatable, scheduling.Merge(requests...))
+		if !schedulable {
+			available = corev1.ResourceList{}
+		}
+		in.Nodes = append(in.Nodes, &scheduler.Node{Name: node.Name, Labels: labels, Taints: taints, Pods: bound[node.Name], Available: available})
 	}
 	results := scheduler.Solve(in)
 	for _, pl := range results.ExistingPlacements {

@@ -16,11 +16,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/openkarpenter/karpenter/config/crd"
 	"github.com/openkarpenter/karpenter/pkg/apis"
@@ -98,6 +100,8 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
+	// Tests are the only client: do not throttle them client-side.
+	cfg.QPS, cfg.Burst = 1000, 2000
 	env := &Env{Config: cfg, Scheme: scheme, env: e, KubectlPath: filepath.Join(assets, "kubectl")}
 	if env.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		_ = e.Stop()
@@ -131,6 +135,7 @@ func (e *Env) KubeconfigFile(dir string) (string, error) {
 // Main starts the server, stores it in *env, runs the package's tests and stops the server. It
 // returns the exit code for os.Exit. When the server cannot start, every test fails with why.
 func Main(m *testing.M, env **Env) int {
+	ctrllog.SetLogger(logr.Discard())
 	started, err := Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "apiserver: %v\n", err)

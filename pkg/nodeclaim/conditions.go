@@ -1,0 +1,84 @@
+package nodeclaim
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// Condition reasons the lifecycle controller writes.
+const (
+	// ReasonLaunched, ReasonRegistered, ReasonInitialized and ReasonReady: the condition holds.
+	ReasonLaunched    = "Launched"
+	ReasonRegistered  = "Registered"
+	ReasonInitialized = "Initialized"
+	ReasonReady       = "Ready"
+	// ReasonLaunchFailed: Create failed with an error that carries no reason of its own.
+	ReasonLaunchFailed = "LaunchFailed"
+	// ReasonNodeClassNotReady: Create reported the NodeClass missing or not ready.
+	ReasonNodeClassNotReady = "NodeClassNotReady"
+	// ReasonAwaitingLaunch: registration waits for the instance to launch.
+	ReasonAwaitingLaunch = "AwaitingLaunch"
+	// ReasonNodeNotFound: no Node with the claim's provider ID has joined yet.
+	ReasonNodeNotFound = "NodeNotFound"
+	// ReasonMultipleNodesFound: several Nodes carry the claim's provider ID.
+	ReasonMultipleNodesFound = "MultipleNodesFound"
+	// ReasonAwaitingRegistration: initialization waits for registration.
+	ReasonAwaitingRegistration = "AwaitingRegistration"
+	// ReasonNodeNotReady: the Node is not Ready yet.
+	ReasonNodeNotReady = "NodeNotReady"
+	// ReasonStartupTaintsExist: a startup taint of the claim is still on the Node.
+	ReasonStartupTaintsExist = "StartupTaintsExist"
+	// ReasonResourcesNotRegistered: an extended resource of the claim is not allocatable on the
+	// Node yet.
+	ReasonResourcesNotRegistered = "ResourcesNotRegistered"
+	// ReasonInstanceTerminating: the instance is being terminated.
+	ReasonInstanceTerminating = "InstanceTerminating"
+)
+
+// readinessConditions are the conditions whose conjunction is Ready, in lifecycle order.
+var readinessConditions = []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized}
+
+// setCondition sets a condition on the claim, with the transition time from the controller's
+// clock when its status changes.
+func (c *LifecycleController) setCondition(claim *karpv1.NodeClaim, condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{
+		Type:               condType,
+		Status:             status,
+		Reason:             reason,
+		Message:            truncate(message, 1024),
+		ObservedGeneration: claim.Generation,
+		LastTransitionTime: metav1.NewTime(c.clock.Now()),
+	})
+}
+
+// setReady sets Ready from Launched, Registered and Initialized.
+func (c *LifecycleController) setReady(claim *karpv1.NodeClaim) {
+	for _, t := range readinessConditions {
+		cond := meta.FindStatusCondition(claim.Status.Conditions, t)
+		if cond != nil && cond.Status == metav1.ConditionTrue {
+			continue
+		}
+		reason, message := "Awaiting"+t, t+" is not yet known"
+		if cond != nil {
+			reason, message = cond.Reason, t+": "+cond.Message
+		}
+		c.setCondition(claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, reason, message)
+		return
+	}
+	c.setCondition(claim, karpv1.ConditionTypeReady, metav1.ConditionTrue, ReasonReady, "")
+}
+
+func isTrue(claim *karpv1.NodeClaim, condType string) bool {
+	return meta.IsStatusConditionTrue(claim.Status.Conditions, condType)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
+}

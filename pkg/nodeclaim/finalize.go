@@ -1,0 +1,121 @@
+package nodeclaim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+)
+
+// Finalize terminates a deleting claim's instance and lets the claim go: it deletes the claim's
+// Node (which stays until its finalizer is removed), asks the cloud provider to delete the
+// instance until the provider reports it gone (meanwhile the claim has InstanceTerminating=True
+// and the result asks to be called again), then removes the karpenter.sh/termination finalizer
+// from the Node and from the claim. It does nothing to a claim without that finalizer.
+//
+// Reconcile calls Finalize for deleting claims unless LifecycleOptions.ExternalFinalization is
+// set; a termination controller that drains the node first calls it itself, once drained.
+// Calling it again after it has finished is harmless. A write that loses an
+// optimistic-concurrency race (a stale claim or node) is retried shortly rather than reported.
+func (c *LifecycleController) Finalize(ctx context.Context, claim *karpv1.NodeClaim) (reconcile.Result, error) {
+	res, err := c.finalize(ctx, claim)
+	if err != nil {
+		return c.done(result{}, err)
+	}
+	return res, nil
+}
+
+func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeClaim) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(claim, karpv1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	logger := log.FromContext(ctx)
+	providerID := claim.Status.ProviderID
+	if providerID == "" {
+		// Launched, but the status write was lost or is not visible yet.
+		providerID = c.launches.providerID(claim.UID)
+	}
+
+	nodes, err := NodesByProviderID(ctx, c.kube, providerID)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("finding node: %w", err)
+	}
+	for _, node := range nodes {
+		if node.DeletionTimestamp != nil {
+			continue
+		}
+		if err := c.kube.Delete(ctx, node); err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("deleting node %s: %w", node.Name, err)
+		}
+		logger.Info("deleted node", "node", node.Name)
+	}
+
+	if providerID != "" {
+		target := claim
+		if claim.Status.ProviderID != providerID {
+			target = claim.DeepCopy()
+			target.Status.ProviderID = providerID
+		}
+		err := c.cloud.Delete(ctx, target)
+		switch {
+		case err == nil:
+			// Terminating, not yet gone.
+			if !isTrue(claim, karpv1.ConditionTypeInstanceTerminating) {
+				var res result
+				persisted := claim.Status.DeepCopy()
+				c.setCondition(claim, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, ReasonInstanceTerminating, "waiting for instance "+providerID+" to terminate")
+				res.onWrite(func() {
+					logger.Info("terminating instance", "provider-id", providerID)
+					c.events.normal(claim, EventReasonInstanceTerminating, "Terminating instance %s", providerID)
+				})
+				if err := c.writeStatus(ctx, claim, persisted, &res); err != nil {
+					return reconcile.Result{}, client.IgnoreNotFound(err)
+				}
+			}
+			return reconcile.Result{RequeueAfter: InstanceTerminatingRequeue}, nil
+		case !cloudprovider.IsNodeClaimNotFoundError(err):
+			return reconcile.Result{}, fmt.Errorf("terminating instance %s: %w", providerID, err)
+		}
+	}
+
+	// The instance is gone: nothing is left for the finalizers to guard.
+	for _, node := range nodes {
+		if err := removeNodeFinalizer(ctx, c.kube, node.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if controllerutil.RemoveFinalizer(claim, karpv1.TerminationFinalizer) {
+		if err := c.kube.Update(ctx, claim); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("removing finalizer from nodeclaim: %w", err)
+		}
+	}
+	c.launches.forget(claim.UID)
+	logger.Info("finalized nodeclaim", "provider-id", providerID)
+	c.events.normal(claim, EventReasonFinalized, "Instance %s is terminated", providerID)
+	return reconcile.Result{}, nil
+}
+
+// removeNodeFinalizer removes the termination finalizer from the named Node, read afresh
+// (deleting it changed it); a Node already gone is no error.
+func removeNodeFinalizer(ctx context.Context, kube client.Client, name string) error {
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer) {
+		return nil
+	}
+	if err := kube.Update(ctx, node); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing finalizer from node %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package nodeclaim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// initialization marks a registered claim Initialized, and its Node
+// karpenter.sh/initialized=true, once the Node is Ready, free of the claim's startup taints and
+// has every extended resource the claim's capacity lists. It happens once: an initialized claim
+// stays initialized.
+func (c *LifecycleController) initialization(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node, res *result) error {
+	if isTrue(claim, karpv1.ConditionTypeInitialized) {
+		return nil
+	}
+	if node == nil || !isTrue(claim, karpv1.ConditionTypeRegistered) {
+		c.setCondition(claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingRegistration, "waiting for the node to register")
+		return nil
+	}
+	if reason, message := notInitialized(node, claim); reason != "" {
+		c.setCondition(claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, reason, message)
+		return nil
+	}
+	if node.Labels[karpv1.NodeInitializedLabelKey] != "true" {
+		node = node.DeepCopy()
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		node.Labels[karpv1.NodeInitializedLabelKey] = "true"
+		if err := c.kube.Update(ctx, node); err != nil {
+			return fmt.Errorf("labelling node %s initialized: %w", node.Name, err)
+		}
+	}
+	c.setCondition(claim, karpv1.ConditionTypeInitialized, metav1.ConditionTrue, ReasonInitialized, "")
+	res.onWrite(func() {
+		log.FromContext(ctx).Info("initialized nodeclaim", "node", node.Name)
+		c.events.normal(claim, EventReasonInitialized, "Node %s is initialized", node.Name)
+	})
+	return nil
+}
+
+// notInitialized says why node is not yet an initialized node of claim, or returns an empty
+// reason when it is.
+func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) (reason, message string) {
+	if !nodeReady(node) {
+		return ReasonNodeNotReady, "node " + node.Name + " is not ready"
+	}
+	for _, t := range claim.Spec.StartupTaints {
+		if hasTaint(node.Spec.Taints, t) {
+			return ReasonStartupTaintsExist, fmt.Sprintf("startup taint %s:%s is still on node %s", t.Key, t.Effect, node.Name)
+		}
+	}
+	var missing []string
+	for name, q := range claim.Status.Capacity {
+		if !isExtendedResource(name) || q.IsZero() {
+			continue
+		}
+		if got, ok := node.Status.Allocatable[name]; !ok || got.IsZero() {
+			missing = append(missing, string(name))
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return ReasonResourcesNotRegistered, "resources " + strings.Join(missing, ", ") + " are not allocatable on node " + node.Name
+	}
+	return "", ""
+}
+
+// isExtendedResource reports whether a resource is one a device plugin or the cloud's node
+// agent must register, rather than one every kubelet reports from the start.
+func isExtendedResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+		return false
+	}
+	return true
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package nodeclaim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+)
+
+// launch creates the claim's instance unless it has one, and copies what was launched onto the
+// claim: the labels are written at once, the status is left for the caller to write (it
+// reports true when there is a new launch to record). Failures set Launched=False; those that
+// retrying the same claim cannot fix delete the claim (res.deleted).
+func (c *LifecycleController) launch(ctx context.Context, claim *karpv1.NodeClaim, res *result) (bool, error) {
+	if claim.Status.ProviderID != "" {
+		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched, "")
+		return false, nil
+	}
+	created, cached := c.launches.get(claim.UID)
+	if !cached {
+		var err error
+		created, err = c.cloud.Create(ctx, claim)
+		if err != nil {
+			return false, c.launchFailed(ctx, claim, err, res)
+		}
+		if created == nil || created.Status.ProviderID == "" {
+			err := errors.New("cloud provider returned no provider id")
+			c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonLaunchFailed, err.Error())
+			return false, fmt.Errorf("launching nodeclaim: %w", err)
+		}
+		c.launches.put(claim.UID, created)
+	}
+
+	if mergeLabels(&claim.ObjectMeta, created.Labels) {
+		if err := c.kube.Update(ctx, claim); err != nil {
+			return false, fmt.Errorf("recording launched labels: %w", err)
+		}
+	}
+	claim.Status.ProviderID = created.Status.ProviderID
+	claim.Status.ImageID = created.Status.ImageID
+	claim.Status.Capacity = created.Status.Capacity.DeepCopy()
+	claim.Status.Allocatable = created.Status.Allocatable.DeepCopy()
+	c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched, "")
+	res.onWrite(func() {
+		log.FromContext(ctx).Info("launched nodeclaim", "provider-id", created.Status.ProviderID,
+			"instance-type", created.Labels[corev1.LabelInstanceTypeStable],
+			"zone", created.Labels[corev1.LabelTopologyZone],
+			"capacity-type", created.Labels[karpv1.CapacityTypeLabelKey])
+		c.events.normal(claim, EventReasonLaunched, "Launched %s (%s, %s, %s)", created.Status.ProviderID,
+			created.Labels[corev1.LabelInstanceTypeStable], created.Labels[corev1.LabelTopologyZone],
+			created.Labels[karpv1.CapacityTypeLabelKey])
+	})
+	return true, nil
+}
+
+// launchFailed handles a Create error.
+func (c *LifecycleController) launchFailed(ctx context.Context, claim *karpv1.NodeClaim, err error, res *result) error {
+	logger := log.FromContext(ctx)
+	switch {
+	case cloudprovider.IsInsufficientCapacityError(err):
+		offerings := cloudprovider.InsufficientCapacityOfferings(err)
+		if c.unavailable != nil {
+			c.unavailable.MarkUnavailable(offerings...)
+		}
+		logger.Info("insufficient capacity, deleting nodeclaim", "offerings", len(offerings), "error", err.Error())
+		c.events.warning(claim, EventReasonInsufficientCapacity, "Deleting: %s", err)
+		res.deleted = true
+		return c.deleteClaim(ctx, claim)
+	case cloudprovider.IsNodeClassNotReadyError(err):
+		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonNodeClassNotReady, err.Error())
+		c.events.warning(claim, EventReasonNodeClassNotReady, "Waiting to launch: %s", err)
+		res.requeue(NodeClassNotReadyRequeue)
+		return nil
+	case cloudprovider.IsTerminalCreateError(err):
+		logger.Info("launch failed for good, deleting nodeclaim", "error", err.Error())
+		c.events.warning(claim, EventReasonLaunchFailed, "Deleting: %s", err)
+		res.deleted = true
+		return c.deleteClaim(ctx, claim)
+	default:
+		reason, message := ReasonLaunchFailed, err.Error()
+		var createErr *cloudprovider.CreateError
+		if errors.As(err, &createErr) && createErr.ConditionReason != "" {
+			reason = createErr.ConditionReason
+			if createErr.ConditionMessage != "" {
+				message = createErr.ConditionMessage
+			}
+		}
+		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, message)
+		c.events.warning(claim, EventReasonLaunchFailed, "Launch failed, retrying: %s", err)
+		return fmt.Errorf("launching nodeclaim: %w", err)
+	}
+}
+
+// mergeLabels sets labels on meta and reports whether that changed anything.
+func mergeLabels(meta *metav1.ObjectMeta, labels map[string]string) bool {
+	changed := false
+	for k, v := range labels {
+		if cur, ok := meta.Labels[k]; ok && cur == v {
+			continue
+		}
+		if meta.Labels == nil {
+			meta.Labels = make(map[string]string, len(labels))
+		}
+		meta.Labels[k] = v
+		changed = true
+	}
+	return changed
+}
+
+// launchCacheTTL is how long a launch is remembered: far longer than a cache takes to show our
+// own status write.
+const launchCacheTTL = time.Hour
+
+// launchCache remembers, per NodeClaim UID, what Create returned, so that a reconcile that reads
+// a claim from a cache that has not yet seen the launch's status write (or whose status write
+// failed) does not launch again. A restarted controller starts empty; the provider ID on the
+// claim and the cloud provider's idempotency by claim name protect it.
+type launchCache struct {
+	clock clock.PassiveClock
+
+	mu      sync.Mutex
+	entries map[types.UID]launchEntry
+}
+
+type launchEntry struct {
+	claim *karpv1.NodeClaim
+	at    time.Time
+}
+
+func newLaunchCache(clk clock.PassiveClock) *launchCache {
+	return &launchCache{clock: clk, entries: map[types.UID]launchEntry{}}
+}
+
+func (l *launchCache) get(uid types.UID) (*karpv1.NodeClaim, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[uid]
+	if !ok || l.clock.Since(e.at) > launchCacheTTL {
+		return nil, false
+	}
+	return e.claim.DeepCopy(), true
+}
+
+func (l *launchCache) put(uid types.UID, claim *karpv1.NodeClaim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	for k, e := range l.entries {
+		if now.Sub(e.at) > launchCacheTTL {
+			delete(l.entries, k)
+		}
+	}
+	l.entries[uid] = launchEntry{claim: claim.DeepCopy(), at: now}
+}
+
+func (l *launchCache) forget(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.entries, uid)
+}
+
+// providerID returns the provider ID of the instance launched for uid, if remembered.
+func (l *launchCache) providerID(uid types.UID) string {
+	if claim, ok := l.get(uid); ok {
+		return claim.Status.ProviderID
+	}
+	return ""
+}

@@ -1,0 +1,406 @@
+package nodeclaim
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+)
+
+func TestLaunchWritesStatusAndLabels(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.createClaim("launch", claimOptions{labels: map[string]string{"team": "a"}})
+
+	res := f.mustReconcile("launch")
+	claim := f.claim("launch")
+	if !controllerutil.ContainsFinalizer(claim, karpv1.TerminationFinalizer) {
+		t.Error("no termination finalizer")
+	}
+	if !strings.HasPrefix(claim.Status.ProviderID, sim.ProviderIDPrefix) || claim.Status.ImageID == "" {
+		t.Errorf("status providerID %q imageID %q", claim.Status.ProviderID, claim.Status.ImageID)
+	}
+	if claim.Status.Capacity.Cpu().Value() != 2 || claim.Status.Allocatable.Memory().IsZero() {
+		t.Errorf("capacity %v allocatable %v", claim.Status.Capacity, claim.Status.Allocatable)
+	}
+	for k, v := range map[string]string{
+		corev1.LabelInstanceTypeStable: "m5.large",
+		karpv1.CapacityTypeLabelKey:    karpv1.CapacityTypeOnDemand,
+		corev1.LabelArchStable:         "amd64",
+		karpv1.NodePoolLabelKey:        "default",
+		"team":                         "a",
+	} {
+		if claim.Labels[k] != v {
+			t.Errorf("label %s=%q, want %q", k, claim.Labels[k], v)
+		}
+	}
+	if claim.Labels[corev1.LabelTopologyZone] == "" {
+		t.Error("no zone label")
+	}
+	expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched)
+	expectCondition(t, claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound)
+	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingRegistration)
+	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeNotFound)
+	f.expectEvent("Normal " + EventReasonLaunched)
+	if res.RequeueAfter <= 0 || res.RequeueAfter > DefaultRegistrationTTL {
+		t.Errorf("RequeueAfter %s, want within the registration ttl", res.RequeueAfter)
+	}
+
+	// Transition times come from the injected clock, and a reconcile that changes nothing
+	// writes nothing.
+	launched := claim.Status.Conditions[0].LastTransitionTime
+	rv := claim.ResourceVersion
+	f.clock.Step(time.Minute)
+	f.mustReconcile("launch")
+	claim = f.claim("launch")
+	if claim.ResourceVersion != rv {
+		t.Errorf("an idle reconcile wrote the claim (resourceVersion %s → %s)", rv, claim.ResourceVersion)
+	}
+	if got := claim.Status.Conditions[0].LastTransitionTime; !got.Equal(&launched) {
+		t.Errorf("lastTransitionTime moved from %s to %s", launched, got)
+	}
+	if n := f.creates.n.Load(); n != 1 || f.liveInstances() != 1 {
+		t.Errorf("%d Create calls, %d instances; want 1 and 1", n, f.liveInstances())
+	}
+}
+
+func TestRestartDoesNotLaunchTwice(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.createClaim("restart", claimOptions{})
+	f.mustReconcile("restart")
+	first := f.claim("restart").Status.ProviderID
+
+	// A fresh controller, as after a restart, sees the provider ID and launches nothing.
+	f.lifecycle = f.newLifecycle()
+	f.mustReconcile("restart")
+	if n := f.creates.n.Load(); n != 1 {
+		t.Errorf("%d Create calls after a restart, want 1", n)
+	}
+
+	// The status write was lost (the claim lost its provider ID) before the restart: the cloud's
+	// idempotency by claim name returns the same instance.
+	claim := f.claim("restart")
+	claim.Status = karpv1.NodeClaimStatus{}
+	if err := env.Client.Status().Update(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	f.lifecycle = f.newLifecycle()
+	f.mustReconcile("restart")
+	if got := f.claim("restart").Status.ProviderID; got != first {
+		t.Errorf("provider id %q after relaunch, want %q", got, first)
+	}
+	if f.liveInstances() != 1 {
+		t.Errorf("%d instances, want 1", f.liveInstances())
+	}
+
+	// The same controller whose read missed its own status write uses what it launched,
+	// without calling Create.
+	claim = f.claim("restart")
+	claim.Status = karpv1.NodeClaimStatus{}
+	if err := env.Client.Status().Update(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	before := f.creates.n.Load()
+	f.mustReconcile("restart")
+	if f.creates.n.Load() != before {
+		t.Error("Create called again by the controller that launched the claim")
+	}
+	if got := f.claim("restart").Status.ProviderID; got != first {
+		t.Errorf("provider id %q, want %q", got, first)
+	}
+}
+
+func TestRegistrationSyncsNode(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	taint := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	startup := corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute}
+	f.createClaim("register", claimOptions{
+		labels: map[string]string{"team": "a"}, taints: []corev1.Taint{taint}, startupTaints: []corev1.Taint{startup},
+	})
+	f.mustReconcile("register")
+	claim := f.claim("register")
+
+	// A node that registered without the claim's taints (a kubelet configured otherwise) and
+	// with labels of its own.
+	f.stepKubelet()
+	node := f.nodeOf(claim)
+	if !hasTaint(node.Spec.Taints, corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}) {
+		t.Fatalf("the kubelet registered %s without the unregistered taint: %v", node.Name, node.Spec.Taints)
+	}
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taint.Key })
+	delete(node.Labels, "team")
+	if err := env.Client.Update(f.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+
+	f.mustReconcile("register")
+	claim = f.claim("register")
+	node = f.node(node.Name)
+	expectCondition(t, claim, karpv1.ConditionTypeRegistered, metav1.ConditionTrue, ReasonRegistered)
+	if claim.Status.NodeName != node.Name {
+		t.Errorf("status.nodeName %q, want %q", claim.Status.NodeName, node.Name)
+	}
+	for k, v := range claim.Labels {
+		if node.Labels[k] != v {
+			t.Errorf("node label %s=%q, want %q", k, node.Labels[k], v)
+		}
+	}
+	if node.Labels[karpv1.NodeRegisteredLabelKey] != "true" {
+		t.Error("node not labelled registered")
+	}
+	for _, want := range []corev1.Taint{taint, startup} {
+		if !hasTaint(node.Spec.Taints, want) {
+			t.Errorf("node lacks taint %s: %v", want.ToString(), node.Spec.Taints)
+		}
+	}
+	for _, got := range node.Spec.Taints {
+		if got.Key == karpv1.UnregisteredTaintKey {
+			t.Errorf("node kept the unregistered taint: %v", node.Spec.Taints)
+		}
+	}
+	if !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+		t.Error("node has no termination finalizer")
+	}
+	if len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != claim.UID || node.OwnerReferences[0].Kind != "NodeClaim" ||
+		(node.OwnerReferences[0].Controller != nil && *node.OwnerReferences[0].Controller) {
+		t.Errorf("owner references %+v, want one non-controller reference to the claim", node.OwnerReferences)
+	}
+	f.expectEvent("Normal " + EventReasonRegistered)
+}
+
+func TestInitializationWaitsForReadyAndStartupTaints(t *testing.T) {
+	f := newFixture(t, fixtureOptions{kubelet: sim.KubeletOptions{ReadyDelay: time.Minute}})
+	startup := corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute}
+	f.createClaim("init", claimOptions{startupTaints: []corev1.Taint{startup}})
+	f.mustReconcile("init")
+	f.stepKubelet()
+	f.mustReconcile("init")
+
+	claim := f.claim("init")
+	expectCondition(t, claim, karpv1.ConditionTypeRegistered, metav1.ConditionTrue, "")
+	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonNodeNotReady)
+	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeNotReady)
+
+	f.clock.Step(time.Minute)
+	f.stepKubelet()
+	f.mustReconcile("init")
+	claim = f.claim("init")
+	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonStartupTaintsExist)
+
+	// Another agent removes the startup taint.
+	node := f.nodeOf(claim)
+	node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == startup.Key })
+	if err := env.Client.Update(f.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	f.mustReconcile("init")
+	claim = f.claim("init")
+	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionTrue, ReasonInitialized)
+	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionTrue, ReasonReady)
+	if f.nodeOf(claim).Labels[karpv1.NodeInitializedLabelKey] != "true" {
+		t.Error("node not labelled initialized")
+	}
+	f.expectEvent("Normal " + EventReasonInitialized)
+	ready := claim.Status.Conditions
+	if got := conditionTime(ready, karpv1.ConditionTypeReady); !got.Equal(f.clock.Now().Truncate(time.Second)) {
+		t.Errorf("Ready transitioned at %s, want the fake clock's %s", got, f.clock.Now())
+	}
+}
+
+func conditionTime(conds []metav1.Condition, condType string) time.Time {
+	for _, c := range conds {
+		if c.Type == condType {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+func TestInsufficientCapacityMarksOfferingsAndDeletes(t *testing.T) {
+	f := newFixture(t, fixtureOptions{sim: sim.Options{Faults: sim.FaultPlan{
+		Unavailable: []cloudprovider.OfferingID{{InstanceType: "m5.large"}},
+	}}})
+	f.createClaim("ice", claimOptions{})
+	f.mustReconcile("ice")
+	f.expectDeleting("ice")
+	f.expectEvent("Warning " + EventReasonInsufficientCapacity)
+	for _, zone := range f.cloud.Zones() {
+		id := cloudprovider.OfferingID{InstanceType: "m5.large", Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand}
+		if !f.unavailable.IsUnavailable(id) {
+			t.Errorf("%s not marked unavailable", id)
+		}
+	}
+	f.finish("ice")
+	if f.liveInstances() != 0 {
+		t.Errorf("%d instances, want 0", f.liveInstances())
+	}
+}
+
+func TestNodeClassNotReadyKeepsClaim(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.createClaim("nodeclass", claimOptions{nodeClass: "missing"})
+	res := f.mustReconcile("nodeclass")
+	if res.RequeueAfter != NodeClassNotReadyRequeue {
+		t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, NodeClassNotReadyRequeue)
+	}
+	claim := f.claim("nodeclass")
+	if claim == nil || claim.DeletionTimestamp != nil {
+		t.Fatal("the claim was deleted")
+	}
+	expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonNodeClassNotReady)
+	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeClassNotReady)
+	f.expectEvent("Warning " + EventReasonNodeClassNotReady)
+
+	// Once the NodeClass exists the launch goes ahead.
+	ensureNodeClass(t, "missing")
+	f.mustReconcile("nodeclass")
+	expectCondition(t, f.claim("nodeclass"), karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched)
+}
+
+func TestCreateErrors(t *testing.T) {
+	t.Run("terminal errors delete the claim", func(t *testing.T) {
+		f := newFixture(t, fixtureOptions{})
+		f.createClaim("terminal", claimOptions{instanceType: "x9.huge"})
+		f.mustReconcile("terminal")
+		f.expectDeleting("terminal")
+		f.expectEvent("Warning " + EventReasonLaunchFailed)
+		f.finish("terminal")
+	})
+	t.Run("other errors are retried", func(t *testing.T) {
+		f := newFixture(t, fixtureOptions{sim: sim.Options{Faults: sim.FaultPlan{CreateErrorRate: 1}}})
+		f.createClaim("transient", claimOptions{})
+		if _, err := f.reconcile("transient"); err == nil || !cloudprovider.IsCreateError(err) {
+			t.Fatalf("reconcile error %v, want the CreateError", err)
+		}
+		claim := f.claim("transient")
+		if claim.DeletionTimestamp != nil {
+			t.Fatal("a retryable error deleted the claim")
+		}
+		expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, sim.ReasonInternalError)
+	})
+}
+
+func TestLivenessDeletesUnregisteredClaim(t *testing.T) {
+	f := newFixture(t, fixtureOptions{opts: LifecycleOptions{RegistrationTTL: 10 * time.Minute}})
+	f.createClaim("liveness", claimOptions{})
+	f.createClaim("unlaunched", claimOptions{nodeClass: "never"})
+	res := f.mustReconcile("liveness")
+	if res.RequeueAfter <= 9*time.Minute || res.RequeueAfter > 10*time.Minute {
+		t.Errorf("RequeueAfter %s, want about the ttl", res.RequeueAfter)
+	}
+	f.mustReconcile("unlaunched")
+
+	f.clock.Step(9 * time.Minute)
+	f.mustReconcile("liveness")
+	f.mustReconcile("unlaunched")
+	if f.claim("liveness").DeletionTimestamp != nil || f.claim("unlaunched").DeletionTimestamp != nil {
+		t.Fatal("deleted before the ttl")
+	}
+
+	f.clock.Step(time.Minute + time.Second)
+	f.mustReconcile("liveness")
+	f.mustReconcile("unlaunched")
+	f.expectDeleting("liveness")
+	f.expectDeleting("unlaunched")
+	f.expectEvent("Warning " + EventReasonLivenessExpired)
+
+	// Deleting a launched claim terminates its instance.
+	f.finish("liveness")
+	f.finish("unlaunched")
+	if f.liveInstances() != 0 {
+		t.Errorf("%d instances, want 0", f.liveInstances())
+	}
+}
+
+func TestDeletionTerminatesInstanceAndRemovesFinalizers(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.createClaim("delete", claimOptions{})
+	f.mustReconcile("delete")
+	f.stepKubelet()
+	f.mustReconcile("delete")
+	claim := f.claim("delete")
+	node := f.nodeOf(claim)
+	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionTrue, "")
+
+	if err := env.Client.Delete(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	res := f.mustReconcile("delete")
+	if res.RequeueAfter != InstanceTerminatingRequeue {
+		t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, InstanceTerminatingRequeue)
+	}
+	claim = f.claim("delete")
+	expectCondition(t, claim, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, ReasonInstanceTerminating)
+	if n := f.node(node.Name); n == nil || n.DeletionTimestamp == nil {
+		t.Error("the node is not being deleted")
+	}
+	if f.liveInstances() != 0 {
+		t.Errorf("%d instances, want 0", f.liveInstances())
+	}
+
+	f.mustReconcile("delete")
+	if f.claim("delete") != nil {
+		t.Error("the claim still exists")
+	}
+	if f.node(node.Name) != nil {
+		t.Error("the node still exists")
+	}
+	f.expectEvent("Normal " + EventReasonFinalized)
+}
+
+func TestExternalFinalization(t *testing.T) {
+	f := newFixture(t, fixtureOptions{opts: LifecycleOptions{ExternalFinalization: true}})
+	f.createClaim("external", claimOptions{})
+	f.mustReconcile("external")
+	claim := f.claim("external")
+	if err := env.Client.Delete(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	f.mustReconcile("external")
+	if f.liveInstances() != 1 {
+		t.Fatal("Reconcile finalized although finalization is external")
+	}
+	for range 3 {
+		claim = f.claim("external")
+		if claim == nil {
+			break
+		}
+		if _, err := f.lifecycle.Finalize(f.ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.claim("external") != nil || f.liveInstances() != 0 {
+		t.Error("Finalize did not terminate the instance and release the claim")
+	}
+}
+
+func TestDeletedNodeDeletesClaim(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	f.createClaim("userdelete", claimOptions{})
+	f.mustReconcile("userdelete")
+	f.stepKubelet()
+	f.mustReconcile("userdelete")
+	node := f.nodeOf(f.claim("userdelete"))
+
+	// A user deletes the node; its finalizer holds it.
+	if err := env.Client.Delete(f.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := f.lifecycle.claimsForNode(f.ctx, f.node(node.Name)); len(reqs) != 1 || reqs[0].Name != "userdelete" {
+		t.Errorf("node maps to %v, want the claim", reqs)
+	}
+	f.mustReconcile("userdelete")
+	f.expectDeleting("userdelete")
+	f.expectEvent("Normal " + EventReasonNodeDeleted)
+	f.finish("userdelete")
+	if f.node(node.Name) != nil || f.liveInstances() != 0 {
+		t.Error("the node or the instance survived")
+	}
+}

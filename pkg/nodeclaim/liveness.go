@@ -1,0 +1,35 @@
+package nodeclaim
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// liveness deletes a claim that did not launch, or did not register, within the registration
+// TTL of its creation, and otherwise asks to be called again when the TTL runs out.
+func (c *LifecycleController) liveness(ctx context.Context, claim *karpv1.NodeClaim, res *result) error {
+	if isTrue(claim, karpv1.ConditionTypeLaunched) && isTrue(claim, karpv1.ConditionTypeRegistered) {
+		return nil
+	}
+	if claim.CreationTimestamp.IsZero() {
+		// A store that does not stamp creation times gives nothing to measure from.
+		return nil
+	}
+	ttl := c.opts.RegistrationTTL
+	age := c.clock.Since(claim.CreationTimestamp.Time)
+	if age < ttl {
+		res.requeue(ttl - age)
+		return nil
+	}
+	what := "registered"
+	if !isTrue(claim, karpv1.ConditionTypeLaunched) {
+		what = "launched"
+	}
+	log.FromContext(ctx).Info("nodeclaim not "+what+" within the registration ttl, deleting it", "ttl", ttl.String())
+	c.events.warning(claim, EventReasonLivenessExpired, "Deleting: not %s within %s", what, ttl)
+	res.deleted = true
+	return c.deleteClaim(ctx, claim)
+}

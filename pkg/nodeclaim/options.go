@@ -1,0 +1,97 @@
+package nodeclaim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults of LifecycleOptions and GarbageCollectorOptions.
+const (
+	// DefaultRegistrationTTL is how long a NodeClaim may take to launch and register.
+	DefaultRegistrationTTL = 15 * time.Minute
+	// DefaultMaxConcurrentReconciles is how many NodeClaims the lifecycle controller works on
+	// at once.
+	DefaultMaxConcurrentReconciles = 10
+	// DefaultGarbageCollectionInterval is the time between two garbage-collection passes.
+	DefaultGarbageCollectionInterval = time.Minute
+	// DefaultOrphanGracePeriod is how old an instance without a NodeClaim must be before it is
+	// terminated.
+	DefaultOrphanGracePeriod = 30 * time.Second
+)
+
+// Fixed intervals of the lifecycle.
+const (
+	// NodeClassNotReadyRequeue is how soon a launch blocked by a NodeClass that is not ready is
+	// retried.
+	NodeClassNotReadyRequeue = 10 * time.Second
+	// InstanceTerminatingRequeue is how often a deleting NodeClaim checks whether its instance
+	// is gone.
+	InstanceTerminatingRequeue = 5 * time.Second
+)
+
+// LifecycleOptions configure a LifecycleController. The zero value is usable: every zero field
+// takes its default.
+type LifecycleOptions struct {
+	// RegistrationTTL is how long after its creation a NodeClaim may stay not Launched or not
+	// Registered before it is deleted; zero means DefaultRegistrationTTL.
+	RegistrationTTL time.Duration
+	// ExternalFinalization leaves deleting NodeClaims alone: another controller (termination,
+	// which drains the node first) calls Finalize for them.
+	ExternalFinalization bool
+	// MaxConcurrentReconciles bounds the parallel reconciles under a manager; zero means
+	// DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
+}
+
+// Validate reports the first invalid option.
+func (o LifecycleOptions) Validate() error {
+	if o.RegistrationTTL < 0 {
+		return fmt.Errorf("registration ttl %s is negative", o.RegistrationTTL)
+	}
+	if o.MaxConcurrentReconciles < 0 {
+		return fmt.Errorf("max concurrent reconciles %d is negative", o.MaxConcurrentReconciles)
+	}
+	return nil
+}
+
+func (o LifecycleOptions) withDefaults() LifecycleOptions {
+	if o.RegistrationTTL == 0 {
+		o.RegistrationTTL = DefaultRegistrationTTL
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	return o
+}
+
+// GarbageCollectorOptions configure a GarbageCollector. The zero value is usable: every zero
+// field takes its default.
+type GarbageCollectorOptions struct {
+	// Interval is the time between two passes of Run; zero means
+	// DefaultGarbageCollectionInterval.
+	Interval time.Duration
+	// OrphanGracePeriod is how old (since launch) an instance without a NodeClaim must be before
+	// it is terminated; zero means DefaultOrphanGracePeriod.
+	OrphanGracePeriod time.Duration
+}
+
+// Validate reports the first invalid option.
+func (o GarbageCollectorOptions) Validate() error {
+	if o.Interval < 0 {
+		return fmt.Errorf("garbage collection interval %s is negative", o.Interval)
+	}
+	if o.OrphanGracePeriod < 0 {
+		return fmt.Errorf("orphan grace period %s is negative", o.OrphanGracePeriod)
+	}
+	return nil
+}
+
+func (o GarbageCollectorOptions) withDefaults() GarbageCollectorOptions {
+	if o.Interval == 0 {
+		o.Interval = DefaultGarbageCollectionInterval
+	}
+	if o.OrphanGracePeriod == 0 {
+		o.OrphanGracePeriod = DefaultOrphanGracePeriod
+	}
+	return o
+}

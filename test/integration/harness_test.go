@@ -1,0 +1,227 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/operator"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
+	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+)
+
+var env *apiserver.Env
+
+func TestMain(m *testing.M) { os.Exit(apiserver.Main(m, &env)) }
+
+// running is the controllers of one operator, started in the background.
+type running struct {
+	op        *operator.Operator
+	cancel    context.CancelFunc
+	done      chan error
+	mu        sync.Mutex
+	decisions []*provisioning.Decision
+}
+
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Errorf("operator stopped with %v", err)
+	}
+}
+
+func (r *running) claimedPrice() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	total := 0.0
+	for _, d := range r.decisions {
+		for _, c := range d.Results.NewClaims {
+			total += c.Price
+		}
+	}
+	return total
+}
+
+// startOperator runs the controllers against the test API server on cloud.
+func startOperator(t *testing.T, cloud *sim.Cloud) *running {
+	t.Helper()
+	opts := operator.DefaultOptions()
+	opts.LeaderElection = false
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	opts.BatchIdleDuration, opts.BatchMaxDuration = 200*time.Millisecond, 2*time.Second
+	opts.Sim.Cloud = cloud
+	opts.SkipControllerNameValidation = true
+	opts.Sim.ReadyDelay = 100 * time.Millisecond
+	op, err := operator.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{op: op, cancel: cancel, done: make(chan error, 1)}
+	op.Provisioner.Observe(func(d *provisioning.Decision) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.decisions = append(r.decisions, d)
+	})
+	go func() { r.done <- op.Start(ctx) }()
+	return r
+}
+
+// newCloud is a simulated cloud whose instances start 100ms after launch.
+func newCloud(t *testing.T, mutate ...func(*sim.Options)) *sim.Cloud {
+	t.Helper()
+	o := sim.Options{Clock: clock.RealClock{}, NodeClasses: env.Client, Seed: 7, LaunchLatency: 100 * time.Millisecond}
+	for _, m := range mutate {
+		m(&o)
+	}
+	cloud, err := sim.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cloud
+}
+
+// startBinder binds pods to nodes every 100ms, as the kube-scheduler would.
+func startBinder(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	b := binder.New(env.Client, clock.RealClock{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if _, err := b.Step(ctx); err != nil && ctx.Err() == nil {
+				t.Logf("binder: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, detail)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, obj := range objs {
+		if err := env.Client.Create(context.Background(), obj); err != nil {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+}
+
+func nodeClass(name string) *awsv1.EC2NodeClass {
+	return &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: awsv1.EC2NodeClassSpec{
+			Role: "KarpenterNodeRole", AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "it"}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "it"}}},
+		},
+	}
+}
+
+func nodePool(name string, mutate ...func(*karpv1.NodePool)) *karpv1.NodePool {
+	np := &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+				{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
+				{Key: awsv1.LabelInstanceGeneration, Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}},
+				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+			},
+			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+		}}},
+	}
+	for _, m := range mutate {
+		m(np)
+	}
+	return np
+}
+
+// cleanup removes what a test made, finalizers first (there is no controller-manager).
+func cleanup(t *testing.T) {
+	ctx := context.Background()
+	_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+	for _, list := range []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}} {
+		if err := env.Client.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(list)
+		for _, item := range items {
+			obj := item.(client.Object)
+			if len(obj.GetFinalizers()) > 0 {
+				obj.SetFinalizers(nil)
+				_ = env.Client.Update(ctx, obj)
+			}
+			_ = env.Client.Delete(ctx, obj)
+		}
+	}
+}
+
+func listClaims(t *testing.T) []karpv1.NodeClaim {
+	t.Helper()
+	var l karpv1.NodeClaimList
+	if err := env.Client.List(context.Background(), &l); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+// unbound returns the pods not bound to a node, and a description of the first few.
+func unbound(t *testing.T) (int, string) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := env.Client.List(context.Background(), &pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	n, detail := 0, ""
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			n++
+			if n <= 3 {
+				detail += fmt.Sprintf(" %s", p.Name)
+			}
+		}
+	}
+	return n, fmt.Sprintf("%d pods unbound:%s", n, detail)
+}
+
+// liveInstances counts the cloud's instances that are not terminated.
+func liveInstances(cloud *sim.Cloud) int {
+	n := 0
+	for _, in := range cloud.Instances() {
+		if in.State != sim.InstanceStateTerminated {
+			n++
+		}
+	}
+	return n
+}
