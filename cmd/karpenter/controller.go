@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -18,7 +20,7 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	opts := operator.DefaultOptions()
-	var logLevel string
+	var logLevel, kubeconfig string
 	var fs *envFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -39,7 +41,7 @@ Karpenter's Helm chart uses.`,
 				return usageError{err}
 			}
 			ctrl.SetLogger(zap.New(zap.Level(level), zap.JSONEncoder()))
-			cfg, err := ctrl.GetConfig()
+			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
@@ -64,6 +66,7 @@ Karpenter's Helm chart uses.`,
 	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")
 	fs.float32(&opts.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", opts.KubeClientQPS, "requests per second to the API server")
 	fs.int(&opts.KubeClientBurst, "kube-client-burst", "KUBE_CLIENT_BURST", opts.KubeClientBurst, "burst of requests to the API server")
+	fs.string(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig of the cluster; empty means the in-cluster config or ~/.kube/config")
 	fs.string(&logLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info or error")
 	fs.int64(&opts.Sim.Seed, "sim-seed", "SIM_SEED", opts.Sim.Seed, "seed of the simulated cloud")
 	fs.duration(&opts.Sim.LaunchLatency, "sim-launch-latency", "SIM_LAUNCH_LATENCY", opts.Sim.LaunchLatency, "simulated time from launch to node registration")
@@ -152,4 +155,13 @@ func (e *envFlags) int(p *int, name, env string, def int, usage string) {
 		v = def
 	}
 	e.fs.IntVar(p, name, v, usage+" ("+env+")")
+}
+
+// restConfig loads the cluster's config: an explicit kubeconfig file, else controller-runtime's
+// search (in-cluster, then ~/.kube/config).
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
+)
+
+var env *apiserver.Env
+
+func TestMain(m *testing.M) { os.Exit(apiserver.Main(m, &env)) }
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestControllerBinary runs `karpenter controller --cloud-provider sim` as a user would, against
+// a real API server: a pending pod gets a NodeClaim, the claim an instance and a Node, and the
+// Node initializes; /healthz answers; SIGTERM stops it cleanly.
+func TestControllerBinary(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "karpenter")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building karpenter: %v\n%s", err, out)
+	}
+	kubeconfig, err := env.KubeconfigFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := freePort(t)
+	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", "0",
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", health), "--sim-launch-latency", "100ms", "--sim-ready-delay", "100ms",
+		"--batch-idle-duration", "200ms", "--batch-max-duration", "1s")
+	logs, err := os.Create(filepath.Join(dir, "controller.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			data, _ := os.ReadFile(logs.Name())
+			t.Logf("controller log:\n%s", data)
+		}
+	}()
+	ctx := context.Background()
+	nodeClass := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: awsv1.EC2NodeClassSpec{
+			Role: "KarpenterNodeRole", AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "bin"}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "bin"}}},
+		},
+	}
+	nodePool := &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+		}}},
+	}
+	pod := builders.Pod(builders.PodOptions{Name: "waiting", CPU: "1", Memory: "1Gi"})
+	status := pod.Status
+	pod.UID, pod.Status = "", corev1.PodStatus{}
+	if err := env.Client.Create(ctx, nodeClass); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, nodePool); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = status // as the kube-scheduler would: PodScheduled=False, Unschedulable
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var claims karpv1.NodeClaimList
+		if err := env.Client.List(ctx, &claims); err != nil {
+			t.Fatal(err)
+		}
+		if len(claims.Items) == 1 && meta.IsStatusConditionTrue(claims.Items[0].Status.Conditions, karpv1.ConditionTypeInitialized) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no initialized NodeClaim after 60s: %d claims", len(claims.Items))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var nodes corev1.NodeList
+	if err := env.Client.List(ctx, &nodes); err != nil || len(nodes.Items) != 1 {
+		t.Fatalf("nodes: %d (%v)", len(nodes.Items), err)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", health))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("controller exited with %v after SIGTERM", err)
+		}
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("controller did not stop within 15s of SIGTERM")
+	}
+}
+
+func TestControllerRejectsBadSettings(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "karpenter")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building karpenter: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "controller", "--cloud-provider", "gcp", "--batch-idle-duration", "0s")
+	cmd.Env = append(os.Environ(), "KUBE_CLIENT_QPS=fast")
+	out, err := cmd.CombinedOutput()
+	exit, ok := err.(*exec.ExitError)
+	if !ok || exit.ExitCode() != exitCodeUsage {
+		t.Fatalf("want exit code %d, got %v\n%s", exitCodeUsage, err, out)
+	}
+	if want := "KUBE_CLIENT_QPS"; !strings.Contains(string(out), want) {
+		t.Errorf("output does not name %s:\n%s", want, out)
+	}
+}
