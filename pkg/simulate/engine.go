@@ -1,0 +1,561 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis"
+	ec2v1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
+	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// Start is the virtual time every simulation starts at.
+var Start = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// namespace holds the simulated workloads.
+const namespace = "default"
+
+// Options tune a run.
+type Options struct {
+	// Seed, when set, overrides the workload's seed.
+	Seed *int64
+	// Step is the virtual time between passes while something is happening (default 1s).
+	Step time.Duration
+	// Progress, when set, is called with the virtual time done and the total.
+	Progress func(done, total time.Duration)
+	// BatchIdleDuration and BatchMaxDuration are the provisioner's batching windows
+	// (defaults 1s and 10s, as in the controller).
+	BatchIdleDuration, BatchMaxDuration time.Duration
+}
+
+// engine is one simulation run.
+type engine struct {
+	w       *Workload
+	opts    Options
+	clock   *clocktesting.FakeClock
+	kube    *memory.Client
+	cloud   *sim.Cloud
+	kubelet *sim.Kubelet
+	binder  *binder.Binder
+
+	provisioner *provisioning.Provisioner
+	lifecycle   *nodeclaim.LifecycleController
+	gc          *nodeclaim.GarbageCollector
+	poolStatus  *nodepool.StatusController
+	poolStatic  *nodepool.StaticController
+	classStatus *sim.NodeClassStatusController
+
+	deployments map[string]*deploymentState
+	jobs        map[string]*jobsState
+	shortages   []shortage
+	next        int // next timeline event
+
+	batchStart, batchLastChange time.Time
+	batchPending                int
+
+	rec *recorder
+}
+
+type deploymentState struct {
+	spec     *Deployment
+	replicas int
+	serial   int
+}
+
+type jobsState struct {
+	spec    *Jobs
+	created int
+}
+
+type shortage struct {
+	spec  *CapacityShortage
+	until time.Time
+}
+
+// Run simulates a workload and returns its report.
+func Run(ctx context.Context, w *Workload, opts Options) (*Report, error) {
+	e, err := newEngine(ctx, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(ctx)
+}
+
+func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) {
+	if opts.Step <= 0 {
+		opts.Step = time.Second
+	}
+	seed := w.Seed
+	if opts.Seed != nil {
+		seed = *opts.Seed
+	}
+	e := &engine{w: w, opts: opts, clock: clocktesting.NewFakeClock(Start), deployments: map[string]*deploymentState{}, jobs: map[string]*jobsState{}}
+	e.kube = memory.New(awsv1.NewScheme(), e.clock, memory.WithSeed(uint64(seed)), memory.WithAutoCreateNamespaces())
+	if err := nodeclaim.IndexFields(ctx, e.kube); err != nil {
+		return nil, err
+	}
+	launch, ready := 30*time.Second, 10*time.Second
+	if w.Cloud.LaunchLatency != nil {
+		launch = w.Cloud.LaunchLatency.Duration
+	}
+	if w.Cloud.ReadyDelay != nil {
+		ready = w.Cloud.ReadyDelay.Duration
+	}
+	var err error
+	e.cloud, err = sim.New(sim.Options{Clock: e.clock, NodeClasses: e.kube, Seed: seed, Zones: w.Cloud.Zones, LaunchLatency: launch,
+		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}})
+	if err != nil {
+		return nil, fmt.Errorf("simulated cloud: %w", err)
+	}
+	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, MarkPodsRunning: true}); err != nil {
+		return nil, err
+	}
+	e.binder = binder.New(e.kube, e.clock)
+	cluster := state.NewCluster(e.kube, e.clock)
+	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
+	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
+	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{})
+	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
+	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
+	e.poolStatic = nodepool.NewStaticController(e.kube, e.cloud)
+	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
+	e.rec = newRecorder(w, seed)
+	e.provisioner.Observe(e.rec.decision)
+	if opts.BatchIdleDuration <= 0 {
+		e.opts.BatchIdleDuration = provisioning.DefaultBatchIdleDuration
+	}
+	if opts.BatchMaxDuration <= 0 {
+		e.opts.BatchMaxDuration = provisioning.DefaultBatchMaxDuration
+	}
+	for _, obj := range w.Objects {
+		if err := e.kube.Create(ctx, obj.DeepCopyObject().(client.Object)); err != nil {
+			return nil, fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	}
+	return e, nil
+}
+
+func (e *engine) run(ctx context.Context) (*Report, error) {
+	end := Start.Add(e.w.Duration.Duration)
+	for {
+		now := e.clock.Now()
+		if err := e.pass(ctx, now); err != nil {
+			return nil, fmt.Errorf("at %s: %w", now.Sub(Start), err)
+		}
+		if err := e.rec.sample(ctx, e, now); err != nil {
+			return nil, err
+		}
+		if e.opts.Progress != nil {
+			e.opts.Progress(now.Sub(Start), e.w.Duration.Duration)
+		}
+		if !now.Before(end) {
+			break
+		}
+		next := now.Add(e.opts.Step)
+		if quiet, err := e.quiet(ctx); err != nil {
+			return nil, err
+		} else if quiet {
+			next = e.nextWakeup(now)
+		}
+		if next.After(end) {
+			next = end
+		}
+		e.clock.SetTime(next)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return e.rec.report(ctx, e)
+}
+
+// pass runs every controller once at the current virtual time.
+func (e *engine) pass(ctx context.Context, now time.Time) error {
+	if err := e.applyEvents(ctx, now); err != nil {
+		return err
+	}
+	if err := e.syncWorkloads(ctx, now); err != nil {
+		return err
+	}
+	if err := e.reconcileAll(ctx); err != nil {
+		return err
+	}
+	if _, err := e.binder.Step(ctx); err != nil {
+		return err
+	}
+	if err := e.maybeProvision(ctx, now); err != nil {
+		return err
+	}
+	if err := e.reconcileAll(ctx); err != nil {
+		return err
+	}
+	if err := e.kubelet.Step(ctx); err != nil {
+		return err
+	}
+	if now.Second() == 0 {
+		if err := e.gc.Step(ctx); err != nil {
+			return err
+		}
+	}
+	e.kube.CollectGarbage()
+	return nil
+}
+
+// maybeProvision runs the provisioner when a batch of pending pods is complete: no new pending
+// pod for the idle window, or the max window since the batch began.
+func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
+	var pods corev1.PodList
+	if err := e.kube.List(ctx, &pods); err != nil {
+		return err
+	}
+	pending := 0
+	for i := range pods.Items {
+		if state.IsProvisionable(&pods.Items[i]) {
+			pending++
+		}
+	}
+	if pending == 0 {
+		e.batchStart, e.batchPending = time.Time{}, 0
+		return nil
+	}
+	if e.batchStart.IsZero() {
+		e.batchStart, e.batchLastChange, e.batchPending = now, now, pending
+		return nil
+	}
+	if pending != e.batchPending {
+		e.batchLastChange, e.batchPending = now, pending
+	}
+	if now.Sub(e.batchLastChange) < e.opts.BatchIdleDuration && now.Sub(e.batchStart) < e.opts.BatchMaxDuration {
+		return nil
+	}
+	e.batchStart = time.Time{}
+	_, err := e.provisioner.Provision(ctx)
+	return err
+}
+
+// reconcileAll calls every controller for every object of its kind, as their watches would.
+func (e *engine) reconcileAll(ctx context.Context) error {
+	var classes ec2v1.EC2NodeClassList
+	if err := e.kube.List(ctx, &classes); err != nil {
+		return err
+	}
+	for _, c := range classes.Items {
+		if _, err := e.classStatus.Reconcile(ctx, request(c.Name)); err != nil {
+			return fmt.Errorf("nodeclass %s: %w", c.Name, err)
+		}
+	}
+	var pools karpv1.NodePoolList
+	if err := e.kube.List(ctx, &pools); err != nil {
+		return err
+	}
+	for _, np := range pools.Items {
+		if _, err := e.poolStatus.Reconcile(ctx, request(np.Name)); err != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("nodepool %s status: %w", np.Name, err)
+		}
+		if _, err := e.poolStatic.Reconcile(ctx, request(np.Name)); err != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("nodepool %s replicas: %w", np.Name, err)
+		}
+	}
+	var claims karpv1.NodeClaimList
+	if err := e.kube.List(ctx, &claims); err != nil {
+		return err
+	}
+	for _, c := range claims.Items {
+		if _, err := e.lifecycle.Reconcile(ctx, request(c.Name)); err != nil && !apierrors.IsConflict(err) && !cloudprovider.IsRetryable(err) {
+			e.rec.warn(fmt.Sprintf("nodeclaim %s: %v", c.Name, err))
+		}
+	}
+	return nil
+}
+
+func request(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+}
+
+// quiet reports whether nothing will change until the next timeline event or job completion:
+// no pod waits, no claim or node is on its way.
+func (e *engine) quiet(ctx context.Context) (bool, error) {
+	var pods corev1.PodList
+	if err := e.kube.List(ctx, &pods); err != nil {
+		return false, err
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodPending {
+			return false, nil
+		}
+	}
+	var claims karpv1.NodeClaimList
+	if err := e.kube.List(ctx, &claims); err != nil {
+		return false, err
+	}
+	for _, c := range claims.Items {
+		if c.DeletionTimestamp != nil || !nodeclaimInitialized(&c) {
+			return false, nil
+		}
+	}
+	for _, in := range e.cloud.Instances() {
+		if in.State == sim.InstanceStatePending {
+			return false, nil
+		}
+	}
+	return len(e.cloud.Interruptions()) == e.rec.interruptionsSeen, nil
+}
+
+// nextWakeup is the next virtual time something is due: a timeline event, a job finishing, a
+// capacity shortage ending, or the next sample.
+func (e *engine) nextWakeup(now time.Time) time.Time {
+	next := now.Add(sampleInterval)
+	next = next.Truncate(sampleInterval)
+	if e.next < len(e.w.Timeline) {
+		if at := Start.Add(e.w.Timeline[e.next].At.Duration); at.Before(next) {
+			next = at
+		}
+	}
+	for _, t := range e.rec.jobEnds {
+		if t.After(now) && t.Before(next) {
+			next = t
+		}
+	}
+	for _, s := range e.shortages {
+		if s.until.After(now) && s.until.Before(next) {
+			next = s.until
+		}
+	}
+	if !next.After(now) {
+		next = now.Add(e.opts.Step)
+	}
+	return next
+}
+
+// applyEvents carries out the timeline events that are due.
+func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
+	for e.next < len(e.w.Timeline) && !Start.Add(e.w.Timeline[e.next].At.Duration).After(now) {
+		ev := e.w.Timeline[e.next]
+		e.next++
+		switch {
+		case ev.Deploy != nil:
+			e.deployments[ev.Deploy.Name] = &deploymentState{spec: ev.Deploy, replicas: ev.Deploy.Replicas}
+			if ev.Deploy.MinAvailable != nil {
+				minAvailable := intstr.FromInt32(int32(*ev.Deploy.MinAvailable))
+				pdb := &policyv1.PodDisruptionBudget{
+					ObjectMeta: metav1.ObjectMeta{Name: ev.Deploy.Name, Namespace: namespace},
+					Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: ev.Deploy.template.Labels}},
+				}
+				if err := e.kube.Create(ctx, pdb); err != nil {
+					return err
+				}
+			}
+		case ev.Scale != nil:
+			e.deployments[ev.Scale.Name].replicas = ev.Scale.Replicas
+		case ev.Delete != nil:
+			if d, ok := e.deployments[ev.Delete.Name]; ok {
+				d.replicas = 0
+			}
+			delete(e.jobs, ev.Delete.Name)
+			if err := e.deleteOwnedPods(ctx, ev.Delete.Name); err != nil {
+				return err
+			}
+		case ev.Jobs != nil:
+			e.jobs[ev.Jobs.Name] = &jobsState{spec: ev.Jobs}
+		case ev.Interrupt != nil:
+			e.interrupt(ev.Interrupt.Count)
+		case ev.CapacityShortage != nil:
+			s := ev.CapacityShortage
+			e.cloud.SetOfferingAvailable(s.InstanceType, s.Zone, s.CapacityType, false)
+			e.shortages = append(e.shortages, shortage{spec: s, until: now.Add(s.For.Duration)})
+		}
+	}
+	kept := e.shortages[:0]
+	for _, s := range e.shortages {
+		if !s.until.After(now) {
+			e.cloud.SetOfferingAvailable(s.spec.InstanceType, s.spec.Zone, s.spec.CapacityType, true)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	e.shortages = kept
+	return nil
+}
+
+// interrupt sends notices to the oldest running spot instances.
+func (e *engine) interrupt(count int) {
+	for _, in := range e.cloud.Instances() {
+		if count == 0 {
+			return
+		}
+		if in.State == sim.InstanceStateRunning && in.CapacityType == karpv1.CapacityTypeSpot {
+			if err := e.cloud.Interrupt(in.ProviderID); err == nil {
+				count--
+			}
+		}
+	}
+}
+
+const ownerLabel = "simulate.karpenter.sh/owner"
+
+// syncWorkloads plays the Deployment and Job controllers: keeps each deployment at its
+// replicas, starts jobs' pods, finishes pods whose runtime is over, and replaces pods whose
+// node went away.
+func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
+	var pods corev1.PodList
+	if err := e.kube.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	var nodes corev1.NodeList
+	if err := e.kube.List(ctx, &nodes); err != nil {
+		return err
+	}
+	exists := map[string]bool{}
+	for _, n := range nodes.Items {
+		if n.DeletionTimestamp == nil {
+			exists[n.Name] = true
+		}
+	}
+	live := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		owner := p.Labels[ownerLabel]
+		e.rec.observePod(p, now)
+		// A pod whose node is gone is lost, as pod garbage collection would find it.
+		if p.Spec.NodeName != "" && !exists[p.Spec.NodeName] && p.Status.Phase != corev1.PodSucceeded {
+			if err := e.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if j, ok := e.jobs[owner]; ok && p.Status.Phase == corev1.PodRunning {
+			end := runningSince(p).Add(j.spec.Runtime.Duration)
+			e.rec.jobEnds[p.Name] = end
+			if !now.Before(end) {
+				if err := e.finishPod(ctx, p); err != nil {
+					return err
+				}
+				delete(e.rec.jobEnds, p.Name)
+				continue
+			}
+		}
+		if p.Status.Phase != corev1.PodSucceeded {
+			live[owner] = append(live[owner], p)
+		}
+	}
+	for _, name := range sortedKeys(e.deployments) {
+		d := e.deployments[name]
+		have := live[name]
+		for i := len(have); i < d.replicas; i++ {
+			d.serial++
+			if err := e.createPod(ctx, name, d.serial, d.spec.template); err != nil {
+				return err
+			}
+		}
+		if len(have) > d.replicas {
+			// Scale down removes the newest pods first, as a ReplicaSet prefers unready and
+			// young pods.
+			sort.Slice(have, func(i, j int) bool {
+				return have[i].CreationTimestamp.After(have[j].CreationTimestamp.Time) || have[i].Name > have[j].Name
+			})
+			for _, p := range have[:len(have)-d.replicas] {
+				if err := e.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, name := range sortedKeys(e.jobs) {
+		j := e.jobs[name]
+		for ; j.created < j.spec.Count; j.created++ {
+			if err := e.createPod(ctx, name, j.created+1, j.spec.template); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func runningSince(p *corev1.Pod) time.Time {
+	if p.Status.StartTime != nil {
+		return p.Status.StartTime.Time
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return p.CreationTimestamp.Time
+}
+
+func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *corev1.PodTemplateSpec) error {
+	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+	pod.Name = owner + "-" + strconv.Itoa(serial)
+	pod.Namespace = namespace
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[ownerLabel] = owner
+	if err := e.kube.Create(ctx, pod); err != nil {
+		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	e.rec.podCreated(pod)
+	return nil
+}
+
+func (e *engine) finishPod(ctx context.Context, p *corev1.Pod) error {
+	p.Status.Phase = corev1.PodSucceeded
+	if err := e.kube.Status().Update(ctx, p); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+func (e *engine) deleteOwnedPods(ctx context.Context, owner string) error {
+	var pods corev1.PodList
+	if err := e.kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{ownerLabel: owner}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		if err := e.kube.Delete(ctx, &pods.Items[i]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nodeclaimInitialized(c *karpv1.NodeClaim) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == karpv1.ConditionTypeInitialized {
+			return cond.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

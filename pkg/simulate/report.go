@@ -1,0 +1,339 @@
+package simulate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// sampleInterval is how often the report's time series is sampled.
+const sampleInterval = time.Minute
+
+// Report is what a simulation produced. It holds no wall-clock figures, so the same workload
+// and seed give a byte-identical JSON report.
+type Report struct {
+	// Workload is the workload's name; Seed the seed used; Duration the virtual time simulated.
+	Workload string `json:"workload"`
+	Seed     int64  `json:"seed"`
+	Duration string `json:"duration"`
+	Cost     Costs  `json:"cost"`
+	Nodes    Nodes  `json:"nodes"`
+	Pods     Pods   `json:"pods"`
+	Util     Util   `json:"utilization"`
+	// Disruptions counts node terminations by reason (interrupted, deleted, …).
+	Disruptions map[string]int `json:"disruptions"`
+	// Series samples the cluster every minute of virtual time.
+	Series []Sample `json:"series"`
+	// Fleet is the final set of nodes.
+	Fleet []FleetNode `json:"fleet"`
+	// Warnings are controller errors seen along the way.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Costs are in dollars: per hour at the peak and at the end, and spent over the run.
+type Costs struct {
+	PeakPerHour  float64 `json:"peakPerHour"`
+	FinalPerHour float64 `json:"finalPerHour"`
+	Total        float64 `json:"total"`
+}
+
+// Nodes counts nodes launched, at the peak and at the end, and by type.
+type Nodes struct {
+	Launched int         `json:"launched"`
+	Peak     int         `json:"peak"`
+	Final    int         `json:"final"`
+	ByType   []TypeCount `json:"byType"`
+}
+
+// TypeCount is how many instances of one type and capacity type were launched.
+type TypeCount struct {
+	InstanceType string  `json:"instanceType"`
+	CapacityType string  `json:"capacityType"`
+	Count        int     `json:"count"`
+	PricePerHour float64 `json:"pricePerHour"`
+}
+
+// Pods summarises how long pods waited for a node.
+type Pods struct {
+	Created        int     `json:"created"`
+	Scheduled      int     `json:"scheduled"`
+	NeverScheduled int     `json:"neverScheduled"`
+	PendingMeanS   float64 `json:"pendingMeanSeconds"`
+	PendingP95S    float64 `json:"pendingP95Seconds"`
+	PendingMaxS    float64 `json:"pendingMaxSeconds"`
+}
+
+// Util is the share of the fleet's allocatable cpu and memory that pods requested, averaged
+// over the samples that had nodes, and at the end.
+type Util struct {
+	CPUMean    float64 `json:"cpuMean"`
+	MemoryMean float64 `json:"memoryMean"`
+	CPUFinal   float64 `json:"cpuFinal"`
+	MemFinal   float64 `json:"memoryFinal"`
+}
+
+// Sample is the cluster at one minute.
+type Sample struct {
+	AtSeconds   int64   `json:"at"`
+	Nodes       int     `json:"nodes"`
+	CostPerHour float64 `json:"costPerHour"`
+	Pending     int     `json:"pending"`
+	Running     int     `json:"running"`
+	CPUUtil     float64 `json:"cpuUtilization"`
+	MemUtil     float64 `json:"memoryUtilization"`
+}
+
+// FleetNode is one node at the end, with how full it is.
+type FleetNode struct {
+	Name            string  `json:"name"`
+	InstanceType    string  `json:"instanceType"`
+	CapacityType    string  `json:"capacityType"`
+	Zone            string  `json:"zone"`
+	PricePerHour    float64 `json:"pricePerHour"`
+	Pods            int     `json:"pods"`
+	CPURequested    float64 `json:"cpuRequested"`
+	CPUAllocatable  float64 `json:"cpuAllocatable"`
+	MemRequestedGiB float64 `json:"memoryRequestedGiB"`
+	MemAllocGiB     float64 `json:"memoryAllocatableGiB"`
+}
+
+// recorder collects what happens during a run.
+type recorder struct {
+	w                 *Workload
+	seed              int64
+	created           map[string]time.Time
+	scheduled         map[string]time.Duration
+	jobEnds           map[string]time.Time
+	samples           []Sample
+	lastSample        time.Time
+	warnings          []string
+	interruptionsSeen int
+	decisions         int
+}
+
+func newRecorder(w *Workload, seed int64) *recorder {
+	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, jobEnds: map[string]time.Time{}}
+}
+
+func (r *recorder) decision(*provisioning.Decision) { r.decisions++ }
+
+func (r *recorder) warn(msg string) {
+	if len(r.warnings) < 20 {
+		r.warnings = append(r.warnings, msg)
+	}
+}
+
+func (r *recorder) podCreated(p *corev1.Pod) { r.created[p.Name] = p.CreationTimestamp.Time }
+
+// observePod notes when a pod was first seen bound.
+func (r *recorder) observePod(p *corev1.Pod, now time.Time) {
+	if p.Spec.NodeName == "" {
+		return
+	}
+	if _, done := r.scheduled[p.Name]; done {
+		return
+	}
+	if created, ok := r.created[p.Name]; ok {
+		r.scheduled[p.Name] = now.Sub(created)
+	}
+}
+
+// sample records the cluster once a minute of virtual time.
+func (r *recorder) sample(ctx context.Context, e *engine, now time.Time) error {
+	r.interruptionsSeen = len(e.cloud.Interruptions())
+	if !r.lastSample.IsZero() && now.Sub(r.lastSample) < sampleInterval && now.Before(Start.Add(r.w.Duration.Duration)) {
+		return nil
+	}
+	r.lastSample = now
+	s, _, err := snapshot(ctx, e)
+	if err != nil {
+		return err
+	}
+	s.AtSeconds = int64(now.Sub(Start) / time.Second)
+	r.samples = append(r.samples, s)
+	return nil
+}
+
+// snapshot measures the cluster now.
+func snapshot(ctx context.Context, e *engine) (Sample, []FleetNode, error) {
+	var s Sample
+	var nodes corev1.NodeList
+	if err := e.kube.List(ctx, &nodes); err != nil {
+		return s, nil, err
+	}
+	var pods corev1.PodList
+	if err := e.kube.List(ctx, &pods); err != nil {
+		return s, nil, err
+	}
+	byNode := map[string][]corev1.ResourceList{}
+	podsOn := map[string]int{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		switch {
+		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		case p.Spec.NodeName == "":
+			s.Pending++
+		default:
+			s.Running++
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], scheduling.PodRequests(p))
+			podsOn[p.Spec.NodeName]++
+		}
+	}
+	instances := map[string]sim.Instance{}
+	for _, in := range e.cloud.Instances() {
+		if in.State != sim.InstanceStateTerminated {
+			instances[in.ProviderID] = in
+		}
+	}
+	var fleet []FleetNode
+	var cpuReq, cpuAlloc, memReq, memAlloc float64
+	for _, n := range nodes.Items {
+		in, ok := instances[n.Spec.ProviderID]
+		if !ok || n.DeletionTimestamp != nil {
+			continue
+		}
+		req := scheduling.Merge(byNode[n.Name]...)
+		alloc := n.Status.Allocatable
+		f := FleetNode{
+			Name: n.Name, InstanceType: in.InstanceType, CapacityType: in.CapacityType, Zone: in.Zone, PricePerHour: in.Price, Pods: podsOn[n.Name],
+			CPURequested: float64(req.Cpu().MilliValue()) / 1000, CPUAllocatable: float64(alloc.Cpu().MilliValue()) / 1000,
+			MemRequestedGiB: float64(req.Memory().Value()) / (1 << 30), MemAllocGiB: float64(alloc.Memory().Value()) / (1 << 30),
+		}
+		fleet = append(fleet, f)
+		cpuReq, cpuAlloc, memReq, memAlloc = cpuReq+f.CPURequested, cpuAlloc+f.CPUAllocatable, memReq+f.MemRequestedGiB, memAlloc+f.MemAllocGiB
+	}
+	s.Nodes = len(instances)
+	s.CostPerHour = round(e.cloud.Cost())
+	if cpuAlloc > 0 {
+		s.CPUUtil = round(cpuReq / cpuAlloc)
+	}
+	if memAlloc > 0 {
+		s.MemUtil = round(memReq / memAlloc)
+	}
+	sort.Slice(fleet, func(i, j int) bool { return fleet[i].Name < fleet[j].Name })
+	return s, fleet, nil
+}
+
+func round(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+
+// report assembles the report at the end of the run.
+func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
+	final, fleet, err := snapshot(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Workload: r.w.Name, Seed: r.seed, Duration: r.w.Duration.String(), Series: r.samples, Fleet: fleet, Warnings: r.warnings, Disruptions: map[string]int{}}
+	byType := map[[2]string]*TypeCount{}
+	for _, in := range e.cloud.Instances() {
+		rep.Nodes.Launched++
+		key := [2]string{in.InstanceType, in.CapacityType}
+		if byType[key] == nil {
+			byType[key] = &TypeCount{InstanceType: in.InstanceType, CapacityType: in.CapacityType, PricePerHour: in.Price}
+		}
+		byType[key].Count++
+		if in.State == sim.InstanceStateTerminated {
+			rep.Disruptions[in.TerminationReason]++
+		}
+	}
+	for _, tc := range byType {
+		rep.Nodes.ByType = append(rep.Nodes.ByType, *tc)
+	}
+	sort.Slice(rep.Nodes.ByType, func(i, j int) bool {
+		a, b := rep.Nodes.ByType[i], rep.Nodes.ByType[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.InstanceType < b.InstanceType || a.InstanceType == b.InstanceType && a.CapacityType < b.CapacityType
+	})
+	var cpuSum, memSum float64
+	withNodes := 0
+	for _, s := range r.samples {
+		rep.Cost.PeakPerHour = math.Max(rep.Cost.PeakPerHour, s.CostPerHour)
+		rep.Nodes.Peak = max(rep.Nodes.Peak, s.Nodes)
+		if s.Nodes > 0 {
+			cpuSum, memSum, withNodes = cpuSum+s.CPUUtil, memSum+s.MemUtil, withNodes+1
+		}
+	}
+	if withNodes > 0 {
+		rep.Util.CPUMean, rep.Util.MemoryMean = round(cpuSum/float64(withNodes)), round(memSum/float64(withNodes))
+	}
+	rep.Util.CPUFinal, rep.Util.MemFinal = final.CPUUtil, final.MemUtil
+	rep.Cost.FinalPerHour = final.CostPerHour
+	rep.Cost.Total = round(e.cloud.Spend())
+	rep.Nodes.Final = final.Nodes
+	rep.Pods.Created = len(r.created)
+	waits := make([]float64, 0, len(r.scheduled))
+	for _, d := range r.scheduled {
+		waits = append(waits, d.Seconds())
+	}
+	sort.Float64s(waits)
+	rep.Pods.Scheduled = len(waits)
+	rep.Pods.NeverScheduled = final.Pending
+	if len(waits) > 0 {
+		sum := 0.0
+		for _, w := range waits {
+			sum += w
+		}
+		rep.Pods.PendingMeanS = round(sum / float64(len(waits)))
+		rep.Pods.PendingP95S = waits[int(math.Ceil(0.95*float64(len(waits))))-1]
+		rep.Pods.PendingMaxS = waits[len(waits)-1]
+	}
+	return rep, nil
+}
+
+// WriteJSON writes the report as indented JSON.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteText writes the report as a terminal summary.
+func (rep *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Simulated %q for %s (seed %d)\n\n", rep.Workload, rep.Duration, rep.Seed)
+	fmt.Fprintf(&b, "Cost      $%.2f/hour at peak, $%.2f/hour at the end, $%.2f in total\n", rep.Cost.PeakPerHour, rep.Cost.FinalPerHour, rep.Cost.Total)
+	fmt.Fprintf(&b, "Nodes     %d launched, %d at peak, %d at the end\n", rep.Nodes.Launched, rep.Nodes.Peak, rep.Nodes.Final)
+	fmt.Fprintf(&b, "Pods      %d created, %d scheduled, %d never scheduled\n", rep.Pods.Created, rep.Pods.Scheduled, rep.Pods.NeverScheduled)
+	fmt.Fprintf(&b, "Pending   mean %s, p95 %s, max %s\n", seconds(rep.Pods.PendingMeanS), seconds(rep.Pods.PendingP95S), seconds(rep.Pods.PendingMaxS))
+	fmt.Fprintf(&b, "Requested %.0f%% of cpu and %.0f%% of memory on average (%.0f%% and %.0f%% at the end)\n",
+		100*rep.Util.CPUMean, 100*rep.Util.MemoryMean, 100*rep.Util.CPUFinal, 100*rep.Util.MemFinal)
+	if len(rep.Disruptions) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(rep.Disruptions) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, rep.Disruptions[k]))
+		}
+		fmt.Fprintf(&b, "Removed   %s\n", strings.Join(parts, ", "))
+	}
+	b.WriteString("\nNodes launched by instance type\n")
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tCAPACITY\tCOUNT\t$/HOUR EACH")
+	for _, tc := range rep.Nodes.ByType {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%.4f\n", tc.InstanceType, tc.CapacityType, tc.Count, tc.PricePerHour)
+	}
+	_ = tw.Flush()
+	if len(rep.Warnings) > 0 {
+		b.WriteString("\nWarnings\n")
+		for _, wmsg := range rep.Warnings {
+			fmt.Fprintf(&b, "  %s\n", wmsg)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func seconds(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+}

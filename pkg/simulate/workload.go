@@ -1,0 +1,468 @@
+package simulate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/openkarpenter/karpenter/pkg/apis"
+)
+
+// Workload is a simulation's input: the cluster's Karpenter objects and what happens over time.
+type Workload struct {
+	// Name describes the workload in reports.
+	Name string `yaml:"name"`
+	// Duration is how much virtual time to simulate (e.g. 24h).
+	Duration Duration `yaml:"duration"`
+	// Seed makes the cloud's random choices reproducible; the --seed flag overrides it.
+	Seed int64 `yaml:"seed"`
+	// Cloud configures the simulated cloud.
+	Cloud CloudSettings `yaml:"cloud"`
+	// Manifests are Karpenter objects (NodePool, EC2NodeClass) as YAML documents, exactly as
+	// they would be applied to a cluster.
+	Manifests string `yaml:"manifests"`
+	// Timeline is what happens when.
+	Timeline []Event `yaml:"timeline"`
+
+	// Objects are the decoded manifests.
+	Objects []client.Object `yaml:"-"`
+	file    string
+}
+
+// CloudSettings tune the simulated cloud.
+type CloudSettings struct {
+	// Zones are the availability zones (default us-east-1a, -b, -c).
+	Zones []string `yaml:"zones"`
+	// LaunchLatency is the time from launch to a registered node (default 30s).
+	LaunchLatency *Duration `yaml:"launchLatency"`
+	// ReadyDelay is the time from registration to a Ready node (default 10s).
+	ReadyDelay *Duration `yaml:"readyDelay"`
+	// CreateErrorRate is the share of launches that fail transiently.
+	CreateErrorRate float64 `yaml:"createErrorRate"`
+}
+
+// Event is one timeline entry: at a time, exactly one action.
+type Event struct {
+	// At is when the event happens, from the start of the simulation.
+	At Duration `yaml:"at"`
+	// Deploy creates a Deployment (a set of identical long-running pods).
+	Deploy *Deployment `yaml:"deploy"`
+	// Scale changes a Deployment's replicas.
+	Scale *Scale `yaml:"scale"`
+	// Delete removes a Deployment or the Jobs of a name.
+	Delete *Delete `yaml:"delete"`
+	// Jobs runs a batch of pods that each finish after a while.
+	Jobs *Jobs `yaml:"jobs"`
+	// Interrupt sends spot interruption notices to some spot instances.
+	Interrupt *Interrupt `yaml:"interrupt"`
+	// CapacityShortage makes offerings run out of capacity for a while.
+	CapacityShortage *CapacityShortage `yaml:"capacityShortage"`
+
+	line int
+}
+
+// PodShape is what a workload's pods look like: requests and scheduling constraints, or a
+// full pod template.
+type PodShape struct {
+	// CPU and Memory are the requests of the pod's one container, such as "500m" and "1Gi".
+	CPU    string `yaml:"cpu"`
+	Memory string `yaml:"memory"`
+	// GPU requests nvidia.com/gpu.
+	GPU int `yaml:"gpu"`
+	// Labels of the pods (default app: <name>).
+	Labels map[string]string `yaml:"labels"`
+	// NodeSelector, Tolerations, Affinity and TopologySpreadConstraints are as in a PodSpec.
+	NodeSelector              map[string]string `yaml:"nodeSelector"`
+	Tolerations               []any             `yaml:"tolerations"`
+	Affinity                  any               `yaml:"affinity"`
+	TopologySpreadConstraints []any             `yaml:"topologySpreadConstraints"`
+	// Template, when set, is a full pod template (metadata and spec) and the fields above
+	// must be empty.
+	Template any `yaml:"template"`
+}
+
+// Deployment is a named set of identical pods kept at a replica count.
+type Deployment struct {
+	Name     string   `yaml:"name"`
+	Replicas int      `yaml:"replicas"`
+	Pod      PodShape `yaml:"pod"`
+	// MinAvailable, when set, adds a PodDisruptionBudget.
+	MinAvailable *int `yaml:"minAvailable"`
+
+	template *corev1.PodTemplateSpec
+}
+
+// Scale changes a Deployment's replicas.
+type Scale struct {
+	Name     string `yaml:"name"`
+	Replicas int    `yaml:"replicas"`
+}
+
+// Delete removes a Deployment or Jobs by name.
+type Delete struct {
+	Name string `yaml:"name"`
+}
+
+// Jobs runs Count pods that each finish Runtime after they start running.
+type Jobs struct {
+	Name    string   `yaml:"name"`
+	Count   int      `yaml:"count"`
+	Runtime Duration `yaml:"runtime"`
+	Pod     PodShape `yaml:"pod"`
+
+	template *corev1.PodTemplateSpec
+}
+
+// Interrupt sends interruption notices to Count running spot instances (oldest first).
+type Interrupt struct {
+	Count int `yaml:"count"`
+}
+
+// CapacityShortage makes matching offerings unavailable for a while; empty fields match all.
+type CapacityShortage struct {
+	InstanceType string   `yaml:"instanceType"`
+	Zone         string   `yaml:"zone"`
+	CapacityType string   `yaml:"capacityType"`
+	For          Duration `yaml:"for"`
+}
+
+// Duration is a time.Duration written as "90s", "1h30m".
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration such as \"90s\" or \"2h\": %w", n.Line, err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (use forms such as \"90s\", \"15m\", \"2h\")", n.Line, s)
+	}
+	if v < 0 {
+		return fmt.Errorf("line %d: duration %q is negative", n.Line, s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// LoadWorkload reads and validates a workload file. Every problem is reported with the file,
+// line and field, and nothing is run unless the whole file is valid.
+func LoadWorkload(path string) (*Workload, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWorkload(path, data)
+}
+
+// ParseWorkload parses and validates a workload; file names it in errors.
+func ParseWorkload(file string, data []byte) (*Workload, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	w := &Workload{file: file}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(w); err != nil {
+		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	events := findSequence(&root, "timeline")
+	for i := range w.Timeline {
+		if i < len(events) {
+			w.Timeline[i].line = events[i].Line
+		}
+	}
+	manifestsLine := 0
+	if n := findValue(&root, "manifests"); n != nil {
+		manifestsLine = n.Line
+	}
+	var errs []error
+	add := func(line int, field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s:%d: %s: %s", file, line, field, fmt.Sprintf(format, args...)))
+	}
+	if w.Duration.Duration <= 0 {
+		add(lineOf(&root, "duration"), "duration", "must be positive, such as 1h or 24h")
+	}
+	objs, err := decodeManifests(w.Manifests)
+	if err != nil {
+		add(manifestsLine, "manifests", "%v", err)
+	}
+	w.Objects = objs
+	if len(objs) == 0 && err == nil {
+		add(manifestsLine, "manifests", "no NodePool: add at least one NodePool and its EC2NodeClass")
+	}
+	known := map[string]string{} // name -> "deployment" or "jobs"
+	for i := range w.Timeline {
+		e := &w.Timeline[i]
+		field := fmt.Sprintf("timeline[%d]", i)
+		actions := 0
+		for _, set := range []bool{e.Deploy != nil, e.Scale != nil, e.Delete != nil, e.Jobs != nil, e.Interrupt != nil, e.CapacityShortage != nil} {
+			if set {
+				actions++
+			}
+		}
+		if actions != 1 {
+			add(e.line, field, "needs exactly one of deploy, scale, delete, jobs, interrupt, capacityShortage (has %d)", actions)
+			continue
+		}
+		if i > 0 && e.At.Duration < w.Timeline[i-1].At.Duration {
+			add(e.line, field+".at", "%s is before the previous event's %s: keep the timeline in order", e.At, w.Timeline[i-1].At)
+		}
+		switch {
+		case e.Deploy != nil:
+			d := e.Deploy
+			if d.Name == "" {
+				add(e.line, field+".deploy.name", "required")
+			} else if _, dup := known[d.Name]; dup {
+				add(e.line, field+".deploy.name", "%q is already used by an earlier event", d.Name)
+			}
+			known[d.Name] = "deployment"
+			if d.Replicas < 0 {
+				add(e.line, field+".deploy.replicas", "%d is negative", d.Replicas)
+			}
+			tmpl, err := d.Pod.template(d.Name)
+			if err != nil {
+				add(e.line, field+".deploy.pod", "%v", err)
+			}
+			d.template = tmpl
+		case e.Scale != nil:
+			if known[e.Scale.Name] != "deployment" {
+				add(e.line, field+".scale.name", "no deployment %q was deployed before this event", e.Scale.Name)
+			}
+			if e.Scale.Replicas < 0 {
+				add(e.line, field+".scale.replicas", "%d is negative", e.Scale.Replicas)
+			}
+		case e.Delete != nil:
+			if _, ok := known[e.Delete.Name]; !ok {
+				add(e.line, field+".delete.name", "no deployment or jobs %q exist before this event", e.Delete.Name)
+			}
+		case e.Jobs != nil:
+			j := e.Jobs
+			if j.Name == "" {
+				add(e.line, field+".jobs.name", "required")
+			}
+			known[j.Name] = "jobs"
+			if j.Count <= 0 {
+				add(e.line, field+".jobs.count", "must be positive")
+			}
+			if j.Runtime.Duration <= 0 {
+				add(e.line, field+".jobs.runtime", "must be positive, such as 30m")
+			}
+			tmpl, err := j.Pod.template(j.Name)
+			if err != nil {
+				add(e.line, field+".jobs.pod", "%v", err)
+			}
+			j.template = tmpl
+		case e.Interrupt != nil:
+			if e.Interrupt.Count <= 0 {
+				add(e.line, field+".interrupt.count", "must be positive")
+			}
+		case e.CapacityShortage != nil:
+			if e.CapacityShortage.For.Duration <= 0 {
+				add(e.line, field+".capacityShortage.for", "must be positive, such as 1h")
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return w, nil
+}
+
+// template builds the pod template of a deployment or job.
+func (s PodShape) template(name string) (*corev1.PodTemplateSpec, error) {
+	if s.Template != nil {
+		if s.CPU != "" || s.Memory != "" || s.GPU != 0 || s.NodeSelector != nil || s.Affinity != nil || s.Tolerations != nil || s.TopologySpreadConstraints != nil || s.Labels != nil {
+			return nil, errors.New("template: the other pod fields must be empty when a template is given")
+		}
+		t := &corev1.PodTemplateSpec{}
+		if err := decodeValue(s.Template, t); err != nil {
+			return nil, fmt.Errorf("template: %w", err)
+		}
+		if len(t.Spec.Containers) == 0 {
+			return nil, errors.New("template.spec.containers: at least one container is required")
+		}
+		if t.Labels == nil {
+			t.Labels = map[string]string{"app": name}
+		}
+		return t, nil
+	}
+	requests := corev1.ResourceList{}
+	for _, r := range []struct {
+		name  corev1.ResourceName
+		value string
+	}{{corev1.ResourceCPU, s.CPU}, {corev1.ResourceMemory, s.Memory}} {
+		if r.value == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(r.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a quantity (use forms such as 500m, 2, 1Gi)", r.name, r.value)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("%s: %q is negative", r.name, r.value)
+		}
+		requests[r.name] = q
+	}
+	if s.GPU < 0 {
+		return nil, fmt.Errorf("gpu: %d is negative", s.GPU)
+	}
+	if s.GPU > 0 {
+		requests["nvidia.com/gpu"] = *resource.NewQuantity(int64(s.GPU), resource.DecimalSI)
+	}
+	if len(requests) == 0 {
+		return nil, errors.New("cpu or memory: give the pods' requests (or a full template)")
+	}
+	labels := s.Labels
+	if labels == nil {
+		labels = map[string]string{"app": name}
+	}
+	t := &corev1.PodTemplateSpec{}
+	t.Labels = labels
+	t.Spec.NodeSelector = s.NodeSelector
+	t.Spec.Containers = []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Requests: requests}}}
+	if s.GPU > 0 {
+		t.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": requests["nvidia.com/gpu"]}
+	}
+	for i := range s.Tolerations {
+		var tol corev1.Toleration
+		if err := decodeValue(s.Tolerations[i], &tol); err != nil {
+			return nil, fmt.Errorf("tolerations[%d]: %w", i, err)
+		}
+		t.Spec.Tolerations = append(t.Spec.Tolerations, tol)
+	}
+	if s.Affinity != nil {
+		t.Spec.Affinity = &corev1.Affinity{}
+		if err := decodeValue(s.Affinity, t.Spec.Affinity); err != nil {
+			return nil, fmt.Errorf("affinity: %w", err)
+		}
+	}
+	for i := range s.TopologySpreadConstraints {
+		var c corev1.TopologySpreadConstraint
+		if err := decodeValue(s.TopologySpreadConstraints[i], &c); err != nil {
+			return nil, fmt.Errorf("topologySpreadConstraints[%d]: %w", i, err)
+		}
+		t.Spec.TopologySpreadConstraints = append(t.Spec.TopologySpreadConstraints, c)
+	}
+	return t, nil
+}
+
+// decodeValue decodes a value read from YAML strictly into a Kubernetes type, through JSON so
+// the type's json tags apply.
+func decodeValue(v any, into any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := sigsyaml.UnmarshalStrict(data, into); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+	}
+	return nil
+}
+
+// decodeManifests reads YAML documents into the project's typed objects, strictly.
+func decodeManifests(text string) ([]client.Object, error) {
+	scheme := apis.NewScheme()
+	var out []client.Object
+	var errs []error
+	for i, doc := range strings.Split("\n"+text, "\n---") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		raw := map[string]any{}
+		if err := sigsyaml.Unmarshal([]byte(doc), &raw); err != nil {
+			errs = append(errs, fmt.Errorf("document %d: %w", i+1, err))
+			continue
+		}
+		if len(raw) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: raw}
+		gvk := u.GroupVersionKind()
+		obj, err := scheme.New(gvk)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("document %d (%s %s): unknown kind; use NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1)", i+1, gvk.Kind, u.GetName()))
+			continue
+		}
+		data, _ := json.Marshal(raw)
+		if err := sigsyaml.UnmarshalStrict(data, obj); err != nil {
+			errs = append(errs, fmt.Errorf("document %d (%s %s): %s", i+1, gvk.Kind, u.GetName(), strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")))
+			continue
+		}
+		co, ok := obj.(client.Object)
+		if !ok {
+			errs = append(errs, fmt.Errorf("document %d: %s is not an object", i+1, gvk.Kind))
+			continue
+		}
+		co.GetObjectKind().SetGroupVersionKind(gvk)
+		out = append(out, co)
+	}
+	return out, errors.Join(errs...)
+}
+
+var _ runtime.Object = (*corev1.Pod)(nil)
+
+// findValue returns the value node of a top-level key.
+func findValue(root *yaml.Node, key string) *yaml.Node {
+	doc := root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == key {
+			return doc.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func findSequence(root *yaml.Node, key string) []*yaml.Node {
+	if n := findValue(root, key); n != nil && n.Kind == yaml.SequenceNode {
+		return n.Content
+	}
+	return nil
+}
+
+func lineOf(root *yaml.Node, key string) int {
+	if n := findValue(root, key); n != nil {
+		return n.Line
+	}
+	return 1
+}
+
+// names of the events' targets, sorted, for reports.
+func (w *Workload) names() []string {
+	set := map[string]bool{}
+	for _, e := range w.Timeline {
+		switch {
+		case e.Deploy != nil:
+			set[e.Deploy.Name] = true
+		case e.Jobs != nil:
+			set[e.Jobs.Name] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
