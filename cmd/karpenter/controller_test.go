@@ -155,3 +155,34 @@ func TestControllerRejectsBadSettings(t *testing.T) {
 		t.Errorf("output does not name %s:\n%s", want, out)
 	}
 }
+
+func TestSimulateCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "karpenter")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building karpenter: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "simulate", "../../examples/web.yaml").CombinedOutput()
+	if err != nil {
+		t.Fatalf("simulate examples/web.yaml: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Cost", "Nodes", "Pending", "Nodes launched by instance type"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: bad\nduration: 1h\ntimeline:\n  - at: 0s\n    scale: {name: ghost, replicas: -1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(bin, "simulate", bad).CombinedOutput()
+	exit, ok := err.(*exec.ExitError)
+	if !ok || exit.ExitCode() != exitCodeUsage {
+		t.Fatalf("want exit code %d for a bad workload, got %v\n%s", exitCodeUsage, err, out)
+	}
+	for _, want := range []string{"bad.yaml:4: timeline[0].scale.name", "bad.yaml:4: timeline[0].scale.replicas: -1 is negative", "manifests: no NodePool"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("error output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -200,8 +200,12 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	if err := e.reconcileAll(ctx); err != nil {
 		return err
 	}
-	if _, err := e.binder.Step(ctx); err != nil {
+	bound, err := e.binder.Step(ctx)
+	if err != nil {
 		return err
+	}
+	for key := range bound.Bound {
+		e.rec.bound(key[len(namespace)+1:], now)
 	}
 	if err := e.maybeProvision(ctx, now); err != nil {
 		return err
@@ -321,11 +325,11 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 	return len(e.cloud.Interruptions()) == e.rec.interruptionsSeen, nil
 }
 
-// nextWakeup is the next virtual time something is due: a timeline event, a job finishing, a
-// capacity shortage ending, or the next sample.
+// nextWakeup is the next virtual time something is due while the cluster is quiet: a timeline
+// event, a job finishing or a capacity shortage ending (else the end of the run). Nothing
+// changes on its own in between, so the engine jumps there.
 func (e *engine) nextWakeup(now time.Time) time.Time {
-	next := now.Add(sampleInterval)
-	next = next.Truncate(sampleInterval)
+	next := Start.Add(e.w.Duration.Duration)
 	if e.next < len(e.w.Timeline) {
 		if at := Start.Add(e.w.Timeline[e.next].At.Duration); at.Before(next) {
 			next = at
@@ -435,7 +439,6 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		owner := p.Labels[ownerLabel]
-		e.rec.observePod(p, now)
 		// A pod whose node is gone is lost, as pod garbage collection would find it.
 		if p.Spec.NodeName != "" && !exists[p.Spec.NodeName] && p.Status.Phase != corev1.PodSucceeded {
 			if err := e.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {

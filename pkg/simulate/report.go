@@ -137,16 +137,13 @@ func (r *recorder) warn(msg string) {
 
 func (r *recorder) podCreated(p *corev1.Pod) { r.created[p.Name] = p.CreationTimestamp.Time }
 
-// observePod notes when a pod was first seen bound.
-func (r *recorder) observePod(p *corev1.Pod, now time.Time) {
-	if p.Spec.NodeName == "" {
+// bound notes when a pod was bound to a node.
+func (r *recorder) bound(name string, now time.Time) {
+	if _, done := r.scheduled[name]; done {
 		return
 	}
-	if _, done := r.scheduled[p.Name]; done {
-		return
-	}
-	if created, ok := r.created[p.Name]; ok {
-		r.scheduled[p.Name] = now.Sub(created)
+	if created, ok := r.created[name]; ok {
+		r.scheduled[name] = now.Sub(created)
 	}
 }
 

@@ -124,9 +124,6 @@ func newFieldMatcher(ks *kindStore, sel fields.Selector) (*fieldMatcher, error) 
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("unsupported operator %q in field selector %q", r.Operator, sel))
 		}
 		if !m.supports(r.Field) {
-			if ks.info.custom {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %q, %q", r.Field, "metadata.name", "metadata.namespace"))
-			}
 			return nil, apierrors.NewBadRequest("field label not supported: " + r.Field)
 		}
 	}

@@ -33,10 +33,16 @@ type kindInfo struct {
 	statusField int
 	// statusSubresource is true when status is written only through the status subresource.
 	statusSubresource bool
+	// statusResetsMetadata is true when a status write changes nothing but the status (custom
+	// resources and a few built-in kinds); other built-in kinds let metadata changes through.
+	statusResetsMetadata bool
 	// keepStatusOnCreate is true when Create stores the status it is given (Nodes).
 	keepStatusOnCreate bool
 	// generation is true when the server maintains metadata.generation.
 	generation bool
+	// annotationsBumpGeneration is true when an annotation change bumps the generation too
+	// (Deployments, for their legacy rollback annotations).
+	annotationsBumpGeneration bool
 	// specFields are the indexes of the fields other than TypeMeta, ObjectMeta and Status: a
 	// change to any of them bumps the generation.
 	specFields []int
@@ -137,6 +143,18 @@ var withGeneration = map[schema.GroupKind]bool{
 	{Group: "resource.k8s.io", Kind: "DeviceClass"}:                                   true,
 }
 
+// statusResetsMetadata lists the built-in kinds whose status writes keep all metadata as stored.
+var statusResetsMetadata = map[schema.GroupKind]bool{
+	{Group: "storage.k8s.io", Kind: "VolumeAttachment"}:                        true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}: true,
+	{Group: "resource.k8s.io", Kind: "ResourceClaim"}:                          true,
+	{Group: "resource.k8s.io", Kind: "DeviceTaintRule"}:                        true,
+	{Group: "networking.k8s.io", Kind: "ServiceCIDR"}:                          true,
+	{Group: "internal.apiserver.k8s.io", Kind: "StorageVersion"}:               true,
+	{Group: "storagemigration.k8s.io", Kind: "StorageVersionMigration"}:        true,
+	{Group: "certificates.k8s.io", Kind: "PodCertificateRequest"}:              true,
+}
+
 // crdInfo is what a CustomResourceDefinition says about one of its versions.
 type crdInfo struct {
 	plural, singular string
@@ -229,7 +247,9 @@ func describe(gvk schema.GroupVersionKind, typ reflect.Type, crds map[schema.Gro
 		info.statusSubresource = info.statusField >= 0
 	}
 	info.generation = info.custom || withGeneration[gk]
+	info.statusResetsMetadata = info.custom || statusResetsMetadata[gk]
 	info.keepStatusOnCreate = gk == schema.GroupKind{Kind: "Node"}
+	info.annotationsBumpGeneration = gk == schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	if fast, ok := fastCopiers[typ]; ok {
 		info.copyInto, info.fillList = fast.copyInto, fast.fillList
 	}

@@ -58,7 +58,7 @@ func applyPatch(info *kindInfo, cur client.Object, pt types.PatchType, data []by
 			return nil, apierrors.NewInternalError(err)
 		}
 		if doc, err = jsonPatch(doc, data); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("applying the JSON patch: %v", err))
+			return nil, statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("applying the JSON patch: %v", err))
 		}
 		patched, err = json.Marshal(doc)
 	case types.StrategicMergePatchType:

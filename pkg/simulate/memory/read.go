@@ -70,7 +70,7 @@ func (c *Client) List(_ context.Context, list client.ObjectList, opts ...client.
 	objs := make([]client.Object, 0, len(slots))
 	var next string
 	for _, s := range slots {
-		if start != nil && !keyAfter(s.key, *start) {
+		if start != nil && compareKeys(s.key, *start) <= 0 {
 			continue
 		}
 		if lo.Limit > 0 && int64(len(objs)) == lo.Limit {
@@ -132,14 +132,6 @@ func (c *Client) selectLocked(ks *kindStore, namespace string, ls labels.Selecto
 		return true
 	})
 	return out, nil
-}
-
-// keyAfter reports whether a sorts after b.
-func keyAfter(a, b client.ObjectKey) bool {
-	if a.Namespace != b.Namespace {
-		return a.Namespace > b.Namespace
-	}
-	return a.Name > b.Name
 }
 
 // encodeContinue makes the continue token that resumes a listing after obj.

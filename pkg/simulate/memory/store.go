@@ -1,8 +1,8 @@
 package memory
 
 import (
+	"cmp"
 	"slices"
-	"sort"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,7 +66,7 @@ func (ks *kindStore) insert(s *slot) {
 	if b == nil {
 		b = &bucket{byName: map[string]*slot{}}
 		ks.buckets[s.key.Namespace] = b
-		i, _ := slices.BinarySearch(ks.namespaces, s.key.Namespace)
+		i, _ := slices.BinarySearchFunc(ks.namespaces, s.key.Namespace, compareNamespaces)
 		ks.namespaces = slices.Insert(ks.namespaces, i, s.key.Namespace)
 	}
 	b.byName[s.key.Name] = s
@@ -86,7 +86,7 @@ func (ks *kindStore) remove(s *slot) {
 	}
 	if len(b.byName) == 0 {
 		delete(ks.buckets, s.key.Namespace)
-		if i, ok := slices.BinarySearch(ks.namespaces, s.key.Namespace); ok {
+		if i, ok := slices.BinarySearchFunc(ks.namespaces, s.key.Namespace, compareNamespaces); ok {
 			ks.namespaces = slices.Delete(ks.namespaces, i, i+1)
 		}
 	}
@@ -197,12 +197,33 @@ func (ks *kindStore) each(namespace string, fn func(*slot) bool) {
 	}
 }
 
-// sortSlots orders slots by namespace then name.
+// compareKeys orders keys as etcd orders kube-apiserver's keys ("<namespace>/<name>"), which
+// is the order of List results.
+func compareKeys(a, b client.ObjectKey) int {
+	if c := compareNamespaces(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// compareNamespaces compares a+"/" with b+"/" without building them: "ns-other" sorts before
+// "ns" followed by a slash.
+func compareNamespaces(a, b string) int {
+	n := min(len(a), len(b))
+	if c := strings.Compare(a[:n], b[:n]); c != 0 {
+		return c
+	}
+	switch {
+	case len(a) == len(b):
+		return 0
+	case len(a) < len(b):
+		return cmp.Compare('/', b[n])
+	default:
+		return cmp.Compare(a[n], '/')
+	}
+}
+
+// sortSlots orders slots as List returns them.
 func sortSlots(slots []*slot) {
-	sort.Slice(slots, func(i, j int) bool {
-		if slots[i].key.Namespace != slots[j].key.Namespace {
-			return slots[i].key.Namespace < slots[j].key.Namespace
-		}
-		return slots[i].key.Name < slots[j].key.Name
-	})
+	slices.SortFunc(slots, func(a, b *slot) int { return compareKeys(a.key, b.key) })
 }

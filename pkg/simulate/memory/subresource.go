@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -172,7 +173,7 @@ func (c *Client) evict(obj client.Object, sub client.Object, dryRun bool) error 
 	pdbs := c.budgetsForLocked(pod)
 	if !canIgnoreBudgets(pod) {
 		if len(pdbs) > 1 {
-			return apierrors.NewInternalError(fmt.Errorf("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."))
+			return statusError(http.StatusInternalServerError, metav1.StatusReasonUnknown, "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
 		}
 		if len(pdbs) == 1 {
 			pdb := pdbs[0].obj.(*policyv1.PodDisruptionBudget)
@@ -409,12 +410,11 @@ func (c *Client) bind(obj client.Object, sub client.Object, dryRun bool) error {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
 	}
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
-		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, b.Name, field.ErrorList{
-			field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}),
-		})
+		return statusError(http.StatusInternalServerError, metav1.StatusReasonUnknown,
+			field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node", "<empty>"}).Error())
 	}
 	if b.Target.Name == "" {
-		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, b.Name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
+		return statusError(http.StatusInternalServerError, metav1.StatusReasonUnknown, field.Required(field.NewPath("target", "name"), "").Error())
 	}
 	c.mu.Lock()
 	defer c.unlockAndNotify()

@@ -61,7 +61,7 @@ func (c *Client) createLocked(info *kindInfo, obj client.Object, dryRun bool) (c
 		if m.Namespace == "" {
 			return nil, errEmptyNamespace
 		}
-		if err := c.checkNamespaceLocked(m.Namespace, dryRun); err != nil {
+		if err := c.checkNamespaceLocked(info, m.Namespace, m.Name, dryRun); err != nil {
 			return nil, err
 		}
 	} else {
@@ -118,22 +118,25 @@ func (c *Client) createLocked(info *kindInfo, obj client.Object, dryRun bool) (c
 // checkNamespaceLocked refuses namespaces that are missing or terminating, as the
 // NamespaceLifecycle admission plugin does (or creates a missing one with
 // WithAutoCreateNamespaces).
-func (c *Client) checkNamespaceLocked(name string, dryRun bool) error {
+func (c *Client) checkNamespaceLocked(info *kindInfo, namespace, name string, dryRun bool) error {
 	nsInfo := c.byGVK[corev1.SchemeGroupVersion.WithKind("Namespace")]
 	if nsInfo == nil {
 		return nil
 	}
-	s := c.storeLocked(nsInfo).get(client.ObjectKey{Name: name})
+	s := c.storeLocked(nsInfo).get(client.ObjectKey{Name: namespace})
 	if s == nil {
 		if c.autoNS && !dryRun {
-			_, err := c.createLocked(nsInfo, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, false)
+			_, err := c.createLocked(nsInfo, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, false)
 			return err
 		}
-		return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, name)
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, namespace)
 	}
 	if s.obj.GetDeletionTimestamp() != nil {
-		return apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, name,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
+		err := apierrors.NewForbidden(info.gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", namespace), Field: "metadata.namespace",
+		})
+		return err
 	}
 	return nil
 }
@@ -308,7 +311,8 @@ func (c *Client) updateLocked(ks *kindStore, s *slot, next client.Object, sub st
 	if uid := nextMeta.UID; uid != "" && uid != curMeta.UID {
 		return nil, apierrors.NewConflict(info.gr, s.key.Name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, curMeta.UID))
 	}
-	if sub == "status" {
+	if sub == "status" && info.statusResetsMetadata {
+		// Only the status changes: everything else is the stored object's.
 		out := shallowClone(cur)
 		info.statusOf(out).Set(info.statusOf(next))
 		next, nextMeta = out, objectMeta(out)
@@ -325,14 +329,31 @@ func (c *Client) updateLocked(ks *kindStore, s *slot, next client.Object, sub st
 				}
 			}
 			if len(added) > 0 {
-				return nil, apierrors.NewInvalid(info.gvk.GroupKind(), s.key.Name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
-					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))})
+				// kube-apiserver validates the metadata update twice and reports both.
+				forbidden := field.Forbidden(field.NewPath("metadata", "finalizers"),
+					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))
+				return nil, apierrors.NewInvalid(info.gvk.GroupKind(), s.key.Name, field.ErrorList{forbidden, forbidden})
 			}
 		}
-		if info.statusSubresource {
+		switch {
+		case sub == "status":
+			// Built-in status strategies keep the spec (and a few kind-specific fields) and
+			// let the rest of the metadata through.
+			curV, nextV := reflect.ValueOf(cur).Elem(), reflect.ValueOf(next).Elem()
+			for _, i := range info.specFields {
+				nextV.Field(i).Set(curV.Field(i))
+			}
+			switch info.gvk.GroupKind() {
+			case schema.GroupKind{Kind: "Pod"}:
+				nextMeta.OwnerReferences = curMeta.OwnerReferences
+			case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+				nextMeta.Labels = curMeta.Labels
+			}
+		case info.statusSubresource:
 			info.statusOf(next).Set(info.statusOf(cur))
 		}
-		if info.generation && specChanged(info, cur, next) {
+		if sub == "" && info.generation && (specChanged(info, cur, next) ||
+			info.annotationsBumpGeneration && !equality.Semantic.DeepEqual(curMeta.Annotations, nextMeta.Annotations)) {
 			nextMeta.Generation++
 		}
 	}

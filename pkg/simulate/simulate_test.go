@@ -1,0 +1,110 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+const nodePoolManifests = `manifests: |
+  apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: default}
+  spec:
+    template:
+      spec:
+        requirements:
+          - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
+          - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+          - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  ---
+  apiVersion: karpenter.k8s.aws/v1
+  kind: EC2NodeClass
+  metadata: {name: default}
+  spec:
+    role: KarpenterNodeRole
+    amiSelectorTerms: [{alias: al2023@latest}]
+    subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+    securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+`
+
+const small = `name: small
+duration: 2h
+seed: 3
+` + nodePoolManifests + `timeline:
+  - at: 0s
+    deploy: {name: web, replicas: 12, pod: {cpu: 500m, memory: 1Gi}}
+  - at: 30m
+    scale: {name: web, replicas: 30}
+  - at: 1h
+    jobs: {name: batch, count: 10, runtime: 20m, pod: {cpu: "2", memory: 4Gi}}
+`
+
+func run(t *testing.T, text string) *Report {
+	t.Helper()
+	w, err := ParseWorkload("small.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestSmallScenario(t *testing.T) {
+	rep := run(t, small)
+	if rep.Pods.Created != 40 || rep.Pods.Scheduled != 40 || rep.Pods.NeverScheduled != 0 {
+		t.Errorf("pods %+v, want 40 created and scheduled", rep.Pods)
+	}
+	if rep.Nodes.Launched == 0 || rep.Cost.Total <= 0 || rep.Cost.PeakPerHour <= 0 {
+		t.Errorf("nodes %+v cost %+v", rep.Nodes, rep.Cost)
+	}
+	for _, tc := range rep.Nodes.ByType {
+		if tc.CapacityType != "on-demand" || !(strings.HasPrefix(tc.InstanceType, "c") || strings.HasPrefix(tc.InstanceType, "m")) {
+			t.Errorf("launched %s %s outside the NodePool's requirements", tc.InstanceType, tc.CapacityType)
+		}
+	}
+	if rep.Pods.PendingMeanS <= 0 || rep.Pods.PendingMaxS > 300 {
+		t.Errorf("pending %+v: pods should wait for launch and readiness, not minutes", rep.Pods)
+	}
+}
+
+func TestDeterministicJSON(t *testing.T) {
+	var first, second bytes.Buffer
+	if err := run(t, small).WriteJSON(&first); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t, small).WriteJSON(&second); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Bytes(), second.Bytes()) {
+		t.Fatal("two runs with the same seed gave different JSON reports")
+	}
+}
+
+func TestWorkloadErrors(t *testing.T) {
+	cases := []struct {
+		name, text, want string
+	}{
+		{"unknown field", "name: x\nduration: 1h\nbogus: 1\n" + nodePoolManifests, "line 3: field bogus not found"},
+		{"bad duration", "name: x\nduration: forever\n" + nodePoolManifests, `line 2: "forever" is not a duration`},
+		{"negative replicas", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    deploy: {name: web, replicas: -2, pod: {cpu: 1}}\n", "small.yaml:25: timeline[0].deploy.replicas: -2 is negative"},
+		{"unknown deployment", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    scale: {name: ghost, replicas: 2}\n", `small.yaml:25: timeline[0].scale.name: no deployment "ghost" was deployed before this event`},
+		{"two actions", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    scale: {name: a, replicas: 2}\n    delete: {name: a}\n", "timeline[0]: needs exactly one of"},
+		{"bad quantity", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    deploy: {name: web, replicas: 1, pod: {cpu: lots}}\n", `timeline[0].deploy.pod: cpu: "lots" is not a quantity`},
+		{"no nodepool", "name: x\nduration: 1h\n", "manifests: no NodePool"},
+		{"unknown manifest field", "name: x\nduration: 1h\nmanifests: |\n  apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: a}\n  spec: {template: {spec: {nodeClassRef: {group: g, kind: k, name: n}}}, bogus: 1}\n", `document 1 (NodePool a): json: unknown field "bogus"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseWorkload("small.yaml", []byte(tc.text))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
