@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,8 +14,8 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	var (
-		output string
-		seed   int64
+		output, htmlReport, compare string
+		seed                        int64
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate WORKLOAD.yaml",
@@ -46,21 +48,49 @@ fleet was. The same workload and seed always give the same report. See examples/
 					fmt.Fprintf(os.Stderr, "\r%s %s / %s", progressBar(done, total, 30), done.Truncate(time.Second), total)
 				}
 			}
+			var other *simulate.Workload
+			if compare != "" {
+				if other, err = w.WithManifests(compare); err != nil {
+					return usageError{err}
+				}
+			}
 			report, err := simulate.Run(cmd.Context(), w, opts)
+			if err == nil && other != nil {
+				var otherReport *simulate.Report
+				if otherReport, err = simulate.Run(cmd.Context(), other, opts); err == nil {
+					if interactive {
+						fmt.Fprint(os.Stderr, "\r\033[K")
+					}
+					return simulate.WriteComparison(cmd.OutOrStdout(), args[0], compare, report, otherReport)
+				}
+			}
 			if interactive {
 				fmt.Fprint(os.Stderr, "\r\033[K")
 			}
 			if err != nil {
 				return err
 			}
+			if htmlReport != "" {
+				if err := writeFile(htmlReport, report.WriteHTML); err != nil {
+					return err
+				}
+			}
 			if output == "json" {
 				return report.WriteJSON(cmd.OutOrStdout())
 			}
-			return report.WriteText(cmd.OutOrStdout())
+			if err := report.WriteText(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if htmlReport != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nReport with charts: %s\n", htmlReport)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed of the simulated cloud (default: the workload's)")
+	cmd.Flags().StringVar(&htmlReport, "report", "", "also write a self-contained HTML report with charts to this file")
+	cmd.Flags().StringVar(&compare, "compare", "", "run the same timeline with the NodePools and NodeClasses of this file too, and print the difference")
 	return cmd
 }
 
@@ -82,4 +112,24 @@ func progressBar(done, total time.Duration, width int) string {
 func isTerminal(f *os.File) bool {
 	info, err := f.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// writeFile writes through a temporary file and renames it, so a failure leaves no partial file.
+func writeFile(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -301,37 +303,37 @@ func budgetSelector(pdb *policyv1.PodDisruptionBudget) labels.Selector {
 }
 
 // budgetStatusLocked computes a budget's status as the disruption controller would, from the
-// pods it selects now. Expected pods are the selected pods neither finished nor being deleted
-// (standing in for the scale of their controllers); healthy ones are those podHealthy accepts.
+// pods it selects now: healthy pods are those podHealthy accepts; the expected count is the
+// number of selected pods for an integer minAvailable and otherwise the scale of their
+// controllers (ReplicaSets, their Deployments, StatefulSets, ReplicationControllers), each pod
+// without one counting for itself (where the disruption controller would give up).
 func (c *Client) budgetStatusLocked(pdb *policyv1.PodDisruptionBudget) policyv1.PodDisruptionBudgetStatus {
 	sel := budgetSelector(pdb)
-	var expected, healthy int
+	var pods []*corev1.Pod
+	healthy := 0
 	if ks := c.stores[podGVK]; ks != nil {
 		ks.each(pdb.Namespace, func(s *slot) bool {
-			pod := s.obj.(*corev1.Pod)
-			if !sel.Matches(labels.Set(pod.Labels)) {
-				return true
-			}
-			if pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-				expected++
-			}
-			if podHealthy(pod) {
-				healthy++
+			if pod := s.obj.(*corev1.Pod); sel.Matches(labels.Set(pod.Labels)) {
+				pods = append(pods, pod)
+				if podHealthy(pod) {
+					healthy++
+				}
 			}
 			return true
 		})
 	}
-	desired := 0
+	expected, desired := 0, 0
 	switch {
 	case pdb.Spec.MaxUnavailable != nil:
-		unavailable, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, expected, true)
-		if err == nil {
+		expected = c.expectedScaleLocked(pdb.Namespace, pods)
+		if unavailable, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, expected, true); err == nil {
 			desired = max(expected-unavailable, 0)
 		}
+	case pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type == intstr.Int:
+		expected, desired = len(pods), pdb.Spec.MinAvailable.IntValue()
 	case pdb.Spec.MinAvailable != nil:
-		if pdb.Spec.MinAvailable.Type == intstr.Int {
-			desired = pdb.Spec.MinAvailable.IntValue()
-		} else if v, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, expected, true); err == nil {
+		expected = c.expectedScaleLocked(pdb.Namespace, pods)
+		if v, err := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, expected, true); err == nil {
 			desired = v
 		}
 	}
@@ -354,6 +356,57 @@ func (c *Client) budgetStatusLocked(pdb *policyv1.PodDisruptionBudget) policyv1.
 		ExpectedPods:       int32(expected),
 		Conditions:         []metav1.Condition{cond},
 	}
+}
+
+// expectedScaleLocked sums the desired replicas of the pods' controllers, each counted once; a
+// pod without a known controller counts for itself unless it has finished.
+func (c *Client) expectedScaleLocked(namespace string, pods []*corev1.Pod) int {
+	scales := map[types.UID]int{}
+	loose := 0
+	for _, pod := range pods {
+		if uid, scale, ok := c.controllerScaleLocked(namespace, metav1.GetControllerOf(pod)); ok {
+			scales[uid] = scale
+		} else if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			loose++
+		}
+	}
+	for _, scale := range scales {
+		loose += scale
+	}
+	return loose
+}
+
+// controllerScaleLocked returns the UID and desired replicas of the workload controlling a pod
+// through ref: a ReplicaSet's Deployment when it has one, else the ReplicaSet, a StatefulSet or
+// a ReplicationController.
+func (c *Client) controllerScaleLocked(namespace string, ref *metav1.OwnerReference) (types.UID, int, bool) {
+	if ref == nil {
+		return "", 0, false
+	}
+	_, s, _ := c.ownerLocked(namespace, *ref)
+	if s == nil {
+		return "", 0, false
+	}
+	replicas := func(r *int32) int {
+		if r == nil {
+			return 1
+		}
+		return int(*r)
+	}
+	switch owner := s.obj.(type) {
+	case *appsv1.ReplicaSet:
+		if uid, scale, ok := c.controllerScaleLocked(namespace, metav1.GetControllerOf(owner)); ok {
+			return uid, scale, true
+		}
+		return owner.UID, replicas(owner.Spec.Replicas), true
+	case *appsv1.Deployment:
+		return owner.UID, replicas(owner.Spec.Replicas), true
+	case *appsv1.StatefulSet:
+		return owner.UID, replicas(owner.Spec.Replicas), true
+	case *corev1.ReplicationController:
+		return owner.UID, replicas(owner.Spec.Replicas), true
+	}
+	return "", 0, false
 }
 
 // syncBudgetLocked stores a budget's computed status when it changed, and reports whether it did.

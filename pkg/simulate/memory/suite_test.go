@@ -143,6 +143,9 @@ func runBoth(t *testing.T, cases []conformanceCase) {
 			if t.Failed() {
 				return
 			}
+			if testing.Verbose() {
+				t.Logf("transcript:\n%s", strings.Join(real, "\n"))
+			}
 			if d := diffLines(real, mem); d != "" {
 				t.Errorf("the memory client behaves differently from the API server (- apiserver, + memory):\n%s", d)
 			}
