@@ -1,0 +1,235 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// DefaultExpireAfter is the expiry of a NodeClaim whose spec and NodePool leave it unset (the
+// API server defaults it; in-memory stores may not).
+const DefaultExpireAfter = 720 * time.Hour
+
+// Reasons of the Consolidatable and Drifted conditions.
+const (
+	ReasonConsolidatable        = "Consolidatable"
+	ReasonConsolidateAfterNever = "ConsolidateAfterNever"
+	ReasonRecentPodEvent        = "RecentPodEvent"
+	ReasonNodePoolDrifted       = "NodePoolDrifted"
+	ReasonRequirementsDrifted   = "RequirementsDrifted"
+)
+
+// Candidate is a node disruption may act on: initialized, of a dynamic NodePool, not being
+// deleted, and not protected by do-not-disrupt or a PodDisruptionBudget.
+type Candidate struct {
+	*state.StateNode
+	// NodePool the node belongs to.
+	NodePool *karpv1.NodePool
+	// Pods are the pods that must move if the node goes: not daemonset or static pods, not
+	// terminal, not being deleted.
+	Pods []*corev1.Pod
+	// InstanceType, CapacityType and Zone are read from the node's labels.
+	InstanceType, CapacityType, Zone string
+	// Price is the node's price, $/hour: its instance type's offering in its zone and capacity
+	// type. Zero when unknown.
+	Price float64
+	// DisruptionCost orders candidates: the cheaper to disrupt, the sooner tried.
+	DisruptionCost float64
+	// Consolidatable: consolidateAfter has passed since the node's last pod event.
+	Consolidatable bool
+	// Drifted is why the node drifted from its NodePool, or "".
+	Drifted string
+	// Expired: the node outlived its expireAfter.
+	Expired bool
+}
+
+// ClaimStatus is what a pass concludes about an initialized NodeClaim of a dynamic NodePool,
+// for its Consolidatable and Drifted conditions.
+type ClaimStatus struct {
+	// NodeClaim is the claim's name.
+	NodeClaim string
+	// Consolidatable is the condition's status; Reason and Message explain it.
+	Consolidatable                              bool
+	ConsolidatableReason, ConsolidatableMessage string
+	// Drifted is the drift reason, or "" when the claim has not drifted.
+	Drifted string
+}
+
+// Blocked is a node that would be disrupted but may not be, and why.
+type Blocked struct {
+	// Node and NodeClaim name the node.
+	Node, NodeClaim string
+	// Reason says what protects it, such as "pdb default/web allows 0".
+	Reason string
+}
+
+// isReschedulable reports whether a pod must move when its node goes.
+func isReschedulable(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	return true
+}
+
+// pdbIndex finds the PodDisruptionBudgets that forbid evicting a pod.
+type pdbIndex struct {
+	pdbs      []*policyv1.PodDisruptionBudget
+	selectors []labels.Selector
+}
+
+func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) *pdbIndex {
+	sorted := append([]*policyv1.PodDisruptionBudget(nil), pdbs...)
+	sort.Slice(sorted, func(i, j int) bool {
+		a, b := sorted[i], sorted[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	idx := &pdbIndex{}
+	for _, pdb := range sorted {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		idx.pdbs = append(idx.pdbs, pdb)
+		idx.selectors = append(idx.selectors, sel)
+	}
+	return idx
+}
+
+// blocking returns the first budget that selects pod and allows no disruption.
+func (idx *pdbIndex) blocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
+	for i, pdb := range idx.pdbs {
+		if pdb.Namespace == pod.Namespace && pdb.Status.DisruptionsAllowed <= 0 && idx.selectors[i].Matches(labels.Set(pod.Labels)) {
+			return pdb
+		}
+	}
+	return nil
+}
+
+// protection says why a node may not be voluntarily disrupted, or "".
+func protection(sn *state.StateNode, pods []*corev1.Pod, pdbs *pdbIndex) string {
+	if sn.Node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+		return fmt.Sprintf("node %s is annotated %s", sn.Node.Name, karpv1.DoNotDisruptAnnotationKey)
+	}
+	if sn.NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+		return fmt.Sprintf("nodeclaim %s is annotated %s", sn.NodeClaim.Name, karpv1.DoNotDisruptAnnotationKey)
+	}
+	for _, pod := range pods {
+		if pod.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+			return fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey)
+		}
+	}
+	for _, pod := range pods {
+		if pdb := pdbs.blocking(pod); pdb != nil {
+			return fmt.Sprintf("pdb %s/%s allows 0", pdb.Namespace, pdb.Name)
+		}
+	}
+	return ""
+}
+
+// consolidatable evaluates the Consolidatable condition of an initialized claim.
+func consolidatable(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time) (bool, string, string) {
+	after := np.Spec.Disruption.ConsolidateAfter
+	wait := time.Duration(0)
+	if !after.IsZero() {
+		if after.IsNever() {
+			return false, ReasonConsolidateAfterNever, "consolidateAfter is Never"
+		}
+		wait = *after.Duration
+	}
+	since := time.Time{}
+	if c := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeInitialized); c != nil {
+		since = c.LastTransitionTime.Time
+	}
+	if t := claim.Status.LastPodEventTime.Time; t.After(since) {
+		since = t
+	}
+	if now.Sub(since) >= wait {
+		return true, ReasonConsolidatable, ""
+	}
+	return false, ReasonRecentPodEvent, fmt.Sprintf("last pod event at %s, consolidateAfter %s", since.UTC().Format(time.RFC3339), wait)
+}
+
+// drifted says why a claim no longer matches its NodePool, or "".
+func drifted(claim *karpv1.NodeClaim, nodeLabels map[string]string, np *karpv1.NodePool, cloudReason cloudprovider.DriftReason) string {
+	if claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == nodepool.HashVersion {
+		if h, ok := claim.Annotations[karpv1.NodePoolHashAnnotationKey]; ok && h != nodepool.Hash(np) {
+			return ReasonNodePoolDrifted
+		}
+	}
+	if reqs, err := nodepool.Requirements(np); err == nil {
+		for _, r := range reqs.All() {
+			v, ok := nodeLabels[r.Key]
+			if !ok {
+				v, ok = claim.Labels[r.Key]
+			}
+			if ok && !r.Has(v) {
+				return ReasonRequirementsDrifted
+			}
+		}
+	}
+	return string(cloudReason)
+}
+
+// expired reports whether a claim outlived its expireAfter (the claim's, else its NodePool's,
+// else DefaultExpireAfter).
+func expired(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time) bool {
+	d := claim.Spec.ExpireAfter
+	if d.IsZero() {
+		d = np.Spec.Template.Spec.ExpireAfter
+	}
+	after := DefaultExpireAfter
+	if !d.IsZero() {
+		if d.IsNever() {
+			return false
+		}
+		after = *d.Duration
+	}
+	return !now.Before(claim.CreationTimestamp.Add(after))
+}
+
+// nodePrice reads a node's price from the instance types: the offering of its instance type
+// in its zone and capacity type, else the cheapest of its capacity type, else the cheapest.
+func nodePrice(name, capacityType, zone string, types ...[]*cloudprovider.InstanceType) float64 {
+	for _, its := range types {
+		for _, it := range its {
+			if it.Name != name {
+				continue
+			}
+			if o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool {
+				return o.CapacityType == capacityType && o.Zone == zone
+			}); ok {
+				return o.Price
+			}
+			if o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType }); ok {
+				return o.Price
+			}
+			if o, ok := it.Offerings.Cheapest(); ok {
+				return o.Price
+			}
+		}
+	}
+	return 0
+}
+
+func nodeLabel(sn *state.StateNode, key string) string {
+	if v, ok := sn.Node.Labels[key]; ok {
+		return v
+	}
+	return sn.NodeClaim.Labels[key]
+}

@@ -1,0 +1,479 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// Controller decides and carries out disruptions, one command at a time.
+type Controller struct {
+	kube     client.Client
+	cluster  *state.Cluster
+	cloud    cloudprovider.CloudProvider
+	clock    clock.Clock
+	recorder record.EventRecorder
+	opts     Options
+
+	mu        sync.Mutex
+	pending   *pendingCommand // consolidation waiting for validation
+	inflight  *inflightCommand
+	podSets   map[string]string // node name → its pods' UIDs, to spot pod events
+	blocked   map[string]string // node name → last reason reported
+	observers []func(*Command)
+}
+
+type pendingCommand struct {
+	cmd     *Command
+	decided time.Time
+}
+
+type inflightCommand struct {
+	cmd          *Command
+	replacements []string // NodeClaim names
+	started      time.Time
+}
+
+// NewController wires a disruption controller. recorder may be nil.
+func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider, clk clock.Clock,
+	recorder record.EventRecorder, opts Options) *Controller {
+	return &Controller{
+		kube: kube, cluster: cluster, cloud: cp, clock: clk, recorder: recorder, opts: opts.withDefaults(),
+		podSets: map[string]string{}, blocked: map[string]string{},
+	}
+}
+
+// Observe registers a function called with every command when it starts being carried out
+// (for the simulator's report, metrics and tests). It must not block.
+func (c *Controller) Observe(fn func(*Command)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observers = append(c.observers, fn)
+}
+
+// Start runs a pass every PollInterval on the clock until ctx is done (a controller-runtime
+// Runnable).
+func (c *Controller) Start(ctx context.Context) error {
+	for {
+		if err := c.Step(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "disruption pass failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.clock.After(c.opts.PollInterval):
+		}
+	}
+}
+
+// NeedLeaderElection makes disruption run only on the leader.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Register adds the controller to a manager.
+func (c *Controller) Register(mgr manager.Manager) error {
+	if err := mgr.Add(c); err != nil {
+		return fmt.Errorf("registering disruption controller: %w", err)
+	}
+	return nil
+}
+
+// Pending returns the consolidation command waiting for validation, if any.
+func (c *Controller) Pending() *Command {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending == nil {
+		return nil
+	}
+	return c.pending.cmd
+}
+
+// InFlight returns the command whose replacements are launching, if any.
+func (c *Controller) InFlight() *Command {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight == nil {
+		return nil
+	}
+	return c.inflight.cmd
+}
+
+// Step runs one pass: follow the command in flight, or decide and start the next one.
+func (c *Controller) Step(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	logger := log.FromContext(ctx).WithName("disruption")
+	ctx = log.IntoContext(ctx, logger)
+	now := c.clock.Now()
+	if c.inflight != nil {
+		done, err := c.follow(ctx, now)
+		if err != nil || !done {
+			return err
+		}
+	}
+	in, err := c.input(ctx, now)
+	if err != nil {
+		return err
+	}
+	decision := Decide(*in)
+	for _, p := range decision.Problems {
+		logger.Error(p, "invalid disruption settings")
+	}
+	if err := c.writeConditions(ctx, in, decision); err != nil {
+		return err
+	}
+	c.reportBlocked(in, decision)
+
+	cmd := decision.Command
+	if cmd == nil {
+		c.pending = nil
+		return nil
+	}
+	if cmd.Reason == karpv1.DisruptionReasonEmpty || cmd.Reason == karpv1.DisruptionReasonUnderutilized {
+		// Consolidation waits, then acts only if a fresh decision is the same.
+		if c.pending == nil || c.pending.cmd.Key() != cmd.Key() {
+			c.pending = &pendingCommand{cmd: cmd, decided: now}
+			logger.V(1).Info("consolidation pending validation", "method", cmd.Method, "nodes", cmd.NodeNames(), "savings", cmd.Savings)
+			return nil
+		}
+		if now.Sub(c.pending.decided) < c.opts.ValidationDelay {
+			return nil
+		}
+	}
+	c.pending = nil
+	return c.execute(ctx, cmd, now)
+}
+
+// input reads what Decide needs.
+func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
+	snap, err := c.cluster.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("taking snapshot: %w", err)
+	}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := c.kube.List(ctx, &pdbs); err != nil {
+		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	}
+	in := &Input{
+		Now: now, Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
+		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
+		Options: c.opts,
+	}
+	for i := range pdbs.Items {
+		in.PDBs = append(in.PDBs, &pdbs.Items[i])
+	}
+	for _, np := range snap.NodePools {
+		if np.DeletionTimestamp != nil || nodepool.IsStatic(np) {
+			continue
+		}
+		its, err := c.cloud.GetInstanceTypes(ctx, np)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "cannot list instance types", "nodepool", np.Name)
+			continue
+		}
+		in.InstanceTypes[np.Name] = its
+	}
+	c.trackPodEvents(ctx, snap, now)
+	for _, sn := range snap.Nodes {
+		if sn.NodeClaim == nil || sn.Node == nil || sn.MarkedForDeletion || !sn.Initialized() {
+			continue
+		}
+		reason, err := c.cloud.IsDrifted(ctx, sn.NodeClaim)
+		if err != nil {
+			if !cloudprovider.IsNodeClaimNotFoundError(err) {
+				log.FromContext(ctx).V(1).Info("cannot check drift", "nodeclaim", sn.NodeClaim.Name, "error", err.Error())
+			}
+			continue
+		}
+		if reason != "" {
+			in.CloudDrift[sn.NodeClaim.Name] = reason
+		}
+	}
+	return in, nil
+}
+
+// trackPodEvents stamps status.lastPodEventTime on claims whose pods changed since the last
+// pass (in the snapshot at once, and on the server).
+func (c *Controller) trackPodEvents(ctx context.Context, snap *state.Snapshot, now time.Time) {
+	seen := map[string]bool{}
+	for _, sn := range snap.Nodes {
+		if sn.NodeClaim == nil || sn.Node == nil {
+			continue
+		}
+		uids := make([]string, 0, len(sn.Pods))
+		for _, pod := range sn.Pods {
+			if isReschedulable(pod) && pod.Spec.NodeName != "" {
+				uids = append(uids, string(pod.UID))
+			}
+		}
+		sort.Strings(uids)
+		set := strings.Join(uids, ",")
+		name := sn.Node.Name
+		seen[name] = true
+		prev, known := c.podSets[name]
+		c.podSets[name] = set
+		if !known || prev == set {
+			continue
+		}
+		claim := sn.NodeClaim.DeepCopy()
+		claim.Status.LastPodEventTime = metav1.NewTime(now)
+		if err := c.kube.Status().Patch(ctx, claim, client.MergeFrom(sn.NodeClaim)); err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("cannot record pod event time", "nodeclaim", claim.Name, "error", err.Error())
+		}
+		sn.NodeClaim = claim
+	}
+	for name := range c.podSets {
+		if !seen[name] {
+			delete(c.podSets, name)
+		}
+	}
+}
+
+// writeConditions records the Consolidatable and Drifted conditions where they changed.
+func (c *Controller) writeConditions(ctx context.Context, in *Input, d *Decision) error {
+	claims := map[string]*karpv1.NodeClaim{}
+	for _, sn := range in.Nodes {
+		if sn.NodeClaim != nil {
+			claims[sn.NodeClaim.Name] = sn.NodeClaim
+		}
+	}
+	var errs []error
+	for _, st := range d.Claims {
+		orig := claims[st.NodeClaim]
+		if orig == nil {
+			continue
+		}
+		claim := orig.DeepCopy()
+		cond := metav1.Condition{Type: karpv1.ConditionTypeConsolidatable, Status: metav1.ConditionFalse,
+			Reason: st.ConsolidatableReason, Message: st.ConsolidatableMessage, ObservedGeneration: claim.Generation}
+		if st.Consolidatable {
+			cond.Status = metav1.ConditionTrue
+		}
+		changed := setCondition(claim, cond, in.Now)
+		if st.Drifted != "" {
+			changed = setCondition(claim, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
+				Reason: st.Drifted, ObservedGeneration: claim.Generation}, in.Now) || changed
+		} else if meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeDrifted) != nil {
+			meta.RemoveStatusCondition(&claim.Status.Conditions, karpv1.ConditionTypeDrifted)
+			changed = true
+		}
+		if !changed {
+			continue
+		}
+		err := c.kube.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("updating conditions of nodeclaim %s: %w", claim.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// setCondition sets cond unless an equal one is there, and reports whether it changed.
+func setCondition(claim *karpv1.NodeClaim, cond metav1.Condition, now time.Time) bool {
+	if old := meta.FindStatusCondition(claim.Status.Conditions, cond.Type); old != nil &&
+		old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
+		return false
+	}
+	cond.LastTransitionTime = metav1.NewTime(now)
+	meta.SetStatusCondition(&claim.Status.Conditions, cond)
+	return true
+}
+
+// reportBlocked emits an Event for each protected node whose reason is new.
+func (c *Controller) reportBlocked(in *Input, d *Decision) {
+	nodes := map[string]*corev1.Node{}
+	for _, sn := range in.Nodes {
+		if sn.Node != nil {
+			nodes[sn.Node.Name] = sn.Node
+		}
+	}
+	current := map[string]string{}
+	for _, b := range d.Blocked {
+		current[b.Node] = b.Reason
+		if c.blocked[b.Node] != b.Reason {
+			c.event(nodes[b.Node], corev1.EventTypeNormal, "DisruptionBlocked", "cannot disrupt: "+b.Reason)
+		}
+	}
+	c.blocked = current
+}
+
+// execute starts carrying out a command.
+func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) error {
+	logger := log.FromContext(ctx)
+	names := make([]string, 0, 2*len(cmd.Candidates))
+	for _, cand := range cmd.Candidates {
+		names = append(names, cand.Name(), cand.NodeClaim.Name)
+	}
+	c.cluster.MarkForDeletion(names...)
+	for _, fn := range c.observers {
+		fn(cmd)
+	}
+	logger.Info("disrupting", "method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.NodeNames(),
+		"replacements", len(cmd.Replacements), "savings", fmt.Sprintf("%.4f", cmd.Savings), "message", cmd.Message())
+	for _, cand := range cmd.Candidates {
+		if err := c.taint(ctx, cand.Node.Name, true); err != nil {
+			c.abandon(ctx, cmd, nil)
+			return err
+		}
+		c.event(cand.Node, corev1.EventTypeNormal, "DisruptionLaunching", cmd.Message())
+		c.event(cand.NodeClaim, corev1.EventTypeNormal, "DisruptionLaunching", cmd.Message())
+	}
+	var created []string
+	for _, r := range cmd.Replacements {
+		claim := nodepool.NewNodeClaim(r.NodePool, r.Claim.NodeSelectorRequirements(), r.Claim.Requests)
+		if err := c.kube.Create(ctx, claim); err != nil {
+			c.abandon(ctx, cmd, created)
+			return fmt.Errorf("creating replacement nodeclaim for nodepool %s: %w", r.NodePool.Name, err)
+		}
+		c.cluster.RecordCreated(claim)
+		created = append(created, claim.Name)
+		logger.Info("created replacement nodeclaim", "nodeclaim", claim.Name, "instance-type", r.InstanceType(), "price", r.Price)
+	}
+	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now}
+	if len(created) == 0 {
+		_, err := c.follow(ctx, now)
+		return err
+	}
+	return nil
+}
+
+// follow moves the command in flight on: delete the candidates once every replacement is
+// initialized, or abandon it. It reports whether the command is over.
+func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
+	f := c.inflight
+	ready := true
+	for _, name := range f.replacements {
+		var claim karpv1.NodeClaim
+		err := c.kube.Get(ctx, client.ObjectKey{Name: name}, &claim)
+		switch {
+		case apierrors.IsNotFound(err) || err == nil && claim.DeletionTimestamp != nil:
+			c.abandon(ctx, f.cmd, f.replacements)
+			return true, fmt.Errorf("replacement nodeclaim %s is gone; abandoned disrupting %v", name, f.cmd.NodeNames())
+		case err != nil:
+			return false, fmt.Errorf("getting replacement nodeclaim %s: %w", name, err)
+		case !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized):
+			ready = false
+		}
+	}
+	if !ready {
+		if now.Sub(f.started) >= c.opts.ReplacementTimeout {
+			c.abandon(ctx, f.cmd, f.replacements)
+			return true, fmt.Errorf("replacements %v did not initialize within %s; abandoned disrupting %v", f.replacements, c.opts.ReplacementTimeout, f.cmd.NodeNames())
+		}
+		return false, nil
+	}
+	var errs []error
+	for _, cand := range f.cmd.Candidates {
+		claim := cand.NodeClaim.DeepCopy()
+		setCondition(claim, metav1.Condition{Type: karpv1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
+			Reason: string(f.cmd.Reason), Message: f.cmd.Message()}, now)
+		if err := c.kube.Status().Patch(ctx, claim, client.MergeFrom(cand.NodeClaim)); err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("cannot record disruption reason", "nodeclaim", claim.Name, "error", err.Error())
+		}
+		if err := c.kube.Delete(ctx, cand.NodeClaim); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", cand.NodeClaim.Name, err))
+			continue
+		}
+		if f.cmd.Method == MethodEmptiness {
+			c.event(cand.Node, corev1.EventTypeNormal, "DisruptionTerminating", "deleting empty node")
+		} else {
+			c.event(cand.Node, corev1.EventTypeNormal, "DisruptionTerminating", f.cmd.Message())
+		}
+	}
+	if len(errs) > 0 {
+		return false, errors.Join(errs...) // retried on the next pass
+	}
+	c.inflight = nil
+	return true, nil
+}
+
+// abandon undoes a command: unmark and untaint its nodes, delete replacements not initialized.
+func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []string) {
+	logger := log.FromContext(ctx)
+	for _, cand := range cmd.Candidates {
+		c.cluster.UnmarkForDeletion(cand.Name(), cand.NodeClaim.Name)
+		if err := c.taint(ctx, cand.Node.Name, false); err != nil {
+			logger.Error(err, "cannot untaint node", "node", cand.Node.Name)
+		}
+		c.event(cand.Node, corev1.EventTypeWarning, "DisruptionAbandoned", "abandoned: "+cmd.Message())
+	}
+	for _, name := range replacements {
+		var claim karpv1.NodeClaim
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, &claim); err != nil {
+			continue
+		}
+		if !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized) {
+			if err := c.kube.Delete(ctx, &claim); err != nil && !apierrors.IsNotFound(err) {
+				logger.Error(err, "cannot delete replacement", "nodeclaim", name)
+			}
+		}
+	}
+	c.inflight = nil
+}
+
+// taint adds (or removes) the karpenter.sh/disrupted:NoSchedule taint, so the kube-scheduler
+// stops placing pods on a node about to go.
+func (c *Controller) taint(ctx context.Context, name string, add bool) error {
+	var node corev1.Node
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("getting node %s: %w", name, err)
+	}
+	has := -1
+	for i, t := range node.Spec.Taints {
+		if t.Key == karpv1.DisruptedTaintKey {
+			has = i
+		}
+	}
+	orig := node.DeepCopy()
+	switch {
+	case add && has < 0:
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: karpv1.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule})
+	case !add && has >= 0:
+		node.Spec.Taints = append(node.Spec.Taints[:has:has], node.Spec.Taints[has+1:]...)
+	default:
+		return nil
+	}
+	if err := c.kube.Patch(ctx, &node, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("tainting node %s: %w", name, err)
+	}
+	return nil
+}
+
+func (c *Controller) event(obj client.Object, kind, reason, message string) {
+	if c.recorder == nil || obj == nil || isNilObject(obj) {
+		return
+	}
+	c.recorder.Event(obj, kind, reason, message)
+}
+
+func isNilObject(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *corev1.Node:
+		return o == nil
+	case *karpv1.NodeClaim:
+		return o == nil
+	}
+	return false
+}

@@ -1,0 +1,341 @@
+package disruption_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/state"
+	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
+)
+
+var env *apiserver.Env
+
+func TestMain(m *testing.M) { os.Exit(apiserver.Main(m, &env)) }
+
+type fixture struct {
+	t          *testing.T
+	clock      *clocktesting.FakeClock
+	controller *disruption.Controller
+	recorder   *record.FakeRecorder
+	cloud      *sim.Cloud
+	commands   []*disruption.Command
+}
+
+func newFixture(t *testing.T, np *karpv1.NodePool) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{t: t, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), recorder: record.NewFakeRecorder(1000)}
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: awsv1.EC2NodeClassSpec{
+			Role: "KarpenterNodeRole", AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "test"}}},
+		},
+	}
+	f.create(nc)
+	f.create(np)
+	np.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	if err := env.Client.Status().Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if f.cloud, err = sim.New(sim.Options{Clock: f.clock, NodeClasses: env.Client, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), f.cloud, f.clock, f.recorder, disruption.Options{})
+	f.controller.Observe(func(c *disruption.Command) { f.commands = append(f.commands, c) })
+	t.Cleanup(func() { cleanup(t) })
+	return f
+}
+
+func (f *fixture) create(obj client.Object) {
+	f.t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		f.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func cleanup(t *testing.T) {
+	ctx := context.Background()
+	_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+	for _, l := range []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}} {
+		if err := env.Client.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := meta.ExtractList(l)
+		for _, item := range items {
+			obj := item.(client.Object)
+			if len(obj.GetFinalizers()) > 0 {
+				obj.SetFinalizers(nil)
+				_ = env.Client.Update(ctx, obj)
+			}
+			_ = env.Client.Delete(ctx, obj)
+		}
+	}
+}
+
+func pool(mutate func(*karpv1.NodePool)) *karpv1.NodePool {
+	np := &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: karpv1.NodePoolSpec{
+			Disruption: karpv1.Disruption{Budgets: []karpv1.Budget{{Nodes: "100%"}}},
+			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+					{Key: awsv1.LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5"}},
+					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+					{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
+				},
+				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+			}},
+		},
+	}
+	if mutate != nil {
+		mutate(np)
+	}
+	return np
+}
+
+// node creates a Node and an Initialized NodeClaim of np of the given EC2 type, and binds
+// pods to it.
+func (f *fixture) node(np *karpv1.NodePool, name, instanceType string, initializedAgo time.Duration, pods ...*corev1.Pod) *karpv1.NodeClaim {
+	f.t.Helper()
+	ctx := context.Background()
+	var it = f.instanceType(np, instanceType)
+	labels := map[string]string{
+		karpv1.NodePoolLabelKey: np.Name, corev1.LabelInstanceTypeStable: instanceType, karpv1.CapacityTypeLabelKey: "on-demand",
+		corev1.LabelTopologyZone: "us-east-1a", corev1.LabelArchStable: "amd64", corev1.LabelHostname: name,
+		awsv1.LabelInstanceFamily: "m5",
+	}
+	for k, v := range np.Spec.Template.Labels {
+		labels[k] = v
+	}
+	claim := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{
+			karpv1.NodePoolHashAnnotationKey: nodepool.Hash(np), karpv1.NodePoolHashVersionAnnotationKey: nodepool.HashVersion,
+		}},
+		Spec: karpv1.NodeClaimSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}}},
+			NodeClassRef: np.Spec.Template.Spec.NodeClassRef,
+		},
+	}
+	f.create(claim)
+	claim.Status = karpv1.NodeClaimStatus{NodeName: name, ProviderID: "sim:///us-east-1a/" + name, Capacity: it.Capacity, Allocatable: it.Allocatable(),
+		Conditions: []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized",
+			LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-initializedAgo))}}}
+	if err := env.Client.Status().Update(ctx, claim); err != nil {
+		f.t.Fatal(err)
+	}
+	node := builders.Node(name, labels, it.Allocatable())
+	status := node.Status
+	f.create(node)
+	node.Status = status
+	if err := env.Client.Status().Update(ctx, node); err != nil {
+		f.t.Fatal(err)
+	}
+	for _, p := range pods {
+		p.UID = ""
+		p.Spec.NodeName = name
+		p.Status = corev1.PodStatus{}
+		f.create(p)
+	}
+	return claim
+}
+
+func (f *fixture) instanceType(np *karpv1.NodePool, name string) *cloudprovider.InstanceType {
+	its, err := f.cloud.GetInstanceTypes(context.Background(), np)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, it := range its {
+		if it.Name == name {
+			return it
+		}
+	}
+	f.t.Fatalf("no instance type %s", name)
+	return nil
+}
+
+// step advances the clock and runs a pass.
+func (f *fixture) step(d time.Duration) {
+	f.t.Helper()
+	f.clock.Step(d)
+	if err := f.controller.Step(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func claimGone(t *testing.T, name string) bool {
+	t.Helper()
+	var claim karpv1.NodeClaim
+	err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &claim)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claim.DeletionTimestamp != nil
+}
+
+func TestEmptyNodeDeletedAfterConsolidateAfter(t *testing.T) {
+	np := pool(func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("1m")
+	})
+	f := newFixture(t, np)
+	f.node(np, "busy", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "4Gi"}))
+	f.node(np, "empty", "m5.xlarge", 0)
+	f.step(30 * time.Second)
+	f.step(10 * time.Second)
+	if claimGone(t, "empty") || f.controller.Pending() != nil {
+		t.Fatal("empty node acted on before consolidateAfter")
+	}
+	var claim karpv1.NodeClaim
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "empty"}, &claim); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeConsolidatable); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Consolidatable = %+v, want False", c)
+	}
+	f.step(30 * time.Second) // consolidateAfter passed: pending validation
+	if f.controller.Pending() == nil || claimGone(t, "empty") {
+		t.Fatal("no pending emptiness command")
+	}
+	f.step(10 * time.Second)
+	if claimGone(t, "empty") {
+		t.Fatal("deleted before the validation delay")
+	}
+	f.step(10 * time.Second)
+	if !claimGone(t, "empty") || claimGone(t, "busy") {
+		t.Fatal("empty node not deleted after validation")
+	}
+}
+
+func TestNeverConsolidateKeepsEmptyNode(t *testing.T) {
+	np := pool(func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
+	f := newFixture(t, np)
+	f.node(np, "empty", "m5.xlarge", time.Hour)
+	for i := 0; i < 10; i++ {
+		f.step(time.Minute)
+	}
+	if claimGone(t, "empty") || len(f.commands) != 0 {
+		t.Fatal("empty node deleted with consolidateAfter Never")
+	}
+}
+
+func TestUnderutilizedConsolidatedAndReplaced(t *testing.T) {
+	np := pool(nil)
+	f := newFixture(t, np)
+	f.node(np, "big", "m5.4xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
+	f.step(10 * time.Second)
+	f.step(20 * time.Second)
+	if len(f.commands) != 1 || len(f.commands[0].Replacements) != 1 {
+		t.Fatalf("commands = %d, want one replacement", len(f.commands))
+	}
+	msg := f.commands[0].Message()
+	t.Log(msg)
+	var claims karpv1.NodeClaimList
+	if err := env.Client.List(context.Background(), &claims); err != nil {
+		t.Fatal(err)
+	}
+	var replacement *karpv1.NodeClaim
+	for i := range claims.Items {
+		if claims.Items[i].Name != "big" {
+			replacement = &claims.Items[i]
+		}
+	}
+	if replacement == nil {
+		t.Fatal("no replacement claim")
+	}
+	f.step(10 * time.Second)
+	if claimGone(t, "big") {
+		t.Fatal("candidate deleted before its replacement initialized")
+	}
+	replacement.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.Now()}}
+	if err := env.Client.Status().Update(context.Background(), replacement); err != nil {
+		t.Fatal(err)
+	}
+	f.step(10 * time.Second)
+	if !claimGone(t, "big") {
+		t.Fatal("candidate not deleted after its replacement initialized")
+	}
+	found := false
+	for len(f.recorder.Events) > 0 {
+		if e := <-f.recorder.Events; e != "" && contains(e, "consolidating: replacing m5.4xlarge") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no consolidation event")
+	}
+}
+
+func TestDriftReplacesOnlyOnTemplateChange(t *testing.T) {
+	np := pool(nil)
+	f := newFixture(t, np)
+	f.node(np, "a", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
+	f.node(np, "b", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
+	ctx := context.Background()
+	update := func(mutate func(*karpv1.NodePool)) {
+		var cur karpv1.NodePool
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: np.Name}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		mutate(&cur)
+		if err := env.Client.Update(ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(np *karpv1.NodePool) {
+		w := int32(10)
+		np.Spec.Weight = &w
+		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: builders.Resources("cpu", "1000")[corev1.ResourceCPU]}
+	})
+	for i := 0; i < 3; i++ {
+		f.step(10 * time.Second)
+	}
+	if len(f.commands) != 0 {
+		t.Fatalf("weight/limits change: %s", f.commands[0].Message())
+	}
+	update(func(np *karpv1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"team": "b"}
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
+	})
+	f.step(10 * time.Second)
+	if len(f.commands) != 1 || f.commands[0].Method != disruption.MethodDrift || len(f.commands[0].Candidates) != 1 {
+		t.Fatalf("commands = %d, want one drift replacement", len(f.commands))
+	}
+	var claim karpv1.NodeClaim
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "b"}, &claim); err != nil {
+		t.Fatal(err)
+	}
+	if !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeDrifted) {
+		t.Errorf("node b has no Drifted condition: %+v", claim.Status.Conditions)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

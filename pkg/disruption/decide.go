@@ -1,0 +1,665 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// The disruption methods, in the order Decide tries them.
+const (
+	MethodDrift      = "drift"
+	MethodExpiration = "expiration"
+	MethodEmptiness  = "emptiness"
+	MethodMultiNode  = "multi-node consolidation"
+	MethodSingleNode = "single-node consolidation"
+)
+
+// Input is everything one decision looks at. Decide does no I/O: the caller reads the cluster
+// (state.Cluster.Snapshot), the PodDisruptionBudgets, each NodePool's instance types and the
+// cloud provider's drift verdicts.
+type Input struct {
+	// Now is the decision's time.
+	Now time.Time
+	// Nodes are the cluster's nodes and in-flight claims (state.Snapshot.Nodes).
+	Nodes []*state.StateNode
+	// NodePools in the cluster.
+	NodePools []*karpv1.NodePool
+	// InstanceTypes per NodePool name, as the cloud provider offers them.
+	InstanceTypes map[string][]*cloudprovider.InstanceType
+	// DaemonSets in the cluster, for the overhead of replacements.
+	DaemonSets []*appsv1.DaemonSet
+	// PDBs are the PodDisruptionBudgets in the cluster.
+	PDBs []*policyv1.PodDisruptionBudget
+	// CloudDrift is the cloud provider's drift reason per NodeClaim name ("" or absent: none).
+	CloudDrift map[string]cloudprovider.DriftReason
+	// Options tune the decision.
+	Options Options
+}
+
+// Replacement is a NodeClaim to create before a command's nodes go.
+type Replacement struct {
+	// NodePool to create it from.
+	NodePool *karpv1.NodePool
+	// Claim is the scheduler's claim: requirements (instance types narrowed to the allowed,
+	// cheaper ones), requests and the pods it is for.
+	Claim *scheduler.Claim
+	// Price is its cheapest allowed offering, $/hour.
+	Price float64
+}
+
+// InstanceType is the name of the replacement's cheapest instance type.
+func (r *Replacement) InstanceType() string {
+	if len(r.Claim.InstanceTypes) == 0 {
+		return "?"
+	}
+	return r.Claim.InstanceTypes[0].Name
+}
+
+// Command is one disruption: nodes to remove, and the replacements to launch first.
+type Command struct {
+	// Method that found it (MethodDrift, …).
+	Method string
+	// Reason recorded on the nodes.
+	Reason karpv1.DisruptionReason
+	// Candidates are the nodes to remove, in disruption-cost order.
+	Candidates []*Candidate
+	// Replacements to create and wait for before deleting the candidates.
+	Replacements []*Replacement
+	// Placements are where the candidates' pods go on other existing nodes (the rest go to
+	// the replacements, Replacement.Claim.Pods).
+	Placements []scheduler.Placement
+	// Savings is the change in $/hour: the candidates' prices less the replacements'.
+	Savings float64
+}
+
+// Key identifies a command by method and nodes, to tell whether a later decision is the same.
+func (c *Command) Key() string {
+	names := c.NodeNames()
+	sort.Strings(names)
+	return fmt.Sprintf("%s|%s|%d", c.Method, strings.Join(names, ","), len(c.Replacements))
+}
+
+// NodeNames returns the candidates' node names.
+func (c *Command) NodeNames() []string {
+	out := make([]string, len(c.Candidates))
+	for i, cand := range c.Candidates {
+		out[i] = cand.Name()
+	}
+	return out
+}
+
+// Price is what the candidates cost, $/hour.
+func (c *Command) Price() float64 {
+	total := 0.0
+	for _, cand := range c.Candidates {
+		total += cand.Price
+	}
+	return total
+}
+
+// Message describes the command for Events and logs, such as "consolidating: replacing
+// m5.2xlarge ($0.384/h) with m5.xlarge ($0.192/h)".
+func (c *Command) Message() string {
+	var what string
+	if len(c.Candidates) == 1 {
+		what = fmt.Sprintf("%s ($%.3f/h)", c.Candidates[0].InstanceType, c.Candidates[0].Price)
+	} else {
+		what = fmt.Sprintf("%d nodes ($%.3f/h)", len(c.Candidates), c.Price())
+	}
+	var action string
+	switch {
+	case c.Method == MethodEmptiness:
+		if len(c.Candidates) == 1 {
+			return "deleting empty node"
+		}
+		return fmt.Sprintf("deleting %d empty nodes", len(c.Candidates))
+	case len(c.Replacements) == 0:
+		action = "deleting " + what
+	default:
+		with := make([]string, len(c.Replacements))
+		for i, r := range c.Replacements {
+			with[i] = fmt.Sprintf("%s ($%.3f/h)", r.InstanceType(), r.Price)
+		}
+		action = fmt.Sprintf("replacing %s with %s", what, strings.Join(with, ", "))
+	}
+	switch c.Method {
+	case MethodDrift:
+		return "drifted: " + action
+	case MethodExpiration:
+		return "expired: " + action
+	default:
+		return "consolidating: " + action
+	}
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	// Command to carry out, or nil.
+	Command *Command
+	// Claims are the conditions to record, per initialized NodeClaim of a dynamic NodePool.
+	Claims []ClaimStatus
+	// Blocked are the nodes a method wanted that are protected.
+	Blocked []Blocked
+	// Problems are configuration errors met (an invalid budget), which stop disruption of the
+	// NodePool concerned.
+	Problems []error
+}
+
+// Decide evaluates the cluster and returns at most one command: the first that drift,
+// expiration, emptiness, multi-node then single-node consolidation find. It is deterministic
+// and does not modify its input.
+func Decide(in Input) *Decision {
+	d := newDecider(in)
+	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems}
+	for _, method := range []func() *Command{d.drift, d.expiration, d.emptiness, d.multiNode, d.singleNode} {
+		if cmd := method(); cmd != nil {
+			out.Command = cmd
+			break
+		}
+	}
+	out.Problems = d.problems
+	return out
+}
+
+type budgetKey struct {
+	pool   string
+	reason karpv1.DisruptionReason
+}
+
+// decider holds one decision's evaluation of the cluster.
+type decider struct {
+	in         Input
+	opts       Options
+	pools      map[string]*karpv1.NodePool // dynamic NodePools by name
+	total      map[string]int              // nodes per NodePool
+	disrupting map[string]int              // nodes being deleted per NodePool
+	poolCost   map[string]float64          // $/hour of each NodePool's nodes
+	poolPods   map[string]int              // reschedulable pods on each NodePool's nodes
+	allowed    map[budgetKey]int
+	candidates []*Candidate // sorted by disruption cost
+	statuses   []ClaimStatus
+	blocked    []Blocked
+	problems   []error
+	sim        *simulator
+}
+
+func newDecider(in Input) *decider {
+	d := &decider{
+		in: in, opts: in.Options.withDefaults(),
+		pools: map[string]*karpv1.NodePool{}, total: map[string]int{}, disrupting: map[string]int{},
+		poolCost: map[string]float64{}, poolPods: map[string]int{}, allowed: map[budgetKey]int{},
+	}
+	var poolNames []string
+	for _, np := range in.NodePools {
+		if np.DeletionTimestamp == nil && !nodepool.IsStatic(np) {
+			d.pools[np.Name] = np
+			poolNames = append(poolNames, np.Name)
+		}
+	}
+	sort.Strings(poolNames)
+	allTypes := make([][]*cloudprovider.InstanceType, 0, len(poolNames))
+	for _, name := range poolNames {
+		allTypes = append(allTypes, in.InstanceTypes[name])
+	}
+	pdbs := newPDBIndex(in.PDBs)
+	for _, sn := range in.Nodes {
+		if sn.NodeClaim == nil {
+			continue
+		}
+		np := d.pools[sn.NodePool()]
+		if np == nil {
+			continue
+		}
+		d.total[np.Name]++
+		if sn.MarkedForDeletion {
+			d.disrupting[np.Name]++
+			continue
+		}
+		if sn.Node == nil || !sn.Initialized() {
+			continue
+		}
+		c := &Candidate{StateNode: sn, NodePool: np}
+		for _, pod := range sn.Pods {
+			if isReschedulable(pod) {
+				c.Pods = append(c.Pods, pod)
+			}
+		}
+		c.InstanceType = nodeLabel(sn, corev1.LabelInstanceTypeStable)
+		c.CapacityType = nodeLabel(sn, karpv1.CapacityTypeLabelKey)
+		c.Zone = nodeLabel(sn, corev1.LabelTopologyZone)
+		c.Price = nodePrice(c.InstanceType, c.CapacityType, c.Zone, append([][]*cloudprovider.InstanceType{in.InstanceTypes[np.Name]}, allTypes...)...)
+		c.DisruptionCost = float64(len(c.Pods))
+		d.poolCost[np.Name] += c.Price
+		d.poolPods[np.Name] += len(c.Pods)
+
+		var status ClaimStatus
+		status.NodeClaim = sn.NodeClaim.Name
+		status.Consolidatable, status.ConsolidatableReason, status.ConsolidatableMessage = consolidatable(sn.NodeClaim, np, in.Now)
+		status.Drifted = drifted(sn.NodeClaim, sn.Node.Labels, np, in.CloudDrift[sn.NodeClaim.Name])
+		d.statuses = append(d.statuses, status)
+		c.Consolidatable, c.Drifted, c.Expired = status.Consolidatable, status.Drifted, expired(sn.NodeClaim, np, in.Now)
+
+		if why := protection(sn, c.Pods, pdbs); why != "" {
+			if c.Drifted != "" || c.Expired || c.Consolidatable && d.mayConsolidate(c) {
+				d.blocked = append(d.blocked, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: why})
+			}
+			continue
+		}
+		d.candidates = append(d.candidates, c)
+	}
+	sort.SliceStable(d.candidates, func(i, j int) bool {
+		a, b := d.candidates[i], d.candidates[j]
+		if a.DisruptionCost != b.DisruptionCost {
+			return a.DisruptionCost < b.DisruptionCost
+		}
+		if a.Price != b.Price {
+			return a.Price > b.Price
+		}
+		return a.Name() < b.Name()
+	})
+	d.sim = newSimulator(in, d.pools)
+	return d
+}
+
+// mayConsolidate reports whether the node's NodePool lets consolidation act on it now.
+func (d *decider) mayConsolidate(c *Candidate) bool {
+	return len(c.Pods) == 0 || underutilizedPolicy(c.NodePool)
+}
+
+func underutilizedPolicy(np *karpv1.NodePool) bool {
+	switch np.Spec.Disruption.ConsolidationPolicy {
+	case karpv1.ConsolidationPolicyWhenEmpty:
+		return false
+	default: // WhenEmptyOrUnderutilized (the default) and Balanced
+		return true
+	}
+}
+
+// budget returns how many more of a NodePool's nodes may start disrupting for reason.
+func (d *decider) budget(np *karpv1.NodePool, reason karpv1.DisruptionReason) int {
+	key := budgetKey{np.Name, reason}
+	if n, ok := d.allowed[key]; ok {
+		return n
+	}
+	n, err := AllowedDisruptions(np, reason, d.total[np.Name], d.disrupting[np.Name], d.in.Now)
+	if err != nil {
+		d.problems = append(d.problems, err)
+	}
+	d.allowed[key] = n
+	return n
+}
+
+// withinBudget keeps candidates, in order, while their NodePool's budget for reason allows.
+func (d *decider) withinBudget(cands []*Candidate, reason karpv1.DisruptionReason, limit int) []*Candidate {
+	used := map[string]int{}
+	var out []*Candidate
+	for _, c := range cands {
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		if used[c.NodePool.Name] >= d.budget(c.NodePool, reason) {
+			continue
+		}
+		used[c.NodePool.Name]++
+		out = append(out, c)
+	}
+	return out
+}
+
+func (d *decider) filter(keep func(*Candidate) bool) []*Candidate {
+	var out []*Candidate
+	for _, c := range d.candidates {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// replaceEach is drift's and expiration's strategy: delete the empty nodes together, else
+// replace the first node whose pods can all be placed (on other nodes or new ones).
+func (d *decider) replaceEach(method string, reason karpv1.DisruptionReason, cands []*Candidate) *Command {
+	var empty []*Candidate
+	for _, c := range cands {
+		if len(c.Pods) == 0 {
+			empty = append(empty, c)
+		}
+	}
+	if len(empty) > 0 {
+		return &Command{Method: method, Reason: reason, Candidates: empty, Savings: sumPrices(empty)}
+	}
+	for _, c := range cands {
+		if cmd, _ := d.simulate(method, reason, []*Candidate{c}, -1, false); cmd != nil {
+			return cmd
+		}
+	}
+	return nil
+}
+
+func (d *decider) drift() *Command {
+	cands := d.withinBudget(d.filter(func(c *Candidate) bool { return c.Drifted != "" }), karpv1.DisruptionReasonDrifted, 0)
+	return d.replaceEach(MethodDrift, karpv1.DisruptionReasonDrifted, cands)
+}
+
+// expiration is forceful: budgets do not apply.
+func (d *decider) expiration() *Command {
+	return d.replaceEach(MethodExpiration, karpv1.DisruptionReasonExpired, d.filter(func(c *Candidate) bool { return c.Expired }))
+}
+
+func (d *decider) emptiness() *Command {
+	cands := d.withinBudget(d.filter(func(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 }), karpv1.DisruptionReasonEmpty, 0)
+	if len(cands) == 0 {
+		return nil
+	}
+	return &Command{Method: MethodEmptiness, Reason: karpv1.DisruptionReasonEmpty, Candidates: cands, Savings: sumPrices(cands)}
+}
+
+func (d *decider) underutilized() []*Candidate {
+	return d.filter(func(c *Candidate) bool {
+		return c.Consolidatable && len(c.Pods) > 0 && underutilizedPolicy(c.NodePool)
+	})
+}
+
+// multiNode finds the longest prefix of the candidates (by disruption cost, within budgets)
+// whose pods fit on the other nodes plus at most one cheaper new node, by binary search.
+func (d *decider) multiNode() *Command {
+	cands := d.withinBudget(d.underutilized(), karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates)
+	var best *Command
+	lo, hi := 2, len(cands)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if cmd, _ := d.simulate(MethodMultiNode, karpv1.DisruptionReasonUnderutilized, cands[:mid], 1, true); cmd != nil {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}
+
+// singleNode deletes or replaces the first candidate it can.
+func (d *decider) singleNode() *Command {
+	cands := d.withinBudget(d.underutilized(), karpv1.DisruptionReasonUnderutilized, 0)
+	for i, c := range cands {
+		if i == d.opts.MaxSingleNodeAttempts {
+			break
+		}
+		if cmd, _ := d.simulate(MethodSingleNode, karpv1.DisruptionReasonUnderutilized, []*Candidate{c}, 1, true); cmd != nil {
+			return cmd
+		}
+	}
+	return nil
+}
+
+func sumPrices(cands []*Candidate) float64 {
+	total := 0.0
+	for _, c := range cands {
+		total += c.Price
+	}
+	return total
+}
+
+// simulate removes cands and places their pods on the remaining nodes and at most maxClaims
+// new ones (negative: any number). For consolidation, a replacement must be strictly cheaper
+// (and, for one node, of another instance type; for spot nodes, on-demand unless spot-to-spot
+// is allowed) and Balanced NodePools must find the move worth it. It returns the command, or
+// why there is none.
+func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands []*Candidate, maxClaims int, consolidation bool) (*Command, string) {
+	onDemandOnly := false
+	if consolidation && !d.opts.SpotToSpotConsolidation {
+		for _, c := range cands {
+			if c.CapacityType == karpv1.CapacityTypeSpot {
+				onDemandOnly = true
+			}
+		}
+	}
+	res := d.sim.solve(cands, onDemandOnly)
+	if len(res.PodErrors) > 0 {
+		pe := res.PodErrors[0]
+		return nil, fmt.Sprintf("pod %s/%s cannot be rescheduled: %v", pe.Pod.Namespace, pe.Pod.Name, pe.Err)
+	}
+	if maxClaims >= 0 && len(res.NewClaims) > maxClaims {
+		return nil, fmt.Sprintf("needs %d new nodes", len(res.NewClaims))
+	}
+	total := sumPrices(cands)
+	cmd := &Command{Method: method, Reason: reason, Candidates: cands, Placements: res.ExistingPlacements}
+	replacementCost := 0.0
+	for _, claim := range res.NewClaims {
+		np := d.pools[claim.NodePool]
+		r := &Replacement{NodePool: np, Claim: claim, Price: claim.Price}
+		if consolidation {
+			for _, c := range cands {
+				if c.Price <= 0 {
+					return nil, fmt.Sprintf("price of node %s is unknown", c.Name())
+				}
+			}
+			exclude := ""
+			if len(cands) == 1 {
+				exclude = cands[0].InstanceType
+			}
+			var ok bool
+			if r.Price, ok = cheaperTypes(claim, total, exclude); !ok {
+				return nil, fmt.Sprintf("no replacement cheaper than $%.3f/h", total)
+			}
+		}
+		replacementCost += r.Price
+		cmd.Replacements = append(cmd.Replacements, r)
+	}
+	cmd.Savings = total - replacementCost
+	if consolidation && !d.balancedAllows(cmd) {
+		return nil, "not worth the disruption under the Balanced policy"
+	}
+	return cmd, ""
+}
+
+// cheaperTypes narrows a claim's instance types to those with an allowed offering cheaper than
+// limit (and not named exclude) and returns the cheapest price left.
+func cheaperTypes(claim *scheduler.Claim, limit float64, exclude string) (float64, bool) {
+	var kept []*cloudprovider.InstanceType
+	best := 0.0
+	for _, it := range claim.InstanceTypes {
+		if it.Name == exclude {
+			continue
+		}
+		price, ok := offeringPrice(it, claim.Requirements)
+		if !ok || price >= limit {
+			continue
+		}
+		if len(kept) == 0 || price < best {
+			best = price
+		}
+		kept = append(kept, it)
+	}
+	if len(kept) == 0 {
+		return 0, false
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
+		pi, _ := offeringPrice(kept[i], claim.Requirements)
+		pj, _ := offeringPrice(kept[j], claim.Requirements)
+		return pi < pj
+	})
+	claim.InstanceTypes = kept
+	claim.Price = best
+	return best, true
+}
+
+// offeringPrice is the cheapest available offering of it that reqs allow.
+func offeringPrice(it *cloudprovider.InstanceType, reqs scheduling.Requirements) (float64, bool) {
+	zones, hasZones := reqs.Get(corev1.LabelTopologyZone)
+	cts, hasCTs := reqs.Get(karpv1.CapacityTypeLabelKey)
+	o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool {
+		return o.Available && (!hasZones || zones.Has(o.Zone)) && (!hasCTs || cts.Has(o.CapacityType))
+	})
+	return o.Price, ok
+}
+
+// balancedAllows applies the Balanced policy: when a candidate's NodePool is Balanced, the
+// share of those NodePools' cost saved must be at least BalancedThreshold times the share of
+// their pods moved.
+func (d *decider) balancedAllows(cmd *Command) bool {
+	pools := map[string]bool{}
+	balanced := false
+	moved := 0
+	for _, c := range cmd.Candidates {
+		pools[c.NodePool.Name] = true
+		balanced = balanced || c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyBalanced
+		moved += len(c.Pods)
+	}
+	if !balanced || moved == 0 {
+		return true
+	}
+	cost, pods := 0.0, 0
+	for name := range pools {
+		cost += d.poolCost[name]
+		pods += d.poolPods[name]
+	}
+	if cost <= 0 || pods == 0 {
+		return false
+	}
+	return (cmd.Savings/cost)/(float64(moved)/float64(pods)) >= BalancedThreshold
+}
+
+// simulator runs the provisioning scheduler for what-if questions: the cluster less some
+// nodes, their pods to place.
+type simulator struct {
+	targets  []*scheduler.Node
+	pools    []*scheduler.NodePool
+	limits   map[string]karpv1.Limits
+	used     map[string]corev1.ResourceList // capacity of each limited NodePool's nodes
+	capacity map[string]corev1.ResourceList // capacity per node name
+}
+
+func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
+	s := &simulator{limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{}}
+	snap := &state.Snapshot{DaemonSets: in.DaemonSets}
+	names := make([]string, 0, len(pools))
+	for name := range pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		np := pools[name]
+		if !nodepool.IsReady(np) {
+			continue
+		}
+		reqs, err := nodepool.Requirements(np)
+		if err != nil {
+			continue
+		}
+		weight := int32(0)
+		if np.Spec.Weight != nil {
+			weight = *np.Spec.Weight
+		}
+		s.pools = append(s.pools, &scheduler.NodePool{
+			Name: np.Name, Weight: weight, Requirements: reqs, Labels: np.Spec.Template.Labels,
+			Taints: np.Spec.Template.Spec.Taints, InstanceTypes: in.InstanceTypes[np.Name],
+			DaemonOverhead: provisioning.DaemonOverhead(np, snap),
+		})
+		if len(np.Spec.Limits) > 0 {
+			s.limits[np.Name] = np.Spec.Limits
+			s.used[np.Name] = corev1.ResourceList{}
+		}
+	}
+	for _, sn := range in.Nodes {
+		if sn.NodeClaim != nil {
+			if used, ok := s.used[sn.NodePool()]; ok {
+				capacity := sn.NodeClaim.Status.Capacity
+				if len(capacity) == 0 {
+					capacity = sn.NodeClaim.Spec.Resources.Requests
+				}
+				capacity = withNodes(capacity, 1)
+				s.capacity[sn.Name()] = capacity
+				s.used[sn.NodePool()] = scheduling.Merge(used, capacity)
+			}
+		}
+		if sn.Node == nil || sn.MarkedForDeletion || sn.Node.Spec.Unschedulable || !sn.Initialized() {
+			continue
+		}
+		n := &scheduler.Node{Name: sn.Name(), Labels: sn.Node.Labels, Available: sn.Available(), Pods: sn.Pods, NodePool: sn.NodePool()}
+		for _, t := range sn.Node.Spec.Taints {
+			if t.Key != karpv1.UnregisteredTaintKey {
+				n.Taints = append(n.Taints, t)
+			}
+		}
+		s.targets = append(s.targets, n)
+	}
+	return s
+}
+
+func withNodes(rl corev1.ResourceList, n int64) corev1.ResourceList {
+	out := rl.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	out["nodes"] = *resource.NewQuantity(n, resource.DecimalSI)
+	return out
+}
+
+// solve places the pods of cands with cands removed. onDemandOnly restricts new nodes to
+// on-demand.
+func (s *simulator) solve(cands []*Candidate, onDemandOnly bool) *scheduler.Results {
+	removed := make(map[string]bool, len(cands))
+	var pods []*corev1.Pod
+	for _, c := range cands {
+		removed[c.Name()] = true
+		pods = append(pods, c.Pods...)
+	}
+	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets))}
+	for _, n := range s.targets {
+		if !removed[n.Name] {
+			copied := *n // the scheduler reassigns a node's Pods; keep ours intact
+			in.Nodes = append(in.Nodes, &copied)
+		}
+	}
+	for _, p := range s.pools {
+		pool := *p
+		if limits, ok := s.limits[p.Name]; ok {
+			pool.Remaining = s.remaining(p.Name, limits, cands)
+		}
+		if onDemandOnly {
+			pool.Requirements = pool.Requirements.With(scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
+			if pool.Requirements.Satisfiable() != nil {
+				continue
+			}
+		}
+		in.NodePools = append(in.NodePools, &pool)
+	}
+	return scheduler.Solve(in)
+}
+
+// remaining is what a NodePool's limits allow once cands are gone.
+func (s *simulator) remaining(pool string, limits karpv1.Limits, cands []*Candidate) corev1.ResourceList {
+	used := s.used[pool].DeepCopy()
+	for _, c := range cands {
+		if c.NodePool.Name != pool {
+			continue
+		}
+		for name, q := range s.capacity[c.Name()] {
+			u := used[name]
+			u.Sub(q)
+			used[name] = u
+		}
+	}
+	out := corev1.ResourceList{}
+	for name, limit := range limits {
+		left := limit.DeepCopy()
+		left.Sub(used[name])
+		out[name] = left
+	}
+	return out
+}

@@ -1,0 +1,403 @@
+package disruption
+
+import (
+	"math/rand"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+func everyBudget(nodes string, reasons ...karpv1.DisruptionReason) func(*karpv1.NodePool) {
+	return func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: nodes, Reasons: reasons}}
+	}
+}
+
+func TestEmptyNodeDeleted(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	c.add(stateNode(np, "busy", m, "on-demand", "test-zone-1", pod("3", "8Gi")))
+	c.add(stateNode(np, "empty", m, "on-demand", "test-zone-1"))
+	d := Decide(c.in)
+	if d.Command == nil || d.Command.Method != MethodEmptiness || len(d.Command.Candidates) != 1 || d.Command.Candidates[0].Name() != "empty" {
+		t.Fatalf("command = %+v, want emptiness of node empty", d.Command)
+	}
+	if got := d.Command.Message(); got != "deleting empty node" {
+		t.Errorf("message = %q", got)
+	}
+}
+
+func TestConsolidateAfterNeverKeepsEmptyNode(t *testing.T) {
+	np := readyPool("default", func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+	})
+	c := newCluster(catalog(), np)
+	c.add(stateNode(np, "empty", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1"))
+	d := Decide(c.in)
+	if d.Command != nil {
+		t.Fatalf("command = %s, want none", d.Command.Message())
+	}
+	if len(d.Claims) != 1 || d.Claims[0].Consolidatable || d.Claims[0].ConsolidatableReason != ReasonConsolidateAfterNever {
+		t.Errorf("claims = %+v", d.Claims)
+	}
+}
+
+func TestConsolidateAfterWaitsForPodEvents(t *testing.T) {
+	np := readyPool("default", func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("30m")
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+	})
+	c := newCluster(catalog(), np)
+	sn := c.add(stateNode(np, "empty", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1"))
+	sn.NodeClaim.Status.LastPodEventTime = metav1.NewTime(epoch.Add(-10 * time.Minute))
+	if d := Decide(c.in); d.Command != nil {
+		t.Fatalf("command before consolidateAfter: %s", d.Command.Message())
+	}
+	c.in.Now = epoch.Add(21 * time.Minute)
+	if d := Decide(c.in); d.Command == nil || d.Command.Method != MethodEmptiness {
+		t.Fatalf("no emptiness after consolidateAfter: %+v", d.Command)
+	}
+}
+
+func TestUnderutilizedNodesConsolidatedOntoFewer(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.2xlarge")
+	for _, name := range []string{"a", "b", "c", "d"} {
+		c.add(stateNode(np, name, m, "on-demand", "test-zone-1", pod("1", "2Gi"), pod("1", "2Gi")))
+	}
+	d := Decide(c.in)
+	if d.Command == nil || d.Command.Method != MethodMultiNode {
+		t.Fatalf("command = %+v, want multi-node consolidation", d.Command)
+	}
+	if d.Command.Savings <= 0 {
+		t.Errorf("savings = %f", d.Command.Savings)
+	}
+	before := c.cost()
+	c.apply(d.Command)
+	if after := c.cost(); after >= before || len(c.in.Nodes) >= 4 {
+		t.Errorf("cost %.3f → %.3f with %d nodes", before, after, len(c.in.Nodes))
+	}
+}
+
+func TestSingleNodeReplacedByCheaper(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("1", "2Gi")))
+	d := Decide(c.in)
+	if d.Command == nil || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command = %+v, want a replacement", d.Command)
+	}
+	r := d.Command.Replacements[0]
+	if r.Price >= d.Command.Candidates[0].Price {
+		t.Errorf("replacement $%.3f not cheaper than $%.3f", r.Price, d.Command.Candidates[0].Price)
+	}
+	t.Log(d.Command.Message())
+}
+
+func TestSpotReplacedOnlyByOnDemand(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	c.add(stateNode(np, "spot", findType(c.types, "m.4xlarge"), "spot", "test-zone-1", pod("1", "2Gi")))
+	d := Decide(c.in)
+	if d.Command == nil {
+		t.Fatal("no command")
+	}
+	for _, r := range d.Command.Replacements {
+		cts, _ := r.Claim.Requirements.Get(karpv1.CapacityTypeLabelKey)
+		if cts.Has(karpv1.CapacityTypeSpot) {
+			t.Errorf("spot node may be replaced by spot: %s", r.Claim.Requirements)
+		}
+	}
+	c.in.Options.SpotToSpotConsolidation = true
+	d = Decide(c.in)
+	if d.Command == nil || len(d.Command.Replacements) != 1 {
+		t.Fatal("no spot-to-spot replacement")
+	}
+}
+
+func TestDoNotDisruptAndPDBBlock(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	p := pod("1", "1Gi")
+	p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	c.add(stateNode(np, "protected", m, "on-demand", "test-zone-1", p))
+	web := pod("1", "1Gi")
+	web.Labels = map[string]string{"app": "web"}
+	c.add(stateNode(np, "web", m, "on-demand", "test-zone-1", web))
+	c.add(stateNode(np, "room", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("8", "8Gi")))
+	c.in.PDBs = []*policyv1.PodDisruptionBudget{{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, MinAvailable: &intstr.IntOrString{IntVal: 1}},
+	}}
+	d := Decide(c.in)
+	if d.Command != nil {
+		for _, cand := range d.Command.Candidates {
+			if cand.Name() == "protected" || cand.Name() == "web" {
+				t.Fatalf("command touches protected node %s: %s", cand.Name(), d.Command.Message())
+			}
+		}
+	}
+	reasons := map[string]string{}
+	for _, b := range d.Blocked {
+		reasons[b.Node] = b.Reason
+	}
+	if reasons["web"] != "pdb default/web allows 0" {
+		t.Errorf("blocked = %v", reasons)
+	}
+}
+
+func TestDriftReplacesWithinBudgetAndIgnoresWeight(t *testing.T) {
+	np := readyPool("default", everyBudget("1"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	for _, name := range []string{"a", "b", "c"} {
+		c.add(stateNode(np, name, m, "on-demand", "test-zone-1", pod("3", "10Gi")))
+	}
+	weight := int32(50)
+	np.Spec.Weight = &weight
+	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: *resourceQuantity("1000")}
+	if d := Decide(c.in); d.Command != nil {
+		t.Fatalf("weight/limits change caused %s", d.Command.Message())
+	}
+	np.Spec.Template.Labels = map[string]string{"team": "b"}
+	d := Decide(c.in)
+	if d.Command == nil || d.Command.Method != MethodDrift || len(d.Command.Candidates) != 1 || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command = %+v, want one drift replacement", d.Command)
+	}
+	// The one allowed by the budget is disrupting: no more.
+	c.in.Nodes[0].MarkedForDeletion = true
+	if d := Decide(c.in); d.Command != nil {
+		t.Fatalf("budget exceeded: %s", d.Command.Message())
+	}
+}
+
+func TestBudgetReasons(t *testing.T) {
+	np := readyPool("default", func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnderutilized}}, {Nodes: "100%"}}
+	})
+	c := newCluster(catalog(), np)
+	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("1", "2Gi")))
+	if d := Decide(c.in); d.Command != nil {
+		t.Fatalf("underutilized budget 0 allowed %s", d.Command.Message())
+	}
+	np.Spec.Template.Labels = map[string]string{"team": "b"}
+	if d := Decide(c.in); d.Command == nil || d.Command.Method != MethodDrift {
+		t.Fatalf("drift blocked by an Underutilized budget: %+v", d.Command)
+	}
+}
+
+func TestExpirationIgnoresBudgets(t *testing.T) {
+	np := readyPool("default", func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("30m")
+	})
+	c := newCluster(catalog(), np)
+	c.add(stateNode(np, "old", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pod("3", "10Gi")))
+	d := Decide(c.in)
+	if d.Command == nil || d.Command.Method != MethodExpiration || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command = %+v, want expiration with a replacement", d.Command)
+	}
+}
+
+func TestBalancedSkipsSmallSavings(t *testing.T) {
+	mk := func(policy karpv1.ConsolidationPolicy) *Decision {
+		np := readyPool("default", func(np *karpv1.NodePool) {
+			np.Spec.Disruption.ConsolidationPolicy = policy
+			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+		})
+		c := newCluster(catalog(), np)
+		// Ten busy m.4xlarge and one m.xlarge of many small pods whose replacement saves little.
+		for i := 0; i < 3; i++ {
+			c.add(stateNode(np, "busy-"+string(rune('a'+i)), findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("15", "60Gi")))
+		}
+		var pods []*corev1.Pod
+		for i := 0; i < 30; i++ {
+			pods = append(pods, pod("100m", "400Mi"))
+		}
+		c.add(stateNode(np, "small", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pods...))
+		return Decide(c.in)
+	}
+	if d := mk(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized); d.Command == nil {
+		t.Fatal("WhenEmptyOrUnderutilized found nothing")
+	}
+	if d := mk(karpv1.ConsolidationPolicyBalanced); d.Command != nil {
+		t.Fatalf("Balanced acted: %s (savings %.3f)", d.Command.Message(), d.Command.Savings)
+	}
+}
+
+func resourceQuantity(s string) *resourceQ { q := mustQ(s); return &q }
+
+// TestDecideProperties checks the invariants on many random clusters.
+func TestDecideProperties(t *testing.T) {
+	budgets := []string{"0", "1", "2", "10%", "50%", "100%"}
+	policies := []karpv1.ConsolidationPolicy{karpv1.ConsolidationPolicyWhenEmpty, karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, karpv1.ConsolidationPolicyBalanced}
+	commands := 0
+	for seed := int64(0); seed < 300; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		var pools []*karpv1.NodePool
+		for i := 0; i < 1+r.Intn(3); i++ {
+			pools = append(pools, readyPool("pool-"+string(rune('a'+i)), func(np *karpv1.NodePool) {
+				np.Spec.Disruption.ConsolidationPolicy = policies[r.Intn(len(policies))]
+				np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: budgets[r.Intn(len(budgets))]}}
+				if r.Intn(5) == 0 {
+					np.Spec.Template.Labels = map[string]string{"drift": "yes"} // claims hashed before: drifted
+				}
+			}))
+		}
+		c := randomCluster(r, 3+r.Intn(25), pools...)
+		for _, sn := range c.in.Nodes {
+			if r.Intn(10) == 0 {
+				sn.MarkedForDeletion = true
+			}
+		}
+		if r.Intn(2) == 0 {
+			c.in.Options.SpotToSpotConsolidation = true
+		}
+		d := Decide(c.in)
+		if d.Command == nil {
+			continue
+		}
+		commands++
+		checkCommand(t, seed, c, d.Command)
+	}
+	if commands < 50 {
+		t.Errorf("only %d of 300 clusters gave a command; the generator is too tame", commands)
+	}
+}
+
+func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
+	t.Helper()
+	perPool := map[string]int{}
+	for _, cand := range cmd.Candidates {
+		perPool[cand.NodePool.Name]++
+		for _, p := range cand.Pods {
+			if p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+				t.Errorf("seed %d: %s selects %s with a do-not-disrupt pod", seed, cmd.Method, cand.Name())
+			}
+		}
+		if cand.MarkedForDeletion {
+			t.Errorf("seed %d: candidate %s already deleting", seed, cand.Name())
+		}
+	}
+	if cmd.Reason != karpv1.DisruptionReasonExpired {
+		for _, np := range c.in.NodePools {
+			total, disrupting := 0, 0
+			for _, sn := range c.in.Nodes {
+				if sn.NodePool() == np.Name {
+					total++
+					if sn.MarkedForDeletion {
+						disrupting++
+					}
+				}
+			}
+			allowed, _ := AllowedDisruptions(np, cmd.Reason, total, disrupting, c.in.Now)
+			if perPool[np.Name] > allowed {
+				t.Errorf("seed %d: %s disrupts %d nodes of %s, budget allows %d", seed, cmd.Method, perPool[np.Name], np.Name, allowed)
+			}
+		}
+	}
+	consolidation := cmd.Reason == karpv1.DisruptionReasonUnderutilized || cmd.Reason == karpv1.DisruptionReasonEmpty
+	if consolidation && len(cmd.Replacements) > 0 {
+		repl := 0.0
+		for _, r := range cmd.Replacements {
+			repl += r.Price
+			for _, it := range r.Claim.InstanceTypes {
+				price, ok := offeringPrice(it, r.Claim.Requirements)
+				if !ok || price >= cmd.Price() {
+					t.Errorf("seed %d: replacement type %s ($%.3f) not cheaper than $%.3f", seed, it.Name, price, cmd.Price())
+				}
+				if len(cmd.Candidates) == 1 && it.Name == cmd.Candidates[0].InstanceType {
+					t.Errorf("seed %d: replacement of the same type %s", seed, it.Name)
+				}
+			}
+			if !c.in.Options.SpotToSpotConsolidation {
+				for _, cand := range cmd.Candidates {
+					cts, _ := r.Claim.Requirements.Get(karpv1.CapacityTypeLabelKey)
+					if cand.CapacityType == karpv1.CapacityTypeSpot && cts.Has(karpv1.CapacityTypeSpot) {
+						t.Errorf("seed %d: spot node %s may be replaced by spot", seed, cand.Name())
+					}
+				}
+			}
+		}
+		if repl >= cmd.Price() {
+			t.Errorf("seed %d: replacements $%.3f not cheaper than $%.3f", seed, repl, cmd.Price())
+		}
+	}
+	// Every pod of a removed node lands somewhere that is not removed, with room for it.
+	placed := map[string]string{}
+	for _, pl := range cmd.Placements {
+		placed[string(pl.Pod.UID)] = pl.Node
+	}
+	for _, r := range cmd.Replacements {
+		for _, p := range r.Claim.Pods {
+			placed[string(p.UID)] = "replacement"
+		}
+	}
+	removed := map[string]bool{}
+	for _, cand := range cmd.Candidates {
+		removed[cand.Name()] = true
+	}
+	used := map[string]corev1.ResourceList{}
+	for _, cand := range cmd.Candidates {
+		for _, p := range cand.Pods {
+			target, ok := placed[string(p.UID)]
+			if !ok || removed[target] {
+				t.Errorf("seed %d: pod %s of %s has nowhere to go (target %q)", seed, p.Name, cand.Name(), target)
+			}
+			used[target] = scheduling.Merge(used[target], scheduling.PodRequests(p))
+		}
+	}
+	for _, sn := range c.in.Nodes {
+		if u, ok := used[sn.Name()]; ok {
+			if err := scheduling.Fits(u, sn.Available()); err != nil {
+				t.Errorf("seed %d: pods moved to %s do not fit: %v", seed, sn.Name(), err)
+			}
+		}
+	}
+}
+
+// TestNoChurn: a steady workload consolidates, then sees no further command.
+func TestNoChurn(t *testing.T) {
+	for seed := int64(0); seed < 10; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		np := readyPool("default", func(np *karpv1.NodePool) {
+			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "20%"}}
+			np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("1m")
+		})
+		c := randomCluster(r, 40, np)
+		for _, sn := range c.in.Nodes { // no protected pods: everything may move
+			for _, p := range sn.Pods {
+				p.Annotations = nil
+			}
+		}
+		start := c.cost()
+		commands := 0
+		for pass := 0; pass < 300; pass++ {
+			c.in.Now = c.in.Now.Add(10 * time.Second)
+			d := Decide(c.in)
+			if d.Command == nil {
+				continue
+			}
+			if pass >= 200 {
+				t.Fatalf("seed %d: command after the workload settled (pass %d): %s", seed, pass, d.Command.Message())
+			}
+			commands++
+			c.apply(d.Command)
+		}
+		if commands == 0 || commands > 40 {
+			t.Errorf("seed %d: %d commands", seed, commands)
+		}
+		t.Logf("seed %d: %d commands, $%.3f/h → $%.3f/h, %d nodes", seed, commands, start, c.cost(), len(c.in.Nodes))
+	}
+}

@@ -1,0 +1,46 @@
+// Package disruption removes and replaces Karpenter's nodes when they are no longer wanted:
+// drifted from their NodePool, expired, empty, or underutilized. It is Karpenter's disruption
+// controller, cut into a pure decision core and a thin orchestrator.
+//
+// # The flow of one pass (Controller.Step)
+//
+//  1. If a command is in flight (its replacements are launching), follow it: once every
+//     replacement is Initialized, delete the candidates' NodeClaims (the termination controller
+//     drains them); when a replacement fails or ReplacementTimeout passes, abandon the command
+//     and unmark its nodes. Nothing new is decided while a command is in flight.
+//  2. Take a snapshot of the cluster (state.Cluster), the PodDisruptionBudgets, each NodePool's
+//     instance types and the cloud provider's drift verdict per NodeClaim, and call Decide.
+//  3. Decide (pure, deterministic) evaluates every initialized NodeClaim of a dynamic NodePool:
+//     its Consolidatable and Drifted conditions, and whether it may be disrupted at all (no
+//     karpenter.sh/do-not-disrupt pod or annotation, no pod behind a PodDisruptionBudget that
+//     allows 0 disruptions, not already being deleted). Then it tries the methods in order and
+//     returns the first command found:
+//     Drift (replace) → Expiration (replace, ignores budgets) → Emptiness (delete) →
+//     multi-node consolidation (delete or replace many by at most one cheaper node, largest
+//     prefix by disruption cost found by binary search) → single-node consolidation (delete,
+//     or replace by a strictly cheaper node).
+//     Every simulation runs the provisioning scheduler (scheduler.Solve) with the command's
+//     nodes removed and their pods to place, so a pod is never left with nowhere to go.
+//  4. The controller writes the conditions, and carries out the command: drift and expiration at
+//     once; consolidation (Empty, Underutilized) only after it has been decided again, the same,
+//     on a fresh snapshot at least ValidationDelay later.
+//  5. Carrying out a command: mark its nodes in state.Cluster (the provisioner then leaves them
+//     alone), taint them karpenter.sh/disrupted, record a DisruptionReason condition and an
+//     Event, create the replacement NodeClaims, and continue at step 1.
+//
+// # Budgets
+//
+// Each NodePool's disruption.budgets bound how many of its nodes may be disrupting at once, per
+// reason (Empty, Underutilized, Drifted); the most restrictive active budget wins, nodes already
+// being deleted count against it, and a budget with a cron schedule is active for its duration
+// after each firing (UTC; see ParseSchedule). Expiration is forceful and ignores budgets.
+//
+// # Cost rules
+//
+// A replacement is strictly cheaper than the nodes it replaces (their prices read from the
+// instance type's offering in the node's zone and capacity type), never the same instance type
+// as the single node it replaces, and on-demand when it replaces a spot node unless
+// Options.SpotToSpotConsolidation allows spot. The Balanced policy acts on underutilized nodes
+// only when the share of the NodePools' cost saved is at least half the share of their pods
+// moved.
+package disruption

@@ -1,0 +1,82 @@
+package disruption
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	// DefaultPollInterval is the time between two passes of Start.
+	DefaultPollInterval = 10 * time.Second
+	// DefaultValidationDelay is how long a consolidation decision waits before it is confirmed on
+	// a fresh snapshot and carried out.
+	DefaultValidationDelay = 15 * time.Second
+	// DefaultReplacementTimeout is how long replacements may take to initialize before the
+	// command is abandoned.
+	DefaultReplacementTimeout = 10 * time.Minute
+	// DefaultMaxMultiNodeCandidates bounds the candidates multi-node consolidation considers.
+	DefaultMaxMultiNodeCandidates = 100
+	// DefaultMaxSingleNodeAttempts bounds the single-node simulations of one pass.
+	DefaultMaxSingleNodeAttempts = 100
+	// BalancedThreshold is the least ratio of cost share saved to pod share moved at which the
+	// Balanced policy consolidates underutilized nodes.
+	BalancedThreshold = 0.5
+)
+
+// Options tune disruption. The zero value is Karpenter's behaviour.
+type Options struct {
+	// SpotToSpotConsolidation allows a spot node to be replaced by a cheaper spot node (the
+	// feature gate of the same name). Off, a spot node is only deleted or replaced by on-demand.
+	SpotToSpotConsolidation bool
+	// PollInterval is the time between passes of Start; zero means DefaultPollInterval.
+	PollInterval time.Duration
+	// ValidationDelay is the wait before a consolidation decision is confirmed; zero means
+	// DefaultValidationDelay.
+	ValidationDelay time.Duration
+	// ReplacementTimeout bounds how long replacements may take to initialize; zero means
+	// DefaultReplacementTimeout.
+	ReplacementTimeout time.Duration
+	// MaxMultiNodeCandidates bounds multi-node consolidation; zero means
+	// DefaultMaxMultiNodeCandidates.
+	MaxMultiNodeCandidates int
+	// MaxSingleNodeAttempts bounds the single-node consolidation simulations of a pass; zero
+	// means DefaultMaxSingleNodeAttempts.
+	MaxSingleNodeAttempts int
+}
+
+// Validate reports the first invalid option.
+func (o Options) Validate() error {
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"poll interval", o.PollInterval}, {"validation delay", o.ValidationDelay}, {"replacement timeout", o.ReplacementTimeout}} {
+		if d.d < 0 {
+			return fmt.Errorf("%s %s is negative", d.name, d.d)
+		}
+	}
+	if o.MaxMultiNodeCandidates < 0 || o.MaxSingleNodeAttempts < 0 {
+		return errors.New("candidate bounds must not be negative")
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.ValidationDelay == 0 {
+		o.ValidationDelay = DefaultValidationDelay
+	}
+	if o.ReplacementTimeout == 0 {
+		o.ReplacementTimeout = DefaultReplacementTimeout
+	}
+	if o.MaxMultiNodeCandidates == 0 {
+		o.MaxMultiNodeCandidates = DefaultMaxMultiNodeCandidates
+	}
+	if o.MaxSingleNodeAttempts == 0 {
+		o.MaxSingleNodeAttempts = DefaultMaxSingleNodeAttempts
+	}
+	return o
+}

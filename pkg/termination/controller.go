@@ -1,0 +1,312 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+)
+
+// ControllerName names the termination controller in logs and metrics.
+const ControllerName = "termination"
+
+// Finalizer terminates a drained NodeClaim's instance and removes its finalizers.
+// *nodeclaim.LifecycleController, built with LifecycleOptions.ExternalFinalization, is one.
+type Finalizer interface {
+	// Finalize deletes the claim's Node, terminates its instance and, once the instance is
+	// gone, removes the termination finalizer from the Node and the claim. It may ask to be
+	// called again (RequeueAfter) while the instance terminates.
+	Finalize(ctx context.Context, claim *karpv1.NodeClaim) (reconcile.Result, error)
+}
+
+// Controller cordons, drains and finalizes deleting NodeClaims (see the package documentation
+// for the flow). Requests name NodeClaims. It is safe for concurrent reconciles of different
+// claims.
+type Controller struct {
+	kube      client.Client
+	finalizer Finalizer
+	clock     clock.Clock
+	events    recorder
+	opts      Options
+}
+
+// NewController returns a termination controller that reads and writes through kubeClient,
+// hands drained claims to finalizer, takes all time from clk (the real clock when nil) and
+// records Events with recorder (which may be nil). Zero options take their defaults; options
+// that fail Validate are the caller's bug.
+func NewController(kubeClient client.Client, finalizer Finalizer, clk clock.Clock, recorder record.EventRecorder, opts Options) *Controller {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Controller{
+		kube:      kubeClient,
+		finalizer: finalizer,
+		clock:     clk,
+		events:    newRecorder(recorder),
+		opts:      opts.withDefaults(),
+	}
+}
+
+func newRecorder(r record.EventRecorder) recorder { return recorder{r: r} }
+
+// Register watches NodeClaims, and Nodes mapped to their NodeClaims (by owner reference,
+// status.nodeName or provider ID), under mgr. Call IndexFields (and nodeclaim.IndexFields) on
+// the manager's field indexer beforehand so that finding a node's pods reads an index.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsForNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
+		Complete(c)
+}
+
+// Reconcile terminates one deleting NodeClaim: cordon, drain, finalize. A claim that is not
+// deleting is only checked for a Node deleted under it, in which case the claim is deleted and
+// terminated at once. It returns an error for controller-runtime to retry with backoff and a
+// RequeueAfter while the drain or the instance's termination is in progress.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	claim := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, claim); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", claim.Name))
+	if claim.DeletionTimestamp == nil {
+		deleted, err := c.followNodeDeletion(ctx, claim)
+		if err != nil || !deleted {
+			return done(reconcile.Result{}, err)
+		}
+		if err := c.kube.Get(ctx, req.NamespacedName, claim); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if claim.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(claim, karpv1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	return done(c.terminate(ctx, claim))
+}
+
+// followNodeDeletion deletes claim when one of its Nodes, managed by Karpenter (holding the
+// termination finalizer), is being deleted: a user deleted the Node directly, and the claim's
+// termination is what drains it and lets it go. It reports whether it deleted the claim.
+func (c *Controller) followNodeDeletion(ctx context.Context, claim *karpv1.NodeClaim) (bool, error) {
+	if claim.Status.ProviderID == "" && claim.Status.NodeName == "" {
+		return false, nil
+	}
+	nodes, err := c.nodesOf(ctx, claim)
+	if err != nil {
+		return false, err
+	}
+	for _, node := range nodes {
+		if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
+			continue
+		}
+		if err := c.kube.Delete(ctx, claim); err != nil {
+			return false, client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim of deleted node %s: %w", node.Name, err))
+		}
+		log.FromContext(ctx).Info("deleted nodeclaim of deleted node", "node", node.Name)
+		c.events.normal(claim, EventReasonNodeDeleted, "Node %s was deleted; terminating its nodeclaim", node.Name)
+		return true, nil
+	}
+	return false, nil
+}
+
+// terminate runs one pass of a deleting claim's termination.
+func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	nodes, err := c.nodesOf(ctx, claim)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	deadline, err := c.terminationDeadline(ctx, claim)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, node := range nodes {
+		if err := c.cordon(ctx, claim, node); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	pods, err := podsOn(ctx, c.kube, nodeNames(nodes))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	now := c.clock.Now()
+	if deadline != nil && !now.Before(*deadline) {
+		// The termination grace period is over: nothing may hold the node any longer.
+		if err := c.deleteRemaining(ctx, pods); err != nil {
+			return reconcile.Result{}, err
+		}
+	} else {
+		drained, wait, err := c.drain(ctx, claim, nodes, pods, deadline, now)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !drained {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+
+	logger.V(1).Info("drained, finalizing")
+	res, err := c.finalizer.Finalize(ctx, claim)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("finalizing nodeclaim: %w", err)
+	}
+	if !controllerutil.ContainsFinalizer(claim, karpv1.TerminationFinalizer) {
+		logger.Info("terminated nodeclaim")
+		c.events.normal(claim, EventReasonTerminated, "Terminated nodeclaim %s", claim.Name)
+		for _, node := range nodes {
+			c.events.normal(node, EventReasonTerminated, "Terminated node %s", node.Name)
+		}
+	}
+	return res, nil
+}
+
+// terminationDeadline returns when the claim's node must be gone, if ever: the time in the
+// karpenter.sh/nodeclaim-termination-timestamp annotation, which it first writes as
+// deletionTimestamp + spec.terminationGracePeriod when the claim has a grace period.
+func (c *Controller) terminationDeadline(ctx context.Context, claim *karpv1.NodeClaim) (*time.Time, error) {
+	if v, ok := claim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		t, err := time.Parse(time.RFC3339, v)
+		if err == nil {
+			return &t, nil
+		}
+		log.FromContext(ctx).Error(err, "ignoring invalid termination timestamp", "value", v)
+	}
+	if claim.Spec.TerminationGracePeriod == nil {
+		return nil, nil
+	}
+	t := claim.DeletionTimestamp.Add(claim.Spec.TerminationGracePeriod.Duration)
+	base := claim.DeepCopy()
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	claim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = t.UTC().Format(time.RFC3339)
+	if err := c.kube.Patch(ctx, claim, client.MergeFrom(base)); err != nil {
+		return nil, fmt.Errorf("annotating termination timestamp: %w", err)
+	}
+	return &t, nil
+}
+
+// cordon adds the karpenter.sh/disrupted:NoSchedule taint to node, and announces the drain
+// when it does.
+func (c *Controller) cordon(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node) error {
+	for _, t := range node.Spec.Taints {
+		if t.MatchTaint(&disruptedTaint) {
+			return nil
+		}
+	}
+	node.Spec.Taints = append(node.Spec.Taints, disruptedTaint)
+	if err := c.kube.Update(ctx, node); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("tainting node %s: %w", node.Name, err))
+	}
+	log.FromContext(ctx).Info("cordoned node, draining", "node", node.Name)
+	c.events.normal(claim, EventReasonDraining, "Draining node %s", node.Name)
+	c.events.normal(node, EventReasonDraining, "Draining node %s", node.Name)
+	return nil
+}
+
+// nodesOf returns the claim's Nodes, sorted by name: those with its provider ID and the one
+// its status.nodeName names.
+func (c *Controller) nodesOf(ctx context.Context, claim *karpv1.NodeClaim) ([]*corev1.Node, error) {
+	nodes, err := nodeclaim.NodesByProviderID(ctx, c.kube, claim.Status.ProviderID)
+	if err != nil {
+		return nil, fmt.Errorf("finding nodes: %w", err)
+	}
+	if name := claim.Status.NodeName; name != "" && !slices.ContainsFunc(nodes, func(n *corev1.Node) bool { return n.Name == name }) {
+		node := &corev1.Node{}
+		switch err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); {
+		case err == nil:
+			nodes = append(nodes, node)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("getting node %s: %w", name, err)
+		}
+	}
+	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	return nodes, nil
+}
+
+func nodeNames(nodes []*corev1.Node) []string {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	return names
+}
+
+// claimsForNode maps a Node to its NodeClaims: those its owner references name and those whose
+// status.nodeName or status.providerID is the Node's, sorted by name.
+func (c *Controller) claimsForNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node, ok := o.(*corev1.Node)
+	if !ok {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, ref := range node.OwnerReferences {
+		if ref.Kind == "NodeClaim" && ref.APIVersion == karpv1.SchemeGroupVersion.String() {
+			names[ref.Name] = true
+		}
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims); err != nil {
+		log.FromContext(ctx).Error(err, "mapping node to nodeclaims", "node", node.Name)
+	}
+	for i := range claims.Items {
+		st := claims.Items[i].Status
+		if st.NodeName == node.Name || (node.Spec.ProviderID != "" && st.ProviderID == node.Spec.ProviderID) {
+			names[claims.Items[i].Name] = true
+		}
+	}
+	reqs := make([]reconcile.Request, 0, len(names))
+	for name := range names {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	slices.SortFunc(reqs, func(a, b reconcile.Request) int { return strings.Compare(a.Name, b.Name) })
+	return reqs
+}
+
+// done turns the outcome of a reconcile into its result: a conflict (a stale read) is not worth
+// a backoff and an error log, and requeues shortly instead.
+func done(res reconcile.Result, err error) (reconcile.Result, error) {
+	if err == nil {
+		return res, nil
+	}
+	if isConflict(err) {
+		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// isConflict reports whether every error err joins is a conflict.
+func isConflict(err error) bool {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		for _, e := range joined.Unwrap() {
+			if !isConflict(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return apierrors.IsConflict(err)
+}

@@ -1,0 +1,170 @@
+package termination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// wait is the soonest time a drain wants to look again; zero means not at all.
+type wait time.Duration
+
+func (w *wait) at(d time.Duration) {
+	if d > 0 && (*w == 0 || d < time.Duration(*w)) {
+		*w = wait(d)
+	}
+}
+
+// drain makes one pass of the drain before the deadline (nil when there is none). It works on
+// the first drain group that still has pods: evicts those it may, and waits for the others.
+// It reports whether the node is drained and, when it is not, how soon to look again.
+func (c *Controller) drain(ctx context.Context, claim *karpv1.NodeClaim, nodes []*corev1.Node, pods []*corev1.Pod,
+	deadline *time.Time, now time.Time) (bool, time.Duration, error) {
+	for _, g := range drainGroups {
+		var members []*corev1.Pod
+		for _, pod := range pods {
+			if classify(pod) == g && !isStuckTerminating(pod, now, c.opts.StuckTerminatingTimeout) {
+				members = append(members, pod)
+			}
+		}
+		if len(members) == 0 {
+			continue
+		}
+		var w wait
+		var errs []error
+		for _, pod := range members {
+			switch {
+			case pod.DeletionTimestamp != nil:
+				w.at(c.opts.DrainPoll)
+			case doNotDisrupt(pod):
+				c.blocked(claim, nodes, "pod %s has %s=true%s", pod.Name, karpv1.DoNotDisruptAnnotationKey, until(deadline))
+				w.at(c.opts.EvictionRetry)
+				if deadline != nil {
+					w.at(deadline.Sub(now))
+				}
+			default:
+				d, err := c.evict(ctx, claim, nodes, pod)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				w.at(d)
+			}
+		}
+		if len(errs) > 0 {
+			return false, 0, errors.Join(errs...)
+		}
+		log.FromContext(ctx).V(1).Info("draining", "pods", len(members), "critical", g == groupCritical)
+		return false, time.Duration(w), nil
+	}
+	return true, 0, nil
+}
+
+func until(deadline *time.Time) string {
+	if deadline == nil {
+		return ""
+	}
+	return " until " + deadline.UTC().Format(time.RFC3339)
+}
+
+// evict asks the Eviction API to evict pod, so that its PodDisruptionBudget is honoured. It
+// returns how soon to look again: shortly after an eviction (or a pod already gone or
+// replaced), after EvictionRetry when a budget refused.
+func (c *Controller) evict(ctx context.Context, claim *karpv1.NodeClaim, nodes []*corev1.Node, pod *corev1.Pod) (time.Duration, error) {
+	eviction := &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		// Never evict a new pod that took the name of the one we saw.
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))},
+	}
+	err := c.kube.SubResource("eviction").Create(ctx, pod, eviction)
+	switch {
+	case err == nil:
+		log.FromContext(ctx).Info("evicted pod", "pod", podKey(pod))
+		c.events.normal(pod, EventReasonEvicted, "Evicted pod %s: draining node %s", podKey(pod), pod.Spec.NodeName)
+		return c.opts.DrainPoll, nil
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Gone already, or replaced by a pod of the same name: the next pass sees which.
+		return c.opts.DrainPoll, nil
+	case apierrors.IsTooManyRequests(err):
+		budget, lerr := c.blockingBudget(ctx, pod)
+		if lerr != nil {
+			return 0, lerr
+		}
+		if budget != "" {
+			c.blocked(claim, nodes, "pdb %s blocks eviction of pod %s", budget, pod.Name)
+		} else {
+			c.blocked(claim, nodes, "eviction of pod %s refused: %s", pod.Name, err.Error())
+		}
+		return c.opts.EvictionRetry, nil
+	default:
+		return 0, fmt.Errorf("evicting pod %s: %w", podKey(pod), err)
+	}
+}
+
+// blocked records why the drain cannot go on yet, on the claim and its nodes.
+func (c *Controller) blocked(claim *karpv1.NodeClaim, nodes []*corev1.Node, format string, args ...any) {
+	c.events.warning(claim, EventReasonFailedDraining, format, args...)
+	for _, node := range nodes {
+		c.events.warning(node, EventReasonFailedDraining, format, args...)
+	}
+}
+
+// blockingBudget names ("namespace/name") the PodDisruptionBudgets that select pod, the first
+// by name; "" when none does.
+func (c *Controller) blockingBudget(ctx context.Context, pod *corev1.Pod) (string, error) {
+	list := &policyv1.PodDisruptionBudgetList{}
+	if err := c.kube.List(ctx, list, client.InNamespace(pod.Namespace)); err != nil {
+		return "", fmt.Errorf("listing pod disruption budgets: %w", err)
+	}
+	var names []string
+	for i := range list.Items {
+		pdb := &list.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		// A budget without a selector selects nothing.
+		if sel.Matches(labels.Set(pod.Labels)) {
+			names = append(names, pdb.Namespace+"/"+pdb.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "", nil
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", "), nil
+}
+
+// deleteRemaining deletes, without an eviction, every pod the drain would wait for that is not
+// already being deleted: the termination grace period ran out, so neither budgets nor
+// do-not-disrupt hold the node any longer.
+func (c *Controller) deleteRemaining(ctx context.Context, pods []*corev1.Pod) error {
+	var errs []error
+	for _, pod := range pods {
+		if classify(pod) == groupIgnored || pod.DeletionTimestamp != nil {
+			continue
+		}
+		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+		switch {
+		case err == nil:
+			log.FromContext(ctx).Info("deleted pod, termination grace period elapsed", "pod", podKey(pod))
+			c.events.normal(pod, EventReasonDeleted, "Deleted pod %s: termination grace period of node %s elapsed", podKey(pod), pod.Spec.NodeName)
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		default:
+			errs = append(errs, fmt.Errorf("deleting pod %s: %w", podKey(pod), err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,70 @@
+package termination
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	// DefaultEvictionRetry is how soon a drain whose eviction a PodDisruptionBudget refused
+	// (429 TooManyRequests) tries again.
+	DefaultEvictionRetry = 5 * time.Second
+	// DefaultDrainPoll is how soon a drain that evicted pods, or waits for terminating pods to
+	// go, looks again.
+	DefaultDrainPoll = time.Second
+	// DefaultStuckTerminatingTimeout is how long after its deletionTimestamp a terminating pod
+	// still holds up a drain; after that its kubelet is presumed gone and the pod ignored.
+	DefaultStuckTerminatingTimeout = time.Minute
+	// DefaultMaxConcurrentReconciles is how many NodeClaims the controller drains at once.
+	DefaultMaxConcurrentReconciles = 10
+)
+
+// conflictRequeue is how soon a reconcile that lost an optimistic-concurrency race (a stale
+// read) looks again.
+const conflictRequeue = time.Second
+
+// Options configure a Controller. The zero value is usable: every zero field takes its default.
+type Options struct {
+	// EvictionRetry is how soon a refused eviction is retried; zero means DefaultEvictionRetry.
+	EvictionRetry time.Duration
+	// DrainPoll is how soon a drain in progress looks again; zero means DefaultDrainPoll.
+	DrainPoll time.Duration
+	// StuckTerminatingTimeout is how long past its deletionTimestamp a terminating pod still
+	// blocks the drain; zero means DefaultStuckTerminatingTimeout.
+	StuckTerminatingTimeout time.Duration
+	// MaxConcurrentReconciles bounds the parallel reconciles under a manager; zero means
+	// DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
+}
+
+// Validate reports the first invalid option.
+func (o Options) Validate() error {
+	switch {
+	case o.EvictionRetry < 0:
+		return fmt.Errorf("eviction retry %s is negative", o.EvictionRetry)
+	case o.DrainPoll < 0:
+		return fmt.Errorf("drain poll %s is negative", o.DrainPoll)
+	case o.StuckTerminatingTimeout < 0:
+		return fmt.Errorf("stuck terminating timeout %s is negative", o.StuckTerminatingTimeout)
+	case o.MaxConcurrentReconciles < 0:
+		return fmt.Errorf("max concurrent reconciles %d is negative", o.MaxConcurrentReconciles)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.EvictionRetry == 0 {
+		o.EvictionRetry = DefaultEvictionRetry
+	}
+	if o.DrainPoll == 0 {
+		o.DrainPoll = DefaultDrainPoll
+	}
+	if o.StuckTerminatingTimeout == 0 {
+		o.StuckTerminatingTimeout = DefaultStuckTerminatingTimeout
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	return o
+}
