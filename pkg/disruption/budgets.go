@@ -17,7 +17,7 @@ const Unbounded = math.MaxInt32
 var DefaultBudget = karpv1.Budget{Nodes: "10%"}
 
 // BudgetNodes returns how many nodes a budget allows disrupting among total: a count, or a
-// percentage of total rounded down.
+// percentage of total rounded up, as Karpenter does (10% of 3 nodes is 1).
 func BudgetNodes(b karpv1.Budget, total int) (int, error) {
 	text := strings.TrimSpace(b.Nodes)
 	if pct, ok := strings.CutSuffix(text, "%"); ok {
@@ -25,7 +25,7 @@ func BudgetNodes(b karpv1.Budget, total int) (int, error) {
 		if err != nil || p < 0 || p > 100 {
 			return 0, fmt.Errorf("budget nodes %q: invalid percentage", b.Nodes)
 		}
-		return total * p / 100, nil
+		return (total*p + 99) / 100, nil
 	}
 	n, err := strconv.Atoi(text)
 	if err != nil || n < 0 {

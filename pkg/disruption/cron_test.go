@@ -85,7 +85,8 @@ func TestAllowedDisruptions(t *testing.T) {
 		now               string
 		want              int
 	}{
-		{"default 10% rounds down", nil, karpv1.DisruptionReasonEmpty, 25, 0, "2026-03-02T12:00:00Z", 2},
+		{"default 10% rounds up", nil, karpv1.DisruptionReasonEmpty, 25, 0, "2026-03-02T12:00:00Z", 3},
+		{"10% of a small pool is still one node", nil, karpv1.DisruptionReasonEmpty, 3, 0, "2026-03-02T12:00:00Z", 1},
 		{"count less disrupting", []karpv1.Budget{{Nodes: "5"}}, karpv1.DisruptionReasonDrifted, 100, 3, "2026-03-02T12:00:00Z", 2},
 		{"never negative", []karpv1.Budget{{Nodes: "1"}}, karpv1.DisruptionReasonDrifted, 100, 3, "2026-03-02T12:00:00Z", 0},
 		{"most restrictive wins", []karpv1.Budget{{Nodes: "50%"}, {Nodes: "3"}}, karpv1.DisruptionReasonEmpty, 10, 0, "2026-03-02T12:00:00Z", 3},

@@ -112,7 +112,7 @@ type Budget struct {
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is the most nodes that may be disrupting at once: a count ("5") or a percentage of
-	// the NodePool's nodes ("10%", rounded down).
+	// the NodePool's nodes ("10%", rounded up: 10% of 3 nodes is 1).
 	// +kubebuilder:validation:Pattern:="^((100|[0-9]{1,2})%|[0-9]+)$"
 	// +kubebuilder:default:="10%"
 	Nodes string `json:"nodes"`
