@@ -20,7 +20,7 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	opts := operator.DefaultOptions()
-	var logLevel, kubeconfig string
+	var logLevel, kubeconfig, featureGates string
 	var fs *envFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -33,6 +33,11 @@ Karpenter's Helm chart uses.`,
 			if err := fs.err(); err != nil {
 				return usageError{err}
 			}
+			gates, err := parseFeatureGates(featureGates)
+			if err != nil {
+				return usageError{err}
+			}
+			opts.SpotToSpotConsolidation = gates["SpotToSpotConsolidation"]
 			if err := opts.Validate(); err != nil {
 				return usageError{fmt.Errorf("invalid settings:\n%w", err)}
 			}
@@ -67,6 +72,7 @@ Karpenter's Helm chart uses.`,
 	fs.float32(&opts.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", opts.KubeClientQPS, "requests per second to the API server")
 	fs.int(&opts.KubeClientBurst, "kube-client-burst", "KUBE_CLIENT_BURST", opts.KubeClientBurst, "burst of requests to the API server")
 	fs.string(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig of the cluster; empty means the in-cluster config or ~/.kube/config")
+	fs.string(&featureGates, "feature-gates", "FEATURE_GATES", "", "feature gates such as SpotToSpotConsolidation=true (others are accepted and ignored)")
 	fs.string(&logLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info or error")
 	fs.int64(&opts.Sim.Seed, "sim-seed", "SIM_SEED", opts.Sim.Seed, "seed of the simulated cloud")
 	fs.duration(&opts.Sim.LaunchLatency, "sim-launch-latency", "SIM_LAUNCH_LATENCY", opts.Sim.LaunchLatency, "simulated time from launch to node registration")
@@ -164,4 +170,22 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// parseFeatureGates reads "Name=true,Other=false" as Karpenter's FEATURE_GATES does.
+func parseFeatureGates(s string) (map[string]bool, error) {
+	gates := map[string]bool{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(item, "=")
+		enabled, err := strconv.ParseBool(strings.TrimSpace(value))
+		if !ok || err != nil {
+			return nil, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: want Name=true or Name=false", item)
+		}
+		gates[strings.TrimSpace(name)] = enabled
+	}
+	return gates, nil
 }

@@ -101,7 +101,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
 	})
 	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner))
-	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, clk, recorder, opts)
+	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, op.Cluster, clk, recorder, opts)
 	if err != nil {
 		return nil, err
 	}

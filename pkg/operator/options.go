@@ -36,6 +36,9 @@ type Options struct {
 	LeaderElectionNamespace string
 	// RegistrationTTL is how long a NodeClaim may take to register before it is replaced.
 	RegistrationTTL time.Duration
+	// SpotToSpotConsolidation lets consolidation replace a spot node with a cheaper spot node
+	// (the feature gate of that name in FEATURE_GATES).
+	SpotToSpotConsolidation bool
 	// KubeClientQPS and KubeClientBurst bound the requests to the API server.
 	KubeClientQPS   float32
 	KubeClientBurst int
