@@ -22,12 +22,14 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
 	"github.com/openkarpenter/karpenter/pkg/state"
+	"github.com/openkarpenter/karpenter/pkg/termination"
 )
 
 // Start is the virtual time every simulation starts at.
@@ -65,6 +67,8 @@ type engine struct {
 	poolStatus  *nodepool.StatusController
 	poolStatic  *nodepool.StaticController
 	classStatus *sim.NodeClassStatusController
+	termination *termination.Controller
+	disruption  *disruption.Controller
 
 	deployments map[string]*deploymentState
 	jobs        map[string]*jobsState
@@ -135,13 +139,16 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	cluster := state.NewCluster(e.kube, e.clock)
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
-	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{})
+	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true})
+	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
+	e.disruption = disruption.NewController(e.kube, cluster, e.cloud, e.clock, nil, disruption.Options{})
 	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
 	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
 	e.poolStatic = nodepool.NewStaticController(e.kube, e.cloud)
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
 	e.rec = newRecorder(w, seed)
 	e.provisioner.Observe(e.rec.decision)
+	e.disruption.Observe(e.rec.disrupted)
 	if opts.BatchIdleDuration <= 0 {
 		e.opts.BatchIdleDuration = provisioning.DefaultBatchIdleDuration
 	}
@@ -189,15 +196,14 @@ func (e *engine) run(ctx context.Context) (*Report, error) {
 	return e.rec.report(ctx, e)
 }
 
-// pass runs every controller once at the current virtual time.
+// pass runs every controller once at the current virtual time, in the order their effects
+// flow: workloads create pods, the binder binds what fits, the provisioner and disruption act,
+// the lifecycle, NodePool and termination controllers follow up, the kubelets report.
 func (e *engine) pass(ctx context.Context, now time.Time) error {
 	if err := e.applyEvents(ctx, now); err != nil {
 		return err
 	}
 	if err := e.syncWorkloads(ctx, now); err != nil {
-		return err
-	}
-	if err := e.reconcileAll(ctx); err != nil {
 		return err
 	}
 	bound, err := e.binder.Step(ctx)
@@ -209,6 +215,9 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	}
 	if err := e.maybeProvision(ctx, now); err != nil {
 		return err
+	}
+	if err := e.disruption.Step(ctx); err != nil {
+		return fmt.Errorf("disruption: %w", err)
 	}
 	if err := e.reconcileAll(ctx); err != nil {
 		return err
@@ -288,6 +297,11 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		if _, err := e.lifecycle.Reconcile(ctx, request(c.Name)); err != nil && !apierrors.IsConflict(err) && !cloudprovider.IsRetryable(err) {
 			e.rec.warn(fmt.Sprintf("nodeclaim %s: %v", c.Name, err))
 		}
+		if c.DeletionTimestamp != nil {
+			if _, err := e.termination.Reconcile(ctx, request(c.Name)); err != nil && !apierrors.IsConflict(err) {
+				e.rec.warn(fmt.Sprintf("terminating nodeclaim %s: %v", c.Name, err))
+			}
+		}
 	}
 	return nil
 }
@@ -322,7 +336,53 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 	}
+	if e.disruption.Pending() != nil || e.disruption.InFlight() != nil {
+		return false, nil
+	}
 	return len(e.cloud.Interruptions()) == e.rec.interruptionsSeen, nil
+}
+
+// disruptionWakeup is the next time disruption may act on its own: a node reaching its
+// consolidateAfter since its last pod event, or its expireAfter. Zero when none is due.
+func (e *engine) disruptionWakeup(ctx context.Context, now time.Time) time.Time {
+	var pools karpv1.NodePoolList
+	var claims karpv1.NodeClaimList
+	if e.kube.List(ctx, &pools) != nil || e.kube.List(ctx, &claims) != nil {
+		return time.Time{}
+	}
+	byName := map[string]*karpv1.NodePool{}
+	for i := range pools.Items {
+		byName[pools.Items[i].Name] = &pools.Items[i]
+	}
+	var next time.Time
+	consider := func(t time.Time) {
+		// A little after the moment, so the condition has flipped when the pass runs.
+		t = t.Add(time.Second)
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, c := range claims.Items {
+		np := byName[c.Labels[karpv1.NodePoolLabelKey]]
+		if np == nil || c.DeletionTimestamp != nil {
+			continue
+		}
+		if after := np.Spec.Disruption.ConsolidateAfter; after.Duration != nil {
+			since := c.Status.LastPodEventTime.Time
+			for _, cond := range c.Status.Conditions {
+				if cond.Type == karpv1.ConditionTypeInitialized && cond.LastTransitionTime.After(since) {
+					since = cond.LastTransitionTime.Time
+				}
+			}
+			consider(since.Add(*after.Duration))
+			// Consolidation confirms its decision a little later.
+			consider(since.Add(*after.Duration + disruption.DefaultValidationDelay + time.Second))
+		}
+		if expire := c.Spec.ExpireAfter; expire.Duration != nil {
+			consider(c.CreationTimestamp.Add(*expire.Duration))
+		}
+	}
+	return next
 }
 
 // nextWakeup is the next virtual time something is due while the cluster is quiet: a timeline
@@ -344,6 +404,9 @@ func (e *engine) nextWakeup(now time.Time) time.Time {
 		if s.until.After(now) && s.until.Before(next) {
 			next = s.until
 		}
+	}
+	if t := e.disruptionWakeup(context.Background(), now); !t.IsZero() && t.Before(next) {
+		next = t
 	}
 	if !next.After(now) {
 		next = now.Add(e.opts.Step)

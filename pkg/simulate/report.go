@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
@@ -121,13 +122,19 @@ type recorder struct {
 	warnings          []string
 	interruptionsSeen int
 	decisions         int
+	commands          map[string]int
 }
 
 func newRecorder(w *Workload, seed int64) *recorder {
-	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, jobEnds: map[string]time.Time{}}
+	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, jobEnds: map[string]time.Time{}, commands: map[string]int{}}
 }
 
 func (r *recorder) decision(*provisioning.Decision) { r.decisions++ }
+
+// disrupted counts the nodes disruption removes, by method.
+func (r *recorder) disrupted(cmd *disruption.Command) {
+	r.commands[cmd.Method] += len(cmd.Candidates)
+}
 
 func (r *recorder) warn(msg string) {
 	if len(r.warnings) < 20 {
@@ -240,9 +247,12 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 			byType[key] = &TypeCount{InstanceType: in.InstanceType, CapacityType: in.CapacityType, PricePerHour: in.Price}
 		}
 		byType[key].Count++
-		if in.State == sim.InstanceStateTerminated {
+		if in.State == sim.InstanceStateTerminated && in.TerminationReason != sim.TerminationReasonDeleted {
 			rep.Disruptions[in.TerminationReason]++
 		}
+	}
+	for method, n := range r.commands {
+		rep.Disruptions[method] += n
 	}
 	for _, tc := range byType {
 		rep.Nodes.ByType = append(rep.Nodes.ByType, *tc)

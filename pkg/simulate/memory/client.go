@@ -46,8 +46,13 @@ type Client struct {
 	dependents map[types.UID]map[*slot]*kindStore
 	// nsObjects counts the namespaced objects of each namespace.
 	nsObjects map[string]int
-	names     *rand.Rand
-	uids      *rand.Rand
+	// suspects are the objects CollectGarbage must look at: those whose owners were missing
+	// when written, pods in graceful deletion, pods bound to missing nodes.
+	suspects map[*slot]*kindStore
+	// groupVersions caches parsed ownerReference apiVersions.
+	groupVersions map[string]schema.GroupVersion
+	names         *rand.Rand
+	uids          *rand.Rand
 	// pending are the changes of the write in progress, delivered once mu is released.
 	pending  []Change
 	hooks    []hook
@@ -101,18 +106,20 @@ func New(scheme *runtime.Scheme, clk clock.PassiveClock, opts ...Option) *Client
 	}
 	byGVK, byType := buildKinds(scheme, crdInfos(append(slices.Clone(crds), o.crds...)))
 	c := &Client{
-		scheme:     scheme,
-		clock:      clk,
-		byGVK:      byGVK,
-		byType:     byType,
-		byListType: map[reflect.Type]*kindInfo{},
-		autoNS:     o.autoNS,
-		stores:     map[schema.GroupVersionKind]*kindStore{},
-		dependents: map[types.UID]map[*slot]*kindStore{},
-		nsObjects:  map[string]int{},
-		names:      rand.New(rand.NewPCG(o.seed, 0x6e616d6573)),
-		uids:       rand.New(rand.NewPCG(o.seed, 0x75696473)),
-		events:     map[eventKey]client.ObjectKey{},
+		scheme:        scheme,
+		clock:         clk,
+		byGVK:         byGVK,
+		byType:        byType,
+		byListType:    map[reflect.Type]*kindInfo{},
+		autoNS:        o.autoNS,
+		stores:        map[schema.GroupVersionKind]*kindStore{},
+		dependents:    map[types.UID]map[*slot]*kindStore{},
+		nsObjects:     map[string]int{},
+		suspects:      map[*slot]*kindStore{},
+		groupVersions: map[string]schema.GroupVersion{},
+		names:         rand.New(rand.NewPCG(o.seed, 0x6e616d6573)),
+		uids:          rand.New(rand.NewPCG(o.seed, 0x75696473)),
+		events:        map[eventKey]client.ObjectKey{},
 	}
 	for gvk, info := range byGVK {
 		if list, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List")); err == nil {

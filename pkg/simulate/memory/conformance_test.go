@@ -5,9 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
-
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -168,6 +167,19 @@ var conformanceCases = []conformanceCase{
 		wrongUID.UID = types.UID("00000000-0000-0000-0000-000000000000")
 		h.observeReason("update with another uid", h.c.Update(h.ctx, wrongUID))
 		h.observeErr("update missing", h.c.Update(h.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: h.ns}}))
+
+		ns := &corev1.Namespace{}
+		h.must(h.c.Get(h.ctx, client.ObjectKey{Name: h.ns}, ns), "getting namespace")
+		ns.Spec.Finalizers = nil
+		ns.Labels = map[string]string{"updated": "yes"}
+		h.must(h.c.Update(h.ctx, ns), "updating namespace")
+		h.observe("namespace spec.finalizers survive update", fmt.Sprint(ns.Spec.Finalizers, " ", ns.Labels["updated"]))
+
+		forged.Status.Replicas = 7
+		forged.Labels = map[string]string{"via": "status"}
+		forged.Annotations = map[string]string{"via": "status"}
+		h.must(h.c.Status().Update(h.ctx, forged), "updating deployment status")
+		h.observe("deployment status update: replicas, labels, annotations", fmt.Sprint(forged.Status.Replicas, " ", forged.Labels, " ", forged.Annotations))
 	}},
 
 	{name: "status subresource isolation", run: func(h *harness) {
@@ -422,6 +434,13 @@ var conformanceCases = []conformanceCase{
 		unready.Status.Phase = corev1.PodRunning
 		unready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
 		h.must(h.c.Status().Update(h.ctx, unready), "marking pod unready")
+		// What the disruption controller would now compute: p1 terminating, p2 healthy,
+		// unready not: three pods, one healthy, one desired, none allowed.
+		h.must(h.get(pdb), "getting the budget")
+		pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(1))
+		h.must(h.c.Update(h.ctx, pdb), "changing the budget")
+		h.budgetStatus(pdb, 0, 1, 1, 3)
+		h.observeReason("a healthy pod may not go", evict(pods[1]))
 		h.observeErr("an unhealthy pod may go while the budget is met", evict(unready))
 
 		free := testPod(h.ns, "free", map[string]string{"app": "free"}, "node-1")

@@ -3,6 +3,8 @@ package memory
 import (
 	"fmt"
 	"reflect"
+	goruntime "runtime"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -70,13 +72,15 @@ func register[T any, P deepCopier[T]]() {
 		copyInto: func(dst, src client.Object) { src.(P).DeepCopyInto(dst.(P)) },
 		fillList: func(objs []client.Object, deep bool) reflect.Value {
 			out := make([]T, len(objs))
-			for i, o := range objs {
-				if deep {
-					o.(P).DeepCopyInto(&out[i])
-				} else {
-					out[i] = *o.(P)
+			inParallel(len(objs), func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					if deep {
+						objs[i].(P).DeepCopyInto(&out[i])
+					} else {
+						out[i] = *objs[i].(P)
+					}
 				}
-			}
+			})
 			return reflect.ValueOf(out)
 		},
 	}
@@ -165,14 +169,41 @@ func fillList(info *kindInfo, list client.ObjectList, objs []client.Object, deep
 		return nil
 	}
 	out := reflect.MakeSlice(items.Type(), len(objs), len(objs))
-	for i, o := range objs {
-		if deep {
-			o = o.DeepCopyObject().(client.Object)
+	inParallel(len(objs), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			o := objs[i]
+			if deep {
+				o = o.DeepCopyObject().(client.Object)
+			}
+			out.Index(i).Set(reflect.ValueOf(o).Elem())
 		}
-		out.Index(i).Set(reflect.ValueOf(o).Elem())
-	}
+	})
 	items.Set(out)
 	return nil
+}
+
+// parallelChunk is the smallest share of a copy worth a goroutine.
+const parallelChunk = 1024
+
+// inParallel calls fn over [0, n) split into ranges, concurrently on up to GOMAXPROCS
+// goroutines when n is large: copying a big list is the store's most expensive read, and each
+// range fills its own part of the result, so the result does not depend on scheduling.
+func inParallel(n int, fn func(lo, hi int)) {
+	workers := min(goruntime.GOMAXPROCS(0), n/parallelChunk)
+	if workers < 2 {
+		fn(0, n)
+		return
+	}
+	step := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += step {
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, min(lo+step, n))
+	}
+	wg.Wait()
 }
 
 // shallowClone returns a new object of the kind sharing every field of obj except ObjectMeta,

@@ -49,9 +49,13 @@ func (d dependent) live() bool { return d.ks.get(d.s.key) == d.s }
 // when the owner's kind is not in the scheme (such owners always count as present, as the
 // garbage collector cannot tell); s is nil when the owner is gone or has another UID.
 func (c *Client) ownerLocked(namespace string, ref metav1.OwnerReference) (ks *kindStore, s *slot, known bool) {
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return nil, nil, false
+	gv, ok := c.groupVersions[ref.APIVersion]
+	if !ok {
+		var err error
+		if gv, err = schema.ParseGroupVersion(ref.APIVersion); err != nil {
+			return nil, nil, false
+		}
+		c.groupVersions[ref.APIVersion] = gv
 	}
 	info := c.byGVK[gv.WithKind(ref.Kind)]
 	if info == nil {
@@ -87,6 +91,74 @@ func (c *Client) afterRemoveLocked(ks *kindStore, key client.ObjectKey, gone cli
 	if ks.info.namespaced && c.nsObjects[key.Namespace] == 0 {
 		c.finishNamespaceLocked(key.Namespace)
 	}
+	if node, ok := gone.(*corev1.Node); ok {
+		// Its pods are stranded: the pod garbage collector will remove them.
+		for _, s := range c.podsOnNodeLocked(node.Name) {
+			c.suspects[s] = c.stores[podGVK]
+		}
+	}
+}
+
+// podsOnNodeLocked returns the pods bound to a node.
+func (c *Client) podsOnNodeLocked(node string) []*slot {
+	ks := c.stores[podGVK]
+	if ks == nil {
+		return nil
+	}
+	var out []*slot
+	if idx := ks.indexes["spec.nodeName"]; idx != nil && idx.builtin {
+		for s := range idx.values[node] {
+			out = append(out, s)
+		}
+		return out
+	}
+	ks.each("", func(s *slot) bool {
+		if s.obj.(*corev1.Pod).Spec.NodeName == node {
+			out = append(out, s)
+		}
+		return true
+	})
+	return out
+}
+
+// noteSuspectLocked remembers the object in s for CollectGarbage when it may need the garbage
+// collector's, the kubelet's or the pod garbage collector's attention later: an owner missing
+// or waiting, a graceful deletion under way, a pod bound to a missing node. Callers hold mu.
+func (c *Client) noteSuspectLocked(ks *kindStore, s *slot) {
+	if c.suspectLocked(ks, s) {
+		c.suspects[s] = ks
+	} else {
+		delete(c.suspects, s)
+	}
+}
+
+func (c *Client) suspectLocked(ks *kindStore, s *slot) bool {
+	obj := s.obj
+	m := objectMeta(obj)
+	if m.DeletionTimestamp != nil {
+		if m.DeletionGracePeriodSeconds != nil && *m.DeletionGracePeriodSeconds > 0 {
+			return true
+		}
+		if hasFinalizer(obj, metav1.FinalizerOrphanDependents) || hasFinalizer(obj, metav1.FinalizerDeleteDependents) {
+			return true
+		}
+		if _, ok := obj.(*corev1.Namespace); ok {
+			return true
+		}
+	}
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+		nodes := c.stores[corev1.SchemeGroupVersion.WithKind("Node")]
+		if nodes == nil || nodes.get(client.ObjectKey{Name: pod.Spec.NodeName}) == nil {
+			return true
+		}
+	}
+	for _, ref := range m.OwnerReferences {
+		_, os, known := c.ownerLocked(s.key.Namespace, ref)
+		if known && (os == nil || os.obj.GetDeletionTimestamp() != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // collectDependentLocked does what the garbage collector does with a dependent: delete it when
@@ -268,58 +340,54 @@ func (c *Client) CollectGarbage() int {
 	defer c.unlockAndNotify()
 	before := c.rv
 	now := c.clock.Now()
-	stores := c.sortedStoresLocked()
-	for _, ks := range stores {
-		var slots []*slot
-		ks.each("", func(s *slot) bool {
-			if len(s.obj.GetOwnerReferences()) > 0 || s.obj.GetDeletionTimestamp() != nil {
-				slots = append(slots, s)
-			}
-			return true
-		})
-		for _, s := range slots {
-			if ks.get(s.key) != s {
-				continue
-			}
-			c.collectDependentLocked(dependent{ks: ks, s: s})
-			if ks.get(s.key) != s || s.obj.GetDeletionTimestamp() == nil {
-				continue
-			}
+	suspects := make([]dependent, 0, len(c.suspects))
+	for s, ks := range c.suspects {
+		suspects = append(suspects, dependent{ks: ks, s: s})
+	}
+	c.suspects = map[*slot]*kindStore{}
+	slices.SortFunc(suspects, func(a, b dependent) int {
+		if c := strings.Compare(a.ks.info.gvk.String(), b.ks.info.gvk.String()); c != 0 {
+			return c
+		}
+		return compareKeys(a.s.key, b.s.key)
+	})
+	nodes := c.stores[corev1.SchemeGroupVersion.WithKind("Node")]
+	for _, d := range suspects {
+		if d.live() {
+			c.collectDependentLocked(d)
+		}
+		if d.live() && d.s.obj.GetDeletionTimestamp() != nil {
 			switch {
-			case hasFinalizer(s.obj, metav1.FinalizerOrphanDependents):
-				c.orphanLocked(ks, s)
-			case hasFinalizer(s.obj, metav1.FinalizerDeleteDependents):
-				c.foregroundLocked(ks, s)
+			case hasFinalizer(d.s.obj, metav1.FinalizerOrphanDependents):
+				c.orphanLocked(d.ks, d.s)
+			case hasFinalizer(d.s.obj, metav1.FinalizerDeleteDependents):
+				c.foregroundLocked(d.ks, d.s)
 			}
-			if _, ok := s.obj.(*corev1.Namespace); ok && ks.get(s.key) == s {
-				c.drainNamespaceLocked(s.key.Name)
+			if _, ok := d.s.obj.(*corev1.Namespace); ok && d.live() {
+				c.drainNamespaceLocked(d.s.key.Name)
 			}
 		}
-	}
-	if ks := c.stores[corev1.SchemeGroupVersion.WithKind("Pod")]; ks != nil {
-		nodes := c.stores[corev1.SchemeGroupVersion.WithKind("Node")]
-		var slots []*slot
-		ks.each("", func(s *slot) bool { slots = append(slots, s); return true })
-		for _, s := range slots {
-			if ks.get(s.key) != s {
-				continue
+		pod, ok := d.s.obj.(*corev1.Pod)
+		if !d.live() || !ok {
+			continue
+		}
+		m := &pod.ObjectMeta
+		switch {
+		case pod.Spec.NodeName != "" && (nodes == nil || nodes.get(client.ObjectKey{Name: pod.Spec.NodeName}) == nil):
+			zero := int64(0)
+			_ = c.deleteLocked(d.ks, d.s, deleteOpts{grace: &zero})
+		case m.DeletionTimestamp != nil && m.DeletionGracePeriodSeconds != nil && *m.DeletionGracePeriodSeconds > 0 && !m.DeletionTimestamp.After(now):
+			next := shallowClone(pod)
+			zero := int64(0)
+			objectMeta(next).DeletionGracePeriodSeconds = &zero
+			if len(m.Finalizers) == 0 {
+				c.removeLocked(d.ks, d.s, next)
+			} else {
+				c.commitLocked(d.ks, d.s, next)
 			}
-			pod := s.obj.(*corev1.Pod)
-			m := &pod.ObjectMeta
-			switch {
-			case pod.Spec.NodeName != "" && (nodes == nil || nodes.get(client.ObjectKey{Name: pod.Spec.NodeName}) == nil):
-				zero := int64(0)
-				_ = c.deleteLocked(ks, s, deleteOpts{grace: &zero})
-			case m.DeletionTimestamp != nil && m.DeletionGracePeriodSeconds != nil && *m.DeletionGracePeriodSeconds > 0 && !m.DeletionTimestamp.After(now):
-				next := shallowClone(pod)
-				zero := int64(0)
-				objectMeta(next).DeletionGracePeriodSeconds = &zero
-				if len(m.Finalizers) == 0 {
-					c.removeLocked(ks, s, next)
-				} else {
-					c.commitLocked(ks, s, next)
-				}
-			}
+		}
+		if d.live() {
+			c.noteSuspectLocked(d.ks, d.s)
 		}
 	}
 	return int(c.rv - before)

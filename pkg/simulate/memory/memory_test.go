@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openkarpenter/karpenter/config/crd"
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
@@ -584,4 +586,33 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestCustomResourceDefinitions(t *testing.T) {
+	ctx := context.Background()
+	crds, err := crd.All()
+	mustDo(t, err)
+	var claims *apiextensionsv1.CustomResourceDefinition
+	for _, def := range crds {
+		if def.Spec.Names.Kind == "NodeClaim" {
+			claims = def.DeepCopy()
+		}
+	}
+	// The same kind, said to have no status subresource: status is then written by Update.
+	for i := range claims.Spec.Versions {
+		claims.Spec.Versions[i].Subresources = nil
+	}
+	c, _ := newMemory(t, memory.WithCustomResourceDefinitions(claims))
+	nc := testNodeClaim("nc")
+	nc.Status.ProviderID = "sim:///kept"
+	mustDo(t, c.Create(ctx, nc))
+	if nc.Status.ProviderID != "sim:///kept" {
+		t.Errorf("without a status subresource, create keeps the status: %+v", nc.Status)
+	}
+	if err := c.Status().Update(ctx, nc); !apierrors.IsNotFound(err) {
+		t.Errorf("status update without a status subresource: got %v, want NotFound", err)
+	}
+	if nc.Spec.ExpireAfter.Duration == nil {
+		t.Error("the CRD's defaults still apply")
+	}
 }

@@ -153,7 +153,7 @@ func (c *Client) evict(obj client.Object, sub client.Object, dryRun bool) error 
 	if name != "" && name != obj.GetName() {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
-	o := deleteOpts2(deleteOpts)
+	o := evictionDeleteOptions(deleteOpts)
 	o.dryRun = o.dryRun || dryRun
 	c.mu.Lock()
 	defer c.unlockAndNotify()
@@ -214,8 +214,8 @@ func (c *Client) evict(obj client.Object, sub client.Object, dryRun bool) error 
 	return nil
 }
 
-// deleteOpts2 converts an eviction's DeleteOptions.
-func deleteOpts2(do *metav1.DeleteOptions) deleteOpts {
+// evictionDeleteOptions converts an eviction's DeleteOptions.
+func evictionDeleteOptions(do *metav1.DeleteOptions) deleteOpts {
 	if do == nil {
 		return deleteOpts{}
 	}

@@ -351,6 +351,10 @@ func (c *Client) updateLocked(ks *kindStore, s *slot, next client.Object, sub st
 			}
 		case info.statusSubresource:
 			info.statusOf(next).Set(info.statusOf(cur))
+			if ns, ok := next.(*corev1.Namespace); ok {
+				// spec.finalizers change only through the finalize subresource.
+				ns.Spec.Finalizers = cur.(*corev1.Namespace).Spec.Finalizers
+			}
 		}
 		if sub == "" && info.generation && (specChanged(info, cur, next) ||
 			info.annotationsBumpGeneration && !equality.Semantic.DeepEqual(curMeta.Annotations, nextMeta.Annotations)) {
@@ -401,6 +405,7 @@ func (c *Client) commitLocked(ks *kindStore, s *slot, next client.Object) client
 	ks.replace(s, next)
 	c.retrackOwnersLocked(ks, s, old.GetOwnerReferences(), next.GetOwnerReferences())
 	c.recordLocked(watch.Modified, ks.info, s.key, next, old)
+	c.noteSuspectLocked(ks, s)
 	return next
 }
 
@@ -413,6 +418,7 @@ func (c *Client) insertLocked(ks *kindStore, obj client.Object) *slot {
 		c.nsObjects[s.key.Namespace]++
 	}
 	c.recordLocked(watch.Added, ks.info, s.key, obj, nil)
+	c.noteSuspectLocked(ks, s)
 	return s
 }
 
@@ -425,6 +431,7 @@ func (c *Client) removeLocked(ks *kindStore, s *slot, final client.Object) {
 		return
 	}
 	ks.remove(s)
+	delete(c.suspects, s)
 	c.retrackOwnersLocked(ks, s, s.obj.GetOwnerReferences(), nil)
 	c.retrackOwnersLocked(ks, s, final.GetOwnerReferences(), nil)
 	c.rv++
