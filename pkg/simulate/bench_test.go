@@ -12,7 +12,7 @@ import (
 func largeWorkload() string {
 	var b strings.Builder
 	b.WriteString("name: 10000 pods, one day\nduration: 24h\nseed: 1\n")
-	b.WriteString(nodePoolManifests)
+	b.WriteString(strings.Replace(nodePoolManifests, "values: [c, m]}", "values: [c, m]}\n          - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: [\"5\"]}", 1))
 	b.WriteString("timeline:\n")
 	sizes := []string{"{cpu: 250m, memory: 512Mi}", "{cpu: 500m, memory: 1Gi}", "{cpu: \"1\", memory: 2Gi}", "{cpu: 500m, memory: 4Gi}"}
 	for i := range 20 {

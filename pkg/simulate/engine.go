@@ -167,9 +167,12 @@ func (e *engine) run(ctx context.Context) (*Report, error) {
 	end := Start.Add(e.w.Duration.Duration)
 	for {
 		now := e.clock.Now()
+		before := e.kube.ResourceVersion()
 		if err := e.pass(ctx, now); err != nil {
 			return nil, fmt.Errorf("at %s: %w", now.Sub(Start), err)
 		}
+		// A pass that wrote anything may have given some controller more to do next pass.
+		changed := e.kube.ResourceVersion() != before
 		if err := e.rec.sample(ctx, e, now); err != nil {
 			return nil, err
 		}
@@ -182,7 +185,7 @@ func (e *engine) run(ctx context.Context) (*Report, error) {
 		next := now.Add(e.opts.Step)
 		if quiet, err := e.quiet(ctx); err != nil {
 			return nil, err
-		} else if quiet {
+		} else if quiet && !changed {
 			next = e.nextWakeup(now)
 		}
 		if next.After(end) {
@@ -210,6 +213,8 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	// As kube-controller-manager's disruption controller: PDBs' allowed disruptions.
+	e.kube.SyncDisruptionBudgets()
 	for key := range bound.Bound {
 		e.rec.bound(key[len(namespace)+1:], now)
 	}
