@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -19,6 +20,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
+	"github.com/openkarpenter/karpenter/pkg/validation"
 )
 
 // Workload is a simulation's input: the cluster's Karpenter objects and what happens over time.
@@ -412,6 +414,19 @@ func decodeManifests(text string) ([]client.Object, error) {
 			errs = append(errs, fmt.Errorf("document %d: %s is not an object", i+1, gvk.Kind))
 			continue
 		}
+		// The same schema, defaults and CEL rules the API server would apply.
+		validator, err := crdValidator()
+		if err != nil {
+			return nil, err
+		}
+		if err := validator.DefaultObject(co); err != nil {
+			errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i+1, gvk.Kind, u.GetName(), err))
+			continue
+		}
+		if err := validator.ValidateObject(co); err != nil {
+			errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i+1, gvk.Kind, u.GetName(), err))
+			continue
+		}
 		co.GetObjectKind().SetGroupVersionKind(gvk)
 		out = append(out, co)
 	}
@@ -419,6 +434,9 @@ func decodeManifests(text string) ([]client.Object, error) {
 }
 
 var _ runtime.Object = (*corev1.Pod)(nil)
+
+// crdValidator is built once: it compiles the CRDs' schemas and CEL rules.
+var crdValidator = sync.OnceValues(validation.New)
 
 // findValue returns the value node of a top-level key.
 func findValue(root *yaml.Node, key string) *yaml.Node {
