@@ -35,7 +35,8 @@
 //
 // Objects are deep-copied on the way in and out, with typed DeepCopyInto (no JSON) except for
 // patches; stored objects are never modified, only replaced, so readers copy them outside the
-// lock and a new version shares what did not change with the previous one. OnChange feeds
+// lock (large lists on several goroutines) and a new version shares what did not change with
+// the previous one. One RWMutex guards the store. OnChange feeds
 // every added, modified and deleted object to the simulator so it can enqueue reconciles;
 // EventRecorderFor writes Events into the store. CollectGarbage and SyncDisruptionBudgets do the
 // time-driven work of kube-controller-manager and the kubelets.
@@ -48,11 +49,11 @@
 //   - No defaulting of built-in kinds beyond the fields listed above (no restartPolicy,
 //     dnsPolicy, imagePullPolicy, …); CRD defaults come from the CRDs the client knows (the
 //     project's, plus WithCustomResourceDefinitions).
+//   - Every kind outside client-go's scheme counts as a custom resource (generation always
+//     kept, strategic merge patches refused with 415); without a CRD it is namespaced.
 //   - No managedFields and no server-side apply (Apply and apply patches fail with
 //     MethodNotSupported); no watch; no conversion between versions (each version of a kind
 //     is its own collection); no scale or other subresources.
-//   - Strategic merge patches are applied to custom resources too (kube-apiserver refuses them
-//     with 415, which the client returns for the kinds it knows to be custom resources).
 //   - Node spec.providerID and fields registered with IndexField are accepted as field
 //     selectors; kube-apiserver accepts only its built-in field selectors.
 //   - Garbage collection and namespace deletion complete synchronously instead of shortly

@@ -335,6 +335,9 @@ func (c *Client) sortedStoresLocked() []*kindStore {
 //   - the kubelet: removes pods whose graceful deletion period (deletionTimestamp) has passed on
 //     the clock, or clears their grace period when finalizers hold them;
 //   - the pod garbage collector: removes pods bound to nodes that do not exist.
+//
+// Writes note the objects that may need this step, so it costs nothing when nothing is due,
+// however large the store: call it every tick of the simulation.
 func (c *Client) CollectGarbage() int {
 	c.mu.Lock()
 	defer c.unlockAndNotify()
