@@ -428,7 +428,13 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 			}
 		}
 	}
-	res := d.sim.solve(cands, onDemandOnly)
+	res := d.sim.solve(cands, onDemandOnly, false)
+	if maxClaims >= 0 && len(res.NewClaims) > maxClaims {
+		// The cost-aware packing may prefer several well-filled nodes; a consolidation wants
+		// the fewest, so look again packing into as few new nodes as fit (the replacement is
+		// still required to be strictly cheaper below).
+		res = d.sim.solve(cands, onDemandOnly, true)
+	}
 	if len(res.PodErrors) > 0 {
 		pe := res.PodErrors[0]
 		return nil, fmt.Sprintf("pod %s/%s cannot be rescheduled: %v", pe.Pod.Namespace, pe.Pod.Name, pe.Err)
@@ -612,14 +618,14 @@ func withNodes(rl corev1.ResourceList, n int64) corev1.ResourceList {
 
 // solve places the pods of cands with cands removed. onDemandOnly restricts new nodes to
 // on-demand.
-func (s *simulator) solve(cands []*Candidate, onDemandOnly bool) *scheduler.Results {
+func (s *simulator) solve(cands []*Candidate, onDemandOnly, fewestNodes bool) *scheduler.Results {
 	removed := make(map[string]bool, len(cands))
 	var pods []*corev1.Pod
 	for _, c := range cands {
 		removed[c.Name()] = true
 		pods = append(pods, c.Pods...)
 	}
-	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets))}
+	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), Options: scheduler.Options{GrowClaims: fewestNodes}}
 	for _, n := range s.targets {
 		if !removed[n.Name] {
 			copied := *n // the scheduler reassigns a node's Pods; keep ours intact

@@ -112,11 +112,9 @@ func TestWorkloadErrors(t *testing.T) {
 	}
 }
 
-// TestConsolidationAfterScaleDown: after 300 pods are scaled down to 60, consolidation removes
-// capacity, every pod keeps a node, and the PodDisruptionBudget held throughout (the in-memory
-// cluster's eviction API refuses evictions it would break). The issue's target, within 10% of 60
-// pods provisioned fresh, is logged: single-node replacement of an oversized node does not
-// happen in this scenario yet.
+// TestConsolidationAfterScaleDown: 300 pods scaled down to 60 end up costing within 10% of 60
+// pods provisioned fresh, every pod keeps a node, and the PodDisruptionBudget held throughout
+// (the in-memory cluster's eviction API refuses evictions it would break).
 func TestConsolidationAfterScaleDown(t *testing.T) {
 	scaled := run(t, "name: scaled\nduration: 3h\nseed: 5\n"+nodePoolManifests+`timeline:
   - at: 0s
@@ -128,6 +126,9 @@ func TestConsolidationAfterScaleDown(t *testing.T) {
   - at: 0s
     deploy: {name: web, replicas: 60, pod: {cpu: 500m, memory: 1Gi}}
 `)
+	if scaled.Cost.FinalPerHour > 1.10*fresh.Cost.FinalPerHour {
+		t.Errorf("after scaling down, $%.4f/hour; 60 pods provisioned fresh cost $%.4f/hour (want within 10%%)", scaled.Cost.FinalPerHour, fresh.Cost.FinalPerHour)
+	}
 	if scaled.Cost.FinalPerHour >= scaled.Cost.PeakPerHour {
 		t.Errorf("nothing was consolidated: $%.4f/hour at the peak and at the end", scaled.Cost.PeakPerHour)
 	}
