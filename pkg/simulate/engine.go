@@ -243,7 +243,7 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 // pod for the idle window, or the max window since the batch began.
 func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
 	var pods corev1.PodList
-	if err := e.kube.List(ctx, &pods); err != nil {
+	if err := e.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	pending := 0
@@ -273,8 +273,9 @@ func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
 
 // reconcileAll calls every controller for every object of its kind, as their watches would.
 func (e *engine) reconcileAll(ctx context.Context) error {
+	// Only names are read from these lists: the controllers fetch their own copies.
 	var classes ec2v1.EC2NodeClassList
-	if err := e.kube.List(ctx, &classes); err != nil {
+	if err := e.kube.List(ctx, &classes, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for _, c := range classes.Items {
@@ -283,7 +284,7 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		}
 	}
 	var pools karpv1.NodePoolList
-	if err := e.kube.List(ctx, &pools); err != nil {
+	if err := e.kube.List(ctx, &pools, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for _, np := range pools.Items {
@@ -295,7 +296,7 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		}
 	}
 	var claims karpv1.NodeClaimList
-	if err := e.kube.List(ctx, &claims); err != nil {
+	if err := e.kube.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for _, c := range claims.Items {
@@ -319,7 +320,7 @@ func request(name string) reconcile.Request {
 // no pod waits, no claim or node is on its way.
 func (e *engine) quiet(ctx context.Context) (bool, error) {
 	var pods corev1.PodList
-	if err := e.kube.List(ctx, &pods); err != nil {
+	if err := e.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	for _, p := range pods.Items {
@@ -328,7 +329,7 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 		}
 	}
 	var claims karpv1.NodeClaimList
-	if err := e.kube.List(ctx, &claims); err != nil {
+	if err := e.kube.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	for _, c := range claims.Items {
@@ -352,7 +353,7 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 func (e *engine) disruptionWakeup(ctx context.Context, now time.Time) time.Time {
 	var pools karpv1.NodePoolList
 	var claims karpv1.NodeClaimList
-	if e.kube.List(ctx, &pools) != nil || e.kube.List(ctx, &claims) != nil {
+	if e.kube.List(ctx, &pools, client.UnsafeDisableDeepCopy) != nil || e.kube.List(ctx, &claims, client.UnsafeDisableDeepCopy) != nil {
 		return time.Time{}
 	}
 	byName := map[string]*karpv1.NodePool{}

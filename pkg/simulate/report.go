@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
@@ -174,11 +175,11 @@ func (r *recorder) sample(ctx context.Context, e *engine, now time.Time) error {
 func snapshot(ctx context.Context, e *engine) (Sample, []FleetNode, error) {
 	var s Sample
 	var nodes corev1.NodeList
-	if err := e.kube.List(ctx, &nodes); err != nil {
+	if err := e.kube.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return s, nil, err
 	}
 	var pods corev1.PodList
-	if err := e.kube.List(ctx, &pods); err != nil {
+	if err := e.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return s, nil, err
 	}
 	byNode := map[string][]corev1.ResourceList{}
