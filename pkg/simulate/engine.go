@@ -187,6 +187,10 @@ func (e *engine) run(ctx context.Context) (*Report, error) {
 			return nil, err
 		} else if quiet && !changed {
 			next = e.nextWakeup(now)
+			// The state holds until next: record it as it is now, not as last sampled.
+			if err := e.rec.sampleNow(ctx, e, now); err != nil {
+				return nil, err
+			}
 		}
 		if next.After(end) {
 			next = end

@@ -161,12 +161,21 @@ func (r *recorder) sample(ctx context.Context, e *engine, now time.Time) error {
 	if !r.lastSample.IsZero() && now.Sub(r.lastSample) < sampleInterval && now.Before(Start.Add(r.w.Duration.Duration)) {
 		return nil
 	}
+	return r.sampleNow(ctx, e, now)
+}
+
+// sampleNow records the cluster now, replacing a sample taken at the same second.
+func (r *recorder) sampleNow(ctx context.Context, e *engine, now time.Time) error {
 	r.lastSample = now
 	s, _, err := snapshot(ctx, e)
 	if err != nil {
 		return err
 	}
 	s.AtSeconds = int64(now.Sub(Start) / time.Second)
+	if n := len(r.samples); n > 0 && r.samples[n-1].AtSeconds == s.AtSeconds {
+		r.samples[n-1] = s
+		return nil
+	}
 	r.samples = append(r.samples, s)
 	return nil
 }
