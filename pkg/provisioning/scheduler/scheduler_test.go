@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -458,5 +459,27 @@ func TestPreferredAntiAffinityBindsOnlyItsOwner(t *testing.T) {
 	mustPlaceAll(t, r)
 	if len(r.NewClaims) != 2 {
 		t.Errorf("%d claims: a's required anti-affinity must keep b away", len(r.NewClaims))
+	}
+}
+
+func TestClaimNamesAtMostSixtyCheapestTypes(t *testing.T) {
+	var types []*cloudprovider.InstanceType
+	for i := 1; i <= 100; i++ {
+		types = append(types, builders.InstanceType(builders.InstanceTypeOptions{Name: fmt.Sprintf("t-%03d", i), CPU: int64(i), MemoryGiB: int64(2 * i), PricePerHour: float64(i)}))
+	}
+	r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1"})}, NodePools: []*NodePool{{Name: "p", InstanceTypes: types}}})
+	mustPlaceAll(t, r)
+	for _, req := range r.NewClaims[0].NodeSelectorRequirements() {
+		if req.Key != corev1.LabelInstanceTypeStable {
+			continue
+		}
+		got := sets.New(req.Values...)
+		want := sets.New[string]()
+		for i := 1; i <= MaxInstanceTypes; i++ {
+			want.Insert(fmt.Sprintf("t-%03d", i))
+		}
+		if !got.Equal(want) {
+			t.Errorf("instance types %v: want the %d cheapest, t-001..t-%03d", sets.List(got), MaxInstanceTypes, MaxInstanceTypes)
+		}
 	}
 }

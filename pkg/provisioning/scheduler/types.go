@@ -131,11 +131,20 @@ type Claim struct {
 	Hostname string
 }
 
+// MaxInstanceTypes is how many instance types a NodeClaim names at most, the cheapest first, as
+// in Karpenter: enough to fall back on when offerings run out, short enough to keep the object
+// small. A claim whose requirements have minValues keeps them all.
+const MaxInstanceTypes = 60
+
 // NodeSelectorRequirements returns the claim's requirements for its NodeClaim spec, with
-// node.kubernetes.io/instance-type narrowed to its instance types.
+// node.kubernetes.io/instance-type narrowed to its (at most MaxInstanceTypes cheapest) types.
 func (c *Claim) NodeSelectorRequirements() []karpv1.NodeSelectorRequirementWithMinValues {
-	names := make([]string, len(c.InstanceTypes))
-	for i, it := range c.InstanceTypes {
+	types := c.InstanceTypes
+	if len(types) > MaxInstanceTypes && !hasMinValues(c.Requirements) {
+		types = types[:MaxInstanceTypes]
+	}
+	names := make([]string, len(types))
+	for i, it := range types {
 		names[i] = it.Name
 	}
 	reqs := c.Requirements
@@ -147,4 +156,13 @@ func (c *Claim) NodeSelectorRequirements() []karpv1.NodeSelectorRequirementWithM
 		reqs = reqs.With(r)
 	}
 	return reqs.NodeSelectorRequirements()
+}
+
+func hasMinValues(reqs scheduling.Requirements) bool {
+	for _, r := range reqs.All() {
+		if r.MinValues != nil {
+			return true
+		}
+	}
+	return false
 }
