@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,8 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
@@ -176,7 +179,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 	in := &Input{
 		Now: now, Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
-		Options: c.opts,
+		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
 	}
 	for i := range pdbs.Items {
 		in.PDBs = append(in.PDBs, &pdbs.Items[i])
@@ -193,6 +196,9 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		in.InstanceTypes[np.Name] = its
 	}
 	c.trackPodEvents(ctx, snap, now)
+	if err := c.volumeRequirements(ctx, snap, in); err != nil {
+		return nil, err
+	}
 	for _, sn := range snap.Nodes {
 		if sn.NodeClaim == nil || sn.Node == nil || sn.MarkedForDeletion || !sn.Initialized() {
 			continue
@@ -474,6 +480,39 @@ func isNilObject(obj client.Object) bool {
 		return o == nil
 	case *karpv1.NodeClaim:
 		return o == nil
+	}
+	return false
+}
+
+// volumeRequirements records, for each pod disruption might move, the node requirements its
+// PersistentVolumes impose, so that a replacement or a receiving node is one the pod's volumes
+// can be attached to.
+func (c *Controller) volumeRequirements(ctx context.Context, snap *state.Snapshot, in *Input) error {
+	for _, sn := range snap.Nodes {
+		if sn.NodeClaim == nil || sn.Node == nil || sn.MarkedForDeletion {
+			continue
+		}
+		for _, pod := range sn.Pods {
+			if !hasClaimVolume(pod) || !isReschedulable(pod) {
+				continue
+			}
+			reqs, err := provisioning.VolumeRequirements(ctx, c.kube, pod)
+			if err != nil {
+				return fmt.Errorf("volume requirements of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+			if reqs.Len() > 0 {
+				in.VolumeRequirements[pod.UID] = reqs
+			}
+		}
+	}
+	return nil
+}
+
+func hasClaimVolume(pod *corev1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			return true
+		}
 	}
 	return false
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -338,4 +339,54 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestReplacementFollowsTheBoundVolume checks the controller reads a moved pod's volumes: the
+// pod's claim is bound to a volume in us-east-1b, so the replacement must launch there.
+func TestReplacementFollowsTheBoundVolume(t *testing.T) {
+	np := pool(nil)
+	f := newFixture(t, np)
+	ctx := context.Background()
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-1"}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: "default", Name: "data"},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1b"}},
+			}}}}},
+		},
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "data",
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}},
+		},
+	}
+	f.create(pv)
+	f.create(pvc)
+	t.Cleanup(func() {
+		for _, obj := range []client.Object{pvc, pv} {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err == nil {
+				obj.SetFinalizers(nil)
+				_ = env.Client.Update(ctx, obj)
+				_ = env.Client.Delete(ctx, obj)
+			}
+		}
+	})
+	p := builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"})
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	f.node(np, "big", "m5.4xlarge", time.Hour, p)
+	f.step(10 * time.Second)
+	f.step(20 * time.Second)
+	if len(f.commands) != 1 || len(f.commands[0].Replacements) != 1 {
+		t.Fatalf("commands = %d, want one replacement", len(f.commands))
+	}
+	zones, ok := f.commands[0].Replacements[0].Claim.Requirements.Get(corev1.LabelTopologyZone)
+	if !ok || !zones.Has("us-east-1b") || zones.Has("us-east-1a") || zones.Has("us-east-1c") {
+		t.Errorf("replacement zones %v: the pod's volume is in us-east-1b only", zones)
+	}
 }

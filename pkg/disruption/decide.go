@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -45,6 +46,9 @@ type Input struct {
 	DaemonSets []*appsv1.DaemonSet
 	// PDBs are the PodDisruptionBudgets in the cluster.
 	PDBs []*policyv1.PodDisruptionBudget
+	// VolumeRequirements are the node requirements a pod's volumes impose, by pod UID (see
+	// provisioning.VolumeRequirements), so that a moved pod stays where its volumes are.
+	VolumeRequirements map[types.UID]scheduling.Requirements
 	// CloudDrift is the cloud provider's drift reason per NodeClaim name ("" or absent: none).
 	CloudDrift map[string]cloudprovider.DriftReason
 	// Options tune the decision.
@@ -548,10 +552,11 @@ type simulator struct {
 	limits   map[string]karpv1.Limits
 	used     map[string]corev1.ResourceList // capacity of each limited NodePool's nodes
 	capacity map[string]corev1.ResourceList // capacity per node name
+	volumes  map[types.UID]scheduling.Requirements
 }
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
-	s := &simulator{limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{}}
+	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{}}
 	snap := &state.Snapshot{DaemonSets: in.DaemonSets}
 	names := make([]string, 0, len(pools))
 	for name := range pools {
@@ -625,7 +630,7 @@ func (s *simulator) solve(cands []*Candidate, onDemandOnly, fewestNodes bool) *s
 		removed[c.Name()] = true
 		pods = append(pods, c.Pods...)
 	}
-	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), Options: scheduler.Options{GrowClaims: fewestNodes}}
+	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), VolumeRequirements: s.volumes, Options: scheduler.Options{GrowClaims: fewestNodes}}
 	for _, n := range s.targets {
 		if !removed[n.Name] {
 			copied := *n // the scheduler reassigns a node's Pods; keep ours intact

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -399,5 +401,34 @@ func TestNoChurn(t *testing.T) {
 			t.Errorf("seed %d: %d commands", seed, commands)
 		}
 		t.Logf("seed %d: %d commands, $%.3f/h → $%.3f/h, %d nodes", seed, commands, start, c.cost(), len(c.in.Nodes))
+	}
+}
+
+func TestReplacementStaysInTheZoneOfThePodsVolumes(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	p := pod("1", "2Gi")
+	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-2", p))
+	zonesAllowed := func(d *Decision) []bool {
+		t.Helper()
+		if d.Command == nil || len(d.Command.Replacements) != 1 {
+			t.Fatalf("command = %+v, want a replacement", d.Command)
+		}
+		reqs := d.Command.Replacements[0].Claim.Requirements
+		zones, ok := reqs.Get(corev1.LabelTopologyZone)
+		out := make([]bool, 3)
+		for i := range out {
+			out[i] = !ok || zones.Has(fmt.Sprintf("test-zone-%d", i+1))
+		}
+		return out
+	}
+	if free := zonesAllowed(Decide(c.in)); !free[0] || !free[2] {
+		t.Fatalf("zones allowed without a volume %v: the test no longer tells the cases apart", free)
+	}
+	c.in.VolumeRequirements = map[types.UID]scheduling.Requirements{
+		p.UID: scheduling.NewRequirements(scheduling.MustRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-zone-2")),
+	}
+	if pinned := zonesAllowed(Decide(c.in)); pinned[0] || !pinned[1] || pinned[2] {
+		t.Errorf("zones allowed %v (test-zone-1..3): the pod's volume is in test-zone-2 only", pinned)
 	}
 }

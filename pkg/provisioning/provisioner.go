@@ -200,7 +200,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 	}
 	in.Nodes = append(in.Nodes, launching...)
 	for _, pod := range snap.Pending {
-		reqs, err := volumeRequirements(ctx, p.kubeClient, pod)
+		reqs, err := VolumeRequirements(ctx, p.kubeClient, pod)
 		if err != nil {
 			return in, nil, err
 		}

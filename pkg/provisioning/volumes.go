@@ -12,10 +12,11 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
-// volumeRequirements returns the node requirements a pod's volumes impose: a bound
+// VolumeRequirements returns the node requirements a pod's volumes impose: a bound
 // PersistentVolume's node affinity, or for an unbound claim its StorageClass's allowed
 // topologies. Volumes that do not exist yet impose nothing (the pod will wait for them anyway).
-func volumeRequirements(ctx context.Context, c client.Reader, pod *corev1.Pod) (scheduling.Requirements, error) {
+// Provisioning applies them to pending pods and disruption to the pods it would move.
+func VolumeRequirements(ctx context.Context, c client.Reader, pod *corev1.Pod) (scheduling.Requirements, error) {
 	var out scheduling.Requirements
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {
