@@ -390,3 +390,58 @@ func TestReplacementFollowsTheBoundVolume(t *testing.T) {
 		t.Errorf("replacement zones %v: the pod's volume is in us-east-1b only", zones)
 	}
 }
+
+// nextMonday returns 10:00 UTC on the first Monday at least a week from now, so claims the API
+// server stamps with the real time are older than the fake clock.
+func nextMonday() time.Time {
+	t := time.Now().UTC().AddDate(0, 0, 7)
+	for t.Weekday() != time.Monday {
+		t = t.AddDate(0, 0, 1)
+	}
+	return time.Date(t.Year(), t.Month(), t.Day(), 10, 0, 0, 0, time.UTC)
+}
+
+func TestBudgetScheduleBlocksConsolidationDuringItsWindow(t *testing.T) {
+	schedule := "0 9 * * mon-fri"
+	np := pool(func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}, {Nodes: "0", Schedule: &schedule, Duration: &metav1.Duration{Duration: 8 * time.Hour}}}
+	})
+	f := newFixture(t, np)
+	f.clock.SetTime(nextMonday()) // inside the 09:00-17:00 window
+	f.node(np, "busy", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "4Gi"}))
+	f.node(np, "empty", "m5.xlarge", time.Hour)
+	for i := 0; i < 6; i++ {
+		f.step(10 * time.Minute)
+	}
+	if len(f.commands) != 0 || claimGone(t, "empty") {
+		t.Fatalf("consolidated at %s, inside the budget's window", f.clock.Now().Format(time.Kitchen))
+	}
+	f.clock.SetTime(f.clock.Now().Truncate(24 * time.Hour).Add(17 * time.Hour)) // the window ends
+	f.step(10 * time.Second)
+	f.step(20 * time.Second)
+	if len(f.commands) != 1 || !claimGone(t, "empty") || claimGone(t, "busy") {
+		t.Fatalf("commands = %d at %s: the empty node should go once the window closes", len(f.commands), f.clock.Now().Format(time.Kitchen))
+	}
+}
+
+func TestExpiredClaimReplacedDespiteZeroBudget(t *testing.T) {
+	np := pool(func(np *karpv1.NodePool) {
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
+		np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
+	})
+	f := newFixture(t, np)
+	f.clock.SetTime(nextMonday())
+	f.node(np, "old", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "4Gi"}))
+	f.step(10 * time.Second)
+	if len(f.commands) != 0 {
+		t.Fatalf("%s: the claim is not yet expired", f.commands[0].Message())
+	}
+	f.clock.Step(disruption.DefaultExpireAfter) // the claim's expireAfter defaults to 720h
+	f.step(10 * time.Second)
+	if len(f.commands) != 1 || f.commands[0].Method != disruption.MethodExpiration {
+		t.Fatalf("commands = %d, want one expiration despite a zero budget", len(f.commands))
+	}
+	if len(f.commands[0].Replacements) != 1 {
+		t.Errorf("expiration of a node with pods should replace it first: %s", f.commands[0].Message())
+	}
+}
