@@ -24,7 +24,7 @@ func newControllerCommand() *cobra.Command {
 	var fs *envFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
-		Short: "Run the controllers against a cluster (provisioning, node lifecycle, NodePools)",
+		Short: "Run the controllers against a cluster (provisioning, node lifecycle, disruption, termination)",
 		Long: `Run Karpenter's controllers against the cluster of the current kubeconfig (or the in-cluster
 config). Every flag can also be set by the environment variable named in its help, the names
 Karpenter's Helm chart uses.`,

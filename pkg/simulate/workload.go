@@ -174,8 +174,13 @@ func LoadWorkload(path string) (*Workload, error) {
 	return ParseWorkload(path, data)
 }
 
-// ParseWorkload parses and validates a workload; file names it in errors.
+// ParseWorkload parses and validates a workload; file names it in errors. A file of plain
+// Kubernetes documents (NodePools, EC2NodeClasses, Deployments, Jobs, …) is accepted too, as
+// if applied at the start of a PlainManifestsDuration run.
 func ParseWorkload(file string, data []byte) (*Workload, error) {
+	if isPlainManifests(data) {
+		return parsePlainManifests(file, data)
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)

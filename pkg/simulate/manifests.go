@@ -1,0 +1,282 @@
+package simulate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// Plain-manifest workloads: a file of Kubernetes documents, such as Karpenter's getting-started
+// NodePool, EC2NodeClass and "inflate" Deployment, simulated as if applied at once.
+const (
+	// PlainManifestsDuration is how long a plain-manifest workload is simulated: long enough to
+	// provision, settle and consolidate.
+	PlainManifestsDuration = time.Hour
+	// JobRuntimeAnnotation on a Job or its pod template sets how long each of its pods runs in
+	// a plain-manifest workload (a Go duration; default DefaultJobRuntime).
+	JobRuntimeAnnotation = "simulate.karpenter.sh/runtime"
+	// DefaultJobRuntime is a Job pod's runtime when JobRuntimeAnnotation is absent.
+	DefaultJobRuntime = 10 * time.Minute
+)
+
+// ignoredKinds make no pods and need no nodes; a plain-manifest workload skips them.
+var ignoredKinds = map[string]bool{
+	"Namespace": true, "Service": true, "ConfigMap": true, "Secret": true, "ServiceAccount": true,
+	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true, "Ingress": true,
+	"NetworkPolicy": true, "HorizontalPodAutoscaler": true, "PersistentVolumeClaim": true, "StorageClass": true,
+	"PriorityClass": true, "LimitRange": true, "ResourceQuota": true,
+}
+
+// isPlainManifests reports whether data is Kubernetes documents rather than a workload file:
+// its first document has apiVersion and kind.
+func isPlainManifests(data []byte) bool {
+	for _, doc := range splitDocuments(string(data)) {
+		head := map[string]any{}
+		if err := sigsyaml.Unmarshal([]byte(doc), &head); err != nil || len(head) == 0 {
+			continue
+		}
+		_, hasKind := head["kind"]
+		_, hasAPIVersion := head["apiVersion"]
+		return hasKind && hasAPIVersion
+	}
+	return false
+}
+
+func splitDocuments(text string) []string {
+	var out []string
+	for _, doc := range strings.Split("\n"+text, "\n---") {
+		if strings.TrimSpace(doc) != "" {
+			out = append(out, doc)
+		}
+	}
+	return out
+}
+
+// parsePlainManifests turns Kubernetes documents into a workload: NodePools and EC2NodeClasses
+// are its manifests; Deployments, StatefulSets, ReplicaSets and Pods are deployed at the start,
+// Jobs run at the start, DaemonSets reserve their pods' room on new nodes, and a PodDisruptionBudget with an integer minAvailable or
+// maxUnavailable guards the deployment whose pods it selects.
+func parsePlainManifests(file string, data []byte) (*Workload, error) {
+	w := &Workload{file: file, Name: strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), Duration: Duration{PlainManifestsDuration}}
+	var karpenter []string
+	var pdbs []*policyv1.PodDisruptionBudget
+	var daemonSets []client.Object
+	var errs []error
+	add := func(i int, kind, name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: document %d (%s %s): %s", file, i+1, kind, name, fmt.Sprintf(format, args...)))
+	}
+	used := map[string]bool{}
+	deploy := func(i int, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec) {
+		if used[name] {
+			add(i, kind, name, "metadata.name: %q is used by an earlier document; give each workload its own name", name)
+			return
+		}
+		used[name] = true
+		if len(tmpl.Spec.Containers) == 0 {
+			add(i, kind, name, "spec.template.spec.containers: at least one container is required")
+			return
+		}
+		n := 1
+		if replicas != nil {
+			n = int(*replicas)
+		}
+		if tmpl.Labels == nil {
+			tmpl.Labels = map[string]string{"app": name}
+		}
+		t := tmpl
+		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &t}})
+	}
+	for i, doc := range splitDocuments(string(data)) {
+		raw := map[string]any{}
+		if err := sigsyaml.Unmarshal([]byte(doc), &raw); err != nil {
+			errs = append(errs, fmt.Errorf("%s: document %d: %w", file, i+1, err))
+			continue
+		}
+		if len(raw) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: raw}
+		kind, name := u.GetKind(), u.GetName()
+		group := u.GroupVersionKind().Group
+		if group == "karpenter.sh" || group == "karpenter.k8s.aws" {
+			karpenter = append(karpenter, doc)
+			continue
+		}
+		if ignoredKinds[kind] {
+			continue
+		}
+		decode := func(into any) bool {
+			js, _ := json.Marshal(raw)
+			if err := sigsyaml.UnmarshalStrict(js, into); err != nil {
+				add(i, kind, name, "%s", strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+				return false
+			}
+			return true
+		}
+		switch u.GetAPIVersion() + "/" + kind {
+		case "apps/v1/Deployment":
+			var d appsv1.Deployment
+			if decode(&d) {
+				deploy(i, kind, name, d.Spec.Replicas, d.Spec.Template)
+			}
+		case "apps/v1/StatefulSet":
+			var s appsv1.StatefulSet
+			if decode(&s) {
+				deploy(i, kind, name, s.Spec.Replicas, s.Spec.Template)
+			}
+		case "apps/v1/ReplicaSet":
+			var r appsv1.ReplicaSet
+			if decode(&r) {
+				deploy(i, kind, name, r.Spec.Replicas, r.Spec.Template)
+			}
+		case "v1/Pod":
+			var p corev1.Pod
+			if decode(&p) {
+				one := int32(1)
+				deploy(i, kind, name, &one, corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec})
+			}
+		case "batch/v1/Job":
+			var j batchv1.Job
+			if !decode(&j) {
+				continue
+			}
+			count := int32(1)
+			if j.Spec.Completions != nil {
+				count = *j.Spec.Completions
+			} else if j.Spec.Parallelism != nil {
+				count = *j.Spec.Parallelism
+			}
+			runtime := DefaultJobRuntime
+			text := j.Annotations[JobRuntimeAnnotation]
+			if text == "" {
+				text = j.Spec.Template.Annotations[JobRuntimeAnnotation]
+			}
+			if text != "" {
+				d, err := time.ParseDuration(text)
+				if err != nil || d <= 0 {
+					add(i, kind, name, "metadata.annotations[%s]: %q is not a positive duration such as 30m", JobRuntimeAnnotation, text)
+					continue
+				}
+				runtime = d
+			}
+			if used[name] {
+				add(i, kind, name, "metadata.name: %q is used by an earlier document; give each workload its own name", name)
+				continue
+			}
+			used[name] = true
+			tmpl := j.Spec.Template
+			if tmpl.Labels == nil {
+				tmpl.Labels = map[string]string{"app": name}
+			}
+			if count <= 0 {
+				add(i, kind, name, "spec.completions: must be positive")
+				continue
+			}
+			w.Timeline = append(w.Timeline, Event{Jobs: &Jobs{Name: name, Count: int(count), Runtime: Duration{runtime}, template: &tmpl}})
+		case "apps/v1/DaemonSet":
+			// No pods are made for it, but its pods' requests reserve room on every new node.
+			var ds appsv1.DaemonSet
+			if decode(&ds) {
+				if ds.Namespace == "" {
+					ds.Namespace = "kube-system"
+				}
+				ds.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DaemonSet"))
+				daemonSets = append(daemonSets, &ds)
+			}
+		case "policy/v1/PodDisruptionBudget":
+			var p policyv1.PodDisruptionBudget
+			if decode(&p) {
+				pdbs = append(pdbs, &p)
+			}
+		default:
+			add(i, kind, name, "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job or PodDisruptionBudget")
+		}
+	}
+	objs, err := decodeManifests(strings.Join(karpenter, "\n---"))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", file, err))
+	}
+	w.Objects = append(objs, daemonSets...)
+	if !hasNodePool(objs) && err == nil {
+		errs = append(errs, fmt.Errorf("%s: no NodePool: add at least one NodePool (karpenter.sh/v1) and its EC2NodeClass", file))
+	}
+	for _, p := range pdbs {
+		if err := guard(w, p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: PodDisruptionBudget %s: %w", file, p.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return w, nil
+}
+
+func hasNodePool(objs []client.Object) bool {
+	for _, o := range objs {
+		if o.GetObjectKind().GroupVersionKind().Kind == "NodePool" {
+			return true
+		}
+	}
+	return false
+}
+
+// guard applies a PodDisruptionBudget to the deployments whose pods it selects, as the
+// minimum of their replicas that must stay available.
+func guard(w *Workload, p *policyv1.PodDisruptionBudget) error {
+	if p.Spec.Selector == nil {
+		return errors.New("spec.selector: required")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("spec.selector: %w", err)
+	}
+	matched := false
+	for _, e := range w.Timeline {
+		d := e.Deploy
+		if d == nil || !sel.Matches(labels.Set(d.template.Labels)) {
+			continue
+		}
+		matched = true
+		var minAvailable int
+		switch {
+		case p.Spec.MinAvailable != nil && p.Spec.MinAvailable.Type == intstr.Int:
+			minAvailable = p.Spec.MinAvailable.IntValue()
+		case p.Spec.MaxUnavailable != nil && p.Spec.MaxUnavailable.Type == intstr.Int:
+			minAvailable = max(d.Replicas-p.Spec.MaxUnavailable.IntValue(), 0)
+		case p.Spec.MinAvailable != nil || p.Spec.MaxUnavailable != nil:
+			v := p.Spec.MinAvailable
+			if v == nil {
+				v = p.Spec.MaxUnavailable
+			}
+			scaled, err := intstr.GetScaledValueFromIntOrPercent(v, d.Replicas, true)
+			if err != nil {
+				return err
+			}
+			minAvailable = scaled
+			if p.Spec.MinAvailable == nil {
+				minAvailable = max(d.Replicas-scaled, 0)
+			}
+		default:
+			return errors.New("spec: set minAvailable or maxUnavailable")
+		}
+		d.MinAvailable = &minAvailable
+	}
+	if !matched {
+		return errors.New("spec.selector: selects no Deployment, StatefulSet, ReplicaSet or Pod of this file")
+	}
+	return nil
+}

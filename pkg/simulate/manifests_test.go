@@ -1,0 +1,172 @@
+package simulate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// gettingStarted is what a Karpenter user applies first: a NodePool, an EC2NodeClass and a
+// Deployment, here with a DaemonSet, a PodDisruptionBudget, a Job and a Service beside them.
+const gettingStarted = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      requirements:
+        - key: kubernetes.io/arch
+          operator: In
+          values: ["amd64"]
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+        - key: karpenter.k8s.aws/instance-category
+          operator: In
+          values: ["c", "m", "r"]
+        - key: karpenter.k8s.aws/instance-generation
+          operator: Gt
+          values: ["2"]
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+      expireAfter: 720h
+  limits:
+    cpu: 1000
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 1m
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: "KarpenterNodeRole-demo"
+  amiSelectorTerms:
+    - alias: "al2023@latest"
+  subnetSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: "demo"
+  securityGroupSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: "demo"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: inflate
+spec:
+  replicas: 5
+  selector:
+    matchLabels:
+      app: inflate
+  template:
+    metadata:
+      labels:
+        app: inflate
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: inflate
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+          resources:
+            requests:
+              cpu: 1
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: agent, image: agent, resources: {requests: {cpu: 200m, memory: 128Mi}}}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: inflate}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: inflate}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: crunch
+  annotations: {simulate.karpenter.sh/runtime: 20m}
+spec:
+  completions: 4
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "2", memory: 4Gi}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: inflate}
+spec:
+  selector: {app: inflate}
+  ports: [{port: 80}]
+`
+
+func TestPlainManifestsAreAWorkload(t *testing.T) {
+	w, err := ParseWorkload("getting-started.yaml", []byte(gettingStarted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Name != "getting-started" || w.Duration.Duration != PlainManifestsDuration {
+		t.Errorf("name %q duration %s", w.Name, w.Duration)
+	}
+	if len(w.Timeline) != 2 {
+		t.Fatalf("%d events, want the deployment and the job", len(w.Timeline))
+	}
+	d, j := w.Timeline[0].Deploy, w.Timeline[1].Jobs
+	if d == nil || d.Name != "inflate" || d.Replicas != 5 || d.MinAvailable == nil || *d.MinAvailable != 4 {
+		t.Errorf("deployment %+v: want inflate, 5 replicas, 4 kept available by its PDB", d)
+	}
+	if j == nil || j.Count != 4 || j.Runtime.Duration != 20*time.Minute {
+		t.Errorf("jobs %+v: want 4 pods of 20m", j)
+	}
+	kinds := map[string]int{}
+	for _, o := range w.Objects {
+		kinds[o.GetObjectKind().GroupVersionKind().Kind]++
+	}
+	if kinds["NodePool"] != 1 || kinds["EC2NodeClass"] != 1 || kinds["DaemonSet"] != 1 || len(w.Objects) != 3 {
+		t.Errorf("objects %v", kinds)
+	}
+	rep := run(t, gettingStarted)
+	if rep.Pods.Created < 9 || rep.Pods.Scheduled != rep.Pods.Created || rep.Pods.NeverScheduled != 0 {
+		t.Errorf("pods %+v, want all 9 (and any recreated) scheduled", rep.Pods)
+	}
+	for _, tc := range rep.Nodes.ByType {
+		if tc.CapacityType != "on-demand" || !strings.ContainsAny(tc.InstanceType[:1], "cmr") {
+			t.Errorf("launched %s %s outside the NodePool's requirements", tc.InstanceType, tc.CapacityType)
+		}
+	}
+}
+
+func TestPlainManifestErrors(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"unsupported kind", gettingStarted + "---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\n",
+			"document 8 (CronJob nightly): not simulated; use NodePool, EC2NodeClass, Deployment"},
+		{"no nodepool", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n", "no NodePool: add at least one NodePool"},
+		{"pdb selects nothing", gettingStarted + "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: ghost}\nspec: {minAvailable: 1, selector: {matchLabels: {app: ghost}}}\n",
+			"PodDisruptionBudget ghost: spec.selector: selects no Deployment"},
+		{"bad runtime", strings.Replace(gettingStarted, "runtime: 20m", "runtime: soon", 1), `metadata.annotations[simulate.karpenter.sh/runtime]: "soon" is not a positive duration`},
+		{"unknown field", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 5\n  replica: 6\n", 1), `document 3 (Deployment inflate): json: unknown field "replica"`},
+		{"invalid nodepool", strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1), `spec.template.spec.requirements[3].operator: Unsupported value: "Above"`},
+		{"duplicate name", gettingStarted + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: inflate}\nspec: {containers: [{name: c, image: i}]}\n", `metadata.name: "inflate" is used by an earlier document`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseWorkload("m.yaml", []byte(tc.text))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
