@@ -23,7 +23,9 @@ func newSimulateCommand() *cobra.Command {
 		Long: `Run Karpenter's provisioning and node lifecycle controllers offline, on an in-memory cluster
 and a simulated cloud (the EC2 catalog and prices), over the timeline of a workload file, on a
 virtual clock. Reports the nodes launched, what they cost, how long pods waited and how full the
-fleet was. The same workload and seed always give the same report. See examples/ for workloads.`,
+fleet was. The same workload and seed always give the same report. See examples/ for workloads.
+WORKLOAD.yaml may also be plain Kubernetes manifests (NodePools, EC2NodeClasses, Deployments,
+Jobs, DaemonSets, PodDisruptionBudgets), simulated for an hour as if applied at once.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {

@@ -112,6 +112,10 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 		u := &unstructured.Unstructured{Object: raw}
 		kind, name := u.GetKind(), u.GetName()
 		group := u.GroupVersionKind().Group
+		if convertible(u.GetAPIVersion(), kind) {
+			add(i, kind, name, "an older or foreign format: convert the file first (karpenter convert %s > nodepools.yaml) and simulate the NodePools it prints", file)
+			continue
+		}
 		if group == "karpenter.sh" || group == "karpenter.k8s.aws" {
 			karpenter = append(karpenter, doc)
 			continue
@@ -279,4 +283,19 @@ func guard(w *Workload, p *policyv1.PodDisruptionBudget) error {
 		return errors.New("spec.selector: selects no Deployment, StatefulSet, ReplicaSet or Pod of this file")
 	}
 	return nil
+}
+
+// convertible reports whether `karpenter convert` turns this kind into v1 objects: legacy
+// Provisioners and AWSNodeTemplates, kOps Clusters and InstanceGroups, eksctl ClusterConfigs.
+func convertible(apiVersion, kind string) bool {
+	group := strings.Split(apiVersion, "/")[0]
+	switch {
+	case apiVersion == "karpenter.sh/v1alpha5", apiVersion == "karpenter.k8s.aws/v1alpha1":
+		return true
+	case group == "kops.k8s.io" && (kind == "Cluster" || kind == "InstanceGroup"):
+		return true
+	case group == "eksctl.io" && kind == "ClusterConfig":
+		return true
+	}
+	return false
 }

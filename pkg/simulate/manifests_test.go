@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,9 @@ func TestPlainManifestErrors(t *testing.T) {
 	cases := []struct{ name, text, want string }{
 		{"unsupported kind", gettingStarted + "---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\n",
 			"document 8 (CronJob nightly): not simulated; use NodePool, EC2NodeClass, Deployment"},
+		{"legacy provisioner", "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\nspec: {}\n",
+			"document 1 (Provisioner default): an older or foreign format: convert the file first (karpenter convert m.yaml > nodepools.yaml)"},
+		{"kops", "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {name: nodes}\nspec: {}\n", "document 1 (InstanceGroup nodes): an older or foreign format"},
 		{"no nodepool", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n", "no NodePool: add at least one NodePool"},
 		{"pdb selects nothing", gettingStarted + "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: ghost}\nspec: {minAvailable: 1, selector: {matchLabels: {app: ghost}}}\n",
 			"PodDisruptionBudget ghost: spec.selector: selects no Deployment"},
@@ -168,5 +172,23 @@ func TestPlainManifestErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestExamplesParse keeps every bundled example a valid workload.
+func TestExamplesParse(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("../../examples/compare/*.yaml")
+	files = append(files, more...)
+	if len(files) < 5 {
+		t.Fatalf("found %d examples", len(files))
+	}
+	for _, f := range files {
+		if _, err := LoadWorkload(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
