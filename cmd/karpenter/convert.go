@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
 	"github.com/openkarpenter/karpenter/pkg/convert/eksctl"
@@ -22,10 +25,117 @@ func newConvertCommand() *cobra.Command {
 		Long: `convert reads YAML files (or - for standard input) and prints the objects this project
 reads, as one YAML stream, or with --output DIR as one file per object (written whole or not at
 all). Warnings (fields with no equivalent, values guessed offline, steps left to you) go to
-standard error. Invalid input lists every problem, writes nothing, and exits with status 2.`,
+standard error. Invalid input lists every problem, writes nothing, and exits with status 2.
+
+Name the format (kops, eksctl, legacy), or let convert tell it from the files' apiVersion and
+kind: karpenter convert FILE... runs the matching subcommand with the same flags.`,
+		Example: `  karpenter convert provisioners.yaml > nodepools.yaml
+  karpenter convert kops cluster.yaml igs.yaml --user-data-dir nodeup`,
+		// Flags are those of the detected subcommand, so they are parsed there.
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var stdin []byte
+			for _, a := range args {
+				if a == "-h" || a == "--help" {
+					return cmd.Help()
+				}
+				if a == "-" && stdin == nil {
+					data, err := io.ReadAll(cmd.InOrStdin())
+					if err != nil {
+						return fmt.Errorf("reading standard input: %w", err)
+					}
+					stdin = append([]byte{}, data...)
+				}
+			}
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			format, err := detectFormat(args, stdin)
+			if err != nil {
+				return usageError{err}
+			}
+			for _, sub := range cmd.Commands() {
+				if sub.Name() == format {
+					sub.SetIn(bytes.NewReader(stdin))
+					if err := sub.ParseFlags(args); err != nil {
+						return usageError{fmt.Errorf("karpenter convert %s: %w", format, err)}
+					}
+					rest := sub.Flags().Args()
+					if sub.Args != nil {
+						if err := sub.Args(sub, rest); err != nil {
+							return err
+						}
+					}
+					return sub.RunE(sub, rest)
+				}
+			}
+			return fmt.Errorf("no %s subcommand", format)
+		},
 	}
 	cmd.AddCommand(newConvertKopsCommand(), newConvertLegacyCommand(), newConvertEksctlCommand())
 	return cmd
+}
+
+// detectFormat tells which converter the files are for from their documents' apiVersion and
+// kind. Flags and their values are skipped by trying only the arguments that are readable
+// files ("-" is stdin).
+func detectFormat(args []string, stdin []byte) (string, error) {
+	found := map[string][]string{}
+	for _, a := range args {
+		var data []byte
+		switch {
+		case a == "-":
+			data = stdin
+		case strings.HasPrefix(a, "-"):
+			continue
+		default:
+			info, err := os.Stat(a)
+			if err != nil || !info.Mode().IsRegular() {
+				continue // a flag's value, or a missing file the subcommand reports
+			}
+			d, err := os.ReadFile(a)
+			if err != nil {
+				return "", err
+			}
+			data = d
+		}
+		for _, doc := range strings.Split("\n"+string(data), "\n---") {
+			head := struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+			}{}
+			if err := sigsyaml.Unmarshal([]byte(doc), &head); err != nil {
+				continue
+			}
+			group := strings.Split(head.APIVersion, "/")[0]
+			var format string
+			switch {
+			case group == "kops.k8s.io":
+				format = "kops"
+			case group == "eksctl.io":
+				format = "eksctl"
+			case head.APIVersion == "karpenter.sh/v1alpha5", head.APIVersion == "karpenter.k8s.aws/v1alpha1":
+				format = "legacy"
+			default:
+				continue
+			}
+			found[format] = append(found[format], a)
+		}
+	}
+	switch len(found) {
+	case 1:
+		for f := range found {
+			return f, nil
+		}
+	case 0:
+		return "", errors.New("cannot tell the format: no kOps Cluster or InstanceGroup (kops.k8s.io), eksctl ClusterConfig (eksctl.io), or v1alpha5 Provisioner / v1alpha1 AWSNodeTemplate found; name it: karpenter convert kops|eksctl|legacy FILE...")
+	}
+	formats := make([]string, 0, len(found))
+	for f := range found {
+		formats = append(formats, f)
+	}
+	sort.Strings(formats)
+	return "", fmt.Errorf("the files mix formats (%s): convert each with its own subcommand, karpenter convert %s FILE...", strings.Join(formats, ", "), strings.Join(formats, "|"))
 }
 
 // conversion is what the three subcommands share: input files, output directory, and a run.

@@ -165,3 +165,42 @@ func fileNames(t *testing.T, dir string) []string {
 	sort.Strings(names)
 	return names
 }
+
+func TestConvertTellsTheFormat(t *testing.T) {
+	legacyIn, legacyOut := "../../pkg/convert/legacy/testdata/seed-003/input.yaml", "../../pkg/convert/legacy/testdata/seed-003/output.yaml"
+	want, err := os.ReadFile(legacyOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := run(t, "", "convert", legacyIn)
+	if err != nil || stdout != string(want) {
+		t.Errorf("convert FILE: %v\n%s\nstdout:\n%s", err, stderr, stdout)
+	}
+	input, _ := os.ReadFile(legacyIn)
+	if stdout, _, err = run(t, string(input), "convert", "-"); err != nil || stdout != string(want) {
+		t.Errorf("convert -: %v\nstdout:\n%s", err, stdout)
+	}
+	out := t.TempDir()
+	if _, stderr, err := run(t, "", "convert", "../../pkg/convert/eksctl/testdata/all-options/input.yaml", "--account-id", "123456789012", "-o", out); err != nil {
+		t.Errorf("convert eksctl file with flags: %v\n%s", err, stderr)
+	} else if got := fileNames(t, out); len(got) != 3 {
+		t.Errorf("eksctl files %v", got)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"convert", "../../examples/web.yaml"}, "cannot tell the format"},
+		{[]string{"convert", legacyIn, "../../examples/convert/kops.yaml"}, "the files mix formats (kops, legacy)"},
+		{[]string{"convert", legacyIn, "--no-such-flag"}, "unknown flag: --no-such-flag"},
+	} {
+		_, _, err := run(t, "", tc.args...)
+		var usage usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want a usage error containing %q", tc.args, err, tc.want)
+		}
+	}
+	if stdout, _, err := run(t, "", "convert"); err != nil || !strings.Contains(stdout, "Available Commands") {
+		t.Errorf("convert with no arguments should print its help: %v", err)
+	}
+}
