@@ -204,3 +204,17 @@ func TestConvertTellsTheFormat(t *testing.T) {
 		t.Errorf("convert with no arguments should print its help: %v", err)
 	}
 }
+
+func TestSimulateReadsPlainManifestsFromStdin(t *testing.T) {
+	input, err := os.ReadFile("../../examples/getting-started.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := run(t, string(input), "simulate", "-", "--output", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, `"workload": "stdin"`) || !strings.Contains(stdout, `"launched"`) {
+		t.Errorf("stdout:\n%.400s", stdout)
+	}
+}

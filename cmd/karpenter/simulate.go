@@ -25,13 +25,24 @@ and a simulated cloud (the EC2 catalog and prices), over the timeline of a workl
 virtual clock. Reports the nodes launched, what they cost, how long pods waited and how full the
 fleet was. The same workload and seed always give the same report. See examples/ for workloads.
 WORKLOAD.yaml may also be plain Kubernetes manifests (NodePools, EC2NodeClasses, Deployments,
-Jobs, DaemonSets, PodDisruptionBudgets), simulated for an hour as if applied at once.`,
+Jobs, DaemonSets, PodDisruptionBudgets), simulated for an hour as if applied at once; - reads
+standard input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: must be text or json", output)}
 			}
-			w, err := simulate.LoadWorkload(args[0])
+			var w *simulate.Workload
+			var err error
+			if args[0] == "-" {
+				data, readErr := io.ReadAll(cmd.InOrStdin())
+				if readErr != nil {
+					return fmt.Errorf("reading standard input: %w", readErr)
+				}
+				w, err = simulate.ParseWorkload("stdin", data)
+			} else {
+				w, err = simulate.LoadWorkload(args[0])
+			}
 			if err != nil {
 				return usageError{err}
 			}
