@@ -20,6 +20,8 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
 
@@ -435,7 +437,34 @@ func decodeManifests(text string) ([]client.Object, error) {
 		co.GetObjectKind().SetGroupVersionKind(gvk)
 		out = append(out, co)
 	}
+	if len(errs) == 0 {
+		errs = append(errs, missingNodeClasses(out)...)
+	}
 	return out, errors.Join(errs...)
+}
+
+// missingNodeClasses names each NodePool whose nodeClassRef has no EC2NodeClass among objs: in
+// a cluster it would wait, never ready, and its pods would never be scheduled, so a simulation
+// says so up front.
+func missingNodeClasses(objs []client.Object) []error {
+	classes := map[string]bool{}
+	for _, o := range objs {
+		if _, ok := o.(*awsv1.EC2NodeClass); ok {
+			classes[o.GetName()] = true
+		}
+	}
+	var errs []error
+	for _, o := range objs {
+		np, ok := o.(*karpv1.NodePool)
+		if !ok || np.Spec.Template.Spec.NodeClassRef == nil {
+			continue
+		}
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if ref.Kind == "EC2NodeClass" && !classes[ref.Name] {
+			errs = append(errs, fmt.Errorf("NodePool %s: spec.template.spec.nodeClassRef: EC2NodeClass %q is not among the manifests; add it (as in examples/getting-started.yaml), or the NodePool never becomes ready", np.Name, ref.Name))
+		}
+	}
+	return errs
 }
 
 var _ runtime.Object = (*corev1.Pod)(nil)
