@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -175,13 +176,16 @@ func TestStaticNodePool(t *testing.T) {
 		return len(claims) == 3 && liveInstances(cloud) == 3, fmt.Sprintf("%d claims, %d instances", len(claims), liveInstances(cloud))
 	})
 	// limits.nodes caps replicas.
-	np := &karpv1.NodePool{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "static"}, np); err != nil {
-		t.Fatal(err)
-	}
-	np.Spec.Replicas = ptr(int64(5))
-	np.Spec.Limits = karpv1.Limits{"nodes": resource.MustParse("4")}
-	if err := env.Client.Update(context.Background(), np); err != nil {
+	// The operator writes the NodePool's status meanwhile, so the update retries on conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		np := &karpv1.NodePool{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "static"}, np); err != nil {
+			return err
+		}
+		np.Spec.Replicas = ptr(int64(5))
+		np.Spec.Limits = karpv1.Limits{"nodes": resource.MustParse("4")}
+		return env.Client.Update(context.Background(), np)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "4 claims (replicas 5 capped by limits.nodes 4)", func() (bool, string) {
