@@ -225,8 +225,17 @@ func TestRestartMidLaunch(t *testing.T) {
 	startBinder(t)
 	create(t, nodeClass("default"), nodePool("default"))
 	createPods(t, mixedPods()[:80])
+	// Stop once every claim decided so far exists and some instance is launched: a stop in the
+	// middle of creating a decision's claims would rightly leave the next operator some to make.
 	eventually(t, 30*time.Second, "claims launched", func() (bool, string) {
-		return liveInstances(cloud) > 0, "no instance yet"
+		r.mu.Lock()
+		decided := 0
+		for _, d := range r.decisions {
+			decided += len(d.Results.NewClaims)
+		}
+		r.mu.Unlock()
+		claims := len(listClaims(t))
+		return decided > 0 && claims == decided && liveInstances(cloud) > 0, fmt.Sprintf("%d claims of %d decided, %d instances", claims, decided, liveInstances(cloud))
 	})
 	r.stop(t) // mid-launch: instances are still booting
 	claimsBefore := len(listClaims(t))
