@@ -493,7 +493,7 @@ func (c *Controller) volumeRequirements(ctx context.Context, snap *state.Snapsho
 			continue
 		}
 		for _, pod := range sn.Pods {
-			if !hasClaimVolume(pod) || !isReschedulable(pod) {
+			if !isReschedulable(pod) {
 				continue
 			}
 			reqs, err := provisioning.VolumeRequirements(ctx, c.kube, pod)
@@ -506,13 +506,4 @@ func (c *Controller) volumeRequirements(ctx context.Context, snap *state.Snapsho
 		}
 	}
 	return nil
-}
-
-func hasClaimVolume(pod *corev1.Pod) bool {
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			return true
-		}
-	}
-	return false
 }

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -80,25 +79,31 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 		errs = append(errs, fmt.Errorf("%s: document %d (%s %s): %s", file, i+1, kind, name, fmt.Sprintf(format, args...)))
 	}
 	used := map[string]bool{}
-	deploy := func(i int, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec) {
+	// claim reserves a workload's name and completes its pod template, or reports why not.
+	claim := func(i int, kind, name string, tmpl *corev1.PodTemplateSpec) bool {
 		if used[name] {
 			add(i, kind, name, "metadata.name: %q is used by an earlier document; give each workload its own name", name)
-			return
+			return false
 		}
 		used[name] = true
 		if len(tmpl.Spec.Containers) == 0 {
 			add(i, kind, name, "spec.template.spec.containers: at least one container is required")
+			return false
+		}
+		if tmpl.Labels == nil {
+			tmpl.Labels = map[string]string{"app": name}
+		}
+		return true
+	}
+	deploy := func(i int, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec) {
+		if !claim(i, kind, name, &tmpl) {
 			return
 		}
 		n := 1
 		if replicas != nil {
 			n = int(*replicas)
 		}
-		if tmpl.Labels == nil {
-			tmpl.Labels = map[string]string{"app": name}
-		}
-		t := tmpl
-		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &t}})
+		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl}})
 	}
 	for i, doc := range splitDocuments(string(data)) {
 		raw := map[string]any{}
@@ -124,9 +129,8 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 			continue
 		}
 		decode := func(into any) bool {
-			js, _ := json.Marshal(raw)
-			if err := sigsyaml.UnmarshalStrict(js, into); err != nil {
-				add(i, kind, name, "%s", strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: "))
+			if err := decodeValue(raw, into); err != nil {
+				add(i, kind, name, "%v", err)
 				return false
 			}
 			return true
@@ -177,17 +181,12 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 				}
 				runtime = d
 			}
-			if used[name] {
-				add(i, kind, name, "metadata.name: %q is used by an earlier document; give each workload its own name", name)
-				continue
-			}
-			used[name] = true
-			tmpl := j.Spec.Template
-			if tmpl.Labels == nil {
-				tmpl.Labels = map[string]string{"app": name}
-			}
 			if count <= 0 {
 				add(i, kind, name, "spec.completions: must be positive")
+				continue
+			}
+			tmpl := j.Spec.Template
+			if !claim(i, kind, name, &tmpl) {
 				continue
 			}
 			w.Timeline = append(w.Timeline, Event{Jobs: &Jobs{Name: name, Count: int(count), Runtime: Duration{runtime}, template: &tmpl}})

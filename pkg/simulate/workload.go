@@ -392,10 +392,7 @@ func decodeManifests(text string) ([]client.Object, error) {
 	scheme := apis.NewScheme()
 	var out []client.Object
 	var errs []error
-	for i, doc := range strings.Split("\n"+text, "\n---") {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
+	for i, doc := range splitDocuments(text) {
 		raw := map[string]any{}
 		if err := sigsyaml.Unmarshal([]byte(doc), &raw); err != nil {
 			errs = append(errs, fmt.Errorf("document %d: %w", i+1, err))
