@@ -75,22 +75,7 @@ func (f *fixture) create(obj client.Object) {
 }
 
 func cleanup(t *testing.T) {
-	ctx := context.Background()
-	_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
-	for _, l := range []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}} {
-		if err := env.Client.List(ctx, l); err != nil {
-			t.Fatal(err)
-		}
-		items, _ := meta.ExtractList(l)
-		for _, item := range items {
-			obj := item.(client.Object)
-			if len(obj.GetFinalizers()) > 0 {
-				obj.SetFinalizers(nil)
-				_ = env.Client.Update(ctx, obj)
-			}
-			_ = env.Client.Delete(ctx, obj)
-		}
-	}
+	env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}}, "default")
 }
 
 func pool(mutate func(*karpv1.NodePool)) *karpv1.NodePool {
@@ -346,7 +331,6 @@ func contains(s, sub string) bool {
 func TestReplacementFollowsTheBoundVolume(t *testing.T) {
 	np := pool(nil)
 	f := newFixture(t, np)
-	ctx := context.Background()
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "data"},
 		Spec: corev1.PersistentVolumeSpec{
@@ -369,13 +353,7 @@ func TestReplacementFollowsTheBoundVolume(t *testing.T) {
 	f.create(pv)
 	f.create(pvc)
 	t.Cleanup(func() {
-		for _, obj := range []client.Object{pvc, pv} {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err == nil {
-				obj.SetFinalizers(nil)
-				_ = env.Client.Update(ctx, obj)
-				_ = env.Client.Delete(ctx, obj)
-			}
-		}
+		env.Purge(t, []client.ObjectList{&corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}})
 	})
 	p := builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"})
 	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}

@@ -135,36 +135,7 @@ func ensureNodeClass(t *testing.T, name string) {
 
 // cleanup removes every NodeClaim and Node, finalizers and all.
 func cleanup(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	claims := &karpv1.NodeClaimList{}
-	if err := env.Client.List(ctx, claims); err != nil {
-		t.Errorf("cleanup: %v", err)
-	}
-	for i := range claims.Items {
-		forceDelete(t, &claims.Items[i])
-	}
-	nodes := &corev1.NodeList{}
-	if err := env.Client.List(ctx, nodes); err != nil {
-		t.Errorf("cleanup: %v", err)
-	}
-	for i := range nodes.Items {
-		forceDelete(t, &nodes.Items[i])
-	}
-}
-
-func forceDelete(t *testing.T, obj client.Object) {
-	t.Helper()
-	ctx := context.Background()
-	if len(obj.GetFinalizers()) > 0 {
-		obj.SetFinalizers(nil)
-		if err := env.Client.Update(ctx, obj); client.IgnoreNotFound(err) != nil {
-			t.Errorf("cleanup: removing finalizers of %s: %v", obj.GetName(), err)
-		}
-	}
-	if err := env.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-		t.Errorf("cleanup: deleting %s: %v", obj.GetName(), err)
-	}
+	env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}})
 }
 
 // claimOptions describe a test NodeClaim of the "default" NodePool.

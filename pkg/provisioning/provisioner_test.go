@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -102,20 +101,7 @@ func pending(t *testing.T, pods ...*corev1.Pod) {
 }
 
 func cleanup(t *testing.T) {
-	ctx := context.Background()
-	for _, list := range []client.ObjectList{&karpv1.NodeClaimList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}} {
-		if err := env.Client.List(ctx, list); err != nil {
-			t.Fatal(err)
-		}
-		items, _ := meta.ExtractList(list)
-		for _, item := range items {
-			obj := item.(client.Object)
-			obj.SetFinalizers(nil)
-			_ = env.Client.Update(ctx, obj)
-			_ = env.Client.Delete(ctx, obj)
-		}
-	}
-	_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+	env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}}, "default")
 }
 
 func nodePool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {

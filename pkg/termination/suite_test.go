@@ -118,31 +118,7 @@ func ensureNodeClass(t *testing.T) {
 
 // cleanup removes every NodeClaim and Node, finalizers and all, and the namespace's pods.
 func cleanup(t *testing.T, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	claims := &karpv1.NodeClaimList{}
-	if err := env.Client.List(ctx, claims); err != nil {
-		t.Errorf("cleanup: %v", err)
-	}
-	for i := range claims.Items {
-		forceDelete(t, &claims.Items[i])
-	}
-	nodes := &corev1.NodeList{}
-	if err := env.Client.List(ctx, nodes); err != nil {
-		t.Errorf("cleanup: %v", err)
-	}
-	for i := range nodes.Items {
-		forceDelete(t, &nodes.Items[i])
-	}
-	pods := &corev1.PodList{}
-	if err := env.Client.List(ctx, pods, client.InNamespace(ns)); err != nil {
-		t.Errorf("cleanup: %v", err)
-	}
-	for i := range pods.Items {
-		if err := env.Client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	}
+	env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}}, ns)
 }
 
 func forceDelete(t *testing.T, obj client.Object) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -169,22 +168,7 @@ func nodePool(name string, mutate ...func(*karpv1.NodePool)) *karpv1.NodePool {
 
 // cleanup removes what a test made, finalizers first (there is no controller-manager).
 func cleanup(t *testing.T) {
-	ctx := context.Background()
-	_ = env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
-	for _, list := range []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}} {
-		if err := env.Client.List(ctx, list); err != nil {
-			t.Fatal(err)
-		}
-		items, _ := meta.ExtractList(list)
-		for _, item := range items {
-			obj := item.(client.Object)
-			if len(obj.GetFinalizers()) > 0 {
-				obj.SetFinalizers(nil)
-				_ = env.Client.Update(ctx, obj)
-			}
-			_ = env.Client.Delete(ctx, obj)
-		}
-	}
+	env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}}, "default")
 }
 
 func listClaims(t *testing.T) []karpv1.NodeClaim {
