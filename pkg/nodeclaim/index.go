@@ -17,10 +17,13 @@ const (
 	ProviderIDIndex = "spec.providerID"
 	// NodeClaimProviderIDIndex indexes NodeClaims by status.providerID.
 	NodeClaimProviderIDIndex = "status.providerID"
+	// NodeClaimNodeNameIndex indexes NodeClaims by status.nodeName.
+	NodeClaimNodeNameIndex = "status.nodeName"
 )
 
-// IndexFields registers ProviderIDIndex on Nodes and NodeClaimProviderIDIndex on NodeClaims
-// with indexer (a manager's field indexer, before the manager starts).
+// IndexFields registers ProviderIDIndex on Nodes, and NodeClaimProviderIDIndex and
+// NodeClaimNodeNameIndex on NodeClaims, with indexer (a manager's field indexer, before the
+// manager starts).
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Node{}, ProviderIDIndex, func(o client.Object) []string {
 		if n, ok := o.(*corev1.Node); ok && n.Spec.ProviderID != "" {
@@ -37,6 +40,14 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing nodeclaims by provider id: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimNodeNameIndex, func(o client.Object) []string {
+		if c, ok := o.(*karpv1.NodeClaim); ok && c.Status.NodeName != "" {
+			return []string{c.Status.NodeName}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing nodeclaims by node name: %w", err)
 	}
 	return nil
 }
@@ -71,11 +82,24 @@ func NodesByProviderID(ctx context.Context, reader client.Reader, providerID str
 // order (normally none or one). It uses NodeClaimProviderIDIndex when the reader has it and
 // lists every NodeClaim otherwise.
 func NodeClaimsByProviderID(ctx context.Context, reader client.Reader, providerID string) ([]*karpv1.NodeClaim, error) {
-	if providerID == "" {
+	return nodeClaimsBy(ctx, reader, NodeClaimProviderIDIndex, providerID, func(c *karpv1.NodeClaim) string { return c.Status.ProviderID })
+}
+
+// NodeClaimsByNodeName returns the NodeClaims whose status.nodeName is nodeName, in list order
+// (normally none or one). It uses NodeClaimNodeNameIndex when the reader has it and lists every
+// NodeClaim otherwise.
+func NodeClaimsByNodeName(ctx context.Context, reader client.Reader, nodeName string) ([]*karpv1.NodeClaim, error) {
+	return nodeClaimsBy(ctx, reader, NodeClaimNodeNameIndex, nodeName, func(c *karpv1.NodeClaim) string { return c.Status.NodeName })
+}
+
+// nodeClaimsBy lists the NodeClaims whose field (read by get) is value, through index when the
+// reader has it. It filters even after an indexed list, in case the reader ignored the selector.
+func nodeClaimsBy(ctx context.Context, reader client.Reader, index, value string, get func(*karpv1.NodeClaim) string) ([]*karpv1.NodeClaim, error) {
+	if value == "" {
 		return nil, nil
 	}
 	list := &karpv1.NodeClaimList{}
-	if err := reader.List(ctx, list, client.MatchingFields{NodeClaimProviderIDIndex: providerID}); err != nil {
+	if err := reader.List(ctx, list, client.MatchingFields{index: value}); err != nil {
 		list = &karpv1.NodeClaimList{}
 		if err := reader.List(ctx, list); err != nil {
 			return nil, fmt.Errorf("listing nodeclaims: %w", err)
@@ -83,7 +107,7 @@ func NodeClaimsByProviderID(ctx context.Context, reader client.Reader, providerI
 	}
 	var out []*karpv1.NodeClaim
 	for i := range list.Items {
-		if list.Items[i].Status.ProviderID == providerID {
+		if get(&list.Items[i]) == value {
 			out = append(out, &list.Items[i])
 		}
 	}

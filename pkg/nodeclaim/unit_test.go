@@ -106,7 +106,7 @@ func TestIndexFields(t *testing.T) {
 	if err := IndexFields(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.fields) != 2 || r.fields[0] != ProviderIDIndex || r.fields[1] != NodeClaimProviderIDIndex {
+	if len(r.fields) != 3 || r.fields[0] != ProviderIDIndex || r.fields[1] != NodeClaimProviderIDIndex || r.fields[2] != NodeClaimNodeNameIndex {
 		t.Errorf("indexed %v", r.fields)
 	}
 }

@@ -255,7 +255,8 @@ func nodeNames(nodes []*corev1.Node) []string {
 }
 
 // claimsForNode maps a Node to its NodeClaims: those its owner references name and those whose
-// status.nodeName or status.providerID is the Node's, sorted by name.
+// status.nodeName or status.providerID is the Node's, sorted by name. It runs on every Node
+// event, so it reads the field indexes rather than listing every NodeClaim.
 func (c *Controller) claimsForNode(ctx context.Context, o client.Object) []reconcile.Request {
 	node, ok := o.(*corev1.Node)
 	if !ok {
@@ -267,15 +268,16 @@ func (c *Controller) claimsForNode(ctx context.Context, o client.Object) []recon
 			names[ref.Name] = true
 		}
 	}
-	claims := &karpv1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims); err != nil {
+	byID, err := nodeclaim.NodeClaimsByProviderID(ctx, c.kube, node.Spec.ProviderID)
+	if err != nil {
 		log.FromContext(ctx).Error(err, "mapping node to nodeclaims", "node", node.Name)
 	}
-	for i := range claims.Items {
-		st := claims.Items[i].Status
-		if st.NodeName == node.Name || (node.Spec.ProviderID != "" && st.ProviderID == node.Spec.ProviderID) {
-			names[claims.Items[i].Name] = true
-		}
+	byName, err := nodeclaim.NodeClaimsByNodeName(ctx, c.kube, node.Name)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "mapping node to nodeclaims", "node", node.Name)
+	}
+	for _, claim := range append(byID, byName...) {
+		names[claim.Name] = true
 	}
 	reqs := make([]reconcile.Request, 0, len(names))
 	for name := range names {
