@@ -74,6 +74,19 @@ func (r *Replacement) InstanceType() string {
 	return r.Claim.InstanceTypes[0].Name
 }
 
+// CapacityType is the capacity type of the replacement's cheapest offering, the one its launch
+// chooses, or "?" when it has none.
+func (r *Replacement) CapacityType() string {
+	if len(r.Claim.InstanceTypes) == 0 {
+		return "?"
+	}
+	o, ok := cheapestOffering(r.Claim.InstanceTypes[0], r.Claim.Requirements)
+	if !ok {
+		return "?"
+	}
+	return o.CapacityType
+}
+
 // Command is one disruption: nodes to remove, and the replacements to launch first.
 type Command struct {
 	// Method that found it (MethodDrift, …).
@@ -121,7 +134,7 @@ func (c *Command) Price() float64 {
 func (c *Command) Message() string {
 	var what string
 	if len(c.Candidates) == 1 {
-		what = fmt.Sprintf("%s ($%.3f/h)", c.Candidates[0].InstanceType, c.Candidates[0].Price)
+		what = fmt.Sprintf("%s %s ($%.3f/h)", c.Candidates[0].InstanceType, c.Candidates[0].CapacityType, c.Candidates[0].Price)
 	} else {
 		what = fmt.Sprintf("%d nodes ($%.3f/h)", len(c.Candidates), c.Price())
 	}
@@ -137,7 +150,7 @@ func (c *Command) Message() string {
 	default:
 		with := make([]string, len(c.Replacements))
 		for i, r := range c.Replacements {
-			with[i] = fmt.Sprintf("%s ($%.3f/h)", r.InstanceType(), r.Price)
+			with[i] = fmt.Sprintf("%s %s ($%.3f/h)", r.InstanceType(), r.CapacityType(), r.Price)
 		}
 		action = fmt.Sprintf("replacing %s with %s", what, strings.Join(with, ", "))
 	}
@@ -458,12 +471,12 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 					return nil, fmt.Sprintf("price of node %s is unknown", c.Name())
 				}
 			}
-			exclude := ""
+			excludeType, excludeCapacityType := "", ""
 			if len(cands) == 1 {
-				exclude = cands[0].InstanceType
+				excludeType, excludeCapacityType = cands[0].InstanceType, cands[0].CapacityType
 			}
 			var ok bool
-			if r.Price, ok = cheaperTypes(claim, total, exclude); !ok {
+			if r.Price, ok = cheaperTypes(claim, total, excludeType, excludeCapacityType); !ok {
 				return nil, fmt.Sprintf("no replacement cheaper than $%.3f/h", total)
 			}
 		}
@@ -477,45 +490,43 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 	return cmd, ""
 }
 
-// cheaperTypes narrows a claim's instance types to those with an allowed offering cheaper than
-// limit (and not named exclude) and returns the cheapest price left.
-func cheaperTypes(claim *scheduler.Claim, limit float64, exclude string) (float64, bool) {
-	var kept []*cloudprovider.InstanceType
-	best := 0.0
+// cheaperTypes narrows a claim's instance types to those whose cheapest allowed offering costs
+// less than limit and returns the cheapest price left. An instance type named excludeType is
+// kept only when that offering is not of excludeCapacityType: replacing a node with its own
+// offering again would be churn, but an on-demand node may become the same type on spot.
+func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCapacityType string) (float64, bool) {
+	type priced struct {
+		it    *cloudprovider.InstanceType
+		price float64
+	}
+	var kept []priced
 	for _, it := range claim.InstanceTypes {
-		if it.Name == exclude {
+		o, ok := cheapestOffering(it, claim.Requirements)
+		if !ok || o.Price >= limit || (it.Name == excludeType && o.CapacityType == excludeCapacityType) {
 			continue
 		}
-		price, ok := offeringPrice(it, claim.Requirements)
-		if !ok || price >= limit {
-			continue
-		}
-		if len(kept) == 0 || price < best {
-			best = price
-		}
-		kept = append(kept, it)
+		kept = append(kept, priced{it, o.Price})
 	}
 	if len(kept) == 0 {
 		return 0, false
 	}
-	sort.SliceStable(kept, func(i, j int) bool {
-		pi, _ := offeringPrice(kept[i], claim.Requirements)
-		pj, _ := offeringPrice(kept[j], claim.Requirements)
-		return pi < pj
-	})
-	claim.InstanceTypes = kept
-	claim.Price = best
-	return best, true
+	sort.SliceStable(kept, func(i, j int) bool { return kept[i].price < kept[j].price })
+	claim.InstanceTypes = claim.InstanceTypes[:0]
+	for _, k := range kept {
+		claim.InstanceTypes = append(claim.InstanceTypes, k.it)
+	}
+	claim.Price = kept[0].price
+	return claim.Price, true
 }
 
-// offeringPrice is the cheapest available offering of it that reqs allow.
-func offeringPrice(it *cloudprovider.InstanceType, reqs scheduling.Requirements) (float64, bool) {
+// cheapestOffering is the cheapest available offering of it that reqs allow: the one a launch
+// of it would choose.
+func cheapestOffering(it *cloudprovider.InstanceType, reqs scheduling.Requirements) (cloudprovider.Offering, bool) {
 	zones, hasZones := reqs.Get(corev1.LabelTopologyZone)
 	cts, hasCTs := reqs.Get(karpv1.CapacityTypeLabelKey)
-	o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool {
+	return it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool {
 		return o.Available && (!hasZones || zones.Has(o.Zone)) && (!hasCTs || cts.Has(o.CapacityType))
 	})
-	return o.Price, ok
 }
 
 // balancedAllows applies the Balanced policy: when a candidate's NodePool is Balanced, the

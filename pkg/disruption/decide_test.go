@@ -127,6 +127,30 @@ func TestSpotReplacedOnlyByOnDemand(t *testing.T) {
 	}
 }
 
+// TestSameTypeOtherCapacityType: a full on-demand node may become the same instance type on
+// spot (a real saving, not churn); a full spot node is never replaced by its own offering.
+func TestSameTypeOtherCapacityType(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	c.add(stateNode(np, "full", m, "on-demand", "test-zone-1", pod("3500m", "14Gi")))
+	d := Decide(c.in)
+	if d.Command == nil || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command = %+v, want one replacement", d.Command)
+	}
+	if o, _ := cheapestOffering(d.Command.Replacements[0].Claim.InstanceTypes[0], d.Command.Replacements[0].Claim.Requirements); o.CapacityType != karpv1.CapacityTypeSpot {
+		t.Errorf("replacement %s is %s, want spot", d.Command.Message(), o.CapacityType)
+	}
+	t.Log(d.Command.Message())
+
+	c = newCluster(catalog(), np)
+	c.add(stateNode(np, "full", m, "spot", "test-zone-1", pod("3500m", "14Gi")))
+	c.in.Options.SpotToSpotConsolidation = true
+	if d := Decide(c.in); d.Command != nil {
+		t.Errorf("a full spot node was replaced: %s", d.Command.Message())
+	}
+}
+
 func TestDoNotDisruptAndPDBBlock(t *testing.T) {
 	np := readyPool("default", everyBudget("100%"))
 	c := newCluster(catalog(), np)
@@ -164,7 +188,8 @@ func TestDriftReplacesWithinBudgetAndIgnoresWeight(t *testing.T) {
 	c := newCluster(catalog(), np)
 	m := findType(c.types, "m.xlarge")
 	for _, name := range []string{"a", "b", "c"} {
-		c.add(stateNode(np, name, m, "on-demand", "test-zone-1", pod("3", "10Gi")))
+		// Spot, so consolidation has nothing cheaper to offer (no spot-to-spot).
+		c.add(stateNode(np, name, m, "spot", "test-zone-1", pod("3", "10Gi")))
 	}
 	weight := int32(50)
 	np.Spec.Weight = &weight
@@ -219,9 +244,10 @@ func TestBalancedSkipsSmallSavings(t *testing.T) {
 			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 		})
 		c := newCluster(catalog(), np)
-		// Ten busy m.4xlarge and one m.xlarge of many small pods whose replacement saves little.
+		// Three busy spot m.4xlarge (nothing cheaper can hold them) and one m.xlarge of many
+		// small pods whose replacement saves little.
 		for i := 0; i < 3; i++ {
-			c.add(stateNode(np, "busy-"+string(rune('a'+i)), findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("15", "60Gi")))
+			c.add(stateNode(np, "busy-"+string(rune('a'+i)), findType(c.types, "m.4xlarge"), "spot", "test-zone-1", pod("15", "60Gi")))
 		}
 		var pods []*corev1.Pod
 		for i := 0; i < 30; i++ {
@@ -315,12 +341,12 @@ func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
 		for _, r := range cmd.Replacements {
 			repl += r.Price
 			for _, it := range r.Claim.InstanceTypes {
-				price, ok := offeringPrice(it, r.Claim.Requirements)
-				if !ok || price >= cmd.Price() {
-					t.Errorf("seed %d: replacement type %s ($%.3f) not cheaper than $%.3f", seed, it.Name, price, cmd.Price())
+				o, ok := cheapestOffering(it, r.Claim.Requirements)
+				if !ok || o.Price >= cmd.Price() {
+					t.Errorf("seed %d: replacement type %s ($%.3f) not cheaper than $%.3f", seed, it.Name, o.Price, cmd.Price())
 				}
-				if len(cmd.Candidates) == 1 && it.Name == cmd.Candidates[0].InstanceType {
-					t.Errorf("seed %d: replacement of the same type %s", seed, it.Name)
+				if cand := cmd.Candidates[0]; len(cmd.Candidates) == 1 && it.Name == cand.InstanceType && o.CapacityType == cand.CapacityType {
+					t.Errorf("seed %d: replacement of %s by its own offering %s/%s", seed, cand.Name(), it.Name, o.CapacityType)
 				}
 			}
 			if !c.in.Options.SpotToSpotConsolidation {

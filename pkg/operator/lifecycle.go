@@ -36,6 +36,10 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 		lifecycle,
 		nodeclaim.NewGarbageCollector(mgr.GetClient(), cp, clk, recorder, nodeclaim.GarbageCollectorOptions{}),
 		termination.NewController(mgr.GetClient(), lifecycle, clk, recorder, termination.Options{}),
-		disruption.NewController(mgr.GetClient(), cluster, cp, clk, recorder, disruption.Options{SpotToSpotConsolidation: opts.SpotToSpotConsolidation}),
+		disruption.NewController(mgr.GetClient(), cluster, cp, clk, recorder, disruption.Options{
+			SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
+			PollInterval:            opts.DisruptionPollInterval,
+			ValidationDelay:         opts.ConsolidationValidationDelay,
+		}),
 	}, nil
 }

@@ -39,6 +39,9 @@ type Options struct {
 	// SpotToSpotConsolidation lets consolidation replace a spot node with a cheaper spot node
 	// (the feature gate of that name in FEATURE_GATES).
 	SpotToSpotConsolidation bool
+	// DisruptionPollInterval and ConsolidationValidationDelay tune the disruption controller
+	// (zero means its defaults, 10s and 15s); tests shorten them.
+	DisruptionPollInterval, ConsolidationValidationDelay time.Duration
 	// KubeClientQPS and KubeClientBurst bound the requests to the API server.
 	KubeClientQPS   float32
 	KubeClientBurst int
@@ -113,6 +116,9 @@ func (o Options) Validate() error {
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
+	}
+	if o.DisruptionPollInterval < 0 || o.ConsolidationValidationDelay < 0 {
+		errs = append(errs, errors.New("the disruption poll interval and consolidation validation delay must not be negative"))
 	}
 	if o.Sim.LaunchLatency < 0 || o.Sim.ReadyDelay < 0 {
 		errs = append(errs, errors.New("--sim-launch-latency and --sim-ready-delay must not be negative"))

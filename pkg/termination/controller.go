@@ -47,6 +47,7 @@ type Controller struct {
 	clock     clock.Clock
 	events    recorder
 	opts      Options
+	refusals  refusals
 }
 
 // NewController returns a termination controller that reads and writes through kubeClient,
@@ -154,6 +155,7 @@ func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (re
 	now := c.clock.Now()
 	if deadline != nil && !now.Before(*deadline) {
 		// The termination grace period is over: nothing may hold the node any longer.
+		c.refusals.forget(claim.UID)
 		if err := c.deleteRemaining(ctx, pods); err != nil {
 			return reconcile.Result{}, err
 		}

@@ -27,7 +27,8 @@
 //     are waited for (a FailedDraining Event says so), and every other pod is evicted through
 //     the eviction subresource, with its UID as a precondition. An eviction refused with 429
 //     TooManyRequests (a budget allows no disruption) records FailedDraining naming the
-//     budget ("pdb default/web blocks eviction of pod x") and is retried after
+//     budget ("pdb default/web blocks eviction of pod x") and is retried with backoff: after
+//     EvictionRetryBase, doubling with each pass that evicts nothing, at most
 //     Options.EvictionRetry; otherwise the drain looks again after Options.DrainPoll.
 //  5. Once the deadline has passed, the pods the drain would still wait for are deleted
 //     directly, ignoring budgets and do-not-disrupt, and the claim goes on to step 6 without

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -45,6 +47,8 @@ func (c *Controller) drain(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 		}
 		var w wait
 		var errs []error
+		evicted, refused := false, false
+		retry := c.refusals.delay(claim.UID, c.opts.EvictionRetry)
 		for _, pod := range members {
 			switch {
 			case pod.DeletionTimestamp != nil:
@@ -52,24 +56,89 @@ func (c *Controller) drain(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 			case doNotDisrupt(pod):
 				c.blocked(claim, nodes, "pod %s has %s=true%s", pod.Name, karpv1.DoNotDisruptAnnotationKey, until(deadline))
 				w.at(c.opts.EvictionRetry)
+				refused = true
 				if deadline != nil {
 					w.at(deadline.Sub(now))
 				}
 			default:
-				d, err := c.evict(ctx, claim, nodes, pod)
+				outcome, err := c.evict(ctx, claim, nodes, pod)
 				if err != nil {
 					errs = append(errs, err)
 				}
-				w.at(d)
+				switch outcome {
+				case evictionDone:
+					evicted = true
+					w.at(c.opts.DrainPoll)
+				case evictionRefused:
+					refused = true
+					w.at(retry)
+				}
 			}
 		}
+		c.refusals.record(claim.UID, evicted, refused)
 		if len(errs) > 0 {
 			return false, 0, errors.Join(errs...)
 		}
 		log.FromContext(ctx).V(1).Info("draining", "pods", len(members), "critical", g == groupCritical)
 		return false, time.Duration(w), nil
 	}
+	c.refusals.forget(claim.UID)
 	return true, 0, nil
+}
+
+// evictionOutcome is what one eviction call came to.
+type evictionOutcome int
+
+const (
+	// evictionFailed: an error the caller reports.
+	evictionFailed evictionOutcome = iota
+	// evictionDone: evicted, or already gone or replaced; look again shortly.
+	evictionDone
+	// evictionRefused: a budget (or the server) refused; retry after the backoff.
+	evictionRefused
+)
+
+// refusals counts, per draining claim, the drain passes in a row whose evictions were all
+// refused, for the backoff of the next retry. Reconciles of different claims run concurrently.
+type refusals struct {
+	mu     sync.Mutex
+	passes map[types.UID]int
+}
+
+// delay is how soon a claim's drain retries refused evictions: EvictionRetryBase doubled for
+// each refused pass in a row, at most limit.
+func (r *refusals) delay(uid types.UID, limit time.Duration) time.Duration {
+	r.mu.Lock()
+	n := r.passes[uid]
+	r.mu.Unlock()
+	d := EvictionRetryBase
+	for ; n > 0 && d < limit; n-- {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// record notes one drain pass: any eviction resets the backoff, a pass of refusals only
+// lengthens it.
+func (r *refusals) record(uid types.UID, evicted, refused bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case evicted:
+		delete(r.passes, uid)
+	case refused:
+		if r.passes == nil {
+			r.passes = map[types.UID]int{}
+		}
+		r.passes[uid]++
+	}
+}
+
+// forget drops a drained claim.
+func (r *refusals) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.passes, uid)
 }
 
 func until(deadline *time.Time) string {
@@ -79,10 +148,9 @@ func until(deadline *time.Time) string {
 	return " until " + deadline.UTC().Format(time.RFC3339)
 }
 
-// evict asks the Eviction API to evict pod, so that its PodDisruptionBudget is honoured. It
-// returns how soon to look again: shortly after an eviction (or a pod already gone or
-// replaced), after EvictionRetry when a budget refused.
-func (c *Controller) evict(ctx context.Context, claim *karpv1.NodeClaim, nodes []*corev1.Node, pod *corev1.Pod) (time.Duration, error) {
+// evict asks the Eviction API to evict pod, so that its PodDisruptionBudget is honoured, and
+// reports what came of it.
+func (c *Controller) evict(ctx context.Context, claim *karpv1.NodeClaim, nodes []*corev1.Node, pod *corev1.Pod) (evictionOutcome, error) {
 	eviction := &policyv1.Eviction{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		// Never evict a new pod that took the name of the one we saw.
@@ -93,23 +161,23 @@ func (c *Controller) evict(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 	case err == nil:
 		log.FromContext(ctx).Info("evicted pod", "pod", podKey(pod))
 		c.events.normal(pod, EventReasonEvicted, "Evicted pod %s: draining node %s", podKey(pod), pod.Spec.NodeName)
-		return c.opts.DrainPoll, nil
+		return evictionDone, nil
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone already, or replaced by a pod of the same name: the next pass sees which.
-		return c.opts.DrainPoll, nil
+		return evictionDone, nil
 	case apierrors.IsTooManyRequests(err):
 		budget, lerr := c.blockingBudget(ctx, pod)
 		if lerr != nil {
-			return 0, lerr
+			return evictionFailed, lerr
 		}
 		if budget != "" {
 			c.blocked(claim, nodes, "pdb %s blocks eviction of pod %s", budget, pod.Name)
 		} else {
 			c.blocked(claim, nodes, "eviction of pod %s refused: %s", pod.Name, err.Error())
 		}
-		return c.opts.EvictionRetry, nil
+		return evictionRefused, nil
 	default:
-		return 0, fmt.Errorf("evicting pod %s: %w", podKey(pod), err)
+		return evictionFailed, fmt.Errorf("evicting pod %s: %w", podKey(pod), err)
 	}
 }
 

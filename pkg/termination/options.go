@@ -7,9 +7,12 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultEvictionRetry is how soon a drain whose eviction a PodDisruptionBudget refused
-	// (429 TooManyRequests) tries again.
+	// DefaultEvictionRetry is the longest a drain whose evictions a PodDisruptionBudget refused
+	// (429 TooManyRequests) waits before it tries again; the wait starts at
+	// EvictionRetryBase and doubles with each pass that evicts nothing.
 	DefaultEvictionRetry = 5 * time.Second
+	// EvictionRetryBase is how soon a drain retries after its first refused pass.
+	EvictionRetryBase = 250 * time.Millisecond
 	// DefaultDrainPoll is how soon a drain that evicted pods, or waits for terminating pods to
 	// go, looks again.
 	DefaultDrainPoll = time.Second
@@ -26,7 +29,8 @@ const conflictRequeue = time.Second
 
 // Options configure a Controller. The zero value is usable: every zero field takes its default.
 type Options struct {
-	// EvictionRetry is how soon a refused eviction is retried; zero means DefaultEvictionRetry.
+	// EvictionRetry is the longest wait before a refused eviction is retried; zero means
+	// DefaultEvictionRetry.
 	EvictionRetry time.Duration
 	// DrainPoll is how soon a drain in progress looks again; zero means DefaultDrainPoll.
 	DrainPoll time.Duration

@@ -76,19 +76,22 @@ func TestBudgetBlocksEvictionUntilAllowed(t *testing.T) {
 	f.budget("web", 0)
 	f.deleteClaim("pdb")
 
-	res := f.reconcile("pdb")
-	if f.evicted("web-0") || f.evicted("web-1") {
-		t.Fatal("a pod was evicted against its budget")
-	}
-	if res.RequeueAfter != DefaultEvictionRetry {
-		t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, DefaultEvictionRetry)
+	// Refused passes back off: EvictionRetryBase, doubling, at most DefaultEvictionRetry.
+	for _, want := range []time.Duration{EvictionRetryBase, 2 * EvictionRetryBase, 4 * EvictionRetryBase} {
+		res := f.reconcile("pdb")
+		if f.evicted("web-0") || f.evicted("web-1") {
+			t.Fatal("a pod was evicted against its budget")
+		}
+		if res.RequeueAfter != want {
+			t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, want)
+		}
 	}
 	f.expectEvent("Warning", EventReasonFailedDraining, "pdb "+f.ns+"/web blocks eviction of pod web-0")
 
 	// One disruption allowed: the first pod goes, the API server spends the allowance, and the
 	// second waits.
 	f.allow("web", 1)
-	f.clock.Step(res.RequeueAfter)
+	f.clock.Step(DefaultEvictionRetry)
 	f.reconcile("pdb")
 	if !f.evicted("web-0") || f.evicted("web-1") {
 		t.Fatalf("web-0 evicted %t, web-1 evicted %t; want true, false", f.evicted("web-0"), f.evicted("web-1"))

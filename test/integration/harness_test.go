@@ -56,7 +56,7 @@ func (r *running) claimedPrice() float64 {
 }
 
 // startOperator runs the controllers against the test API server on cloud.
-func startOperator(t *testing.T, cloud *sim.Cloud) *running {
+func startOperator(t *testing.T, cloud *sim.Cloud, mutate ...func(*operator.Options)) *running {
 	t.Helper()
 	opts := operator.DefaultOptions()
 	opts.LeaderElection = false
@@ -65,6 +65,9 @@ func startOperator(t *testing.T, cloud *sim.Cloud) *running {
 	opts.Sim.Cloud = cloud
 	opts.SkipControllerNameValidation = true
 	opts.Sim.ReadyDelay = 100 * time.Millisecond
+	for _, m := range mutate {
+		m(&opts)
+	}
 	op, err := operator.New(env.Config, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,9 @@ type Env struct {
 	// KubectlPath is the kubectl built beside the server.
 	KubectlPath string
 
-	env *envtest.Environment
+	env      *envtest.Environment
+	dir      string // holds the audit policy and log
+	auditLog string
 }
 
 // Assets returns the folder holding etcd and kube-apiserver: KUBEBUILDER_ASSETS when set, else
@@ -90,32 +92,49 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir, err := os.MkdirTemp("", "apiserver-audit-")
+	if err != nil {
+		return nil, err
+	}
+	policy, auditLog := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(evictionAuditPolicy), 0o600); err != nil {
+		return nil, err
+	}
 	scheme := apis.NewScheme()
 	e := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds, Scheme: scheme},
 		Scheme:                scheme,
 	}
+	e.ControlPlane.GetAPIServer().Configure().
+		Set("audit-policy-file", policy).
+		Set("audit-log-path", auditLog).
+		Set("audit-log-mode", "blocking").
+		Set("audit-log-format", "json")
 	cfg, err := e.Start()
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	// Tests are the only client: do not throttle them client-side.
 	cfg.QPS, cfg.Burst = 1000, 2000
-	env := &Env{Config: cfg, Scheme: scheme, env: e, KubectlPath: filepath.Join(assets, "kubectl")}
+	env := &Env{Config: cfg, Scheme: scheme, env: e, KubectlPath: filepath.Join(assets, "kubectl"), dir: dir, auditLog: auditLog}
 	if env.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		_ = e.Stop()
+		_ = env.Stop()
 		return nil, err
 	}
 	if env.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		_ = e.Stop()
+		_ = env.Stop()
 		return nil, err
 	}
 	return env, nil
 }
 
-// Stop stops the API server and etcd.
-func (e *Env) Stop() error { return e.env.Stop() }
+// Stop stops the API server and etcd and removes the audit log.
+func (e *Env) Stop() error {
+	err := e.env.Stop()
+	return errors.Join(err, os.RemoveAll(e.dir))
+}
 
 // KubeconfigFile writes a kubeconfig for the server into dir and returns its path, for tests
 // that run kubectl or the karpenter binary.
