@@ -550,7 +550,10 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 			// Scale down removes the newest pods first, as a ReplicaSet prefers unready and
 			// young pods.
 			sort.Slice(have, func(i, j int) bool {
-				return have[i].CreationTimestamp.After(have[j].CreationTimestamp.Time) || have[i].Name > have[j].Name
+				if a, b := have[i].CreationTimestamp, have[j].CreationTimestamp; !a.Equal(&b) {
+					return a.After(b.Time)
+				}
+				return have[i].Name > have[j].Name
 			})
 			for _, p := range have[:len(have)-d.replicas] {
 				if err := e.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {

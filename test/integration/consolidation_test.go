@@ -58,7 +58,10 @@ func (rs *replicaSet) step(ctx context.Context) error {
 	}
 	if len(live) > want {
 		sort.Slice(live, func(i, j int) bool {
-			return live[i].CreationTimestamp.After(live[j].CreationTimestamp.Time) || live[i].Name > live[j].Name
+			if a, b := live[i].CreationTimestamp, live[j].CreationTimestamp; !a.Equal(&b) {
+				return a.After(b.Time)
+			}
+			return live[i].Name > live[j].Name
 		})
 		for i := range live[:len(live)-want] {
 			if err := env.Client.Delete(ctx, &live[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
