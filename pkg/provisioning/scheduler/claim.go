@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -180,6 +181,7 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 		c.promised = pl.promise
 		for r, n := range pl.promise {
 			s.promised[r] += n
+			s.promisedTo[r] = append(s.promisedTo[r], c)
 		}
 	} else if c.promised[p.res] > 0 {
 		c.promised[p.res]--
@@ -192,6 +194,7 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 		c.usedExtended = scheduling.Merge(c.usedExtended, p.extended)
 	}
 	c.ports = append(c.ports, p.hostPorts...)
+	s.trimPromises(c)
 	s.recordTopology(p, func(key string) string {
 		if key == corev1.LabelHostname {
 			return c.hostname
@@ -204,6 +207,41 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 		}
 		return ""
 	})
+}
+
+// trimPromises releases the promises a claim can no longer keep, so later look-aheads count
+// those pods again: pods that were not promised to it (larger pods are placed first) may have
+// taken the room its look-ahead counted on for others. Larger sizes keep their promises first.
+func (s *solver) trimPromises(c *claimState) {
+	if len(c.promised) == 0 || c.target == nil {
+		return
+	}
+	sizes := make([]cloudprovider.Resources, 0, len(c.promised))
+	for r, n := range c.promised {
+		if n > 0 {
+			sizes = append(sizes, r)
+		}
+	}
+	sort.Slice(sizes, func(i, j int) bool {
+		a, b := sizes[i], sizes[j]
+		if a.MilliCPU != b.MilliCPU {
+			return a.MilliCPU > b.MilliCPU
+		}
+		if a.Memory != b.Memory {
+			return a.Memory > b.Memory
+		}
+		return a.Pods > b.Pods || a.Pods == b.Pods && a.EphemeralStorage > b.EphemeralStorage
+	})
+	room := c.target.room.Sub(c.used)
+	for _, r := range sizes {
+		n := c.promised[r]
+		k := fitCount(room, r, n)
+		if k < n {
+			c.promised[r] = k
+			s.promised[r] -= n - k
+		}
+		room = room.Sub(scale(r, k))
+	}
 }
 
 // chooseDomains picks, for every topology key the pod's groups use, a domain that satisfies

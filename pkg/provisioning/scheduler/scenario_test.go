@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/scenarios")
@@ -212,4 +213,33 @@ func TestScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBurstOfFourShapesPacksIntoFewNodes: 1,800 pods of four shapes at once on the real
+// catalog. Claims opened early count on pending pods to size themselves; when larger pods fill
+// them first, those promises must be released, or every later claim is sized for its pod alone
+// (this batch once became 562 nodes, most with one or two pods).
+func TestBurstOfFourShapesPacksIntoFewNodes(t *testing.T) {
+	pool := catalogPool(t)
+	var pods []*corev1.Pod
+	for i, s := range []struct{ cpu, memory string }{{"250m", "512Mi"}, {"500m", "1Gi"}, {"1", "2Gi"}, {"500m", "4Gi"}} {
+		pods = append(pods, builders.Pods(450, builders.PodOptions{Name: fmt.Sprintf("svc-%d", i), CPU: s.cpu, Memory: s.memory})...)
+	}
+	res := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+	grow := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}, Options: Options{GrowClaims: true}})
+	if len(res.PodErrors) > 0 {
+		t.Fatalf("%d pods unplaced: %v", len(res.PodErrors), res.PodErrors[0].Err)
+	}
+	if len(res.NewClaims) > 40 {
+		t.Errorf("%d claims for 1,800 pods", len(res.NewClaims))
+	}
+	if res.NewClaimsPrice() > grow.NewClaimsPrice()+1e-9 {
+		t.Errorf("$%.2f/hour, Karpenter's packing $%.2f/hour", res.NewClaimsPrice(), grow.NewClaimsPrice())
+	}
+	bound := lpBound(t, pool, pods)
+	if res.NewClaimsPrice() > 1.15*bound {
+		t.Errorf("$%.2f/hour, more than 15%% above the LP bound $%.2f/hour", res.NewClaimsPrice(), bound)
+	}
+	t.Logf("%d claims, $%.2f/hour (Karpenter's packing: %d claims, $%.2f/hour; LP bound $%.2f/hour)",
+		len(res.NewClaims), res.NewClaimsPrice(), len(grow.NewClaims), grow.NewClaimsPrice(), bound)
 }

@@ -15,9 +15,35 @@ import (
 )
 
 // Solve places the input's pods and returns the decisions. It does not modify the input.
+//
+// Unless the options ask for Karpenter's packing (GrowClaims), it packs both ways, cost-aware
+// and Karpenter's, and returns the better result: fewer pods left out, then the cheaper new
+// claims, then fewer of them. The cost-aware packing wins on most batches; on the others the
+// result is never worse than Karpenter's.
 func Solve(in Input) *Results {
-	s := newSolver(in)
-	return s.solve()
+	res := newSolver(in).solve()
+	if in.Options.GrowClaims || len(res.NewClaims) < 2 {
+		return res
+	}
+	grow := in
+	grow.Options.GrowClaims = true
+	if alt := newSolver(grow).solve(); better(alt, res) {
+		return alt
+	}
+	return res
+}
+
+// better reports whether a beats b: fewer pod errors, then a lower price of new claims (by more
+// than rounding), then fewer new claims.
+func better(a, b *Results) bool {
+	if len(a.PodErrors) != len(b.PodErrors) {
+		return len(a.PodErrors) < len(b.PodErrors)
+	}
+	pa, pb := a.NewClaimsPrice(), b.NewClaimsPrice()
+	if math.Abs(pa-pb) > 1e-9 {
+		return pa < pb
+	}
+	return len(a.NewClaims) < len(b.NewClaims)
 }
 
 // solver holds the state of one run.
@@ -33,6 +59,9 @@ type solver struct {
 	// promised counts, per pod size, the pending pods that open claims' look-aheads counted on;
 	// later look-aheads see only the rest, so one pod is not promised to many claims.
 	promised map[cloudprovider.Resources]int
+	// promisedTo lists, per pod size, the claims whose look-ahead counted on pods of that size
+	// (some may have had their promise kept or released since).
+	promisedTo map[cloudprovider.Resources][]*claimState
 	// shapes are this round's pending shapes in key order; sizes their distinct request vectors.
 	shapes []*shapeCount
 	sizes  []cloudprovider.Resources
@@ -164,6 +193,7 @@ func (s *solver) sortQueue(queue []*podInfo) {
 func (s *solver) countPending(queue []*podInfo) {
 	s.pending = map[string]*shapeCount{}
 	s.promised = map[cloudprovider.Resources]int{}
+	s.promisedTo = map[cloudprovider.Resources][]*claimState{}
 	s.shareableShapes = map[string][]*shapeCount{}
 	s.shapes, s.sizes = nil, nil
 	for _, c := range s.claims {
@@ -276,6 +306,12 @@ func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
 		bestPlan *plan
 		priced   int
 	)
+	// A claim whose look-ahead counted on a pod of this size takes it first, so that the type
+	// chosen for those pods is the one they fill.
+	if c, pl := s.promisedClaim(p); c != nil {
+		s.commit(c, p, pl)
+		return nil, nil, true
+	}
 	key := p.shapeKey()
 	rejected := s.rejected[key]
 	for i, c := range s.claims {
@@ -307,6 +343,29 @@ func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
 		}
 	}
 	return best, bestPlan, false
+}
+
+// promisedClaim returns the first claim still counting on a pod of p's size that admits p at no
+// extra cost, with its plan, dropping the claims whose promises are spent from the index.
+func (s *solver) promisedClaim(p *podInfo) (*claimState, *plan) {
+	if s.opts.GrowClaims {
+		return nil, nil
+	}
+	list := s.promisedTo[p.res]
+	kept := list[:0]
+	for _, c := range list {
+		if c.promised[p.res] > 0 {
+			kept = append(kept, c)
+		}
+	}
+	clear(list[len(kept):])
+	s.promisedTo[p.res] = kept
+	for _, c := range kept {
+		if pl, err := s.admit(c, p); err == nil && pl.extraCost <= 0 {
+			return c, pl
+		}
+	}
+	return nil, nil
 }
 
 // permanent reports whether a claim that refused a pod for this reason will refuse pods of its
@@ -397,7 +456,7 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 		return sizes[i].res.MilliCPU > sizes[j].res.MilliCPU || sizes[i].res.MilliCPU == sizes[j].res.MilliCPU && sizes[i].res.Memory > sizes[j].res.Memory
 	})
 	own := c.pool.value(p.res)
-	takes := make([]int, len(sizes))
+	takes, mixTakes := make([]int, len(sizes)), make([]int, len(sizes))
 	var (
 		best     *candidate
 		bestFill map[cloudprovider.Resources]int
@@ -410,16 +469,14 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) }, s.opts.MinValuesBestEffort) != nil {
 			continue
 		}
-		room := cand.room.Sub(p.res)
-		others := 0.0
-		for i, sz := range sizes {
-			k := fitCount(room, sz.res, sz.count)
-			takes[i] = k
-			if k == 0 {
-				continue
+		others := fill(cand.room.Sub(p.res), sizes, takes, false)
+		if len(sizes) > 1 {
+			// A large type may hold a mix of the pending pods better than the most valuable
+			// sizes alone: try a share of every size too, and keep the better fill.
+			if mixed := fill(cand.room.Sub(p.res), sizes, mixTakes, true); mixed > others {
+				others = mixed
+				copy(takes, mixTakes)
 			}
-			room = room.Sub(scale(sz.res, k))
-			others += float64(k) * sz.value
 		}
 		eff := (own + others) / cand.price
 		better := eff > bestEff*1.005
@@ -438,6 +495,38 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 		}
 	}
 	return best, bestOthers, bestFill
+}
+
+// fill packs pending pods into room, writing how many of each size it takes into takes, and
+// returns their value. Greedy: the most valuable sizes first. Mixed: first the largest equal
+// share of every size that fits (the pending pods' own proportions), then greedily.
+func fill(room cloudprovider.Resources, sizes []sizeCount, takes []int, mixed bool) float64 {
+	clear(takes)
+	if mixed {
+		var total cloudprovider.Resources
+		for _, sz := range sizes {
+			total = total.Add(scale(sz.res, sz.count))
+		}
+		share := 1.0
+		for _, d := range [][2]int64{{room.MilliCPU, total.MilliCPU}, {room.Memory, total.Memory}, {room.Pods, total.Pods}, {room.EphemeralStorage, total.EphemeralStorage}} {
+			if d[1] > 0 {
+				share = min(share, float64(max(d[0], 0))/float64(d[1]))
+			}
+		}
+		for i, sz := range sizes {
+			takes[i] = int(share * float64(sz.count))
+			room = room.Sub(scale(sz.res, takes[i]))
+		}
+	}
+	value := 0.0
+	for i, sz := range sizes {
+		if k := fitCount(room, sz.res, sz.count-takes[i]); k > 0 {
+			takes[i] += k
+			room = room.Sub(scale(sz.res, k))
+		}
+		value += float64(takes[i]) * sz.value
+	}
+	return value
 }
 
 // sizeCount is how many pending pods of one size could share a claim, and what each is worth.
