@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,6 +100,11 @@ type shortage struct {
 
 // Run simulates a workload and returns its report.
 func Run(ctx context.Context, w *Workload, opts Options) (*Report, error) {
+	if logr.FromContextOrDiscard(ctx).GetSink() == nil {
+		// The controllers log through the context; without a logger of the caller's they stay
+		// quiet rather than fall back to controller-runtime's global logger.
+		ctx = logr.NewContext(ctx, logr.Discard())
+	}
 	e, err := newEngine(ctx, w, opts)
 	if err != nil {
 		return nil, err
@@ -494,12 +500,13 @@ const ownerLabel = "simulate.karpenter.sh/owner"
 // replicas, starts jobs' pods, finishes pods whose runtime is over, and replaces pods whose
 // node went away.
 func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
+	// Read-only lists: finishPod changes a copy.
 	var pods corev1.PodList
-	if err := e.kube.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+	if err := e.kube.List(ctx, &pods, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var nodes corev1.NodeList
-	if err := e.kube.List(ctx, &nodes); err != nil {
+	if err := e.kube.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	exists := map[string]bool{}
@@ -600,7 +607,8 @@ func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *
 	return nil
 }
 
-func (e *engine) finishPod(ctx context.Context, p *corev1.Pod) error {
+func (e *engine) finishPod(ctx context.Context, shared *corev1.Pod) error {
+	p := shared.DeepCopy()
 	p.Status.Phase = corev1.PodSucceeded
 	if err := e.kube.Status().Update(ctx, p); err != nil && !apierrors.IsConflict(err) {
 		return err

@@ -183,7 +183,9 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 		what string
 		list client.ObjectList
 	}{{"nodes", &nodes}, {"nodeclaims", &claims}, {"pods", &pods}, {"daemonsets", &daemonSets}, {"nodepools", &pools}} {
-		if err := c.reader.List(ctx, l.list); err != nil {
+		// Read-only: the snapshot shares the objects with the reader's cache, and everything
+		// that changes one copies it first.
+		if err := c.reader.List(ctx, l.list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
 	}

@@ -383,8 +383,9 @@ func findNodeCondition(conds []corev1.NodeCondition, typ corev1.NodeConditionTyp
 // markPodsRunning sets the pending pods bound to the ready Nodes to Running, in namespace and
 // name order.
 func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.Node, now time.Time) error {
+	// Read-only list: the pods to change are copied first.
 	var pods corev1.PodList
-	if err := k.kube.List(ctx, &pods); err != nil {
+	if err := k.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int {
@@ -392,12 +393,12 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 	})
 	var errs []error
 	for i := range pods.Items {
-		pod := &pods.Items[i]
-		node := ready[pod.Spec.NodeName]
-		if node == nil || pod.DeletionTimestamp != nil || (pod.Status.Phase != "" && pod.Status.Phase != corev1.PodPending) {
+		shared := &pods.Items[i]
+		node := ready[shared.Spec.NodeName]
+		if node == nil || shared.DeletionTimestamp != nil || (shared.Status.Phase != "" && shared.Status.Phase != corev1.PodPending) {
 			continue
 		}
-		base := pod.DeepCopy()
+		base, pod := shared.DeepCopy(), shared.DeepCopy()
 		setPodRunning(pod, node, now)
 		if err := k.kube.Status().Patch(ctx, pod, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))

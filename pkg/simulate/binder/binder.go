@@ -45,12 +45,13 @@ type Result struct {
 // Step binds every pending pod that fits a schedulable, Ready node, and marks the others
 // Unschedulable (once, with the reason).
 func (b *Binder) Step(ctx context.Context) (*Result, error) {
+	// Read-only lists (markUnschedulable copies the pod it changes).
 	var pods corev1.PodList
-	if err := b.kubeClient.List(ctx, &pods); err != nil {
+	if err := b.kubeClient.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	var nodes corev1.NodeList
-	if err := b.kubeClient.List(ctx, &nodes); err != nil {
+	if err := b.kubeClient.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	bound := map[string][]*corev1.Pod{}
