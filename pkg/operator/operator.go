@@ -81,6 +81,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 				return nil, err
 			}
 		}
+		if err := sim.IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return nil, err
+		}
 		kubelet, err := sim.NewKubelet(cloud, mgr.GetClient(), sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning})
 		if err != nil {
 			return nil, err

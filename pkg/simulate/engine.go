@@ -252,8 +252,8 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 // maybeProvision runs the provisioner when a batch of pending pods is complete: no new pending
 // pod for the idle window, or the max window since the batch began.
 func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
-	var pods corev1.PodList
-	if err := e.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	pods, err := e.unboundPods(ctx)
+	if err != nil {
 		return err
 	}
 	pending := 0
@@ -277,8 +277,16 @@ func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	e.batchStart = time.Time{}
-	_, err := e.provisioner.Provision(ctx)
+	_, err = e.provisioner.Provision(ctx)
 	return err
+}
+
+// unboundPods lists the pods no node has taken yet (through the store's spec.nodeName index,
+// without copying the others).
+func (e *engine) unboundPods(ctx context.Context) (*corev1.PodList, error) {
+	var pods corev1.PodList
+	err := e.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": ""}, client.UnsafeDisableDeepCopy)
+	return &pods, err
 }
 
 // reconcileAll calls every controller for every object of its kind, as their watches would.
@@ -329,14 +337,15 @@ func request(name string) reconcile.Request {
 // quiet reports whether nothing will change until the next timeline event or job completion:
 // no pod waits, no claim or node is on its way.
 func (e *engine) quiet(ctx context.Context) (bool, error) {
-	var pods corev1.PodList
-	if err := e.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	if pods, err := e.unboundPods(ctx); err != nil || len(pods.Items) > 0 {
 		return false, err
 	}
-	for _, p := range pods.Items {
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodPending {
-			return false, nil
-		}
+	var starting corev1.PodList
+	if err := e.kube.List(ctx, &starting, client.MatchingFields{"status.phase": string(corev1.PodPending)}, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err
+	}
+	if len(starting.Items) > 0 {
+		return false, nil
 	}
 	var claims karpv1.NodeClaimList
 	if err := e.kube.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {

@@ -380,12 +380,30 @@ func findNodeCondition(conds []corev1.NodeCondition, typ corev1.NodeConditionTyp
 	return nil
 }
 
+// PodPhaseIndex is the field the Kubelet lists Pending pods by: kube-apiserver serves it as a
+// field selector; a cached client needs IndexFields first.
+const PodPhaseIndex = "status.phase"
+
+// IndexFields registers, on a cache's field indexer, the pod fields the Kubelet selects by.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodPhaseIndex, func(o client.Object) []string {
+		if p, ok := o.(*corev1.Pod); ok {
+			return []string{string(p.Status.Phase)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods by phase: %w", err)
+	}
+	return nil
+}
+
 // markPodsRunning sets the pending pods bound to the ready Nodes to Running, in namespace and
 // name order.
 func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.Node, now time.Time) error {
-	// Read-only list: the pods to change are copied first.
+	// Only Pending pods (a field selector kube-apiserver serves too), read-only: the pods to
+	// change are copied first.
 	var pods corev1.PodList
-	if err := k.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	if err := k.kube.List(ctx, &pods, client.MatchingFields{PodPhaseIndex: string(corev1.PodPending)}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int {

@@ -24,6 +24,7 @@ func TestKubeletOnStoreThatDropsStatusOnCreate(t *testing.T) {
 		WithScheme(apis.NewScheme()).
 		WithObjects(testNodeClass("default")).
 		WithStatusSubresource(&corev1.Node{}, &corev1.Pod{}).
+		WithIndex(&corev1.Pod{}, PodPhaseIndex, func(o client.Object) []string { return []string{string(o.(*corev1.Pod).Status.Phase)} }).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if node, ok := obj.(*corev1.Node); ok {
 				node.Status = corev1.NodeStatus{}

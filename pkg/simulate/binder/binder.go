@@ -45,6 +45,14 @@ type Result struct {
 // Step binds every pending pod that fits a schedulable, Ready node, and marks the others
 // Unschedulable (once, with the reason).
 func (b *Binder) Step(ctx context.Context) (*Result, error) {
+	// Nothing to do unless a pod waits for a node (a field selector kube-apiserver serves too).
+	var unbound corev1.PodList
+	if err := b.kubeClient.List(ctx, &unbound, client.MatchingFields{"spec.nodeName": ""}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing unbound pods: %w", err)
+	}
+	if len(unbound.Items) == 0 {
+		return &Result{Bound: map[string]string{}}, nil
+	}
 	// Read-only lists (markUnschedulable copies the pod it changes).
 	var pods corev1.PodList
 	if err := b.kubeClient.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
