@@ -41,6 +41,8 @@ type Cluster struct {
 	nominations map[types.UID]nomination
 	created     map[string]createdClaim
 	deleting    map[string]bool
+	// requests caches pods' effective requests, pruned every snapshot.
+	requests scheduling.RequestsCache
 }
 
 type nomination struct {
@@ -278,9 +280,10 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 			continue
 		}
 		seen[sn] = true
-		sn.Requested = requested(sn, snap.DaemonSets)
+		sn.Requested = c.requested(sn, snap.DaemonSets)
 		snap.Nodes = append(snap.Nodes, sn)
 	}
+	c.requests.Prune()
 	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].Name() < snap.Nodes[j].Name() })
 	sort.Slice(snap.Pending, func(i, j int) bool {
 		a, b := snap.Pending[i], snap.Pending[j]
@@ -314,11 +317,11 @@ func (c *Cluster) nominationGrace() time.Duration {
 }
 
 // requested sums the pods on a node and the daemonset pods expected there but not bound yet.
-func requested(sn *StateNode, daemonSets []*appsv1.DaemonSet) corev1.ResourceList {
+func (c *Cluster) requested(sn *StateNode, daemonSets []*appsv1.DaemonSet) corev1.ResourceList {
 	lists := make([]corev1.ResourceList, 0, len(sn.Pods)+len(daemonSets))
 	present := map[types.UID]bool{}
 	for _, pod := range sn.Pods {
-		lists = append(lists, scheduling.PodRequests(pod))
+		lists = append(lists, c.requests.Get(pod))
 		if owner := metaControllerUID(pod); owner != "" {
 			present[owner] = true
 		}

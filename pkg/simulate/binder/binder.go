@@ -27,6 +27,7 @@ import (
 type Binder struct {
 	kubeClient client.Client
 	clock      clock.PassiveClock
+	requests   scheduling.RequestsCache // Step is not called concurrently
 }
 
 // New returns a binder over any client (an API server's or an in-memory one).
@@ -43,7 +44,7 @@ type Result struct {
 }
 
 // Step binds every pending pod that fits a schedulable, Ready node, and marks the others
-// Unschedulable (once, with the reason).
+// Unschedulable (once, with the reason). Calls must not overlap.
 func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	// Nothing to do unless a pod waits for a node (a field selector kube-apiserver serves too).
 	var unbound corev1.PodList
@@ -93,7 +94,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		schedulable := ready(node)
 		requests := make([]corev1.ResourceList, 0, len(bound[node.Name]))
 		for _, pod := range bound[node.Name] {
-			requests = append(requests, scheduling.PodRequests(pod))
+			requests = append(requests, b.requests.Get(pod))
 		}
 		taints := node.Spec.Taints
 		if node.Spec.Unschedulable {
@@ -112,6 +113,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		}
 		in.Nodes = append(in.Nodes, &scheduler.Node{Name: node.Name, Labels: labels, Taints: taints, Pods: bound[node.Name], Available: available})
 	}
+	b.requests.Prune()
 	results := scheduler.Solve(in)
 	for _, pl := range results.ExistingPlacements {
 		binding := &corev1.Binding{
