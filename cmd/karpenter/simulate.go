@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,6 +35,7 @@ standard input.`,
 			// The controllers' logs are not the simulation's output: the report says what
 			// happened (and its warnings what went wrong).
 			ctrl.SetLogger(logr.Discard())
+			tuneGC()
 			if output != "text" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: must be text or json", output)}
 			}
@@ -150,4 +152,16 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// simulateGCPercent is the garbage collector's target for a simulation: a short batch job
+// whose heap is mostly the in-memory cluster, so collecting a quarter as often costs memory it
+// can spare (a 10,000-pod day peaks under 1 GiB) and saves a fifth of the run.
+const simulateGCPercent = 400
+
+// tuneGC applies simulateGCPercent unless GOGC says otherwise.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(simulateGCPercent)
+	}
 }

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,8 @@ func BenchmarkSimulate10kPods24h(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// As `karpenter simulate` runs it (cmd/karpenter tunes the collector the same way).
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	for b.Loop() {
 		rep, err := Run(context.Background(), w, Options{})
 		if err != nil {
