@@ -15,35 +15,8 @@ import (
 )
 
 // Solve places the input's pods and returns the decisions. It does not modify the input.
-//
-// Unless the options ask for Karpenter's packing (GrowClaims), it packs both ways, cost-aware
-// and Karpenter's, and returns the better result: fewer pods left out, then the cheaper new
-// claims, then fewer of them. The cost-aware packing wins on most batches; on the others the
-// result is never worse than Karpenter's.
 func Solve(in Input) *Results {
-	res := newSolver(in).solve()
-	if in.Options.GrowClaims || len(res.NewClaims) < 2 {
-		return res
-	}
-	grow := in
-	grow.Options.GrowClaims = true
-	if alt := newSolver(grow).solve(); better(alt, res) {
-		return alt
-	}
-	return res
-}
-
-// better reports whether a beats b: fewer pod errors, then a lower price of new claims (by more
-// than rounding), then fewer new claims.
-func better(a, b *Results) bool {
-	if len(a.PodErrors) != len(b.PodErrors) {
-		return len(a.PodErrors) < len(b.PodErrors)
-	}
-	pa, pb := a.NewClaimsPrice(), b.NewClaimsPrice()
-	if math.Abs(pa-pb) > 1e-9 {
-		return pa < pb
-	}
-	return len(a.NewClaims) < len(b.NewClaims)
+	return newSolver(in).solve()
 }
 
 // solver holds the state of one run.
