@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -334,7 +335,8 @@ func (c *Cluster) requested(sn *StateNode, daemonSets []*appsv1.DaemonSet) corev
 		if present[ds.UID] || !DaemonSetSchedules(ds, labels, taints) {
 			continue
 		}
-		lists = append(lists, scheduling.PodRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec}))
+		// The daemonset's UID and version key its template's requests in the same cache.
+		lists = append(lists, c.requests.Get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: ds.UID, ResourceVersion: ds.ResourceVersion}, Spec: ds.Spec.Template.Spec}))
 	}
 	return scheduling.Merge(lists...)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,22 +116,6 @@ func syncBudget(ctx context.Context, key client.ObjectKey) (int, error) {
 		DisruptionsAllowed: int32(max(count-want, 0)), CurrentHealthy: int32(count), DesiredHealthy: int32(want), ExpectedPods: int32(len(pods.Items)),
 	}
 	return count, env.Client.Status().Update(ctx, &pdb)
-}
-
-// every runs fn every interval in the background until the test ends, logging its errors.
-func every(t *testing.T, interval time.Duration, what string, fn func(context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			if err := fn(ctx); err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "the object has been modified") {
-				t.Logf("%s: %v", what, err)
-			}
-			time.Sleep(interval)
-		}
-	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
 // freshCost is the $/hour the simulator's provisioning of replicas pods of one shape costs on

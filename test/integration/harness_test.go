@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,19 +101,27 @@ func newCloud(t *testing.T, mutate ...func(*sim.Options)) *sim.Cloud {
 // startBinder binds pods to nodes every 100ms, as the kube-scheduler would.
 func startBinder(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	b := binder.New(env.Client, clock.RealClock{})
-	go func() {
-		defer close(done)
+	every(t, 100*time.Millisecond, "binder", func(ctx context.Context) error {
+		_, err := b.Step(ctx)
+		return err
+	})
+}
+
+// every runs fn every interval in the background until the test ends, logging its errors.
+func every(t *testing.T, interval time.Duration, what string, fn func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		for ctx.Err() == nil {
-			if _, err := b.Step(ctx); err != nil && ctx.Err() == nil {
-				t.Logf("binder: %v", err)
+			if err := fn(ctx); err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "the object has been modified") {
+				t.Logf("%s: %v", what, err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(interval)
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
 // eventually polls cond until it holds or the timeout passes.

@@ -416,9 +416,9 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 		if node == nil || shared.DeletionTimestamp != nil || (shared.Status.Phase != "" && shared.Status.Phase != corev1.PodPending) {
 			continue
 		}
-		base, pod := shared.DeepCopy(), shared.DeepCopy()
+		pod := shared.DeepCopy()
 		setPodRunning(pod, node, now)
-		if err := k.kube.Status().Patch(ctx, pod, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+		if err := k.kube.Status().Patch(ctx, pod, client.MergeFrom(shared)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))
 		}
 	}

@@ -233,13 +233,13 @@ func TestBurstOfFourShapesPacksIntoFewNodes(t *testing.T) {
 	if len(res.NewClaims) > 40 {
 		t.Errorf("%d claims for 1,800 pods", len(res.NewClaims))
 	}
-	if res.NewClaimsPrice() > grow.NewClaimsPrice()+1e-9 {
-		t.Errorf("$%.2f/hour, Karpenter's packing $%.2f/hour", res.NewClaimsPrice(), grow.NewClaimsPrice())
+	if cost(res) > cost(grow)+1e-9 {
+		t.Errorf("$%.2f/hour, Karpenter's packing $%.2f/hour", cost(res), cost(grow))
 	}
 	bound := lpBound(t, pool, pods)
-	if res.NewClaimsPrice() > 1.15*bound {
-		t.Errorf("$%.2f/hour, more than 15%% above the LP bound $%.2f/hour", res.NewClaimsPrice(), bound)
+	if cost(res) > 1.15*bound {
+		t.Errorf("$%.2f/hour, more than 15%% above the LP bound $%.2f/hour", cost(res), bound)
 	}
 	t.Logf("%d claims, $%.2f/hour (Karpenter's packing: %d claims, $%.2f/hour; LP bound $%.2f/hour)",
-		len(res.NewClaims), res.NewClaimsPrice(), len(grow.NewClaims), grow.NewClaimsPrice(), bound)
+		len(res.NewClaims), cost(res), len(grow.NewClaims), cost(grow), bound)
 }

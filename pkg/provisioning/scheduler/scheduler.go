@@ -430,6 +430,10 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 	})
 	own := c.pool.value(p.res)
 	takes, mixTakes := make([]int, len(sizes)), make([]int, len(sizes))
+	var pendingTotal cloudprovider.Resources
+	for _, sz := range sizes {
+		pendingTotal = pendingTotal.Add(scale(sz.res, sz.count))
+	}
 	var (
 		best     *candidate
 		bestFill map[cloudprovider.Resources]int
@@ -442,11 +446,11 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) }, s.opts.MinValuesBestEffort) != nil {
 			continue
 		}
-		others := fill(cand.room.Sub(p.res), sizes, takes, false)
+		others := fill(cand.room.Sub(p.res), sizes, takes, nil)
 		if len(sizes) > 1 {
 			// A large type may hold a mix of the pending pods better than the most valuable
 			// sizes alone: try a share of every size too, and keep the better fill.
-			if mixed := fill(cand.room.Sub(p.res), sizes, mixTakes, true); mixed > others {
+			if mixed := fill(cand.room.Sub(p.res), sizes, mixTakes, &pendingTotal); mixed > others {
 				others = mixed
 				copy(takes, mixTakes)
 			}
@@ -471,15 +475,12 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 }
 
 // fill packs pending pods into room, writing how many of each size it takes into takes, and
-// returns their value. Greedy: the most valuable sizes first. Mixed: first the largest equal
-// share of every size that fits (the pending pods' own proportions), then greedily.
-func fill(room cloudprovider.Resources, sizes []sizeCount, takes []int, mixed bool) float64 {
+// returns their value. Greedy (total nil): the most valuable sizes first. Mixed: first the
+// largest equal share of every size that fits (total is the sizes' summed requests, so the
+// share keeps the pending pods' own proportions), then greedily.
+func fill(room cloudprovider.Resources, sizes []sizeCount, takes []int, total *cloudprovider.Resources) float64 {
 	clear(takes)
-	if mixed {
-		var total cloudprovider.Resources
-		for _, sz := range sizes {
-			total = total.Add(scale(sz.res, sz.count))
-		}
+	if total != nil {
 		share := 1.0
 		for _, d := range [][2]int64{{room.MilliCPU, total.MilliCPU}, {room.Memory, total.Memory}, {room.Pods, total.Pods}, {room.EphemeralStorage, total.EphemeralStorage}} {
 			if d[1] > 0 {

@@ -92,15 +92,6 @@ type Results struct {
 	PodErrors []PodError
 }
 
-// NewClaimsPrice is the sum of the new claims' prices, in $/hour.
-func (r *Results) NewClaimsPrice() float64 {
-	total := 0.0
-	for _, c := range r.NewClaims {
-		total += c.Price
-	}
-	return total
-}
-
 // Placement binds a pod to an existing node or in-flight claim.
 type Placement struct {
 	// Pod placed.
