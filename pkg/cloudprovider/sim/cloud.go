@@ -193,7 +193,7 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	if nodePool != "" {
 		fixed[karpv1.NodePoolLabelKey] = nodePool
 	}
-	cands := candidates(set, launchRequest{reqs: reqs, requests: claim.Spec.Resources.Requests, fixed: fixed})
+	cands := cloudprovider.LaunchCandidates(set.base, set.byName, cloudprovider.LaunchRequest{Requirements: reqs, Requests: claim.Spec.Resources.Requests, Fixed: fixed})
 	if len(cands) == 0 {
 		return nil, cloudprovider.NewTerminalCreateError(
 			fmt.Errorf("no instance type in zones %s meets requirements %s and requests %s", strings.Join(set.zones, ","), reqs, formatResources(claim.Spec.Resources.Requests)),
@@ -213,7 +213,7 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	}
 	var tried []cloudprovider.OfferingID
 	for _, cand := range cands {
-		id := cand.id()
+		id := cand.ID()
 		if c.unavailable.has(id) || !c.hasCapacityLocked(id) {
 			tried = append(tried, id)
 			continue
@@ -234,7 +234,7 @@ func (c *Cloud) existing(claimName string) *instance {
 }
 
 // launchLocked records a new instance of the candidate for the claim.
-func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, cand candidate) *instance {
+func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, cand cloudprovider.LaunchCandidate) *instance {
 	c.launches++
 	id := instanceID(c.seed, c.launches)
 	for c.instances[id] != nil { // a 68-bit collision; keep IDs unique regardless
@@ -245,10 +245,10 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 	if j := c.faults.LaunchJitter; j > 0 {
 		latency += time.Duration(c.rng.Int64N(int64(j)))
 	}
-	c.addresses[cand.offering.Zone]++
-	ip := privateIP(slices.Index(c.zones, cand.offering.Zone), c.addresses[cand.offering.Zone])
+	c.addresses[cand.Offering.Zone]++
+	ip := privateIP(slices.Index(c.zones, cand.Offering.Zone), c.addresses[cand.Offering.Zone])
 
-	labels := cand.it.NodeLabels(cand.offering)
+	labels := cand.InstanceType.NodeLabels(cand.Offering)
 	labels[corev1.LabelTopologyRegion] = c.region
 	labels[awsv1.LabelNodeClass] = nc.Name
 	if nodePool != "" {
@@ -257,12 +257,12 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 	in := &instance{
 		seq:               c.launches,
 		id:                id,
-		providerID:        ProviderID(cand.offering.Zone, id),
-		instanceType:      cand.it.Name,
-		zone:              cand.offering.Zone,
-		capacityType:      cand.offering.CapacityType,
-		arch:              cand.it.Labels[corev1.LabelArchStable],
-		price:             cand.offering.Price,
+		providerID:        ProviderID(cand.Offering.Zone, id),
+		instanceType:      cand.InstanceType.Name,
+		zone:              cand.Offering.Zone,
+		capacityType:      cand.Offering.CapacityType,
+		arch:              cand.InstanceType.Labels[corev1.LabelArchStable],
+		price:             cand.Offering.Price,
 		imageID:           imageID(nc, labels),
 		hostname:          hostname(ip, c.region),
 		privateIP:         ip,
@@ -272,8 +272,8 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 		nodePoolName:      nodePool,
 		nodeClassName:     nc.Name,
 		labels:            labels,
-		capacity:          cand.it.Capacity.DeepCopy(),
-		allocatable:       cand.it.Allocatable().DeepCopy(),
+		capacity:          cand.InstanceType.Capacity.DeepCopy(),
+		allocatable:       cand.InstanceType.Allocatable().DeepCopy(),
 		subnetHash:        subnetHash(nc),
 		securityGroupHash: securityGroupHash(nc),
 		bootstrap: Bootstrap{

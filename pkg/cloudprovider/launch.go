@@ -1,0 +1,121 @@
+package cloudprovider
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// LaunchCandidate is one way to launch a claim: an instance type bought as one of its offerings.
+type LaunchCandidate struct {
+	// InstanceType is the type to launch.
+	InstanceType *InstanceType
+	// Offering is where and how it is bought.
+	Offering Offering
+}
+
+// ID names the candidate's offering.
+func (c LaunchCandidate) ID() OfferingID { return c.Offering.ID(c.InstanceType.Name) }
+
+// CapacityTypeRank orders capacity types by preference: capacity already paid for, then the
+// cheap interruptible kind, then on-demand; the claim's requirements decide which are allowed.
+func CapacityTypeRank(ct string) int {
+	switch ct {
+	case karpv1.CapacityTypeReserved:
+		return 0
+	case karpv1.CapacityTypeSpot:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// LaunchRequest is what a claim asks of the cloud.
+type LaunchRequest struct {
+	// Requirements are the claim's requirements.
+	Requirements scheduling.Requirements
+	// Requests must fit the instance type's allocatable resources.
+	Requests corev1.ResourceList
+	// Fixed are labels every instance launched for the claim carries whatever its type (region,
+	// NodePool, NodeClass).
+	Fixed map[string]string
+}
+
+// LaunchCandidates returns every offering of the types that can launch the request, in the
+// order a cloud should try them: preferred capacity type first, then cheapest, then by instance
+// type name, zone and capacity type, so the order is total and deterministic. Availability is
+// not considered: launching an unavailable offering is what fails with insufficient capacity.
+// byName, when not nil, indexes types by name; a finite instance-type requirement (as
+// Karpenter's claims have) is then looked up rather than scanned.
+//
+// Only well-known labels are checked: the cloud decides them, while any other label of the
+// claim (from its NodePool's template) is Karpenter's to put on the node. A label the instance
+// type lacks (instance-gpu-name on a type without GPUs) satisfies only requirements that allow
+// it to be absent.
+func LaunchCandidates(types []*InstanceType, byName map[string]*InstanceType, req LaunchRequest) []LaunchCandidate {
+	var zoneReq, ctReq *scheduling.Requirement
+	var typeReqs []scheduling.Requirement
+	for _, r := range req.Requirements.All() {
+		switch {
+		case !scheduling.IsWellKnownLabel(r.Key):
+		case r.Key == corev1.LabelTopologyZone:
+			zoneReq = &r
+		case r.Key == karpv1.CapacityTypeLabelKey:
+			ctReq = &r
+		default:
+			typeReqs = append(typeReqs, r)
+		}
+	}
+
+	its := types
+	if r, ok := req.Requirements.Get(corev1.LabelInstanceTypeStable); ok && r.IsFinite() && byName != nil {
+		its = nil
+		for _, name := range r.Values() {
+			if it, ok := byName[name]; ok {
+				its = append(its, it)
+			}
+		}
+	}
+
+	var out []LaunchCandidate
+	for _, it := range its {
+		if !typeMatches(it, typeReqs, req.Fixed) || scheduling.Fits(req.Requests, it.Allocatable()) != nil {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if (zoneReq != nil && !zoneReq.Has(o.Zone)) || (ctReq != nil && !ctReq.Has(o.CapacityType)) {
+				continue
+			}
+			out = append(out, LaunchCandidate{InstanceType: it, Offering: o})
+		}
+	}
+	slices.SortFunc(out, func(a, b LaunchCandidate) int {
+		return cmp.Or(
+			cmp.Compare(CapacityTypeRank(a.Offering.CapacityType), CapacityTypeRank(b.Offering.CapacityType)),
+			cmp.Compare(a.Offering.Price, b.Offering.Price),
+			cmp.Compare(a.InstanceType.Name, b.InstanceType.Name),
+			cmp.Compare(a.Offering.Zone, b.Offering.Zone),
+			cmp.Compare(a.Offering.CapacityType, b.Offering.CapacityType),
+		)
+	})
+	return out
+}
+
+// typeMatches reports whether an instance of the type, carrying the fixed labels too, meets
+// every requirement.
+func typeMatches(it *InstanceType, reqs []scheduling.Requirement, fixed map[string]string) bool {
+	for _, r := range reqs {
+		v, ok := it.Labels[r.Key]
+		if !ok {
+			v, ok = fixed[r.Key]
+		}
+		if ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
+			return false
+		}
+	}
+	return true
+}
