@@ -1,0 +1,339 @@
+package fake_test
+
+import (
+	"encoding/base64"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+)
+
+func createTemplate(t *testing.T, c *ec2.Client, name, image, profile string) string {
+	t.Helper()
+	out, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String(name),
+		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: []ec2types.Tag{{Key: aws.String("karpenter.k8s.aws/cluster"), Value: aws.String("my-cluster")}}}},
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+			ImageId:            aws.String(image),
+			UserData:           aws.String(base64.StdEncoding.EncodeToString([]byte("#!/bin/bash\necho hi"))),
+			IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(profile)},
+			NetworkInterfaces:  []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{AssociatePublicIpAddress: aws.Bool(false), DeviceIndex: aws.Int32(0), Groups: []string{"sg-00000000000000001"}}},
+			MetadataOptions: &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{HttpEndpoint: "enabled", HttpTokens: "required", HttpPutResponseHopLimit: aws.Int32(1),
+				HttpProtocolIpv6: "disabled", InstanceMetadataTags: "disabled"},
+			BlockDeviceMappings: []ec2types.LaunchTemplateBlockDeviceMappingRequest{{DeviceName: aws.String("/dev/xvda"), Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				VolumeSize: aws.Int32(20), VolumeType: "gp3", Iops: aws.Int32(3000), Throughput: aws.Int32(125), Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true)}}},
+			Monitoring:        &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(true)},
+			TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{{Key: aws.String("Name"), Value: aws.String("node")}}}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := out.LaunchTemplate
+	if aws.ToString(lt.LaunchTemplateName) != name || len(aws.ToString(lt.LaunchTemplateId)) != 20 || aws.ToInt64(lt.DefaultVersionNumber) != 1 || aws.ToInt64(lt.LatestVersionNumber) != 1 ||
+		lt.CreateTime == nil || len(lt.Tags) != 1 {
+		t.Fatalf("unexpected template %+v", lt)
+	}
+	return aws.ToString(lt.LaunchTemplateId)
+}
+
+func TestLaunchTemplates(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	c := ec2.NewFromConfig(f.Config())
+	id := createTemplate(t, c, "karpenter.k8s.aws/123", "ami-00000000000000001", "profile")
+	lts := f.LaunchTemplates()
+	if len(lts) != 1 {
+		t.Fatal(len(lts))
+	}
+	lt := lts[0]
+	if lt.UserData != "#!/bin/bash\necho hi" || lt.InstanceProfile != "profile" || lt.MetadataOptions == nil || lt.MetadataOptions.HTTPTokens != "required" || lt.MetadataOptions.HopLimit != 1 ||
+		len(lt.BlockDeviceMappings) != 1 || aws.ToInt32(lt.BlockDeviceMappings[0].EBS.VolumeSize) != 20 || lt.BlockDeviceMappings[0].EBS.VolumeType != "gp3" || !lt.Monitoring ||
+		lt.AssociatePublicIP == nil || *lt.AssociatePublicIP || lt.InstanceTags["Name"] != "node" || lt.Tags["karpenter.k8s.aws/cluster"] != "my-cluster" || lt.NetworkInterfaces[0].SecurityGroupIDs[0] != "sg-00000000000000001" {
+		t.Errorf("unexpected %+v", lt)
+	}
+	_, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("karpenter.k8s.aws/123"), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-00000000000000001")}})
+	if apiCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
+		t.Errorf("duplicate: %v", err)
+	}
+	_, err = c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("bad-ud"), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{UserData: aws.String("not base64!")}})
+	if apiCode(err) != "InvalidUserData.Malformed" {
+		t.Errorf("bad user data: %v", err)
+	}
+	_, err = c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("bad-tag"), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-00000000000000001")},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: []ec2types.Tag{{Key: aws.String("aws:foo"), Value: aws.String("x")}}}}})
+	if apiCode(err) != "InvalidParameterValue" {
+		t.Errorf("aws: tag: %v", err)
+	}
+	out, err := c.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{"karpenter.k8s.aws/123"}})
+	if err != nil || len(out.LaunchTemplates) != 1 || aws.ToString(out.LaunchTemplates[0].LaunchTemplateId) != id {
+		t.Fatalf("describe by name: %v %+v", err, out)
+	}
+	out, err = c.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{{Name: aws.String("tag:karpenter.k8s.aws/cluster"), Values: []string{"my-*"}}}})
+	if err != nil || len(out.LaunchTemplates) != 1 {
+		t.Fatalf("describe by tag: %v %+v", err, out)
+	}
+	_, err = c.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{"nope"}})
+	if apiCode(err) != "InvalidLaunchTemplateName.NotFoundException" {
+		t.Errorf("unknown name: %v", err)
+	}
+	for i := range 4 {
+		createTemplate(t, c, "extra-"+string(rune('a'+i)), "ami-00000000000000001", "profile")
+	}
+	p := ec2.NewDescribeLaunchTemplatesPaginator(c, &ec2.DescribeLaunchTemplatesInput{MaxResults: aws.Int32(2)})
+	n := 0
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(out.LaunchTemplates)
+	}
+	if n != 5 {
+		t.Errorf("paginated %d templates", n)
+	}
+	if _, err := c.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: aws.String(id)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String("karpenter.k8s.aws/123")})
+	if apiCode(err) != "InvalidLaunchTemplateName.NotFoundException" {
+		t.Errorf("delete twice: %v", err)
+	}
+	if _, err := c.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String("extra-a")}); err != nil || len(f.LaunchTemplates()) != 3 {
+		t.Errorf("delete by name: %v", err)
+	}
+}
+
+func fleetInput(lt string, capacityType ec2types.DefaultTargetCapacityType, overrides ...ec2types.FleetLaunchTemplateOverridesRequest) *ec2.CreateFleetInput {
+	return &ec2.CreateFleetInput{
+		Type:                        ec2types.FleetTypeInstant,
+		LaunchTemplateConfigs:       []ec2types.FleetLaunchTemplateConfigRequest{{LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(lt), Version: aws.String("$Latest")}, Overrides: overrides}},
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: capacityType},
+		SpotOptions:                 &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized},
+		OnDemandOptions:             &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice},
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodepool"), Value: aws.String("default")}}},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodepool"), Value: aws.String("default")}}},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodepool"), Value: aws.String("default")}}},
+		},
+	}
+}
+
+func override(it, subnet string) ec2types.FleetLaunchTemplateOverridesRequest {
+	return ec2types.FleetLaunchTemplateOverridesRequest{InstanceType: ec2types.InstanceType(it), SubnetId: aws.String(subnet)}
+}
+
+func TestCreateFleetAndInstances(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f := newFake(t, fake.Options{Clock: clk})
+	c := ec2.NewFromConfig(f.Config())
+	f.AddRole("KarpenterNodeRole")
+	f.AddInstanceProfile("profile", "KarpenterNodeRole")
+	createTemplate(t, c, "lt-x86", "ami-00000000000000001", "profile")
+	createTemplate(t, c, "lt-noprofile", "ami-00000000000000001", "missing")
+
+	// on-demand lowest price: the cheapest of m5.large, m5.xlarge, c5.large.
+	in := fleetInput("lt-x86", ec2types.DefaultTargetCapacityTypeOnDemand,
+		override("m5.xlarge", "subnet-00000000000000001"), override("c5.large", "subnet-00000000000000002"), override("m5.large", "subnet-00000000000000001"))
+	out, err := c.CreateFleet(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Instances) != 1 || len(out.Instances[0].InstanceIds) != 1 || len(out.Errors) != 0 || aws.ToString(out.FleetId) == "" {
+		t.Fatalf("unexpected %+v", out)
+	}
+	c5, _ := catalog.Lookup("c5.large")
+	m5, _ := catalog.Lookup("m5.large")
+	want := "c5.large"
+	if m5.OnDemandPrice < c5.OnDemandPrice {
+		want = "m5.large"
+	}
+	fi := out.Instances[0]
+	if string(fi.InstanceType) != want || fi.Lifecycle != ec2types.InstanceLifecycleOnDemand || string(fi.LaunchTemplateAndOverrides.Overrides.InstanceType) != want ||
+		aws.ToString(fi.LaunchTemplateAndOverrides.LaunchTemplateSpecification.LaunchTemplateId) == "" {
+		t.Errorf("chose %+v, want %s", fi, want)
+	}
+	id := fi.InstanceIds[0]
+	if len(id) != 19 {
+		t.Errorf("instance id %q", id)
+	}
+	desc, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := desc.Reservations[0].Instances[0]
+	if aws.ToString(inst.InstanceId) != id || string(inst.InstanceType) != want || aws.ToString(inst.ImageId) != "ami-00000000000000001" || inst.State.Name != ec2types.InstanceStateNameRunning ||
+		aws.ToInt32(inst.State.Code) != 16 || aws.ToString(inst.Placement.AvailabilityZone) == "" || aws.ToString(inst.SubnetId) == "" || aws.ToString(inst.PrivateDnsName) == "" ||
+		aws.ToString(inst.PrivateIpAddress) == "" || inst.LaunchTime == nil || inst.InstanceLifecycle != "" || inst.Architecture != ec2types.ArchitectureValuesX8664 ||
+		inst.IamInstanceProfile == nil || aws.ToString(inst.IamInstanceProfile.Arn) != "arn:aws:iam::111122223333:instance-profile/profile" || aws.ToString(inst.IamInstanceProfile.Id) == "" ||
+		len(inst.SecurityGroups) != 1 || aws.ToString(inst.SecurityGroups[0].GroupName) != "nodes" || len(inst.Tags) != 2 || inst.CapacityReservationId != nil {
+		t.Errorf("unexpected instance %+v", inst)
+	}
+	fleets := f.Fleets()
+	if len(fleets) != 1 || fleets[0].UserData != "#!/bin/bash\necho hi" || fleets[0].CapacityType != "on-demand" || len(fleets[0].LaunchTemplateConfigs[0].Overrides) != 3 ||
+		fleets[0].OnDemandAllocationStrategy != "lowest-price" || len(fleets[0].TagSpecifications) != 3 || fleets[0].InstanceIDs[0] != id {
+		t.Errorf("fleet record %+v", fleets)
+	}
+
+	// spot with ICE on the cheapest pool: the next cheapest launches, the ICE is reported.
+	spotIn := fleetInput("lt-x86", ec2types.DefaultTargetCapacityTypeSpot, override("m5.large", "subnet-00000000000000001"), override("m5.large", "subnet-00000000000000002"))
+	cheapZone, otherZone := "us-west-2a", "us-west-2b"
+	if catalog.SpotPrice(m5.OnDemandPrice, m5.Family, "us-west-2b") < catalog.SpotPrice(m5.OnDemandPrice, m5.Family, "us-west-2a") {
+		cheapZone, otherZone = otherZone, cheapZone
+	}
+	f.SetInsufficientCapacity("m5.large", cheapZone, "spot", true)
+	out, err = c.CreateFleet(ctx, spotIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Instances) != 1 || len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InsufficientInstanceCapacity" ||
+		aws.ToString(out.Errors[0].LaunchTemplateAndOverrides.Overrides.AvailabilityZone) != cheapZone || out.Errors[0].Lifecycle != ec2types.InstanceLifecycleSpot {
+		t.Fatalf("ICE fallback: %+v", out)
+	}
+	spotInst, _ := f.Instance(out.Instances[0].InstanceIds[0])
+	if spotInst.Zone != otherZone || spotInst.CapacityType != "spot" || spotInst.SpotInstanceRequestID == "" {
+		t.Errorf("spot instance %+v", spotInst)
+	}
+	f.SetInsufficientCapacity("m5.large", otherZone, "spot", true)
+	// The SDK filled in a ClientToken: the same request is idempotent and answers the same.
+	if again, err := c.CreateFleet(ctx, spotIn); err != nil || aws.ToString(again.FleetId) != aws.ToString(out.FleetId) {
+		t.Fatalf("idempotent retry: %v", err)
+	}
+	spotIn.ClientToken = nil
+	out, err = c.CreateFleet(ctx, spotIn)
+	if err != nil || len(out.Instances) != 0 || len(out.Errors) != 2 {
+		t.Fatalf("all ICE: %v %+v", err, out)
+	}
+
+	// validation errors
+	for _, tc := range []struct {
+		in   *ec2.CreateFleetInput
+		code string
+	}{
+		{fleetInput("lt-x86", "on-demand", override("m6g.large", "subnet-00000000000000001")), "InvalidParameterValue"}, // arm64 type, x86 AMI
+		{fleetInput("lt-x86", "on-demand", override("m5.large", "subnet-0000000000000000f")), "InvalidSubnetID.NotFound"},
+		{fleetInput("lt-x86", "on-demand", override("m5.enormous", "subnet-00000000000000001")), "InvalidParameterValue"},
+		{fleetInput("nope", "on-demand", override("m5.large", "subnet-00000000000000001")), "InvalidLaunchTemplateName.NotFoundException"},
+		{fleetInput("lt-noprofile", "on-demand", override("m5.large", "subnet-00000000000000001")), "InvalidParameterValue"},
+		{func() *ec2.CreateFleetInput {
+			in := fleetInput("lt-x86", "on-demand", override("m5.large", "subnet-00000000000000001"))
+			in.LaunchTemplateConfigs[0].Overrides[0].ImageId = aws.String("ami-0000000000000000f")
+			return in
+		}(), "InvalidAMIID.NotFound"},
+	} {
+		out, err := c.CreateFleet(ctx, tc.in)
+		if err != nil || len(out.Instances) != 0 || len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != tc.code {
+			t.Errorf("want %s: %v %+v", tc.code, err, out)
+		}
+	}
+	f.RemoveOffering("m5.large", "us-west-2a")
+	out, err = c.CreateFleet(ctx, fleetInput("lt-x86", "on-demand", override("m5.large", "subnet-00000000000000001")))
+	if err != nil || len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "Unsupported" {
+		t.Errorf("removed offering: %v %+v", err, out)
+	}
+	many := fleetInput("lt-x86", "on-demand")
+	for range 301 {
+		many.LaunchTemplateConfigs[0].Overrides = append(many.LaunchTemplateConfigs[0].Overrides, override("m5.large", "subnet-00000000000000002"))
+	}
+	if _, err := c.CreateFleet(ctx, many); apiCode(err) == "" {
+		t.Errorf("301 overrides accepted")
+	}
+	maintain := fleetInput("lt-x86", "on-demand", override("m5.large", "subnet-00000000000000002"))
+	maintain.Type = ec2types.FleetTypeMaintain
+	if _, err := c.CreateFleet(ctx, maintain); apiCode(err) != "InvalidParameterValue" {
+		t.Errorf("maintain fleet: %v", err)
+	}
+
+	// DescribeInstances filters and pagination.
+	d, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("tag:karpenter.sh/nodepool"), Values: []string{"def*"}},
+		{Name: aws.String("instance-state-name"), Values: []string{"running", "pending"}}}})
+	if err != nil || len(d.Reservations) != 2 {
+		t.Fatalf("filtered describe: %v %+v", err, d)
+	}
+	if d.Reservations[1].Instances[0].InstanceLifecycle != ec2types.InstanceLifecycleTypeSpot || aws.ToString(d.Reservations[1].Instances[0].SpotInstanceRequestId) == "" {
+		t.Errorf("spot lifecycle missing")
+	}
+	_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}})
+	if apiCode(err) != "InvalidInstanceID.NotFound" {
+		t.Errorf("unknown instance: %v", err)
+	}
+	_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"bogus"}})
+	if apiCode(err) != "InvalidInstanceID.Malformed" {
+		t.Errorf("malformed instance: %v", err)
+	}
+
+	// CreateTags
+	if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodeclaim"), Value: aws.String("default-abc")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if i, _ := f.Instance(id); i.Tags["karpenter.sh/nodeclaim"] != "default-abc" {
+		t.Errorf("tag not set: %v", i.Tags)
+	}
+	_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: []ec2types.Tag{{Key: aws.String("aws:x"), Value: aws.String("y")}}})
+	if apiCode(err) != "InvalidParameterValue" {
+		t.Errorf("aws: tag: %v", err)
+	}
+	_, err = c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{"i-0123456789abcdef0"}, Tags: []ec2types.Tag{{Key: aws.String("a"), Value: aws.String("b")}}})
+	if apiCode(err) != "InvalidInstanceID.NotFound" {
+		t.Errorf("tag unknown instance: %v", err)
+	}
+	if _, err := c.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: []string{id}, Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodeclaim")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if i, _ := f.Instance(id); i.Tags["karpenter.sh/nodeclaim"] != "" {
+		t.Errorf("tag not deleted: %v", i.Tags)
+	}
+
+	// TerminateInstances
+	term, err := c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+	if err != nil || len(term.TerminatingInstances) != 1 || term.TerminatingInstances[0].CurrentState.Name != ec2types.InstanceStateNameShuttingDown ||
+		term.TerminatingInstances[0].PreviousState.Name != ec2types.InstanceStateNameRunning {
+		t.Fatalf("terminate: %v %+v", err, term)
+	}
+	term, err = c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+	if err != nil || term.TerminatingInstances[0].CurrentState.Name != ec2types.InstanceStateNameTerminated {
+		t.Fatalf("terminate twice: %v %+v", err, term)
+	}
+	d, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil || d.Reservations[0].Instances[0].State.Name != ec2types.InstanceStateNameTerminated || aws.ToInt32(d.Reservations[0].Instances[0].State.Code) != 48 {
+		t.Fatalf("terminated describe: %v %+v", err, d)
+	}
+	clk.Step(61 * time.Minute)
+	_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if apiCode(err) != "InvalidInstanceID.NotFound" {
+		t.Errorf("expired terminated instance: %v", err)
+	}
+	_, err = c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}})
+	if apiCode(err) != "InvalidInstanceID.NotFound" {
+		t.Errorf("terminate unknown: %v", err)
+	}
+	if len(f.Instances()) != 2 {
+		t.Errorf("Instances() = %d", len(f.Instances()))
+	}
+
+	// Pagination of DescribeInstances.
+	for range 6 {
+		if _, err := c.CreateFleet(ctx, fleetInput("lt-x86", "on-demand", override("m5.large", "subnet-00000000000000002"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := ec2.NewDescribeInstancesPaginator(c, &ec2.DescribeInstancesInput{MaxResults: aws.Int32(5)})
+	n := 0
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range out.Reservations {
+			n += len(r.Instances)
+		}
+	}
+	if n != 7 {
+		t.Errorf("paginated %d instances, want 7", n)
+	}
+}

@@ -1,0 +1,449 @@
+package fake
+
+import (
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+)
+
+// LaunchTemplate is a launch template as the fake holds it, with its data decoded.
+type LaunchTemplate struct {
+	// ID is the template ID, lt- and 17 hex digits.
+	ID string
+	// Name is the template name.
+	Name string
+	// CreateTime is when it was created.
+	CreateTime time.Time
+	// Tags are the template's own tags (TagSpecifications of type launch-template).
+	Tags map[string]string
+	// ImageID is LaunchTemplateData.ImageId.
+	ImageID string
+	// InstanceType is LaunchTemplateData.InstanceType.
+	InstanceType string
+	// UserData is LaunchTemplateData.UserData, base64-decoded.
+	UserData string
+	// InstanceProfile is the IamInstanceProfile's Name, or its Arn when no name was given.
+	InstanceProfile string
+	// SecurityGroupIDs is LaunchTemplateData.SecurityGroupIds.
+	SecurityGroupIDs []string
+	// NetworkInterfaces is LaunchTemplateData.NetworkInterfaces.
+	NetworkInterfaces []NetworkInterface
+	// AssociatePublicIP is the first network interface's AssociatePublicIpAddress.
+	AssociatePublicIP *bool
+	// MetadataOptions is LaunchTemplateData.MetadataOptions.
+	MetadataOptions *MetadataOptions
+	// BlockDeviceMappings is LaunchTemplateData.BlockDeviceMappings.
+	BlockDeviceMappings []BlockDeviceMapping
+	// Monitoring is LaunchTemplateData.Monitoring.Enabled.
+	Monitoring bool
+	// InstanceTags are the tags of LaunchTemplateData.TagSpecifications for instances.
+	InstanceTags map[string]string
+	// TagSpecifications are all of LaunchTemplateData.TagSpecifications.
+	TagSpecifications []TagSpecification
+}
+
+// NetworkInterface is a launch template's network interface.
+type NetworkInterface struct {
+	// DeviceIndex is the interface's position.
+	DeviceIndex *int32
+	// AssociatePublicIP is AssociatePublicIpAddress.
+	AssociatePublicIP *bool
+	// SecurityGroupIDs are the interface's Groups.
+	SecurityGroupIDs []string
+}
+
+// MetadataOptions are a launch template's instance metadata options.
+type MetadataOptions struct {
+	// HTTPEndpoint is enabled or disabled.
+	HTTPEndpoint string
+	// HTTPTokens is required or optional.
+	HTTPTokens string
+	// HopLimit is HttpPutResponseHopLimit.
+	HopLimit int32
+	// HTTPProtocolIPv6 is enabled or disabled.
+	HTTPProtocolIPv6 string
+	// InstanceMetadataTags is enabled or disabled.
+	InstanceMetadataTags string
+}
+
+// BlockDeviceMapping is a launch template's block device mapping.
+type BlockDeviceMapping struct {
+	// DeviceName is the device, such as /dev/xvda.
+	DeviceName string
+	// EBS is the EBS volume, when there is one.
+	EBS *EBS
+}
+
+// EBS is an EBS volume of a block device mapping; nil pointers are unset.
+type EBS struct {
+	VolumeSize          *int32
+	VolumeType          string
+	IOPS                *int32
+	Throughput          *int32
+	Encrypted           *bool
+	KMSKeyID            string
+	SnapshotID          string
+	DeleteOnTermination *bool
+}
+
+func (lt *LaunchTemplate) clone() LaunchTemplate {
+	c := *lt
+	c.Tags = cloneTags(lt.Tags)
+	c.InstanceTags = cloneTags(lt.InstanceTags)
+	c.SecurityGroupIDs = slices.Clone(lt.SecurityGroupIDs)
+	c.NetworkInterfaces = nil
+	for _, n := range lt.NetworkInterfaces {
+		n.SecurityGroupIDs = slices.Clone(n.SecurityGroupIDs)
+		n.DeviceIndex = clonePtr(n.DeviceIndex)
+		n.AssociatePublicIP = clonePtr(n.AssociatePublicIP)
+		c.NetworkInterfaces = append(c.NetworkInterfaces, n)
+	}
+	c.AssociatePublicIP = clonePtr(lt.AssociatePublicIP)
+	c.MetadataOptions = clonePtr(lt.MetadataOptions)
+	c.BlockDeviceMappings = nil
+	for _, b := range lt.BlockDeviceMappings {
+		if b.EBS != nil {
+			e := *b.EBS
+			e.VolumeSize, e.IOPS, e.Throughput = clonePtr(e.VolumeSize), clonePtr(e.IOPS), clonePtr(e.Throughput)
+			e.Encrypted, e.DeleteOnTermination = clonePtr(e.Encrypted), clonePtr(e.DeleteOnTermination)
+			b.EBS = &e
+		}
+		c.BlockDeviceMappings = append(c.BlockDeviceMappings, b)
+	}
+	c.TagSpecifications = cloneTagSpecs(lt.TagSpecifications)
+	return c
+}
+
+func cloneTagSpecs(specs []TagSpecification) []TagSpecification {
+	var out []TagSpecification
+	for _, s := range specs {
+		out = append(out, TagSpecification{ResourceType: s.ResourceType, Tags: cloneTags(s.Tags)})
+	}
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// LaunchTemplates returns the launch templates that exist, in creation order.
+func (a *AWS) LaunchTemplates() []LaunchTemplate {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]LaunchTemplate, len(a.templates))
+	for i, lt := range a.templates {
+		out[i] = lt.clone()
+	}
+	return out
+}
+
+var ltNamePattern = regexp.MustCompile(`^[a-zA-Z0-9().\-/_]{3,128}$`)
+
+func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
+	name := q.get("LaunchTemplateName")
+	if !q.has("LaunchTemplateName") {
+		return nil, badRequest("MissingParameter", "The request must contain the parameter LaunchTemplateName")
+	}
+	if !ltNamePattern.MatchString(name) {
+		return nil, badRequest("InvalidLaunchTemplateName.MalformedException", "A launch template name must be between 3 and 128 characters, and may contain letters, numbers, and the following characters: - ( ) . / _.'")
+	}
+	const d = "LaunchTemplateData."
+	hasData := false
+	for k := range q.form {
+		if len(k) > len(d) && k[:len(d)] == d {
+			hasData = true
+			break
+		}
+	}
+	if !hasData {
+		return nil, badRequest("MissingParameter", "The request must contain the parameter LaunchTemplateData")
+	}
+	lt := &LaunchTemplate{Name: name, ImageID: q.get(d + "ImageId"), InstanceType: q.get(d + "InstanceType")}
+	if q.has(d + "UserData") {
+		ud, err := base64.StdEncoding.DecodeString(q.get(d + "UserData"))
+		if err != nil {
+			return nil, badRequest("InvalidUserData.Malformed", "Invalid BASE64 encoding of user data.")
+		}
+		lt.UserData = string(ud)
+	}
+	if lt.InstanceType != "" {
+		if _, ok := a.entryLocking(lt.InstanceType); !ok {
+			return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter instanceType is invalid.", lt.InstanceType)
+		}
+	}
+	if lt.ImageID != "" && !amiIDPattern.MatchString(lt.ImageID) {
+		return nil, badRequest("InvalidAMIID.Malformed", "Invalid id: \"%s\" (expecting \"ami-...\")", lt.ImageID)
+	}
+	lt.InstanceProfile = q.get(d + "IamInstanceProfile.Name")
+	if lt.InstanceProfile == "" {
+		lt.InstanceProfile = q.get(d + "IamInstanceProfile.Arn")
+	}
+	if q.has(d+"IamInstanceProfile.Name") && q.has(d+"IamInstanceProfile.Arn") {
+		return nil, badRequest("InvalidParameterCombination", "The parameter 'iamInstanceProfile.name' may not be used in combination with 'iamInstanceProfile.arn'")
+	}
+	lt.SecurityGroupIDs = q.list(d + "SecurityGroupId")
+	for i, n := 1, q.count(d+"NetworkInterface"); i <= n; i++ {
+		p := fmt.Sprintf("%sNetworkInterface.%d.", d, i)
+		ni := NetworkInterface{SecurityGroupIDs: q.list(p + "SecurityGroupId")}
+		var err error
+		if ni.DeviceIndex, err = q.int32(p + "DeviceIndex"); err != nil {
+			return nil, err
+		}
+		if ni.AssociatePublicIP, err = q.bool(p + "AssociatePublicIpAddress"); err != nil {
+			return nil, err
+		}
+		lt.NetworkInterfaces = append(lt.NetworkInterfaces, ni)
+	}
+	if len(lt.NetworkInterfaces) > 0 {
+		lt.AssociatePublicIP = clonePtr(lt.NetworkInterfaces[0].AssociatePublicIP)
+		if len(lt.SecurityGroupIDs) > 0 && len(lt.NetworkInterfaces[0].SecurityGroupIDs) > 0 {
+			return nil, badRequest("InvalidParameterCombination", "Network interfaces and an instance-level security groups may not be specified on the same request")
+		}
+	}
+	if q.count(d+"MetadataOptions") > 0 || q.has(d+"MetadataOptions.HttpEndpoint") || q.has(d+"MetadataOptions.HttpTokens") ||
+		q.has(d+"MetadataOptions.HttpPutResponseHopLimit") || q.has(d+"MetadataOptions.HttpProtocolIpv6") || q.has(d+"MetadataOptions.InstanceMetadataTags") {
+		m := &MetadataOptions{HTTPEndpoint: q.get(d + "MetadataOptions.HttpEndpoint"), HTTPTokens: q.get(d + "MetadataOptions.HttpTokens"),
+			HTTPProtocolIPv6: q.get(d + "MetadataOptions.HttpProtocolIpv6"), InstanceMetadataTags: q.get(d + "MetadataOptions.InstanceMetadataTags")}
+		hop, err := q.int32(d + "MetadataOptions.HttpPutResponseHopLimit")
+		if err != nil {
+			return nil, err
+		}
+		if hop != nil {
+			if *hop < 1 || *hop > 64 {
+				return nil, badRequest("InvalidParameterValue", "The HTTP PUT response hop limit must be between 1 and 64.")
+			}
+			m.HopLimit = *hop
+		}
+		for _, v := range []struct{ name, value string }{{"httpEndpoint", m.HTTPEndpoint}, {"httpProtocolIpv6", m.HTTPProtocolIPv6}, {"instanceMetadataTags", m.InstanceMetadataTags}} {
+			if v.value != "" && v.value != "enabled" && v.value != "disabled" {
+				return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter %s is invalid.", v.value, v.name)
+			}
+		}
+		if m.HTTPTokens != "" && m.HTTPTokens != "required" && m.HTTPTokens != "optional" {
+			return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter httpTokens is invalid.", m.HTTPTokens)
+		}
+		lt.MetadataOptions = m
+	}
+	for i, n := 1, q.count(d+"BlockDeviceMapping"); i <= n; i++ {
+		p := fmt.Sprintf("%sBlockDeviceMapping.%d.", d, i)
+		b := BlockDeviceMapping{DeviceName: q.get(p + "DeviceName")}
+		if b.DeviceName == "" {
+			return nil, badRequest("MissingParameter", "The request must contain the parameter blockDeviceMapping.deviceName")
+		}
+		if q.count(p+"Ebs") > 0 || hasPrefix(q, p+"Ebs.") {
+			e := &EBS{VolumeType: q.get(p + "Ebs.VolumeType"), KMSKeyID: q.get(p + "Ebs.KmsKeyId"), SnapshotID: q.get(p + "Ebs.SnapshotId")}
+			var err error
+			if e.VolumeSize, err = q.int32(p + "Ebs.VolumeSize"); err != nil {
+				return nil, err
+			}
+			if e.IOPS, err = q.int32(p + "Ebs.Iops"); err != nil {
+				return nil, err
+			}
+			if e.Throughput, err = q.int32(p + "Ebs.Throughput"); err != nil {
+				return nil, err
+			}
+			if e.Encrypted, err = q.bool(p + "Ebs.Encrypted"); err != nil {
+				return nil, err
+			}
+			if e.DeleteOnTermination, err = q.bool(p + "Ebs.DeleteOnTermination"); err != nil {
+				return nil, err
+			}
+			switch e.VolumeType {
+			case "", "standard", "io1", "io2", "gp2", "gp3", "sc1", "st1":
+			default:
+				return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter volumeType is invalid.", e.VolumeType)
+			}
+			if e.VolumeSize != nil && (*e.VolumeSize < 1 || *e.VolumeSize > 65536) {
+				return nil, badRequest("InvalidParameterValue", "Volume size %d is out of range", *e.VolumeSize)
+			}
+			b.EBS = e
+		}
+		lt.BlockDeviceMappings = append(lt.BlockDeviceMappings, b)
+	}
+	mon, err := q.bool(d + "Monitoring.Enabled")
+	if err != nil {
+		return nil, err
+	}
+	lt.Monitoring = mon != nil && *mon
+	if lt.TagSpecifications, err = q.tagSpecs(d + "TagSpecification"); err != nil {
+		return nil, err
+	}
+	for _, s := range lt.TagSpecifications {
+		switch s.ResourceType {
+		case "instance":
+			lt.InstanceTags = cloneTags(s.Tags)
+		case "volume", "network-interface", "spot-instances-request", "elastic-gpu":
+		default:
+			return nil, badRequest("InvalidParameterValue", "'%s' is not a valid taggable resource type for this operation.", s.ResourceType)
+		}
+	}
+	specs, err := q.tagSpecs("TagSpecification")
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range specs {
+		if s.ResourceType != "launch-template" {
+			return nil, badRequest("InvalidParameterValue", "'%s' is not a valid taggable resource type for this operation.", s.ResourceType)
+		}
+		lt.Tags = cloneTags(s.Tags)
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.templateByName(name) != nil {
+		return nil, badRequest("InvalidLaunchTemplateName.AlreadyExistsException", "Launch template name already in use.")
+	}
+	lt.ID = a.hexIDLocked("lt-", 17)
+	lt.CreateTime = a.now()
+	a.templates = append(a.templates, lt)
+	return struct {
+		LaunchTemplate xmlLaunchTemplate `xml:"launchTemplate"`
+	}{a.xmlTemplate(lt)}, nil
+}
+
+func hasPrefix(q *queryCall, prefix string) bool {
+	for k := range q.form {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *AWS) entryLocking(name string) (catalog.Entry, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.entry(name)
+}
+
+type xmlLaunchTemplate struct {
+	LaunchTemplateID     string   `xml:"launchTemplateId"`
+	LaunchTemplateName   string   `xml:"launchTemplateName"`
+	CreateTime           string   `xml:"createTime"`
+	CreatedBy            string   `xml:"createdBy"`
+	DefaultVersionNumber int      `xml:"defaultVersionNumber"`
+	LatestVersionNumber  int      `xml:"latestVersionNumber"`
+	Tags                 []xmlTag `xml:"tagSet>item,omitempty"`
+}
+
+func (a *AWS) xmlTemplate(lt *LaunchTemplate) xmlLaunchTemplate {
+	return xmlLaunchTemplate{LaunchTemplateID: lt.ID, LaunchTemplateName: lt.Name, CreateTime: isoTime(lt.CreateTime),
+		CreatedBy: fmt.Sprintf("arn:aws:iam::%s:root", a.opts.AccountID), DefaultVersionNumber: 1, LatestVersionNumber: 1, Tags: xmlTags(lt.Tags)}
+}
+
+func (a *AWS) templateByName(name string) *LaunchTemplate {
+	for _, lt := range a.templates {
+		if lt.Name == name {
+			return lt
+		}
+	}
+	return nil
+}
+
+func (a *AWS) templateByID(id string) *LaunchTemplate {
+	for _, lt := range a.templates {
+		if lt.ID == id {
+			return lt
+		}
+	}
+	return nil
+}
+
+func (a *AWS) describeLaunchTemplates(q *queryCall) (any, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids, names := q.list("LaunchTemplateId"), q.list("LaunchTemplateName")
+	filters := q.filters()
+	size, err := maxResults(q, 1, 200)
+	if err != nil {
+		return nil, err
+	}
+	if size > 0 && len(ids)+len(names) > 0 {
+		return nil, badRequest("InvalidParameterCombination", "The parameter LaunchTemplateIds or LaunchTemplateNames cannot be used with the parameter MaxResults")
+	}
+	attr := func(lt *LaunchTemplate) func(string) ([]string, bool) {
+		return func(name string) ([]string, bool) {
+			if lt == nil {
+				lt = &LaunchTemplate{}
+			}
+			switch name {
+			case "launch-template-name":
+				return []string{lt.Name}, true
+			case "create-time":
+				return []string{isoTime(lt.CreateTime)}, true
+			}
+			return nil, false
+		}
+	}
+	if err := validateFilters(filters, attr(nil)); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if !ltIDPattern.MatchString(id) {
+			return nil, badRequest("InvalidLaunchTemplateId.Malformed", "The specified ID for the launch template (%s) is not valid. Launch template IDs must be in the format 'lt-' followed by 17 hexadecimal characters.", id)
+		}
+		if a.templateByID(id) == nil {
+			return nil, badRequest("InvalidLaunchTemplateId.NotFound", "The specified launch template, with template ID %s, does not exist.", id)
+		}
+	}
+	for _, n := range names {
+		if a.templateByName(n) == nil {
+			return nil, badRequest("InvalidLaunchTemplateName.NotFoundException", "At least one of the launch templates specified in the request does not exist.")
+		}
+	}
+	var out []xmlLaunchTemplate
+	for _, lt := range a.templates {
+		if len(ids)+len(names) > 0 && !slices.Contains(ids, lt.ID) && !slices.Contains(names, lt.Name) {
+			continue
+		}
+		if ok, err := matchFilters(filters, lt.Tags, attr(lt)); err != nil {
+			return nil, err
+		} else if ok {
+			out = append(out, a.xmlTemplate(lt))
+		}
+	}
+	start, end, next, err := page(len(out), q.get("NextToken"), size)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		LaunchTemplates []xmlLaunchTemplate `xml:"launchTemplates>item"`
+		NextToken       string              `xml:"nextToken,omitempty"`
+	}{out[start:end], next}, nil
+}
+
+func (a *AWS) deleteLaunchTemplate(q *queryCall) (any, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id, name := q.get("LaunchTemplateId"), q.get("LaunchTemplateName")
+	var lt *LaunchTemplate
+	switch {
+	case id != "" && name != "":
+		return nil, badRequest("InvalidParameterCombination", "Either LaunchTemplateId or LaunchTemplateName may be specified, not both.")
+	case id != "":
+		if !ltIDPattern.MatchString(id) {
+			return nil, badRequest("InvalidLaunchTemplateId.Malformed", "The specified ID for the launch template (%s) is not valid.", id)
+		}
+		if lt = a.templateByID(id); lt == nil {
+			return nil, badRequest("InvalidLaunchTemplateId.NotFound", "The specified launch template, with template ID %s, does not exist.", id)
+		}
+	case name != "":
+		if lt = a.templateByName(name); lt == nil {
+			return nil, badRequest("InvalidLaunchTemplateName.NotFoundException", "The specified launch template, with template name %s, does not exist.", name)
+		}
+	default:
+		return nil, badRequest("MissingParameter", "The request must contain the parameter LaunchTemplateId or LaunchTemplateName")
+	}
+	a.templates = slices.DeleteFunc(a.templates, func(t *LaunchTemplate) bool { return t == lt })
+	return struct {
+		LaunchTemplate xmlLaunchTemplate `xml:"launchTemplate"`
+	}{a.xmlTemplate(lt)}, nil
+}
