@@ -3,7 +3,6 @@ module github.com/openkarpenter/karpenter
 go 1.25.0
 
 require (
-	github.com/BurntSushi/toml v1.6.0
 	github.com/go-logr/logr v1.4.3
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
@@ -22,6 +21,7 @@ require (
 
 require (
 	cel.dev/expr v0.24.0 // indirect
+	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/aws/aws-sdk-go-v2 v1.47.7 // indirect
 	github.com/aws/aws-sdk-go-v2/config v1.33.15 // indirect
