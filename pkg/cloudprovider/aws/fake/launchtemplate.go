@@ -80,13 +80,21 @@ type BlockDeviceMapping struct {
 
 // EBS is an EBS volume of a block device mapping; nil pointers are unset.
 type EBS struct {
-	VolumeSize          *int32
-	VolumeType          string
-	IOPS                *int32
-	Throughput          *int32
-	Encrypted           *bool
-	KMSKeyID            string
-	SnapshotID          string
+	// VolumeSize is the size in GiB.
+	VolumeSize *int32
+	// VolumeType is gp3, gp2, io1, ….
+	VolumeType string
+	// IOPS is the provisioned IOPS.
+	IOPS *int32
+	// Throughput is the provisioned throughput in MiB/s.
+	Throughput *int32
+	// Encrypted says the volume is encrypted.
+	Encrypted *bool
+	// KMSKeyID is the encryption key.
+	KMSKeyID string
+	// SnapshotID is the snapshot the volume starts from.
+	SnapshotID string
+	// DeleteOnTermination says the volume goes with the instance.
 	DeleteOnTermination *bool
 }
 
