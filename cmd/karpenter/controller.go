@@ -74,6 +74,12 @@ Karpenter's Helm chart uses.`,
 	fs.string(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig of the cluster; empty means the in-cluster config or ~/.kube/config")
 	fs.string(&featureGates, "feature-gates", "FEATURE_GATES", "", "feature gates such as SpotToSpotConsolidation=true (others are accepted and ignored)")
 	fs.string(&logLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info or error")
+	fs.string(&opts.AWS.ClusterEndpoint, "cluster-endpoint", "CLUSTER_ENDPOINT", "", "API server URL nodes join (aws; empty means the EKS cluster's)")
+	fs.string(&opts.AWS.ClusterCABundle, "cluster-ca-bundle", "CLUSTER_CA_BUNDLE", "", "base64 PEM of the cluster CA given to nodes (aws; empty means the kubeconfig's or EKS's)")
+	fs.string(&opts.AWS.InterruptionQueue, "interruption-queue", "INTERRUPTION_QUEUE", "", "SQS queue of spot interruption, rebalance, scheduled change and state change events (aws; empty disables)")
+	fs.bool(&opts.AWS.IsolatedVPC, "isolated-vpc", "ISOLATED_VPC", false, "do not call the Pricing API; use the shipped on-demand prices (aws)")
+	fs.int(&opts.AWS.ReservedENIs, "reserved-enis", "RESERVED_ENIS", 0, "network interfaces kept from pods when computing max pods (aws)")
+	fs.float64(&opts.AWS.VMMemoryOverheadPercent, "vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT", opts.AWS.VMMemoryOverheadPercent, "share of instance memory lost to virtualization (aws)")
 	fs.int64(&opts.Sim.Seed, "sim-seed", "SIM_SEED", opts.Sim.Seed, "seed of the simulated cloud")
 	fs.duration(&opts.Sim.LaunchLatency, "sim-launch-latency", "SIM_LAUNCH_LATENCY", opts.Sim.LaunchLatency, "simulated time from launch to node registration")
 	fs.duration(&opts.Sim.ReadyDelay, "sim-ready-delay", "SIM_READY_DELAY", opts.Sim.ReadyDelay, "simulated time from registration to node Ready")
@@ -152,6 +158,15 @@ func (e *envFlags) float32(p *float32, name, env string, def float32, usage stri
 		v = float64(def)
 	}
 	e.fs.Float32Var(p, name, float32(v), usage+" ("+env+")")
+}
+
+func (e *envFlags) float64(p *float64, name, env string, def float64, usage string) {
+	v, err := strconv.ParseFloat(envOr(env, strconv.FormatFloat(def, 'f', -1, 64)), 64)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Sprintf("%s: %v", env, err))
+		v = def
+	}
+	e.fs.Float64Var(p, name, v, usage+" ("+env+")")
 }
 
 func (e *envFlags) int(p *int, name, env string, def int, usage string) {

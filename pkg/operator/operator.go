@@ -16,6 +16,7 @@ import (
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -36,6 +37,8 @@ type Operator struct {
 	Provisioner *provisioning.Provisioner
 	// Sim is the simulated cloud when CloudProvider is sim.
 	Sim *sim.Cloud
+	// AWS is the AWS cloud when CloudProvider is aws.
+	AWS *awsprovider.Provider
 }
 
 // registrar is what every controller offers the operator.
@@ -73,6 +76,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	op.Cluster.NominationGrace = max(2*opts.BatchMaxDuration, 10*time.Second)
 	recorder := mgr.GetEventRecorderFor("karpenter")
 	var registrars []registrar
+	unavailable := cloudprovider.NewUnavailableOfferings(clk, 0)
 	switch opts.CloudProvider {
 	case CloudProviderSim:
 		cloud := opts.Sim.Cloud
@@ -94,9 +98,13 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		op.Sim, op.CloudProvider = cloud, cloud
 		registrars = append(registrars, sim.NewNodeClassStatusController(mgr.GetClient(), cloud))
 	case CloudProviderAWS:
-		return nil, errors.New("--cloud-provider aws is not built yet; use --cloud-provider sim")
+		provider, aws, err := newAWS(cfg, mgr, clk, unavailable, recorder, opts)
+		if err != nil {
+			return nil, err
+		}
+		op.CloudProvider, op.AWS = provider, provider
+		registrars = append(registrars, aws...)
 	}
-	unavailable := cloudprovider.NewUnavailableOfferings(clk, 0)
 	op.Provisioner = provisioning.NewProvisioner(mgr.GetClient(), op.Cluster, op.CloudProvider, unavailable, recorder, clk, provisioning.Options{
 		BatchIdleDuration:   opts.BatchIdleDuration,
 		BatchMaxDuration:    opts.BatchMaxDuration,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 )
 
@@ -47,6 +49,8 @@ type Options struct {
 	KubeClientBurst int
 	// Sim configures the simulated cloud.
 	Sim SimOptions
+	// AWS configures the AWS cloud.
+	AWS AWSOptions
 	// SkipControllerNameValidation allows several operators in one process (tests, the
 	// simulator's comparisons); controller names must otherwise be unique per process.
 	SkipControllerNameValidation bool
@@ -69,6 +73,28 @@ type SimOptions struct {
 	Cloud *sim.Cloud
 }
 
+// AWSOptions configure the AWS cloud provider; their flags and environment variables are named
+// as in Karpenter's Helm chart.
+type AWSOptions struct {
+	// ClusterEndpoint is the API server URL nodes join (CLUSTER_ENDPOINT); empty means EKS's.
+	ClusterEndpoint string
+	// ClusterCABundle is the base64 PEM of the cluster CA given to nodes (CLUSTER_CA_BUNDLE);
+	// empty means the kubeconfig's, else EKS's.
+	ClusterCABundle string
+	// InterruptionQueue is the SQS queue of interruption events (INTERRUPTION_QUEUE); empty
+	// disables interruption handling.
+	InterruptionQueue string
+	// IsolatedVPC skips the Pricing API (ISOLATED_VPC).
+	IsolatedVPC bool
+	// ReservedENIs are network interfaces kept from pods (RESERVED_ENIS).
+	ReservedENIs int
+	// VMMemoryOverheadPercent is memory lost to virtualization (VM_MEMORY_OVERHEAD_PERCENT).
+	VMMemoryOverheadPercent float64
+	// Config, when set, is used instead of the SDK's default configuration chain (tests point
+	// it at an in-process far end).
+	Config *aws.Config
+}
+
 // DefaultOptions are Karpenter's defaults, on the simulated cloud.
 func DefaultOptions() Options {
 	return Options{
@@ -84,6 +110,7 @@ func DefaultOptions() Options {
 		KubeClientQPS:          200,
 		KubeClientBurst:        300,
 		Sim:                    SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, MarkPodsRunning: true},
+		AWS:                    AWSOptions{VMMemoryOverheadPercent: 0.075},
 	}
 }
 
@@ -95,6 +122,12 @@ func (o Options) Validate() error {
 	case CloudProviderAWS:
 		if o.ClusterName == "" {
 			errs = append(errs, errors.New("--cluster-name (CLUSTER_NAME) is required with --cloud-provider aws"))
+		}
+		if o.AWS.ReservedENIs < 0 {
+			errs = append(errs, fmt.Errorf("--reserved-enis (RESERVED_ENIS) %d: must not be negative", o.AWS.ReservedENIs))
+		}
+		if v := o.AWS.VMMemoryOverheadPercent; v < 0 || v >= 1 {
+			errs = append(errs, fmt.Errorf("--vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) %v: must be a fraction in [0, 1), such as 0.075", v))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--cloud-provider %q: must be %q or %q", o.CloudProvider, CloudProviderSim, CloudProviderAWS))

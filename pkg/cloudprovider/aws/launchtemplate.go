@@ -1,0 +1,361 @@
+package aws
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/userdata"
+)
+
+// LaunchTemplatePrefix starts the name of every launch template the provider creates; the
+// rest is a hash of the template's contents.
+const LaunchTemplatePrefix = "karpenter.k8s.aws/"
+
+// TagCluster marks launch templates with the cluster that created them.
+const TagCluster = "karpenter.k8s.aws/cluster"
+
+// launchSettings are the inputs of one launch template: a NodeClass, an image, and the claim
+// settings that reach user data. Equal settings share a template.
+type launchSettings struct {
+	NodeClass        string                      `json:"nodeClass"`
+	AMIFamily        string                      `json:"amiFamily"`
+	ImageID          string                      `json:"imageID"`
+	UserData         string                      `json:"userData"`
+	InstanceProfile  string                      `json:"instanceProfile"`
+	SecurityGroupIDs []string                    `json:"securityGroupIDs"`
+	Metadata         awsv1.MetadataOptions       `json:"metadata"`
+	BlockDevices     []*awsv1.BlockDeviceMapping `json:"blockDevices,omitempty"`
+	Monitoring       bool                        `json:"monitoring,omitempty"`
+	PublicIP         *bool                       `json:"publicIP,omitempty"`
+	Tags             map[string]string           `json:"tags,omitempty"`
+}
+
+// name is the template's name: the prefix and a hash of the settings.
+func (s *launchSettings) name() string {
+	b, _ := json.Marshal(s)
+	sum := sha256.Sum256(b)
+	return LaunchTemplatePrefix + hex.EncodeToString(sum[:])[:32]
+}
+
+// clusterInfo is what nodes need to join an EKS cluster.
+type clusterInfo struct {
+	endpoint string
+	caBundle []byte
+	cidr     string
+}
+
+// launchTemplates creates launch templates on demand and remembers which exist.
+type launchTemplates struct {
+	provider *Provider
+	mu       sync.Mutex
+	known    map[string]time.Time // template name → last used
+	cluster  *clusterInfo
+}
+
+// cluster returns the endpoint, CA and service CIDR nodes join with: the options' values,
+// completed by EKS DescribeCluster.
+func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cluster != nil {
+		return l.cluster, nil
+	}
+	o := l.provider.opts
+	info := &clusterInfo{endpoint: o.ClusterEndpoint, caBundle: o.ClusterCABundle}
+	out, err := l.provider.clients.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(o.ClusterName)})
+	if err != nil {
+		if info.endpoint == "" {
+			return nil, fmt.Errorf("describing EKS cluster %s for the node bootstrap (set --cluster-endpoint (CLUSTER_ENDPOINT) when it is not EKS): %w", o.ClusterName, err)
+		}
+	} else if c := out.Cluster; c != nil {
+		if info.endpoint == "" {
+			info.endpoint = aws.ToString(c.Endpoint)
+		}
+		if len(info.caBundle) == 0 && c.CertificateAuthority != nil {
+			if ca, err := base64.StdEncoding.DecodeString(aws.ToString(c.CertificateAuthority.Data)); err == nil {
+				info.caBundle = ca
+			}
+		}
+		if n := c.KubernetesNetworkConfig; n != nil {
+			info.cidr = aws.ToString(n.ServiceIpv4Cidr)
+			if info.cidr == "" {
+				info.cidr = aws.ToString(n.ServiceIpv6Cidr)
+			}
+		}
+	}
+	l.cluster = info
+	return info, nil
+}
+
+// launchParams are the claim-level inputs of user data.
+type launchParams struct {
+	labels map[string]string
+	taints []corev1.Taint
+}
+
+// settings builds the launch settings of a NodeClass for an image and pod limit.
+func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, family, imageID string, maxPods int64, params launchParams) (*launchSettings, error) {
+	o := userdata.Options{
+		ClusterName:         l.provider.opts.ClusterName,
+		Kubelet:             nc.Spec.Kubelet,
+		Labels:              params.labels,
+		Taints:              params.taints,
+		UserData:            nc.Spec.UserData,
+		InstanceStorePolicy: nc.Spec.InstanceStorePolicy,
+	}
+	if nc.Spec.Kubelet != nil {
+		o.ClusterDNS = nc.Spec.Kubelet.ClusterDNS
+	}
+	if maxPods > 0 && (nc.Spec.Kubelet == nil || nc.Spec.Kubelet.MaxPods == nil) {
+		mp := int32(maxPods)
+		o.MaxPods = &mp
+	}
+	if family != awsv1.AMIFamilyCustom {
+		info, err := l.clusterInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		o.ClusterEndpoint, o.CABundle, o.ClusterCIDR = info.endpoint, info.caBundle, info.cidr
+	}
+	ud, err := userdata.Render(family, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &launchSettings{
+		NodeClass:       nc.Name,
+		AMIFamily:       family,
+		ImageID:         imageID,
+		UserData:        ud,
+		InstanceProfile: nc.Status.InstanceProfile,
+		Metadata:        metadataOptions(nc.Spec.MetadataOptions),
+		BlockDevices:    blockDevices(nc.Spec.BlockDeviceMappings, family),
+		Monitoring:      nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
+		PublicIP:        nc.Spec.AssociatePublicIPAddress,
+		Tags:            nc.Spec.Tags,
+	}
+	for _, g := range nc.Status.SecurityGroups {
+		s.SecurityGroupIDs = append(s.SecurityGroupIDs, g.ID)
+	}
+	return s, nil
+}
+
+// metadataOptions are the NodeClass's instance metadata settings with Karpenter's defaults:
+// IMDSv2 required, hop limit 1, IPv6 endpoint off.
+func metadataOptions(m *awsv1.MetadataOptions) awsv1.MetadataOptions {
+	out := awsv1.MetadataOptions{
+		HTTPEndpoint:            aws.String("enabled"),
+		HTTPProtocolIPv6:        aws.String("disabled"),
+		HTTPPutResponseHopLimit: aws.Int64(1),
+		HTTPTokens:              aws.String("required"),
+	}
+	if m == nil {
+		return out
+	}
+	if m.HTTPEndpoint != nil {
+		out.HTTPEndpoint = m.HTTPEndpoint
+	}
+	if m.HTTPProtocolIPv6 != nil {
+		out.HTTPProtocolIPv6 = m.HTTPProtocolIPv6
+	}
+	if m.HTTPPutResponseHopLimit != nil {
+		out.HTTPPutResponseHopLimit = m.HTTPPutResponseHopLimit
+	}
+	if m.HTTPTokens != nil {
+		out.HTTPTokens = m.HTTPTokens
+	}
+	return out
+}
+
+// blockDevices are the NodeClass's block device mappings, or the family's default volumes:
+// a 20Gi encrypted gp3 root for AL2 and AL2023, a 4Gi OS and a 20Gi data volume for
+// Bottlerocket, none (the image's own) for Custom.
+func blockDevices(bdms []*awsv1.BlockDeviceMapping, family string) []*awsv1.BlockDeviceMapping {
+	if len(bdms) > 0 {
+		return bdms
+	}
+	volume := func(device string, gib int64) *awsv1.BlockDeviceMapping {
+		return &awsv1.BlockDeviceMapping{DeviceName: aws.String(device), EBS: &awsv1.BlockDevice{
+			VolumeSize: resource.NewQuantity(gib<<30, resource.BinarySI), VolumeType: aws.String("gp3"),
+			Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true),
+		}}
+	}
+	switch family {
+	case awsv1.AMIFamilyBottlerocket:
+		return []*awsv1.BlockDeviceMapping{volume("/dev/xvda", 4), volume("/dev/xvdb", 20)}
+	case awsv1.AMIFamilyCustom:
+		return nil
+	}
+	return []*awsv1.BlockDeviceMapping{volume("/dev/xvda", 20)}
+}
+
+// ensure returns the name of the launch template with the settings, creating it when it does
+// not exist yet.
+func (l *launchTemplates) ensure(ctx context.Context, s *launchSettings) (string, error) {
+	name := s.name()
+	now := l.provider.opts.Clock.Now()
+	l.mu.Lock()
+	_, ok := l.known[name]
+	if ok {
+		l.known[name] = now
+	}
+	l.mu.Unlock()
+	if ok {
+		return name, nil
+	}
+	out, err := l.provider.clients.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+	switch {
+	case err == nil && len(out.LaunchTemplates) > 0:
+	case err != nil && !isNotFound(err):
+		return "", fmt.Errorf("describing launch template %s: %w", name, err)
+	default:
+		if _, err := l.provider.clients.EC2.CreateLaunchTemplate(ctx, l.createInput(name, s)); err != nil && errorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
+			return "", fmt.Errorf("creating launch template for ec2nodeclass %s: %w", s.NodeClass, err)
+		}
+	}
+	l.mu.Lock()
+	l.known[name] = now
+	l.mu.Unlock()
+	return name, nil
+}
+
+func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.CreateLaunchTemplateInput {
+	p := l.provider
+	tags := map[string]string{TagCluster: p.opts.ClusterName, TagManagedBy: p.opts.ClusterName, TagNodeClass: s.NodeClass, p.clusterTag(): "owned"}
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:            aws.String(s.ImageID),
+		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(s.InstanceProfile)},
+		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(s.Monitoring)},
+		MetadataOptions: &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
+			HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointState(aws.ToString(s.Metadata.HTTPEndpoint)),
+			HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(aws.ToString(s.Metadata.HTTPProtocolIPv6)),
+			HttpPutResponseHopLimit: aws.Int32(int32(aws.ToInt64(s.Metadata.HTTPPutResponseHopLimit))),
+			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(aws.ToString(s.Metadata.HTTPTokens)),
+		},
+		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
+			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(mergeTags(s.Tags, map[string]string{p.clusterTag(): "owned"}))},
+		},
+	}
+	if s.UserData != "" {
+		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(s.UserData)))
+	}
+	if s.PublicIP != nil {
+		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
+			AssociatePublicIpAddress: s.PublicIP, DeviceIndex: aws.Int32(0), Groups: s.SecurityGroupIDs,
+		}}
+	} else {
+		data.SecurityGroupIds = s.SecurityGroupIDs
+	}
+	for _, b := range s.BlockDevices {
+		if b == nil || b.EBS == nil {
+			continue
+		}
+		ebs := &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+			DeleteOnTermination: b.EBS.DeleteOnTermination, Encrypted: b.EBS.Encrypted, KmsKeyId: b.EBS.KMSKeyID,
+			SnapshotId: b.EBS.SnapshotID, VolumeType: ec2types.VolumeType(aws.ToString(b.EBS.VolumeType)),
+		}
+		if b.EBS.IOPS != nil {
+			ebs.Iops = aws.Int32(int32(*b.EBS.IOPS))
+		}
+		if b.EBS.Throughput != nil {
+			ebs.Throughput = aws.Int32(int32(*b.EBS.Throughput))
+		}
+		if b.EBS.VolumeSize != nil {
+			gib := (b.EBS.VolumeSize.Value() + 1<<30 - 1) >> 30
+			ebs.VolumeSize = aws.Int32(int32(gib))
+		}
+		data.BlockDeviceMappings = append(data.BlockDeviceMappings, ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: b.DeviceName, Ebs: ebs})
+	}
+	return &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String(name),
+		LaunchTemplateData: data,
+		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(tags)}},
+	}
+}
+
+// mergeTags returns the union of tag maps; later maps win.
+func mergeTags(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+// ec2Tags converts a map to EC2 tags sorted by key.
+func ec2Tags(m map[string]string) []ec2types.Tag {
+	out := make([]ec2types.Tag, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return out
+}
+
+// tagMap converts EC2 tags to a map.
+func tagMap(tags []ec2types.Tag) map[string]string {
+	out := make(map[string]string, len(tags))
+	for _, t := range tags {
+		out[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return out
+}
+
+// deleteForNodeClass deletes the cluster's launch templates of a NodeClass.
+func (l *launchTemplates) deleteForNodeClass(ctx context.Context, nodeClass string) error {
+	return l.deleteWhere(ctx, func(lt ec2types.LaunchTemplate) bool { return tagMap(lt.Tags)[TagNodeClass] == nodeClass })
+}
+
+// garbageCollect deletes the cluster's launch templates not used for longer than idle (those
+// this process never used count from its start).
+func (l *launchTemplates) garbageCollect(ctx context.Context, started time.Time, idle time.Duration) error {
+	now := l.provider.opts.Clock.Now()
+	return l.deleteWhere(ctx, func(lt ec2types.LaunchTemplate) bool {
+		l.mu.Lock()
+		last, ok := l.known[aws.ToString(lt.LaunchTemplateName)]
+		l.mu.Unlock()
+		if !ok {
+			last = started
+		}
+		return now.Sub(last) >= idle
+	})
+}
+
+func (l *launchTemplates) deleteWhere(ctx context.Context, match func(ec2types.LaunchTemplate) bool) error {
+	pages := ec2.NewDescribeLaunchTemplatesPaginator(l.provider.clients.EC2, &ec2.DescribeLaunchTemplatesInput{
+		Filters: []ec2types.Filter{{Name: aws.String("tag:" + TagCluster), Values: []string{l.provider.opts.ClusterName}}},
+	})
+	for pages.HasMorePages() {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing launch templates: %w", err)
+		}
+		for _, lt := range out.LaunchTemplates {
+			if !strings.HasPrefix(aws.ToString(lt.LaunchTemplateName), LaunchTemplatePrefix) || !match(lt) {
+				continue
+			}
+			if _, err := l.provider.clients.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId}); err != nil && !isNotFound(err) {
+				return fmt.Errorf("deleting launch template %s: %w", aws.ToString(lt.LaunchTemplateName), err)
+			}
+			l.mu.Lock()
+			delete(l.known, aws.ToString(lt.LaunchTemplateName))
+			l.mu.Unlock()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+)
+
+// How often a NodeClass is resolved again: images, subnets and groups change in AWS without
+// the NodeClass changing.
+const (
+	nodeClassResync        = 5 * time.Minute
+	nodeClassNotReadyRetry = 30 * time.Second
+)
+
+// NodeClassController resolves each EC2NodeClass's subnets, security groups, images and
+// instance profile into its status with one condition each (SubnetsReady,
+// SecurityGroupsReady, AMIsReady, InstanceProfileReady) and the Ready roll-up, and on deletion
+// waits for the NodeClaims that use it before removing the instance profile it created.
+type NodeClassController struct {
+	provider *Provider
+}
+
+// NewNodeClassController returns the controller.
+func NewNodeClassController(p *Provider) *NodeClassController {
+	return &NodeClassController{provider: p}
+}
+
+// Register adds the controller to the manager.
+func (r *NodeClassController) Register(mgr manager.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("aws.nodeclass").For(&awsv1.EC2NodeClass{}).Complete(r)
+}
+
+// Reconcile resolves one EC2NodeClass.
+func (r *NodeClassController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	kube := r.provider.opts.KubeClient
+	nc := &awsv1.EC2NodeClass{}
+	if err := kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp != nil {
+		return r.finalize(ctx, nc)
+	}
+	if !controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
+		patch := client.MergeFrom(nc.DeepCopy())
+		controllerutil.AddFinalizer(nc, awsv1.TerminationFinalizer)
+		if err := kube.Patch(ctx, nc, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	before := nc.Status.DeepCopy()
+	ready := r.provider.Resolve(ctx, nc)
+	if !equality.Semantic.DeepEqual(before, &nc.Status) {
+		if err := kube.Status().Update(ctx, nc); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{Requeue: true}, nil
+			}
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if !ready {
+		return reconcile.Result{RequeueAfter: nodeClassNotReadyRetry}, nil
+	}
+	return reconcile.Result{RequeueAfter: nodeClassResync}, nil
+}
+
+// finalize holds the NodeClass until no NodeClaim uses it, then deletes the instance profile
+// the provider created and releases the finalizer.
+func (r *NodeClassController) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	kube := r.provider.opts.KubeClient
+	claims := &karpv1.NodeClaimList{}
+	if err := kube.List(ctx, claims); err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, c := range claims.Items {
+		if ref := c.Spec.NodeClassRef; ref != nil && ref.Name == nc.Name && (ref.Kind == "" || ref.Kind == "EC2NodeClass") {
+			return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+		}
+	}
+	if err := r.provider.deleteInstanceProfile(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.provider.launchTemplates.deleteForNodeClass(ctx, nc.Name); err != nil {
+		return reconcile.Result{}, err
+	}
+	patch := client.MergeFrom(nc.DeepCopy())
+	controllerutil.RemoveFinalizer(nc, awsv1.TerminationFinalizer)
+	return reconcile.Result{}, client.IgnoreNotFound(kube.Patch(ctx, nc, patch))
+}
+
+// Resolve fills the NodeClass's status from AWS and sets its conditions; it reports whether the
+// NodeClass is ready. Parts that fail keep their previous status values, so instances keep
+// launching with what was last resolved only when Ready says so.
+func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
+	now := metav1.NewTime(p.opts.Clock.Now())
+	set := func(t string, err error, reasonFalse string) {
+		c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: nc.Generation, LastTransitionTime: now}
+		if err != nil {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, reasonFalse, err.Error()
+		}
+		meta.SetStatusCondition(&nc.Status.Conditions, c)
+	}
+	subnets, err := p.resolveSubnets(ctx, nc)
+	if err == nil {
+		nc.Status.Subnets = subnets
+	}
+	set(awsv1.ConditionTypeSubnetsReady, err, "SubnetsNotFound")
+	groups, err := p.resolveSecurityGroups(ctx, nc)
+	if err == nil {
+		nc.Status.SecurityGroups = groups
+	}
+	set(awsv1.ConditionTypeSecurityGroupsReady, err, "SecurityGroupsNotFound")
+	amis, err := p.resolveAMIs(ctx, nc)
+	if err == nil {
+		nc.Status.AMIs = amis
+	}
+	set(awsv1.ConditionTypeAMIsReady, err, "AMINotFound")
+	profile, err := p.resolveInstanceProfile(ctx, nc)
+	if err == nil {
+		nc.Status.InstanceProfile = profile
+	}
+	set(awsv1.ConditionTypeInstanceProfileReady, err, "InstanceProfileNotReady")
+
+	var notReady []string
+	var msgs []error
+	for _, t := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady} {
+		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c.Status != metav1.ConditionTrue {
+			notReady = append(notReady, t)
+			msgs = append(msgs, fmt.Errorf("%s: %s", t, c.Message))
+		}
+	}
+	if len(notReady) > 0 {
+		set(awsv1.ConditionTypeReady, errors.Join(msgs...), notReady[0]+"False")
+		return false
+	}
+	set(awsv1.ConditionTypeReady, nil, "")
+	return true
+}
+
+// readyNodeClass reads the NodeClass a claim or NodePool refers to and checks it is ready.
+func (p *Provider) readyNodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (*awsv1.EC2NodeClass, error) {
+	if ref == nil || ref.Name == "" {
+		return nil, cloudprovider.NewNodeClassNotReadyError(errors.New("no nodeClassRef"))
+	}
+	if (ref.Kind != "" && ref.Kind != "EC2NodeClass") || (ref.Group != "" && ref.Group != awsv1.Group) {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("nodeClassRef %s/%s %q: the aws provider launches from %s/EC2NodeClass", ref.Group, ref.Kind, ref.Name, awsv1.Group))
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := p.opts.KubeClient.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("ec2nodeclass %q not found", ref.Name))
+		}
+		return nil, fmt.Errorf("getting ec2nodeclass %q: %w", ref.Name, err)
+	}
+	if nc.DeletionTimestamp != nil {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("ec2nodeclass %q is being deleted", nc.Name))
+	}
+	c := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeReady)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		msg := "not resolved yet"
+		if c != nil {
+			msg = c.Message
+		}
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("ec2nodeclass %q is not ready: %s", nc.Name, msg))
+	}
+	return nc, nil
+}

@@ -1,0 +1,106 @@
+package aws
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+)
+
+// Name is the AWS provider's name.
+const Name = "aws"
+
+// Options configure the AWS provider. The flags and environment variables that set them are
+// named as in Karpenter's Helm chart (see cmd/karpenter).
+type Options struct {
+	// ClusterName tags everything the provider creates and names the cluster to nodes
+	// (CLUSTER_NAME). Required.
+	ClusterName string
+	// ClusterEndpoint is the API server URL nodes join (CLUSTER_ENDPOINT); empty means the
+	// endpoint EKS DescribeCluster reports.
+	ClusterEndpoint string
+	// ClusterCABundle is the PEM of the cluster's certificate authority, given to nodes; empty
+	// means the one EKS DescribeCluster reports.
+	ClusterCABundle []byte
+	// InterruptionQueue is the name of the SQS queue EventBridge sends spot interruption
+	// warnings, rebalance recommendations, scheduled changes and state changes to
+	// (INTERRUPTION_QUEUE); empty disables interruption handling.
+	InterruptionQueue string
+	// IsolatedVPC says the cluster cannot reach the Pricing API (ISOLATED_VPC): on-demand prices
+	// come from the shipped catalog.
+	IsolatedVPC bool
+	// ReservedENIs are network interfaces kept from the VPC CNI (RESERVED_ENIS).
+	ReservedENIs int
+	// VMMemoryOverheadPercent is the share of memory lost to virtualization
+	// (VM_MEMORY_OVERHEAD_PERCENT); zero means the default, 0.075.
+	VMMemoryOverheadPercent float64
+	// KubernetesVersion returns the cluster's version as "major.minor" (used by AMI aliases).
+	// Required.
+	KubernetesVersion func() (string, error)
+	// KubeClient reads and writes NodeClasses, NodeClaims and Nodes. Required.
+	KubeClient client.Client
+	// Unavailable is the offering cache shared with the scheduler: offerings that ran out of
+	// capacity in a fleet are marked in it. Nil means a private cache.
+	Unavailable *cloudprovider.UnavailableOfferings
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+	// InstanceTypesRefresh and PricingRefresh are how often instance types and prices are
+	// re-read (default 12h).
+	InstanceTypesRefresh, PricingRefresh time.Duration
+	// OrphanGracePeriod is how long an instance may live without a NodeClaim before it is
+	// terminated (default 5 minutes, longer than a launch takes to be recorded).
+	OrphanGracePeriod time.Duration
+}
+
+// Validate reports every invalid option, naming the flag and environment variable to fix.
+func (o Options) Validate() error {
+	var errs []error
+	if o.ClusterName == "" {
+		errs = append(errs, errors.New("--cluster-name (CLUSTER_NAME) is required with --cloud-provider aws"))
+	}
+	if o.ClusterEndpoint != "" {
+		if u, err := url.Parse(o.ClusterEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--cluster-endpoint (CLUSTER_ENDPOINT) %q: must be an https URL such as https://ABCD.gr7.us-west-2.eks.amazonaws.com", o.ClusterEndpoint))
+		}
+	}
+	if o.ReservedENIs < 0 {
+		errs = append(errs, fmt.Errorf("--reserved-enis (RESERVED_ENIS) %d: must not be negative", o.ReservedENIs))
+	}
+	if o.VMMemoryOverheadPercent < 0 || o.VMMemoryOverheadPercent >= 1 {
+		errs = append(errs, fmt.Errorf("--vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) %v: must be a fraction in [0, 1), such as 0.075", o.VMMemoryOverheadPercent))
+	}
+	if o.KubeClient == nil {
+		errs = append(errs, errors.New("a Kubernetes client is required"))
+	}
+	if o.KubernetesVersion == nil {
+		errs = append(errs, errors.New("a Kubernetes version source is required"))
+	}
+	return errors.Join(errs...)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Unavailable == nil {
+		o.Unavailable = cloudprovider.NewUnavailableOfferings(o.Clock, 0)
+	}
+	if o.InstanceTypesRefresh <= 0 {
+		o.InstanceTypesRefresh = 12 * time.Hour
+	}
+	if o.PricingRefresh <= 0 {
+		o.PricingRefresh = 12 * time.Hour
+	}
+	if o.VMMemoryOverheadPercent == 0 {
+		o.VMMemoryOverheadPercent = cloudprovider.DefaultVMMemoryOverheadPercent
+	}
+	if o.OrphanGracePeriod <= 0 {
+		o.OrphanGracePeriod = 5 * time.Minute
+	}
+	return o
+}

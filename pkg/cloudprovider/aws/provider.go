@@ -1,0 +1,562 @@
+package aws
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// Condition reasons of the CreateErrors Create returns.
+const (
+	// ReasonNoCompatibleInstanceTypes: no instance type and offering meets the claim.
+	ReasonNoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
+	// ReasonInvalidRequirements: the claim's requirements do not parse.
+	ReasonInvalidRequirements = "InvalidRequirements"
+	// ReasonLaunchFailed: EC2 refused the launch for a reason other than capacity.
+	ReasonLaunchFailed = "LaunchFailed"
+	// ReasonLaunchTemplateFailed: the launch template could not be rendered or created.
+	ReasonLaunchTemplateFailed = "LaunchTemplateFailed"
+)
+
+// Drift reasons IsDrifted returns.
+const (
+	DriftReasonAMI           cloudprovider.DriftReason = "AMIDrift"
+	DriftReasonSubnet        cloudprovider.DriftReason = "SubnetDrift"
+	DriftReasonSecurityGroup cloudprovider.DriftReason = "SecurityGroupDrift"
+)
+
+// maxFleetInstanceTypes caps the instance types of one fleet request (the cheapest are kept),
+// as EC2 bounds a fleet's overrides.
+const maxFleetInstanceTypes = 60
+
+// insufficientCapacityCodes are the fleet error codes that mean an offering is out of capacity.
+var insufficientCapacityCodes = map[string]bool{
+	"InsufficientInstanceCapacity":      true,
+	"MaxSpotInstanceCountExceeded":      true,
+	"VcpuLimitExceeded":                 true,
+	"UnfulfillableCapacity":             true,
+	"Unsupported":                       true,
+	"InsufficientFreeAddressesInSubnet": true,
+}
+
+// Provider is the AWS cloud provider. It implements cloudprovider.CloudProvider and is safe
+// for concurrent use. Build it with New.
+type Provider struct {
+	clients         *Clients
+	opts            Options
+	types           typeCatalog
+	refreshMu       sync.Mutex
+	launchTemplates *launchTemplates
+	started         time.Time
+}
+
+var _ cloudprovider.CloudProvider = (*Provider)(nil)
+
+// New returns the provider, after validating the options. It calls no AWS API: instance types
+// and prices are read on first use.
+func New(clients *Clients, opts Options) (*Provider, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid aws options: %w", err)
+	}
+	opts = opts.withDefaults()
+	entries, err := catalog.Load()
+	if err != nil {
+		return nil, fmt.Errorf("loading the shipped instance-type catalog: %w", err)
+	}
+	p := &Provider{clients: clients, opts: opts, started: opts.Clock.Now()}
+	p.types.entries = entries
+	p.launchTemplates = &launchTemplates{provider: p, known: map[string]time.Time{}}
+	return p, nil
+}
+
+// Name returns "aws".
+func (p *Provider) Name() string { return Name }
+
+// Unavailable is the offering cache the provider marks when fleets run out of capacity.
+func (p *Provider) Unavailable() *cloudprovider.UnavailableOfferings { return p.opts.Unavailable }
+
+// GetInstanceTypes returns the instance types the NodePool's EC2NodeClass can launch; see
+// cloudprovider.InstanceTypeProvider.
+func (p *Provider) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	nc, err := p.readyNodeClass(ctx, nodePool.Spec.Template.Spec.NodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	return p.instanceTypes(ctx, nc)
+}
+
+// ProviderID is the provider ID of an instance: aws:///<zone>/<instance-id>.
+func ProviderID(zone, instanceID string) string { return "aws:///" + zone + "/" + instanceID }
+
+// instanceIDOf parses a provider ID.
+func instanceIDOf(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	i := strings.LastIndex(rest, "/")
+	if !ok || i < 0 || !strings.HasPrefix(rest[i+1:], "i-") {
+		return "", fmt.Errorf("provider ID %q is not aws:///<zone>/<instance-id>", providerID)
+	}
+	return rest[i+1:], nil
+}
+
+// Create launches the claim's instance with one instant EC2 Fleet; see cloudprovider.Launcher.
+//
+// The fleet holds every compatible instance type (the cheapest maxFleetInstanceTypes) in every
+// zone of the NodeClass's subnets, for the preferred capacity type: spot when the claim allows
+// it and a spot offering is available, else on-demand. Offerings the fleet reports out of
+// capacity are marked in the shared cache; when every spot offering fails and the claim also
+// allows on-demand, a second, on-demand fleet is launched at once.
+func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	if claim == nil {
+		return nil, errors.New("creating instance: nil nodeclaim")
+	}
+	nc, err := p.readyNodeClass(ctx, claim.Spec.NodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	its, err := p.instanceTypes(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := scheduling.FromNodePoolRequirements(claim.Spec.Requirements...)
+	if err != nil {
+		return nil, cloudprovider.NewTerminalCreateError(err, ReasonInvalidRequirements, "invalid requirements")
+	}
+	nodePool := claim.Labels[karpv1.NodePoolLabelKey]
+	if r, ok := reqs.Get(karpv1.NodePoolLabelKey); ok && nodePool == "" {
+		if vs := r.Values(); len(vs) == 1 {
+			nodePool = vs[0]
+		}
+	}
+	fixed := map[string]string{corev1.LabelTopologyRegion: p.clients.Region(), awsv1.LabelNodeClass: nc.Name}
+	if nodePool != "" {
+		fixed[karpv1.NodePoolLabelKey] = nodePool
+	}
+	byName := make(map[string]*cloudprovider.InstanceType, len(its))
+	for _, it := range its {
+		byName[it.Name] = it
+	}
+	cands := cloudprovider.LaunchCandidates(its, byName, cloudprovider.LaunchRequest{Requirements: reqs, Requests: claim.Spec.Resources.Requests, Fixed: fixed})
+	if len(cands) == 0 {
+		return nil, cloudprovider.NewTerminalCreateError(
+			fmt.Errorf("no instance type in the subnets' zones of ec2nodeclass %s meets requirements %s and requests", nc.Name, reqs),
+			ReasonNoCompatibleInstanceTypes, "no compatible instance type")
+	}
+	var unavailable []cloudprovider.OfferingID
+	byCapacityType := map[string][]cloudprovider.LaunchCandidate{}
+	for _, c := range cands {
+		if !c.Offering.Available {
+			unavailable = append(unavailable, c.ID())
+			continue
+		}
+		byCapacityType[c.Offering.CapacityType] = append(byCapacityType[c.Offering.CapacityType], c)
+	}
+	var tried []cloudprovider.OfferingID
+	var lastErr error
+	for _, ct := range []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand} {
+		if len(byCapacityType[ct]) == 0 {
+			continue
+		}
+		launched, ice, err := p.launch(ctx, claim, nc, nodePool, ct, byCapacityType[ct])
+		if err != nil {
+			return nil, err
+		}
+		if launched != nil {
+			return launched, nil
+		}
+		tried = append(tried, ice...)
+		lastErr = fmt.Errorf("%s fleet: every offering is out of capacity", ct)
+	}
+	if lastErr == nil {
+		lastErr = errors.New("every compatible offering is marked out of capacity")
+	}
+	return nil, cloudprovider.NewInsufficientCapacityError(lastErr, append(tried, unavailable...)...)
+}
+
+// launch creates one instant fleet of the capacity type from the candidates. It returns the
+// launched claim, or the offerings that ran out of capacity when none launched, or an error.
+func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool, capacityType string, cands []cloudprovider.LaunchCandidate) (*karpv1.NodeClaim, []cloudprovider.OfferingID, error) {
+	// The cheapest types, every zone of each.
+	var typeNames []string
+	for _, c := range cands {
+		if !slices.Contains(typeNames, c.InstanceType.Name) {
+			typeNames = append(typeNames, c.InstanceType.Name)
+		}
+	}
+	if len(typeNames) > maxFleetInstanceTypes {
+		typeNames = typeNames[:maxFleetInstanceTypes]
+	}
+	subnetByZone := map[string]string{}
+	for _, s := range nc.Status.Subnets { // sorted by free addresses: the first of a zone wins
+		if _, ok := subnetByZone[s.Zone]; !ok {
+			subnetByZone[s.Zone] = s.ID
+		}
+	}
+	params := launchParams{labels: bootstrapLabels(claim.Labels, nodePool), taints: append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)}
+	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
+	if family == "" {
+		family = awsv1.AMIFamilyAL2023
+	}
+	// One launch template per (image, pod limit).
+	type group struct {
+		template  string
+		overrides []ec2types.FleetLaunchTemplateOverridesRequest
+	}
+	groups := map[string]*group{}
+	var order []string
+	byOverride := map[[2]string]cloudprovider.LaunchCandidate{}
+	for _, c := range cands {
+		if !slices.Contains(typeNames, c.InstanceType.Name) {
+			continue
+		}
+		subnet, ok := subnetByZone[c.Offering.Zone]
+		if !ok {
+			continue
+		}
+		imageID := imageFor(nc, c.InstanceType.Labels)
+		if imageID == "" {
+			continue
+		}
+		pods := c.InstanceType.Capacity.Pods().Value()
+		key := fmt.Sprintf("%s/%d", imageID, pods)
+		g := groups[key]
+		if g == nil {
+			s, err := p.launchTemplates.settings(ctx, nc, family, imageID, pods, params)
+			if err != nil {
+				return nil, nil, cloudprovider.NewTerminalCreateError(err, ReasonLaunchTemplateFailed, "rendering the launch template failed")
+			}
+			name, err := p.launchTemplates.ensure(ctx, s)
+			if err != nil {
+				return nil, nil, cloudprovider.NewCreateError(err, ReasonLaunchTemplateFailed, "creating the launch template failed")
+			}
+			g = &group{template: name}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.overrides = append(g.overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+			InstanceType: ec2types.InstanceType(c.InstanceType.Name), SubnetId: aws.String(subnet), AvailabilityZone: aws.String(c.Offering.Zone),
+		})
+		byOverride[[2]string{c.InstanceType.Name, c.Offering.Zone}] = c
+	}
+	if len(groups) == 0 {
+		return nil, nil, cloudprovider.NewTerminalCreateError(
+			fmt.Errorf("ec2nodeclass %s has no image or subnet for the compatible instance types", nc.Name), ReasonNoCompatibleInstanceTypes, "no image or subnet for the compatible instance types")
+	}
+	in := &ec2.CreateFleetInput{
+		Type: ec2types.FleetTypeInstant,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+		},
+		TagSpecifications: []ec2types.TagSpecification{},
+	}
+	if capacityType == karpv1.CapacityTypeSpot {
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	for _, key := range order {
+		g := groups[key]
+		in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(g.template), Version: aws.String("$Latest")},
+			Overrides:                   g.overrides,
+		})
+	}
+	tags := p.instanceTags(nc, claim.Name, nodePool)
+	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet} {
+		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: rt, Tags: ec2Tags(tags)})
+	}
+	out, err := p.clients.EC2.CreateFleet(ctx, in)
+	if err != nil {
+		if errorCode(err) == "InvalidLaunchTemplateName.NotFoundException" {
+			p.launchTemplates.forget()
+		}
+		return nil, nil, cloudprovider.NewCreateError(fmt.Errorf("creating fleet: %w", err), ReasonLaunchFailed, "EC2 refused the launch")
+	}
+	for _, inst := range out.Instances {
+		if len(inst.InstanceIds) == 0 || inst.LaunchTemplateAndOverrides == nil || inst.LaunchTemplateAndOverrides.Overrides == nil {
+			continue
+		}
+		o := inst.LaunchTemplateAndOverrides.Overrides
+		c, ok := byOverride[[2]string{string(o.InstanceType), aws.ToString(o.AvailabilityZone)}]
+		if !ok {
+			return nil, nil, fmt.Errorf("fleet launched %s in %s, which it was not asked for", o.InstanceType, aws.ToString(o.AvailabilityZone))
+		}
+		return p.launchedClaim(claim, nc, nodePool, c, inst.InstanceIds[0]), nil, nil
+	}
+	var ice []cloudprovider.OfferingID
+	var other []string
+	for _, e := range out.Errors {
+		code := aws.ToString(e.ErrorCode)
+		var typ, zone string
+		if e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
+			typ, zone = string(e.LaunchTemplateAndOverrides.Overrides.InstanceType), aws.ToString(e.LaunchTemplateAndOverrides.Overrides.AvailabilityZone)
+		}
+		if insufficientCapacityCodes[code] && typ != "" {
+			ice = append(ice, cloudprovider.OfferingID{InstanceType: typ, Zone: zone, CapacityType: capacityType})
+			continue
+		}
+		other = append(other, fmt.Sprintf("%s: %s", code, aws.ToString(e.ErrorMessage)))
+	}
+	if len(ice) > 0 {
+		p.opts.Unavailable.MarkUnavailable(ice...)
+	}
+	if len(other) > 0 && len(ice) == 0 {
+		slices.Sort(other)
+		other = slices.Compact(other)
+		return nil, nil, cloudprovider.NewCreateError(fmt.Errorf("creating fleet: %s", strings.Join(other, "; ")), ReasonLaunchFailed, "EC2 refused the launch")
+	}
+	return nil, ice, nil
+}
+
+// forget drops the remembered templates, so the next launch recreates any that were deleted.
+func (l *launchTemplates) forget() {
+	l.mu.Lock()
+	clear(l.known)
+	l.mu.Unlock()
+}
+
+// imageFor is the NodeClass's image for an instance type's labels (its architecture).
+func imageFor(nc *awsv1.EC2NodeClass, labels map[string]string) string {
+	for _, ami := range nc.Status.AMIs {
+		reqs, err := scheduling.FromNodeSelectorRequirements(ami.Requirements...)
+		if err == nil && reqs.Matches(labels) == nil {
+			return ami.ID
+		}
+	}
+	return ""
+}
+
+// bootstrapLabels are the claim labels a kubelet may register with: not the instance's own
+// facts (which differ per type of the fleet and are synced at registration) nor labels in the
+// kubernetes.io and k8s.io namespaces the node restriction admission refuses.
+func bootstrapLabels(labels map[string]string, nodePool string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		domain, _, ok := strings.Cut(k, "/")
+		if ok && (domain == "kubernetes.io" || domain == "k8s.io" || strings.HasSuffix(domain, ".kubernetes.io") || strings.HasSuffix(domain, ".k8s.io")) &&
+			domain != "node.kubernetes.io" && !strings.HasSuffix(domain, ".node.kubernetes.io") && !strings.HasSuffix(domain, ".kubelet.kubernetes.io") {
+			continue
+		}
+		if scheduling.IsWellKnownLabel(k) && k != karpv1.NodePoolLabelKey {
+			continue
+		}
+		out[k] = v
+	}
+	if nodePool != "" {
+		out[karpv1.NodePoolLabelKey] = nodePool
+	}
+	return out
+}
+
+// instanceTags are the tags of a claim's instance, volumes and fleet.
+func (p *Provider) instanceTags(nc *awsv1.EC2NodeClass, claimName, nodePool string) map[string]string {
+	own := map[string]string{p.clusterTag(): "owned", TagNodeClaim: claimName, TagNodeClass: nc.Name, "eks:eks-cluster-name": p.opts.ClusterName}
+	if nodePool != "" {
+		own[TagNodePool] = nodePool
+	}
+	return mergeTags(nc.Spec.Tags, own)
+}
+
+// launchedClaim is the claim with the status and labels of its new instance.
+func (p *Provider) launchedClaim(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, c cloudprovider.LaunchCandidate, instanceID string) *karpv1.NodeClaim {
+	out := claim.DeepCopy()
+	labels := c.InstanceType.NodeLabels(c.Offering)
+	labels[corev1.LabelTopologyRegion] = p.clients.Region()
+	labels[awsv1.LabelNodeClass] = nc.Name
+	if nodePool != "" {
+		labels[karpv1.NodePoolLabelKey] = nodePool
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	maps.Copy(out.Labels, labels)
+	out.Status.ProviderID = ProviderID(c.Offering.Zone, instanceID)
+	out.Status.ImageID = imageFor(nc, c.InstanceType.Labels)
+	out.Status.Capacity = c.InstanceType.Capacity.DeepCopy()
+	out.Status.Allocatable = c.InstanceType.Allocatable().DeepCopy()
+	return out
+}
+
+// instance is what the provider reads back of an EC2 instance.
+type instance struct {
+	ec2types.Instance
+}
+
+func (i instance) id() string    { return aws.ToString(i.InstanceId) }
+func (i instance) zone() string  { return aws.ToString(i.Placement.AvailabilityZone) }
+func (i instance) state() string { return string(i.State.Name) }
+func (i instance) gone() bool {
+	s := i.State.Name
+	return s == ec2types.InstanceStateNameShuttingDown || s == ec2types.InstanceStateNameTerminated
+}
+
+// describe reads instances by ID or filters.
+func (p *Provider) describe(ctx context.Context, in *ec2.DescribeInstancesInput) ([]instance, error) {
+	var out []instance
+	pages := ec2.NewDescribeInstancesPaginator(p.clients.EC2, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.Reservations {
+			for _, i := range r.Instances {
+				out = append(out, instance{i})
+			}
+		}
+	}
+	return out, nil
+}
+
+// get reads one live instance by provider ID.
+func (p *Provider) get(ctx context.Context, providerID string) (instance, error) {
+	id, err := instanceIDOf(providerID)
+	if err != nil {
+		return instance{}, cloudprovider.NewNodeClaimNotFoundError(err)
+	}
+	found, err := p.describe(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if isNotFound(err) || err == nil && (len(found) == 0 || found[0].gone()) {
+		return instance{}, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found or terminating", id))
+	}
+	if err != nil {
+		return instance{}, fmt.Errorf("describing instance %s: %w", id, err)
+	}
+	return found[0], nil
+}
+
+// Get returns the NodeClaim view of the instance; see cloudprovider.InstanceGetter.
+func (p *Provider) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
+	i, err := p.get(ctx, providerID)
+	if err != nil {
+		return nil, err
+	}
+	return p.claimOf(i), nil
+}
+
+// List returns every live instance this cluster's Karpenter launched, sorted by provider ID.
+func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	found, err := p.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag-key"), Values: []string{TagNodePool}},
+		{Name: aws.String("tag:" + p.clusterTag()), Values: []string{"owned"}},
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", err)
+	}
+	out := make([]*karpv1.NodeClaim, 0, len(found))
+	for _, i := range found {
+		out = append(out, p.claimOf(i))
+	}
+	slices.SortFunc(out, func(a, b *karpv1.NodeClaim) int { return cmp.Compare(a.Status.ProviderID, b.Status.ProviderID) })
+	return out, nil
+}
+
+// claimOf is the NodeClaim view of an instance: its tags name the claim, NodePool and
+// NodeClass; its type's facts give labels, capacity and allocatable (with default settings).
+func (p *Provider) claimOf(i instance) *karpv1.NodeClaim {
+	tags := tagMap(i.Tags)
+	ct := karpv1.CapacityTypeOnDemand
+	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		ct = karpv1.CapacityTypeSpot
+	}
+	claim := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: tags[TagNodeClaim], Labels: map[string]string{}, CreationTimestamp: metav1.NewTime(aws.ToTime(i.LaunchTime))},
+	}
+	if e, ok := p.entry(string(i.InstanceType)); ok {
+		if it, err := cloudprovider.NewInstanceType(e, cloudprovider.InstanceTypeOptions{ReservedENIs: p.opts.ReservedENIs}); err == nil {
+			maps.Copy(claim.Labels, it.NodeLabels(cloudprovider.Offering{Zone: i.zone(), CapacityType: ct}))
+			claim.Status.Capacity = it.Capacity.DeepCopy()
+			claim.Status.Allocatable = it.Allocatable().DeepCopy()
+		}
+	}
+	claim.Labels[corev1.LabelInstanceTypeStable] = string(i.InstanceType)
+	claim.Labels[corev1.LabelTopologyZone] = i.zone()
+	claim.Labels[corev1.LabelTopologyRegion] = p.clients.Region()
+	claim.Labels[karpv1.CapacityTypeLabelKey] = ct
+	if v := tags[TagNodePool]; v != "" {
+		claim.Labels[karpv1.NodePoolLabelKey] = v
+	}
+	if v := tags[TagNodeClass]; v != "" {
+		claim.Labels[awsv1.LabelNodeClass] = v
+		claim.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: v}
+	}
+	claim.Status.ProviderID = ProviderID(i.zone(), i.id())
+	claim.Status.ImageID = aws.ToString(i.ImageId)
+	return claim
+}
+
+// entry is the current facts of an instance type.
+func (p *Provider) entry(name string) (catalog.Entry, bool) {
+	p.types.mu.RLock()
+	defer p.types.mu.RUnlock()
+	i, ok := slices.BinarySearchFunc(p.types.entries, name, func(e catalog.Entry, n string) int { return strings.Compare(e.Name, n) })
+	if !ok {
+		return catalog.Lookup(name)
+	}
+	return p.types.entries[i], true
+}
+
+// Delete terminates the claim's instance; see cloudprovider.Launcher. An instance already
+// gone or terminating gives *NodeClaimNotFoundError.
+func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
+	i, err := p.get(ctx, claim.Status.ProviderID)
+	if err != nil {
+		return err
+	}
+	if _, err := p.clients.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{i.id()}}); err != nil {
+		if isNotFound(err) {
+			return cloudprovider.NewNodeClaimNotFoundError(err)
+		}
+		return fmt.Errorf("terminating instance %s: %w", i.id(), err)
+	}
+	return nil
+}
+
+// IsDrifted compares the claim's instance with what its NodeClass resolves to now: its image,
+// subnet and security groups; see cloudprovider.DriftChecker.
+func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
+	i, err := p.get(ctx, claim.Status.ProviderID)
+	if err != nil {
+		return "", err
+	}
+	nc, err := p.readyNodeClass(ctx, claim.Spec.NodeClassRef)
+	if err != nil {
+		return "", err
+	}
+	if !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == aws.ToString(i.ImageId) }) {
+		return DriftReasonAMI, nil
+	}
+	if !slices.ContainsFunc(nc.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == aws.ToString(i.SubnetId) }) {
+		return DriftReasonSubnet, nil
+	}
+	var have, want []string
+	for _, g := range i.SecurityGroups {
+		have = append(have, aws.ToString(g.GroupId))
+	}
+	for _, g := range nc.Status.SecurityGroups {
+		want = append(want, g.ID)
+	}
+	slices.Sort(have)
+	slices.Sort(want)
+	if !slices.Equal(have, want) {
+		return DriftReasonSecurityGroup, nil
+	}
+	return "", nil
+}

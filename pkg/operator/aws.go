@@ -1,0 +1,101 @@
+package operator
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
+)
+
+// newAWS builds the AWS provider and its controllers: NodeClass resolution, interruption
+// handling and launch template collection.
+func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable *cloudprovider.UnavailableOfferings,
+	recorder record.EventRecorder, opts Options) (*awsprovider.Provider, []registrar, error) {
+	var awsCfg = opts.AWS.Config
+	if awsCfg == nil {
+		c, err := awsprovider.LoadConfig(context.Background())
+		if err != nil {
+			return nil, nil, err
+		}
+		awsCfg = &c
+	}
+	ca, err := caBundle(cfg, opts.AWS.ClusterCABundle)
+	if err != nil {
+		return nil, nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	provider, err := awsprovider.New(awsprovider.NewClients(*awsCfg), awsprovider.Options{
+		ClusterName:             opts.ClusterName,
+		ClusterEndpoint:         opts.AWS.ClusterEndpoint,
+		ClusterCABundle:         ca,
+		InterruptionQueue:       opts.AWS.InterruptionQueue,
+		IsolatedVPC:             opts.AWS.IsolatedVPC,
+		ReservedENIs:            opts.AWS.ReservedENIs,
+		VMMemoryOverheadPercent: opts.AWS.VMMemoryOverheadPercent,
+		KubernetesVersion:       kubernetesVersion(disco, clk),
+		KubeClient:              mgr.GetClient(),
+		Unavailable:             unavailable,
+		Clock:                   clk,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return provider, []registrar{
+		awsprovider.NewNodeClassController(provider),
+		awsprovider.NewInterruptionController(provider, recorder),
+		awsprovider.NewLaunchTemplateGC(provider),
+	}, nil
+}
+
+// caBundle is the CA nodes trust: the option (base64 PEM), else the kubeconfig's.
+func caBundle(cfg *rest.Config, option string) ([]byte, error) {
+	if option != "" {
+		ca, err := base64.StdEncoding.DecodeString(option)
+		if err != nil {
+			return nil, fmt.Errorf("--cluster-ca-bundle (CLUSTER_CA_BUNDLE): not base64: %w", err)
+		}
+		return ca, nil
+	}
+	if len(cfg.CAData) > 0 {
+		return cfg.CAData, nil
+	}
+	if cfg.CAFile != "" {
+		return os.ReadFile(cfg.CAFile)
+	}
+	return nil, nil
+}
+
+// kubernetesVersion reads the API server's "major.minor" version, cached for ten minutes.
+func kubernetesVersion(disco discovery.ServerVersionInterface, clk clock.PassiveClock) func() (string, error) {
+	var mu sync.Mutex
+	var version string
+	var read time.Time
+	return func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if version != "" && clk.Since(read) < 10*time.Minute {
+			return version, nil
+		}
+		info, err := disco.ServerVersion()
+		if err != nil {
+			return "", err
+		}
+		version, read = info.Major+"."+strings.TrimRight(info.Minor, "+"), clk.Now()
+		return version, nil
+	}
+}
