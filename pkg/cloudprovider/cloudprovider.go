@@ -87,3 +87,13 @@ type DriftChecker interface {
 // DriftReason says why a NodeClaim drifted, such as "AMIDrift" or "SubnetDrift". The empty
 // reason means not drifted.
 type DriftReason string
+
+// Drift reasons of EC2NodeClass-based providers.
+const (
+	// DriftReasonAMI: the NodeClass now resolves to another image than the instance booted.
+	DriftReasonAMI DriftReason = "AMIDrift"
+	// DriftReasonSubnet: the instance's subnet is no longer one the NodeClass selects.
+	DriftReasonSubnet DriftReason = "SubnetDrift"
+	// DriftReasonSecurityGroup: the instance's security groups differ from the NodeClass's.
+	DriftReasonSecurityGroup DriftReason = "SecurityGroupDrift"
+)

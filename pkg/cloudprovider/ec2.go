@@ -1,6 +1,7 @@
 package cloudprovider
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -602,4 +603,31 @@ func DefaultInstanceTypes(opts InstanceTypeOptions) ([]*InstanceType, error) {
 		return nil, fmt.Errorf("loading catalog: %w", err)
 	}
 	return NewInstanceTypes(entries, opts)
+}
+
+// MaxCachedConfigurations bounds a provider's cache of instance types per NodeClass
+// configuration; distinct configurations beyond it start the cache afresh.
+const MaxCachedConfigurations = 64
+
+// CacheKey identifies what, of the options, changes the instance types built from a catalog
+// (kubelet settings, AMI family, root volume, instance-store policy, zones): equal keys give
+// equal instance types for equal prices. Prices and capacity types are left to the caller.
+func (o InstanceTypeOptions) CacheKey() string {
+	key := struct {
+		Kubelet             *awsv1.KubeletConfiguration `json:"kubelet,omitempty"`
+		AMIFamily           string                      `json:"amiFamily,omitempty"`
+		RootVolume          string                      `json:"rootVolume,omitempty"`
+		InstanceStorePolicy *awsv1.InstanceStorePolicy  `json:"instanceStorePolicy,omitempty"`
+		ReservedENIs        int                         `json:"reservedENIs,omitempty"`
+		VMMemoryOverhead    *float64                    `json:"vmMemoryOverhead,omitempty"`
+		Zones               []string                    `json:"zones"`
+	}{o.Kubelet, o.AMIFamily, "", o.InstanceStorePolicy, o.ReservedENIs, o.VMMemoryOverheadPercent, o.Zones}
+	if o.RootVolumeSize != nil {
+		key.RootVolume = o.RootVolumeSize.String()
+	}
+	b, err := json.Marshal(key)
+	if err != nil { // the API types always marshal; stay deterministic regardless
+		return fmt.Sprintf("%#v", key)
+	}
+	return string(b)
 }

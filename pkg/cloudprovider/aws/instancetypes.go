@@ -25,9 +25,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 )
 
-// maxTypeSets bounds the per-configuration instance-type cache.
-const maxTypeSets = 64
-
 // typeCatalog is what the provider knows of the region's instance types: their facts, the
 // zones each is offered in, and prices. Each part comes from the EC2 and Pricing APIs when
 // they answer, and from the shipped catalog when they do not. It is safe for concurrent use.
@@ -376,16 +373,6 @@ func (p *Provider) ensureFresh(ctx context.Context) {
 	}
 }
 
-// typeSetKey is what, of a NodeClass, changes the instance types built from it.
-type typeSetKey struct {
-	Kubelet             *awsv1.KubeletConfiguration `json:"kubelet,omitempty"`
-	AMIFamily           string                      `json:"amiFamily,omitempty"`
-	RootVolume          string                      `json:"rootVolume,omitempty"`
-	InstanceStorePolicy *awsv1.InstanceStorePolicy  `json:"instanceStorePolicy,omitempty"`
-	Zones               []string                    `json:"zones"`
-	Version             uint64                      `json:"version"`
-}
-
 // instanceTypes builds the instance types of a ready NodeClass: offerings in the zones of its
 // subnets, priced, with capacity and overhead from its kubelet and volume settings. Offerings
 // the shared cache marks out of capacity are unavailable. The result is shared.
@@ -404,12 +391,8 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	c := &p.types
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := typeSetKey{Kubelet: opts.Kubelet, AMIFamily: opts.AMIFamily, InstanceStorePolicy: opts.InstanceStorePolicy, Zones: opts.Zones, Version: c.version}
-	if opts.RootVolumeSize != nil {
-		key.RootVolume = opts.RootVolumeSize.String()
-	}
-	k, _ := json.Marshal(key)
-	if its, ok := c.sets[string(k)]; ok {
+	k := fmt.Sprintf("%d/%s", c.version, opts.CacheKey())
+	if its, ok := c.sets[k]; ok {
 		return p.opts.Unavailable.Apply(its), nil
 	}
 	byName := make(map[string]catalog.Entry, len(c.entries))
@@ -423,9 +406,9 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	if err != nil {
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("ec2nodeclass %q: %w", nc.Name, err))
 	}
-	if c.sets == nil || len(c.sets) >= maxTypeSets {
+	if c.sets == nil || len(c.sets) >= cloudprovider.MaxCachedConfigurations {
 		c.sets = map[string][]*cloudprovider.InstanceType{}
 	}
-	c.sets[string(k)] = its
+	c.sets[k] = its
 	return p.opts.Unavailable.Apply(its), nil
 }

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -194,8 +195,8 @@ func (c *InterruptionController) Poll(ctx context.Context) ([]InterruptionMessag
 		}
 		handled = append(handled, msg)
 	}
-	if len(errs) > 0 {
-		return handled, fmt.Errorf("handling interruption messages: %v", errs)
+	if err := errors.Join(errs...); err != nil {
+		return handled, fmt.Errorf("handling interruption messages: %w", err)
 	}
 	return handled, nil
 }

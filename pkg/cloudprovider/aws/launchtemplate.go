@@ -219,15 +219,9 @@ func (l *launchTemplates) ensure(ctx context.Context, s *launchSettings) (string
 	if ok {
 		return name, nil
 	}
-	out, err := l.provider.clients.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
-	switch {
-	case err == nil && len(out.LaunchTemplates) > 0:
-	case err != nil && !isNotFound(err):
-		return "", fmt.Errorf("describing launch template %s: %w", name, err)
-	default:
-		if _, err := l.provider.clients.EC2.CreateLaunchTemplate(ctx, l.createInput(name, s)); err != nil && errorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
-			return "", fmt.Errorf("creating launch template for ec2nodeclass %s: %w", s.NodeClass, err)
-		}
+	// Create, and take an existing template of the name (same hash, same contents) as done.
+	if _, err := l.provider.clients.EC2.CreateLaunchTemplate(ctx, l.createInput(name, s)); err != nil && errorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
+		return "", fmt.Errorf("creating launch template for ec2nodeclass %s: %w", s.NodeClass, err)
 	}
 	l.mu.Lock()
 	l.known[name] = now

@@ -36,13 +36,6 @@ const (
 	ReasonLaunchTemplateFailed = "LaunchTemplateFailed"
 )
 
-// Drift reasons IsDrifted returns.
-const (
-	DriftReasonAMI           cloudprovider.DriftReason = "AMIDrift"
-	DriftReasonSubnet        cloudprovider.DriftReason = "SubnetDrift"
-	DriftReasonSecurityGroup cloudprovider.DriftReason = "SecurityGroupDrift"
-)
-
 // maxFleetInstanceTypes caps the instance types of one fleet request (the cheapest are kept),
 // as EC2 bounds a fleet's overrides.
 const maxFleetInstanceTypes = 60
@@ -174,7 +167,7 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 		if len(byCapacityType[ct]) == 0 {
 			continue
 		}
-		launched, ice, err := p.launch(ctx, claim, nc, nodePool, ct, byCapacityType[ct])
+		launched, ice, err := p.launch(ctx, claim, nc, nodePool, fixed, ct, byCapacityType[ct])
 		if err != nil {
 			return nil, err
 		}
@@ -192,16 +185,14 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 
 // launch creates one instant fleet of the capacity type from the candidates. It returns the
 // launched claim, or the offerings that ran out of capacity when none launched, or an error.
-func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool, capacityType string, cands []cloudprovider.LaunchCandidate) (*karpv1.NodeClaim, []cloudprovider.OfferingID, error) {
+func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, fixed map[string]string,
+	capacityType string, cands []cloudprovider.LaunchCandidate) (*karpv1.NodeClaim, []cloudprovider.OfferingID, error) {
 	// The cheapest types, every zone of each.
-	var typeNames []string
+	fleetTypes := map[string]bool{}
 	for _, c := range cands {
-		if !slices.Contains(typeNames, c.InstanceType.Name) {
-			typeNames = append(typeNames, c.InstanceType.Name)
+		if len(fleetTypes) < maxFleetInstanceTypes {
+			fleetTypes[c.InstanceType.Name] = true
 		}
-	}
-	if len(typeNames) > maxFleetInstanceTypes {
-		typeNames = typeNames[:maxFleetInstanceTypes]
 	}
 	subnetByZone := map[string]string{}
 	for _, s := range nc.Status.Subnets { // sorted by free addresses: the first of a zone wins
@@ -223,7 +214,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	var order []string
 	byOverride := map[[2]string]cloudprovider.LaunchCandidate{}
 	for _, c := range cands {
-		if !slices.Contains(typeNames, c.InstanceType.Name) {
+		if !fleetTypes[c.InstanceType.Name] {
 			continue
 		}
 		subnet, ok := subnetByZone[c.Offering.Zone]
@@ -298,7 +289,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if !ok {
 			return nil, nil, fmt.Errorf("fleet launched %s in %s, which it was not asked for", o.InstanceType, aws.ToString(o.AvailabilityZone))
 		}
-		return p.launchedClaim(claim, nc, nodePool, c, inst.InstanceIds[0]), nil, nil
+		return launchedClaim(claim, nc, fixed, c, inst.InstanceIds[0]), nil, nil
 	}
 	var ice []cloudprovider.OfferingID
 	var other []string
@@ -374,19 +365,15 @@ func (p *Provider) instanceTags(nc *awsv1.EC2NodeClass, claimName, nodePool stri
 	return mergeTags(nc.Spec.Tags, own)
 }
 
-// launchedClaim is the claim with the status and labels of its new instance.
-func (p *Provider) launchedClaim(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, c cloudprovider.LaunchCandidate, instanceID string) *karpv1.NodeClaim {
+// launchedClaim is the claim with the status and labels of its new instance: the instance
+// type's and offering's, and the fixed ones every launch for the claim carries.
+func launchedClaim(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, fixed map[string]string, c cloudprovider.LaunchCandidate, instanceID string) *karpv1.NodeClaim {
 	out := claim.DeepCopy()
-	labels := c.InstanceType.NodeLabels(c.Offering)
-	labels[corev1.LabelTopologyRegion] = p.clients.Region()
-	labels[awsv1.LabelNodeClass] = nc.Name
-	if nodePool != "" {
-		labels[karpv1.NodePoolLabelKey] = nodePool
-	}
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
-	maps.Copy(out.Labels, labels)
+	maps.Copy(out.Labels, c.InstanceType.NodeLabels(c.Offering))
+	maps.Copy(out.Labels, fixed)
 	out.Status.ProviderID = ProviderID(c.Offering.Zone, instanceID)
 	out.Status.ImageID = imageFor(nc, c.InstanceType.Labels)
 	out.Status.Capacity = c.InstanceType.Capacity.DeepCopy()
@@ -541,10 +528,10 @@ func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (clou
 		return "", err
 	}
 	if !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == aws.ToString(i.ImageId) }) {
-		return DriftReasonAMI, nil
+		return cloudprovider.DriftReasonAMI, nil
 	}
 	if !slices.ContainsFunc(nc.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == aws.ToString(i.SubnetId) }) {
-		return DriftReasonSubnet, nil
+		return cloudprovider.DriftReasonSubnet, nil
 	}
 	var have, want []string
 	for _, g := range i.SecurityGroups {
@@ -556,7 +543,7 @@ func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (clou
 	slices.Sort(have)
 	slices.Sort(want)
 	if !slices.Equal(have, want) {
-		return DriftReasonSecurityGroup, nil
+		return cloudprovider.DriftReasonSecurityGroup, nil
 	}
 	return "", nil
 }

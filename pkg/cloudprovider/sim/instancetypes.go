@@ -8,10 +8,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 )
 
-// maxTypeSets bounds the instance-type cache; distinct NodeClass configurations beyond it
-// start the cache afresh.
-const maxTypeSets = 64
-
 // typeSet is the catalog built for one NodeClass configuration, with every offering available,
 // and the last availability overlay handed out.
 type typeSet struct {
@@ -25,15 +21,6 @@ type typeSet struct {
 	hasOverlay     bool
 }
 
-// typeSetKey is what, of a NodeClass, changes the instance types built from it.
-type typeSetKey struct {
-	Kubelet             *awsv1.KubeletConfiguration `json:"kubelet,omitempty"`
-	AMIFamily           string                      `json:"amiFamily,omitempty"`
-	RootVolume          string                      `json:"rootVolume,omitempty"`
-	InstanceStorePolicy *awsv1.InstanceStorePolicy  `json:"instanceStorePolicy,omitempty"`
-	Zones               []string                    `json:"zones"`
-}
-
 // instanceTypes returns the instance types of the NodeClass, every offering available, built
 // once per distinct configuration. The result is shared and must not be modified.
 func (c *Cloud) instanceTypes(nc *awsv1.EC2NodeClass) (*typeSet, error) {
@@ -41,11 +28,7 @@ func (c *Cloud) instanceTypes(nc *awsv1.EC2NodeClass) (*typeSet, error) {
 	opts.Zones = nodeClassZones(nc, c.zones)
 	opts.CapacityTypes = c.capacityTypes
 	opts.Prices = c.prices
-	key := typeSetKey{Kubelet: opts.Kubelet, AMIFamily: opts.AMIFamily, InstanceStorePolicy: opts.InstanceStorePolicy, Zones: opts.Zones}
-	if opts.RootVolumeSize != nil {
-		key.RootVolume = opts.RootVolumeSize.String()
-	}
-	k := canonical(key)
+	k := opts.CacheKey()
 
 	c.typesMu.Lock()
 	defer c.typesMu.Unlock()
@@ -60,7 +43,7 @@ func (c *Cloud) instanceTypes(nc *awsv1.EC2NodeClass) (*typeSet, error) {
 	for _, it := range its {
 		set.byName[it.Name] = it
 	}
-	if len(c.types) >= maxTypeSets {
+	if len(c.types) >= cloudprovider.MaxCachedConfigurations {
 		clear(c.types)
 	}
 	c.types[k] = set

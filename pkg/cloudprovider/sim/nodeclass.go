@@ -24,11 +24,11 @@ const nodeClassKind = "EC2NodeClass"
 // Drift reasons IsDrifted returns.
 const (
 	// DriftReasonAMI: the NodeClass now resolves to another image than the instance booted.
-	DriftReasonAMI cloudprovider.DriftReason = "AMIDrift"
+	DriftReasonAMI = cloudprovider.DriftReasonAMI
 	// DriftReasonSubnet: the NodeClass's subnetSelectorTerms changed since launch.
-	DriftReasonSubnet cloudprovider.DriftReason = "SubnetDrift"
+	DriftReasonSubnet = cloudprovider.DriftReasonSubnet
 	// DriftReasonSecurityGroup: the NodeClass's securityGroupSelectorTerms changed since launch.
-	DriftReasonSecurityGroup cloudprovider.DriftReason = "SecurityGroupDrift"
+	DriftReasonSecurityGroup = cloudprovider.DriftReasonSecurityGroup
 )
 
 // nodeClass reads the EC2NodeClass ref names and checks that it can be launched from. A NodeClass
