@@ -23,6 +23,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -55,6 +56,7 @@ type inflightCommand struct {
 	cmd          *Command
 	replacements []string // NodeClaim names
 	started      time.Time
+	disrupted    map[string]bool // candidates' NodeClaims deleted (and counted) so far
 }
 
 // NewController wires a disruption controller. recorder may be nil.
@@ -333,6 +335,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 	for _, fn := range c.observers {
 		fn(cmd)
 	}
+	recordDecision(cmd)
 	logger.Info("disrupting", "method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.NodeNames(),
 		"replacements", len(cmd.Replacements), "savings", fmt.Sprintf("%.4f", cmd.Savings), "message", cmd.Message())
 	for _, cand := range cmd.Candidates {
@@ -351,10 +354,11 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 			return fmt.Errorf("creating replacement nodeclaim for nodepool %s: %w", r.NodePool.Name, err)
 		}
 		c.cluster.RecordCreated(claim)
+		metrics.NodeClaimCreated(metrics.DisruptionReason(cmd.Reason), r.NodePool.Name)
 		created = append(created, claim.Name)
 		logger.Info("created replacement nodeclaim", "nodeclaim", claim.Name, "instance-type", r.InstanceType(), "price", r.Price)
 	}
-	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now}
+	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}}
 	if len(created) == 0 {
 		_, err := c.follow(ctx, now)
 		return err
@@ -395,9 +399,14 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 		if err := c.kube.Status().Patch(ctx, claim, client.MergeFrom(cand.NodeClaim)); err != nil && !apierrors.IsNotFound(err) {
 			log.FromContext(ctx).V(1).Info("cannot record disruption reason", "nodeclaim", claim.Name, "error", err.Error())
 		}
-		if err := c.kube.Delete(ctx, cand.NodeClaim); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", cand.NodeClaim.Name, err))
-			continue
+		if err := c.kube.Delete(ctx, cand.NodeClaim); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", cand.NodeClaim.Name, err))
+				continue
+			}
+		} else if !f.disrupted[cand.NodeClaim.Name] {
+			f.disrupted[cand.NodeClaim.Name] = true
+			metrics.NodeClaimDisrupted(metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType)
 		}
 		if f.cmd.Method == MethodEmptiness {
 			c.event(cand.Node, corev1.EventTypeNormal, "DisruptionTerminating", "deleting empty node")

@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // Finalize terminates a deleting claim's instance and lets the claim go: it deletes the claim's
@@ -94,8 +95,12 @@ func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeCl
 		}
 	}
 	if controllerutil.RemoveFinalizer(claim, karpv1.TerminationFinalizer) {
-		if err := c.kube.Update(ctx, claim); client.IgnoreNotFound(err) != nil {
+		err := c.kube.Update(ctx, claim)
+		if client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("removing finalizer from nodeclaim: %w", err)
+		}
+		if err == nil {
+			metrics.NodeClaimTerminated(claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], claim.Labels[corev1.LabelTopologyZone])
 		}
 	}
 	c.launches.forget(claim.UID)

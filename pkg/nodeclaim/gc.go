@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // InstanceProvider is what the garbage collector needs of the cloud: to list, look up and
@@ -134,9 +135,13 @@ func (g *GarbageCollector) Step(ctx context.Context) error {
 		}
 		logger.Info("instance of nodeclaim is gone, deleting nodeclaim", "nodeclaim", claim.Name, "provider-id", id)
 		g.events.warning(claim, EventReasonInstanceGone, "Deleting: instance %s no longer exists", id)
-		if err := g.kube.Delete(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", claim.Name, err))
+		if err := g.kube.Delete(ctx, claim); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", claim.Name, err))
+			}
+			continue
 		}
+		metrics.NodeClaimDisrupted(metrics.ReasonGarbageCollected, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey])
 	}
 	return errors.Join(errs...)
 }

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // liveness deletes a claim that did not launch, or did not register, within the registration
@@ -31,5 +32,9 @@ func (c *LifecycleController) liveness(ctx context.Context, claim *karpv1.NodeCl
 	log.FromContext(ctx).Info("nodeclaim not "+what+" within the registration ttl, deleting it", "ttl", ttl.String())
 	c.events.warning(claim, EventReasonLivenessExpired, "Deleting: not %s within %s", what, ttl)
 	res.deleted = true
-	return c.deleteClaim(ctx, claim)
+	if err := c.deleteClaim(ctx, claim); err != nil {
+		return err
+	}
+	metrics.NodeClaimDisrupted(metrics.ReasonLiveness, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey])
+	return nil
 }

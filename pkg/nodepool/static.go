@@ -20,6 +20,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -178,6 +179,7 @@ func (c *StaticController) create(ctx context.Context, np *karpv1.NodePool, acti
 		if err := c.kubeClient.Create(ctx, claim); err != nil {
 			return fmt.Errorf("creating nodeclaim: %w", err)
 		}
+		metrics.NodeClaimCreated(metrics.ReasonStatic, np.Name)
 		logger.Info("created nodeclaim for static nodepool", "nodeclaim", claim.Name, "zone", zone, "replicas", DesiredReplicas(np))
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -19,7 +20,8 @@ import (
 
 // lifecycleControllers are the NodePool, NodeClaim, termination and disruption controllers.
 // NodeClaims are finalized by termination, which drains their nodes first. Nodes, NodeClaims
-// and pods are indexed in the manager's cache first.
+// and pods are indexed in the manager's cache first. Each controller calls the cloud through
+// its own metrics view of cp.
 func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings,
 	cluster *state.Cluster, clk clock.Clock, recorder record.EventRecorder, opts Options) ([]registrar, error) {
 	if err := errors.Join(
@@ -28,15 +30,15 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 	); err != nil {
 		return nil, fmt.Errorf("indexing fields: %w", err)
 	}
-	lifecycle := nodeclaim.NewLifecycleController(mgr.GetClient(), cp, unavailable, clk, recorder,
+	lifecycle := nodeclaim.NewLifecycleController(mgr.GetClient(), cloudprovider.WithMetrics(cp, nodeclaim.LifecycleControllerName), unavailable, clk, recorder,
 		nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, ExternalFinalization: true})
 	return []registrar{
 		nodepool.NewStatusController(mgr.GetClient(), clk, recorder),
-		nodepool.NewStaticController(mgr.GetClient(), cp, nodepool.WithAPIReader(mgr.GetAPIReader())),
+		nodepool.NewStaticController(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodepool.static"), nodepool.WithAPIReader(mgr.GetAPIReader())),
 		lifecycle,
-		nodeclaim.NewGarbageCollector(mgr.GetClient(), cp, clk, recorder, nodeclaim.GarbageCollectorOptions{}),
+		nodeclaim.NewGarbageCollector(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodeclaim.garbagecollection"), clk, recorder, nodeclaim.GarbageCollectorOptions{}),
 		termination.NewController(mgr.GetClient(), lifecycle, clk, recorder, termination.Options{}),
-		disruption.NewController(mgr.GetClient(), cluster, cp, clk, recorder, disruption.Options{
+		disruption.NewController(mgr.GetClient(), cluster, cloudprovider.WithMetrics(cp, metrics.ControllerDisruption), clk, recorder, disruption.Options{
 			SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
 			PollInterval:            opts.DisruptionPollInterval,
 			ValidationDelay:         opts.ConsolidationValidationDelay,

@@ -18,6 +18,8 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
@@ -29,7 +31,8 @@ const LeaderElectionID = "karpenter-leader-election"
 type Operator struct {
 	// Manager runs the controllers.
 	Manager manager.Manager
-	// CloudProvider is the cloud the controllers launch in.
+	// CloudProvider is the cloud the controllers launch in. Each controller calls it through
+	// its own cloudprovider.WithMetrics view; this is the provider itself.
 	CloudProvider cloudprovider.CloudProvider
 	// Cluster is the shared cluster state.
 	Cluster *state.Cluster
@@ -105,13 +108,16 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		op.CloudProvider, op.AWS = provider, provider
 		registrars = append(registrars, aws...)
 	}
-	op.Provisioner = provisioning.NewProvisioner(mgr.GetClient(), op.Cluster, op.CloudProvider, unavailable, recorder, clk, provisioning.Options{
+	op.Provisioner = provisioning.NewProvisioner(mgr.GetClient(), op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerProvisioner), unavailable, recorder, clk, provisioning.Options{
 		BatchIdleDuration:   opts.BatchIdleDuration,
 		BatchMaxDuration:    opts.BatchMaxDuration,
 		IgnorePreferences:   opts.PreferencePolicy == "Ignore",
 		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
 	})
-	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner))
+	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner),
+		// The state gauges, served while this replica leads, and pod startup times.
+		cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),
+		cluster.NewPodStartupController(mgr.GetClient(), clk))
 	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, op.Cluster, clk, recorder, opts)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -98,7 +99,9 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	results := scheduler.Solve(input)
+	metrics.ObserveSchedulingDuration(metrics.ControllerProvisioner, time.Since(start))
 	decision := &Decision{Results: results}
 	for _, c := range results.NewClaims {
 		np := pools[c.NodePool]
@@ -107,6 +110,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 			return decision, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
 		}
 		p.cluster.RecordCreated(claim)
+		metrics.NodeClaimCreated(metrics.ReasonProvisioned, np.Name)
 		decision.Created = append(decision.Created, claim)
 		log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", claim.Name, "nodepool", np.Name,
 			"pods", len(c.Pods), "instance-types", instanceTypeNames(c.InstanceTypes, 5), "price", c.Price)

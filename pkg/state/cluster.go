@@ -171,6 +171,9 @@ type Snapshot struct {
 	NodePools []*karpv1.NodePool
 	// Pods are every pod in the cluster.
 	Pods []*corev1.Pod
+	// Synced: the reader shows every NodeClaim this process created (none had to be joined in
+	// from memory), so the snapshot is the API server's view up to the cache's delay.
+	Synced bool
 }
 
 // Snapshot reads the cluster and joins in what only this process knows.
@@ -198,6 +201,7 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 	// Claims: the cache's, plus created ones it does not show yet.
 	byName := map[string]*karpv1.NodeClaim{}
+	unseen := 0
 	for i := range claims.Items {
 		byName[claims.Items[i].Name] = &claims.Items[i]
 	}
@@ -207,8 +211,9 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 			continue
 		}
 		byName[name] = cc.claim
+		unseen++
 	}
-	snap := &Snapshot{}
+	snap := &Snapshot{Synced: unseen == 0}
 	for i := range daemonSets.Items {
 		snap.DaemonSets = append(snap.DaemonSets, &daemonSets.Items[i])
 	}

@@ -1,0 +1,94 @@
+package cloudprovider
+
+import (
+	"context"
+	"time"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
+)
+
+// WithMetrics returns cp instrumented for one calling controller: every call is timed in
+// karpenter_cloudprovider_duration_seconds and every error counted in
+// karpenter_cloudprovider_errors_total, labelled with controller, the method and cp.Name().
+// Each controller gets its own instrumented CloudProvider over the same cp. Instrumenting an
+// instrumented CloudProvider replaces its controller instead of timing calls twice.
+//
+// The result hides cp's concrete type: keep cp itself for what only the concrete type offers
+// (the simulated cloud's faults, the AWS provider's controllers).
+func WithMetrics(cp CloudProvider, controller string) CloudProvider {
+	if m, ok := cp.(*instrumented); ok {
+		cp = m.cp
+	}
+	return &instrumented{cp: cp, controller: controller}
+}
+
+// instrumented is a CloudProvider that records metrics about the calls it passes on.
+type instrumented struct {
+	cp         CloudProvider
+	controller string
+}
+
+var _ CloudProvider = (*instrumented)(nil)
+
+// Name implements CloudProvider; it is not instrumented.
+func (m *instrumented) Name() string { return m.cp.Name() }
+
+// Create implements Launcher.
+func (m *instrumented) Create(ctx context.Context, claim *karpv1.NodeClaim) (_ *karpv1.NodeClaim, err error) {
+	defer m.observe("Create", time.Now(), &err)
+	return m.cp.Create(ctx, claim)
+}
+
+// Delete implements Launcher.
+func (m *instrumented) Delete(ctx context.Context, claim *karpv1.NodeClaim) (err error) {
+	defer m.observe("Delete", time.Now(), &err)
+	return m.cp.Delete(ctx, claim)
+}
+
+// Get implements InstanceGetter.
+func (m *instrumented) Get(ctx context.Context, providerID string) (_ *karpv1.NodeClaim, err error) {
+	defer m.observe("Get", time.Now(), &err)
+	return m.cp.Get(ctx, providerID)
+}
+
+// List implements InstanceLister.
+func (m *instrumented) List(ctx context.Context) (_ []*karpv1.NodeClaim, err error) {
+	defer m.observe("List", time.Now(), &err)
+	return m.cp.List(ctx)
+}
+
+// GetInstanceTypes implements InstanceTypeProvider.
+func (m *instrumented) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) (_ []*InstanceType, err error) {
+	defer m.observe("GetInstanceTypes", time.Now(), &err)
+	return m.cp.GetInstanceTypes(ctx, nodePool)
+}
+
+// IsDrifted implements DriftChecker.
+func (m *instrumented) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (_ DriftReason, err error) {
+	defer m.observe("IsDrifted", time.Now(), &err)
+	return m.cp.IsDrifted(ctx, claim)
+}
+
+func (m *instrumented) observe(method string, start time.Time, err *error) {
+	metrics.ObserveCloudProviderCall(m.controller, method, m.cp.Name(), time.Since(start), *err != nil, ErrorType(*err))
+}
+
+// ErrorType names the typed error err is or wraps, as the error label of the cloud provider
+// metrics: NodeClaimNotFoundError, InsufficientCapacityError, NodeClassNotReadyError or
+// CreateError; "" for nil and for errors of no known type.
+func ErrorType(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case IsNodeClaimNotFoundError(err):
+		return "NodeClaimNotFoundError"
+	case IsInsufficientCapacityError(err):
+		return "InsufficientCapacityError"
+	case IsNodeClassNotReadyError(err):
+		return "NodeClassNotReadyError"
+	case IsCreateError(err):
+		return "CreateError"
+	}
+	return ""
+}

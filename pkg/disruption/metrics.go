@@ -1,0 +1,28 @@
+package disruption
+
+import (
+	"github.com/openkarpenter/karpenter/pkg/metrics"
+)
+
+// recordDecision counts a command that starts being carried out.
+func recordDecision(cmd *Command) {
+	decision := metrics.DecisionDelete
+	if len(cmd.Replacements) > 0 {
+		decision = metrics.DecisionReplace
+	}
+	metrics.DisruptionDecision(decision, metrics.DisruptionReason(cmd.Reason), consolidationType(cmd.Method))
+}
+
+// consolidationType is the consolidation_type label of a method: empty for drift and
+// expiration, which are not consolidation.
+func consolidationType(method string) string {
+	switch method {
+	case MethodEmptiness:
+		return metrics.ConsolidationTypeEmpty
+	case MethodSingleNode:
+		return metrics.ConsolidationTypeSingle
+	case MethodMultiNode:
+		return metrics.ConsolidationTypeMulti
+	}
+	return ""
+}

@@ -1,0 +1,118 @@
+package metrics
+
+import (
+	"strings"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "karpenter"
+
+// Label names, as Karpenter spells them.
+const (
+	// LabelNodePool is the name of the NodePool that owns a NodeClaim or node.
+	LabelNodePool = "nodepool"
+	// LabelReason is why a NodeClaim was created or disrupted, or why a disruption decision
+	// was made (see the Reason* constants and DisruptionReason).
+	LabelReason = "reason"
+	// LabelCapacityType is the karpenter.sh/capacity-type: spot, on-demand or reserved.
+	LabelCapacityType = "capacity_type"
+	// LabelZone is the topology.kubernetes.io/zone.
+	LabelZone = "zone"
+	// LabelRegion is the topology.kubernetes.io/region.
+	LabelRegion = "region"
+	// LabelInstanceType is the node.kubernetes.io/instance-type.
+	LabelInstanceType = "instance_type"
+	// LabelArch is the kubernetes.io/arch.
+	LabelArch = "arch"
+	// LabelOS is the kubernetes.io/os.
+	LabelOS = "os"
+	// LabelResourceType is a resource name in snake case: cpu, memory, pods,
+	// ephemeral_storage, nvidia.com/gpu, … (see ResourceType).
+	LabelResourceType = "resource_type"
+	// LabelNodeName is the name of a Node.
+	LabelNodeName = "node_name"
+	// LabelDecision is what a disruption decision does: DecisionDelete or DecisionReplace.
+	LabelDecision = "decision"
+	// LabelConsolidationType is the consolidation method of a decision: empty, single or
+	// multi; empty for drift and expiration.
+	LabelConsolidationType = "consolidation_type"
+	// LabelController is the controller that made a call or ran the scheduler.
+	LabelController = "controller"
+	// LabelMethod is the CloudProvider method called: Create, Delete, Get, List,
+	// GetInstanceTypes or IsDrifted.
+	LabelMethod = "method"
+	// LabelProvider is the cloud provider's name (CloudProvider.Name): sim or aws.
+	LabelProvider = "provider"
+	// LabelError is the type of a cloud provider error, such as InsufficientCapacityError;
+	// empty for errors of no known type.
+	LabelError = "error"
+	// LabelName is a pod's name.
+	LabelName = "name"
+	// LabelNamespace is a pod's namespace.
+	LabelNamespace = "namespace"
+	// LabelOwner is the API path of a pod's first owner, such as
+	// /apis/apps/v1/namespaces/default/replicasets/web-5d8f9; empty for a pod without owner.
+	LabelOwner = "owner"
+	// LabelNode is the name of the node a pod is bound to; empty while it is not bound.
+	LabelNode = "node"
+	// LabelPhase is a pod's phase: Pending, Running, Succeeded, Failed or Unknown.
+	LabelPhase = "phase"
+)
+
+// Values of LabelReason for karpenter_nodeclaims_created_total besides the disruption reasons
+// (a replacement is created with the reason of the disruption it is for).
+const (
+	// ReasonProvisioned: created by the provisioner for pending pods.
+	ReasonProvisioned = "provisioned"
+	// ReasonStatic: created to keep a static NodePool at its replica count.
+	ReasonStatic = "static"
+)
+
+// Values of LabelReason for karpenter_nodeclaims_disrupted_total besides the disruption reasons.
+const (
+	// ReasonLiveness: the NodeClaim did not launch or register within the registration TTL.
+	ReasonLiveness = "liveness"
+	// ReasonGarbageCollected: the NodeClaim's instance no longer exists in the cloud.
+	ReasonGarbageCollected = "garbage_collected"
+)
+
+// Values of LabelDecision.
+const (
+	// DecisionDelete: the nodes are removed and nothing replaces them.
+	DecisionDelete = "delete"
+	// DecisionReplace: replacements are launched before the nodes are removed.
+	DecisionReplace = "replace"
+)
+
+// Values of LabelConsolidationType.
+const (
+	// ConsolidationTypeEmpty: emptiness, the removal of nodes with no pods to move.
+	ConsolidationTypeEmpty = "empty"
+	// ConsolidationTypeSingle: single-node consolidation.
+	ConsolidationTypeSingle = "single"
+	// ConsolidationTypeMulti: multi-node consolidation.
+	ConsolidationTypeMulti = "multi"
+)
+
+// Values of LabelController for karpenter_scheduler_scheduling_duration_seconds and the cloud
+// provider metrics; the NodeClaim and NodePool controllers use their controller names.
+const (
+	// ControllerProvisioner is the provisioner.
+	ControllerProvisioner = "provisioner"
+	// ControllerDisruption is the disruption controller.
+	ControllerDisruption = "disruption"
+	// ControllerMetrics is the collector of the state gauges (it reads instance types).
+	ControllerMetrics = "metrics"
+)
+
+// DisruptionReason is the LabelReason value of a disruption reason: the reason in lower case
+// (empty, underutilized, drifted, expired, interrupted).
+func DisruptionReason(r karpv1.DisruptionReason) string { return strings.ToLower(string(r)) }
+
+// ResourceType is the LabelResourceType value of a resource name: lower case, with dashes
+// turned into underscores (ephemeral-storage becomes ephemeral_storage).
+func ResourceType(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "-", "_")
+}
