@@ -49,6 +49,7 @@ NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1).`,
 		newConvertCommand(),
 		newCRDsCommand(),
 		newVersionCommand(),
+		newViewCommand(),
 	)
 	return root
 }

@@ -1,0 +1,287 @@
+package view
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/ from the output")
+
+// golden compares got with testdata/name, or rewrites it with -rewrite.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -rewrite to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -rewrite to accept it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// cluster is a small cluster with a node in every state, an unmanaged node, claims launching
+// and pending pods.
+func cluster() Objects {
+	launched := map[string]string{corev1.LabelInstanceTypeStable: "large", karpv1.CapacityTypeLabelKey: karpv1.CapacityTypeSpot, corev1.LabelTopologyZone: "zone-b"}
+	return Objects{
+		Nodes: []corev1.Node{
+			testNode("ip-10-0-1-10.ec2.internal", nodeOptions{created: t0.Add(-50 * time.Hour), cpu: "2", memory: "8Gi"}),
+			testNode("ip-10-0-1-11.ec2.internal", nodeOptions{created: t0.Add(-3 * time.Hour), instanceType: "large", capacityType: karpv1.CapacityTypeSpot, zone: "zone-b", cpu: "8", memory: "32Gi"}),
+			testNode("ip-10-0-1-12.ec2.internal", nodeOptions{created: t0.Add(-90 * time.Minute), cordoned: true}),
+			testNode("ip-10-0-1-13.ec2.internal", nodeOptions{created: t0.Add(-80 * time.Minute), disrupted: true}),
+			testNode("ip-10-0-1-14.ec2.internal", nodeOptions{created: t0.Add(-45 * time.Second), notReady: true}),
+			testNode("system-1", nodeOptions{created: t0.Add(-400 * 24 * time.Hour), unmanaged: true, instanceType: "m-unknown.xlarge", cpu: "4", memory: "16Gi"}),
+		},
+		NodeClaims: []karpv1.NodeClaim{
+			testClaim("default-x7k2p", claimOptions{labels: launched, created: t0.Add(-20 * time.Second)}),
+			testClaim("default-q9w4z", claimOptions{created: t0.Add(-5 * time.Second)}),
+		},
+		Pods: []corev1.Pod{
+			testPod("a1", "ip-10-0-1-10.ec2.internal", "1500m", "2Gi", corev1.PodRunning),
+			testPod("a2", "ip-10-0-1-10.ec2.internal", "250m", "512Mi", corev1.PodRunning),
+			testPod("b1", "ip-10-0-1-11.ec2.internal", "7", "30Gi", corev1.PodRunning),
+			testPod("b2", "ip-10-0-1-11.ec2.internal", "1", "1Gi", corev1.PodSucceeded),
+			testPod("c1", "ip-10-0-1-12.ec2.internal", "100m", "100Mi", corev1.PodRunning),
+			testPod("s1", "system-1", "3", "4Gi", corev1.PodRunning),
+			testPod("pending-1", "", "1", "1Gi", corev1.PodPending),
+			testPod("pending-2", "", "1", "1Gi", corev1.PodPending),
+			testPod("pending-3", "", "1", "1Gi", corev1.PodPending),
+		},
+	}
+}
+
+func render(t *testing.T, s Snapshot, opts RenderOptions) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Render(&b, s, opts); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestViewRenderGolden(t *testing.T) {
+	for _, key := range []SortKey{SortCreation, SortPrice} {
+		s := NewSnapshot(cluster(), Options{Now: t0, Prices: testPrices, Sort: key})
+		golden(t, "render-"+string(key)+".txt", render(t, s, RenderOptions{}))
+	}
+	golden(t, "render-empty.txt", render(t, NewSnapshot(Objects{}, Options{Now: t0}), RenderOptions{BarWidth: 10}))
+}
+
+func TestViewRenderPlainHasNoEscapes(t *testing.T) {
+	out := render(t, NewSnapshot(cluster(), Options{Now: t0, Prices: testPrices}), RenderOptions{})
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("plain output has escape codes:\n%q", out)
+	}
+}
+
+func TestViewRenderColor(t *testing.T) {
+	s := NewSnapshot(Objects{
+		Nodes: []corev1.Node{
+			testNode("low", nodeOptions{cpu: "10", memory: "10Gi", created: t0.Add(-3 * time.Hour)}),
+			testNode("mid", nodeOptions{cpu: "10", memory: "10Gi", created: t0.Add(-2 * time.Hour)}),
+			testNode("high", nodeOptions{cpu: "10", memory: "10Gi", created: t0.Add(-time.Hour), notReady: true}),
+		},
+		Pods: []corev1.Pod{
+			testPod("a", "low", "1", "1Gi", corev1.PodRunning),
+			testPod("b", "mid", "7500m", "7Gi", corev1.PodRunning),
+			testPod("c", "high", "9500m", "10Gi", corev1.PodRunning),
+		},
+	}, Options{Now: t0, Prices: testPrices})
+	out := render(t, s, RenderOptions{Color: true, BarWidth: 10})
+	lines := strings.Split(out, "\n")
+	find := func(prefix string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no line starts with %q in:\n%s", prefix, out)
+		return ""
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"low", ansiGreen + "█░░░░░░░░░  10%" + ansiReset},
+		{"mid", ansiYellow + "████████░░  75%" + ansiReset},
+		{"high", ansiRed + "█████████░  95%" + ansiReset}, // CPU: not quite full
+		{"high", ansiRed + "██████████ 100%" + ansiReset}, // memory
+		{"high", ansiRed + "NotReady" + ansiReset},
+		{ansiBold + "NAME", ansiBold + "NAME" + ansiReset + "  " + ansiBold + "NODEPOOL" + ansiReset},
+	} {
+		if l := find(tc.line); !strings.Contains(l, tc.want) {
+			t.Errorf("line %q lacks %q", l, tc.want)
+		}
+	}
+	// Colour codes do not count towards column widths: the columns line up as in plain text.
+	plain := render(t, s, RenderOptions{BarWidth: 10})
+	if got := stripANSI(out); got != plain {
+		t.Errorf("coloured output without its codes differs from plain:\n%s\nvs\n%s", got, plain)
+	}
+}
+
+func stripANSI(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\x1b' {
+			i += strings.IndexByte(s[i:], 'm')
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func TestViewRenderHeight(t *testing.T) {
+	s := NewSnapshot(cluster(), Options{Now: t0, Prices: testPrices})
+	full := strings.Count(render(t, s, RenderOptions{}), "\n") // 4 header, blank, titles, 8 rows
+	if full != 14 {
+		t.Fatalf("full frame has %d lines, want 14", full)
+	}
+	for _, tc := range []struct {
+		height, wantLines int
+		wantMore          string
+	}{
+		{0, 14, ""},
+		{14, 14, ""},
+		{100, 14, ""},
+		{13, 13, "… 2 more rows"},
+		{8, 8, "… 7 more rows"},
+		{7, 7, "… 8 more rows"},
+		{3, 7, "… 8 more rows"}, // the header is always shown
+	} {
+		out := render(t, s, RenderOptions{Height: tc.height})
+		if got := strings.Count(out, "\n"); got != tc.wantLines {
+			t.Errorf("height %d: %d lines, want %d:\n%s", tc.height, got, tc.wantLines, out)
+		}
+		if tc.wantMore != "" && !strings.Contains(out, tc.wantMore) || tc.wantMore == "" && strings.Contains(out, "more row") {
+			t.Errorf("height %d: want %q in:\n%s", tc.height, tc.wantMore, out)
+		}
+	}
+}
+
+func TestViewBar(t *testing.T) {
+	for _, tc := range []struct {
+		f     float64
+		width int
+		want  string
+	}{
+		{0, 4, "░░░░"},
+		{-1, 4, "░░░░"},
+		{0.01, 4, "█░░░"}, // anything above zero shows
+		{0.25, 4, "█░░░"},
+		{0.5, 4, "██░░"},
+		{0.62, 4, "██░░"},
+		{0.63, 4, "███░"},
+		{0.99, 4, "███░"}, // anything below full leaves a gap
+		{1, 4, "████"},
+		{2.5, 4, "████"},
+		{0.5, 0, ""},
+	} {
+		if got := bar(tc.f, tc.width); got != tc.want {
+			t.Errorf("bar(%v, %d) = %q, want %q", tc.f, tc.width, got, tc.want)
+		}
+	}
+}
+
+func TestViewFormat(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{cores(16000), "16"},
+		{cores(6500), "6.5"},
+		{cores(250), "0.25"},
+		{cores(1), "0"},
+		{cores(0), "0"},
+		{bytesIEC(64 << 30), "64Gi"},
+		{bytesIEC(12<<30 + 300<<20), "12.3Gi"},
+		{bytesIEC(512 << 20), "512Mi"},
+		{bytesIEC(0), "0Mi"},
+		{dollars(1.23456, 3), "$1.235"},
+		{dollars(0, 2), "$0.00"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+	if w := width(ansiRed + "██ 5%" + ansiReset); w != 5 {
+		t.Errorf("width = %d, want 5", w)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("closed") }
+
+func TestViewRenderWriteError(t *testing.T) {
+	if err := Render(failingWriter{}, Snapshot{}, RenderOptions{}); err == nil {
+		t.Error("Render swallowed the writer's error")
+	}
+}
+
+func TestViewRenderWidth(t *testing.T) {
+	s := NewSnapshot(cluster(), Options{Now: t0, Prices: testPrices})
+	widest := func(frame string) int {
+		w := 0
+		for l := range strings.Lines(frame) {
+			w = max(w, width(strings.TrimSuffix(l, "\n")))
+		}
+		return w
+	}
+	full := widest(render(t, s, RenderOptions{}))
+	for _, tc := range []struct {
+		width   int
+		color   bool
+		wantBar int // the bars' width after shrinking
+		cut     bool
+	}{
+		{0, false, 20, false},
+		{full, false, 20, false},
+		{full - 1, false, 19, false},
+		{full - 10, true, 15, false},
+		{full - 30, false, MinBarWidth, false},
+		{full - 31, false, MinBarWidth, true},
+		{40, true, MinBarWidth, true},
+	} {
+		out := render(t, s, RenderOptions{Width: tc.width, Color: tc.color})
+		// What it should be: the frame with bars of wantBar, lines cut to the width.
+		ref := render(t, s, RenderOptions{BarWidth: tc.wantBar, Color: tc.color})
+		outLines, refLines := strings.Split(out, "\n"), strings.Split(ref, "\n")
+		if len(outLines) != len(refLines) {
+			t.Fatalf("width %d: %d lines, want %d", tc.width, len(outLines), len(refLines))
+		}
+		cut := false
+		for i, l := range outLines {
+			want := refLines[i]
+			if tc.width > 0 && width(want) > tc.width {
+				cut = true
+				want = string([]rune(stripANSI(want))[:tc.width])
+				if tc.color && !strings.HasSuffix(l, ansiReset) {
+					t.Errorf("width %d: cut line does not reset its colour: %q", tc.width, l)
+				}
+				l = stripANSI(l)
+			}
+			if l != want {
+				t.Errorf("width %d: line %d is\n%q, want\n%q", tc.width, i, l, want)
+			}
+		}
+		if cut != tc.cut {
+			t.Errorf("width %d: lines cut %v, want %v:\n%s", tc.width, cut, tc.cut, out)
+		}
+	}
+}
