@@ -76,6 +76,9 @@ const (
 	ReasonLiveness = "liveness"
 	// ReasonGarbageCollected: the NodeClaim's instance no longer exists in the cloud.
 	ReasonGarbageCollected = "garbage_collected"
+	// ReasonInterrupted: the cloud warned that the instance is being reclaimed or stopped
+	// (a spot interruption, a scheduled change or a state change).
+	ReasonInterrupted = "interrupted"
 )
 
 // Values of LabelDecision.

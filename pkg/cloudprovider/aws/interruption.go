@@ -19,6 +19,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // Kinds of interruption message.
@@ -240,6 +241,7 @@ func (c *InterruptionController) act(ctx context.Context, msg InterruptionMessag
 		if err := c.provider.opts.KubeClient.Delete(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting nodeclaim %s of interrupted instance %s: %w", claim.Name, id, err)
 		}
+		metrics.NodeClaimDisrupted(metrics.ReasonInterrupted, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey])
 		logger.Info("deleted nodeclaim of interrupted instance", "nodeclaim", claim.Name, "instance", id, "kind", msg.Kind)
 	}
 	return nil

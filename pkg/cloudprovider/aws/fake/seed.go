@@ -1,0 +1,58 @@
+package fake
+
+import (
+	"encoding/base64"
+	"time"
+)
+
+// What SeedEKS creates: the names of an eksctl cluster with Karpenter (seed 004).
+const (
+	// SeedClusterName is the EKS cluster, also the value of the karpenter.sh/discovery tags.
+	SeedClusterName = "cluster-with-karpenter"
+	// SeedNodeRole is the IAM role of the nodes.
+	SeedNodeRole = "eksctl-KarpenterNodeRole-cluster-with-karpenter"
+	// SeedKubernetesVersion is the cluster's version, the one the SSM image parameters exist for.
+	SeedKubernetesVersion = "1.35"
+	// SeedClusterEndpoint is the cluster's API server URL.
+	SeedClusterEndpoint = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"
+	// SeedInterruptionQueue is the SQS queue of interruption events.
+	SeedInterruptionQueue = "karpenter-interruptions"
+)
+
+// SeedEKS creates what eksctl and AWS provide a cluster in us-west-2, relative to now:
+// subnets tagged for discovery in three zones (and an untagged one), a tagged and an untagged
+// security group, the node role, AL2023 (x86_64, arm64, and an old release), Bottlerocket,
+// Ubuntu and a deprecated custom image with the public SSM parameters of the first ones, the
+// EKS cluster and the interruption queue.
+func (a *AWS) SeedEKS(now time.Time) {
+	disc := map[string]string{"karpenter.sh/discovery": SeedClusterName}
+	for i, zone := range []string{"us-west-2a", "us-west-2b", "us-west-2c"} {
+		a.AddSubnet(Subnet{ID: "subnet-0" + string(rune('a'+i)) + "000000000000000", Zone: zone, ZoneID: "usw2-az" + string(rune('1'+i)),
+			VPCID: "vpc-1", CIDR: "10.0." + string(rune('0'+i)) + ".0/24", AvailableIPs: 250 - i, Tags: disc})
+	}
+	a.AddSubnet(Subnet{ID: "subnet-0f000000000000000", Zone: "us-west-2a", VPCID: "vpc-1", CIDR: "10.0.9.0/24", AvailableIPs: 4000})
+	a.AddSecurityGroup(SecurityGroup{ID: "sg-0a00000000000000a", Name: "eksctl-nodes", VPCID: "vpc-1", Tags: disc})
+	a.AddSecurityGroup(SecurityGroup{ID: "sg-0b00000000000000b", Name: "other", VPCID: "vpc-1"})
+	a.AddRole(SeedNodeRole)
+	days := func(n int) time.Time { return now.Add(-time.Duration(n) * 24 * time.Hour) }
+	deprecated := now.Add(-time.Hour)
+	for _, im := range []Image{
+		{ID: "ami-0a2023a00d6400001", Name: "amazon-eks-node-al2023-x86_64-standard-1.35-v20261101", OwnerID: "602401143452", Architecture: "x86_64", CreationDate: days(20)},
+		{ID: "ami-0a2023a00a6400001", Name: "amazon-eks-node-al2023-arm64-standard-1.35-v20261101", OwnerID: "602401143452", Architecture: "arm64", CreationDate: days(20)},
+		{ID: "ami-0a2023a00d6400000", Name: "amazon-eks-node-al2023-x86_64-standard-1.35-v20240807", OwnerID: "602401143452", Architecture: "x86_64", CreationDate: days(800)},
+		{ID: "ami-0b0771e0c4e786000", Name: "bottlerocket-aws-k8s-1.35-x86_64-v1.50.0", OwnerID: "092701018921", Architecture: "x86_64", CreationDate: days(10)},
+		{ID: "ami-0ab0124040d640000", Name: "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-20250101", OwnerID: "099720109477", Architecture: "x86_64", CreationDate: days(300)},
+		{ID: "ami-0de0de0de0de00000", Name: "old-custom", OwnerID: "111122223333", Architecture: "x86_64", CreationDate: days(900), DeprecationTime: &deprecated},
+	} {
+		a.AddImage(im)
+	}
+	const eks = "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/"
+	a.PutParameter(eks+"x86_64/standard/recommended/image_id", "ami-0a2023a00d6400001")
+	a.PutParameter(eks+"arm64/standard/recommended/image_id", "ami-0a2023a00a6400001")
+	a.PutParameter(eks+"x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.35-v20240807/image_id", "ami-0a2023a00d6400000")
+	a.PutParameter("/aws/service/bottlerocket/aws-k8s-1.35/x86_64/latest/image_id", "ami-0b0771e0c4e786000")
+	a.AddCluster(Cluster{Name: SeedClusterName, Endpoint: SeedClusterEndpoint,
+		CAData:      base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")),
+		ServiceCIDR: "10.100.0.0/16", Version: SeedKubernetesVersion})
+	a.CreateQueue(SeedInterruptionQueue)
+}
