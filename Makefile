@@ -5,7 +5,7 @@ export GOTOOLCHAIN ?= local
 K8S_ASSETS ?= $(CURDIR)/bin/k8s
 GO_TEST_FLAGS ?=
 
-.PHONY: all build test test-unit verify generate bench k8s-binaries clean
+.PHONY: all build test test-unit verify generate bench k8s-binaries helm clean
 
 all: build
 
@@ -13,18 +13,24 @@ all: build
 build:
 	go build -o bin/karpenter ./cmd/karpenter
 
-## generate: deepcopy functions and CRD manifests from the API types (controller-gen)
+## generate: deepcopy functions and CRD manifests from the API types (controller-gen), copied into the chart
 generate:
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 	go tool controller-gen crd paths=./pkg/apis/... output:crd:artifacts:config=config/crd
 	go run ./hack/crdpatch config/crd
+	rm -f charts/karpenter/crds/*.yaml
+	cp config/crd/*.yaml charts/karpenter/crds/
 
 ## k8s-binaries: etcd, kube-apiserver and kubectl for the tests, built from the Go module proxy
 k8s-binaries:
 	hack/build-k8s.sh $(K8S_ASSETS)
 
+## helm: the Helm CLI the chart's tests run, installed from the Go module proxy into bin/
+helm:
+	hack/build-helm.sh
+
 ## test: every test, against a real kube-apiserver + etcd (built first when missing)
-test: k8s-binaries
+test: k8s-binaries helm
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) ./...
 
 ## verify: formatting, vet, tidy go.mod, and generated files up to date
@@ -33,7 +39,7 @@ verify:
 	go vet ./...
 	go mod tidy -diff
 	$(MAKE) generate
-	@git diff --quiet -- pkg/apis config/crd || { git --no-pager diff --stat -- pkg/apis config/crd; echo "generated files are stale: run make generate and commit"; exit 1; }
+	@git diff --quiet -- pkg/apis config/crd charts/karpenter/crds && test -z "$$(git ls-files --others --exclude-standard -- config/crd charts/karpenter/crds)" || { git --no-pager diff --stat -- pkg/apis config/crd charts/karpenter/crds; git ls-files --others --exclude-standard -- config/crd charts/karpenter/crds; echo "generated files are stale: run make generate and commit"; exit 1; }
 
 ## bench: the benchmarks
 bench:
