@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -65,6 +69,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
+		// The one ConfigMap read (the simulated cloud's state) is read directly: caching would
+		// watch every ConfigMap in the cluster.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -84,7 +91,11 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	case CloudProviderSim:
 		cloud := opts.Sim.Cloud
 		if cloud == nil {
-			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency}); err != nil {
+			var store sim.Store
+			if opts.Sim.StateConfigMap != "" {
+				store = sim.NewConfigMapStore(mgr.GetClient(), stateNamespace(opts), opts.Sim.StateConfigMap)
+			}
+			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency, Store: store}); err != nil {
 				return nil, err
 			}
 		}
@@ -133,6 +144,18 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 
 // Start runs the manager until ctx is done.
 func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }
+
+// stateNamespace is where the simulated cloud keeps its state: the leader election namespace,
+// else the namespace the process runs in, else "default".
+func stateNamespace(opts Options) string {
+	if opts.LeaderElectionNamespace != "" {
+		return opts.LeaderElectionNamespace
+	}
+	if ns, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(ns) > 0 {
+		return strings.TrimSpace(string(ns))
+	}
+	return "default"
+}
 
 // leaderOnly runs a runnable only on the elected leader.
 type leaderOnly struct {

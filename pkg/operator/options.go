@@ -68,6 +68,10 @@ type SimOptions struct {
 	Zones []string
 	// MarkPodsRunning makes the simulated kubelet report bound pods Running.
 	MarkPodsRunning bool
+	// StateConfigMap names the ConfigMap (in the leader election namespace) that keeps the
+	// simulated instances, so that a restarted or newly elected replica finds them; empty keeps
+	// them in memory only.
+	StateConfigMap string
 	// Cloud, when set, is used instead of a new simulated cloud: the cloud outlives a
 	// controller restart, and tests and the simulator configure its faults and capacity.
 	Cloud *sim.Cloud

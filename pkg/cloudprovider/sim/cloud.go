@@ -71,6 +71,11 @@ type Cloud struct {
 	used                map[cloudprovider.OfferingID]int
 	addresses           map[string]int // addresses handed out per zone
 
+	// store keeps the state outside the process (nil: in memory only); restored says it has
+	// been loaded, dirty that a launch or termination has not been saved yet.
+	store           Store
+	restored, dirty bool
+
 	// typesMu guards types, the instance types built per NodeClass configuration.
 	typesMu sync.Mutex
 	types   map[string]*typeSet
@@ -130,6 +135,7 @@ func New(opts Options) (*Cloud, error) {
 		used:          map[cloudprovider.OfferingID]int{},
 		addresses:     map[string]int{},
 		types:         map[string]*typeSet{},
+		store:         opts.Store,
 	}
 	for _, id := range opts.Faults.Unavailable {
 		c.unavailable[id] = true
@@ -164,7 +170,10 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if existing := c.existing(claim.Name); existing != nil {
+	if existing, err := c.existing(ctx, claim.Name); err != nil || existing != nil {
+		if err != nil {
+			return nil, err
+		}
 		return existing.launched(claim), nil
 	}
 
@@ -219,6 +228,10 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 			continue
 		}
 		in := c.launchLocked(now, claim, nc, nodePool, cand)
+		if err := c.persistLocked(ctx); err != nil {
+			// The instance runs; a retry of the claim finds it by name and saves again.
+			return nil, cloudprovider.NewCreateError(err, ReasonInternalError, "the simulated cloud could not record the instance")
+		}
 		return in.launched(claim), nil
 	}
 	return nil, cloudprovider.NewInsufficientCapacityError(
@@ -226,11 +239,14 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 }
 
 // existing returns the live instance of the claim name, if any.
-func (c *Cloud) existing(claimName string) *instance {
+func (c *Cloud) existing(ctx context.Context, claimName string) (*instance, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.restoreLocked(ctx); err != nil {
+		return nil, err
+	}
 	c.syncLocked(c.clock.Now())
-	return c.byClaim[claimName]
+	return c.byClaim[claimName], nil
 }
 
 // launchLocked records a new instance of the candidate for the claim.
@@ -287,6 +303,7 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 		in.interruptAt = now.Add(durationOfHours(hours))
 		c.scheduleLocked(in.interruptAt)
 	}
+	c.dirty = true
 	c.instances[id] = in
 	c.history = append(c.history, in)
 	c.live[id] = in
@@ -316,6 +333,9 @@ func (c *Cloud) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.restoreLocked(ctx); err != nil {
+		return err
+	}
 	now := c.clock.Now()
 	c.syncLocked(now)
 	var in *instance
@@ -328,7 +348,7 @@ func (c *Cloud) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("no instance for nodeclaim %q (provider id %q)", claim.Name, claim.Status.ProviderID))
 	}
 	c.terminateLocked(in, now, TerminationReasonDeleted)
-	return nil
+	return c.persistLocked(ctx)
 }
 
 // Get returns the NodeClaim view of the live instance with the provider ID, or
@@ -339,6 +359,9 @@ func (c *Cloud) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.restoreLocked(ctx); err != nil {
+		return nil, err
+	}
 	c.syncLocked(c.clock.Now())
 	in := c.liveByProviderIDLocked(providerID)
 	if in == nil {
@@ -354,6 +377,9 @@ func (c *Cloud) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.restoreLocked(ctx); err != nil {
+		return nil, err
+	}
 	c.syncLocked(c.clock.Now())
 	out := make([]*karpv1.NodeClaim, 0, len(c.live))
 	for _, in := range c.live {
@@ -401,6 +427,10 @@ func (c *Cloud) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (cloudpr
 		return "", errors.New("checking drift: nil nodeclaim")
 	}
 	c.mu.Lock()
+	if err := c.restoreLocked(ctx); err != nil {
+		c.mu.Unlock()
+		return "", err
+	}
 	c.syncLocked(c.clock.Now())
 	var in *instance
 	if claim.Status.ProviderID != "" {
@@ -612,6 +642,7 @@ func (c *Cloud) liveByProviderIDLocked(providerID string) *instance {
 // terminateLocked terminates a live instance at the given time.
 func (c *Cloud) terminateLocked(in *instance, at time.Time, reason string) {
 	in.terminationTime, in.terminationReason = at, reason
+	c.dirty = true
 	delete(c.live, in.id)
 	if c.byClaim[in.claimName] == in {
 		delete(c.byClaim, in.claimName)
@@ -659,17 +690,24 @@ func (c *Cloud) syncLocked(now time.Time) {
 }
 
 // snapshotLive returns the live instances at now, in launch order, for the kubelet.
-func (c *Cloud) snapshotLive() (time.Time, []Instance) {
+// It saves the state when time has terminated instances since the last save.
+func (c *Cloud) snapshotLive(ctx context.Context) (time.Time, []Instance, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.restoreLocked(ctx); err != nil {
+		return time.Time{}, nil, err
+	}
 	now := c.clock.Now()
 	c.syncLocked(now)
+	if err := c.persistLocked(ctx); err != nil {
+		return time.Time{}, nil, err
+	}
 	live := slices.SortedFunc(maps.Values(c.live), func(a, b *instance) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]Instance, len(live))
 	for i, in := range live {
 		out[i] = in.snapshot(now)
 	}
-	return now, out
+	return now, out, nil
 }
 
 // formatResources prints a resource list in a fixed order.

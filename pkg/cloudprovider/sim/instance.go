@@ -87,6 +87,9 @@ type Instance struct {
 	Capacity, Allocatable corev1.ResourceList
 	// Bootstrap is what the instance's user data tells its kubelet, captured at launch.
 	Bootstrap Bootstrap
+	// SubnetHash and SecurityGroupHash identify the NodeClass's subnet and security group
+	// selector terms at launch; drift compares them with the current ones.
+	SubnetHash, SecurityGroupHash string
 }
 
 // Bootstrap is the kubelet configuration an instance's user data carries: the labels and taints
@@ -167,6 +170,8 @@ func (in *instance) snapshot(now time.Time) Instance {
 			Taints:        slices.Clone(in.bootstrap.Taints),
 			StartupTaints: slices.Clone(in.bootstrap.StartupTaints),
 		},
+		SubnetHash:        in.subnetHash,
+		SecurityGroupHash: in.securityGroupHash,
 	}
 }
 

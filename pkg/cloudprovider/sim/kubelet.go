@@ -120,7 +120,10 @@ func (k *Kubelet) Start(ctx context.Context) error { return k.Run(ctx) }
 // Step makes one pass over the cloud's instances and the cluster's Nodes (see Kubelet). A
 // failure on one Node does not stop the others; the errors are joined.
 func (k *Kubelet) Step(ctx context.Context) error {
-	now, instances := k.cloud.snapshotLive()
+	now, instances, err := k.cloud.snapshotLive(ctx)
+	if err != nil {
+		return err
+	}
 	var nodes corev1.NodeList
 	if err := k.kube.List(ctx, &nodes); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)

@@ -60,6 +60,9 @@ type Options struct {
 	Capacity []CapacityLimit
 	// Faults are the failures to inject.
 	Faults FaultPlan
+	// Store, when set, keeps the live instances outside the process (see Store); nil keeps
+	// them in memory only.
+	Store Store
 }
 
 // CapacityLimit bounds an offering's capacity pool: at most Count instances of InstanceType in
