@@ -19,7 +19,7 @@ export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 if [[ -x "$dest/helm" ]] && "$dest/helm" version --template '{{.Version}}' 2>/dev/null | grep -qx -- "$HELM_VERSION"; then
   exit 0
 fi
-echo "build-helm: installing helm $HELM_VERSION into $dest (about a minute cold)" >&2
+echo "build-helm: installing helm $HELM_VERSION into $dest (1-2 minutes cold, on 2 cores)" >&2
 # `go install` leaves what Helm's release build stamps at their source defaults: its version
 # ("v3.22") and the Kubernetes version `helm template` and `helm lint` assume (1.20, too old
 # for the chart's kubeVersion). Stamp them as the release does: the latter is the minor of the
