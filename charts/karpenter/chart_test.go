@@ -28,6 +28,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -400,6 +401,42 @@ func TestFeatureGates(t *testing.T) {
 	}
 }
 
+// TestSimValues renders the simulated cloud: its state ConfigMap is in the environment and in
+// the Role, and it goes when set empty.
+func TestSimValues(t *testing.T) {
+	for _, tc := range []struct {
+		set       string
+		configMap string
+	}{
+		{"cloudProvider=sim", "karpenter-sim-state"},
+		{"cloudProvider=sim,sim.stateConfigMap=sim-instances", "sim-instances"},
+		{"cloudProvider=sim,sim.stateConfigMap=", ""},
+	} {
+		objs := decode(t, render(t, "--set", tc.set))
+		var d appsv1.Deployment
+		find(t, objs, "Deployment", &d)
+		env := envOf(d.Spec.Template.Spec.Containers[0])
+		if env["CLOUD_PROVIDER"] != "sim" || env["SIM_STATE_CONFIGMAP"] != tc.configMap {
+			t.Errorf("--set %s: CLOUD_PROVIDER=%q SIM_STATE_CONFIGMAP=%q, want sim and %q", tc.set, env["CLOUD_PROVIDER"], env["SIM_STATE_CONFIGMAP"], tc.configMap)
+		}
+		var role rbacv1.Role
+		find(t, objs, "Role", &role)
+		var granted []string
+		for _, r := range role.Rules {
+			if slices.Contains(r.Resources, "configmaps") {
+				granted = append(granted, r.ResourceNames...)
+			}
+		}
+		want := []string{tc.configMap}
+		if tc.configMap == "" {
+			want = nil
+		}
+		if !slices.Equal(granted, want) {
+			t.Errorf("--set %s: the Role grants the ConfigMaps %v, want %v", tc.set, granted, want)
+		}
+	}
+}
+
 // TestSchemaRejects: values.schema.json turns a typo or a bad value into an error naming the
 // field, before anything is rendered.
 func TestSchemaRejects(t *testing.T) {
@@ -418,6 +455,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"settings.featureGates.spotToSpotConsolidation=yes", []string{"/settings/featureGates/spotToSpotConsolidation", "got string, want boolean"}},
 		{"settings.isolatedVPC=maybe", []string{"/settings/isolatedVPC"}},
 		{"controller.image.digest=latest", []string{"/controller/image/digest"}},
+		{"sim.stateConfigMap=Sim_State", []string{"/sim/stateConfigMap"}},
 		{"serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=null,serviceAccount.craete=true", []string{"/serviceAccount", "'craete'"}},
 	} {
 		_, err := helm(t, "template", release, ".", "--set", tc.set)

@@ -159,13 +159,17 @@ func grants(kind, ns string, rules []rbacv1.PolicyRule) []grant {
 	return out
 }
 
-// simKubeletOnly are the permissions only the simulated cloud needs: its in-process kubelets
-// register the Nodes of its instances, report their status and mark the pods bound to them
-// Running. The chart grants them with cloudProvider=sim only.
-var simKubeletOnly = []string{
+// simOnly are the permissions only the simulated cloud needs: its in-process kubelets register
+// the Nodes of its instances, report their status and mark the pods bound to them Running; it
+// keeps its instances in a ConfigMap of the release's namespace. The chart grants them with
+// cloudProvider=sim only.
+var simOnly = []string{
 	"ClusterRole: create nodes",
 	"ClusterRole: patch nodes/status",
 	"ClusterRole: patch pods/status",
+	"Role: create configmaps",
+	"Role: get configmaps karpenter-sim-state",
+	"Role: update configmaps karpenter-sim-state",
 }
 
 // awsOnly are the permissions only the AWS cloud needs: the EC2NodeClass controller adds and
@@ -179,11 +183,13 @@ var awsOnly = []string{
 // here only when driving its path in the test is impossible.
 var unreached = map[string]string{}
 
-// chartRBAC is a rendering's RBAC: the objects to apply and their flattened grants.
+// chartRBAC is a rendering's RBAC: the objects to apply and their flattened grants, and the
+// controller's environment.
 type chartRBAC struct {
 	objects []*unstructured.Unstructured
 	grants  []grant
 	account string // the ServiceAccount's user name
+	env     map[string]string
 }
 
 func renderRBAC(t *testing.T, args ...string) chartRBAC {
@@ -192,12 +198,15 @@ func renderRBAC(t *testing.T, args ...string) chartRBAC {
 	var clusterRole rbacv1.ClusterRole
 	var role rbacv1.Role
 	var sa corev1.ServiceAccount
+	var d appsv1.Deployment
 	find(t, objs, "ClusterRole", &clusterRole)
 	find(t, objs, "Role", &role)
 	find(t, objs, "ServiceAccount", &sa)
+	find(t, objs, "Deployment", &d)
 	out := chartRBAC{
 		grants:  append(grants("ClusterRole", "", clusterRole.Rules), grants("Role", role.Namespace, role.Rules)...),
 		account: fmt.Sprintf("system:serviceaccount:%s:%s", sa.Namespace, sa.Name),
+		env:     envOf(d.Spec.Template.Spec.Containers[0]),
 	}
 	for _, o := range objs {
 		switch o.GetKind() {
@@ -254,7 +263,8 @@ func minus(a, b []string) []string {
 // and runs the real controllers (pkg/operator, leader election on) as that ServiceAccount
 // (impersonated), recording every request they send. Three runs:
 //
-//   - sim, watch-list: the simulated cloud, with client-go's informers streaming their initial
+//   - sim, watch-list: the simulated cloud (keeping its instances in the ConfigMap the chart
+//     names), with client-go's informers streaming their initial
 //     lists over a watch (the default against Kubernetes 1.35). A scenario drives the
 //     controllers through their paths: pending pods (with PersistentVolumeClaims, a
 //     PodDisruptionBudget and a DaemonSet in the cluster) get NodeClaims, instances and Nodes,
@@ -269,7 +279,7 @@ func minus(a, b []string) []string {
 //
 // It fails on any request the server refused (403), and on any permission of a rendering that
 // no recorded request needed (unless `unreached` names it with its reason); the sim and aws
-// renderings must differ by exactly simKubeletOnly and awsOnly.
+// renderings must differ by exactly simOnly and awsOnly.
 func TestRBACMatchesCalls(t *testing.T) {
 	sim := renderRBAC(t, "--set", "cloudProvider=sim")
 	aws := renderRBAC(t, "--set", "settings.clusterName=rbac")
@@ -291,7 +301,7 @@ func TestRBACMatchesCalls(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sim.apply(t)
 			setWatchListClient(t, watchList)
-			calls := runSimScenario(t, sim.account)
+			calls := runSimScenario(t, sim)
 			// The informers read as configured: the run covers the path it claims to.
 			listed := calls[apiCall{Verb: "list", Resource: "nodes"}] > 0
 			if listed == watchList {
@@ -323,8 +333,8 @@ func TestRBACMatchesCalls(t *testing.T) {
 	// run drives them further than the aws one can (no kubelets there to register Nodes).
 	checkGrants(t, "cloudProvider=sim", sim.grants, simCalls, simCalls)
 	checkGrants(t, "cloudProvider=aws", aws.grants, allCalls, awsCalls)
-	if got := minus(names(sim.grants), names(aws.grants)); !slices.Equal(got, simKubeletOnly) {
-		t.Errorf("the sim rendering adds %v to the aws one, want %v (simKubeletOnly)", got, simKubeletOnly)
+	if got := minus(names(sim.grants), names(aws.grants)); !slices.Equal(got, simOnly) {
+		t.Errorf("the sim rendering adds %v to the aws one, want %v (simOnly)", got, simOnly)
 	}
 	if got := minus(names(aws.grants), names(sim.grants)); !slices.Equal(got, awsOnly) {
 		t.Errorf("the aws rendering adds %v to the sim one, want %v (awsOnly)", got, awsOnly)
@@ -468,14 +478,25 @@ func (r *runningOperator) shutdown(t *testing.T) map[apiCall]int {
 
 // runSimScenario runs the controllers on the simulated cloud through provisioning,
 // consolidation and termination (see TestRBACMatchesCalls) and returns their calls.
-func runSimScenario(t *testing.T, account string) map[apiCall]int {
+func runSimScenario(t *testing.T, chart chartRBAC) map[apiCall]int {
 	ctx := context.Background()
 	t.Cleanup(func() { purge(t) })
 	opts := operator.DefaultOptions()
 	opts.CloudProvider = operator.CloudProviderSim
+	// As the chart configures the binary.
+	opts.Sim.StateConfigMap = chart.env["SIM_STATE_CONFIGMAP"]
+	if opts.Sim.StateConfigMap == "" {
+		t.Fatalf("the sim rendering sets no SIM_STATE_CONFIGMAP: %v", chart.env)
+	}
+	t.Cleanup(func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: opts.Sim.StateConfigMap}}
+		if err := env.Client.Delete(context.Background(), cm); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting the simulated cloud's state: %v", err)
+		}
+	})
 	opts.Sim.LaunchLatency, opts.Sim.ReadyDelay = 100*time.Millisecond, 100*time.Millisecond
 	opts.DisruptionPollInterval, opts.ConsolidationValidationDelay = 300*time.Millisecond, 500*time.Millisecond
-	op := startOperator(t, account, opts)
+	op := startOperator(t, chart.account, opts)
 	runBinder(t)
 
 	// The cluster: a NodePool and its EC2NodeClass, volumes, a budget, a DaemonSet.
