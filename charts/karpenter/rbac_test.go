@@ -264,9 +264,8 @@ func minus(a, b []string) []string {
 // (impersonated), recording every request they send. Three runs:
 //
 //   - sim, watch-list: the simulated cloud (keeping its instances in the ConfigMap the chart
-//     names), with client-go's informers streaming their initial
-//     lists over a watch (the default against Kubernetes 1.35). A scenario drives the
-//     controllers through their paths: pending pods (with PersistentVolumeClaims, a
+//     names), with client-go's informers streaming their initial lists over a watch (the
+//     default against Kubernetes 1.35). A scenario drives the controllers through their paths: pending pods (with PersistentVolumeClaims, a
 //     PodDisruptionBudget and a DaemonSet in the cluster) get NodeClaims, instances and Nodes,
 //     and are bound; an emptied node is consolidated (tainted, its claim deleted, drained,
 //     finalized); then every NodeClaim is deleted, so the nodes are cordoned and drained: pods
@@ -355,6 +354,7 @@ func TestRBACMatchesCalls(t *testing.T) {
 	}
 }
 
+// usedBy reports whether the grant allows one of the calls.
 func usedBy(g grant, calls map[apiCall]int) bool {
 	for c := range calls {
 		if g.allows(c) {
