@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -283,6 +284,11 @@ func TestRBACMatchesCalls(t *testing.T) {
 	sim := renderRBAC(t, "--set", "cloudProvider=sim")
 	aws := renderRBAC(t, "--set", "settings.clusterName=rbac")
 	ensureNamespace(t, namespace)
+	// A fresh leader election, so that the first run creates the Lease.
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: operator.LeaderElectionID}}
+	if err := env.Client.Delete(context.Background(), lease); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		for _, o := range sim.objects {
 			if err := env.Client.Delete(context.Background(), o.DeepCopy()); client.IgnoreNotFound(err) != nil {
