@@ -5,7 +5,7 @@ export GOTOOLCHAIN ?= local
 K8S_ASSETS ?= $(CURDIR)/bin/k8s
 GO_TEST_FLAGS ?=
 
-.PHONY: all build test test-unit verify generate bench k8s-binaries helm clean
+.PHONY: all build test test-unit e2e verify generate bench k8s-binaries k8s-full helm clean
 
 all: build
 
@@ -25,6 +25,10 @@ generate:
 k8s-binaries:
 	hack/build-k8s.sh $(K8S_ASSETS)
 
+## k8s-full: k8s-binaries plus kube-scheduler and kube-controller-manager, for the end-to-end suite
+k8s-full:
+	hack/build-k8s.sh --full $(K8S_ASSETS)
+
 ## helm: the Helm CLI the chart's tests run, installed from the Go module proxy into bin/
 helm:
 	hack/build-helm.sh
@@ -33,10 +37,16 @@ helm:
 test: k8s-binaries helm
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) ./...
 
+## e2e: the end-to-end suite on a whole control plane (etcd, kube-apiserver, kube-scheduler,
+## kube-controller-manager) with the karpenter binary run as separate processes
+e2e: k8s-full helm
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -tags e2e -count=1 -timeout 30m $(GO_TEST_FLAGS) -v ./test/e2e/
+
 ## verify: formatting, vet, tidy go.mod, and generated files up to date
 verify:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	go vet ./...
+	go vet -tags e2e ./test/e2e/
 	go mod tidy -diff
 	$(MAKE) generate
 	@git diff --quiet -- pkg/apis config/crd charts/karpenter/crds && test -z "$$(git ls-files --others --exclude-standard -- config/crd charts/karpenter/crds)" || { git --no-pager diff --stat -- pkg/apis config/crd charts/karpenter/crds; git ls-files --others --exclude-standard -- config/crd charts/karpenter/crds; echo "generated files are stale: run make generate and commit"; exit 1; }

@@ -36,7 +36,8 @@ type KubeletOptions struct {
 	// Ready; zero means Ready at registration.
 	ReadyDelay time.Duration
 	// MarkPodsRunning sets pods bound to Ready Nodes of the cloud to phase Running, with their
-	// containers started and Ready, as their kubelet would.
+	// containers started and Ready, and finishes the deletion of pods being deleted from its
+	// Nodes, as their kubelet would.
 	MarkPodsRunning bool
 	// Interval is how often Run steps; zero means DefaultKubeletInterval.
 	Interval time.Duration
@@ -70,7 +71,8 @@ func (o KubeletOptions) Validate() error {
 //     the instance type says, Ready=False at first and Ready=True once ReadyDelay has passed
 //     since the instance started running, addresses and node info; and removes the not-ready
 //     taint once Ready;
-//  4. with MarkPodsRunning, sets the pods bound to Ready Nodes to Running.
+//  4. with MarkPodsRunning, sets the pods bound to Ready Nodes to Running, and deletes the pods
+//     being deleted from its Nodes as soon as asked (their containers stop at once).
 //
 // Step reads time from the cloud's clock only, so a simulation drives it on a virtual clock.
 type Kubelet struct {
@@ -179,6 +181,11 @@ func (k *Kubelet) Step(ctx context.Context) error {
 
 	if k.opts.MarkPodsRunning && len(ready) > 0 {
 		if err := k.markPodsRunning(ctx, ready, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if k.opts.MarkPodsRunning && len(byProviderID) > 0 {
+		if err := k.finishTerminatingPods(ctx, byProviderID); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -402,6 +409,32 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 
 // markPodsRunning sets the pending pods bound to the ready Nodes to Running, in namespace and
 // name order.
+// finishTerminatingPods deletes the pods being deleted (evicted, scaled down) from the cloud's
+// Nodes, as their kubelet does once their containers have stopped: simulated containers stop
+// at once. Without it a terminating pod would stay forever, and drains would never end.
+func (k *Kubelet) finishTerminatingPods(ctx context.Context, nodes map[string]*corev1.Node) error {
+	ours := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		ours[n.Name] = true
+	}
+	var pods corev1.PodList
+	if err := k.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	var errs []error
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp == nil || !ours[pod.Spec.NodeName] {
+			continue
+		}
+		gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+		if err := k.kube.Delete(ctx, gone, client.GracePeriodSeconds(0), client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("deleting terminated pod %s/%s: %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.Node, now time.Time) error {
 	// Only Pending pods (a field selector kube-apiserver serves too), read-only: the pods to
 	// change are copied first.

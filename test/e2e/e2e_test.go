@@ -1,0 +1,467 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/simulate"
+)
+
+// nodePoolManifests is what a user applies first: on-demand c, m and r instances of recent
+// generations, consolidated when empty or underused.
+const nodePoolManifests = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      requirements:
+        - key: karpenter.k8s.aws/instance-category
+          operator: In
+          values: ["c", "m", "r"]
+        - key: karpenter.k8s.aws/instance-generation
+          operator: Gt
+          values: ["5"]
+        - key: kubernetes.io/arch
+          operator: In
+          values: ["amd64"]
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 5s
+    budgets:
+      - nodes: "50%"
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: KarpenterNodeRole-e2e
+  amiSelectorTerms:
+    - alias: al2023@latest
+  subnetSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: e2e
+  securityGroupSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: e2e
+`
+
+// deployment is one Deployment of the workload.
+type deployment struct {
+	name        string
+	replicas    int
+	cpu, memory string
+}
+
+// mixed is the workload of 100 pods of four sizes.
+var mixed = []deployment{
+	{"small", 40, "250m", "512Mi"},
+	{"medium", 30, "500m", "1Gi"},
+	{"large", 20, "1", "2Gi"},
+	{"xlarge", 10, "2", "4Gi"},
+}
+
+// createDeployments makes the Deployments with kubectl, as a user would, at zero replicas.
+func createDeployments(t *testing.T, ds []deployment) {
+	t.Helper()
+	for _, d := range ds {
+		kubectl(t, "create", "deployment", d.name, "--image=registry.k8s.io/pause:3.10", "--replicas=0")
+		kubectl(t, "set", "resources", "deployment", d.name, "--requests=cpu="+d.cpu+",memory="+d.memory)
+	}
+}
+
+// scale sets each Deployment's replicas with kubectl scale.
+func scale(t *testing.T, ds []deployment) {
+	t.Helper()
+	for _, d := range ds {
+		kubectl(t, "scale", "deployment", d.name, fmt.Sprintf("--replicas=%d", d.replicas))
+	}
+}
+
+// predict runs `karpenter simulate` on the NodePool and the Deployments and returns its
+// report: what the simulator says the workload costs.
+func predict(t *testing.T, ds []deployment) simulate.Report {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(nodePoolManifests)
+	for _, d := range ds {
+		fmt.Fprintf(&b, `---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+spec:
+  replicas: %[2]d
+  selector:
+    matchLabels: {app: %[1]s}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+    spec:
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: "%[3]s", memory: "%[4]s"}
+`, d.name, d.replicas, d.cpu, d.memory)
+	}
+	file := filepath.Join(t.TempDir(), "workload.yaml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(cp.karpenter, "simulate", "-o", "json", file).Output()
+	if err != nil {
+		t.Fatalf("karpenter simulate: %v", err)
+	}
+	var report simulate.Report
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("reading the simulate report: %v", err)
+	}
+	return report
+}
+
+// pods lists the pods of the default namespace.
+func pods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	var l corev1.PodList
+	if err := cp.env.Client.List(context.Background(), &l, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+// bound counts the live pods and those bound to a node; it fails the test when a pod is bound
+// to a node Karpenter did not launch.
+func bound(t *testing.T) (live, onNodes int) {
+	t.Helper()
+	karpenterNodes := map[string]bool{}
+	for _, n := range nodes(t) {
+		karpenterNodes[n.Name] = n.Labels[karpv1.NodePoolLabelKey] != ""
+	}
+	for _, p := range pods(t) {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		live++
+		if p.Spec.NodeName != "" {
+			onNodes++
+			if ours, ok := karpenterNodes[p.Spec.NodeName]; ok && !ours {
+				t.Errorf("pod %s is bound to node %s, which Karpenter did not launch", p.Name, p.Spec.NodeName)
+			}
+		}
+	}
+	return live, onNodes
+}
+
+func nodes(t *testing.T) []corev1.Node {
+	t.Helper()
+	var l corev1.NodeList
+	if err := cp.env.Client.List(context.Background(), &l); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+func claims(t *testing.T) []karpv1.NodeClaim {
+	t.Helper()
+	var l karpv1.NodeClaimList
+	if err := cp.env.Client.List(context.Background(), &l); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+// claimWatch records every NodeClaim created and deleted while a test runs.
+type claimWatch struct {
+	mu               sync.Mutex
+	created, deleted map[string]bool
+}
+
+func watchClaims(t *testing.T) *claimWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(cp.env.Config, client.Options{Scheme: cp.env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &karpv1.NodeClaimList{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw := &claimWatch{created: map[string]bool{}, deleted: map[string]bool{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			claim, ok := ev.Object.(*karpv1.NodeClaim)
+			if !ok {
+				continue
+			}
+			cw.mu.Lock()
+			switch ev.Type {
+			case watch.Added:
+				cw.created[claim.Name] = true
+			case watch.Deleted:
+				cw.deleted[claim.Name] = true
+			}
+			cw.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return cw
+}
+
+func (cw *claimWatch) counts() (created, deleted int) {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	return len(cw.created), len(cw.deleted)
+}
+
+// healthy reports whether a pod counts toward a PodDisruptionBudget.
+func healthy(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TestWorkloadEndToEnd: 100 pods of mixed sizes are bound by the real scheduler to nodes
+// Karpenter launched within 60 seconds, at the cost `karpenter simulate` predicts; scaled to 10
+// behind a PodDisruptionBudget, consolidation removes nodes without breaking the budget; scaled
+// to 0, every node and instance goes; the metrics agree with what happened.
+func TestWorkloadEndToEnd(t *testing.T) {
+	const namespace = "karpenter"
+	createNamespace(t, namespace)
+	kubectlApply(t, nodePoolManifests)
+	watched := watchClaims(t)
+	r := startKarpenter(t, namespace, "karpenter")
+	eventually(t, 30*time.Second, "the replica to lead", func() (bool, string) { return r.isLeader(t), "not leader" })
+
+	createDeployments(t, mixed)
+	start := time.Now()
+	scale(t, mixed)
+	eventually(t, 60*time.Second, "100 pods bound to Karpenter's nodes", func() (bool, string) {
+		live, onNodes := bound(t)
+		return live == 100 && onNodes == 100, fmt.Sprintf("%d of %d pods bound", onNodes, live)
+	})
+	bindTime := time.Since(start)
+	atBind := cloudState(t, namespace)
+	predicted := predict(t, mixed)
+	eventually(t, 2*time.Minute, "the cost within 5% of simulate's prediction", func() (bool, string) {
+		c := cost(cloudState(t, namespace))
+		return c <= 1.05*predicted.Cost.FinalPerHour && c >= 0.95*predicted.Cost.FinalPerHour,
+			fmt.Sprintf("$%.4f/hour, simulate predicts $%.4f/hour", c, predicted.Cost.FinalPerHour)
+	})
+	settled := cloudState(t, namespace)
+	t.Logf("100 pods bound in %s on %d instances ($%.4f/hour); settled at $%.4f/hour on %d instances; simulate predicts $%.4f/hour on %d nodes",
+		bindTime.Round(time.Millisecond), len(atBind.Instances), cost(atBind), cost(settled), len(settled.Instances), predicted.Cost.FinalPerHour, predicted.Nodes.Final)
+
+	// Scale down to 10 pods behind a budget that allows two disruptions.
+	const minAvailable = 8
+	kubectl(t, "create", "poddisruptionbudget", "small", "--selector=app=small", fmt.Sprintf("--min-available=%d", minAvailable))
+	down := []deployment{{"small", 10, "250m", "512Mi"}, {"medium", 0, "", ""}, {"large", 0, "", ""}, {"xlarge", 0, "", ""}}
+	scale(t, down)
+	eventually(t, time.Minute, "10 healthy pods", func() (bool, string) {
+		n := 0
+		for _, p := range pods(t) {
+			if healthy(&p) {
+				n++
+			}
+		}
+		return n == 10, fmt.Sprintf("%d healthy", n)
+	})
+	var lowest atomic.Int32
+	lowest.Store(10)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			var l corev1.PodList
+			if err := cp.env.Client.List(context.Background(), &l, client.InNamespace("default"), client.MatchingLabels{"app": "small"}); err != nil {
+				continue
+			}
+			n := int32(0)
+			for i := range l.Items {
+				if healthy(&l.Items[i]) {
+					n++
+				}
+			}
+			if n < lowest.Load() {
+				lowest.Store(n)
+			}
+		}
+	})
+	small := predict(t, down[:1])
+	peak := len(settled.Instances)
+	// Consolidation never replaces one node by several, so it may stop a little above what a
+	// fresh provisioning of the 10 pods costs.
+	eventually(t, 4*time.Minute, "consolidation to within 10% of the cost of a fresh provisioning of 10 pods", func() (bool, string) {
+		st := cloudState(t, namespace)
+		live, onNodes := bound(t)
+		return cost(st) <= 1.10*small.Cost.FinalPerHour && live == 10 && onNodes == 10,
+			fmt.Sprintf("$%.4f/hour on %d instances (simulate: $%.4f/hour), %d of %d pods bound", cost(st), len(st.Instances), small.Cost.FinalPerHour, onNodes, live)
+	})
+	close(stop)
+	wg.Wait()
+	if low := lowest.Load(); low < minAvailable {
+		t.Errorf("healthy pods behind the budget fell to %d, below minAvailable %d", low, minAvailable)
+	}
+	consolidated := cloudState(t, namespace)
+	t.Logf("scaled to 10 pods: consolidated from %d to %d instances ($%.4f/hour; simulate: $%.4f/hour); healthy pods never below %d",
+		peak, len(consolidated.Instances), cost(consolidated), small.Cost.FinalPerHour, lowest.Load())
+
+	// Scale to zero: every node goes, and the cloud holds no instance.
+	scale(t, []deployment{{"small", 0, "", ""}})
+	eventually(t, 2*time.Minute, "no nodes, NodeClaims or instances left", func() (bool, string) {
+		n, c, st := len(nodes(t)), len(claims(t)), cloudState(t, namespace)
+		return n == 0 && c == 0 && len(st.Instances) == 0, fmt.Sprintf("%d nodes, %d nodeclaims, %d instances", n, c, len(st.Instances))
+	})
+
+	// The metrics tell the same story.
+	created, deleted := watched.counts()
+	m := r.scrape(t)
+	if got := sum(m, "karpenter_nodeclaims_created_total", nil); int(got) != created {
+		t.Errorf("karpenter_nodeclaims_created_total = %v, but %d NodeClaims were created", got, created)
+	}
+	if got := sum(m, "karpenter_nodeclaims_terminated_total", nil); int(got) != deleted {
+		t.Errorf("karpenter_nodeclaims_terminated_total = %v, but %d NodeClaims were deleted", got, deleted)
+	}
+	if got := sum(m, "karpenter_nodeclaims_disrupted_total", nil); got < 1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total = %v, but consolidation removed nodes", got)
+	}
+	if got := sum(m, "karpenter_cluster_state_cost_dollars_per_hour", nil); got != 0 {
+		t.Errorf("karpenter_cluster_state_cost_dollars_per_hour = %v with no nodes", got)
+	}
+	t.Logf("metrics: %d NodeClaims created, %d terminated, %v disrupted, %v voluntary disruption decisions",
+		created, deleted, sum(m, "karpenter_nodeclaims_disrupted_total", nil), sum(m, "karpenter_voluntary_disruption_decisions_total", nil))
+	kubectl(t, "delete", "deployment", "small", "medium", "large", "xlarge")
+	kubectl(t, "delete", "poddisruptionbudget", "small")
+}
+
+// TestLeaderFailover: two replicas, one leads; the leader is killed mid-scale-up and the
+// standby finishes the job, with exactly one instance per NodeClaim: none launched twice, none
+// leaked.
+func TestLeaderFailover(t *testing.T) {
+	const namespace = "karpenter-failover"
+	createNamespace(t, namespace)
+	kubectlApply(t, nodePoolManifests)
+	a, b := startKarpenter(t, namespace, "failover-a"), startKarpenter(t, namespace, "failover-b")
+	var leader, standby *replica
+	eventually(t, 30*time.Second, "one leader", func() (bool, string) {
+		la, lb := a.isLeader(t), b.isLeader(t)
+		switch {
+		case la && !lb:
+			leader, standby = a, b
+		case lb && !la:
+			leader, standby = b, a
+		default:
+			return false, fmt.Sprintf("a leads: %v, b leads: %v", la, lb)
+		}
+		return true, ""
+	})
+
+	burst := []deployment{{"burst", 40, "1", "1Gi"}}
+	createDeployments(t, burst)
+	scale(t, burst)
+	eventually(t, 30*time.Second, "the first NodeClaim", func() (bool, string) {
+		n := len(claims(t))
+		return n > 0, fmt.Sprintf("%d nodeclaims", n)
+	})
+	leader.kill()
+	killed := time.Now()
+	eventually(t, 2*time.Minute, "the standby to finish the scale-up", func() (bool, string) {
+		live, onNodes := bound(t)
+		return live == 40 && onNodes == 40, fmt.Sprintf("%d of %d pods bound", onNodes, live)
+	})
+	took := time.Since(killed)
+	if !standby.isLeader(t) {
+		t.Errorf("%s finished the scale-up without leading", standby.name)
+	}
+
+	// One instance per NodeClaim, and one NodeClaim per instance.
+	st := cloudState(t, namespace)
+	byClaim := map[string]int{}
+	for _, in := range st.Instances {
+		byClaim[in.NodeClaimName]++
+	}
+	cs := claims(t)
+	for _, c := range cs {
+		if byClaim[c.Name] != 1 {
+			t.Errorf("nodeclaim %s has %d instances", c.Name, byClaim[c.Name])
+		}
+		delete(byClaim, c.Name)
+	}
+	for name, n := range byClaim {
+		t.Errorf("%d instances leaked: launched for nodeclaim %s, which does not exist", n, name)
+	}
+	t.Logf("leader %s killed mid-scale-up; %s took over and bound all 40 pods %s later, on %d NodeClaims and %d instances",
+		leader.name, standby.name, took.Round(time.Millisecond), len(cs), len(st.Instances))
+
+	kubectl(t, "delete", "deployment", "burst")
+	eventually(t, 2*time.Minute, "no nodes, NodeClaims or instances left", func() (bool, string) {
+		n, c, st := len(nodes(t)), len(claims(t)), cloudState(t, namespace)
+		return n == 0 && c == 0 && len(st.Instances) == 0, fmt.Sprintf("%d nodes, %d nodeclaims, %d instances", n, c, len(st.Instances))
+	})
+}
+
+// TestHelmChartDryRun: what `helm template charts/karpenter` renders is accepted by the whole
+// control plane, as `kubectl apply --dry-run=server` sees it.
+func TestHelmChartDryRun(t *testing.T) {
+	helm := filepath.Join("..", "..", "bin", "helm")
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("%s is missing: run make helm (make e2e does)", helm)
+	}
+	const namespace = "karpenter-chart"
+	createNamespace(t, namespace)
+	for name, args := range map[string][]string{
+		"aws": {"--set", "settings.clusterName=e2e", "--set", "settings.interruptionQueue=e2e",
+			"--set", "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::111122223333:role/KarpenterController"},
+		"sim": {"--set", "cloudProvider=sim"},
+	} {
+		rendered, err := exec.Command(helm, append([]string{"template", "karpenter", filepath.Join("..", "..", "charts", "karpenter"), "--namespace", namespace, "--include-crds"}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("helm template (%s): %v", name, err)
+		}
+		cmd := exec.Command(cp.env.KubectlPath, "--kubeconfig", cp.kubeconfig, "apply", "--dry-run=server", "-f", "-")
+		cmd.Stdin = strings.NewReader(string(rendered))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl apply --dry-run=server (%s): %v\n%s", name, err, out)
+		}
+		t.Logf("%s: %d objects accepted", name, strings.Count(string(out), "(server dry run)"))
+	}
+}
