@@ -156,8 +156,14 @@ func (c *Controller) evict(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 		// Never evict a new pod that took the name of the one we saw.
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))},
 	}
-	err := c.kube.SubResource("eviction").Create(ctx, pod, eviction)
+	callCtx, cancel := context.WithTimeout(ctx, c.opts.EvictionTimeout)
+	defer cancel()
+	err := c.kube.SubResource("eviction").Create(callCtx, pod, eviction)
 	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		// The server asked to retry later (a budget it has not processed yet) and kept asking.
+		c.blocked(claim, nodes, "eviction of pod %s not granted within %s: the API server asks to retry later", pod.Name, c.opts.EvictionTimeout)
+		return evictionRefused, nil
 	case err == nil:
 		log.FromContext(ctx).Info("evicted pod", "pod", podKey(pod))
 		c.events.normal(pod, EventReasonEvicted, "Evicted pod %s: draining node %s", podKey(pod), pod.Spec.NodeName)

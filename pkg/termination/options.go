@@ -19,6 +19,11 @@ const (
 	// DefaultStuckTerminatingTimeout is how long after its deletionTimestamp a terminating pod
 	// still holds up a drain; after that its kubelet is presumed gone and the pod ignored.
 	DefaultStuckTerminatingTimeout = time.Minute
+	// DefaultEvictionTimeout bounds one call to the Eviction API. The API server answers a
+	// budget it has not processed yet with 429 and Retry-After: 10, which client-go obeys up to
+	// ten times; the bound turns that wait into a refused eviction, retried like any other,
+	// instead of holding the drain (and a reconcile worker) for 100 seconds.
+	DefaultEvictionTimeout = 5 * time.Second
 	// DefaultMaxConcurrentReconciles is how many NodeClaims the controller drains at once.
 	DefaultMaxConcurrentReconciles = 10
 )
@@ -37,6 +42,8 @@ type Options struct {
 	// StuckTerminatingTimeout is how long past its deletionTimestamp a terminating pod still
 	// blocks the drain; zero means DefaultStuckTerminatingTimeout.
 	StuckTerminatingTimeout time.Duration
+	// EvictionTimeout bounds one eviction call; zero means DefaultEvictionTimeout.
+	EvictionTimeout time.Duration
 	// MaxConcurrentReconciles bounds the parallel reconciles under a manager; zero means
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
@@ -51,6 +58,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("drain poll %s is negative", o.DrainPoll)
 	case o.StuckTerminatingTimeout < 0:
 		return fmt.Errorf("stuck terminating timeout %s is negative", o.StuckTerminatingTimeout)
+	case o.EvictionTimeout < 0:
+		return fmt.Errorf("eviction timeout %s is negative", o.EvictionTimeout)
 	case o.MaxConcurrentReconciles < 0:
 		return fmt.Errorf("max concurrent reconciles %d is negative", o.MaxConcurrentReconciles)
 	}
@@ -66,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StuckTerminatingTimeout == 0 {
 		o.StuckTerminatingTimeout = DefaultStuckTerminatingTimeout
+	}
+	if o.EvictionTimeout == 0 {
+		o.EvictionTimeout = DefaultEvictionTimeout
 	}
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles

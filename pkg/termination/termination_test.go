@@ -5,6 +5,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
@@ -237,5 +240,43 @@ func TestNotDeletingIsLeftAlone(t *testing.T) {
 	}
 	if f.evicted("app") || hasDisruptedTaint(f.node(node)) || f.finalizer.n.Load() != 0 {
 		t.Error("a claim not being deleted was touched")
+	}
+}
+
+// TestUnprocessedBudgetDoesNotHoldTheDrain: the API server answers evictions under a budget
+// whose status nobody has written yet with 429 and Retry-After: 10, which client-go would obey
+// ten times; the drain gives up after EvictionTimeout, reports the eviction as refused and backs
+// off as for any refusal, and evicts once the budget is processed.
+func TestUnprocessedBudgetDoesNotHoldTheDrain(t *testing.T) {
+	f := newFixture(t)
+	f.ctrl.opts.EvictionTimeout = 300 * time.Millisecond
+	node := f.launch("fresh-pdb", nil)
+	f.pod("api-0", node, podOptions{labels: map[string]string{"app": "api"}})
+	minAvailable := intstr.FromInt32(0)
+	if err := env.Client.Create(f.ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: f.ns},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.deleteClaim("fresh-pdb")
+
+	start := time.Now()
+	res := f.reconcile("fresh-pdb")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the reconcile took %s: the eviction call was not bounded", took)
+	}
+	if f.evicted("api-0") {
+		t.Fatal("evicted under a budget the server has not processed")
+	}
+	if res.RequeueAfter != EvictionRetryBase {
+		t.Errorf("RequeueAfter %s, want the refusal back-off %s", res.RequeueAfter, EvictionRetryBase)
+	}
+	f.expectEvent("Warning", EventReasonFailedDraining, "eviction of pod api-0 not granted within 300ms")
+
+	f.allow("api", 1)
+	f.finish("fresh-pdb")
+	if !f.evicted("api-0") {
+		t.Error("api-0 was not evicted once the budget was processed")
 	}
 }
