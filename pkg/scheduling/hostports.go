@@ -16,6 +16,7 @@ type HostPort struct {
 	Port int32
 }
 
+// String prints the port as ip:port/protocol.
 func (p HostPort) String() string { return fmt.Sprintf("%s:%d/%s", p.IP, p.Port, p.Protocol) }
 
 func (p HostPort) wildcard() bool { return p.IP == "" || p.IP == "0.0.0.0" || p.IP == "::" }

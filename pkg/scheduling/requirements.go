@@ -180,6 +180,7 @@ type IncompatibleError struct {
 	Undefined bool
 }
 
+// Error names the requirement that does not intersect.
 func (e *IncompatibleError) Error() string {
 	if e.Undefined {
 		return fmt.Sprintf("requirement %s cannot be met: the label is not defined (add it to the NodePool's labels or requirements)", e.Want)

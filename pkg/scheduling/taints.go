@@ -49,6 +49,7 @@ type UntoleratedTaintError struct {
 	Taint corev1.Taint
 }
 
+// Error names the taint that is not tolerated.
 func (e *UntoleratedTaintError) Error() string {
 	return fmt.Sprintf("did not tolerate taint %s", e.Taint.ToString())
 }

@@ -611,6 +611,7 @@ type UnschedulableError struct {
 	Reasons []error
 }
 
+// Error lists why the pod fits nowhere.
 func (e *UnschedulableError) Error() string {
 	parts := make([]string, len(e.Reasons))
 	for i, r := range e.Reasons {
