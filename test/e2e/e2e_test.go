@@ -333,10 +333,17 @@ func TestWorkloadEndToEnd(t *testing.T) {
 	// plan), pods that no longer fit get nodes of their own, and consolidation, which never
 	// moves pods between the nodes it keeps, settles where that path leads it: near, not
 	// always at, the cost of the simulator's run.
-	eventually(t, 4*time.Minute, "the cost to settle within 10% of simulate's prediction", func() (bool, string) {
+	// Settled: no change for longer than a consolidation pass takes (a 10s poll, then 15s of
+	// validation).
+	const quiet = 40 * time.Second
+	lastCost, lastChange := -1.0, time.Now()
+	eventually(t, 5*time.Minute, "the cost to settle within 10% of simulate's prediction", func() (bool, string) {
 		c := cost(cloudState(t, namespace))
-		return c <= 1.10*predicted.Cost.FinalPerHour && c >= 0.90*predicted.Cost.FinalPerHour,
-			fmt.Sprintf("$%.4f/hour, simulate predicts $%.4f/hour", c, predicted.Cost.FinalPerHour)
+		if c != lastCost {
+			lastCost, lastChange = c, time.Now()
+		}
+		return time.Since(lastChange) >= quiet && c <= 1.10*predicted.Cost.FinalPerHour && c >= 0.90*predicted.Cost.FinalPerHour,
+			fmt.Sprintf("$%.4f/hour for %s, simulate predicts $%.4f/hour", c, time.Since(lastChange).Round(time.Second), predicted.Cost.FinalPerHour)
 	})
 	settled := cloudState(t, namespace)
 	t.Logf("100 pods bound in %s; Karpenter's decision $%.4f/hour (simulate: $%.4f/hour); %d instances ($%.4f/hour) once bound; settled at $%.4f/hour on %d instances (simulate: $%.4f/hour on %d nodes, %+.1f%%)",
