@@ -21,6 +21,9 @@ import (
 func newControllerCommand() *cobra.Command {
 	opts := operator.DefaultOptions()
 	var logLevel, kubeconfig, featureGates string
+	// Karpenter's own names for three settings, so its values and environments work as they are.
+	var metricsPort, healthProbePort int
+	var disableLeaderElection bool
 	var fs *envFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -38,6 +41,9 @@ Karpenter's Helm chart uses.`,
 				return usageError{err}
 			}
 			opts.SpotToSpotConsolidation = gates["SpotToSpotConsolidation"]
+			if err := applyKarpenterAliases(&opts, metricsPort, healthProbePort, disableLeaderElection); err != nil {
+				return usageError{err}
+			}
 			if err := opts.Validate(); err != nil {
 				return usageError{fmt.Errorf("invalid settings:\n%w", err)}
 			}
@@ -66,7 +72,10 @@ Karpenter's Helm chart uses.`,
 	fs.string(&opts.MinValuesPolicy, "min-values-policy", "MIN_VALUES_POLICY", opts.MinValuesPolicy, "Strict or BestEffort")
 	fs.string(&opts.MetricsBindAddress, "metrics-bind-address", "METRICS_BIND_ADDRESS", opts.MetricsBindAddress, "address of /metrics; 0 disables")
 	fs.string(&opts.HealthProbeBindAddress, "health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", opts.HealthProbeBindAddress, "address of /healthz and /readyz; 0 disables")
+	fs.int(&metricsPort, "metrics-port", "METRICS_PORT", 0, "port of /metrics on every interface, as Karpenter names it; overrides --metrics-bind-address when set")
+	fs.int(&healthProbePort, "health-probe-port", "HEALTH_PROBE_PORT", 0, "port of /healthz and /readyz on every interface, as Karpenter names it; overrides --health-probe-bind-address when set")
 	fs.bool(&opts.LeaderElection, "leader-elect", "LEADER_ELECT", opts.LeaderElection, "elect a leader so that only one replica acts")
+	fs.bool(&disableLeaderElection, "disable-leader-election", "DISABLE_LEADER_ELECTION", false, "run without leader election, as Karpenter names it (the same as --leader-elect=false)")
 	fs.string(&opts.LeaderElectionNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", opts.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")
 	fs.float32(&opts.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", opts.KubeClientQPS, "requests per second to the API server")
@@ -86,6 +95,30 @@ Karpenter's Helm chart uses.`,
 	fs.string(&opts.Sim.StateConfigMap, "sim-state-configmap", "SIM_STATE_CONFIGMAP", "karpenter-sim-state", "ConfigMap in the leader election namespace keeping the simulated instances across restarts and leader changes; empty keeps them in memory")
 	fs.bool(&opts.Sim.MarkPodsRunning, "sim-mark-pods-running", "SIM_MARK_PODS_RUNNING", opts.Sim.MarkPodsRunning, "report pods bound to simulated nodes as Running")
 	return cmd
+}
+
+// applyKarpenterAliases applies the settings given under Karpenter's names: ports instead of
+// bind addresses, and leader election disabled rather than enabled.
+func applyKarpenterAliases(opts *operator.Options, metricsPort, healthProbePort int, disableLeaderElection bool) error {
+	for _, p := range []struct {
+		flag, env string
+		port      int
+		addr      *string
+	}{
+		{"--metrics-port", "METRICS_PORT", metricsPort, &opts.MetricsBindAddress},
+		{"--health-probe-port", "HEALTH_PROBE_PORT", healthProbePort, &opts.HealthProbeBindAddress},
+	} {
+		switch {
+		case p.port < 0 || p.port > 65535:
+			return fmt.Errorf("%s (%s) %d: must be a port, 1 to 65535", p.flag, p.env, p.port)
+		case p.port > 0:
+			*p.addr = fmt.Sprintf(":%d", p.port)
+		}
+	}
+	if disableLeaderElection {
+		opts.LeaderElection = false
+	}
+	return nil
 }
 
 func parseLogLevel(s string) (zapcore.Level, error) {

@@ -51,9 +51,11 @@ func TestControllerBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	health := freePort(t)
-	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", "0",
-		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", health), "--sim-launch-latency", "100ms", "--sim-ready-delay", "100ms",
+	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0",
+		"--sim-launch-latency", "100ms", "--sim-ready-delay", "100ms",
 		"--batch-idle-duration", "200ms", "--batch-max-duration", "1s")
+	// Karpenter's names for these settings work as they are.
+	cmd.Env = append(os.Environ(), "DISABLE_LEADER_ELECTION=true", fmt.Sprintf("HEALTH_PROBE_PORT=%d", health))
 	logs, err := os.Create(filepath.Join(dir, "controller.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +155,13 @@ func TestControllerRejectsBadSettings(t *testing.T) {
 	}
 	if want := "KUBE_CLIENT_QPS"; !strings.Contains(string(out), want) {
 		t.Errorf("output does not name %s:\n%s", want, out)
+	}
+
+	cmd = exec.Command(bin, "controller")
+	cmd.Env = append(os.Environ(), "METRICS_PORT=70000")
+	out, err = cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitCodeUsage || !strings.Contains(string(out), "METRICS_PORT") {
+		t.Errorf("METRICS_PORT=70000: want exit code %d naming METRICS_PORT, got %v\n%s", exitCodeUsage, err, out)
 	}
 }
 
