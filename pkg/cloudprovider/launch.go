@@ -119,3 +119,17 @@ func typeMatches(it *InstanceType, reqs []scheduling.Requirement, fixed map[stri
 	}
 	return true
 }
+
+// ClaimNodePool is the NodePool a claim belongs to: its karpenter.sh/nodepool label, else the
+// one value its requirements allow for that key, else "".
+func ClaimNodePool(claim *karpv1.NodeClaim, reqs scheduling.Requirements) string {
+	if np := claim.Labels[karpv1.NodePoolLabelKey]; np != "" {
+		return np
+	}
+	if r, ok := reqs.Get(karpv1.NodePoolLabelKey); ok {
+		if vs := r.Values(); len(vs) == 1 {
+			return vs[0]
+		}
+	}
+	return ""
+}

@@ -189,12 +189,7 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	if err != nil {
 		return nil, cloudprovider.NewTerminalCreateError(err, ReasonInvalidRequirements, "invalid requirements")
 	}
-	nodePool := claim.Labels[karpv1.NodePoolLabelKey]
-	if r, ok := reqs.Get(karpv1.NodePoolLabelKey); ok && nodePool == "" {
-		if vs := r.Values(); len(vs) == 1 {
-			nodePool = vs[0]
-		}
-	}
+	nodePool := cloudprovider.ClaimNodePool(claim, reqs)
 	fixed := map[string]string{
 		corev1.LabelTopologyRegion: c.region,
 		awsv1.LabelNodeClass:       nc.Name,
