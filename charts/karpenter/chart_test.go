@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,6 +36,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 var env *apiserver.Env
@@ -570,7 +570,7 @@ func TestContainerEnvironment(t *testing.T) {
 		read[m[1]] = true
 	}
 
-	metrics, health := freePort(t), freePort(t)
+	metrics, health := harness.FreePort(t), harness.FreePort(t)
 	var d appsv1.Deployment
 	find(t, decode(t, render(t, "--set", fmt.Sprintf("cloudProvider=sim,controller.metrics.port=%d,controller.healthProbe.port=%d,settings.batchIdleDuration=200ms", metrics, health),
 		"--show-only", "templates/deployment.yaml")), "Deployment", &d)
@@ -660,14 +660,4 @@ func TestContainerEnvironment(t *testing.T) {
 		_ = cmd.Process.Kill()
 		t.Fatal("controller did not stop within 15s of SIGTERM")
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

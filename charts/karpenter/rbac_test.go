@@ -27,14 +27,13 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/operator"
-	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // apiCall is one request to the API server, as RBAC sees it.
@@ -503,7 +502,7 @@ func runSimScenario(t *testing.T, chart chartRBAC) map[apiCall]int {
 	opts.Sim.LaunchLatency, opts.Sim.ReadyDelay = 100*time.Millisecond, 100*time.Millisecond
 	opts.DisruptionPollInterval, opts.ConsolidationValidationDelay = 300*time.Millisecond, 500*time.Millisecond
 	op := startOperator(t, chart.account, opts)
-	runBinder(t)
+	harness.StartBinder(t, env.Client)
 
 	// The cluster: a NodePool and its EC2NodeClass, volumes, a budget, a DaemonSet.
 	zone := "us-east-1a"
@@ -698,43 +697,16 @@ func mustCreate(t *testing.T, objs ...client.Object) {
 	}
 }
 
-// runBinder binds pending pods every 100ms, as the kube-scheduler would, until the test ends.
-func runBinder(t *testing.T) {
-	t.Helper()
-	b := binder.New(env.Client, clock.RealClock{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			if _, err := b.Step(ctx); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) && !strings.Contains(err.Error(), "has been modified") {
-				t.Logf("binder: %v", err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-// eventually polls cond every 100ms until it holds; after timeout it logs the cluster's state
-// and what the server refused the controllers, and fails the test.
+// eventually is harness.Eventually that, on a timeout, first logs the cluster's state and
+// what the server refused the controllers.
 func eventually(t *testing.T, op *runningOperator, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
+	harness.Eventually(t, timeout, what, cond, func() {
+		describe(t)
+		if _, refused := op.rec.snapshot(); len(refused) > 0 {
+			t.Logf("requests the server refused: %v", refused)
 		}
-		if time.Now().After(deadline) {
-			describe(t)
-			if _, refused := op.rec.snapshot(); len(refused) > 0 {
-				t.Logf("requests the server refused: %v", refused)
-			}
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
 }
 
 // describe logs the scenario's pods, Nodes and NodeClaims, and the Events.

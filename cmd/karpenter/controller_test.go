@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,21 +20,12 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 var env *apiserver.Env
 
 func TestMain(m *testing.M) { os.Exit(apiserver.Main(m, &env)) }
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestControllerBinary runs `karpenter controller --cloud-provider sim` as a user would, against
 // a real API server: a pending pod gets a NodeClaim, the claim an instance and a Node, and the
@@ -50,7 +40,7 @@ func TestControllerBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	health := freePort(t)
+	health := harness.FreePort(t)
 	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0",
 		"--sim-launch-latency", "100ms", "--sim-ready-delay", "100ms",
 		"--batch-idle-duration", "200ms", "--batch-max-duration", "1s")

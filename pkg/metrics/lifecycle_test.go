@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,8 +26,8 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/operator"
-	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 var env *apiserver.Env
@@ -127,7 +126,7 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 	}
 	before := scrapeMetrics(t)
 	startOperator(t, cloud)
-	startBinder(t)
+	harness.StartBinder(t, env.Client)
 	t.Cleanup(func() {
 		env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}}, "default")
 	})
@@ -138,7 +137,7 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 	}
 
 	// Up: every pod runs on a node Karpenter launched.
-	eventually(t, 90*time.Second, "every pod running and ready", func() (bool, string) {
+	harness.Eventually(t, 90*time.Second, "every pod running and ready", func() (bool, string) {
 		var pods corev1.PodList
 		mustList(t, &pods, client.InNamespace("default"))
 		ready := 0
@@ -156,7 +155,7 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 	mustList(t, &pods, client.InNamespace("default"))
 	var up scrape
 	// The controllers' cache follows the API server closely, not at once.
-	eventually(t, 30*time.Second, "every pod's startup observed and every node reported", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "every pod's startup observed and every node reported", func() (bool, string) {
 		up = scrapeMetrics(t)
 		n := delta(before, up, "karpenter_pods_startup_duration_seconds", nil)
 		reported := up.value("karpenter_cluster_state_node_count", nil)
@@ -207,7 +206,7 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 90*time.Second, "every nodeclaim terminated", func() (bool, string) {
+	harness.Eventually(t, 90*time.Second, "every nodeclaim terminated", func() (bool, string) {
 		var claims karpv1.NodeClaimList
 		mustList(t, &claims)
 		live := 0
@@ -219,7 +218,7 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 		return len(claims.Items) == 0 && live == 0, fmt.Sprintf("%d nodeclaims, %d live instances", len(claims.Items), live)
 	})
 	var down scrape
-	eventually(t, 30*time.Second, "no node reported", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "no node reported", func() (bool, string) {
 		down = scrapeMetrics(t)
 		reported := down.value("karpenter_cluster_state_node_count", nil)
 		return reported == 0, fmt.Sprintf("%v nodes reported", reported)
@@ -257,52 +256,7 @@ func startOperator(t *testing.T, cloud *sim.Cloud) {
 	opts.Sim.Cloud = cloud
 	opts.Sim.ReadyDelay = 100 * time.Millisecond
 	opts.SkipControllerNameValidation = true
-	op, err := operator.New(env.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- op.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator stopped with %v", err)
-		}
-	})
-}
-
-// startBinder binds pods to nodes every 100ms, as the kube-scheduler would.
-func startBinder(t *testing.T) {
-	t.Helper()
-	b := binder.New(env.Client, clock.RealClock{})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			if _, err := b.Step(ctx); err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "the object has been modified") {
-				t.Logf("binder: %v", err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
-}
-
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness.StartOperator(t, env.Config, opts)
 }
 
 func create(t *testing.T, objs ...client.Object) {

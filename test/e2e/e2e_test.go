@@ -23,6 +23,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/simulate"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // nodePoolManifests is what a user applies first: on-demand c, m and r instances of recent
@@ -261,19 +262,6 @@ func workloadNamespace(t *testing.T, name string) {
 	})
 }
 
-// healthy reports whether a pod counts toward a PodDisruptionBudget.
-func healthy(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // TestWorkloadEndToEnd: 100 pods of mixed sizes are bound by the real scheduler to nodes
 // Karpenter launched within 60 seconds, at the cost `karpenter simulate` predicts; scaled to 10
 // behind a PodDisruptionBudget, consolidation removes nodes without breaking the budget; scaled
@@ -285,13 +273,13 @@ func TestWorkloadEndToEnd(t *testing.T) {
 	watched := watchClaims(t)
 	r := startKarpenter(t, namespace, "karpenter")
 	workloadNamespace(t, workload)
-	eventually(t, 30*time.Second, "the replica to lead", func() (bool, string) { return r.isLeader(t), "not leader" })
+	harness.Eventually(t, 30*time.Second, "the replica to lead", func() (bool, string) { return r.isLeader(t), "not leader" })
 
 	createDeployments(t, workload, mixed)
 	start := time.Now()
 	scale(t, workload, mixed)
 	launched := map[string]sim.Instance{} // every instance seen during the scale-up
-	eventually(t, 60*time.Second, "100 pods bound to Karpenter's nodes", func() (bool, string) {
+	harness.Eventually(t, 60*time.Second, "100 pods bound to Karpenter's nodes", func() (bool, string) {
 		for _, in := range cloudState(t, namespace).Instances {
 			if _, ok := launched[in.ID]; !ok {
 				launched[in.ID] = in
@@ -337,7 +325,7 @@ func TestWorkloadEndToEnd(t *testing.T) {
 	// validation).
 	const quiet = 40 * time.Second
 	lastCost, lastChange := -1.0, time.Now()
-	eventually(t, 5*time.Minute, "the cost to settle within 10% of simulate's prediction", func() (bool, string) {
+	harness.Eventually(t, 5*time.Minute, "the cost to settle within 10% of simulate's prediction", func() (bool, string) {
 		c := cost(cloudState(t, namespace))
 		if c != lastCost {
 			lastCost, lastChange = c, time.Now()
@@ -369,10 +357,10 @@ func TestWorkloadEndToEnd(t *testing.T) {
 	kubectl(t, "-n", workload, "create", "poddisruptionbudget", "small", "--selector=app=small", fmt.Sprintf("--min-available=%d", minAvailable))
 	down := []deployment{{"small", 10, "250m", "512Mi"}, {"medium", 0, "", ""}, {"large", 0, "", ""}, {"xlarge", 0, "", ""}}
 	scale(t, workload, down)
-	eventually(t, time.Minute, "10 healthy pods", func() (bool, string) {
+	harness.Eventually(t, time.Minute, "10 healthy pods", func() (bool, string) {
 		n := 0
 		for _, p := range pods(t, workload) {
-			if healthy(&p) {
+			if harness.PodHealthy(&p) {
 				n++
 			}
 		}
@@ -395,7 +383,7 @@ func TestWorkloadEndToEnd(t *testing.T) {
 			}
 			n := int32(0)
 			for i := range l.Items {
-				if healthy(&l.Items[i]) {
+				if harness.PodHealthy(&l.Items[i]) {
 					n++
 				}
 			}
@@ -408,7 +396,7 @@ func TestWorkloadEndToEnd(t *testing.T) {
 	peak := len(settled.Instances)
 	// Consolidation never replaces one node by several, so it may stop a little above what a
 	// fresh provisioning of the 10 pods costs.
-	eventually(t, 4*time.Minute, "consolidation to within 10% of the cost of a fresh provisioning of 10 pods", func() (bool, string) {
+	harness.Eventually(t, 4*time.Minute, "consolidation to within 10% of the cost of a fresh provisioning of 10 pods", func() (bool, string) {
 		st := cloudState(t, namespace)
 		live, onNodes := bound(t, workload)
 		return cost(st) <= 1.10*small.Cost.FinalPerHour && live == 10 && onNodes == 10,
@@ -425,7 +413,7 @@ func TestWorkloadEndToEnd(t *testing.T) {
 
 	// Scale to zero: every node goes, and the cloud holds no instance.
 	scale(t, workload, []deployment{{"small", 0, "", ""}})
-	eventually(t, 2*time.Minute, "no nodes, NodeClaims or instances left", func() (bool, string) {
+	harness.Eventually(t, 2*time.Minute, "no nodes, NodeClaims or instances left", func() (bool, string) {
 		n, c, st := len(nodes(t)), len(claims(t)), cloudState(t, namespace)
 		return n == 0 && c == 0 && len(st.Instances) == 0, fmt.Sprintf("%d nodes, %d nodeclaims, %d instances", n, c, len(st.Instances))
 	})
@@ -459,7 +447,7 @@ func TestLeaderFailover(t *testing.T) {
 	a, b := startKarpenter(t, namespace, "failover-a"), startKarpenter(t, namespace, "failover-b")
 	workloadNamespace(t, workload)
 	var leader, standby *replica
-	eventually(t, 30*time.Second, "one leader", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "one leader", func() (bool, string) {
 		la, lb := a.isLeader(t), b.isLeader(t)
 		switch {
 		case la && !lb:
@@ -475,7 +463,7 @@ func TestLeaderFailover(t *testing.T) {
 	burst := []deployment{{"burst", 40, "1", "1Gi"}}
 	createDeployments(t, workload, burst)
 	scale(t, workload, burst)
-	eventually(t, 30*time.Second, "the first NodeClaim", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "the first NodeClaim", func() (bool, string) {
 		n := len(claims(t))
 		return n > 0, fmt.Sprintf("%d nodeclaims", n)
 	})
@@ -483,9 +471,9 @@ func TestLeaderFailover(t *testing.T) {
 	killed := time.Now()
 	// The Lease lasts 15 seconds (controller-runtime's default, as in Karpenter): the standby
 	// takes it once it has expired.
-	eventually(t, 30*time.Second, "the standby to take the lease", func() (bool, string) { return standby.isLeader(t), "not yet" })
+	harness.Eventually(t, 30*time.Second, "the standby to take the lease", func() (bool, string) { return standby.isLeader(t), "not yet" })
 	takeover := time.Since(killed)
-	eventually(t, 2*time.Minute, "the standby to finish the scale-up", func() (bool, string) {
+	harness.Eventually(t, 2*time.Minute, "the standby to finish the scale-up", func() (bool, string) {
 		live, onNodes := bound(t, workload)
 		return live == 40 && onNodes == 40, fmt.Sprintf("%d of %d pods bound", onNodes, live)
 	})
@@ -511,7 +499,7 @@ func TestLeaderFailover(t *testing.T) {
 		leader.name, standby.name, takeover.Round(time.Millisecond), took.Round(time.Millisecond), len(cs), len(st.Instances))
 
 	kubectl(t, "-n", workload, "delete", "deployment", "burst")
-	eventually(t, 2*time.Minute, "no nodes, NodeClaims or instances left", func() (bool, string) {
+	harness.Eventually(t, 2*time.Minute, "no nodes, NodeClaims or instances left", func() (bool, string) {
 		n, c, st := len(nodes(t)), len(claims(t)), cloudState(t, namespace)
 		return n == 0 && c == 0 && len(st.Instances) == 0, fmt.Sprintf("%d nodes, %d nodeclaims, %d instances", n, c, len(st.Instances))
 	})

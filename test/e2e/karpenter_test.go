@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // stateConfigMap is where the replicas' simulated cloud keeps its instances.
@@ -33,7 +34,7 @@ type replica struct {
 // keeping its cloud's state in namespace, as the Helm chart's Deployment does.
 func startKarpenter(t *testing.T, namespace, name string) *replica {
 	t.Helper()
-	metrics, health := freePort(t), freePort(t)
+	metrics, health := harness.FreePort(t), harness.FreePort(t)
 	p, err := cp.start(name, cp.karpenter, "controller",
 		"--kubeconfig", cp.kubeconfig,
 		"--cloud-provider", "sim", "--cluster-name", "e2e",
@@ -53,7 +54,7 @@ func startKarpenter(t *testing.T, namespace, name string) *replica {
 			t.Log(r.tail())
 		}
 	})
-	eventually(t, 30*time.Second, name+" ready", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, name+" ready", func() (bool, string) {
 		if r.exited() {
 			t.Fatalf("%s exited:\n%s", name, r.tail())
 		}
@@ -153,21 +154,5 @@ func createNamespace(t *testing.T, name string) {
 	t.Helper()
 	if err := cp.env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// eventually polls cond every 250ms until it holds, failing the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, detail)
-		}
-		time.Sleep(250 * time.Millisecond)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/operator"
 	"github.com/openkarpenter/karpenter/pkg/simulate"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // replicaSet plays kube-controller-manager's ReplicaSet controller for the pods labelled
@@ -71,20 +72,6 @@ func (rs *replicaSet) step(ctx context.Context) error {
 	return nil
 }
 
-// healthy reports whether a pod counts toward a PodDisruptionBudget: running, ready and not
-// terminating.
-func healthy(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // syncBudget plays kube-controller-manager's disruption controller for one budget with an
 // integer minAvailable: it writes the status the API server's eviction handler reads. Pods the
 // server has just evicted (status.disruptedPods) no longer count as healthy, and the write is
@@ -106,7 +93,7 @@ func syncBudget(ctx context.Context, key client.ObjectKey) (int, error) {
 			disrupted[p.Name] = at
 			continue
 		}
-		if healthy(p) {
+		if harness.PodHealthy(p) {
 			count++
 		}
 	}
@@ -160,30 +147,30 @@ func TestScaleDownConsolidates(t *testing.T) {
 	})
 	rs := &replicaSet{name: "web", cpu: "500m", memory: "1Gi"}
 	rs.replicas.Store(300)
-	every(t, 100*time.Millisecond, "replicaset", rs.step)
+	harness.Every(t, 100*time.Millisecond, "replicaset", rs.step)
 	var scaledDown atomic.Bool
 	var lowest atomic.Int32
 	lowest.Store(1 << 30)
-	every(t, 50*time.Millisecond, "disruption budget", func(ctx context.Context) error {
+	harness.Every(t, 50*time.Millisecond, "disruption budget", func(ctx context.Context) error {
 		n, err := syncBudget(ctx, client.ObjectKey{Namespace: "default", Name: "web"})
 		if scaledDown.Load() && int32(n) < lowest.Load() {
 			lowest.Store(int32(n))
 		}
 		return err
 	})
-	startBinder(t)
+	harness.StartBinder(t, env.Client)
 	r := startOperator(t, cloud, func(o *operator.Options) {
 		o.DisruptionPollInterval, o.ConsolidationValidationDelay = 500*time.Millisecond, time.Second
 	})
 	defer r.stop(t)
 
-	eventually(t, 90*time.Second, "300 pods bound", func() (bool, string) {
+	harness.Eventually(t, 90*time.Second, "300 pods bound", func() (bool, string) {
 		n, detail := unbound(t)
 		return n == 0 && countHealthy(t) == 300, detail
 	})
 	peak, peakNodes := cloud.Cost(), liveInstances(cloud)
 	rs.replicas.Store(60)
-	eventually(t, 30*time.Second, "the scale-down to 60 healthy pods", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "the scale-down to 60 healthy pods", func() (bool, string) {
 		n := countHealthy(t)
 		return n == 60, fmt.Sprintf("%d healthy", n)
 	})
@@ -197,7 +184,7 @@ func TestScaleDownConsolidates(t *testing.T) {
 			t.Logf("instance %s %s %s %s $%.4f", in.ProviderID, in.InstanceType, in.CapacityType, in.State, in.Price)
 		}
 	}()
-	eventually(t, 120*time.Second, "consolidation within 10% of a fresh provisioning", func() (bool, string) {
+	harness.Eventually(t, 120*time.Second, "consolidation within 10% of a fresh provisioning", func() (bool, string) {
 		n, _ := unbound(t)
 		return n == 0 && cloud.Cost() <= 1.10*fresh && len(listClaims(t)) == liveInstances(cloud),
 			fmt.Sprintf("$%.4f/hour on %d instances (fresh: $%.4f/hour), %d pods unbound", cloud.Cost(), liveInstances(cloud), fresh, n)
@@ -243,7 +230,7 @@ func countHealthy(t *testing.T) int {
 	}
 	n := 0
 	for i := range pods.Items {
-		if healthy(&pods.Items[i]) {
+		if harness.PodHealthy(&pods.Items[i]) {
 			n++
 		}
 	}

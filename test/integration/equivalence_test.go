@@ -15,6 +15,7 @@ import (
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/simulate"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // equivalenceWorkload is a small scenario both paths run: 24 pods of two shapes, created at
@@ -88,10 +89,10 @@ func TestSimulateMatchesTheCluster(t *testing.T) {
 		}
 	}
 	cloud := newCloud(t, func(o *sim.Options) { o.Seed = 7; o.LaunchLatency = time.Second })
-	startBinder(t)
+	harness.StartBinder(t, env.Client)
 	r := startOperator(t, cloud)
 	defer r.stop(t)
-	eventually(t, 60*time.Second, "every pod bound", func() (bool, string) {
+	harness.Eventually(t, 60*time.Second, "every pod bound", func() (bool, string) {
 		n, detail := unbound(t)
 		return n == 0, detail
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,8 +18,8 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/operator"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
-	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 var env *apiserver.Env
@@ -30,18 +29,14 @@ func TestMain(m *testing.M) { os.Exit(apiserver.Main(m, &env)) }
 // running is the controllers of one operator, started in the background.
 type running struct {
 	op        *operator.Operator
-	cancel    context.CancelFunc
-	done      chan error
+	stopOp    func()
 	mu        sync.Mutex
 	decisions []*provisioning.Decision
 }
 
 func (r *running) stop(t *testing.T) {
 	t.Helper()
-	r.cancel()
-	if err := <-r.done; err != nil {
-		t.Errorf("operator stopped with %v", err)
-	}
+	r.stopOp()
 }
 
 func (r *running) claimedPrice() float64 {
@@ -73,14 +68,13 @@ func startOperator(t *testing.T, cloud *sim.Cloud, mutate ...func(*operator.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{op: op, cancel: cancel, done: make(chan error, 1)}
+	r := &running{op: op}
 	op.Provisioner.Observe(func(d *provisioning.Decision) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.decisions = append(r.decisions, d)
 	})
-	go func() { r.done <- op.Start(ctx) }()
+	r.stopOp = harness.RunOperator(t, op)
 	return r
 }
 
@@ -96,48 +90,6 @@ func newCloud(t *testing.T, mutate ...func(*sim.Options)) *sim.Cloud {
 		t.Fatal(err)
 	}
 	return cloud
-}
-
-// startBinder binds pods to nodes every 100ms, as the kube-scheduler would.
-func startBinder(t *testing.T) {
-	t.Helper()
-	b := binder.New(env.Client, clock.RealClock{})
-	every(t, 100*time.Millisecond, "binder", func(ctx context.Context) error {
-		_, err := b.Step(ctx)
-		return err
-	})
-}
-
-// every runs fn every interval in the background until the test ends, logging its errors.
-func every(t *testing.T, interval time.Duration, what string, fn func(context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			if err := fn(ctx); err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "the object has been modified") {
-				t.Logf("%s: %v", what, err)
-			}
-			time.Sleep(interval)
-		}
-	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
-}
-
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func create(t *testing.T, objs ...client.Object) {

@@ -21,6 +21,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/operator"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // ec2Kubelet plays the kubelets of the fake EC2's instances: every running instance launched
@@ -142,9 +143,9 @@ func TestSpotInterruptionDrainsAndReplaces(t *testing.T) {
 	}
 	rs := &replicaSet{name: "web", cpu: "1", memory: "2Gi"}
 	rs.replicas.Store(6)
-	every(t, 100*time.Millisecond, "replicaset", rs.step)
-	every(t, 100*time.Millisecond, "kubelet", ec2Kubelet(far))
-	startBinder(t)
+	harness.Every(t, 100*time.Millisecond, "replicaset", rs.step)
+	harness.Every(t, 100*time.Millisecond, "kubelet", ec2Kubelet(far))
+	harness.StartBinder(t, env.Client)
 	r := startOperator(t, nil, func(o *operator.Options) {
 		o.CloudProvider, o.ClusterName = operator.CloudProviderAWS, fake.SeedClusterName
 		o.AWS.Config, o.AWS.InterruptionQueue = &cfg, fake.SeedInterruptionQueue
@@ -157,7 +158,7 @@ func TestSpotInterruptionDrainsAndReplaces(t *testing.T) {
 	}()
 
 	var first fake.Instance
-	eventually(t, 60*time.Second, "6 pods bound to one spot instance", func() (bool, string) {
+	harness.Eventually(t, 60*time.Second, "6 pods bound to one spot instance", func() (bool, string) {
 		n, detail := unbound(t)
 		running := runningInstances(far)
 		if n == 0 && len(running) == 1 {
@@ -179,7 +180,7 @@ func TestSpotInterruptionDrainsAndReplaces(t *testing.T) {
 		sent.UTC().Format(time.RFC3339), first.Zone, first.ID, first.ID))
 
 	var cordoned atomic.Bool
-	every(t, 50*time.Millisecond, "cordon watch", func(ctx context.Context) error {
+	harness.Every(t, 50*time.Millisecond, "cordon watch", func(ctx context.Context) error {
 		node := &corev1.Node{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: first.PrivateDNSName}, node); err != nil {
 			return client.IgnoreNotFound(err)
@@ -194,7 +195,7 @@ func TestSpotInterruptionDrainsAndReplaces(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 2*time.Minute, "the pods on replacements and the interrupted instance terminated", func() (bool, string) {
+	harness.Eventually(t, 2*time.Minute, "the pods on replacements and the interrupted instance terminated", func() (bool, string) {
 		n, detail := unbound(t)
 		inst, _ := far.Instance(first.ID)
 		running := runningInstances(far)

@@ -17,6 +17,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // mixedPods are 200 pods of several shapes: plain ones of four sizes, zonal spread, hostname
@@ -54,18 +55,18 @@ func TestProvisionEndToEnd(t *testing.T) {
 	cloud := newCloud(t)
 	r := startOperator(t, cloud)
 	defer r.stop(t)
-	startBinder(t)
+	harness.StartBinder(t, env.Client)
 	create(t, nodeClass("default"), nodePool("default"))
 	pods := mixedPods()
 	createPods(t, pods)
 	start := time.Now()
-	eventually(t, 90*time.Second, "every pod bound", func() (bool, string) {
+	harness.Eventually(t, 90*time.Second, "every pod bound", func() (bool, string) {
 		n, detail := unbound(t)
 		return n == 0, detail
 	})
 	t.Logf("bound after %s", time.Since(start))
 	claims := listClaims(t)
-	eventually(t, 30*time.Second, "every claim initialized", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "every claim initialized", func() (bool, string) {
 		claims = listClaims(t)
 		for _, c := range claims {
 			if !meta.IsStatusConditionTrue(c.Status.Conditions, karpv1.ConditionTypeInitialized) {
@@ -111,14 +112,14 @@ func TestLimitsAndWeights(t *testing.T) {
 	cloud := newCloud(t)
 	r := startOperator(t, cloud)
 	defer r.stop(t)
-	startBinder(t)
+	harness.StartBinder(t, env.Client)
 	limited := nodePool("limited", func(np *karpv1.NodePool) {
 		np.Spec.Weight = ptr(int32(50))
 		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
 	})
 	create(t, nodeClass("default"), limited, nodePool("fallback"))
 	createPods(t, mixedPods()[:120])
-	eventually(t, 90*time.Second, "every pod bound", func() (bool, string) {
+	harness.Eventually(t, 90*time.Second, "every pod bound", func() (bool, string) {
 		n, detail := unbound(t)
 		return n == 0, detail
 	})
@@ -152,7 +153,7 @@ func TestStaticNodePool(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, 30*time.Second, "3 initialized nodes", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "3 initialized nodes", func() (bool, string) {
 		claims := activeClaims()
 		ready := 0
 		for _, c := range claims {
@@ -166,7 +167,7 @@ func TestStaticNodePool(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), &victim); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the deleted claim replaced", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "the deleted claim replaced", func() (bool, string) {
 		claims := activeClaims()
 		for _, c := range claims {
 			if c.Name == victim.Name {
@@ -188,7 +189,7 @@ func TestStaticNodePool(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "4 claims (replicas 5 capped by limits.nodes 4)", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "4 claims (replicas 5 capped by limits.nodes 4)", func() (bool, string) {
 		n := len(activeClaims())
 		return n == 4, fmt.Sprintf("%d claims", n)
 	})
@@ -203,16 +204,16 @@ func TestLaunchFaults(t *testing.T) {
 	cloud := newCloud(t, func(o *sim.Options) { o.Faults.CreateErrorRate = 0.3 })
 	r := startOperator(t, cloud)
 	defer r.stop(t)
-	startBinder(t)
+	harness.StartBinder(t, env.Client)
 	create(t, nodeClass("default"), nodePool("default"))
 	// Take the cheapest offering the pods would use out of capacity.
 	cloud.SetOfferingAvailable("c6a.large", "us-east-1a", karpv1.CapacityTypeSpot, false)
 	createPods(t, mixedPods()[:120])
-	eventually(t, 120*time.Second, "every pod bound despite faults", func() (bool, string) {
+	harness.Eventually(t, 120*time.Second, "every pod bound despite faults", func() (bool, string) {
 		n, detail := unbound(t)
 		return n == 0, detail
 	})
-	eventually(t, 30*time.Second, "no leaked instance", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "no leaked instance", func() (bool, string) {
 		claims, instances := listClaims(t), liveInstances(cloud)
 		return len(claims) == instances, fmt.Sprintf("%d claims, %d instances", len(claims), instances)
 	})
@@ -222,12 +223,12 @@ func TestRestartMidLaunch(t *testing.T) {
 	t.Cleanup(func() { cleanup(t) })
 	cloud := newCloud(t, func(o *sim.Options) { o.LaunchLatency = 2 * time.Second })
 	r := startOperator(t, cloud)
-	startBinder(t)
+	harness.StartBinder(t, env.Client)
 	create(t, nodeClass("default"), nodePool("default"))
 	createPods(t, mixedPods()[:80])
 	// Stop once every claim decided so far exists and some instance is launched: a stop in the
 	// middle of creating a decision's claims would rightly leave the next operator some to make.
-	eventually(t, 30*time.Second, "claims launched", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "claims launched", func() (bool, string) {
 		r.mu.Lock()
 		decided := 0
 		for _, d := range r.decisions {
@@ -241,7 +242,7 @@ func TestRestartMidLaunch(t *testing.T) {
 	claimsBefore := len(listClaims(t))
 	r2 := startOperator(t, cloud)
 	defer r2.stop(t)
-	eventually(t, 90*time.Second, "every pod bound after the restart", func() (bool, string) {
+	harness.Eventually(t, 90*time.Second, "every pod bound after the restart", func() (bool, string) {
 		n, detail := unbound(t)
 		return n == 0, detail
 	})
