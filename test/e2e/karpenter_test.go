@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -128,7 +128,7 @@ func cloudState(t *testing.T, namespace string) sim.State {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
 	if err := cp.env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: stateConfigMap}, cm); err != nil {
-		if strings.Contains(err.Error(), "not found") {
+		if apierrors.IsNotFound(err) {
 			return sim.State{}
 		}
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -187,7 +188,7 @@ func (c *Cloud) persistLocked(ctx context.Context) error {
 	if c.store == nil || !c.dirty {
 		return nil
 	}
-	live := slices.SortedFunc(maps.Values(c.live), func(a, b *instance) int { return int(a.seq) - int(b.seq) })
+	live := slices.SortedFunc(maps.Values(c.live), func(a, b *instance) int { return cmp.Compare(a.seq, b.seq) })
 	now := c.clock.Now()
 	st := State{Launches: c.launches, Addresses: maps.Clone(c.addresses), Instances: make([]Instance, len(live))}
 	for i, in := range live {
