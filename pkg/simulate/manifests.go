@@ -103,6 +103,10 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 		if replicas != nil {
 			n = int(*replicas)
 		}
+		if n < 0 {
+			add(i, kind, name, "spec.replicas: %d is negative; give 0 or more", n)
+			return
+		}
 		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl}})
 	}
 	for i, doc := range splitDocuments(string(data)) {

@@ -165,6 +165,7 @@ func TestPlainManifestErrors(t *testing.T) {
 		{"bad runtime", strings.Replace(gettingStarted, "runtime: 20m", "runtime: soon", 1), `metadata.annotations[simulate.karpenter.sh/runtime]: "soon" is not a positive duration`},
 		{"unknown field", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 5\n  replica: 6\n", 1), `document 3 (Deployment inflate): json: unknown field "replica"`},
 		{"invalid nodepool", strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1), `spec.template.spec.requirements[3].operator: Unsupported value: "Above"`},
+		{"negative replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: -3\n", 1), `document 3 (Deployment inflate): spec.replicas: -3 is negative`},
 		{"duplicate name", gettingStarted + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: inflate}\nspec: {containers: [{name: c, image: i}]}\n", `metadata.name: "inflate" is used by an earlier document`},
 	}
 	for _, tc := range cases {
