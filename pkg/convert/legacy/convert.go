@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -118,6 +120,12 @@ func (c *converter) decode(sources []convert.Source) {
 				continue
 			}
 			seenProvisioners[p.Name] = true
+			if problems := invalidValues(p); len(problems) > 0 {
+				for _, problem := range problems {
+					c.errs = append(c.errs, fmt.Errorf("Provisioner %q: %w", p.Name, problem))
+				}
+				continue
+			}
 			c.provisioners = append(c.provisioners, &provisioner{obj: p, label: fmt.Sprintf("Provisioner %q", p.Name)})
 		case src.Kind == "AWSNodeTemplate" && src.APIVersion == awsv1alpha1.SchemeGroupVersion.String():
 			t := &awsv1alpha1.AWSNodeTemplate{}
@@ -138,6 +146,38 @@ func (c *converter) decode(sources []convert.Source) {
 			c.result.Warnf("%s: skipping %s, which is not a karpenter.sh/v1alpha5 Provisioner or karpenter.k8s.aws/v1alpha1 AWSNodeTemplate", src, what)
 		}
 	}
+}
+
+// invalidValues lists the values the Provisioner CRD refused (negative TTLs, a weight outside
+// 1 to 100) and negative limits: the v1 NodePool written from them would be refused too, or
+// would launch nothing.
+func invalidValues(p *karpv1alpha5.Provisioner) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	for _, ttl := range []struct {
+		name  string
+		value *int64
+	}{{"ttlSecondsAfterEmpty", p.Spec.TTLSecondsAfterEmpty}, {"ttlSecondsUntilExpired", p.Spec.TTLSecondsUntilExpired}} {
+		if ttl.value != nil && *ttl.value < 0 {
+			errs = append(errs, field.Invalid(spec.Child(ttl.name), *ttl.value, "must be 0 or more seconds"))
+		}
+	}
+	if w := p.Spec.Weight; w != nil && (*w < 1 || *w > 100) {
+		errs = append(errs, field.Invalid(spec.Child("weight"), *w, "must be from 1 to 100"))
+	}
+	if p.Spec.Limits != nil {
+		names := make([]string, 0, len(p.Spec.Limits.Resources))
+		for name := range p.Spec.Limits.Resources {
+			names = append(names, string(name))
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if q := p.Spec.Limits.Resources[corev1.ResourceName(name)]; q.Sign() < 0 {
+				errs = append(errs, field.Invalid(spec.Child("limits", "resources").Key(name), q.String(), "must not be negative (leave the resource out for no limit)"))
+			}
+		}
+	}
+	return errs
 }
 
 // decodeObject decodes a legacy object without its status, reporting unknown fields.

@@ -9,6 +9,6 @@
 // block), and the AWS settings (selectors to selector terms, amiFamily and amiSelector to AMI
 // selector terms, instance profile, tags, block devices, metadata options, user data). What v1
 // cannot express is a warning, one line per field; what would make the output wrong or invalid
-// (a launch template, an Ubuntu or Custom family without an amiSelector, no instance profile)
-// is an error.
+// (a launch template, an Ubuntu or Custom family without an amiSelector, no instance profile,
+// a negative TTL or limit, a weight outside 1 to 100) is an error.
 package legacy
