@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
 	"github.com/openkarpenter/karpenter/pkg/convert/eksctl"
@@ -77,7 +76,7 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 }
 
 // detectFormat tells which converter the files are for from their documents' apiVersion and
-// kind. Flags and their values are skipped by trying only the arguments that are readable
+// kind (the items', for a List). Flags and their values are skipped by trying only the arguments that are readable
 // files ("-" is stdin).
 func detectFormat(args []string, stdin []byte) (string, error) {
 	found := map[string][]string{}
@@ -99,22 +98,20 @@ func detectFormat(args []string, stdin []byte) (string, error) {
 			}
 			data = d
 		}
-		for _, doc := range strings.Split("\n"+string(data), "\n---") {
-			head := struct {
-				APIVersion string `json:"apiVersion"`
-				Kind       string `json:"kind"`
-			}{}
-			if err := sigsyaml.Unmarshal([]byte(doc), &head); err != nil {
-				continue
-			}
-			group := strings.Split(head.APIVersion, "/")[0]
+		// The same reader the converters use, so a List (kubectl get -o yaml) and JSON count
+		// too; a file it cannot read is left for the subcommand to report.
+		sources, err := convert.ReadSources(a, bytes.NewReader(data))
+		if err != nil {
+			continue
+		}
+		for _, src := range sources {
 			var format string
 			switch {
-			case group == "kops.k8s.io":
+			case src.Group() == "kops.k8s.io":
 				format = "kops"
-			case group == "eksctl.io":
+			case src.Group() == "eksctl.io":
 				format = "eksctl"
-			case head.APIVersion == "karpenter.sh/v1alpha5", head.APIVersion == "karpenter.k8s.aws/v1alpha1":
+			case src.APIVersion == "karpenter.sh/v1alpha5", src.APIVersion == "karpenter.k8s.aws/v1alpha1":
 				format = "legacy"
 			default:
 				continue

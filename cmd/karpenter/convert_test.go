@@ -180,6 +180,13 @@ func TestConvertTellsTheFormat(t *testing.T) {
 	if stdout, _, err = run(t, string(input), "convert", "-"); err != nil || stdout != string(want) {
 		t.Errorf("convert -: %v\nstdout:\n%s", err, stdout)
 	}
+	// What `kubectl get provisioners,awsnodetemplates -o yaml` prints: one List.
+	listIn, listOut := "../../pkg/convert/legacy/testdata/kubectl-list/input.yaml", "../../pkg/convert/legacy/testdata/kubectl-list/output.yaml"
+	if want, err := os.ReadFile(listOut); err != nil {
+		t.Fatal(err)
+	} else if stdout, stderr, err := run(t, "", "convert", listIn); err != nil || stdout != string(want) {
+		t.Errorf("convert LIST: %v\n%s\nstdout:\n%s", err, stderr, stdout)
+	}
 	out := t.TempDir()
 	if _, stderr, err := run(t, "", "convert", "../../pkg/convert/eksctl/testdata/all-options/input.yaml", "--account-id", "123456789012", "-o", out); err != nil {
 		t.Errorf("convert eksctl file with flags: %v\n%s", err, stderr)
