@@ -65,22 +65,69 @@ func splitDocuments(text string) []string {
 	return out
 }
 
+// document is one object of a file of Kubernetes documents, with where it is for messages.
+type document struct {
+	// where is "document 3", or "document 1, item 2" for an item of a List.
+	where string
+	raw   map[string]any
+}
+
+// readDocuments splits YAML (or JSON) documents into objects, skipping empty ones. A List (as
+// kubectl get -o yaml prints) stands for its items.
+func readDocuments(text string) ([]document, []error) {
+	var docs []document
+	var errs []error
+	for i, doc := range splitDocuments(text) {
+		where := fmt.Sprintf("document %d", i+1)
+		raw := map[string]any{}
+		if err := sigsyaml.Unmarshal([]byte(doc), &raw); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			continue
+		}
+		if len(raw) == 0 {
+			continue
+		}
+		items, isList := raw["items"].([]any)
+		if kind, _ := raw["kind"].(string); !isList || !strings.HasSuffix(kind, "List") {
+			docs = append(docs, document{where: where, raw: raw})
+			continue
+		}
+		for j, item := range items {
+			itemWhere := fmt.Sprintf("%s, item %d", where, j+1)
+			obj, ok := item.(map[string]any)
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s: not an object", itemWhere))
+				continue
+			}
+			docs = append(docs, document{where: itemWhere, raw: obj})
+		}
+	}
+	return docs, errs
+}
+
+// isKarpenter reports whether a document is one of Karpenter's objects (NodePool,
+// EC2NodeClass, ...) rather than a workload.
+func (d document) isKarpenter() bool {
+	group := (&unstructured.Unstructured{Object: d.raw}).GroupVersionKind().Group
+	return group == "karpenter.sh" || group == "karpenter.k8s.aws"
+}
+
 // parsePlainManifests turns Kubernetes documents into a workload: NodePools and EC2NodeClasses
 // are its manifests; Deployments, StatefulSets, ReplicaSets and Pods are deployed at the start,
 // Jobs run at the start, DaemonSets reserve their pods' room on new nodes, and a PodDisruptionBudget with an integer minAvailable or
 // maxUnavailable guards the deployment whose pods it selects.
 func parsePlainManifests(file string, data []byte) (*Workload, error) {
 	w := &Workload{file: file, Name: strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), Duration: Duration{PlainManifestsDuration}}
-	var karpenter []string
+	var karpenter []document
 	var pdbs []*policyv1.PodDisruptionBudget
 	var daemonSets []client.Object
 	var errs []error
-	add := func(i int, kind, name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: document %d (%s %s): %s", file, i+1, kind, name, fmt.Sprintf(format, args...)))
+	add := func(where, kind, name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s (%s %s): %s", file, where, kind, name, fmt.Sprintf(format, args...)))
 	}
 	used := map[string]bool{}
 	// claim reserves a workload's name and completes its pod template, or reports why not.
-	claim := func(i int, kind, name string, tmpl *corev1.PodTemplateSpec) bool {
+	claim := func(i, kind, name string, tmpl *corev1.PodTemplateSpec) bool {
 		if used[name] {
 			add(i, kind, name, "metadata.name: %q is used by an earlier document; give each workload its own name", name)
 			return false
@@ -95,7 +142,7 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 		}
 		return true
 	}
-	deploy := func(i int, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec) {
+	deploy := func(i, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec) {
 		if !claim(i, kind, name, &tmpl) {
 			return
 		}
@@ -109,23 +156,19 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 		}
 		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl}})
 	}
-	for i, doc := range splitDocuments(string(data)) {
-		raw := map[string]any{}
-		if err := sigsyaml.Unmarshal([]byte(doc), &raw); err != nil {
-			errs = append(errs, fmt.Errorf("%s: document %d: %w", file, i+1, err))
-			continue
-		}
-		if len(raw) == 0 {
-			continue
-		}
+	docs, readErrs := readDocuments(string(data))
+	for _, err := range readErrs {
+		errs = append(errs, fmt.Errorf("%s: %w", file, err))
+	}
+	for _, doc := range docs {
+		i, raw := doc.where, doc.raw
 		u := &unstructured.Unstructured{Object: raw}
 		kind, name := u.GetKind(), u.GetName()
-		group := u.GroupVersionKind().Group
 		if convertible(u.GetAPIVersion(), kind) {
 			add(i, kind, name, "an older or foreign format: convert the file first (karpenter convert %s > nodepools.yaml) and simulate the NodePools it prints", file)
 			continue
 		}
-		if group == "karpenter.sh" || group == "karpenter.k8s.aws" {
+		if doc.isKarpenter() {
 			karpenter = append(karpenter, doc)
 			continue
 		}
@@ -213,7 +256,7 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 			add(i, kind, name, "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job or PodDisruptionBudget")
 		}
 	}
-	objs, err := decodeManifests(strings.Join(karpenter, "\n---"))
+	objs, err := decodeObjects(karpenter)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", file, err))
 	}

@@ -166,6 +166,10 @@ func TestPlainManifestErrors(t *testing.T) {
 		{"unknown field", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 5\n  replica: 6\n", 1), `document 3 (Deployment inflate): json: unknown field "replica"`},
 		{"invalid nodepool", strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1), `spec.template.spec.requirements[3].operator: Unsupported value: "Above"`},
 		{"negative replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: -3\n", 1), `document 3 (Deployment inflate): spec.replicas: -3 is negative`},
+		{"invalid nodepool after a deployment", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n---\n" + strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1),
+			`document 2 (NodePool default): NodePool.karpenter.sh "default" is invalid: [spec.template.spec.requirements[3].operator`},
+		{"invalid nodepool in a list", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: default}\n  spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}, weight: 0}\n",
+			`document 1, item 1 (NodePool default): NodePool.karpenter.sh "default" is invalid: spec.weight`},
 		{"duplicate name", gettingStarted + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: inflate}\nspec: {containers: [{name: c, image: i}]}\n", `metadata.name: "inflate" is used by an earlier document`},
 	}
 	for _, tc := range cases {
@@ -175,6 +179,25 @@ func TestPlainManifestErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlainManifestsInAList reads a List, as kubectl get -o yaml prints, as its items.
+func TestPlainManifestsInAList(t *testing.T) {
+	want, err := ParseWorkload("m.yaml", []byte(gettingStarted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := "apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n"
+	for _, doc := range splitDocuments(gettingStarted) {
+		list += "- " + strings.ReplaceAll(strings.TrimSpace(doc), "\n", "\n  ") + "\n"
+	}
+	got, err := ParseWorkload("m.yaml", []byte(list))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, list)
+	}
+	if len(got.Objects) != len(want.Objects) || len(got.Timeline) != len(want.Timeline) {
+		t.Errorf("a List gives %d objects and %d events, the same documents %d and %d", len(got.Objects), len(got.Timeline), len(want.Objects), len(want.Timeline))
 	}
 }
 

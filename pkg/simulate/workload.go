@@ -389,33 +389,34 @@ func decodeValue(v any, into any) error {
 
 // decodeManifests reads YAML documents into the project's typed objects, strictly.
 func decodeManifests(text string) ([]client.Object, error) {
+	docs, errs := readDocuments(text)
+	objs, err := decodeObjects(docs)
+	return objs, errors.Join(append(errs, err)...)
+}
+
+// decodeObjects decodes documents into the project's typed objects, strictly, with the CRDs'
+// defaults and validation; errors name each document by where it is.
+func decodeObjects(docs []document) ([]client.Object, error) {
 	scheme := apis.NewScheme()
 	var out []client.Object
 	var errs []error
-	for i, doc := range splitDocuments(text) {
-		raw := map[string]any{}
-		if err := sigsyaml.Unmarshal([]byte(doc), &raw); err != nil {
-			errs = append(errs, fmt.Errorf("document %d: %w", i+1, err))
-			continue
-		}
-		if len(raw) == 0 {
-			continue
-		}
+	for _, doc := range docs {
+		raw := doc.raw
 		u := &unstructured.Unstructured{Object: raw}
 		gvk := u.GroupVersionKind()
 		obj, err := scheme.New(gvk)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("document %d (%s %s): unknown kind; use NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1)", i+1, gvk.Kind, u.GetName()))
+			errs = append(errs, fmt.Errorf("%s (%s %s): unknown kind; use NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1)", doc.where, gvk.Kind, u.GetName()))
 			continue
 		}
 		data, _ := json.Marshal(raw)
 		if err := sigsyaml.UnmarshalStrict(data, obj); err != nil {
-			errs = append(errs, fmt.Errorf("document %d (%s %s): %s", i+1, gvk.Kind, u.GetName(), strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")))
+			errs = append(errs, fmt.Errorf("%s (%s %s): %s", doc.where, gvk.Kind, u.GetName(), strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")))
 			continue
 		}
 		co, ok := obj.(client.Object)
 		if !ok {
-			errs = append(errs, fmt.Errorf("document %d: %s is not an object", i+1, gvk.Kind))
+			errs = append(errs, fmt.Errorf("%s: %s is not an object", doc.where, gvk.Kind))
 			continue
 		}
 		// The same schema, defaults and CEL rules the API server would apply.
@@ -424,11 +425,11 @@ func decodeManifests(text string) ([]client.Object, error) {
 			return nil, err
 		}
 		if err := validator.DefaultObject(co); err != nil {
-			errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i+1, gvk.Kind, u.GetName(), err))
+			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, gvk.Kind, u.GetName(), err))
 			continue
 		}
 		if err := validator.ValidateObject(co); err != nil {
-			errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i+1, gvk.Kind, u.GetName(), err))
+			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, gvk.Kind, u.GetName(), err))
 			continue
 		}
 		co.GetObjectKind().SetGroupVersionKind(gvk)
