@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +13,8 @@ import (
 
 // WithManifests returns a copy of the workload whose NodePools and NodeClasses are those of
 // path instead: either a workload file (its manifests are taken, the rest ignored) or a file of
-// plain Karpenter manifests.
+// plain manifests (its Karpenter objects are taken, its workloads ignored). The workload's
+// DaemonSets stay.
 func (w *Workload) WithManifests(path string) (*Workload, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -25,12 +27,26 @@ func (w *Workload) WithManifests(path string) (*Workload, error) {
 			text = m
 		}
 	}
-	objs, err := decodeManifests(text)
-	if err != nil {
+	// Only Karpenter's objects are taken: the workloads of a plain-manifest file are not.
+	docs, errs := readDocuments(text)
+	var karpenter []document
+	for _, doc := range docs {
+		if doc.isKarpenter() {
+			karpenter = append(karpenter, doc)
+		}
+	}
+	objs, err := decodeObjects(karpenter)
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(objs) == 0 {
 		return nil, fmt.Errorf("%s: no NodePool or EC2NodeClass", path)
+	}
+	// The workload's other objects (its DaemonSets) stay.
+	for _, o := range w.Objects {
+		if group := o.GetObjectKind().GroupVersionKind().Group; group != "karpenter.sh" && group != "karpenter.k8s.aws" {
+			objs = append(objs, o)
+		}
 	}
 	other := *w
 	other.Objects = objs

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -198,6 +199,30 @@ func TestPlainManifestsInAList(t *testing.T) {
 	}
 	if len(got.Objects) != len(want.Objects) || len(got.Timeline) != len(want.Timeline) {
 		t.Errorf("a List gives %d objects and %d events, the same documents %d and %d", len(got.Objects), len(got.Timeline), len(want.Objects), len(want.Timeline))
+	}
+}
+
+// TestCompareWithPlainManifests takes the NodePools of a file of plain manifests and leaves its
+// workloads, keeping the compared workload's DaemonSets.
+func TestCompareWithPlainManifests(t *testing.T) {
+	w, err := ParseWorkload("m.yaml", []byte(gettingStarted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "spot.yaml")
+	if err := os.WriteFile(other, []byte(strings.Replace(gettingStarted, `values: ["on-demand"]`, `values: ["spot"]`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.WithManifests(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, o := range b.Objects {
+		kinds[o.GetObjectKind().GroupVersionKind().Kind]++
+	}
+	if kinds["NodePool"] != 1 || kinds["EC2NodeClass"] != 1 || kinds["DaemonSet"] != 1 || len(b.Objects) != 3 {
+		t.Errorf("objects %v, want the other file's NodePool and EC2NodeClass and this workload's DaemonSet", kinds)
 	}
 }
 
