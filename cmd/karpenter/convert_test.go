@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -223,5 +225,42 @@ func TestSimulateReadsPlainManifestsFromStdin(t *testing.T) {
 	}
 	if !strings.Contains(stdout, `"workload": "stdin"`) || !strings.Contains(stdout, `"launched"`) {
 		t.Errorf("stdout:\n%.400s", stdout)
+	}
+}
+
+func TestSimulateReadsManifestsFromFilesAndDirectories(t *testing.T) {
+	input, err := os.ReadFile("../../examples/getting-started.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The getting-started manifests, one file each, as a user keeps them.
+	dir := t.TempDir()
+	var files []string
+	for i, doc := range strings.Split(string(input), "\n---\n") {
+		file := filepath.Join(dir, fmt.Sprintf("%02d.yaml", i))
+		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file)
+	}
+	want, stderr, err := run(t, "", "simulate", "../../examples/getting-started.yaml", "--output", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, args := range [][]string{files, {dir}, {files[0], filepath.Join(dir, "..", filepath.Base(dir))}} {
+		stdout, stderr, err := run(t, "", append([]string{"simulate", "--output", "json"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stderr)
+		}
+		// The same run, but for the workload's name.
+		cut := func(s string) string { return regexp.MustCompile(`"workload": "[^"]*"`).ReplaceAllString(s, "") }
+		if cut(stdout) != cut(want) {
+			t.Errorf("%v: a different report from the same manifests:\n%.600s", args, stdout)
+		}
+	}
+	_, _, err = run(t, "", "simulate", "../../examples/web.yaml", files[0])
+	var usage usageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "a workload file with a timeline is simulated on its own") {
+		t.Errorf("a workload file among manifests: got %v", err)
 	}
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,7 +23,7 @@ func newSimulateCommand() *cobra.Command {
 		seed                        int64
 	)
 	cmd := &cobra.Command{
-		Use:   "simulate WORKLOAD.yaml",
+		Use:   "simulate WORKLOAD.yaml | MANIFESTS...",
 		Short: "Run the controllers offline over a workload and report nodes, cost and timing",
 		Long: `Run Karpenter's provisioning and node lifecycle controllers offline, on an in-memory cluster
 and a simulated cloud (the EC2 catalog and prices), over the timeline of a workload file, on a
@@ -29,8 +31,12 @@ virtual clock. Reports the nodes launched, what they cost, how long pods waited 
 fleet was. The same workload and seed always give the same report. See examples/ for workloads.
 WORKLOAD.yaml may also be plain Kubernetes manifests (NodePools, EC2NodeClasses, Deployments,
 Jobs, DaemonSets, PodDisruptionBudgets), simulated for an hour as if applied at once; - reads
-standard input.`,
-		Args: cobra.ExactArgs(1),
+standard input. Manifests may be split over several files and directories (their .yaml, .yml
+and .json files), as for kubectl apply -f.`,
+		Example: `  karpenter simulate examples/web.yaml
+  karpenter simulate nodepool.yaml ec2nodeclass.yaml deployment.yaml
+  karpenter simulate manifests/`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The controllers' logs are not the simulation's output: the report says what
 			// happened (and its warnings what went wrong).
@@ -41,7 +47,14 @@ standard input.`,
 			}
 			var w *simulate.Workload
 			var err error
-			if args[0] == "-" {
+			if len(args) > 1 || isDir(args[0]) {
+				for _, a := range args {
+					if a == "-" {
+						return usageError{errors.New("- (standard input) must be the only argument")}
+					}
+				}
+				w, err = simulate.LoadManifests(args)
+			} else if args[0] == "-" {
 				data, readErr := io.ReadAll(cmd.InOrStdin())
 				if readErr != nil {
 					return fmt.Errorf("reading standard input: %w", readErr)
@@ -81,7 +94,7 @@ standard input.`,
 					if interactive {
 						fmt.Fprint(os.Stderr, "\r\033[K")
 					}
-					return simulate.WriteComparison(cmd.OutOrStdout(), args[0], compare, report, otherReport)
+					return simulate.WriteComparison(cmd.OutOrStdout(), strings.Join(args, " "), compare, report, otherReport)
 				}
 			}
 			if interactive {
@@ -127,6 +140,11 @@ func progressBar(done, total time.Duration, width int) string {
 		}
 	}
 	return "[" + string(bar) + "]"
+}
+
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
 }
 
 func isTerminal(f *os.File) bool {

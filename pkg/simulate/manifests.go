@@ -3,6 +3,7 @@ package simulate
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -67,9 +68,24 @@ func splitDocuments(text string) []string {
 
 // document is one object of a file of Kubernetes documents, with where it is for messages.
 type document struct {
-	// where is "document 3", or "document 1, item 2" for an item of a List.
+	// where is "document 3", or "document 1, item 2" for an item of a List, after the name of
+	// its file when it has one ("web.yaml: document 3").
 	where string
-	raw   map[string]any
+	// file is the name of its file, or empty.
+	file string
+	raw  map[string]any
+}
+
+// readFileDocuments is readDocuments for the text of a file: each document and error names it.
+func readFileDocuments(file, text string) ([]document, []error) {
+	docs, errs := readDocuments(text)
+	for i := range docs {
+		docs[i].file, docs[i].where = file, file+": "+docs[i].where
+	}
+	for i, err := range errs {
+		errs[i] = fmt.Errorf("%s: %w", file, err)
+	}
+	return docs, errs
 }
 
 // readDocuments splits YAML (or JSON) documents into objects, skipping empty ones. A List (as
@@ -117,17 +133,79 @@ func (d document) isKarpenter() bool {
 // Jobs run at the start, DaemonSets reserve their pods' room on new nodes, and a PodDisruptionBudget with an integer minAvailable or
 // maxUnavailable guards the deployment whose pods it selects.
 func parsePlainManifests(file string, data []byte) (*Workload, error) {
-	w := &Workload{file: file, Name: strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), Duration: Duration{PlainManifestsDuration}}
+	docs, errs := readFileDocuments(file, string(data))
+	return plainWorkload(file, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), docs, errs)
+}
+
+// LoadManifests reads files of plain Kubernetes manifests, and the .yaml, .yml and .json files
+// of directories (not of their subdirectories), as kubectl apply -f takes them, into one
+// workload as parsePlainManifests does; errors name the file and document.
+func LoadManifests(paths []string) (*Workload, error) {
+	var files, names []string
+	for _, path := range paths {
+		names = append(names, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+		info, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, path)
+			continue
+		}
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, err
+		}
+		found := 0
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+				files = append(files, filepath.Join(path, e.Name()))
+				found++
+			}
+		}
+		if found == 0 {
+			return nil, fmt.Errorf("%s: a directory with no .yaml, .yml or .json file", path)
+		}
+	}
+	var docs []document
+	var errs []error
+	seen := map[string]bool{}
+	for _, file := range files {
+		// A file named twice (itself and in its directory) is read once.
+		if abs, err := filepath.Abs(file); err == nil {
+			if seen[abs] {
+				continue
+			}
+			seen[abs] = true
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		d, e := readFileDocuments(file, string(data))
+		if len(d) > 0 && !isPlainManifests(data) {
+			errs = append(errs, fmt.Errorf("%s: not Kubernetes manifests (apiVersion and kind): a workload file with a timeline is simulated on its own", file))
+			continue
+		}
+		docs, errs = append(docs, d...), append(errs, e...)
+	}
+	return plainWorkload(strings.Join(paths, ", "), strings.Join(names, "+"), docs, errs)
+}
+
+// plainWorkload makes the workload of plain-manifest documents; source names them all in
+// messages, name in reports.
+func plainWorkload(source, name string, docs []document, errs []error) (*Workload, error) {
+	file := source
+	w := &Workload{file: file, Name: name, Duration: Duration{PlainManifestsDuration}}
 	var karpenter []document
 	var pdbs []*policyv1.PodDisruptionBudget
 	var daemonSets []client.Object
-	var errs []error
-	add := func(where, kind, name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s (%s %s): %s", file, where, kind, name, fmt.Sprintf(format, args...)))
+	add := func(doc document, kind, name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s (%s %s): %s", doc.where, kind, name, fmt.Sprintf(format, args...)))
 	}
 	used := map[string]bool{}
 	// claim reserves a workload's name and completes its pod template, or reports why not.
-	claim := func(i, kind, name string, tmpl *corev1.PodTemplateSpec) bool {
+	claim := func(i document, kind, name string, tmpl *corev1.PodTemplateSpec) bool {
 		if used[name] {
 			add(i, kind, name, "metadata.name: %q is used by an earlier document; give each workload its own name", name)
 			return false
@@ -142,7 +220,7 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 		}
 		return true
 	}
-	deploy := func(i, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec) {
+	deploy := func(i document, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec) {
 		if !claim(i, kind, name, &tmpl) {
 			return
 		}
@@ -156,16 +234,12 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 		}
 		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl}})
 	}
-	docs, readErrs := readDocuments(string(data))
-	for _, err := range readErrs {
-		errs = append(errs, fmt.Errorf("%s: %w", file, err))
-	}
 	for _, doc := range docs {
-		i, raw := doc.where, doc.raw
+		i, raw := doc, doc.raw
 		u := &unstructured.Unstructured{Object: raw}
 		kind, name := u.GetKind(), u.GetName()
 		if convertible(u.GetAPIVersion(), kind) {
-			add(i, kind, name, "an older or foreign format: convert the file first (karpenter convert %s > nodepools.yaml) and simulate the NodePools it prints", file)
+			add(i, kind, name, "an older or foreign format: convert the file first (karpenter convert %s > nodepools.yaml) and simulate the NodePools it prints", doc.file)
 			continue
 		}
 		if doc.isKarpenter() {
@@ -258,7 +332,7 @@ func parsePlainManifests(file string, data []byte) (*Workload, error) {
 	}
 	objs, err := decodeObjects(karpenter)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", file, err))
+		errs = append(errs, err)
 	}
 	w.Objects = append(objs, daemonSets...)
 	if !hasNodePool(objs) && err == nil {

@@ -159,7 +159,7 @@ func TestPlainManifestErrors(t *testing.T) {
 			"document 1 (Provisioner default): an older or foreign format: convert the file first (karpenter convert m.yaml > nodepools.yaml)"},
 		{"kops", "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {name: nodes}\nspec: {}\n", "document 1 (InstanceGroup nodes): an older or foreign format"},
 		{"missing nodeclass", strings.Replace(gettingStarted, "kind: EC2NodeClass\nmetadata:\n  name: default", "kind: EC2NodeClass\nmetadata:\n  name: other", 1),
-			`NodePool default: spec.template.spec.nodeClassRef: EC2NodeClass "default" is not among the manifests`},
+			`m.yaml: document 1 (NodePool default): spec.template.spec.nodeClassRef: EC2NodeClass "default" is not among the manifests`},
 		{"no nodepool", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n", "no NodePool: add at least one NodePool"},
 		{"pdb selects nothing", gettingStarted + "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: ghost}\nspec: {minAvailable: 1, selector: {matchLabels: {app: ghost}}}\n",
 			"PodDisruptionBudget ghost: spec.selector: selects no Deployment"},

@@ -435,16 +435,16 @@ func decodeObjects(docs []document) ([]client.Object, error) {
 		co.GetObjectKind().SetGroupVersionKind(gvk)
 		out = append(out, co)
 	}
-	if len(errs) == 0 {
-		errs = append(errs, missingNodeClasses(out)...)
+	if len(errs) == 0 { // then out[i] is docs[i]
+		errs = append(errs, missingNodeClasses(out, docs)...)
 	}
 	return out, errors.Join(errs...)
 }
 
 // missingNodeClasses names each NodePool whose nodeClassRef has no EC2NodeClass among objs: in
 // a cluster it would wait, never ready, and its pods would never be scheduled, so a simulation
-// says so up front.
-func missingNodeClasses(objs []client.Object) []error {
+// says so up front. docs are where objs were read, one for each.
+func missingNodeClasses(objs []client.Object, docs []document) []error {
 	classes := map[string]bool{}
 	for _, o := range objs {
 		if _, ok := o.(*awsv1.EC2NodeClass); ok {
@@ -452,14 +452,14 @@ func missingNodeClasses(objs []client.Object) []error {
 		}
 	}
 	var errs []error
-	for _, o := range objs {
+	for i, o := range objs {
 		np, ok := o.(*karpv1.NodePool)
 		if !ok || np.Spec.Template.Spec.NodeClassRef == nil {
 			continue
 		}
 		ref := np.Spec.Template.Spec.NodeClassRef
 		if ref.Kind == "EC2NodeClass" && !classes[ref.Name] {
-			errs = append(errs, fmt.Errorf("NodePool %s: spec.template.spec.nodeClassRef: EC2NodeClass %q is not among the manifests; add it (as in examples/getting-started.yaml), or the NodePool never becomes ready", np.Name, ref.Name))
+			errs = append(errs, fmt.Errorf("%s (NodePool %s): spec.template.spec.nodeClassRef: EC2NodeClass %q is not among the manifests; add it (as in examples/getting-started.yaml), or the NodePool never becomes ready", docs[i].where, np.Name, ref.Name))
 		}
 	}
 	return errs
