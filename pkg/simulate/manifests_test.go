@@ -171,6 +171,8 @@ func TestPlainManifestErrors(t *testing.T) {
 			`document 2 (NodePool default): NodePool.karpenter.sh "default" is invalid: [spec.template.spec.requirements[3].operator`},
 		{"invalid nodepool in a list", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: default}\n  spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}, weight: 0}\n",
 			`document 1, item 1 (NodePool default): NodePool.karpenter.sh "default" is invalid: spec.weight`},
+		{"duplicate nodepool", gettingStarted + "---\n" + strings.Split(gettingStarted, "\n---\n")[0] + "\n",
+			`m.yaml: document 8 (NodePool default): metadata.name: "default" is used by an earlier NodePool (m.yaml: document 1)`},
 		{"duplicate name", gettingStarted + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: inflate}\nspec: {containers: [{name: c, image: i}]}\n", `metadata.name: "inflate" is used by an earlier document`},
 	}
 	for _, tc := range cases {

@@ -400,6 +400,7 @@ func decodeObjects(docs []document) ([]client.Object, error) {
 	scheme := apis.NewScheme()
 	var out []client.Object
 	var errs []error
+	seen := map[string]string{} // kind/name -> where
 	for _, doc := range docs {
 		raw := doc.raw
 		u := &unstructured.Unstructured{Object: raw}
@@ -432,6 +433,11 @@ func decodeObjects(docs []document) ([]client.Object, error) {
 			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, gvk.Kind, u.GetName(), err))
 			continue
 		}
+		if earlier, dup := seen[gvk.Kind+"/"+co.GetName()]; dup {
+			errs = append(errs, fmt.Errorf("%s (%s %s): metadata.name: %q is used by an earlier %s (%s); give each its own name", doc.where, gvk.Kind, u.GetName(), co.GetName(), gvk.Kind, earlier))
+			continue
+		}
+		seen[gvk.Kind+"/"+co.GetName()] = doc.where
 		co.GetObjectKind().SetGroupVersionKind(gvk)
 		out = append(out, co)
 	}
