@@ -160,13 +160,13 @@ func grants(kind, ns string, rules []rbacv1.PolicyRule) []grant {
 }
 
 // simOnly are the permissions only the simulated cloud needs: its in-process kubelets register
-// the Nodes of its instances, report their status and mark the pods bound to them Running; it
+// the Nodes of its instances and report their status (the pods' status, which they also write,
+// every cloud patches: a pod's nominated node); it
 // keeps its instances in a ConfigMap of the release's namespace. The chart grants them with
 // cloudProvider=sim only.
 var simOnly = []string{
 	"ClusterRole: create nodes",
 	"ClusterRole: patch nodes/status",
-	"ClusterRole: patch pods/status",
 	"Role: create configmaps",
 	"Role: get configmaps karpenter-sim-state",
 	"Role: update configmaps karpenter-sim-state",

@@ -126,6 +126,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
 	})
 	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner),
+		provisioning.NewNominationController(mgr.GetClient(), op.Cluster),
 		// The state gauges, served while this replica leads, and pod startup times.
 		cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),
 		cluster.NewPodStartupController(mgr.GetClient(), clk))

@@ -115,12 +115,12 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", claim.Name, "nodepool", np.Name,
 			"pods", len(c.Pods), "instance-types", instanceTypeNames(c.InstanceTypes, 5), "price", c.Price)
 		for _, pod := range c.Pods {
-			p.cluster.Nominate(pod.UID, claim.Name)
+			p.cluster.Nominate(pod, claim.Name)
 			p.event(pod, corev1.EventTypeNormal, "Nominated", fmt.Sprintf("Pod should schedule on: nodeclaim/%s", claim.Name))
 		}
 	}
 	for _, pl := range results.ExistingPlacements {
-		p.cluster.Nominate(pl.Pod.UID, pl.Node)
+		p.cluster.Nominate(pl.Pod, pl.Node)
 		p.event(pl.Pod, corev1.EventTypeNormal, "Nominated", fmt.Sprintf("Pod should schedule on: %s", pl.Node))
 	}
 	for _, pe := range results.PodErrors {

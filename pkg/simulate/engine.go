@@ -63,6 +63,8 @@ type engine struct {
 	binder  *binder.Binder
 
 	provisioner *provisioning.Provisioner
+	nomination  *provisioning.NominationController
+	cluster     *state.Cluster
 	lifecycle   *nodeclaim.LifecycleController
 	gc          *nodeclaim.GarbageCollector
 	poolStatus  *nodepool.StatusController
@@ -143,6 +145,8 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	}
 	e.binder = binder.New(e.kube, e.clock)
 	cluster := state.NewCluster(e.kube, e.clock)
+	e.cluster = cluster
+	e.nomination = provisioning.NewNominationController(e.kube, cluster)
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
 	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true})
@@ -236,6 +240,11 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	}
 	if err := e.reconcileAll(ctx); err != nil {
 		return err
+	}
+	for _, target := range e.cluster.NominationTargets() {
+		if _, err := e.nomination.Reconcile(ctx, request(target)); err != nil {
+			return fmt.Errorf("nominating pods to %s: %w", target, err)
+		}
 	}
 	if err := e.kubelet.Step(ctx); err != nil {
 		return err

@@ -40,13 +40,16 @@ type Cluster struct {
 
 	mu          sync.Mutex
 	nominations map[types.UID]nomination
-	created     map[string]createdClaim
-	deleting    map[string]bool
+	// nominees indexes nominations by target: target → pod UID → pod.
+	nominees map[string]map[types.UID]types.NamespacedName
+	created  map[string]createdClaim
+	deleting map[string]bool
 	// requests caches pods' effective requests, pruned every snapshot.
 	requests scheduling.RequestsCache
 }
 
 type nomination struct {
+	pod    types.NamespacedName
 	target string // NodeClaim or Node name
 	since  time.Time
 }
@@ -62,16 +65,68 @@ func NewCluster(reader client.Reader, c clock.PassiveClock) *Cluster {
 		reader:      reader,
 		clock:       c,
 		nominations: map[types.UID]nomination{},
+		nominees:    map[string]map[types.UID]types.NamespacedName{},
 		created:     map[string]createdClaim{},
 		deleting:    map[string]bool{},
 	}
 }
 
 // Nominate records that a pod is expected to land on target (a NodeClaim or Node name).
-func (c *Cluster) Nominate(pod types.UID, target string) {
+func (c *Cluster) Nominate(pod *corev1.Pod, target string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.nominations[pod] = nomination{target: target, since: c.clock.Now()}
+	c.forget(pod.UID)
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	c.nominations[pod.UID] = nomination{pod: key, target: target, since: c.clock.Now()}
+	if c.nominees[target] == nil {
+		c.nominees[target] = map[types.UID]types.NamespacedName{}
+	}
+	c.nominees[target][pod.UID] = key
+}
+
+// forget drops a pod's nomination; c.mu is held.
+func (c *Cluster) forget(pod types.UID) {
+	n, ok := c.nominations[pod]
+	if !ok {
+		return
+	}
+	delete(c.nominations, pod)
+	if set := c.nominees[n.target]; set != nil {
+		delete(set, pod)
+		if len(set) == 0 {
+			delete(c.nominees, n.target)
+		}
+	}
+}
+
+// NominationTargets returns the names pods are nominated to, sorted.
+func (c *Cluster) NominationTargets() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.nominees))
+	for target := range c.nominees {
+		out = append(out, target)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HasNominees reports whether any pod is nominated to target.
+func (c *Cluster) HasNominees(target string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.nominees[target]) > 0
+}
+
+// Nominees returns the pods nominated to target (a NodeClaim or Node name), by UID.
+func (c *Cluster) Nominees(target string) map[types.UID]types.NamespacedName {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[types.UID]types.NamespacedName, len(c.nominees[target]))
+	for uid, key := range c.nominees[target] {
+		out[uid] = key
+	}
+	return out
 }
 
 // NominatedTo returns the target a pod is nominated to, if any.
@@ -255,8 +310,10 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 
 	// Pods: bound ones to their node; nominated ones to their target while it is there.
+	seen := make(map[types.UID]bool, len(pods.Items))
 	for i := range pods.Items {
 		pod := &pods.Items[i]
+		seen[pod.UID] = true
 		snap.Pods = append(snap.Pods, pod)
 		if isTerminal(pod) {
 			continue
@@ -265,10 +322,11 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 			if sn, ok := targets[pod.Spec.NodeName]; ok {
 				sn.Pods = append(sn.Pods, pod)
 			}
-			delete(c.nominations, pod.UID)
+			c.forget(pod.UID)
 			continue
 		}
-		if !IsProvisionable(pod) {
+		if pod.DeletionTimestamp != nil {
+			c.forget(pod.UID)
 			continue
 		}
 		if n, ok := c.nominations[pod.UID]; ok {
@@ -276,16 +334,32 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 				sn.Pods = append(sn.Pods, pod)
 				continue
 			}
-			delete(c.nominations, pod.UID)
+			c.forget(pod.UID)
+		}
+		if nnn := pod.Status.NominatedNodeName; nnn != "" {
+			// The kube-scheduler holds room for the pod on the node named (it nominated the
+			// pod after a preemption, or Karpenter did): count it there, not as pending.
+			if sn, ok := targets[nnn]; ok && sn.Node != nil && sn.Node.Name == nnn && !sn.MarkedForDeletion {
+				sn.Pods = append(sn.Pods, pod)
+			}
+			continue
+		}
+		if !IsProvisionable(pod) {
+			continue
 		}
 		snap.Pending = append(snap.Pending, pod)
 	}
-	seen := map[*StateNode]bool{}
+	for uid := range c.nominations {
+		if !seen[uid] {
+			c.forget(uid) // the pod is gone
+		}
+	}
+	counted := map[*StateNode]bool{}
 	for _, sn := range targets {
-		if seen[sn] {
+		if counted[sn] {
 			continue
 		}
-		seen[sn] = true
+		counted[sn] = true
 		sn.Requested = c.requested(sn, snap.DaemonSets)
 		snap.Nodes = append(snap.Nodes, sn)
 	}

@@ -7,4 +7,8 @@
 // nominations (pods the provisioner placed on capacity that has not taken them yet), NodeClaims
 // just created but not yet seen by the cache (so a fast second batch cannot launch twice), and
 // nodes marked for deletion by disruption.
+//
+// A pod that is not bound but has a status.nominatedNodeName (the kube-scheduler's, after a
+// preemption, or one the provisioner had written) counts on that node, not as waiting: the
+// kube-scheduler holds its room there.
 package state

@@ -3,6 +3,8 @@
 // Ready nodes that fit them (requests, node selection, taints, topology spread, pod
 // (anti-)affinity, host ports), through the pods' binding subresource, and marks the pods that
 // fit nowhere PodScheduled=False with reason Unschedulable, which is what Karpenter watches for.
+// As the kube-scheduler, it tries a pod's nominated node (status.nominatedNodeName) first and
+// keeps that node's room for it, and clears the name when the pod fits nowhere.
 //
 // It reuses the project's scheduler (pkg/provisioning/scheduler) restricted to existing nodes,
 // so it judges fit with the same rules Karpenter provisions by.
@@ -82,51 +84,54 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	if len(pending) == 0 {
 		return res, nil
 	}
-	in := scheduler.Input{Pods: pending, Options: scheduler.Options{IgnorePreferences: true}}
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
+	byName := make(map[string]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		if nodes.Items[i].DeletionTimestamp == nil {
+			byName[nodes.Items[i].Name] = &nodes.Items[i]
+		}
+	}
+
+	// As the kube-scheduler, a pod with a nominated node tries that node first, and the room
+	// of nominated pods is theirs. A pod whose nominated node is not Ready yet waits for it
+	// (the kube-scheduler would try it, fail, clear the name and have Karpenter set it again).
+	nominees := map[string][]*corev1.Pod{}
+	var others []*corev1.Pod
+	for _, pod := range pending {
+		node := byName[pod.Status.NominatedNodeName]
+		switch {
+		case node == nil:
+			others = append(others, pod)
+		case schedulable(node):
+			nominees[node.Name] = append(nominees[node.Name], pod)
+		}
+	}
+	for _, name := range sortedKeys(nominees) {
+		in := scheduler.Input{Pods: nominees[name], Nodes: []*scheduler.Node{b.schedulerNode(byName[name], bound[name])},
+			Options: scheduler.Options{IgnorePreferences: true}}
+		results := scheduler.Solve(in)
+		if err := b.bind(ctx, results.ExistingPlacements, bound, res); err != nil {
+			return res, err
+		}
+		for _, pe := range results.PodErrors {
+			others = append(others, pe.Pod)
+		}
+	}
+	if len(others) == 0 {
+		return res, nil
+	}
+
+	in := scheduler.Input{Pods: others, Options: scheduler.Options{IgnorePreferences: true}}
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		if node.DeletionTimestamp != nil {
-			continue
+		if node.DeletionTimestamp == nil {
+			in.Nodes = append(in.Nodes, b.schedulerNode(node, bound[node.Name]))
 		}
-		// Nodes that are not Ready take no pods, but still count as topology domains, as for
-		// the kube-scheduler (whose default node taints policy is Ignore).
-		schedulable := ready(node)
-		requests := make([]corev1.ResourceList, 0, len(bound[node.Name]))
-		for _, pod := range bound[node.Name] {
-			requests = append(requests, b.requests.Get(pod))
-		}
-		taints := node.Spec.Taints
-		if node.Spec.Unschedulable {
-			taints = append(append([]corev1.Taint(nil), taints...), corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
-		}
-		labels := node.Labels
-		if _, ok := labels[corev1.LabelHostname]; !ok {
-			labels = map[string]string{corev1.LabelHostname: node.Name}
-			for k, v := range node.Labels {
-				labels[k] = v
-			}
-		}
-		available := scheduling.Subtract(node.Status.Allocatable, scheduling.Merge(requests...))
-		if !schedulable {
-			available = corev1.ResourceList{}
-		}
-		in.Nodes = append(in.Nodes, &scheduler.Node{Name: node.Name, Labels: labels, Taints: taints, Pods: bound[node.Name], Available: available})
 	}
 	b.requests.Prune()
 	results := scheduler.Solve(in)
-	for _, pl := range results.ExistingPlacements {
-		binding := &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Name: pl.Pod.Name, Namespace: pl.Pod.Namespace, UID: pl.Pod.UID},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: pl.Node},
-		}
-		if err := b.kubeClient.SubResource("binding").Create(ctx, pl.Pod, binding); err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-				continue // deleted or bound meanwhile
-			}
-			return res, fmt.Errorf("binding pod %s/%s to %s: %w", pl.Pod.Namespace, pl.Pod.Name, pl.Node, err)
-		}
-		res.Bound[pl.Pod.Namespace+"/"+pl.Pod.Name] = pl.Node
+	if err := b.bind(ctx, results.ExistingPlacements, bound, res); err != nil {
+		return res, err
 	}
 	for _, pe := range results.PodErrors {
 		if err := b.markUnschedulable(ctx, pe.Pod, len(in.Nodes)); err != nil {
@@ -137,14 +142,77 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// markUnschedulable sets PodScheduled=False, reason Unschedulable, unless it is already so.
+// schedulerNode is a node as the scheduler sees it, with the pods bound to it. Nodes that are
+// not Ready take no pods, but still count as topology domains, as for the kube-scheduler
+// (whose default node taints policy is Ignore).
+func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler.Node {
+	requests := make([]corev1.ResourceList, 0, len(pods))
+	for _, pod := range pods {
+		requests = append(requests, b.requests.Get(pod))
+	}
+	taints := node.Spec.Taints
+	if node.Spec.Unschedulable {
+		taints = append(append([]corev1.Taint(nil), taints...), corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+	}
+	labels := node.Labels
+	if _, ok := labels[corev1.LabelHostname]; !ok {
+		labels = map[string]string{corev1.LabelHostname: node.Name}
+		for k, v := range node.Labels {
+			labels[k] = v
+		}
+	}
+	available := scheduling.Subtract(node.Status.Allocatable, scheduling.Merge(requests...))
+	if !ready(node) {
+		available = corev1.ResourceList{}
+	}
+	return &scheduler.Node{Name: node.Name, Labels: labels, Taints: taints, Pods: pods, Available: available}
+}
+
+// bind binds the placed pods through their binding subresource, adding each to bound and res.
+func (b *Binder) bind(ctx context.Context, placements []scheduler.Placement, bound map[string][]*corev1.Pod, res *Result) error {
+	for _, pl := range placements {
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pl.Pod.Name, Namespace: pl.Pod.Namespace, UID: pl.Pod.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: pl.Node},
+		}
+		if err := b.kubeClient.SubResource("binding").Create(ctx, pl.Pod, binding); err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				continue // deleted or bound meanwhile
+			}
+			return fmt.Errorf("binding pod %s/%s to %s: %w", pl.Pod.Namespace, pl.Pod.Name, pl.Node, err)
+		}
+		bound[pl.Node] = append(bound[pl.Node], pl.Pod)
+		res.Bound[pl.Pod.Namespace+"/"+pl.Pod.Name] = pl.Node
+	}
+	return nil
+}
+
+// schedulable: Ready and not cordoned (taints are checked against each pod by the scheduler).
+func schedulable(node *corev1.Node) bool {
+	return ready(node) && !node.Spec.Unschedulable
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// markUnschedulable sets PodScheduled=False, reason Unschedulable, and clears the nominated
+// node, unless the pod is already so.
 func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, readyNodes int) error {
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
+			pod.Status.NominatedNodeName == "" {
 			return nil
 		}
 	}
 	updated := pod.DeepCopy()
+	// A failed attempt clears the nominated node, as the kube-scheduler's does.
+	updated.Status.NominatedNodeName = ""
 	cond := corev1.PodCondition{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		Message: fmt.Sprintf("0/%d nodes are available to fit the pod", readyNodes), LastTransitionTime: metav1.NewTime(b.clock.Now()),

@@ -1,0 +1,157 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// NominationControllerName names the nomination controller in logs and metrics.
+const NominationControllerName = "provisioning.nomination"
+
+// NominationController tells the kube-scheduler where the provisioner planned each pod: once
+// the Node a pod was nominated to has registered, it sets the pod's status.nominatedNodeName to
+// that Node. The kube-scheduler tries a pod's nominated node before any other and holds the
+// room of nominated pods on that node against pods of no higher priority (Kubernetes 1.35's
+// NominatedNodeNameForExpectation, on by default), so the pods of a batch land on the nodes
+// launched for them instead of filling the first node to become ready with whatever pods come
+// first, which leaves others without room and launches a node for them.
+//
+// The kube-scheduler clears a nominated node name when a scheduling attempt fails (for example
+// while the node is still not ready); the controller sets it again for as long as the
+// provisioner's nomination lasts. It only ever sets an empty field, never replacing a node
+// the kube-scheduler nominated (after a preemption).
+//
+// Requests name a nomination target: a NodeClaim, or a Node the provisioner placed pods on.
+type NominationController struct {
+	kube    client.Client
+	cluster *state.Cluster
+}
+
+// NewNominationController returns the controller over the provisioner's cluster state.
+func NewNominationController(kube client.Client, cluster *state.Cluster) *NominationController {
+	return &NominationController{kube: kube, cluster: cluster}
+}
+
+// Register watches NodeClaims (a claim's Node registering), Nodes, and pods whose nominated
+// node name the kube-scheduler cleared, under mgr.
+func (c *NominationController) Register(mgr manager.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(NominationControllerName).
+		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return c.requests(o.GetName())
+		})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			names := []string{o.GetName()}
+			for _, ref := range o.GetOwnerReferences() {
+				if ref.Kind == "NodeClaim" {
+					names = append(names, ref.Name)
+				}
+			}
+			return c.requests(names...)
+		})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			pod, ok := o.(*corev1.Pod)
+			if !ok || pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" {
+				return nil
+			}
+			if target, ok := c.cluster.NominatedTo(pod.UID); ok {
+				return c.requests(target)
+			}
+			return nil
+		})).
+		Complete(c)
+}
+
+// requests returns a request for each name that pods are nominated to.
+func (c *NominationController) requests(names ...string) []reconcile.Request {
+	var out []reconcile.Request
+	for _, name := range names {
+		if c.cluster.HasNominees(name) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		}
+	}
+	return out
+}
+
+// Reconcile sets the nominated node name of the pods nominated to the target once the target
+// has a registered Node that is not being deleted.
+func (c *NominationController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nominees := c.cluster.Nominees(req.Name)
+	if len(nominees) == 0 {
+		return reconcile.Result{}, nil
+	}
+	node, err := c.nodeOf(ctx, req.Name)
+	if err != nil || node == nil {
+		return reconcile.Result{}, err
+	}
+	var errs []error
+	for uid, key := range nominees {
+		if err := c.nominate(ctx, key, uid, node.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return reconcile.Result{}, fmt.Errorf("nominating %d of %d pods to node %s: %w", len(errs), len(nominees), node.Name, errs[0])
+	}
+	return reconcile.Result{}, nil
+}
+
+// nodeOf returns the registered Node of a target: the Node of that name, or the Node of the
+// NodeClaim of that name once it has registered. It returns nil when there is none yet, or
+// when it or its claim is being deleted.
+func (c *NominationController) nodeOf(ctx context.Context, target string) (*corev1.Node, error) {
+	nodeName := target
+	claim := &karpv1.NodeClaim{}
+	switch err := c.kube.Get(ctx, types.NamespacedName{Name: target}, claim); {
+	case err == nil:
+		if claim.DeletionTimestamp != nil || claim.Status.NodeName == "" {
+			return nil, nil
+		}
+		nodeName = claim.Status.NodeName
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("getting nodeclaim %s: %w", target, err)
+	}
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp != nil || node.Spec.Unschedulable {
+		return nil, nil
+	}
+	return node, nil
+}
+
+// nominate sets the pod's nominated node name when it is still unbound, the same pod (UID),
+// and has none.
+func (c *NominationController) nominate(ctx context.Context, key types.NamespacedName, uid types.UID, node string) error {
+	pod := &corev1.Pod{}
+	if err := c.kube.Get(ctx, key, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pod.UID != uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.NominatedNodeName != "" {
+		return nil
+	}
+	patched := pod.DeepCopy()
+	patched.Status.NominatedNodeName = node
+	// Optimistic: should the kube-scheduler have written the pod meanwhile, the patch fails
+	// and the pod's update event brings it back here.
+	if err := c.kube.Status().Patch(ctx, patched, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("setting the nominated node of pod %s: %w", key, err)
+	}
+	return nil
+}
