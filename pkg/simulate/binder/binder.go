@@ -4,7 +4,8 @@
 // (anti-)affinity, host ports), through the pods' binding subresource, and marks the pods that
 // fit nowhere PodScheduled=False with reason Unschedulable, which is what Karpenter watches for.
 // As the kube-scheduler, it tries a pod's nominated node (status.nominatedNodeName) first and
-// keeps that node's room for it, and clears the name when the pod fits nowhere.
+// keeps that node's room for it, and clears the name when the pod fits nowhere. The room of
+// the daemonset pods a node will run is kept for them too (there is no daemonset controller).
 //
 // It reuses the project's scheduler (pkg/provisioning/scheduler) restricted to existing nodes,
 // so it judges fit with the same rules Karpenter provisions by.
@@ -15,14 +16,17 @@ import (
 	"fmt"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
 // Binder binds pending pods to nodes.
@@ -30,6 +34,7 @@ type Binder struct {
 	kubeClient client.Client
 	clock      clock.PassiveClock
 	requests   scheduling.RequestsCache // Step is not called concurrently
+	daemonSets []appsv1.DaemonSet       // this Step's, read-only
 }
 
 // New returns a binder over any client (an API server's or an in-memory one).
@@ -65,6 +70,11 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	if err := b.kubeClient.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
+	var daemonSets appsv1.DaemonSetList
+	if err := b.kubeClient.List(ctx, &daemonSets, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing daemonsets: %w", err)
+	}
+	b.daemonSets = daemonSets.Items
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
 	for i := range pods.Items {
@@ -147,8 +157,20 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 // (whose default node taints policy is Ignore).
 func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler.Node {
 	requests := make([]corev1.ResourceList, 0, len(pods))
+	present := map[types.UID]bool{}
 	for _, pod := range pods {
 		requests = append(requests, b.requests.Get(pod))
+		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
+			present[ref.UID] = true
+		}
+	}
+	// The room of the daemonset pods the node will run, while they are not there yet (a
+	// simulation has no daemonset controller), as Karpenter reserves it when it provisions.
+	for i := range b.daemonSets {
+		ds := &b.daemonSets[i]
+		if !present[ds.UID] && state.DaemonSetSchedules(ds, node.Labels, node.Spec.Taints) {
+			requests = append(requests, b.requests.Get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: ds.UID, ResourceVersion: ds.ResourceVersion}, Spec: ds.Spec.Template.Spec}))
+		}
 	}
 	taints := node.Spec.Taints
 	if node.Spec.Unschedulable {
