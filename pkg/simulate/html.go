@@ -165,6 +165,10 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left} .legend spa
 <div class="card">cpu requested<b>{{pct .Util.CPUMean}}</b></div>
 <div class="card">memory requested<b>{{pct .Util.MemoryMean}}</b></div>
 </div>
+{{if .Pods.Unscheduled}}<h2>Pods never scheduled</h2>
+<table><tr><th>workload</th><th>pods</th><th>reason</th></tr>
+{{range .Pods.Unscheduled}}<tr><td>{{.Workload}}</td><td>{{.Pods}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>{{end}}
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 <h2>Final fleet</h2>
 <p class="legend">Each box is a node; its fill is the requested share of<span style="background:#7c3aed"></span>cpu<span style="background:#ea580c"></span>memory.</p>

@@ -75,7 +75,21 @@ type Pods struct {
 	PendingMeanS   float64 `json:"pendingMeanSeconds"`
 	PendingP95S    float64 `json:"pendingP95Seconds"`
 	PendingMaxS    float64 `json:"pendingMaxSeconds"`
+	// Unscheduled says, per workload, why the pods still without a node at the end have none.
+	Unscheduled []Unscheduled `json:"unscheduled,omitempty"`
 }
+
+// Unscheduled is how many of one workload's pods had no node at the end, and why: the
+// provisioner's last error for them, or that they were still waiting for a node.
+type Unscheduled struct {
+	Workload string `json:"workload"`
+	Pods     int    `json:"pods"`
+	Reason   string `json:"reason"`
+}
+
+// waitingReason is the reason given for pods pending at the end that the provisioner last
+// placed (or has not yet seen): they were waiting for a node to launch or become ready.
+const waitingReason = "still waiting for a node when the run ended"
 
 // Util is the share of the fleet's allocatable cpu and memory that pods requested, averaged
 // over the samples that had nodes, and at the end.
@@ -124,13 +138,68 @@ type recorder struct {
 	interruptionsSeen int
 	decisions         int
 	commands          map[string]int
+	// podErrors holds the provisioner's last error for each pod it could not place.
+	podErrors map[string]string
 }
 
 func newRecorder(w *Workload, seed int64) *recorder {
-	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, jobEnds: map[string]time.Time{}, commands: map[string]int{}}
+	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, jobEnds: map[string]time.Time{}, commands: map[string]int{}, podErrors: map[string]string{}}
 }
 
-func (r *recorder) decision(*provisioning.Decision) { r.decisions++ }
+// decision counts the provisioner's decisions and keeps, per pod, why it could not be placed;
+// a pod placed later loses its error.
+func (r *recorder) decision(d *provisioning.Decision) {
+	r.decisions++
+	if d == nil || d.Results == nil {
+		return
+	}
+	for _, c := range d.Results.NewClaims {
+		for _, p := range c.Pods {
+			delete(r.podErrors, p.Name)
+		}
+	}
+	for _, pl := range d.Results.ExistingPlacements {
+		delete(r.podErrors, pl.Pod.Name)
+	}
+	for _, pe := range d.Results.PodErrors {
+		r.podErrors[pe.Pod.Name] = pe.Err.Error()
+	}
+}
+
+// unscheduled groups the pods without a node at the end by workload and reason.
+func (r *recorder) unscheduled(ctx context.Context, e *engine) ([]Unscheduled, error) {
+	var pods corev1.PodList
+	if err := e.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	counts := map[[2]string]int{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		workload := p.Labels[ownerLabel]
+		if workload == "" {
+			workload = p.Name
+		}
+		reason, ok := r.podErrors[p.Name]
+		if !ok {
+			reason = waitingReason
+		}
+		counts[[2]string{workload, reason}]++
+	}
+	var out []Unscheduled
+	for k, n := range counts {
+		out = append(out, Unscheduled{Workload: k[0], Pods: n, Reason: k[1]})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Workload != out[j].Workload {
+			return out[i].Workload < out[j].Workload
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out, nil
+}
 
 // disrupted counts the nodes disruption removes, by method.
 func (r *recorder) disrupted(cmd *disruption.Command) {
@@ -298,6 +367,11 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	sort.Float64s(waits)
 	rep.Pods.Scheduled = len(waits)
 	rep.Pods.NeverScheduled = final.Pending
+	if final.Pending > 0 {
+		if rep.Pods.Unscheduled, err = r.unscheduled(ctx, e); err != nil {
+			return nil, err
+		}
+	}
 	if len(waits) > 0 {
 		sum := 0.0
 		for _, w := range waits {
@@ -324,7 +398,11 @@ func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "Cost      $%.2f/hour at peak, $%.2f/hour at the end, $%.2f in total\n", rep.Cost.PeakPerHour, rep.Cost.FinalPerHour, rep.Cost.Total)
 	fmt.Fprintf(&b, "Nodes     %d launched, %d at peak, %d at the end\n", rep.Nodes.Launched, rep.Nodes.Peak, rep.Nodes.Final)
 	fmt.Fprintf(&b, "Pods      %d created, %d scheduled, %d never scheduled\n", rep.Pods.Created, rep.Pods.Scheduled, rep.Pods.NeverScheduled)
-	fmt.Fprintf(&b, "Pending   mean %s, p95 %s, max %s\n", seconds(rep.Pods.PendingMeanS), seconds(rep.Pods.PendingP95S), seconds(rep.Pods.PendingMaxS))
+	if rep.Pods.Scheduled == 0 && rep.Pods.NeverScheduled > 0 {
+		b.WriteString("Pending   no pod was scheduled (see below)\n")
+	} else {
+		fmt.Fprintf(&b, "Pending   mean %s, p95 %s, max %s\n", seconds(rep.Pods.PendingMeanS), seconds(rep.Pods.PendingP95S), seconds(rep.Pods.PendingMaxS))
+	}
 	fmt.Fprintf(&b, "Requested %.0f%% of cpu and %.0f%% of memory on average (%.0f%% and %.0f%% at the end)\n",
 		100*rep.Util.CPUMean, 100*rep.Util.MemoryMean, 100*rep.Util.CPUFinal, 100*rep.Util.MemFinal)
 	if len(rep.Disruptions) > 0 {
@@ -333,6 +411,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 			parts = append(parts, fmt.Sprintf("%s %d", k, rep.Disruptions[k]))
 		}
 		fmt.Fprintf(&b, "Removed   %s\n", strings.Join(parts, ", "))
+	}
+	if len(rep.Pods.Unscheduled) > 0 {
+		b.WriteString("\nPods never scheduled, by workload\n")
+		for _, u := range rep.Pods.Unscheduled {
+			fmt.Fprintf(&b, "  %s: %d %s: %s\n", u.Workload, u.Pods, plural(u.Pods, "pod", "pods"), u.Reason)
+		}
 	}
 	b.WriteString("\nNodes launched by instance type\n")
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
@@ -353,4 +437,11 @@ func (rep *Report) WriteText(w io.Writer) error {
 
 func seconds(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -137,3 +137,39 @@ func TestConsolidationAfterScaleDown(t *testing.T) {
 	}
 	t.Logf("peak $%.4f/h, after scale-down and consolidation $%.4f/h, fresh $%.4f/h; removed %v", scaled.Cost.PeakPerHour, scaled.Cost.FinalPerHour, fresh.Cost.FinalPerHour, scaled.Disruptions)
 }
+
+// TestNeverScheduledReasons: pods no NodePool can take are reported per workload with the
+// provisioner's reason, alike in the text, JSON and HTML reports.
+func TestNeverScheduledReasons(t *testing.T) {
+	rep := run(t, "name: nofit\nduration: 10m\n"+strings.Replace(nodePoolManifests, "values: [c, m]", "values: [zz]", 1)+`timeline:
+  - at: 0s
+    deploy: {name: web, replicas: 3, pod: {cpu: 500m, memory: 1Gi}}
+`)
+	if rep.Pods.NeverScheduled != 3 || len(rep.Pods.Unscheduled) != 1 {
+		t.Fatalf("pods %+v, want 3 never scheduled in one group", rep.Pods)
+	}
+	u := rep.Pods.Unscheduled[0]
+	const want = "karpenter.k8s.aws/instance-category In [zz]"
+	if u.Workload != "web" || u.Pods != 3 || !strings.Contains(u.Reason, want) {
+		t.Fatalf("unscheduled %+v, want web's 3 pods with a reason naming %q", u, want)
+	}
+	var text, js, html bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "  web: 3 pods: "+u.Reason+"\n") || !strings.Contains(text.String(), "no pod was scheduled") {
+		t.Errorf("text report lacks the reason:\n%s", text.String())
+	}
+	if !strings.Contains(js.String(), `"workload": "web"`) || !strings.Contains(js.String(), want) {
+		t.Errorf("JSON report lacks the reason:\n%s", js.String())
+	}
+	if !strings.Contains(html.String(), "Pods never scheduled") || !strings.Contains(html.String(), want) {
+		t.Errorf("HTML report lacks the reason")
+	}
+}
