@@ -144,8 +144,28 @@ func (c *conversion) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&c.output, "output", "o", "", "write one file per object into this directory instead of printing")
 }
 
+// formatNames are what -o means for simulate (and kubectl): taken as convert's output
+// directory only when such a directory already exists.
+var formatNames = map[string]bool{"json": true, "yaml": true, "yml": true, "text": true}
+
+// checkOutput refuses an --output that names a format rather than a directory.
+func (c *conversion) checkOutput(cmd *cobra.Command) error {
+	if !formatNames[strings.ToLower(c.output)] {
+		return nil
+	}
+	if info, err := os.Stat(c.output); err == nil && info.IsDir() {
+		return nil
+	}
+	return usageError{fmt.Errorf("--output %q: for convert, -o/--output is the directory to write one file per object into, not a format; "+
+		"convert writes YAML only. Leave out -o to print the YAML to standard output (%s FILE... > out.yaml), "+
+		"or write -o ./%s to mean a new directory of that name", c.output, cmd.CommandPath(), c.output)}
+}
+
 // run reads the files, converts them, and writes the result and its warnings.
 func (c *conversion) run(cmd *cobra.Command, files []string, convertFn func([]convert.Source) (*convert.Result, error)) error {
+	if err := c.checkOutput(cmd); err != nil {
+		return err
+	}
 	sources, err := readSources(cmd, files)
 	if err != nil {
 		return usageError{err}

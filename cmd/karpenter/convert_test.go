@@ -264,3 +264,39 @@ func TestSimulateReadsManifestsFromFilesAndDirectories(t *testing.T) {
 		t.Errorf("a workload file among manifests: got %v", err)
 	}
 }
+
+// TestConvertOutputIsNotAFormat: -o json (simulate's format flag) is refused with the fix,
+// creating no directory, unless a directory of that name exists.
+func TestConvertOutputIsNotAFormat(t *testing.T) {
+	input, err := filepath.Abs("../../pkg/convert/legacy/testdata/seed-003/input.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	for _, args := range [][]string{
+		{"convert", "legacy", input, "-o", "json"},
+		{"convert", input, "--output", "yaml"},
+	} {
+		stdout, _, err := run(t, "", args...)
+		var usage usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "is the directory to write one file per object into, not a format") ||
+			!strings.Contains(err.Error(), "Leave out -o to print the YAML to standard output (karpenter convert legacy FILE... > out.yaml)") {
+			t.Errorf("%v: want a usage error explaining -o, got %v", args, err)
+		}
+		if stdout != "" {
+			t.Errorf("%v: stdout %q", args, stdout)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 0 {
+		t.Errorf("left files behind: %v", entries)
+	}
+	if err := os.Mkdir("json", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := run(t, "", "convert", "legacy", input, "-o", "json"); err != nil {
+		t.Fatalf("into an existing directory json: %v\n%s", err, stderr)
+	}
+	if len(fileNames(t, "json")) == 0 {
+		t.Error("nothing written into the existing directory json")
+	}
+}
