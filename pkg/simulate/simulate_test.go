@@ -100,6 +100,7 @@ func TestWorkloadErrors(t *testing.T) {
 		{"no nodepool", "name: x\nduration: 1h\n", "manifests: no NodePool"},
 		{"unknown operator", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "operator: In, values: [c, m]", "operator: Like, values: [c, m]", 1), `small.yaml:3: manifests: document 1 (NodePool default): NodePool.karpenter.sh "default" is invalid: [spec.template.spec.requirements[0].operator: Unsupported value: "Like"`},
 		{"restricted label", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    template:\n      metadata: {labels: {karpenter.sh/team: a}}\n", 1), `spec.template.metadata.labels: Invalid value: label domain "karpenter.sh" is restricted`},
+		{"bad consolidateAfter", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    disruption: {consolidateAfter: 1 minute}\n    template:\n", 1), `document 1 (NodePool default): spec.disruption.consolidateAfter: "1 minute" is not a duration: write a Go duration such as 30s, 5m or 720h`},
 		{"unknown manifest field", "name: x\nduration: 1h\nmanifests: |\n  apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: a}\n  spec: {template: {spec: {nodeClassRef: {group: g, kind: k, name: n}}}, bogus: 1}\n", `document 1 (NodePool a): json: unknown field "bogus"`},
 	}
 	for _, tc := range cases {

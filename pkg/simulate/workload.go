@@ -412,6 +412,7 @@ func decodeObjects(docs []document) ([]client.Object, error) {
 		}
 		data, _ := json.Marshal(raw)
 		if err := sigsyaml.UnmarshalStrict(data, obj); err != nil {
+			err = karpv1.NameDurationField(err, raw)
 			errs = append(errs, fmt.Errorf("%s (%s %s): %s", doc.where, gvk.Kind, u.GetName(), strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")))
 			continue
 		}

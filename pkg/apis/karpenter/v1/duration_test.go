@@ -2,8 +2,11 @@ package v1
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestNillableDurationRoundTrip(t *testing.T) {
@@ -58,5 +61,36 @@ func TestNillableDurationZeroIsOmitted(t *testing.T) {
 	out, _ = json.Marshal(Disruption{ConsolidateAfter: NeverDuration()})
 	if string(out) != `{"consolidateAfter":"Never"}` {
 		t.Errorf("NeverDuration written as %s", out)
+	}
+}
+
+// TestDurationErrorsNameTheFieldAndTheFix: a duration that does not parse, a NillableDuration's
+// or a metav1.Duration's, is reported with its field's path and what to write instead.
+func TestDurationErrorsNameTheFieldAndTheFix(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"spec: {disruption: {consolidateAfter: 1 minute}}",
+			`spec.disruption.consolidateAfter: "1 minute" is not a duration: write a Go duration such as 30s, 5m or 720h (units h, m, s, ms; no days), or Never`},
+		{"spec: {template: {spec: {expireAfter: 3 days}}}",
+			`spec.template.spec.expireAfter: "3 days" is not a duration: write a Go duration such as 30s, 5m or 720h (units h, m, s, ms; no days), or Never`},
+		{"spec: {template: {spec: {terminationGracePeriod: 1 minute}}}",
+			`spec.template.spec.terminationGracePeriod: "1 minute" is not a duration: write a Go duration such as 30s, 5m or 720h (units h, m, s, ms; no days)`},
+		{"spec: {disruption: {budgets: [{nodes: '1', schedule: '@daily', duration: 10 days}]}}",
+			`spec.disruption.budgets[0].duration: "10 days" is not a duration`},
+		// The same text at two paths: the field cannot be told, the fix still is.
+		{"metadata: {labels: {a: 3 days}}\nspec: {template: {spec: {expireAfter: 3 days}}}",
+			`"3 days" is not a duration: write a Go duration`},
+	} {
+		var raw map[string]any
+		if err := yaml.Unmarshal([]byte(tc.doc), &raw); err != nil {
+			t.Fatal(err)
+		}
+		var pool NodePool
+		err := yaml.UnmarshalStrict([]byte(tc.doc), &pool)
+		if err == nil {
+			t.Fatalf("%s accepted", tc.doc)
+		}
+		if got := NameDurationField(err, raw).Error(); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.doc, got, tc.want)
+		}
 	}
 }
