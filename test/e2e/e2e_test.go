@@ -301,11 +301,18 @@ func TestWorkloadEndToEnd(t *testing.T) {
 			first = in.LaunchTime
 		}
 	}
-	decided := 0.0
+	decided, later := 0.0, []string{}
 	for _, in := range launched {
 		if in.LaunchTime.Before(first.Add(10 * time.Second)) {
 			decided += in.Price
+		} else {
+			later = append(later, in.InstanceType)
 		}
+	}
+	// The pods landed as planned: the kube-scheduler took the nominated nodes, so no pod was
+	// left without room and no instance was launched after the decision.
+	if len(later) > 0 {
+		t.Errorf("instances %v were launched after the decision for the 100 pods: pods did not land where Karpenter planned", later)
 	}
 	var predictedLaunch float64
 	for _, sample := range predicted.Series {
