@@ -168,7 +168,7 @@ func TestPlainManifestErrors(t *testing.T) {
 		{"invalid nodepool", strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1), `spec.template.spec.requirements[3].operator: Unsupported value: "Above"`},
 		{"negative replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: -3\n", 1), `document 3 (Deployment inflate): spec.replicas: -3 is negative`},
 		{"invalid nodepool after a deployment", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n---\n" + strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1),
-			`document 2 (NodePool default): NodePool.karpenter.sh "default" is invalid: [spec.template.spec.requirements[3].operator`},
+			`document 2 (NodePool default): NodePool.karpenter.sh "default" is invalid: spec.template.spec.requirements[3].operator`},
 		{"invalid nodepool in a list", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: default}\n  spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}, weight: 0}\n",
 			`document 1, item 1 (NodePool default): NodePool.karpenter.sh "default" is invalid: spec.weight`},
 		{"duplicate nodepool", gettingStarted + "---\n" + strings.Split(gettingStarted, "\n---\n")[0] + "\n",

@@ -430,7 +430,7 @@ func decodeObjects(docs []document) ([]client.Object, error) {
 			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, gvk.Kind, u.GetName(), err))
 			continue
 		}
-		if err := validator.ValidateObject(co); err != nil {
+		if err := validator.ValidateObjectForUser(co); err != nil {
 			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, gvk.Kind, u.GetName(), err))
 			continue
 		}

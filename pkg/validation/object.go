@@ -1,12 +1,14 @@
 package validation
 
 import (
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // ValidateObject validates a project object (typed, such as a *karpv1.NodePool, or
@@ -20,11 +22,29 @@ import (
 // and whose Status().Details.Causes hold one field and message each. Objects of other kinds
 // fail with an error wrapping ErrUnsupportedKind.
 func (v *Validator) ValidateObject(obj runtime.Object) error {
+	return v.validateObject(obj, false)
+}
+
+// ValidateObjectForUser is ValidateObject for showing to people: the same error, without the
+// note the server adds when schema errors stop its CEL rules from running ("<nil>: Invalid
+// value: null: some validation rules were not checked because the object was invalid; ..."),
+// which names no field and asks nothing the field errors beside it do not.
+func (v *Validator) ValidateObjectForUser(obj runtime.Object) error {
+	return v.validateObject(obj, true)
+}
+
+func (v *Validator) validateObject(obj runtime.Object, forUser bool) error {
 	u, k, err := v.unstructuredFor(obj)
 	if err != nil {
 		return err
 	}
 	errs := v.Validate(u)
+	if forUser {
+		errs = errs.Filter(func(err error) bool {
+			var fe *field.Error
+			return errors.As(err, &fe) && fe.Type == field.ErrorTypeInvalid && fe.Detail == rulesSkipped
+		})
+	}
 	if len(errs) == 0 {
 		return nil
 	}

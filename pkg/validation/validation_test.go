@@ -700,3 +700,31 @@ func BenchmarkNew(b *testing.B) {
 		}
 	}
 }
+
+// TestValidateObjectForUser: the server's note that CEL rules were skipped, which names no
+// field, is left out of what users are shown; the field errors stay, alone or listed.
+func TestValidateObjectForUser(t *testing.T) {
+	bases := loadAPIsCases(t).bases
+	for _, tc := range []struct{ patch, want string }{
+		{`{spec: {disruption: {consolidationPolicy: WhenUnderutilized}}}`,
+			`NodePool.karpenter.sh "default" is invalid: spec.disruption.consolidationPolicy: Unsupported value: "WhenUnderutilized": supported values: "WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"`},
+		{`{spec: {weight: 0, template: {spec: {requirements: [{key: a, operator: Like, values: [b]}]}}}}`,
+			`NodePool.karpenter.sh "default" is invalid: [spec.template.spec.requirements[0].operator: Unsupported value: "Like": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", spec.weight: Invalid value: 0: spec.weight in body should be greater than or equal to 1]`},
+	} {
+		u := patched(t, bases["NodePool"], tc.patch)
+		u.SetName("default")
+		if err := validator.ValidateObject(u); err == nil || !strings.Contains(err.Error(), "some validation rules were not checked") {
+			t.Fatalf("ValidateObject, as the server: %v", err)
+		}
+		err := validator.ValidateObjectForUser(u)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("got  %v\nwant %s", err, tc.want)
+		}
+		if !apierrors.IsInvalid(err) {
+			t.Errorf("not an Invalid error: %#v", err)
+		}
+	}
+	if err := validator.ValidateObjectForUser(patched(t, bases["NodePool"], `{}`)); err != nil {
+		t.Errorf("valid NodePool: %v", err)
+	}
+}
