@@ -165,3 +165,28 @@ func TestErrors(t *testing.T) {
 		t.Error("errors.Is does not see the problems")
 	}
 }
+
+func TestSuggest(t *testing.T) {
+	known := []string{"version", "createServiceAccount", "defaultInstanceProfile", "withSpotInterruptionQueue"}
+	for name, want := range map[string]string{
+		"verison": "version", "vesion": "version", "Version": "version", "versoin": "version",
+		"withSpotInteruptionQueue": "withSpotInterruptionQueue", "createServiceAcount": "createServiceAccount",
+		"version": "", "release": "", "v": "",
+	} {
+		if got := convert.Suggest(name, known); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if got := convert.Suggest("manger", []string{"manager"}); got != "manager" {
+		t.Errorf("Suggest(manger) = %q", got)
+	}
+	if got := convert.Suggest("rol", []string{"role"}); got != "role" {
+		t.Errorf("Suggest(rol) = %q", got)
+	}
+	if got := convert.Suggest("rule", []string{"role"}); got != "role" {
+		t.Errorf("Suggest(rule) = %q", got)
+	}
+	if got := convert.Suggest("image", []string{"manager"}); got != "" {
+		t.Errorf("Suggest(image) = %q, want nothing", got)
+	}
+}

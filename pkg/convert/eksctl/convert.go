@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -83,6 +84,7 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 	result := &convert.Result{}
 	var errs convert.Errors
 	var cfg *ClusterConfig
+	var unknown convert.Errors
 	for _, src := range sources {
 		if src.APIVersion != APIVersion || src.Kind != Kind {
 			result.Warnf("%s: skipping %s %s, which is not an %s %s", src, src.APIVersion, src.Kind, APIVersion, Kind)
@@ -95,7 +97,9 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 		cfg = &ClusterConfig{}
 		if err := json.Unmarshal(src.JSON, cfg); err != nil {
 			errs = append(errs, fmt.Errorf("%s: decoding the ClusterConfig: %w", src, err))
+			continue
 		}
+		unknown = unknownKarpenterFields(src)
 	}
 	if cfg == nil && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("no %s %s in the input", APIVersion, Kind))
@@ -103,6 +107,7 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	errs = append(errs, unknown...)
 	v, problems := validate(cfg)
 	errs = append(errs, problems...)
 	if opts.AccountID != "" && !accountID.MatchString(opts.AccountID) {
@@ -178,4 +183,36 @@ func existingSubnets(vpc *VPC) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// karpenterFields are all the fields of eksctl's karpenter section. Only this section is checked
+// for unknown fields: the others are read in part, and hold many fields this conversion ignores.
+var karpenterFields = []string{"version", "createServiceAccount", "defaultInstanceProfile", "withSpotInterruptionQueue"}
+
+// unknownKarpenterFields names the fields of the ClusterConfig's karpenter section that eksctl
+// does not know (and so refuses), with the known one each is likely a misspelling of.
+func unknownKarpenterFields(src convert.Source) convert.Errors {
+	var raw struct {
+		Karpenter map[string]json.RawMessage `json:"karpenter"`
+	}
+	if json.Unmarshal(src.JSON, &raw) != nil {
+		return nil
+	}
+	var errs convert.Errors
+	names := make([]string, 0, len(raw.Karpenter))
+	for name := range raw.Karpenter {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if slices.Contains(karpenterFields, name) {
+			continue
+		}
+		msg := fmt.Sprintf("%s: unknown field \"karpenter.%s\"", src, name)
+		if near := convert.Suggest(name, karpenterFields); near != "" {
+			msg += fmt.Sprintf(": did you mean karpenter.%s?", near)
+		}
+		errs = append(errs, fmt.Errorf("%s (eksctl refuses fields it does not know; the karpenter section has %s)", msg, strings.Join(karpenterFields, ", ")))
+	}
+	return errs
 }
