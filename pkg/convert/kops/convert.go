@@ -53,6 +53,8 @@ type generator struct {
 	cluster *Cluster
 	groups  []*InstanceGroup
 	result  *convert.Result
+	// misspelled says, for InstanceGroups without spec.manager, which key looks like it.
+	misspelled []string
 }
 
 // Convert translates the kOps objects among sources into the Karpenter objects kOps generates
@@ -138,6 +140,9 @@ func (g *generator) decode(sources []convert.Source) convert.Errors {
 			}
 			seen[ig.Metadata.Name] = true
 			g.groups = append(g.groups, ig)
+			if key := misspelledManager(src); key != "" {
+				g.misspelled = append(g.misspelled, fmt.Sprintf("InstanceGroup %q has spec.%s: did you mean spec.manager?", ig.Metadata.Name, key))
+			}
 		default:
 			g.result.Warnf("%s: skipping %s, which has nothing to convert", src, describe(src))
 		}
@@ -206,9 +211,44 @@ func (g *generator) karpenterGroups() []*InstanceGroup {
 	case len(waiting) > 0:
 		g.result.Warnf("Cluster %q: spec.karpenter.enabled is not true, so kOps generates nothing for InstanceGroups %s", g.cluster.Metadata.Name, names(waiting))
 	case len(managed) == 0:
-		g.result.Warnf("Cluster %q: no InstanceGroup has spec.manager Karpenter and role Node; nothing to write", g.cluster.Metadata.Name)
+		hint := ""
+		if len(g.misspelled) > 0 {
+			hint = ". " + strings.Join(g.misspelled, " ")
+		}
+		g.result.Warnf("Cluster %q: no InstanceGroup has spec.manager Karpenter and role Node; nothing to write%s", g.cluster.Metadata.Name, hint)
+	default:
+		for _, m := range g.misspelled {
+			g.result.Warnf("%s Without it kOps generates nothing for the group", m)
+		}
 	}
 	return managed
+}
+
+// misspelledManager returns the key of an InstanceGroup's spec that looks like a misspelling
+// of manager, when the spec has no manager. InstanceGroups are read leniently (kOps has many
+// fields this conversion ignores), so only the key that decides whether anything is generated
+// is checked.
+func misspelledManager(src convert.Source) string {
+	var raw struct {
+		Spec map[string]json.RawMessage `json:"spec"`
+	}
+	if json.Unmarshal(src.JSON, &raw) != nil {
+		return ""
+	}
+	if _, ok := raw.Spec["manager"]; ok {
+		return ""
+	}
+	keys := make([]string, 0, len(raw.Spec))
+	for k := range raw.Spec {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if convert.Suggest(k, []string{"manager"}) != "" {
+			return k
+		}
+	}
+	return ""
 }
 
 // add converts one group as kOps 1.36 does.
