@@ -95,7 +95,9 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 			released = c.target.it
 		}
 		if err := c.pool.withinLimits(cand.it, released); err != nil {
-			limitErr = err
+			if limitErr == nil {
+				limitErr = err // the cheapest type's: the one a user would raise the limit for
+			}
 			continue
 		}
 		extra := cand.price

@@ -145,7 +145,7 @@ func (ps *poolState) withinLimits(it *cloudprovider.InstanceType, released *clou
 		}
 		need := capacityOf(it, name)
 		if need.Cmp(q) > 0 {
-			return fmt.Errorf("nodepool %s: limits exceeded: %s %s (room left %s)", ps.Name, name, need.String(), q.String())
+			return fmt.Errorf("limits exceeded: %s %s of a %s, %s left under spec.limits", name, need.String(), it.Name, q.String())
 		}
 	}
 	return nil

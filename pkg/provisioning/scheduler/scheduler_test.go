@@ -236,8 +236,9 @@ func TestLimitsHitMidBatchSpillToLowerWeight(t *testing.T) {
 		t.Errorf("per pool = %v: capped (cpu 10, 4-cpu nodes) fits 2 nodes of one 3-cpu pod", perPool)
 	}
 	alone := Solve(Input{Pods: builders.Pods(3, builders.PodOptions{CPU: "3"}), NodePools: []*NodePool{capped}})
-	if len(alone.PodErrors) != 1 || !strings.Contains(alone.PodErrors[0].Err.Error(), "limits exceeded: cpu") {
-		t.Fatalf("want a limits error, got %+v", alone.PodErrors)
+	const want = "nodepool capped: limits exceeded: cpu 4 of a medium, 2 left under spec.limits"
+	if len(alone.PodErrors) != 1 || !strings.HasSuffix(alone.PodErrors[0].Err.Error(), want) {
+		t.Fatalf("want an error ending %q, got %+v", want, alone.PodErrors)
 	}
 }
 
