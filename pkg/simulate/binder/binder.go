@@ -14,6 +14,8 @@ package binder
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -116,7 +118,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 			nominees[node.Name] = append(nominees[node.Name], pod)
 		}
 	}
-	for _, name := range sortedKeys(nominees) {
+	for _, name := range slices.Sorted(maps.Keys(nominees)) {
 		in := scheduler.Input{Pods: nominees[name], Nodes: []*scheduler.Node{b.schedulerNode(byName[name], bound[name])},
 			Options: scheduler.Options{IgnorePreferences: true}}
 		results := scheduler.Solve(in)
@@ -212,15 +214,6 @@ func (b *Binder) bind(ctx context.Context, placements []scheduler.Placement, bou
 // schedulable: Ready and not cordoned (taints are checked against each pod by the scheduler).
 func schedulable(node *corev1.Node) bool {
 	return ready(node) && !node.Spec.Unschedulable
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // markUnschedulable sets PodScheduled=False, reason Unschedulable, and clears the nominated

@@ -22,21 +22,7 @@ func TestMain(m *testing.M) { os.Exit(apiserver.Main(m, &env)) }
 
 func TestBindsWhatFitsAndMarksTheRest(t *testing.T) {
 	ctx := context.Background()
-	node := builders.Node("node-1", map[string]string{corev1.LabelHostname: "node-1"}, builders.Resources("cpu", "2", "memory", "4Gi", "pods", "10"))
-	status := node.Status
-	if err := env.Client.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
-	node.Status = status
-	if err := env.Client.Status().Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	// Admission taints new nodes not-ready; the node lifecycle controller lifts it once Ready.
-	node.Spec.Taints = nil
-	if err := env.Client.Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	readyNode(t, "node-1", "2")
 	small := builders.Pods(3, builders.PodOptions{Name: "small", CPU: "500m"})
 	big := builders.Pod(builders.PodOptions{Name: "big", CPU: "4"})
 	createPods(t, "", append(small, big)...)
@@ -63,7 +49,7 @@ func TestBindsWhatFitsAndMarksTheRest(t *testing.T) {
 	}
 }
 
-// readyNode creates a Ready, untainted node of the given cpu.
+// readyNode creates a Ready, untainted node of the given cpu, deleted when the test ends.
 func readyNode(t *testing.T, name, cpu string) {
 	t.Helper()
 	ctx := context.Background()
@@ -77,6 +63,7 @@ func readyNode(t *testing.T, name, cpu string) {
 	if err := env.Client.Status().Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
+	// Admission taints new nodes not-ready; the node lifecycle controller lifts it once Ready.
 	node.Spec.Taints = nil
 	if err := env.Client.Update(ctx, node); err != nil {
 		t.Fatal(err)
