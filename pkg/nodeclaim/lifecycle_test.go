@@ -1,6 +1,7 @@
 package nodeclaim
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
@@ -258,8 +260,12 @@ func TestNodeClassNotReadyKeepsClaim(t *testing.T) {
 	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeClassNotReady)
 	f.expectEvent("Warning " + EventReasonNodeClassNotReady)
 
-	// Once the NodeClass exists the launch goes ahead.
+	// Once the NodeClass exists the launch goes ahead. It is deleted afterwards, so that a
+	// rerun (-count=2) starts without it again.
 	ensureNodeClass(t, "missing")
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "missing"}})
+	})
 	f.mustReconcile("nodeclass")
 	expectCondition(t, f.claim("nodeclass"), karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched)
 }
