@@ -102,6 +102,8 @@ func sameDuration(a, b *time.Duration) bool {
 
 // DurationError is the error for text that is not a duration: it says what is accepted and,
 // when the decoder knows it (see NameDurationField), which field held the text.
+//
+// +kubebuilder:object:generate=false
 type DurationError struct {
 	// Field is the field's path, such as spec.disruption.consolidateAfter; empty if unknown.
 	Field string
