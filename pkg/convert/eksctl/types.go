@@ -21,6 +21,31 @@ type ClusterConfig struct {
 	Outpost *Outpost `json:"outpost,omitempty"`
 	// VPC says whether eksctl creates the VPC (and tags its subnets) or uses an existing one.
 	VPC *VPC `json:"vpc,omitempty"`
+	// Addons are the EKS addons eksctl installs; only their names are read.
+	Addons []Addon `json:"addons,omitempty"`
+	// AddonsConfig can turn off the default addons, VPC CNI among them.
+	AddonsConfig *AddonsConfig `json:"addonsConfig,omitempty"`
+	// AutoModeConfig turns EKS Auto Mode on, which needs no VPC CNI addon.
+	AutoModeConfig *AutoModeConfig `json:"autoModeConfig,omitempty"`
+}
+
+// Addon is one entry of the addons section.
+type Addon struct {
+	// Name of the EKS addon, such as vpc-cni.
+	Name string `json:"name,omitempty"`
+}
+
+// AddonsConfig is the part of the addonsConfig section the conversion reads.
+type AddonsConfig struct {
+	// DisableDefaultAddons leaves out the addons eksctl installs by default (VPC CNI,
+	// kube-proxy, CoreDNS) unless the addons section lists them.
+	DisableDefaultAddons bool `json:"disableDefaultAddons,omitempty"`
+}
+
+// AutoModeConfig is the part of the autoModeConfig section the conversion reads.
+type AutoModeConfig struct {
+	// Enabled turns EKS Auto Mode on.
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // ClusterMeta is the cluster's name, region, Kubernetes version and tags.

@@ -20,6 +20,31 @@ var (
 	v1Version = mustParseVersion("1.0.0")
 )
 
+// vpcCNIAddon is the name of the VPC CNI addon.
+const vpcCNIAddon = "vpc-cni"
+
+// bareClusterMessage is eksctl's refusal of Karpenter (among other fields) when the cluster is
+// created without VPC CNI and without Auto Mode.
+const bareClusterMessage = "fields nodeGroups, managedNodeGroups, fargateProfiles, karpenter, gitops, iam.serviceAccounts, " +
+	"and iam.podIdentityAssociations are not supported during cluster creation in a cluster without VPC CNI if Auto Mode is disabled"
+
+// withoutVPCCNI reports whether eksctl creates the cluster without VPC CNI and without Auto
+// Mode: the default addons are turned off and the addons section does not list vpc-cni.
+func withoutVPCCNI(cfg *ClusterConfig) bool {
+	if cfg.AddonsConfig == nil || !cfg.AddonsConfig.DisableDefaultAddons {
+		return false
+	}
+	if cfg.AutoModeConfig != nil && isTrue(cfg.AutoModeConfig.Enabled) {
+		return false
+	}
+	for _, a := range cfg.Addons {
+		if a.Name == vpcCNIAddon {
+			return false
+		}
+	}
+	return true
+}
+
 // karpenterConfigError wraps a problem of the karpenter section as eksctl does.
 func karpenterConfigError(err error) error {
 	return fmt.Errorf("failed to validate Karpenter config: %w", err)
@@ -41,6 +66,9 @@ func validate(cfg *ClusterConfig) (version, []error) {
 	}
 	if cfg.Karpenter == nil {
 		return version{}, append(errs, errors.New("the ClusterConfig has no karpenter section: eksctl installs Karpenter only when it is there"))
+	}
+	if withoutVPCCNI(cfg) {
+		errs = append(errs, errors.New(bareClusterMessage))
 	}
 	var v version
 	switch raw := cfg.Karpenter.Version; {
