@@ -103,17 +103,14 @@ func instanceProfile(c *Cluster, ig *InstanceGroup) (string, error) {
 	return name, nil
 }
 
-// groupSubnets are the cluster subnets of the group: those it names, or every non-utility
-// subnet when it names none (kOps' default for nodes).
+// groupSubnets are the cluster subnets of the group: those it names or, when it names none,
+// kOps' default for nodes: the subnets neither utility nor dual-stack, else every subnet but
+// the utility ones.
 func (g *generator) groupSubnets(ig *InstanceGroup) ([]Subnet, error) {
 	all := g.cluster.Spec.subnets()
 	names := ig.Spec.Subnets
 	if len(names) == 0 {
-		for _, s := range all {
-			if s.Type != subnetTypeUtility {
-				names = append(names, s.Name)
-			}
-		}
+		names = defaultNodeSubnets(all)
 	}
 	var subnets []Subnet
 	for _, name := range names {
@@ -133,6 +130,25 @@ func (g *generator) groupSubnets(ig *InstanceGroup) ([]Subnet, error) {
 		}
 	}
 	return subnets, nil
+}
+
+// defaultNodeSubnets are the subnets kOps gives a node group that names none.
+func defaultNodeSubnets(all []Subnet) []string {
+	var names []string
+	for _, s := range all {
+		if s.Type != subnetTypeUtility && s.Type != subnetTypeDualStack {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) > 0 {
+		return names
+	}
+	for _, s := range all {
+		if s.Type != subnetTypeUtility {
+			names = append(names, s.Name)
+		}
+	}
+	return names
 }
 
 // associatePublicIP follows the type of the group's first subnet: public and utility subnets

@@ -164,3 +164,21 @@ func TestNodeTerminationHandlerIsEnabled(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultNodeSubnets(t *testing.T) {
+	subnet := func(name, typ string) Subnet { return Subnet{Name: name, Type: typ} }
+	for _, tc := range []struct {
+		name    string
+		subnets []Subnet
+		want    []string
+	}{
+		{"private and utility", []Subnet{subnet("utility-a", "Utility"), subnet("a", "Private"), subnet("b", "Private")}, []string{"a", "b"}},
+		{"dual-stack left out", []Subnet{subnet("dualstack-a", "DualStack"), subnet("a", "Public"), subnet("utility-a", "Utility")}, []string{"a"}},
+		{"dual-stack only", []Subnet{subnet("utility-a", "Utility"), subnet("dualstack-a", "DualStack"), subnet("dualstack-b", "DualStack")}, []string{"dualstack-a", "dualstack-b"}},
+		{"utility only", []Subnet{subnet("utility-a", "Utility")}, nil},
+	} {
+		if got := defaultNodeSubnets(tc.subnets); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
