@@ -182,3 +182,26 @@ func TestDefaultNodeSubnets(t *testing.T) {
 		}
 	}
 }
+
+func TestInstanceTypes(t *testing.T) {
+	for _, tc := range []struct {
+		machineType string
+		instances   []string
+		want        []string
+	}{
+		{machineType: "", want: nil},
+		{machineType: " , ,", want: nil},
+		{machineType: "m6i.large", want: []string{"m6i.large"}},
+		{machineType: " m6i.large , m5.large,,c6i.large ", want: []string{"c6i.large", "m5.large", "m6i.large"}},
+		{machineType: "m5.large", instances: []string{"m6i.large", " m5.large ", ""}, want: []string{"m5.large", "m6i.large"}},
+		{instances: []string{"r6i.large", "c6i.large", "r6i.large"}, want: []string{"c6i.large", "r6i.large"}},
+	} {
+		ig := &InstanceGroup{Spec: InstanceGroupSpec{MachineType: tc.machineType}}
+		if tc.instances != nil {
+			ig.Spec.MixedInstancesPolicy = &MixedInstancesPolicy{Instances: tc.instances}
+		}
+		if got := instanceTypes(ig); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("machineType %q, instances %q: got %q, want %q", tc.machineType, tc.instances, got, tc.want)
+		}
+	}
+}
