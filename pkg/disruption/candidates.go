@@ -31,7 +31,10 @@ const (
 )
 
 // Candidate is a node disruption may act on: initialized, of a dynamic NodePool, not being
-// deleted, and not protected by do-not-disrupt or a PodDisruptionBudget.
+// deleted. A protected candidate (NodeProtection or PodProtection set) is left to the forceful
+// methods: expiration ignores both protections, and drift of a claim with a
+// terminationGracePeriod ignores PodProtection (the drain honours it until the grace period
+// ends), as Karpenter does.
 type Candidate struct {
 	*state.StateNode
 	// NodePool the node belongs to.
@@ -52,6 +55,27 @@ type Candidate struct {
 	Drifted string
 	// Expired: the node outlived its expireAfter.
 	Expired bool
+	// NodeProtection says why the node itself may not be voluntarily disrupted (the
+	// karpenter.sh/do-not-disrupt annotation on its Node or NodeClaim), or "".
+	NodeProtection string
+	// PodProtection says why its pods may not be voluntarily disrupted (a do-not-disrupt pod,
+	// or a PodDisruptionBudget that allows no disruption), or "".
+	PodProtection string
+}
+
+// protected says why no voluntary method may disrupt the candidate, or "".
+func (c *Candidate) protected() string {
+	if c.NodeProtection != "" {
+		return c.NodeProtection
+	}
+	return c.PodProtection
+}
+
+// mayDrift reports whether drift may replace the candidate despite its protection: it has
+// none, or only its pods are protected and its NodeClaim has a terminationGracePeriod, which
+// bounds how long they may hold the drain.
+func (c *Candidate) mayDrift() bool {
+	return c.NodeProtection == "" && (c.PodProtection == "" || c.NodeClaim.Spec.TerminationGracePeriod != nil)
 }
 
 // ClaimStatus is what a pass concludes about an initialized NodeClaim of a dynamic NodePool,
@@ -121,14 +145,19 @@ func (idx *pdbIndex) blocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
 	return nil
 }
 
-// protection says why a node may not be voluntarily disrupted, or "".
-func protection(sn *state.StateNode, pods []*corev1.Pod, pdbs *pdbIndex) string {
+// nodeProtection says why a node, by its own annotation, may not be voluntarily disrupted, or "".
+func nodeProtection(sn *state.StateNode) string {
 	if sn.Node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
 		return fmt.Sprintf("node %s is annotated %s", sn.Node.Name, karpv1.DoNotDisruptAnnotationKey)
 	}
 	if sn.NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
 		return fmt.Sprintf("nodeclaim %s is annotated %s", sn.NodeClaim.Name, karpv1.DoNotDisruptAnnotationKey)
 	}
+	return ""
+}
+
+// podProtection says why a node's pods may not be voluntarily disrupted, or "".
+func podProtection(pods []*corev1.Pod, pdbs *pdbIndex) string {
 	for _, pod := range pods {
 		if pod.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
 			return fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey)

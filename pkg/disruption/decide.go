@@ -271,11 +271,11 @@ func newDecider(in Input) *decider {
 		d.statuses = append(d.statuses, status)
 		c.Consolidatable, c.Drifted, c.Expired = status.Consolidatable, status.Drifted, expired(sn.NodeClaim, np, in.Now)
 
-		if why := protection(sn, c.Pods, pdbs); why != "" {
-			if c.Drifted != "" || c.Expired || c.Consolidatable && d.mayConsolidate(c) {
+		c.NodeProtection, c.PodProtection = nodeProtection(sn), podProtection(c.Pods, pdbs)
+		if why := c.protected(); why != "" && !c.Expired {
+			if c.Drifted != "" && !c.mayDrift() || c.Consolidatable && d.mayConsolidate(c) {
 				d.blocked = append(d.blocked, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: why})
 			}
-			continue
 		}
 		d.candidates = append(d.candidates, c)
 	}
@@ -369,17 +369,26 @@ func (d *decider) replaceEach(method string, reason karpv1.DisruptionReason, can
 }
 
 func (d *decider) drift() *Command {
-	cands := d.withinBudget(d.filter(func(c *Candidate) bool { return c.Drifted != "" }), karpv1.DisruptionReasonDrifted, 0)
+	cands := d.withinBudget(d.filter(func(c *Candidate) bool { return c.Drifted != "" && c.mayDrift() }), karpv1.DisruptionReasonDrifted, 0)
 	return d.replaceEach(MethodDrift, karpv1.DisruptionReasonDrifted, cands)
 }
 
-// expiration is forceful: budgets do not apply.
+// expiration is forceful: budgets, do-not-disrupt and PodDisruptionBudgets do not stop it (the
+// drain honours the last two until the claim's terminationGracePeriod ends). When no expired
+// node's pods can all be placed, the first expired node goes without a replacement: its pods
+// are evicted and provisioned for as any pending pod.
 func (d *decider) expiration() *Command {
-	return d.replaceEach(MethodExpiration, karpv1.DisruptionReasonExpired, d.filter(func(c *Candidate) bool { return c.Expired }))
+	cands := d.filter(func(c *Candidate) bool { return c.Expired })
+	if cmd := d.replaceEach(MethodExpiration, karpv1.DisruptionReasonExpired, cands); cmd != nil || len(cands) == 0 {
+		return cmd
+	}
+	return &Command{Method: MethodExpiration, Reason: karpv1.DisruptionReasonExpired, Candidates: cands[:1], Savings: cands[0].Price}
 }
 
 func (d *decider) emptiness() *Command {
-	cands := d.withinBudget(d.filter(func(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 }), karpv1.DisruptionReasonEmpty, 0)
+	cands := d.withinBudget(d.filter(func(c *Candidate) bool {
+		return c.Consolidatable && len(c.Pods) == 0 && c.protected() == ""
+	}), karpv1.DisruptionReasonEmpty, 0)
 	if len(cands) == 0 {
 		return nil
 	}
@@ -388,7 +397,7 @@ func (d *decider) emptiness() *Command {
 
 func (d *decider) underutilized() []*Candidate {
 	return d.filter(func(c *Candidate) bool {
-		return c.Consolidatable && len(c.Pods) > 0 && underutilizedPolicy(c.NodePool)
+		return c.Consolidatable && len(c.Pods) > 0 && underutilizedPolicy(c.NodePool) && c.protected() == ""
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
 func everyBudget(nodes string, reasons ...karpv1.DisruptionReason) func(*karpv1.NodePool) {
@@ -310,7 +311,7 @@ func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
 	for _, cand := range cmd.Candidates {
 		perPool[cand.NodePool.Name]++
 		for _, p := range cand.Pods {
-			if p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+			if cmd.Reason != karpv1.DisruptionReasonExpired && p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
 				t.Errorf("seed %d: %s selects %s with a do-not-disrupt pod", seed, cmd.Method, cand.Name())
 			}
 		}
@@ -456,5 +457,89 @@ func TestReplacementStaysInTheZoneOfThePodsVolumes(t *testing.T) {
 	}
 	if pinned := zonesAllowed(Decide(c.in)); pinned[0] || !pinned[1] || pinned[2] {
 		t.Errorf("zones allowed %v (test-zone-1..3): the pod's volume is in test-zone-2 only", pinned)
+	}
+}
+
+// TestExpirationIsForceful: as in Karpenter v1, an expired node goes even when a do-not-disrupt
+// pod, a PodDisruptionBudget or the node's own do-not-disrupt annotation protects it (the drain
+// then holds those pods until the terminationGracePeriod ends), and even when its pods have
+// nowhere to go yet.
+func TestExpirationIsForceful(t *testing.T) {
+	expiring := func(np *karpv1.NodePool) { np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("30m") }
+	for _, tc := range []struct {
+		name    string
+		protect func(c *cluster, sn *state.StateNode)
+	}{
+		{"do-not-disrupt pod", func(c *cluster, sn *state.StateNode) {
+			sn.Pods[0].Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+		}},
+		{"pdb allows 0", func(c *cluster, sn *state.StateNode) {
+			sn.Pods[0].Labels = map[string]string{"app": "web"}
+			c.in.PDBs = []*policyv1.PodDisruptionBudget{{
+				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: sn.Pods[0].Namespace},
+				Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+			}}
+		}},
+		{"do-not-disrupt node", func(c *cluster, sn *state.StateNode) {
+			sn.Node.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+		}},
+		{"pod with nowhere to go", func(c *cluster, sn *state.StateNode) {
+			sn.Pods[0].Spec.NodeSelector = map[string]string{"team": "gone"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := readyPool("default", expiring)
+			c := newCluster(catalog(), np)
+			sn := c.add(stateNode(np, "old", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pod("3", "10Gi")))
+			tc.protect(c, sn)
+			d := Decide(c.in)
+			if d.Command == nil || d.Command.Method != MethodExpiration || d.Command.Candidates[0].Name() != "old" {
+				t.Fatalf("command = %+v, blocked = %+v; want expiration of old", d.Command, d.Blocked)
+			}
+			if len(d.Blocked) != 0 {
+				t.Errorf("blocked = %+v, want none: expiration is forceful", d.Blocked)
+			}
+		})
+	}
+}
+
+// TestDriftWithGracePeriodIgnoresPodProtection: a drifted node whose NodeClaim has a
+// terminationGracePeriod is replaced even though a do-not-disrupt pod or a PodDisruptionBudget
+// protects its pods (the drain honours them until the grace period ends); without a grace
+// period, or when the node itself is annotated do-not-disrupt, it is not.
+func TestDriftWithGracePeriodIgnoresPodProtection(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		grace     bool
+		annotated bool
+		want      bool
+	}{
+		{"no grace period", false, false, false},
+		{"grace period", true, false, true},
+		{"grace period, node annotated", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := readyPool("default", everyBudget("100%"))
+			c := newCluster(catalog(), np)
+			// Spot, so consolidation has nothing cheaper to offer.
+			p := pod("3", "10Gi")
+			p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+			sn := c.add(stateNode(np, "drifted", findType(c.types, "m.xlarge"), "spot", "test-zone-1", p))
+			if tc.grace {
+				sn.NodeClaim.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+			}
+			if tc.annotated {
+				sn.Node.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+			}
+			np.Spec.Template.Labels = map[string]string{"team": "b"}
+			d := Decide(c.in)
+			got := d.Command != nil && d.Command.Method == MethodDrift
+			if got != tc.want {
+				t.Fatalf("drift command = %v (%+v), want %v", got, d.Command, tc.want)
+			}
+			if !tc.want && len(d.Blocked) != 1 {
+				t.Errorf("blocked = %+v, want the node reported", d.Blocked)
+			}
+		})
 	}
 }

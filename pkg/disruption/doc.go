@@ -11,11 +11,15 @@
 //  2. Take a snapshot of the cluster (state.Cluster), the PodDisruptionBudgets, each NodePool's
 //     instance types and the cloud provider's drift verdict per NodeClaim, and call Decide.
 //  3. Decide (pure, deterministic) evaluates every initialized NodeClaim of a dynamic NodePool:
-//     its Consolidatable and Drifted conditions, and whether it may be disrupted at all (no
-//     karpenter.sh/do-not-disrupt pod or annotation, no pod behind a PodDisruptionBudget that
-//     allows 0 disruptions, not already being deleted). Then it tries the methods in order and
-//     returns the first command found:
-//     Drift (replace) → Expiration (replace, ignores budgets) → Emptiness (delete) →
+//     its Consolidatable and Drifted conditions, and whether it is protected (a
+//     karpenter.sh/do-not-disrupt annotation on its Node or NodeClaim, a do-not-disrupt pod, a
+//     pod behind a PodDisruptionBudget that allows 0 disruptions). Consolidation never touches
+//     a protected node; drift does only when the protection is its pods' and its NodeClaim has
+//     a terminationGracePeriod (the drain honours the pods until it ends); expiration is
+//     forceful and ignores protection. Then it tries the methods in order and returns the
+//     first command found:
+//     Drift (replace) → Expiration (replace, or delete when its pods have nowhere to go yet;
+//     ignores budgets) → Emptiness (delete) →
 //     multi-node consolidation (delete or replace many by at most one cheaper node, largest
 //     prefix by disruption cost found by binary search) → single-node consolidation (delete,
 //     or replace by a strictly cheaper node).
