@@ -3,7 +3,8 @@
 // Options as YAML) and other inputs, and the expected outcome: output.yaml (the YAML stream the
 // command prints), errors.txt and warnings.txt (one message a line; absent when there are
 // none). `go test ./pkg/convert/... -update` rewrites the expected files from what the
-// converters now produce.
+// converters now produce. Every Kubernetes object of an output must also pass the project's
+// CRD validation (pkg/validation) as printed, with no unknown fields.
 //
 // Every test package under pkg/convert imports this one, so that the -update flag exists in
 // each of them.
@@ -11,17 +12,22 @@ package golden
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
+	"github.com/openkarpenter/karpenter/pkg/validation"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (output.yaml, errors.txt, warnings.txt) of pkg/convert tests")
@@ -114,7 +120,8 @@ type Outcome struct {
 	Errors []string
 }
 
-// OutcomeOf renders a converter's result or error.
+// OutcomeOf renders a converter's result or error, and checks that the objects of a result
+// pass the CRD validation (see Validate).
 func OutcomeOf(t testing.TB, result *convert.Result, err error) Outcome {
 	t.Helper()
 	if err != nil {
@@ -123,11 +130,54 @@ func OutcomeOf(t testing.TB, result *convert.Result, err error) Outcome {
 		}
 		return Outcome{Errors: convert.AsErrors(err).Lines()}
 	}
+	Validate(t, result)
 	output, err := convert.RenderStream(result.Documents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return Outcome{Output: output, Warnings: result.Warnings}
+}
+
+// crdValidator is built once per test binary: it compiles the CRDs' schemas and CEL rules.
+var crdValidator = sync.OnceValues(validation.New)
+
+// Validate checks every Kubernetes object of a result as the command prints it: read back from
+// its YAML, it must have no field the CRD does not know and must pass the CRD's validation
+// (schema and CEL rules), as the API server would on create.
+func Validate(t testing.TB, result *convert.Result) {
+	t.Helper()
+	v, err := crdValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range result.Documents {
+		if _, ok := doc.Content.(runtime.Object); !ok {
+			continue
+		}
+		data, err := convert.Render(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(raw, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		unknown, err := v.UnknownFields(u)
+		if err != nil {
+			t.Errorf("%s %s: %v", u.GetKind(), u.GetName(), err)
+			continue
+		}
+		if len(unknown) > 0 {
+			t.Errorf("%s %s has fields its CRD does not define: %s", u.GetKind(), u.GetName(), strings.Join(unknown, ", "))
+		}
+		if err := v.ValidateObject(u); err != nil {
+			t.Errorf("%s %s is refused by its CRD: %v\n%s", u.GetKind(), u.GetName(), err, data)
+		}
+	}
 }
 
 // Check compares the outcome with the case's golden files, or rewrites them with -update.
