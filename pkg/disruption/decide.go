@@ -203,8 +203,8 @@ type decider struct {
 	in         Input
 	opts       Options
 	pools      map[string]*karpv1.NodePool // dynamic NodePools by name
-	total      map[string]int              // nodes per NodePool
-	disrupting map[string]int              // nodes being deleted per NodePool
+	total      map[string]int              // initialized nodes per NodePool
+	disrupting map[string]int              // of those, the ones being deleted or NotReady
 	poolCost   map[string]float64          // $/hour of each NodePool's nodes
 	poolPods   map[string]int              // reschedulable pods on each NodePool's nodes
 	allowed    map[budgetKey]int
@@ -242,12 +242,14 @@ func newDecider(in Input) *decider {
 		if np == nil {
 			continue
 		}
-		d.total[np.Name]++
-		if sn.MarkedForDeletion {
-			d.disrupting[np.Name]++
-			continue
-		}
 		if sn.Node == nil || !sn.Initialized() {
+			continue // budgets count initialized nodes only, as Karpenter does
+		}
+		d.total[np.Name]++
+		if sn.MarkedForDeletion || !nodeReady(sn.Node) {
+			d.disrupting[np.Name]++
+		}
+		if sn.MarkedForDeletion {
 			continue
 		}
 		c := &Candidate{StateNode: sn, NodePool: np}
@@ -291,6 +293,16 @@ func newDecider(in Input) *decider {
 	})
 	d.sim = newSimulator(in, d.pools)
 	return d
+}
+
+// nodeReady reports whether a node's Ready condition is True.
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // mayConsolidate reports whether the node's NodePool lets consolidation act on it now.

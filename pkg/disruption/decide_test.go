@@ -543,3 +543,32 @@ func TestDriftWithGracePeriodIgnoresPodProtection(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetCountsInitializedNodes: as in Karpenter, a budget's percentage is of the NodePool's
+// initialized nodes (claims still launching, such as replacements, do not enlarge it), and an
+// initialized node that is NotReady counts as disrupting.
+func TestBudgetCountsInitializedNodes(t *testing.T) {
+	np := readyPool("default", everyBudget("50%"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	c.add(stateNode(np, "empty-a", m, "on-demand", "test-zone-1"))
+	c.add(stateNode(np, "empty-b", m, "on-demand", "test-zone-1"))
+	for _, name := range []string{"launching-a", "launching-b"} {
+		c.add(&state.StateNode{NodeClaim: &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: np.Name}, CreationTimestamp: metav1.NewTime(epoch),
+		}}})
+	}
+	d := Decide(c.in)
+	if d.Command == nil || d.Command.Method != MethodEmptiness || len(d.Command.Candidates) != 1 {
+		t.Fatalf("command = %+v, want emptiness of 1 node: 50%% of 2 initialized nodes", d.Command)
+	}
+
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
+	c = newCluster(catalog(), np)
+	c.add(stateNode(np, "empty", m, "on-demand", "test-zone-1"))
+	sick := c.add(stateNode(np, "sick", m, "on-demand", "test-zone-1", pod("3", "10Gi")))
+	sick.Node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
+	if d := Decide(c.in); d.Command != nil {
+		t.Fatalf("command = %s: the NotReady node uses the budget of 1", d.Command.Message())
+	}
+}

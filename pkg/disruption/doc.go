@@ -35,8 +35,9 @@
 // # Budgets
 //
 // Each NodePool's disruption.budgets bound how many of its nodes may be disrupting at once, per
-// reason (Empty, Underutilized, Drifted); the most restrictive active budget wins, nodes already
-// being deleted count against it, and a budget with a cron schedule is active for its duration
+// reason (Empty, Underutilized, Drifted); the most restrictive active budget wins, a percentage
+// is of the NodePool's initialized nodes (rounded up), those being deleted or NotReady count
+// against it, and a budget with a cron schedule is active for its duration
 // after each firing (UTC; see ParseSchedule). Expiration is forceful and ignores budgets.
 //
 // # Cost rules
