@@ -196,8 +196,8 @@ func consolidatable(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time)
 
 // drifted says why a claim no longer matches its NodePool, or "".
 func drifted(claim *karpv1.NodeClaim, nodeLabels map[string]string, np *karpv1.NodePool, cloudReason cloudprovider.DriftReason) string {
-	if claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] == nodepool.HashVersion {
-		if h, ok := claim.Annotations[karpv1.NodePoolHashAnnotationKey]; ok && h != nodepool.Hash(np) {
+	if h, ok := claim.Annotations[karpv1.NodePoolHashAnnotationKey]; ok {
+		if want, known := nodepool.HashFor(np, claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey]); known && h != want {
 			return ReasonNodePoolDrifted
 		}
 	}

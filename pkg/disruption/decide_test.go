@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
@@ -570,5 +571,57 @@ func TestBudgetCountsInitializedNodes(t *testing.T) {
 	sick.Node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse}}
 	if d := Decide(c.in); d.Command != nil {
 		t.Fatalf("command = %s: the NotReady node uses the budget of 1", d.Command.Message())
+	}
+}
+
+// TestDriftOnExpireAfterAndGracePeriod: as in Karpenter v1, changing a NodePool's expireAfter
+// or terminationGracePeriod drifts its NodeClaims (they keep the values they were created
+// with); NodeClaims hashed under the earlier hash version, which left those fields out, do
+// not drift for them but still drift for a label change.
+func TestDriftOnExpireAfterAndGracePeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*karpv1.NodePool)
+	}{
+		{"expireAfter", func(np *karpv1.NodePool) {
+			np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("1000h")
+		}},
+		{"expireAfter Never", func(np *karpv1.NodePool) { np.Spec.Template.Spec.ExpireAfter = karpv1.NeverDuration() }},
+		{"terminationGracePeriod", func(np *karpv1.NodePool) {
+			np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: 2 * time.Hour}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := readyPool("default", func(np *karpv1.NodePool) {
+				np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+				np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+				np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+			})
+			c := newCluster(catalog(), np)
+			// Spot, so consolidation has nothing cheaper to offer.
+			sn := c.add(stateNode(np, "node", findType(c.types, "m.xlarge"), "spot", "test-zone-1", pod("3", "10Gi")))
+			legacy := c.add(stateNode(np, "legacy", findType(c.types, "m.xlarge"), "spot", "test-zone-1", pod("3", "10Gi")))
+			legacy.NodeClaim.Annotations[karpv1.NodePoolHashVersionAnnotationKey] = "v1"
+			legacy.NodeClaim.Annotations[karpv1.NodePoolHashAnnotationKey], _ = nodepool.HashFor(np, "v1")
+			if d := Decide(c.in); d.Command != nil {
+				t.Fatalf("command before the change: %s", d.Command.Message())
+			}
+			tc.change(np)
+			d := Decide(c.in)
+			drifted := map[string]string{}
+			for _, s := range d.Claims {
+				drifted[s.NodeClaim] = s.Drifted
+			}
+			if drifted[sn.NodeClaim.Name] != ReasonNodePoolDrifted || drifted[legacy.NodeClaim.Name] != "" {
+				t.Fatalf("drifted = %v, want only %s", drifted, sn.NodeClaim.Name)
+			}
+			if d.Command == nil || d.Command.Method != MethodDrift || d.Command.Candidates[0].Name() != "node" {
+				t.Fatalf("command = %+v, want drift of node", d.Command)
+			}
+			np.Spec.Template.Labels = map[string]string{"team": "b"}
+			if d := Decide(c.in); len(d.Claims) != 2 || d.Claims[0].Drifted == "" || d.Claims[1].Drifted == "" {
+				t.Fatalf("claims = %+v, want both drifted by a label change", d.Claims)
+			}
+		})
 	}
 }

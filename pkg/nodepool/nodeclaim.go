@@ -14,9 +14,14 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
 
-// HashVersion versions the template hash; NodeClaims hashed under another version are not
-// considered drifted by a hash mismatch.
-const HashVersion = "v1"
+// HashVersion versions the template hash that NewNodeClaim stamps on NodeClaims. A NodeClaim
+// hashed under an earlier version is compared with the NodePool's hash under that version
+// (HashFor), so that adding fields to the hash does not drift every existing node; one hashed
+// under an unknown version is not considered drifted by a hash mismatch.
+//
+// v1 hashed labels, annotations, taints, startup taints and the NodeClass; v2 adds expireAfter
+// and terminationGracePeriod, whose change drifts NodeClaims in Karpenter v1.
+const HashVersion = "v2"
 
 // NewNodeClaim stamps a NodeClaim out of a NodePool's template: the template's labels and
 // annotations (plus karpenter.sh/nodepool and the template hash), its taints, startup taints,
@@ -70,24 +75,51 @@ func NewNodeClaim(np *karpv1.NodePool, requirements []karpv1.NodeSelectorRequire
 
 // hashed are the template fields whose change makes existing nodes drifted. Requirements are
 // checked against the nodes' labels instead (a narrowing that the node still satisfies is no
-// drift); weight, limits, disruption settings, expireAfter and terminationGracePeriod apply to
-// existing nodes as they are and are not hashed.
+// drift); weight, limits and disruption settings apply to existing nodes as they are and are
+// not hashed. ExpireAfter and TerminationGracePeriod are copied into each NodeClaim, so a
+// change reaches existing nodes only by drift (from hash version v2).
 type hashed struct {
-	Labels        map[string]string          `json:"labels,omitempty"`
-	Annotations   map[string]string          `json:"annotations,omitempty"`
-	Taints        []corev1.Taint             `json:"taints,omitempty"`
-	StartupTaints []corev1.Taint             `json:"startupTaints,omitempty"`
-	NodeClassRef  *karpv1.NodeClassReference `json:"nodeClassRef,omitempty"`
+	Labels                 map[string]string          `json:"labels,omitempty"`
+	Annotations            map[string]string          `json:"annotations,omitempty"`
+	Taints                 []corev1.Taint             `json:"taints,omitempty"`
+	StartupTaints          []corev1.Taint             `json:"startupTaints,omitempty"`
+	NodeClassRef           *karpv1.NodeClassReference `json:"nodeClassRef,omitempty"`
+	ExpireAfter            string                     `json:"expireAfter,omitempty"`
+	TerminationGracePeriod string                     `json:"terminationGracePeriod,omitempty"`
 }
 
-// Hash is a stable hash of the NodePool template's static fields (labels, annotations, taints,
-// startup taints, NodeClass). Taint order does not matter.
+// Hash is a stable hash of the NodePool template's static fields under HashVersion (labels,
+// annotations, taints, startup taints, NodeClass, expireAfter, terminationGracePeriod). Taint
+// order, and how a duration is written ("1h" or "60m"), do not matter.
 func Hash(np *karpv1.NodePool) string {
+	h, _ := HashFor(np, HashVersion)
+	return h
+}
+
+// HashFor is the NodePool template's hash under a hash version, and false for a version it does
+// not know (see HashVersion).
+func HashFor(np *karpv1.NodePool, version string) (string, bool) {
 	tmpl := np.Spec.Template
 	h := hashed{
 		Labels: tmpl.Labels, Annotations: tmpl.Annotations,
 		Taints: sortedTaints(tmpl.Spec.Taints), StartupTaints: sortedTaints(tmpl.Spec.StartupTaints),
 		NodeClassRef: tmpl.Spec.NodeClassRef,
+	}
+	switch version {
+	case "v1":
+	case "v2":
+		switch d := tmpl.Spec.ExpireAfter; {
+		case d.IsZero():
+		case d.IsNever():
+			h.ExpireAfter = karpv1.Never
+		default:
+			h.ExpireAfter = d.Duration.String()
+		}
+		if d := tmpl.Spec.TerminationGracePeriod; d != nil {
+			h.TerminationGracePeriod = d.Duration.String()
+		}
+	default:
+		return "", false
 	}
 	data, err := json.Marshal(h) // maps marshal with sorted keys
 	if err != nil {
@@ -95,7 +127,7 @@ func Hash(np *karpv1.NodePool) string {
 	}
 	f := fnv.New64a()
 	_, _ = f.Write(data)
-	return fmt.Sprintf("%016x", f.Sum64())
+	return fmt.Sprintf("%016x", f.Sum64()), true
 }
 
 func sortedTaints(taints []corev1.Taint) []corev1.Taint {
