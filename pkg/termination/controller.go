@@ -160,11 +160,20 @@ func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (re
 			return reconcile.Result{}, err
 		}
 	} else {
+		var due time.Duration
+		if deadline != nil {
+			if due, err = c.deleteExpiring(ctx, pods, *deadline, now); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		drained, wait, err := c.drain(ctx, claim, nodes, pods, deadline, now)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if !drained {
+			if due > 0 && (wait == 0 || due < wait) {
+				wait = due
+			}
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}

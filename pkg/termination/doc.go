@@ -30,6 +30,10 @@
 //     budget ("pdb default/web blocks eviction of pod x") and is retried with backoff: after
 //     EvictionRetryBase, doubling with each pass that evicts nothing, at most
 //     Options.EvictionRetry; otherwise the drain looks again after Options.DrainPoll.
+//     Before the deadline, a pod the drain would wait for (or evict) is deleted directly once
+//     the deadline less its own terminationGracePeriodSeconds has come, with its deletion's
+//     grace period clamped to the time left, so that it gets its full grace period before the
+//     node goes (Karpenter does the same).
 //  5. Once the deadline has passed, the pods the drain would still wait for are deleted
 //     directly, ignoring budgets and do-not-disrupt, and the claim goes on to step 6 without
 //     waiting for them: the grace period bounds the node's life.

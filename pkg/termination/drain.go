@@ -242,3 +242,38 @@ func (c *Controller) deleteRemaining(ctx context.Context, pods []*corev1.Pod) er
 	}
 	return errors.Join(errs...)
 }
+
+// deleteExpiring deletes, without an eviction, each pod the drain would wait for whose own
+// terminationGracePeriodSeconds would otherwise run past the node's deadline: at the deadline
+// less that grace period, with the deletion's grace period clamped to the time left. A pod it
+// deletes is marked terminating in pods, so that the drain waits for it. It returns how soon the
+// next such pod is due (zero: none).
+func (c *Controller) deleteExpiring(ctx context.Context, pods []*corev1.Pod, deadline, now time.Time) (time.Duration, error) {
+	var next wait
+	var errs []error
+	for _, pod := range pods {
+		grace := pod.Spec.TerminationGracePeriodSeconds
+		if classify(pod) == groupIgnored || pod.DeletionTimestamp != nil || grace == nil || *grace <= 0 {
+			continue
+		}
+		at := deadline.Add(-time.Duration(*grace) * time.Second)
+		if now.Before(at) {
+			next.at(at.Sub(now))
+			continue
+		}
+		left := int64(deadline.Sub(now) / time.Second)
+		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(left))
+		switch {
+		case err == nil:
+			log.FromContext(ctx).Info("deleted pod, its grace period would outlast the node's", "pod", podKey(pod), "grace-seconds", left)
+			c.events.normal(pod, EventReasonDeleted, "Deleted pod %s: its termination grace period must end by node %s's deadline %s",
+				podKey(pod), pod.Spec.NodeName, deadline.UTC().Format(time.RFC3339))
+			deleted := metav1.NewTime(now)
+			pod.DeletionTimestamp = &deleted
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		default:
+			errs = append(errs, fmt.Errorf("deleting pod %s: %w", podKey(pod), err))
+		}
+	}
+	return time.Duration(next), errors.Join(errs...)
+}

@@ -280,3 +280,48 @@ func TestUnprocessedBudgetDoesNotHoldTheDrain(t *testing.T) {
 		t.Error("api-0 was not evicted once the budget was processed")
 	}
 }
+
+// TestPodsDeletedInTimeForTheirGracePeriod: as in Karpenter v1, a pod the drain is waiting for
+// is deleted at the node's deadline less its own terminationGracePeriodSeconds, so that it gets
+// its full grace period before the node goes, with the deletion's grace period clamped to the
+// time left.
+func TestPodsDeletedInTimeForTheirGracePeriod(t *testing.T) {
+	f := newFixture(t)
+	grace := 5 * time.Minute
+	node := f.launch("early", &grace)
+	dnd := map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	f.pod("slow", node, podOptions{grace: 240, annotations: dnd})
+	f.pod("quick", node, podOptions{grace: 30, annotations: dnd})
+	f.deleteClaim("early")
+	start := f.claim("early").DeletionTimestamp.Time
+	f.clock.SetTime(start)
+
+	res := f.reconcile("early")
+	if f.evicted("slow") || f.evicted("quick") {
+		t.Fatal("a pod was deleted before its time")
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute {
+		t.Errorf("RequeueAfter %s, want at most the minute until slow must go", res.RequeueAfter)
+	}
+
+	f.clock.SetTime(start.Add(time.Minute))
+	f.reconcile("early")
+	if p := f.getPod("slow"); p != nil && (p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 240) {
+		t.Fatalf("slow not deleted with at most 240s of grace at deadline - 240s: %+v", p.ObjectMeta)
+	}
+	if f.evicted("quick") {
+		t.Fatal("quick deleted long before deadline - 30s")
+	}
+	f.expectEvent("Normal", EventReasonDeleted, "slow")
+
+	f.clock.SetTime(start.Add(grace - 30*time.Second))
+	f.reconcile("early")
+	if !f.evicted("quick") {
+		t.Fatal("quick not deleted at deadline - 30s")
+	}
+	if f.finalizer.n.Load() != 0 {
+		t.Fatal("finalized before the pods were gone or the deadline passed")
+	}
+	f.clock.SetTime(start.Add(grace + time.Second))
+	f.finish("early")
+}
