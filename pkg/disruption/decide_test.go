@@ -625,3 +625,32 @@ func TestDriftOnExpireAfterAndGracePeriod(t *testing.T) {
 		})
 	}
 }
+
+// TestWhenEmptyDeletesOnlyEmptyNodes: consolidationPolicy WhenEmpty removes empty nodes (those
+// with only daemonset pods count) but never moves pods off an underutilized one;
+// WhenEmptyOrUnderutilized does.
+func TestWhenEmptyDeletesOnlyEmptyNodes(t *testing.T) {
+	build := func(policy karpv1.ConsolidationPolicy, withEmpty bool) *Decision {
+		np := readyPool("default", func(np *karpv1.NodePool) {
+			np.Spec.Disruption.ConsolidationPolicy = policy
+			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+		})
+		c := newCluster(catalog(), np)
+		c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("1", "2Gi")))
+		if withEmpty {
+			agent := pod("100m", "100Mi")
+			agent.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds"}}
+			c.add(stateNode(np, "empty", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", agent))
+		}
+		return Decide(c.in)
+	}
+	if d := build(karpv1.ConsolidationPolicyWhenEmpty, false); d.Command != nil {
+		t.Fatalf("WhenEmpty consolidated an underutilized node: %s", d.Command.Message())
+	}
+	if d := build(karpv1.ConsolidationPolicyWhenEmpty, true); d.Command == nil || d.Command.Method != MethodEmptiness || d.Command.Candidates[0].Name() != "empty" {
+		t.Fatalf("WhenEmpty: command = %+v, want emptiness of the node with only a daemonset pod", d.Command)
+	}
+	if d := build(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, false); d.Command == nil || d.Command.Method != MethodSingleNode {
+		t.Fatalf("WhenEmptyOrUnderutilized: command = %+v, want single-node consolidation", d.Command)
+	}
+}

@@ -484,3 +484,26 @@ func TestClaimNamesAtMostSixtyCheapestTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsOnMemoryAndNodes: spec.limits on memory and on the number of nodes bound new
+// claims as limits on cpu do.
+func TestLimitsOnMemoryAndNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		remaining corev1.ResourceList
+		want      string
+	}{
+		{"nodes", builders.Resources("nodes", "1"), "limits exceeded: nodes 1 of a"},
+		{"memory", builders.Resources("memory", "10Gi"), "limits exceeded: memory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := onDemandPool("capped", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "medium"))
+			pool.Remaining = tc.remaining
+			// Each pod fills a medium (4 cpu, 8 GiB): two pods need two nodes.
+			r := Solve(Input{Pods: builders.Pods(2, builders.PodOptions{CPU: "3", Memory: "5Gi"}), NodePools: []*NodePool{pool}})
+			if len(r.NewClaims) != 1 || len(r.PodErrors) != 1 || !strings.Contains(r.PodErrors[0].Err.Error(), tc.want) {
+				t.Fatalf("claims %d, errors %+v; want one claim and one pod refused with %q", len(r.NewClaims), r.PodErrors, tc.want)
+			}
+		})
+	}
+}
