@@ -512,7 +512,8 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 }
 
 // cheaperTypes narrows a claim's instance types to those whose cheapest allowed offering costs
-// less than limit and returns the cheapest price left. An instance type named excludeType is
+// less than limit and returns the cheapest price left; it fails when those are too few for a
+// minValues of the claim's requirements, as Karpenter's consolidation does. An instance type named excludeType is
 // kept only when that offering is not of excludeCapacityType: replacing a node with its own
 // offering again would be churn, but an on-demand node may become the same type on spot.
 func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCapacityType string) (float64, bool) {
@@ -530,6 +531,20 @@ func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCap
 	}
 	if len(kept) == 0 {
 		return 0, false
+	}
+	for _, r := range claim.Requirements.All() {
+		if r.MinValues == nil {
+			continue
+		}
+		values := map[string]bool{}
+		for _, k := range kept {
+			if v, ok := k.it.Labels[r.Key]; ok {
+				values[v] = true
+			}
+		}
+		if len(values) < *r.MinValues {
+			return 0, false // the cheaper types are too few for the claim's minValues
+		}
 	}
 	sort.SliceStable(kept, func(i, j int) bool { return kept[i].price < kept[j].price })
 	claim.InstanceTypes = claim.InstanceTypes[:0]

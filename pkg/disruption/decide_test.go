@@ -654,3 +654,36 @@ func TestWhenEmptyDeletesOnlyEmptyNodes(t *testing.T) {
 		t.Fatalf("WhenEmptyOrUnderutilized: command = %+v, want single-node consolidation", d.Command)
 	}
 }
+
+// TestReplacementKeepsMinValues: as in Karpenter, a consolidation replacement narrowed to the
+// instance types cheaper than the node must still offer minValues of them; otherwise there is
+// no replacement.
+func TestReplacementKeepsMinValues(t *testing.T) {
+	var names []string
+	for _, it := range catalog() {
+		names = append(names, it.Name)
+	}
+	for _, tc := range []struct {
+		minValues int
+		want      bool
+	}{{4, true}, {5, false}} {
+		np := readyPool("default", func(np *karpv1.NodePool) {
+			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+			np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{
+				Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: names, MinValues: &tc.minValues,
+			}}
+		})
+		c := newCluster(catalog(), np)
+		// Cheaper than an on-demand m.xlarge: c.large, m.large, c.xlarge and m.xlarge on spot.
+		c.add(stateNode(np, "node", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pod("1", "2Gi")))
+		d := Decide(c.in)
+		if got := d.Command != nil; got != tc.want {
+			t.Fatalf("minValues %d: command = %+v, want one: %v", tc.minValues, d.Command, tc.want)
+		}
+		if d.Command != nil {
+			if n := len(d.Command.Replacements[0].Claim.InstanceTypes); n < tc.minValues {
+				t.Errorf("minValues %d: replacement offers %d types", tc.minValues, n)
+			}
+		}
+	}
+}
