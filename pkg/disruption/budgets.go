@@ -65,8 +65,9 @@ func budgetApplies(b karpv1.Budget, reason karpv1.DisruptionReason) bool {
 // AllowedDisruptions returns how many more of a NodePool's nodes may start disrupting for
 // reason: the least, over the active budgets that apply to reason, of what the budget allows
 // less the nodes already disrupting (never below zero). total counts the NodePool's
-// initialized nodes, disrupting those of them being deleted or NotReady, as Karpenter counts. A NodePool without budgets has DefaultBudget. Unbounded means
-// no active budget applies. An invalid budget allows nothing, and says why.
+// initialized nodes, disrupting those of them being deleted or NotReady, as Karpenter counts.
+// A NodePool without budgets has DefaultBudget. Unbounded means no active budget applies. An
+// invalid budget allows nothing, and says why.
 func AllowedDisruptions(np *karpv1.NodePool, reason karpv1.DisruptionReason, total, disrupting int, now time.Time) (int, error) {
 	budgets := np.Spec.Disruption.Budgets
 	if len(budgets) == 0 {
