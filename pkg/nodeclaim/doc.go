@@ -26,7 +26,8 @@
 //     launches whose status write has not been seen yet, and the cloud provider's idempotency
 //     by claim name each prevent it.
 //  4. Registration. The Node whose spec.providerID is the claim's is found (through the
-//     ProviderIDIndex field index when the client has it, else by listing Nodes). It gets the
+//     ProviderIDIndex field index when the client has it, else by listing Nodes), and handed
+//     to the BeforeRegister hook (the provisioner points the claim's pods at it). It gets the
 //     claim's labels plus karpenter.sh/registered=true, the claim's taints and startup taints
 //     it lacks, loses the karpenter.sh/unregistered taint, gains the termination finalizer and
 //     a (non-controller) owner reference to the claim; then the claim records status.nodeName

@@ -2,6 +2,7 @@ package nodeclaim
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
@@ -408,5 +410,36 @@ func TestDeletedNodeDeletesClaim(t *testing.T) {
 	f.finish("userdelete")
 	if f.node(node.Name) != nil || f.liveInstances() != 0 {
 		t.Error("the node or the instance survived")
+	}
+}
+
+// TestBeforeRegisterRunsWhileTheNodeIsTainted: the BeforeRegister hook sees the claim's Node
+// while it still has the karpenter.sh/unregistered taint (so nothing can schedule there yet),
+// once, and registration then lifts the taint.
+func TestBeforeRegisterRunsWhileTheNodeIsTainted(t *testing.T) {
+	unregistered := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+	var calls []string
+	f := newFixture(t, fixtureOptions{opts: LifecycleOptions{BeforeRegister: func(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node) {
+		onServer := &corev1.Node{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), onServer); err != nil {
+			t.Errorf("reading node %s: %v", node.Name, err)
+			return
+		}
+		calls = append(calls, fmt.Sprintf("%s/%s tainted=%v", claim.Name, node.Name, hasTaint(onServer.Spec.Taints, unregistered)))
+	}}})
+	f.createClaim("hooked", claimOptions{})
+	f.mustReconcile("hooked")
+	if len(calls) != 0 {
+		t.Fatalf("hook called before the node existed: %v", calls)
+	}
+	f.stepKubelet()
+	f.mustReconcile("hooked")
+	f.mustReconcile("hooked")
+	node := f.nodeOf(f.claim("hooked"))
+	if want := []string{"hooked/" + node.Name + " tainted=true"}; !slices.Equal(calls, want) {
+		t.Errorf("hook calls %v, want %v", calls, want)
+	}
+	if hasTaint(node.Spec.Taints, unregistered) {
+		t.Error("registration left the unregistered taint")
 	}
 }

@@ -1,8 +1,13 @@
 package nodeclaim
 
 import (
+	"context"
 	"fmt"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
 
 // Defaults of LifecycleOptions and GarbageCollectorOptions.
@@ -41,6 +46,12 @@ type LifecycleOptions struct {
 	// MaxConcurrentReconciles bounds the parallel reconciles under a manager; zero means
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// BeforeRegister, when set, is called when a claim's Node is found and before the claim
+	// registers it (which lifts the karpenter.sh/unregistered taint, so the Node may take pods
+	// from then on). The provisioner uses it to point the pods planned for the claim at the
+	// Node first (pkg/provisioning's NominationController). It must not block for long; what
+	// it fails to do is its own concern, registration goes ahead.
+	BeforeRegister func(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node)
 }
 
 // Validate reports the first invalid option.

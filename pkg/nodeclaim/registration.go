@@ -58,6 +58,9 @@ func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.No
 		return nil, nil
 	}
 
+	if c.opts.BeforeRegister != nil {
+		c.opts.BeforeRegister(ctx, claim, node)
+	}
 	updated := node.DeepCopy()
 	syncNode(updated, claim)
 	if !equality.Semantic.DeepEqual(node, updated) {

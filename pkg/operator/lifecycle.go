@@ -14,6 +14,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/termination"
 )
@@ -21,9 +22,10 @@ import (
 // lifecycleControllers are the NodePool, NodeClaim, termination and disruption controllers.
 // NodeClaims are finalized by termination, which drains their nodes first. Nodes, NodeClaims
 // and pods are indexed in the manager's cache first. Each controller calls the cloud through
-// its own metrics view of cp.
+// its own metrics view of cp. A claim's Node takes pods only after nomination has pointed the
+// pods planned for it at it.
 func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings,
-	cluster *state.Cluster, clk clock.Clock, recorder record.EventRecorder, opts Options) ([]registrar, error) {
+	cluster *state.Cluster, nomination *provisioning.NominationController, clk clock.Clock, recorder record.EventRecorder, opts Options) ([]registrar, error) {
 	if err := errors.Join(
 		nodeclaim.IndexFields(context.Background(), mgr.GetFieldIndexer()),
 		termination.IndexFields(context.Background(), mgr.GetFieldIndexer()),
@@ -31,7 +33,7 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 		return nil, fmt.Errorf("indexing fields: %w", err)
 	}
 	lifecycle := nodeclaim.NewLifecycleController(mgr.GetClient(), cloudprovider.WithMetrics(cp, nodeclaim.LifecycleControllerName), unavailable, clk, recorder,
-		nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, ExternalFinalization: true})
+		nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, ExternalFinalization: true, BeforeRegister: nomination.BeforeRegister})
 	return []registrar{
 		nodepool.NewStatusController(mgr.GetClient(), clk, recorder),
 		nodepool.NewStaticController(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodepool.static"), nodepool.WithAPIReader(mgr.GetAPIReader())),

@@ -125,12 +125,12 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		IgnorePreferences:   opts.PreferencePolicy == "Ignore",
 		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
 	})
-	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner),
-		provisioning.NewNominationController(mgr.GetClient(), op.Cluster),
+	nomination := provisioning.NewNominationController(mgr.GetClient(), op.Cluster)
+	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), nomination,
 		// The state gauges, served while this replica leads, and pod startup times.
 		cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),
 		cluster.NewPodStartupController(mgr.GetClient(), clk))
-	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, op.Cluster, clk, recorder, opts)
+	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, op.Cluster, nomination, clk, recorder, opts)
 	if err != nil {
 		return nil, err
 	}

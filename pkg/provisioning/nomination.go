@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -20,9 +21,11 @@ import (
 // NominationControllerName names the nomination controller in logs and metrics.
 const NominationControllerName = "provisioning.nomination"
 
-// NominationController tells the kube-scheduler where the provisioner planned each pod: once
-// the Node a pod was nominated to has registered, it sets the pod's status.nominatedNodeName to
-// that Node. The kube-scheduler tries a pod's nominated node before any other and holds the
+// NominationController tells the kube-scheduler where the provisioner planned each pod: it sets
+// the pod's status.nominatedNodeName to the Node of the NodeClaim the pod was nominated to,
+// before the claim registers the Node (BeforeRegister, called by the lifecycle controller while
+// the karpenter.sh/unregistered taint still keeps pods off it), and again whenever the name is
+// missing while the nomination lasts. The kube-scheduler tries a pod's nominated node before any other and holds the
 // room of nominated pods on that node against pods of no higher priority (Kubernetes 1.35's
 // NominatedNodeNameForExpectation, on by default), so the pods of a batch land on the nodes
 // launched for them instead of filling the first node to become ready with whatever pods come
@@ -106,6 +109,20 @@ func (c *NominationController) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, fmt.Errorf("nominating %d of %d pods to node %s: %w", len(errs), len(nominees), node.Name, errs[0])
 	}
 	return reconcile.Result{}, nil
+}
+
+// BeforeRegister nominates the pods planned for claim to node, before the claim registers
+// it (nodeclaim.LifecycleOptions.BeforeRegister): the pods then name their node before it can
+// take any pod. Failures are logged; the controller retries once the claim has registered.
+func (c *NominationController) BeforeRegister(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node) {
+	if node.DeletionTimestamp != nil || node.Spec.Unschedulable {
+		return
+	}
+	for uid, key := range c.cluster.Nominees(claim.Name) {
+		if err := c.nominate(ctx, key, uid, node.Name); err != nil {
+			log.FromContext(ctx).Error(err, "nominating a pod before registration", "nodeclaim", claim.Name, "node", node.Name)
+		}
+	}
 }
 
 // nodeOf returns the registered Node of a target: the Node of that name, or the Node of the

@@ -154,3 +154,26 @@ func TestNominatedNodeNameHoldsRoom(t *testing.T) {
 		t.Errorf("want one claim for %s only; got %d claims", other.Name, len(decision.Created))
 	}
 }
+
+// TestBeforeRegisterNominatesFirst: called by the lifecycle controller when a claim's Node is
+// found and before it registers, BeforeRegister points the claim's pods at the Node already.
+func TestBeforeRegisterNominatesFirst(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	ctx := context.Background()
+	pods := builders.Pods(2, builders.PodOptions{Name: "early", CPU: "1", Memory: "1Gi"})
+	pending(t, pods...)
+	decision, err := f.provisioner.Provision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decision.Created) != 1 {
+		t.Fatalf("created %d claims, want 1", len(decision.Created))
+	}
+	node := createNode(t, "early-node")
+	provisioning.NewNominationController(env.Client, f.cluster).BeforeRegister(ctx, decision.Created[0], node)
+	for _, pod := range pods {
+		if got := nominatedNode(t, pod); got != node.Name {
+			t.Errorf("pod %s nominated to %q before registration, want %s", pod.Name, got, node.Name)
+		}
+	}
+}
