@@ -6,8 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -48,7 +50,11 @@ func (c *PodController) Reconcile(ctx context.Context, req reconcile.Request) (r
 }
 
 // Register adds the controller, and the provisioner itself, to the manager. NodePool changes
-// also trigger a pass (a NodePool becoming Ready, limits raised).
+// also trigger a pass (a NodePool becoming Ready, limits raised), and so does a NodeClaim's
+// deletion: its pods need capacity again. The cluster state learns of the deletion at once,
+// since a claim deleted right after its creation (a launch failing with insufficient capacity)
+// may never be seen by the cache, and would otherwise hold its pods' nominations until
+// state.CreatedClaimTTL.
 func (c *PodController) Register(mgr manager.Manager) error {
 	if err := mgr.Add(c.provisioner); err != nil {
 		return err
@@ -60,5 +66,17 @@ func (c *PodController) Register(mgr manager.Manager) error {
 			c.provisioner.Trigger()
 			return nil
 		})).
+		Watches(&karpv1.NodeClaim{}, handler.Funcs{
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				c.provisioner.ClaimDeleted(e.Object.GetName())
+			},
+		}).
 		Complete(c)
+}
+
+// ClaimDeleted tells the provisioner that a NodeClaim is gone: the cluster state forgets it
+// (see state.Cluster.ClaimDeleted) and a pass places its pods again.
+func (p *Provisioner) ClaimDeleted(name string) {
+	p.cluster.ClaimDeleted(name)
+	p.Trigger()
 }

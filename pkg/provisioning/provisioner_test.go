@@ -237,3 +237,45 @@ func TestUnschedulablePodGetsEvent(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestDeletedClaimReleasesItsPods: a NodeClaim deleted before the cache ever showed it (a
+// launch that failed at once) no longer holds the pods nominated to it once the provisioner
+// hears of the deletion; they are pending again and the next pass launches for them.
+func TestDeletedClaimReleasesItsPods(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	ctx := context.Background()
+	pods := builders.Pods(2, builders.PodOptions{Name: "ghost", CPU: "1", Memory: "1Gi"})
+	pending(t, pods...)
+	decision, err := f.provisioner.Provision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decision.Created) != 1 {
+		t.Fatalf("created %d claims, want 1", len(decision.Created))
+	}
+	claim := decision.Created[0]
+	if err := env.Client.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := f.cluster.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Pending) != 0 {
+		t.Fatalf("%d pods pending while the created claim is assumed in flight, want 0", len(snap.Pending))
+	}
+	f.provisioner.ClaimDeleted(claim.Name)
+	if snap, err = f.cluster.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Pending) != len(pods) {
+		t.Errorf("%d pods pending after the claim's deletion, want %d", len(snap.Pending), len(pods))
+	}
+	again, err := f.provisioner.Provision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Created) != 1 {
+		t.Errorf("the next pass created %d claims for the released pods, want 1", len(again.Created))
+	}
+}

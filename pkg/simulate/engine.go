@@ -336,6 +336,21 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 			}
 		}
 	}
+	// As the provisioner's NodeClaim watch: the claims finalized in this pass (a launch that
+	// failed at once among them) release their pods now.
+	var after karpv1.NodeClaimList
+	if err := e.kube.List(ctx, &after, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	left := make(map[string]bool, len(after.Items))
+	for _, c := range after.Items {
+		left[c.Name] = true
+	}
+	for _, c := range claims.Items {
+		if !left[c.Name] {
+			e.provisioner.ClaimDeleted(c.Name)
+		}
+	}
 	return nil
 }
 

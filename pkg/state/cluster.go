@@ -144,6 +144,16 @@ func (c *Cluster) RecordCreated(claim *karpv1.NodeClaim) {
 	c.created[claim.Name] = createdClaim{claim: claim.DeepCopy(), at: c.clock.Now()}
 }
 
+// ClaimDeleted forgets a NodeClaim that is gone. A claim this process created and the reader
+// has not shown yet is otherwise assumed to exist, with its pods nominated to it, until
+// CreatedClaimTTL: a claim deleted before the reader ever showed it (a launch that failed at
+// once) would hold its pods that long.
+func (c *Cluster) ClaimDeleted(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.created, name)
+}
+
 // MarkForDeletion marks nodes (by Node or NodeClaim name) that disruption is about to remove:
 // the provisioner places nothing on them.
 func (c *Cluster) MarkForDeletion(names ...string) {
