@@ -7,6 +7,7 @@ package harness
 import (
 	"context"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +75,10 @@ func StartBinder(t testing.TB, kube client.Client) {
 	})
 }
 
+// stopDiagnosticsAfter is how long RunOperator's stop waits before it logs every goroutine's
+// stack (the manager's own grace period for its runnables is 30s).
+const stopDiagnosticsAfter = 20 * time.Second
+
 // RunOperator starts the operator in the background and returns a function that stops it and
 // reports how it ended; the test's cleanup stops it too, once.
 func RunOperator(t testing.TB, op *operator.Operator) (stop func()) {
@@ -85,7 +90,16 @@ func RunOperator(t testing.TB, op *operator.Operator) (stop func()) {
 	stop = func() {
 		once.Do(func() {
 			cancel()
-			if err := <-done; err != nil {
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(stopDiagnosticsAfter):
+				// The manager gives its runnables 30s: show what still runs before it gives up.
+				buf := make([]byte, 8<<20)
+				t.Logf("the operator is still stopping after %s; goroutines:\n%s", stopDiagnosticsAfter, buf[:runtime.Stack(buf, true)])
+				err = <-done
+			}
+			if err != nil {
 				t.Errorf("operator stopped with %v", err)
 			}
 		})
