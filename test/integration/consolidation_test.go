@@ -25,7 +25,8 @@ import (
 
 // replicaSet plays kube-controller-manager's ReplicaSet controller for the pods labelled
 // app=<name>: it keeps the wanted number of live pods, creating the missing ones and deleting
-// the newest extra ones.
+// extra ones in the controller's order (unbound first, then those on the nodes with the most of
+// the set's pods, then the newest).
 type replicaSet struct {
 	name, cpu, memory string
 	replicas          atomic.Int32
@@ -57,11 +58,24 @@ func (rs *replicaSet) step(ctx context.Context) error {
 		}
 	}
 	if len(live) > want {
+		// As the ReplicaSet controller ranks pods to delete: unbound ones first, then those
+		// sharing a node with more of the set's pods, then the newest.
+		onNode := map[string]int{}
+		for _, p := range live {
+			onNode[p.Spec.NodeName]++
+		}
 		sort.Slice(live, func(i, j int) bool {
-			if a, b := live[i].CreationTimestamp, live[j].CreationTimestamp; !a.Equal(&b) {
-				return a.After(b.Time)
+			a, b := &live[i], &live[j]
+			if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+				return a.Spec.NodeName == ""
 			}
-			return live[i].Name > live[j].Name
+			if ca, cb := onNode[a.Spec.NodeName], onNode[b.Spec.NodeName]; ca != cb {
+				return ca > cb
+			}
+			if ta, tb := a.CreationTimestamp, b.CreationTimestamp; !ta.Equal(&tb) {
+				return ta.After(tb.Time)
+			}
+			return a.Name > b.Name
 		})
 		for i := range live[:len(live)-want] {
 			if err := env.Client.Delete(ctx, &live[i], client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
