@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -68,7 +69,11 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
+		// controller-runtime 0.23's priority queue can deadlock on shutdown (a ready item sent to
+		// a worker that already left, under the queue's lock: kubernetes-sigs/controller-runtime
+		// issue 3538, fixed after 0.23.3), holding a stopping replica for the full 30s grace
+		// period; the classic rate-limited queue has no such race.
+		Controller: config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation, UsePriorityQueue: ptr.To(false)},
 		// The one ConfigMap read (the simulated cloud's state) is read directly: caching would
 		// watch every ConfigMap in the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}},
