@@ -175,26 +175,36 @@ func TestSpotInterruptionDrainsAndReplaces(t *testing.T) {
 		return testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInterrupted, "default", karpv1.CapacityTypeSpot))
 	}
 	interruptedBefore := interrupted()
+	// Every change of the node is seen (a watch, not a poll: the taint may last less than a
+	// poll's interval before the node goes).
+	var cordoned atomic.Bool
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	nodeWatch, err := env.Kube.CoreV1().Nodes().Watch(watchCtx, metav1.ListOptions{FieldSelector: "metadata.name=" + first.PrivateDNSName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nodeWatch.Stop()
+	go func() {
+		for ev := range nodeWatch.ResultChan() {
+			node, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			for _, taint := range node.Spec.Taints {
+				if taint.Key == karpv1.DisruptedTaintKey {
+					cordoned.Store(true)
+				}
+			}
+			if node.Spec.Unschedulable {
+				cordoned.Store(true)
+			}
+		}
+	}()
 	sent := time.Now()
 	far.SendMessage(fake.SeedInterruptionQueue, fmt.Sprintf(`{"version":"0","id":"e2e","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"111122223333","time":%q,"region":"us-west-2","resources":["arn:aws:ec2:%s:instance/%s"],"detail":{"instance-id":%q,"instance-action":"terminate"}}`,
 		sent.UTC().Format(time.RFC3339), first.Zone, first.ID, first.ID))
 
-	var cordoned atomic.Bool
-	harness.Every(t, 50*time.Millisecond, "cordon watch", func(ctx context.Context) error {
-		node := &corev1.Node{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: first.PrivateDNSName}, node); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		for _, taint := range node.Spec.Taints {
-			if taint.Key == karpv1.DisruptedTaintKey {
-				cordoned.Store(true)
-			}
-		}
-		if node.Spec.Unschedulable {
-			cordoned.Store(true)
-		}
-		return nil
-	})
 	harness.Eventually(t, 2*time.Minute, "the pods on replacements and the interrupted instance terminated", func() (bool, string) {
 		n, detail := unbound(t)
 		inst, _ := far.Instance(first.ID)
