@@ -3,6 +3,7 @@ package validation
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,6 +45,9 @@ func (v *Validator) validateObject(obj runtime.Object, forUser bool) error {
 			var fe *field.Error
 			return errors.As(err, &fe) && fe.Type == field.ErrorTypeInvalid && fe.Detail == rulesSkipped
 		})
+		// The schema's checks come in no fixed order: a user sees them by field, the same
+		// every time.
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 	}
 	if len(errs) == 0 {
 		return nil
