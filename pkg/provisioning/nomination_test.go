@@ -38,22 +38,29 @@ func createNode(t *testing.T, name string) *corev1.Node {
 	return node
 }
 
+// oneClaimFor creates n pending pods of 1 cpu named prefix-i and provisions them, which must
+// take exactly one NodeClaim; it returns the pods and the claim.
+func oneClaimFor(t *testing.T, f *fixture, prefix string, n int) ([]*corev1.Pod, *karpv1.NodeClaim) {
+	t.Helper()
+	pods := builders.Pods(n, builders.PodOptions{Name: prefix, CPU: "1", Memory: "1Gi"})
+	pending(t, pods...)
+	decision, err := f.provisioner.Provision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decision.Created) != 1 {
+		t.Fatalf("created %d claims for %d small pods, want 1", len(decision.Created), n)
+	}
+	return pods, decision.Created[0]
+}
+
 // TestNominationNamesTheRegisteredNode: the pods the provisioner placed on a NodeClaim get the
 // claim's Node as their nominated node once it registers, not before; a pod the kube-scheduler
 // nominated elsewhere keeps its node; the cluster view counts nominated pods on their node.
 func TestNominationNamesTheRegisteredNode(t *testing.T) {
 	f := newFixture(t, nodePool("default"))
 	ctx := context.Background()
-	pods := builders.Pods(3, builders.PodOptions{Name: "nominee", CPU: "1", Memory: "1Gi"})
-	pending(t, pods...)
-	decision, err := f.provisioner.Provision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(decision.Created) != 1 {
-		t.Fatalf("created %d claims for 3 small pods, want 1", len(decision.Created))
-	}
-	claim := decision.Created[0]
+	pods, claim := oneClaimFor(t, f, "nominee", 3)
 	c := provisioning.NewNominationController(env.Client, f.cluster)
 	reconcileTarget := func() {
 		t.Helper()
@@ -160,17 +167,9 @@ func TestNominatedNodeNameHoldsRoom(t *testing.T) {
 func TestBeforeRegisterNominatesFirst(t *testing.T) {
 	f := newFixture(t, nodePool("default"))
 	ctx := context.Background()
-	pods := builders.Pods(2, builders.PodOptions{Name: "early", CPU: "1", Memory: "1Gi"})
-	pending(t, pods...)
-	decision, err := f.provisioner.Provision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(decision.Created) != 1 {
-		t.Fatalf("created %d claims, want 1", len(decision.Created))
-	}
+	pods, claim := oneClaimFor(t, f, "early", 2)
 	node := createNode(t, "early-node")
-	provisioning.NewNominationController(env.Client, f.cluster).BeforeRegister(ctx, decision.Created[0], node)
+	provisioning.NewNominationController(env.Client, f.cluster).BeforeRegister(ctx, claim, node)
 	for _, pod := range pods {
 		if got := nominatedNode(t, pod); got != node.Name {
 			t.Errorf("pod %s nominated to %q before registration, want %s", pod.Name, got, node.Name)

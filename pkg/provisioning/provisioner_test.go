@@ -244,16 +244,7 @@ func TestUnschedulablePodGetsEvent(t *testing.T) {
 func TestDeletedClaimReleasesItsPods(t *testing.T) {
 	f := newFixture(t, nodePool("default"))
 	ctx := context.Background()
-	pods := builders.Pods(2, builders.PodOptions{Name: "ghost", CPU: "1", Memory: "1Gi"})
-	pending(t, pods...)
-	decision, err := f.provisioner.Provision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(decision.Created) != 1 {
-		t.Fatalf("created %d claims, want 1", len(decision.Created))
-	}
-	claim := decision.Created[0]
+	pods, claim := oneClaimFor(t, f, "ghost", 2)
 	if err := env.Client.Delete(ctx, claim); err != nil {
 		t.Fatal(err)
 	}

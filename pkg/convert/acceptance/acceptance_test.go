@@ -2,15 +2,12 @@ package acceptance_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
 	"github.com/openkarpenter/karpenter/pkg/convert/eksctl"
@@ -68,18 +65,7 @@ func TestAPIServerAcceptsEveryOutput(t *testing.T) {
 // and creates it on the API server as a dry run, refusing unknown fields.
 func create(t *testing.T, doc convert.Document) {
 	t.Helper()
-	data, err := convert.Render(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(raw, &u.Object); err != nil {
-		t.Fatal(err)
-	}
+	u, data := golden.Unstructured(t, doc)
 	if err := env.Client.Create(context.Background(), u, client.DryRunAll, client.FieldValidation("Strict")); err != nil {
 		t.Errorf("%s %s refused: %v\n%s", u.GetKind(), u.GetName(), err, data)
 	}

@@ -60,19 +60,7 @@ func TestSeed004Manifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pool *karpv1.NodePool
-	var class *awsv1.EC2NodeClass
-	for _, obj := range result.Objects() {
-		switch o := obj.(type) {
-		case *karpv1.NodePool:
-			pool = o
-		case *awsv1.EC2NodeClass:
-			class = o
-		}
-	}
-	if pool == nil || class == nil {
-		t.Fatalf("want a starter NodePool and EC2NodeClass, got %v", result.Objects())
-	}
+	pool, class := golden.PoolAndClass(t, result)
 	if pool.Name != seedPool.Name || class.Name != seedClass.Name {
 		t.Errorf("names %q and %q, want the seed's %q and %q", pool.Name, class.Name, seedPool.Name, seedClass.Name)
 	}

@@ -42,19 +42,7 @@ func TestSeed003MeansTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pool *karpv1.NodePool
-	var class *awsv1.EC2NodeClass
-	for _, obj := range result.Objects() {
-		switch o := obj.(type) {
-		case *karpv1.NodePool:
-			pool = o
-		case *awsv1.EC2NodeClass:
-			class = o
-		}
-	}
-	if pool == nil || class == nil {
-		t.Fatalf("want a NodePool and an EC2NodeClass, got %v", result.Objects())
-	}
+	pool, class := golden.PoolAndClass(t, result)
 	if pool.Name != "default" || pool.Spec.Template.Spec.NodeClassRef.Name != class.Name {
 		t.Errorf("NodePool %q refers to %q, EC2NodeClass is %q", pool.Name, pool.Spec.Template.Spec.NodeClassRef.Name, class.Name)
 	}

@@ -26,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/convert"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
@@ -154,18 +156,7 @@ func Validate(t testing.TB, result *convert.Result) {
 		if _, ok := doc.Content.(runtime.Object); !ok {
 			continue
 		}
-		data, err := convert.Render(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(raw, &u.Object); err != nil {
-			t.Fatal(err)
-		}
+		u, data := Unstructured(t, doc)
 		unknown, err := v.UnknownFields(u)
 		if err != nil {
 			t.Errorf("%s %s: %v", u.GetKind(), u.GetName(), err)
@@ -218,4 +209,43 @@ func compare(t *testing.T, c Case, name string, got []byte) {
 	if !bytes.Equal(want, got) {
 		t.Errorf("%s differs (rerun with -update to accept)\n--- want\n%s\n--- got\n%s", path, want, got)
 	}
+}
+
+// PoolAndClass returns the last NodePool and EC2NodeClass among a result's objects, failing
+// the test when either is missing.
+func PoolAndClass(t testing.TB, result *convert.Result) (*karpv1.NodePool, *awsv1.EC2NodeClass) {
+	t.Helper()
+	var pool *karpv1.NodePool
+	var class *awsv1.EC2NodeClass
+	for _, obj := range result.Objects() {
+		switch o := obj.(type) {
+		case *karpv1.NodePool:
+			pool = o
+		case *awsv1.EC2NodeClass:
+			class = o
+		}
+	}
+	if pool == nil || class == nil {
+		t.Fatalf("want a NodePool and an EC2NodeClass, got %v", result.Objects())
+	}
+	return pool, class
+}
+
+// Unstructured renders a document as the command prints it and reads it back as an
+// unstructured object; it returns the object and the rendering.
+func Unstructured(t testing.TB, doc convert.Document) (*unstructured.Unstructured, []byte) {
+	t.Helper()
+	data, err := convert.Render(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(raw, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u, data
 }
