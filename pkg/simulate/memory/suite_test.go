@@ -131,12 +131,20 @@ type conformanceCase struct {
 	run  func(h *harness)
 }
 
+// runs counts runBoth's calls in this process (go test -count=N calls it N times).
+var runs int
+
 // runBoth runs cases against the API server and a fresh memory client each, then compares the
 // transcripts line by line.
 func runBoth(t *testing.T, cases []conformanceCase) {
+	// Namespaces are never deleted (no namespace controller runs), so each run has its own.
+	runs++
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := fmt.Sprintf("c%02d-%s", i, sanitize(tc.name))
+			if runs > 1 {
+				ns = fmt.Sprintf("r%d-%s", runs, ns)
+			}
 			real := runCase(t, tc, ns, nil, nil)
 			clk := clocktesting.NewFakeClock(time.Now())
 			mem := runCase(t, tc, ns, memory.New(env.Scheme, clk), clk)
