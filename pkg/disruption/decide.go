@@ -246,7 +246,7 @@ func newDecider(in Input) *decider {
 			continue // budgets count initialized nodes only, as Karpenter does
 		}
 		d.total[np.Name]++
-		if sn.MarkedForDeletion || !nodeReady(sn.Node) {
+		if sn.MarkedForDeletion || !state.NodeReady(sn.Node) {
 			d.disrupting[np.Name]++
 		}
 		if sn.MarkedForDeletion {
@@ -293,16 +293,6 @@ func newDecider(in Input) *decider {
 	})
 	d.sim = newSimulator(in, d.pools)
 	return d
-}
-
-// nodeReady reports whether a node's Ready condition is True.
-func nodeReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // mayConsolidate reports whether the node's NodePool lets consolidation act on it now.
@@ -513,9 +503,10 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 
 // cheaperTypes narrows a claim's instance types to those whose cheapest allowed offering costs
 // less than limit and returns the cheapest price left; it fails when those are too few for a
-// minValues of the claim's requirements, as Karpenter's consolidation does. An instance type named excludeType is
-// kept only when that offering is not of excludeCapacityType: replacing a node with its own
-// offering again would be churn, but an on-demand node may become the same type on spot.
+// minValues of the claim's requirements, as Karpenter's consolidation does. An instance type
+// named excludeType is kept only when that offering is not of excludeCapacityType: replacing a
+// node with its own offering again would be churn, but an on-demand node may become the same
+// type on spot.
 func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCapacityType string) (float64, bool) {
 	type priced struct {
 		it    *cloudprovider.InstanceType

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
 // initialization marks a registered claim Initialized, and its Node
@@ -50,7 +51,7 @@ func (c *LifecycleController) initialization(ctx context.Context, claim *karpv1.
 // notInitialized says why node is not yet an initialized node of claim, or returns an empty
 // reason when it is.
 func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) (reason, message string) {
-	if !nodeReady(node) {
+	if !state.NodeReady(node) {
 		return ReasonNodeNotReady, "node " + node.Name + " is not ready"
 	}
 	for _, t := range claim.Spec.StartupTaints {
@@ -82,13 +83,4 @@ func isExtendedResource(name corev1.ResourceName) bool {
 		return false
 	}
 	return true
-}
-
-func nodeReady(node *corev1.Node) bool {
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

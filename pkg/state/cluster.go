@@ -208,7 +208,12 @@ func (n *StateNode) Initialized() bool {
 	if n.NodeClaim != nil {
 		return meta.IsStatusConditionTrue(n.NodeClaim.Status.Conditions, karpv1.ConditionTypeInitialized)
 	}
-	for _, c := range n.Node.Status.Conditions {
+	return NodeReady(n.Node)
+}
+
+// NodeReady reports whether a node's Ready condition is True.
+func NodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
 		}

@@ -186,7 +186,7 @@ func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler
 		}
 	}
 	available := scheduling.Subtract(node.Status.Allocatable, scheduling.Merge(requests...))
-	if !ready(node) {
+	if !state.NodeReady(node) {
 		available = corev1.ResourceList{}
 	}
 	return &scheduler.Node{Name: node.Name, Labels: labels, Taints: taints, Pods: pods, Available: available}
@@ -213,7 +213,7 @@ func (b *Binder) bind(ctx context.Context, placements []scheduler.Placement, bou
 
 // schedulable: Ready and not cordoned (taints are checked against each pod by the scheduler).
 func schedulable(node *corev1.Node) bool {
-	return ready(node) && !node.Spec.Unschedulable
+	return state.NodeReady(node) && !node.Spec.Unschedulable
 }
 
 // markUnschedulable sets PodScheduled=False, reason Unschedulable, and clears the nominated
@@ -246,13 +246,4 @@ func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, readyNo
 		return fmt.Errorf("marking pod %s/%s unschedulable: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
-}
-
-func ready(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
