@@ -99,16 +99,21 @@ func (c *NominationController) Reconcile(ctx context.Context, req reconcile.Requ
 	if err != nil || node == nil {
 		return reconcile.Result{}, err
 	}
+	return reconcile.Result{}, c.nominateAll(ctx, nominees, node.Name)
+}
+
+// nominateAll nominates each of nominees to node, and says how many it could not.
+func (c *NominationController) nominateAll(ctx context.Context, nominees map[types.UID]types.NamespacedName, node string) error {
 	var errs []error
 	for uid, key := range nominees {
-		if err := c.nominate(ctx, key, uid, node.Name); err != nil {
+		if err := c.nominate(ctx, key, uid, node); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
-		return reconcile.Result{}, fmt.Errorf("nominating %d of %d pods to node %s: %w", len(errs), len(nominees), node.Name, errs[0])
+		return fmt.Errorf("nominating %d of %d pods to node %s: %w", len(errs), len(nominees), node, errs[0])
 	}
-	return reconcile.Result{}, nil
+	return nil
 }
 
 // BeforeRegister nominates the pods planned for claim to node, before the claim registers
@@ -118,10 +123,8 @@ func (c *NominationController) BeforeRegister(ctx context.Context, claim *karpv1
 	if node.DeletionTimestamp != nil || node.Spec.Unschedulable {
 		return
 	}
-	for uid, key := range c.cluster.Nominees(claim.Name) {
-		if err := c.nominate(ctx, key, uid, node.Name); err != nil {
-			log.FromContext(ctx).Error(err, "nominating a pod before registration", "nodeclaim", claim.Name, "node", node.Name)
-		}
+	if err := c.nominateAll(ctx, c.cluster.Nominees(claim.Name), node.Name); err != nil {
+		log.FromContext(ctx).Error(err, "nominating pods before registration", "nodeclaim", claim.Name)
 	}
 }
 

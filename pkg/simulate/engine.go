@@ -334,21 +334,11 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 			if _, err := e.termination.Reconcile(ctx, request(c.Name)); err != nil && !apierrors.IsConflict(err) {
 				e.rec.warn(fmt.Sprintf("terminating nodeclaim %s: %v", c.Name, err))
 			}
-		}
-	}
-	// As the provisioner's NodeClaim watch: the claims finalized in this pass (a launch that
-	// failed at once among them) release their pods now.
-	var after karpv1.NodeClaimList
-	if err := e.kube.List(ctx, &after, client.UnsafeDisableDeepCopy); err != nil {
-		return err
-	}
-	left := make(map[string]bool, len(after.Items))
-	for _, c := range after.Items {
-		left[c.Name] = true
-	}
-	for _, c := range claims.Items {
-		if !left[c.Name] {
-			e.provisioner.ClaimDeleted(c.Name)
+			// As the provisioner's NodeClaim watch: a claim finalized now (a launch that failed
+			// at once among them) releases its pods.
+			if err := e.kube.Get(ctx, client.ObjectKey{Name: c.Name}, &karpv1.NodeClaim{}); apierrors.IsNotFound(err) {
+				e.provisioner.ClaimDeleted(c.Name)
+			}
 		}
 	}
 	return nil
