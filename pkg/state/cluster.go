@@ -49,7 +49,6 @@ type Cluster struct {
 }
 
 type nomination struct {
-	pod    types.NamespacedName
 	target string // NodeClaim or Node name
 	since  time.Time
 }
@@ -77,7 +76,7 @@ func (c *Cluster) Nominate(pod *corev1.Pod, target string) {
 	defer c.mu.Unlock()
 	c.forget(pod.UID)
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	c.nominations[pod.UID] = nomination{pod: key, target: target, since: c.clock.Now()}
+	c.nominations[pod.UID] = nomination{target: target, since: c.clock.Now()}
 	if c.nominees[target] == nil {
 		c.nominees[target] = map[types.UID]types.NamespacedName{}
 	}
