@@ -2,6 +2,7 @@ package nodepool_test
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
 // req is a requirement for tests.
@@ -164,5 +166,36 @@ func TestNewNodeClaimDropsRequirementsTheSchemaRefuses(t *testing.T) {
 	}
 	if _, ok := claim.Labels["node-role.kubernetes.io/node"]; !ok {
 		t.Errorf("the label must still reach the claim: %v", claim.Labels)
+	}
+}
+
+// A custom key's requirement, narrowed by the pods to one value, labels the claim (and so its
+// node) with that value, as Karpenter's NodeClaim template does; Exists and NotIn give an
+// integer; well-known keys and DoesNotExist give none.
+func TestNewNodeClaimResolvesCustomLabels(t *testing.T) {
+	np := &karpv1.NodePool{}
+	np.Name = "default"
+	np.Spec.Template.Labels = map[string]string{"team": "a"}
+	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+		{Key: "example.com/tier", Operator: corev1.NodeSelectorOpIn, Values: []string{"gold", "silver"}},
+		{Key: "example.com/owner", Operator: corev1.NodeSelectorOpExists},
+		{Key: "example.com/shard", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"0", "1"}},
+		{Key: "example.com/legacy", Operator: corev1.NodeSelectorOpDoesNotExist},
+		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+		{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a", "us-east-1b"}},
+	}
+	reqs, err := nodepool.Requirements(np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pods chose silver.
+	reqs = reqs.With(scheduling.MustRequirement("example.com/tier", corev1.NodeSelectorOpIn, "silver"))
+	claim := nodepool.NewNodeClaim(np, reqs.NodeSelectorRequirements(), nil)
+	want := map[string]string{
+		"team": "a", karpv1.NodePoolLabelKey: "default",
+		"example.com/tier": "silver", "example.com/owner": "0", "example.com/shard": "2",
+	}
+	if !maps.Equal(claim.Labels, want) {
+		t.Errorf("labels = %v, want %v", claim.Labels, want)
 	}
 }

@@ -75,3 +75,22 @@ func RestrictedLabelReason(key string) string {
 func hasSuffix(s, suffix string) bool {
 	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
 }
+
+// ResolvedLabels returns the labels that a node made for these requirements carries because of
+// them, as Karpenter resolves a NodeClaim's custom labels from its requirements: for every key
+// that is neither well known (the instance type and offering set those) nor
+// kubernetes.io/hostname, a value the requirement allows. In gives its value (the smallest of
+// several); Exists, NotIn, Gt and Lt give an integer they allow; DoesNotExist gives no label.
+// Pods that selected a value narrowed the requirement to it, so the node carries their value.
+func (rs Requirements) ResolvedLabels() map[string]string {
+	out := map[string]string{}
+	for _, r := range rs.reqs {
+		if wellKnownLabels[r.Key] || r.Key == corev1.LabelHostname {
+			continue
+		}
+		if v := r.Any(); v != "" {
+			out[r.Key] = v
+		}
+	}
+	return out
+}

@@ -176,7 +176,9 @@ func (r Requirement) IsEmpty() bool { return r.Len() == 0 }
 // the label.
 func (r Requirement) Satisfiable() bool { return r.absentOK || !r.IsEmpty() }
 
-// Any returns an allowed value: the smallest of a finite set, else a value that is not excluded.
+// Any returns an allowed value: the smallest of a finite set, else the smallest non-negative
+// integer (or, with a lower bound, the smallest integer from it) that is not excluded, as
+// Karpenter picks an integer for NotIn and Exists (it picks at random; this is deterministic).
 // It returns "" when there is none.
 func (r Requirement) Any() string {
 	if r.IsFinite() {
@@ -186,12 +188,17 @@ func (r Requirement) Any() string {
 		return ""
 	}
 	// Unbounded: among len(values)+1 candidates at least one is not excluded.
-	lo, _, bounded := r.bounds()
+	lo, hi, bounded := r.bounds()
+	switch {
+	case !bounded:
+		lo = 0
+	case lo < 0 && hi >= int64(len(r.values)):
+		lo = 0
+	case lo < 0:
+		lo = hi - int64(len(r.values)) // only negative values are allowed: the largest few
+	}
 	for i := 0; i <= len(r.values); i++ {
-		v := "value-" + strconv.Itoa(i)
-		if bounded {
-			v = strconv.FormatInt(lo+int64(i), 10)
-		}
+		v := strconv.FormatInt(lo+int64(i), 10)
 		if r.Has(v) {
 			return v
 		}
