@@ -48,6 +48,8 @@ const (
 	// LabelError is the type of a cloud provider error, such as InsufficientCapacityError;
 	// empty for errors of no known type.
 	LabelError = "error"
+	// LabelLaunched is "true" when the node a pod was nominated to was launched for it.
+	LabelLaunched = "launched"
 	// LabelName is a pod's name.
 	LabelName = "name"
 	// LabelNamespace is a pod's namespace.

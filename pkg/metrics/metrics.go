@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +74,13 @@ var (
 		Namespace: Namespace, Subsystem: subsystemCloudProvider, Name: "errors_total",
 		Help: "Cloud provider method calls that returned an error, by calling controller, method, provider and error type (empty when untyped).",
 	}, []string{LabelController, LabelMethod, LabelProvider, LabelError})
+	// PodsNominationsRefusedTotal counts the nominations that ended with their node turning
+	// the pod away, by NodePool, what differed (RefusalLabel, RefusalTaint, RefusalResource,
+	// RefusalHostPort or RefusalUnknown) and whether the node was launched for the pod.
+	PodsNominationsRefusedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemPods, Name: "nominations_refused_total",
+		Help: "Pods that the node Karpenter planned them on (nominated them to) did not take once it was ready, by nodepool, what differed (label, taint, resource, host_port, unknown) and whether the node was launched for the pod.",
+	}, []string{LabelNodePool, LabelReason, LabelLaunched})
 	// PodStartupDurationSeconds observes, once per pod, the time from its creation until it
 	// became Ready.
 	PodStartupDurationSeconds = prometheus.NewSummary(prometheus.SummaryOpts{
@@ -88,7 +96,7 @@ func eventMetrics() []prometheus.Collector {
 		NodeClaimsCreatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal,
 		VoluntaryDisruptionDecisionsTotal, SchedulingDurationSeconds,
 		CloudProviderDurationSeconds, CloudProviderErrorsTotal, PodStartupDurationSeconds,
-		gauges,
+		PodsNominationsRefusedTotal, gauges,
 	}
 }
 
@@ -156,3 +164,19 @@ func ObserveCloudProviderCall(controller, method, provider string, d time.Durati
 
 // ObservePodStartup records the time from a pod's creation until it became ready.
 func ObservePodStartup(d time.Duration) { PodStartupDurationSeconds.Observe(d.Seconds()) }
+
+// What differed between a pod and the node that turned it away (the reason label of
+// PodsNominationsRefusedTotal).
+const (
+	RefusalLabel    = "label"
+	RefusalTaint    = "taint"
+	RefusalResource = "resource"
+	RefusalHostPort = "host_port"
+	RefusalUnknown  = "unknown"
+)
+
+// NominationRefused records a pod that its nominated node, of the NodePool, turned away for
+// the reason (a Refusal* constant); launched says the node was launched for the pod.
+func NominationRefused(nodePool, reason string, launched bool) {
+	PodsNominationsRefusedTotal.WithLabelValues(nodePool, reason, strconv.FormatBool(launched)).Inc()
+}

@@ -107,7 +107,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		if err := sim.IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			return nil, err
 		}
-		kubelet, err := sim.NewKubelet(cloud, mgr.GetClient(), sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning})
+		kubelet, err := sim.NewKubelet(cloud, mgr.GetClient(), sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning, RegisterWithTaints: opts.Sim.RegisterWithTaints})
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +130,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		IgnorePreferences:   opts.PreferencePolicy == "Ignore",
 		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
 	})
-	nomination := provisioning.NewNominationController(mgr.GetClient(), op.Cluster)
+	nomination := provisioning.NewNominationController(mgr.GetClient(), op.Cluster, clk)
 	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), nomination,
 		// The state gauges, served while this replica leads, and pod startup times.
 		cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),

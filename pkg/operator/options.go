@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 )
@@ -68,6 +69,9 @@ type SimOptions struct {
 	Zones []string
 	// MarkPodsRunning makes the simulated kubelet report bound pods Running.
 	MarkPodsRunning bool
+	// RegisterWithTaints are taints every simulated Node registers with beyond its claim's
+	// (sim.KubeletOptions.RegisterWithTaints), for tests of nodes that cannot take their pods.
+	RegisterWithTaints []corev1.Taint
 	// StateConfigMap names the ConfigMap (in the leader election namespace) that keeps the
 	// simulated instances, so that a restarted or newly elected replica finds them; empty keeps
 	// them in memory only.

@@ -3,10 +3,14 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -40,11 +44,12 @@ const NominationControllerName = "provisioning.nomination"
 type NominationController struct {
 	kube    client.Client
 	cluster *state.Cluster
+	clock   clock.PassiveClock
 }
 
 // NewNominationController returns the controller over the provisioner's cluster state.
-func NewNominationController(kube client.Client, cluster *state.Cluster) *NominationController {
-	return &NominationController{kube: kube, cluster: cluster}
+func NewNominationController(kube client.Client, cluster *state.Cluster, c clock.PassiveClock) *NominationController {
+	return &NominationController{kube: kube, cluster: cluster, clock: c}
 }
 
 // Register watches NodeClaims (a claim's Node registering), Nodes, and pods whose nominated
@@ -89,24 +94,42 @@ func (c *NominationController) requests(names ...string) []reconcile.Request {
 }
 
 // Reconcile sets the nominated node name of the pods nominated to the target once the target
-// has a registered Node that is not being deleted.
+// has a registered Node that is not being deleted. A pod whose name the kube-scheduler cleared
+// after the node had been ready for pods for AnnounceWindow was refused by it: the cluster
+// state learns so (state.Cluster.Refused), and the provisioner plans the pod elsewhere.
 func (c *NominationController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nominees := c.cluster.Nominees(req.Name)
 	if len(nominees) == 0 {
 		return reconcile.Result{}, nil
 	}
-	node, err := c.nodeOf(ctx, req.Name)
+	node, readySince, err := c.nodeOf(ctx, req.Name)
 	if err != nil || node == nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, c.nominateAll(ctx, nominees, node.Name)
+	settled := !readySince.IsZero() && c.clock.Since(readySince) >= AnnounceWindow
+	if err := c.nominateAll(ctx, req.Name, nominees, node, settled); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !settled {
+		// Nominations the kube-scheduler clears before then are set again; after, they are
+		// refusals, which a pod's update brings here.
+		return reconcile.Result{RequeueAfter: AnnounceWindow}, nil
+	}
+	return reconcile.Result{}, nil
 }
 
-// nominateAll nominates each of nominees to node, and says how many it could not.
-func (c *NominationController) nominateAll(ctx context.Context, nominees map[types.UID]types.NamespacedName, node string) error {
+// AnnounceWindow is how long after a node became ready for pods the nomination controller
+// still sets again a nominated node name the kube-scheduler cleared: the kube-scheduler clears
+// it when it tries the pod before the node is ready, and may have tried just before.
+const AnnounceWindow = 5 * time.Second
+
+// nominateAll nominates each of the target's nominees to node, and says how many it could not.
+// Once the node is settled (ready for pods for AnnounceWindow), a pod whose nominated node name
+// was set and is now empty was refused by the kube-scheduler.
+func (c *NominationController) nominateAll(ctx context.Context, target string, nominees map[types.UID]types.NamespacedName, node *corev1.Node, settled bool) error {
 	var errs []error
 	for uid, key := range nominees {
-		if err := c.nominate(ctx, key, uid, node); err != nil {
+		if err := c.nominate(ctx, target, key, uid, node, settled); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -123,48 +146,83 @@ func (c *NominationController) BeforeRegister(ctx context.Context, claim *karpv1
 	if node.DeletionTimestamp != nil || node.Spec.Unschedulable {
 		return
 	}
-	if err := c.nominateAll(ctx, c.cluster.Nominees(claim.Name), node.Name); err != nil {
+	if err := c.nominateAll(ctx, claim.Name, c.cluster.Nominees(claim.Name), node, false); err != nil {
 		log.FromContext(ctx).Error(err, "nominating pods before registration", "nodeclaim", claim.Name)
 	}
 }
 
 // nodeOf returns the registered Node of a target: the Node of that name, or the Node of the
-// NodeClaim of that name once it has registered. It returns nil when there is none yet, or
-// when it or its claim is being deleted.
-func (c *NominationController) nodeOf(ctx context.Context, target string) (*corev1.Node, error) {
+// NodeClaim of that name once it has registered, and since when it is ready for pods (the
+// claim's Initialized condition, or the Node's Ready condition for a node Karpenter does not
+// manage; zero while it is not). It returns a nil Node when there is none yet, or when it or
+// its claim is being deleted.
+func (c *NominationController) nodeOf(ctx context.Context, target string) (*corev1.Node, time.Time, error) {
 	nodeName := target
 	claim := &karpv1.NodeClaim{}
+	var readySince time.Time
 	switch err := c.kube.Get(ctx, types.NamespacedName{Name: target}, claim); {
 	case err == nil:
 		if claim.DeletionTimestamp != nil || claim.Status.NodeName == "" {
-			return nil, nil
+			return nil, time.Time{}, nil
 		}
 		nodeName = claim.Status.NodeName
+		if cond := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeInitialized); cond != nil && cond.Status == metav1.ConditionTrue {
+			readySince = cond.LastTransitionTime.Time
+		}
 	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("getting nodeclaim %s: %w", target, err)
+		return nil, time.Time{}, fmt.Errorf("getting nodeclaim %s: %w", target, err)
+	default:
+		claim = nil
 	}
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, types.NamespacedName{Name: nodeName}, node); err != nil {
-		return nil, client.IgnoreNotFound(err)
+		return nil, time.Time{}, client.IgnoreNotFound(err)
 	}
 	if node.DeletionTimestamp != nil || node.Spec.Unschedulable {
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
-	return node, nil
+	if claim == nil {
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				readySince = cond.LastTransitionTime.Time
+			}
+		}
+	}
+	return node, readySince, nil
+}
+
+// AnnouncesNomination reports whether the controller tells the kube-scheduler of a pod's nomination.
+// It does not for a pod with a DoNotSchedule topology spread constraint: the kube-scheduler
+// counts the pods nominated to a node in that node's domain but not those nominated to nodes
+// of other domains, so a batch nominated over several zones looks skewed from each node's
+// side, and every pod of the batch is refused until the name is cleared. Such pods land where
+// the kube-scheduler puts them, which Karpenter's plan has room for overall.
+func AnnouncesNomination(pod *corev1.Pod) bool {
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return false
+		}
+	}
+	return true
 }
 
 // nominate sets the pod's nominated node name when it is still unbound, the same pod (UID),
-// and has none.
-func (c *NominationController) nominate(ctx context.Context, key types.NamespacedName, uid types.UID, node string) error {
+// and has none, and AnnouncesNomination says so. Once the node is settled, a pod whose name was set and
+// is now empty was refused: the kube-scheduler tried it on the node and cleared the name.
+func (c *NominationController) nominate(ctx context.Context, target string, key types.NamespacedName, uid types.UID, node *corev1.Node, settled bool) error {
 	pod := &corev1.Pod{}
 	if err := c.kube.Get(ctx, key, pod); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if pod.UID != uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.NominatedNodeName != "" {
+	if pod.UID != uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.NominatedNodeName != "" || !AnnouncesNomination(pod) {
+		return nil
+	}
+	if settled && c.cluster.WasAnnounced(uid, target) {
+		c.cluster.Refused(pod, target, node.Name, node.Labels[karpv1.NodePoolLabelKey])
 		return nil
 	}
 	patched := pod.DeepCopy()
-	patched.Status.NominatedNodeName = node
+	patched.Status.NominatedNodeName = node.Name
 	// Optimistic: should the kube-scheduler have written the pod meanwhile, the patch fails
 	// and the pod's update event brings it back here.
 	if err := c.kube.Status().Patch(ctx, patched, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -173,5 +231,6 @@ func (c *NominationController) nominate(ctx context.Context, key types.Namespace
 		}
 		return fmt.Errorf("setting the nominated node of pod %s: %w", key, err)
 	}
+	c.cluster.Announced(uid, target)
 	return nil
 }

@@ -61,7 +61,7 @@ func TestNominationNamesTheRegisteredNode(t *testing.T) {
 	f := newFixture(t, nodePool("default"))
 	ctx := context.Background()
 	pods, claim := oneClaimFor(t, f, "nominee", 3)
-	c := provisioning.NewNominationController(env.Client, f.cluster)
+	c := provisioning.NewNominationController(env.Client, f.cluster, f.clock)
 	reconcileTarget := func() {
 		t.Helper()
 		if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: claim.Name}}); err != nil {
@@ -169,7 +169,7 @@ func TestBeforeRegisterNominatesFirst(t *testing.T) {
 	ctx := context.Background()
 	pods, claim := oneClaimFor(t, f, "early", 2)
 	node := createNode(t, "early-node")
-	provisioning.NewNominationController(env.Client, f.cluster).BeforeRegister(ctx, claim, node)
+	provisioning.NewNominationController(env.Client, f.cluster, f.clock).BeforeRegister(ctx, claim, node)
 	for _, pod := range pods {
 		if got := nominatedNode(t, pod); got != node.Name {
 			t.Errorf("pod %s nominated to %q before registration, want %s", pod.Name, got, node.Name)

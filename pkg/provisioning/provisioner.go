@@ -84,6 +84,9 @@ type Decision struct {
 	Results *scheduler.Results
 	// Created are the NodeClaims created, in the order of Results.NewClaims.
 	Created []*karpv1.NodeClaim
+	// Refused are the pods that the nodes they were nominated to turned away since the last
+	// pass, with what differed.
+	Refused []Refusal
 }
 
 // Provision runs one pass: snapshot, schedule, create NodeClaims, nominate, explain.
@@ -92,8 +95,15 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	if err != nil {
 		return nil, err
 	}
+	refused := p.explainMisses(ctx, snap)
 	if len(snap.Pending) == 0 {
-		return &Decision{Results: &scheduler.Results{}}, nil
+		decision := &Decision{Results: &scheduler.Results{}, Refused: refused}
+		if len(refused) > 0 {
+			for _, fn := range p.observers {
+				fn(decision)
+			}
+		}
+		return decision, nil
 	}
 	input, pools, err := p.input(ctx, snap)
 	if err != nil {
@@ -102,7 +112,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	start := time.Now()
 	results := scheduler.Solve(input)
 	metrics.ObserveSchedulingDuration(metrics.ControllerProvisioner, time.Since(start))
-	decision := &Decision{Results: results}
+	decision := &Decision{Results: results, Refused: refused}
 	for _, c := range results.NewClaims {
 		np := pools[c.NodePool]
 		claim := nodepool.NewNodeClaim(np, c.NodeSelectorRequirements(), c.Requests)
@@ -115,12 +125,12 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", claim.Name, "nodepool", np.Name,
 			"pods", len(c.Pods), "instance-types", instanceTypeNames(c.InstanceTypes, 5), "price", c.Price)
 		for _, pod := range c.Pods {
-			p.cluster.Nominate(pod, claim.Name)
+			p.cluster.Nominate(pod, claim.Name, true)
 			p.event(pod, corev1.EventTypeNormal, "Nominated", fmt.Sprintf("Pod should schedule on: nodeclaim/%s", claim.Name))
 		}
 	}
 	for _, pl := range results.ExistingPlacements {
-		p.cluster.Nominate(pl.Pod, pl.Node)
+		p.cluster.Nominate(pl.Pod, pl.Node, false)
 		p.event(pl.Pod, corev1.EventTypeNormal, "Nominated", fmt.Sprintf("Pod should schedule on: %s", pl.Node))
 	}
 	for _, pe := range results.PodErrors {
@@ -156,6 +166,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		Pods:               snap.Pending,
 		Options:            scheduler.Options{IgnorePreferences: p.opts.IgnorePreferences, MinValuesBestEffort: p.opts.MinValuesBestEffort},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{},
+		Avoid:              snap.Avoid,
 	}
 	pools := map[string]*karpv1.NodePool{}
 	typesByPool := map[string][]*cloudprovider.InstanceType{}

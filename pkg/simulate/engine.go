@@ -146,7 +146,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.binder = binder.New(e.kube, e.clock)
 	cluster := state.NewCluster(e.kube, e.clock)
 	e.cluster = cluster
-	e.nomination = provisioning.NewNominationController(e.kube, cluster)
+	e.nomination = provisioning.NewNominationController(e.kube, cluster, e.clock)
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
 	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})

@@ -164,6 +164,11 @@ func (r *recorder) decision(d *provisioning.Decision) {
 	for _, pe := range d.Results.PodErrors {
 		r.podErrors[pe.Pod.Name] = pe.Err.Error()
 	}
+	for _, refusal := range d.Refused {
+		if _, known := r.podErrors[refusal.Pod.Name]; !known {
+			r.podErrors[refusal.Pod.Name] = refusal.Message()
+		}
+	}
 }
 
 // unscheduled groups the pods without a node at the end by workload and reason.

@@ -37,9 +37,16 @@ type Cluster struct {
 
 	// NominationGrace overrides DefaultNominationGrace when set.
 	NominationGrace time.Duration
+	// LaunchBackoffBase and LaunchBackoffMax override the package's defaults when
+	// LaunchBackoffBase is set (tests on a real clock).
+	LaunchBackoffBase, LaunchBackoffMax time.Duration
 
 	mu          sync.Mutex
 	nominations map[types.UID]nomination
+	// refusals remembers, per pod, the nodes that turned it away and the launches it missed.
+	refusals map[types.UID]*refusal
+	// missed are the refusals recorded since the last snapshot, which reports them.
+	missed []Miss
 	// nominees indexes nominations by target: target → pod UID → pod.
 	nominees map[string]map[types.UID]types.NamespacedName
 	created  map[string]createdClaim
@@ -51,6 +58,10 @@ type Cluster struct {
 type nomination struct {
 	target string // NodeClaim or Node name
 	since  time.Time
+	// launched: the target is a NodeClaim created for the pod.
+	launched bool
+	// announced: the pod's status.nominatedNodeName was set to the target's node.
+	announced bool
 }
 
 type createdClaim struct {
@@ -64,6 +75,7 @@ func NewCluster(reader client.Reader, c clock.PassiveClock) *Cluster {
 		reader:      reader,
 		clock:       c,
 		nominations: map[types.UID]nomination{},
+		refusals:    map[types.UID]*refusal{},
 		nominees:    map[string]map[types.UID]types.NamespacedName{},
 		created:     map[string]createdClaim{},
 		deleting:    map[string]bool{},
@@ -71,12 +83,14 @@ func NewCluster(reader client.Reader, c clock.PassiveClock) *Cluster {
 }
 
 // Nominate records that a pod is expected to land on target (a NodeClaim or Node name).
-func (c *Cluster) Nominate(pod *corev1.Pod, target string) {
+// launched says that target is a NodeClaim created for the pod: should its node turn the pod
+// away, the pod has missed a launch (see Refused).
+func (c *Cluster) Nominate(pod *corev1.Pod, target string, launched bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forget(pod.UID)
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	c.nominations[pod.UID] = nomination{target: target, since: c.clock.Now()}
+	c.nominations[pod.UID] = nomination{target: target, since: c.clock.Now(), launched: launched}
 	if c.nominees[target] == nil {
 		c.nominees[target] = map[types.UID]types.NamespacedName{}
 	}
@@ -243,6 +257,15 @@ type Snapshot struct {
 	// Synced: the reader shows every NodeClaim this process created (none had to be joined in
 	// from memory), so the snapshot is the API server's view up to the cache's delay.
 	Synced bool
+	// Avoid lists, per pending pod, the nodes (or NodeClaims) that recently turned it away: the
+	// scheduler must not plan it there again (see Cluster.Refused).
+	Avoid map[types.UID][]string
+	// Missed are the nominations that ended with the node turning its pod away since the last
+	// snapshot, for the provisioner to explain.
+	Missed []Miss
+	// BackedOff counts the pods left out of Pending because they missed launches and wait
+	// before the next (see LaunchBackoff).
+	BackedOff int
 }
 
 // Snapshot reads the cluster and joins in what only this process knows.
@@ -337,6 +360,7 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 				sn.Pods = append(sn.Pods, pod)
 			}
 			c.forget(pod.UID)
+			delete(c.refusals, pod.UID)
 			continue
 		}
 		if pod.DeletionTimestamp != nil {
@@ -344,9 +368,14 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 			continue
 		}
 		if n, ok := c.nominations[pod.UID]; ok {
-			if sn, exists := targets[n.target]; exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace()) {
+			sn, exists := targets[n.target]
+			if exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace()) {
 				sn.Pods = append(sn.Pods, pod)
 				continue
+			}
+			if exists && !sn.MarkedForDeletion {
+				// The node was ready for the pod for the whole grace period and did not take it.
+				c.refuse(pod, sn.Name(), sn.NodePool(), n, now)
 			}
 			c.forget(pod.UID)
 		}
@@ -361,6 +390,18 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 		if !IsProvisionable(pod) {
 			continue
 		}
+		if r := c.refusals[pod.UID]; r != nil {
+			if now.Before(r.retryAt) {
+				snap.BackedOff++
+				continue
+			}
+			if avoid := r.avoiding(now); len(avoid) > 0 {
+				if snap.Avoid == nil {
+					snap.Avoid = map[types.UID][]string{}
+				}
+				snap.Avoid[pod.UID] = avoid
+			}
+		}
 		snap.Pending = append(snap.Pending, pod)
 	}
 	for uid := range c.nominations {
@@ -368,6 +409,8 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 			c.forget(uid) // the pod is gone
 		}
 	}
+	c.pruneRefusals(seen, now)
+	snap.Missed, c.missed = c.missed, nil
 	counted := map[*StateNode]bool{}
 	for _, sn := range targets {
 		if counted[sn] {

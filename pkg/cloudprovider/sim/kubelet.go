@@ -43,6 +43,10 @@ type KubeletOptions struct {
 	Interval time.Duration
 	// KubeletVersion is the version the Nodes report; empty means DefaultKubeletVersion.
 	KubeletVersion string
+	// RegisterWithTaints are taints every Node registers with beyond its claim's, as a
+	// kubelet's --register-with-taints set by custom user data would add: Karpenter does not
+	// know of them, so pods that do not tolerate them never run on the node.
+	RegisterWithTaints []corev1.Taint
 }
 
 // Validate reports the first invalid option.
@@ -207,7 +211,7 @@ func (k *Kubelet) register(ctx context.Context, inst Instance, ready bool, now t
 
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: inst.Hostname, Labels: nodeLabels(inst, boot.Labels)},
-		Spec:       corev1.NodeSpec{ProviderID: inst.ProviderID, Taints: registrationTaints(boot, ready)},
+		Spec:       corev1.NodeSpec{ProviderID: inst.ProviderID, Taints: registrationTaints(boot, ready, k.opts.RegisterWithTaints)},
 		Status:     k.nodeStatus(inst, ready, now),
 	}
 	err := k.kube.Create(ctx, node)
@@ -361,10 +365,11 @@ func kubeletMaySetLabel(key string) bool {
 // registrationTaints are the taints a Node registers with: Karpenter's unregistered taint, the
 // claim's taints and startup taints (the kubelet's --register-with-taints), and not-ready until
 // it is. Duplicates (same key and effect) keep their first occurrence.
-func registrationTaints(boot Bootstrap, ready bool) []corev1.Taint {
+func registrationTaints(boot Bootstrap, ready bool, extra []corev1.Taint) []corev1.Taint {
 	taints := []corev1.Taint{{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}}
 	taints = append(taints, boot.Taints...)
 	taints = append(taints, boot.StartupTaints...)
+	taints = append(taints, extra...)
 	if !ready {
 		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	}

@@ -22,6 +22,7 @@ type podInfo struct {
 	variants     []*variant         // strictest first; each relaxes one preference of the previous
 	current      int                // index of the variant being tried
 	placedOn     string             // the existing node or in-flight claim it was placed on
+	avoid        []string           // existing nodes and in-flight claims it must not go to
 	keys         []string           // shape key per variant, computed on first use
 	groups       [][]*topologyGroup // topology groups per variant, computed on first use
 	selecting    []*topologyGroup   // groups whose selectors match the pod (labels do not vary)

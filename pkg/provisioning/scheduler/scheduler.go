@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +75,9 @@ func newSolver(in Input) *solver {
 		errs:            map[*podInfo]error{},
 	}
 	for _, pod := range in.Pods {
-		s.pods = append(s.pods, newPodInfo(pod, in.Options.IgnorePreferences, in.VolumeRequirements[pod.UID]))
+		p := newPodInfo(pod, in.Options.IgnorePreferences, in.VolumeRequirements[pod.UID])
+		p.avoid = in.Avoid[pod.UID]
+		s.pods = append(s.pods, p)
 	}
 	for _, n := range in.Nodes {
 		ns := &nodeState{
@@ -225,7 +228,7 @@ func (s *solver) placeOnNode(p *podInfo) bool {
 		return false
 	}
 	for _, n := range s.nodes {
-		if !p.res.Fits(n.available) || !extendedAvailable(n.extended, p.extended) {
+		if !p.res.Fits(n.available) || !extendedAvailable(n.extended, p.extended) || slices.Contains(p.avoid, n.Name) {
 			continue
 		}
 		if v.tolerates(p.pod, n.Taints) != nil {

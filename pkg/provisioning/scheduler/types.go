@@ -22,6 +22,9 @@ type Input struct {
 	// zones a bound PersistentVolume or a StorageClass's allowed topologies allow. The caller
 	// resolves them; the scheduler ANDs them into every reading of the pod.
 	VolumeRequirements map[types.UID]scheduling.Requirements
+	// Avoid names, per pod (by UID), existing nodes and in-flight claims it must not be placed
+	// on: they turned it away before, for a reason the scheduler may not see.
+	Avoid map[types.UID][]string
 	// Options tune the run.
 	Options Options
 }

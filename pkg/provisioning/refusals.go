@@ -1,0 +1,166 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// Event reasons of a pod turned away by the node it was nominated to.
+const (
+	// EventReasonLaunchMismatch: the node launched for the pod cannot take it.
+	EventReasonLaunchMismatch = "LaunchedNodeMismatch"
+	// EventReasonNominationRefused: an existing node the pod was planned on did not take it.
+	EventReasonNominationRefused = "NominationRefused"
+)
+
+// Refusal is a pod that the node it was nominated to turned away, and what differed.
+type Refusal struct {
+	state.Miss
+	// Kind of difference: a metrics.Refusal* constant.
+	Kind string
+	// Why names the label, taint or resource that differs.
+	Why string
+}
+
+// Message is the refusal as an Event on the pod says it.
+func (r Refusal) Message() string {
+	what := "node " + r.Node
+	if r.Launched {
+		what += " launched for this pod"
+	}
+	next := "it is planned again now, on another node"
+	if !r.RetryAt.IsZero() {
+		next = fmt.Sprintf("%d nodes launched for it did not take it: the next launch for it waits until %s", r.Launches, r.RetryAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("%s cannot take it: %s; %s", what, r.Why, next)
+}
+
+// explainMisses tells, for each pod its nominated node turned away since the last pass, what
+// differs between them: an Event on the pod and on the NodePool (naming the label, taint or
+// resource), the nominations_refused metric and a log line.
+func (p *Provisioner) explainMisses(ctx context.Context, snap *state.Snapshot) []Refusal {
+	if len(snap.Missed) == 0 {
+		return nil
+	}
+	pods := make(map[types.UID]*corev1.Pod, len(snap.Missed))
+	for _, m := range snap.Missed {
+		pods[m.UID] = nil
+	}
+	for _, pod := range snap.Pods {
+		if _, ok := pods[pod.UID]; ok {
+			pods[pod.UID] = pod
+		}
+	}
+	nodes := map[string]*state.StateNode{}
+	for _, sn := range snap.Nodes {
+		nodes[sn.Name()] = sn
+		if sn.NodeClaim != nil {
+			nodes[sn.NodeClaim.Name] = sn
+		}
+	}
+	pools := map[string]*karpv1.NodePool{}
+	for _, np := range snap.NodePools {
+		pools[np.Name] = np
+	}
+	var out []Refusal
+	for _, m := range snap.Missed {
+		pod := pods[m.UID]
+		if pod == nil {
+			continue
+		}
+		kind, why := metrics.RefusalUnknown, "the kube-scheduler did not bind it there (see the pod's FailedScheduling events)"
+		if sn := nodes[m.Node]; sn != nil {
+			volumes, err := VolumeRequirements(ctx, p.kubeClient, pod)
+			if err != nil {
+				volumes = scheduling.Requirements{}
+			}
+			if k, w := Mismatch(pod, sn, volumes); k != "" {
+				kind, why = k, w
+			}
+		}
+		r := Refusal{Miss: m, Kind: kind, Why: why}
+		out = append(out, r)
+		metrics.NominationRefused(m.NodePool, kind, m.Launched)
+		reason := EventReasonNominationRefused
+		if m.Launched {
+			reason = EventReasonLaunchMismatch
+		}
+		p.event(pod, corev1.EventTypeWarning, reason, r.Message())
+		if np := pools[m.NodePool]; np != nil {
+			p.event(np, corev1.EventTypeWarning, reason, fmt.Sprintf("pod %s: %s", m.Pod, r.Message()))
+		}
+		log.FromContext(ctx).Info("nominated node did not take its pod", "pod", m.Pod, "node", m.Node, "nodepool", m.NodePool,
+			"launched", m.Launched, "differs", kind, "why", why, "launches-missed", m.Launches, "retry-at", m.RetryAt)
+	}
+	return out
+}
+
+// Mismatch says what keeps a node from taking a pod, as the kube-scheduler judges it: a label
+// its node selection requires (volume zones included), a taint it does not tolerate, a
+// resource short of its requests, or a host port in use. It returns the kind (a metrics.Refusal*
+// constant) and a sentence naming what differs, or "" when the node fits the pod.
+func Mismatch(pod *corev1.Pod, sn *state.StateNode, volumes scheduling.Requirements) (kind, why string) {
+	var (
+		labels map[string]string
+		taints []corev1.Taint
+	)
+	if sn.Node != nil {
+		labels, taints = sn.Node.Labels, sn.Node.Spec.Taints
+	} else {
+		labels, taints = sn.NodeClaim.Labels, sn.NodeClaim.Spec.Taints
+	}
+	if err := podNodeSelection(pod, volumes).Matches(labels); err != nil {
+		return metrics.RefusalLabel, err.Error()
+	}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		var first error
+		matched := false
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			reqs, err := scheduling.FromNodeSelectorRequirements(term.MatchExpressions...)
+			if err == nil {
+				err = reqs.Matches(labels)
+			}
+			if err == nil {
+				matched = true
+				break
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		if !matched && first != nil {
+			return metrics.RefusalLabel, "required node affinity: " + first.Error()
+		}
+	}
+	if err := scheduling.Tolerates(pod.Spec.Tolerations, taints); err != nil {
+		return metrics.RefusalTaint, "the pod " + err.Error()
+	}
+	if err := scheduling.Fits(scheduling.PodRequests(pod), sn.Available()); err != nil {
+		return metrics.RefusalResource, err.Error()
+	}
+	var used []scheduling.HostPort
+	for _, other := range sn.Pods {
+		if other.UID != pod.UID {
+			used = append(used, scheduling.PodHostPorts(other)...)
+		}
+	}
+	if err := scheduling.HostPortConflict(used, scheduling.PodHostPorts(pod)); err != nil {
+		return metrics.RefusalHostPort, err.Error()
+	}
+	return "", ""
+}
+
+// podNodeSelection is the pod's node selector and its volumes' zones as requirements.
+func podNodeSelection(pod *corev1.Pod, volumes scheduling.Requirements) scheduling.Requirements {
+	return scheduling.FromLabels(pod.Spec.NodeSelector).Intersect(volumes)
+}

@@ -1,0 +1,164 @@
+package state
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// How the cluster state deals with a node that turns away a pod nominated to it: a node
+// launched for pods that cannot run there (a label, a taint or a resource the NodePool promised
+// and the node lacks), or an existing node the kube-scheduler judges full or out of spread.
+// Karpenter itself plans such a pod again at once, on the same node or on a new one, without
+// end; here the pod avoids the node for a while, and a pod that keeps missing the nodes
+// launched for it waits longer and longer before the next launch.
+const (
+	// RefusalMemory is how long a pod avoids a node that turned it away.
+	RefusalMemory = 10 * time.Minute
+	// LaunchBackoffBase is the wait after a pod's second missed launch; it doubles with each
+	// miss after that, up to LaunchBackoffMax.
+	LaunchBackoffBase = 5 * time.Minute
+	// LaunchBackoffMax bounds the wait between launches for one pod.
+	LaunchBackoffMax = time.Hour
+)
+
+// LaunchBackoff is how long a pod that has missed launches (nodes launched for it became
+// ready and did not take it) waits before the provisioner plans it again. The first miss costs
+// nothing (other pods may have raced it to the node); then base, doubling up to limit. With
+// the defaults (LaunchBackoffBase, LaunchBackoffMax) that is at most five launches in the first
+// hour of a pod no node can take, and one an hour after.
+func LaunchBackoff(launches int, base, limit time.Duration) time.Duration {
+	if launches < 2 {
+		return 0
+	}
+	d := base
+	for i := 2; i < launches && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// Miss is a nomination that ended with the node turning its pod away.
+type Miss struct {
+	// Pod that was turned away.
+	Pod types.NamespacedName
+	// UID of the pod.
+	UID types.UID
+	// Node (or NodeClaim, while it has no Node) that turned it away.
+	Node string
+	// NodePool of the node; "" for a node Karpenter does not manage.
+	NodePool string
+	// Launched: the node was launched for the pod.
+	Launched bool
+	// Launches is how many launches for the pod have missed so far.
+	Launches int
+	// RetryAt is when the provisioner plans the pod again; zero for at once.
+	RetryAt time.Time
+}
+
+// refusal is what a pod's refusals left: the nodes it avoids (until when), and its missed
+// launches.
+type refusal struct {
+	avoid    map[string]time.Time
+	launches int
+	retryAt  time.Time
+}
+
+// avoiding lists the nodes the pod still avoids at now, sorted.
+func (r *refusal) avoiding(now time.Time) []string {
+	var out []string
+	for node, until := range r.avoid {
+		if now.Before(until) {
+			out = append(out, node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Refused records that the node of the pod's nomination turned it away: the kube-scheduler
+// tried the pod on the node, ready for pods, and cleared its nominated node name. The
+// nomination ends, the pod avoids the node for RefusalMemory after it is planned again, and a
+// node launched for it counts as a missed launch. It does nothing when the pod is not nominated to target.
+func (c *Cluster) Refused(pod *corev1.Pod, target, node, nodePool string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nominations[pod.UID]
+	if !ok || n.target != target {
+		return
+	}
+	c.refuse(pod, node, nodePool, n, c.clock.Now())
+	c.forget(pod.UID)
+}
+
+// refuse records a refusal of the pod by node; c.mu is held.
+func (c *Cluster) refuse(pod *corev1.Pod, node, nodePool string, n nomination, now time.Time) {
+	r := c.refusals[pod.UID]
+	if r == nil {
+		r = &refusal{avoid: map[string]time.Time{}}
+		c.refusals[pod.UID] = r
+	}
+	miss := Miss{Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, UID: pod.UID, Node: node, NodePool: nodePool, Launched: n.launched, Launches: r.launches}
+	if n.launched {
+		r.launches++
+		miss.Launches = r.launches
+		base, limit := LaunchBackoffBase, LaunchBackoffMax
+		if c.LaunchBackoffBase > 0 {
+			base, limit = c.LaunchBackoffBase, max(c.LaunchBackoffBase, c.LaunchBackoffMax)
+		}
+		if wait := LaunchBackoff(r.launches, base, limit); wait > 0 {
+			r.retryAt = now.Add(wait)
+			miss.RetryAt = r.retryAt
+		}
+	}
+	// The node is avoided for RefusalMemory from when the pod is planned again.
+	until := now.Add(RefusalMemory)
+	if r.retryAt.After(now) {
+		until = r.retryAt.Add(RefusalMemory)
+	}
+	r.avoid[node] = until
+	if n.target != node {
+		r.avoid[n.target] = until
+	}
+	c.missed = append(c.missed, miss)
+}
+
+// pruneRefusals forgets the refusals of pods that are gone (not in seen), and node avoidances
+// that lapsed; c.mu is held. A pod that binds loses its refusals when the snapshot sees it bound.
+func (c *Cluster) pruneRefusals(seen map[types.UID]bool, now time.Time) {
+	for uid, r := range c.refusals {
+		if !seen[uid] {
+			delete(c.refusals, uid)
+			continue
+		}
+		for node, until := range r.avoid {
+			if !now.Before(until) {
+				delete(r.avoid, node)
+			}
+		}
+	}
+}
+
+// Announced records that the nominated node name of the pod was set to its nomination's node,
+// and reports whether the pod is still nominated to target.
+func (c *Cluster) Announced(pod types.UID, target string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nominations[pod]
+	if !ok || n.target != target {
+		return false
+	}
+	n.announced = true
+	c.nominations[pod] = n
+	return true
+}
+
+// WasAnnounced reports whether the pod, nominated to target, had its nominated node name set.
+func (c *Cluster) WasAnnounced(pod types.UID, target string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nominations[pod]
+	return ok && n.target == target && n.announced
+}
