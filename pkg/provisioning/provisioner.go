@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -196,8 +197,9 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 			Labels:         np.Spec.Template.Labels,
 			Taints:         np.Spec.Template.Spec.Taints,
 			InstanceTypes:  its,
-			Remaining:      remaining(np, snap, its),
-			DaemonOverhead: DaemonOverhead(np, snap),
+			Remaining:       remaining(np, snap, its),
+			DaemonOverhead:  DaemonOverhead(np, snap),
+			DaemonHostPorts: DaemonHostPorts(np, snap),
 		})
 	}
 	// Initialized capacity first, then capacity still launching.
@@ -207,6 +209,9 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 			continue
 		}
 		n := schedulerNode(sn)
+		for _, ds := range state.ExpectedDaemonSets(sn, snap.DaemonSets) {
+			n.HostPorts = append(n.HostPorts, scheduling.PodHostPorts(&corev1.Pod{Spec: ds.Spec.Template.Spec})...)
+		}
 		if sn.Initialized() {
 			in.Nodes = append(in.Nodes, n)
 		} else {
@@ -323,16 +328,36 @@ func largestAllowed(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceType) 
 // DaemonOverhead sums the requests of the daemonsets whose pods would run on the NodePool's
 // nodes (they tolerate its taints and its labels satisfy their node selection).
 func DaemonOverhead(np *karpv1.NodePool, snap *state.Snapshot) corev1.ResourceList {
+	var lists []corev1.ResourceList
+	for _, ds := range poolDaemonSets(np, snap) {
+		lists = append(lists, scheduling.PodRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec}))
+	}
+	return scheduling.Merge(lists...)
+}
+
+// DaemonHostPorts lists the host ports of the daemonsets whose pods would run on the
+// NodePool's nodes.
+func DaemonHostPorts(np *karpv1.NodePool, snap *state.Snapshot) []scheduling.HostPort {
+	var out []scheduling.HostPort
+	for _, ds := range poolDaemonSets(np, snap) {
+		out = append(out, scheduling.PodHostPorts(&corev1.Pod{Spec: ds.Spec.Template.Spec})...)
+	}
+	return out
+}
+
+// poolDaemonSets are the daemonsets whose pods would run on the NodePool's nodes: they
+// tolerate its taints and its labels satisfy their node selection.
+func poolDaemonSets(np *karpv1.NodePool, snap *state.Snapshot) []*appsv1.DaemonSet {
 	reqs, err := nodepool.Requirements(np)
 	labels := np.Spec.Template.Labels
 	if err == nil {
 		labels = reqs.Labels()
 	}
-	var lists []corev1.ResourceList
+	var out []*appsv1.DaemonSet
 	for _, ds := range snap.DaemonSets {
 		if state.DaemonSetSchedules(ds, labels, np.Spec.Template.Spec.Taints) {
-			lists = append(lists, scheduling.PodRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec}))
+			out = append(out, ds)
 		}
 	}
-	return scheduling.Merge(lists...)
+	return out
 }

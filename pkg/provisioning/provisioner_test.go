@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -270,3 +271,48 @@ func TestDeletedClaimReleasesItsPods(t *testing.T) {
 		t.Errorf("the next pass created %d claims for the released pods, want 1", len(again.Created))
 	}
 }
+
+// A DaemonSet that runs on a NodePool's nodes takes its host ports there: a pod asking for the
+// same port goes to a node of another NodePool, and never to a claim in flight that the
+// daemonset will run on.
+func TestDaemonSetHostPortsOnNewNodes(t *testing.T) {
+	monitored := nodePool("monitored")
+	monitored.Spec.Weight = ptrTo[int32](10)
+	monitored.Spec.Template.Labels = map[string]string{"monitoring": "on"}
+	f := newFixture(t, monitored, nodePool("plain"))
+	ctx := context.Background()
+	exporter := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-exporter", Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "exporter"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "exporter"}},
+				Spec: *builders.Pod(builders.PodOptions{Name: "exporter", CPU: "100m", Memory: "64Mi", HostPorts: []int32{9100},
+					NodeSelector: map[string]string{"monitoring": "on"}}).Spec.DeepCopy(),
+			},
+		},
+	}
+	create(t, exporter)
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, exporter) })
+	// The port-free pod launches a node of the heavier pool, where the exporter will run.
+	pending(t, builders.Pod(builders.PodOptions{Name: "web", CPU: "1", Memory: "1Gi"}))
+	first, err := f.provisioner.Provision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Created) != 1 || first.Created[0].Labels[karpv1.NodePoolLabelKey] != "monitored" {
+		t.Fatalf("the plain pod should get one monitored claim, got %d claims %v", len(first.Created), first.Results.PodErrors)
+	}
+	// A pod on the exporter's port fits neither that claim nor a new monitored node.
+	pending(t, builders.Pod(builders.PodOptions{Name: "scraper", CPU: "100m", Memory: "64Mi", HostPorts: []int32{9100}}))
+	second, err := f.provisioner.Provision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Results.ExistingPlacements) != 0 || len(second.Created) != 1 || second.Created[0].Labels[karpv1.NodePoolLabelKey] != "plain" {
+		t.Fatalf("the pod on port 9100 should get a plain claim: placements %v, created %d, errors %v",
+			second.Results.ExistingPlacements, len(second.Created), second.Results.PodErrors)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -456,25 +456,36 @@ func (c *Cluster) nominationGrace() time.Duration {
 // requested sums the pods on a node and the daemonset pods expected there but not bound yet.
 func (c *Cluster) requested(sn *StateNode, daemonSets []*appsv1.DaemonSet) corev1.ResourceList {
 	lists := make([]corev1.ResourceList, 0, len(sn.Pods)+len(daemonSets))
-	present := map[types.UID]bool{}
 	for _, pod := range sn.Pods {
 		lists = append(lists, c.requests.Get(pod))
-		if owner := metaControllerUID(pod); owner != "" {
-			present[owner] = true
-		}
 	}
 	// A claim not launched yet has its requests as allocatable (it was sized for its pods and
 	// daemonsets); its pods are the nominated ones, so after a restart, when nominations are
 	// lost, the room its pods need shows as free and they are placed on it again.
-	labels, taints := nodeLabelsAndTaints(sn)
-	for _, ds := range daemonSets {
-		if present[ds.UID] || !DaemonSetSchedules(ds, labels, taints) {
-			continue
-		}
+	for _, ds := range ExpectedDaemonSets(sn, daemonSets) {
 		// The daemonset's UID and version key its template's requests in the same cache.
 		lists = append(lists, c.requests.Get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: ds.UID, ResourceVersion: ds.ResourceVersion}, Spec: ds.Spec.Template.Spec}))
 	}
 	return scheduling.Merge(lists...)
+}
+
+// ExpectedDaemonSets are the daemonsets whose pods will run on the node (they tolerate its
+// taints and select its labels) but are not there yet.
+func ExpectedDaemonSets(sn *StateNode, daemonSets []*appsv1.DaemonSet) []*appsv1.DaemonSet {
+	present := map[types.UID]bool{}
+	for _, pod := range sn.Pods {
+		if owner := metaControllerUID(pod); owner != "" {
+			present[owner] = true
+		}
+	}
+	labels, taints := nodeLabelsAndTaints(sn)
+	var out []*appsv1.DaemonSet
+	for _, ds := range daemonSets {
+		if !present[ds.UID] && DaemonSetSchedules(ds, labels, taints) {
+			out = append(out, ds)
+		}
+	}
+	return out
 }
 
 func nodeLabelsAndTaints(sn *StateNode) (map[string]string, []corev1.Taint) {

@@ -50,6 +50,9 @@ func (s *solver) admit(c *claimState, p *podInfo) (*plan, error) {
 		return nil, err
 	}
 	reqs := c.requirements.Intersect(v.requirements)
+	if err := scheduling.HostPortConflict(c.pool.DaemonHostPorts, p.hostPorts); err != nil {
+		return nil, fmt.Errorf("a daemonset's pod takes the port: %w", err)
+	}
 	if err := scheduling.HostPortConflict(c.ports, p.hostPorts); err != nil {
 		return nil, err
 	}

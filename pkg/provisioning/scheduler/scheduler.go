@@ -89,6 +89,7 @@ func newSolver(in Input) *solver {
 		if n.Requirements != nil {
 			ns.reqs = n.Requirements.Intersect(ns.reqs)
 		}
+		ns.ports = append(ns.ports, n.HostPorts...)
 		for _, pod := range n.Pods {
 			ns.ports = append(ns.ports, scheduling.PodHostPorts(pod)...)
 		}

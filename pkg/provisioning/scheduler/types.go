@@ -58,6 +58,8 @@ type Node struct {
 	Available corev1.ResourceList
 	// Pods are the pods bound or nominated to it, for topology and affinity counting.
 	Pods []*corev1.Pod
+	// HostPorts are host ports in use beyond those of Pods: the daemonset pods it will run.
+	HostPorts []scheduling.HostPort
 	// NodePool that created it, if any.
 	NodePool string
 	// InFlight marks a NodeClaim still launching.
@@ -83,6 +85,9 @@ type NodePool struct {
 	Remaining corev1.ResourceList
 	// DaemonOverhead is what the daemonsets that would run on its nodes request.
 	DaemonOverhead corev1.ResourceList
+	// DaemonHostPorts are the host ports the daemonsets that would run on its nodes take: a
+	// pod asking for one of them needs a node of another NodePool.
+	DaemonHostPorts []scheduling.HostPort
 }
 
 // Results are the decisions of a scheduling run.
