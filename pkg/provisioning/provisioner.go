@@ -191,12 +191,12 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		pools[np.Name] = np
 		typesByPool[np.Name] = its
 		in.NodePools = append(in.NodePools, &scheduler.NodePool{
-			Name:           np.Name,
-			Weight:         weight(np),
-			Requirements:   reqs,
-			Labels:         np.Spec.Template.Labels,
-			Taints:         np.Spec.Template.Spec.Taints,
-			InstanceTypes:  its,
+			Name:            np.Name,
+			Weight:          weight(np),
+			Requirements:    reqs,
+			Labels:          np.Spec.Template.Labels,
+			Taints:          np.Spec.Template.Spec.Taints,
+			InstanceTypes:   its,
 			Remaining:       remaining(np, snap, its),
 			DaemonOverhead:  DaemonOverhead(np, snap),
 			DaemonHostPorts: DaemonHostPorts(np, snap),
