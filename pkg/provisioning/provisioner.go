@@ -96,7 +96,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	if err != nil {
 		return nil, err
 	}
-	refused := p.explainMisses(ctx, snap)
+	refused := p.judgeMisses(ctx, snap)
 	if len(snap.Pending) == 0 {
 		decision := &Decision{Results: &scheduler.Results{}, Refused: refused}
 		if len(refused) > 0 {

@@ -23,9 +23,11 @@ const (
 	EventReasonNominationRefused = "NominationRefused"
 )
 
-// Refusal is a pod that the node it was nominated to turned away, and what differed.
+// Refusal is a pod that the node it was nominated to turned away, what differed, and what the
+// cluster state decided for it.
 type Refusal struct {
 	state.Miss
+	state.Penalty
 	// Kind of difference: a metrics.Refusal* constant.
 	Kind string
 	// Why names the label, taint or resource that differs.
@@ -38,17 +40,22 @@ func (r Refusal) Message() string {
 	if r.Launched {
 		what += " launched for this pod"
 	}
-	next := "it is planned again now, on another node"
+	next := "it is planned again now, avoiding that node"
 	if !r.RetryAt.IsZero() {
 		next = fmt.Sprintf("%d nodes launched for it did not take it: the next launch for it waits until %s", r.Launches, r.RetryAt.UTC().Format(time.RFC3339))
 	}
 	return fmt.Sprintf("%s cannot take it: %s; %s", what, r.Why, next)
 }
 
-// explainMisses tells, for each pod its nominated node turned away since the last pass, what
-// differs between them: an Event on the pod and on the NodePool (naming the label, taint or
-// resource), the nominations_refused metric and a log line.
-func (p *Provisioner) explainMisses(ctx context.Context, snap *state.Snapshot) []Refusal {
+// judgeMisses decides, for each nomination that ended with its pod unbound, whether the node
+// turned the pod away: the kube-scheduler refused it there, or the node differs from what the
+// pod needs in a way that will not change (a label it selects, a taint it does not tolerate).
+// Such a pod avoids the node, launches for it back off (state.Cluster.Penalize), and it is
+// reported: an Event on the pod and on the NodePool naming what differs, the
+// nominations_refused metric and a log line. A pod whose nomination merely ran out (the
+// kube-scheduler, not told of it, placed the pod's peers elsewhere first) is planned again as
+// it is. Pods that must now wait leave snap.Pending; the others' avoided nodes go in snap.Avoid.
+func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []Refusal {
 	if len(snap.Missed) == 0 {
 		return nil
 	}
@@ -73,9 +80,10 @@ func (p *Provisioner) explainMisses(ctx context.Context, snap *state.Snapshot) [
 		pools[np.Name] = np
 	}
 	var out []Refusal
+	waiting := map[types.UID]bool{}
 	for _, m := range snap.Missed {
 		pod := pods[m.UID]
-		if pod == nil {
+		if pod == nil || pod.Spec.NodeName != "" {
 			continue
 		}
 		kind, why := metrics.RefusalUnknown, "the kube-scheduler did not bind it there (see the pod's FailedScheduling events)"
@@ -88,8 +96,21 @@ func (p *Provisioner) explainMisses(ctx context.Context, snap *state.Snapshot) [
 				kind, why = k, w
 			}
 		}
-		r := Refusal{Miss: m, Kind: kind, Why: why}
+		static := kind == metrics.RefusalLabel || kind == metrics.RefusalTaint
+		if !m.Refused && !static {
+			log.FromContext(ctx).V(1).Info("nomination ran out, planning the pod again", "pod", m.Pod, "node", m.Node)
+			continue
+		}
+		r := Refusal{Miss: m, Penalty: p.cluster.Penalize(m), Kind: kind, Why: why}
 		out = append(out, r)
+		if !r.RetryAt.IsZero() {
+			waiting[m.UID] = true
+		} else {
+			if snap.Avoid == nil {
+				snap.Avoid = map[types.UID][]string{}
+			}
+			snap.Avoid[m.UID] = r.Avoid
+		}
 		metrics.NominationRefused(m.NodePool, kind, m.Launched)
 		reason := EventReasonNominationRefused
 		if m.Launched {
@@ -100,7 +121,17 @@ func (p *Provisioner) explainMisses(ctx context.Context, snap *state.Snapshot) [
 			p.event(np, corev1.EventTypeWarning, reason, fmt.Sprintf("pod %s: %s", m.Pod, r.Message()))
 		}
 		log.FromContext(ctx).Info("nominated node did not take its pod", "pod", m.Pod, "node", m.Node, "nodepool", m.NodePool,
-			"launched", m.Launched, "differs", kind, "why", why, "launches-missed", m.Launches, "retry-at", m.RetryAt)
+			"launched", m.Launched, "differs", kind, "why", why, "launches-missed", r.Launches, "retry-at", r.RetryAt)
+	}
+	if len(waiting) > 0 {
+		kept := snap.Pending[:0:0]
+		for _, pod := range snap.Pending {
+			if !waiting[pod.UID] {
+				kept = append(kept, pod)
+			}
+		}
+		snap.BackedOff += len(snap.Pending) - len(kept)
+		snap.Pending = kept
 	}
 	return out
 }

@@ -260,8 +260,9 @@ type Snapshot struct {
 	// Avoid lists, per pending pod, the nodes (or NodeClaims) that recently turned it away: the
 	// scheduler must not plan it there again (see Cluster.Refused).
 	Avoid map[types.UID][]string
-	// Missed are the nominations that ended with the node turning its pod away since the last
-	// snapshot, for the provisioner to explain.
+	// Missed are the nominations that ended, since the last snapshot, with their pods unbound
+	// though the node was ready for them, for the provisioner to judge (see Miss). Their pods
+	// are in Pending (unless backed off from earlier misses).
 	Missed []Miss
 	// BackedOff counts the pods left out of Pending because they missed launches and wait
 	// before the next (see LaunchBackoff).
@@ -374,8 +375,15 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 				continue
 			}
 			if exists && !sn.MarkedForDeletion {
-				// The node was ready for the pod for the whole grace period and did not take it.
-				c.refuse(pod, sn.Name(), sn.NodePool(), n, now)
+				if n.announced && sn.Node != nil && pod.Status.NominatedNodeName == sn.Node.Name {
+					// The kube-scheduler holds the pod's room on the node and has not tried it
+					// there yet: it clears the name when it does and fails (a refusal).
+					sn.Pods = append(sn.Pods, pod)
+					continue
+				}
+				// The node was ready for the pod for the whole grace period and did not take
+				// it; a name that was set and is gone was cleared by the kube-scheduler.
+				c.miss(pod, sn.Name(), sn.NodePool(), n, n.announced)
 			}
 			c.forget(pod.UID)
 		}

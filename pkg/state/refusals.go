@@ -40,7 +40,10 @@ func LaunchBackoff(launches int, base, limit time.Duration) time.Duration {
 	return min(d, limit)
 }
 
-// Miss is a nomination that ended with the node turning its pod away.
+// Miss is a nomination that ended with its pod unbound though its node was ready for it: the
+// kube-scheduler refused the pod there (cleared the nominated node name it was given), or did
+// not bind it within the nomination grace. The provisioner judges whether the node can take the
+// pod and, if not, penalizes the pod's return to it (Penalize).
 type Miss struct {
 	// Pod that was turned away.
 	Pod types.NamespacedName
@@ -48,14 +51,18 @@ type Miss struct {
 	UID types.UID
 	// Node (or NodeClaim, while it has no Node) that turned it away.
 	Node string
+	// Target is what the pod was nominated to: the NodeClaim, or Node.
+	Target string
 	// NodePool of the node; "" for a node Karpenter does not manage.
 	NodePool string
 	// Launched: the node was launched for the pod.
 	Launched bool
-	// Launches is how many launches for the pod have missed so far.
-	Launches int
-	// RetryAt is when the provisioner plans the pod again; zero for at once.
-	RetryAt time.Time
+	// Announced: the pod's nominated node name was set to the node, so the kube-scheduler
+	// tried it there first.
+	Announced bool
+	// Refused: the kube-scheduler tried the pod on the node and refused it; otherwise the
+	// nomination's grace ran out.
+	Refused bool
 }
 
 // refusal is what a pod's refusals left: the nodes it avoids (until when), and its missed
@@ -80,8 +87,8 @@ func (r *refusal) avoiding(now time.Time) []string {
 
 // Refused records that the node of the pod's nomination turned it away: the kube-scheduler
 // tried the pod on the node, ready for pods, and cleared its nominated node name. The
-// nomination ends, the pod avoids the node for RefusalMemory after it is planned again, and a
-// node launched for it counts as a missed launch. It does nothing when the pod is not nominated to target.
+// nomination ends and the next snapshot reports the miss. It does nothing when the pod is not
+// nominated to target.
 func (c *Cluster) Refused(pod *corev1.Pod, target, node, nodePool string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -89,40 +96,59 @@ func (c *Cluster) Refused(pod *corev1.Pod, target, node, nodePool string) {
 	if !ok || n.target != target {
 		return
 	}
-	c.refuse(pod, node, nodePool, n, c.clock.Now())
+	c.miss(pod, node, nodePool, n, true)
 	c.forget(pod.UID)
 }
 
-// refuse records a refusal of the pod by node; c.mu is held.
-func (c *Cluster) refuse(pod *corev1.Pod, node, nodePool string, n nomination, now time.Time) {
-	r := c.refusals[pod.UID]
+// miss records a miss for the next snapshot; c.mu is held.
+func (c *Cluster) miss(pod *corev1.Pod, node, nodePool string, n nomination, refused bool) {
+	c.missed = append(c.missed, Miss{Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, UID: pod.UID,
+		Node: node, Target: n.target, NodePool: nodePool, Launched: n.launched, Announced: n.announced, Refused: refused})
+}
+
+// Penalty is what Penalize decided for a pod.
+type Penalty struct {
+	// Avoid lists the nodes the pod avoids now, sorted.
+	Avoid []string
+	// Launches is how many launches for the pod have missed so far.
+	Launches int
+	// RetryAt is when the provisioner plans the pod again; zero for at once.
+	RetryAt time.Time
+}
+
+// Penalize records that the miss's node cannot take its pod: the pod avoids the node (and its
+// claim) for RefusalMemory after it is planned again, and a node launched for it counts as a
+// missed launch, after which the pod waits LaunchBackoff before it is planned again.
+func (c *Cluster) Penalize(m Miss) Penalty {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	r := c.refusals[m.UID]
 	if r == nil {
 		r = &refusal{avoid: map[string]time.Time{}}
-		c.refusals[pod.UID] = r
+		c.refusals[m.UID] = r
 	}
-	miss := Miss{Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, UID: pod.UID, Node: node, NodePool: nodePool, Launched: n.launched, Launches: r.launches}
-	if n.launched {
+	if m.Launched {
 		r.launches++
-		miss.Launches = r.launches
 		base, limit := LaunchBackoffBase, LaunchBackoffMax
 		if c.LaunchBackoffBase > 0 {
 			base, limit = c.LaunchBackoffBase, max(c.LaunchBackoffBase, c.LaunchBackoffMax)
 		}
 		if wait := LaunchBackoff(r.launches, base, limit); wait > 0 {
 			r.retryAt = now.Add(wait)
-			miss.RetryAt = r.retryAt
 		}
 	}
-	// The node is avoided for RefusalMemory from when the pod is planned again.
 	until := now.Add(RefusalMemory)
 	if r.retryAt.After(now) {
 		until = r.retryAt.Add(RefusalMemory)
 	}
-	r.avoid[node] = until
-	if n.target != node {
-		r.avoid[n.target] = until
+	r.avoid[m.Node] = until
+	r.avoid[m.Target] = until
+	p := Penalty{Avoid: r.avoiding(now), Launches: r.launches}
+	if r.retryAt.After(now) {
+		p.RetryAt = r.retryAt
 	}
-	c.missed = append(c.missed, miss)
+	return p
 }
 
 // pruneRefusals forgets the refusals of pods that are gone (not in seen), and node avoidances

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
@@ -30,7 +31,8 @@ func TestLaunchBackoff(t *testing.T) {
 
 // A pod whose every launched node turns it away (it becomes ready and never takes the pod)
 // gets at most five launches in its first hour, and about one an hour after: the provisioner
-// here launches whenever the snapshot lists the pod as pending.
+// here penalizes every miss (as it does a node that cannot take its pod) and launches whenever
+// the snapshot lists the pod as pending.
 func TestRefusedPodLaunchesBounded(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -56,7 +58,22 @@ func TestRefusedPodLaunchesBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		misses = append(misses, snap.Missed...)
+		backedOff := map[types.UID]bool{}
+		for _, m := range snap.Missed {
+			penalty := cluster.Penalize(m)
+			if penalty.Launches != len(misses) || (penalty.Launches >= 2) != !penalty.RetryAt.IsZero() {
+				t.Errorf("miss %d: penalty %+v", len(misses), penalty)
+			}
+			if !penalty.RetryAt.IsZero() {
+				backedOff[m.UID] = true
+			} else {
+				snap.Avoid = map[types.UID][]string{m.UID: penalty.Avoid}
+			}
+		}
 		for _, p := range snap.Pending {
+			if backedOff[p.UID] {
+				continue
+			}
 			if last := fmt.Sprintf("claim-%d", len(launches)-1); len(launches) > 0 && !slices.Contains(snap.Avoid[p.UID], last) {
 				t.Fatalf("pending again at %s after launches %v without avoiding the node that refused it (misses %+v)", clk.Since(start), launches, misses)
 			}
@@ -89,11 +106,8 @@ func TestRefusedPodLaunchesBounded(t *testing.T) {
 		t.Errorf("%d misses reported for %d launches", len(misses), len(launches))
 	}
 	for i, m := range misses {
-		if !m.Launched || m.Launches != i+1 || m.Pod.Name != "app" {
-			t.Errorf("miss %d = %+v: want launched, launches %d, pod app", i, m, i+1)
-		}
-		if wantRetry := i >= 1; wantRetry != !m.RetryAt.IsZero() {
-			t.Errorf("miss %d retry at %v", i, m.RetryAt)
+		if !m.Launched || m.Refused || m.Pod.Name != "app" || m.Target != fmt.Sprintf("claim-%d", i) {
+			t.Errorf("miss %d = %+v: want launched, run out, pod app, target claim-%d", i, m, i)
 		}
 	}
 }
