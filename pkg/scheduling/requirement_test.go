@@ -142,9 +142,9 @@ func TestNodeAffinityRefusesGteLte(t *testing.T) {
 		req corev1.NodeSelectorRequirement
 		err string
 	}{
-		{corev1.NodeSelectorRequirement{Key: "k", Operator: gte, Values: []string{"4"}}, "requirement k Gte: node affinity takes only In, NotIn, Exists, DoesNotExist, Gt and Lt (Gte and Lte are for NodePools and NodeClaims); use Gt 3"},
-		{corev1.NodeSelectorRequirement{Key: "k", Operator: lte, Values: []string{"16"}}, "; use Lt 17"},
-		{corev1.NodeSelectorRequirement{Key: "k", Operator: lte, Values: []string{"x"}}, "; use Gt or Lt"},
+		{corev1.NodeSelectorRequirement{Key: "k", Operator: gte, Values: []string{"4"}}, "requirement k Gte 4: Gte and Lte are for NodePools and NodeClaims only, node selectors take In, NotIn, Exists, DoesNotExist, Gt and Lt: use Gt 3"},
+		{corev1.NodeSelectorRequirement{Key: "k", Operator: lte, Values: []string{"16"}}, "requirement k Lte 16: Gte and Lte are for NodePools and NodeClaims only, node selectors take In, NotIn, Exists, DoesNotExist, Gt and Lt: use Lt 17"},
+		{corev1.NodeSelectorRequirement{Key: "k", Operator: lte, Values: []string{"x"}}, ": use Gt or Lt"},
 	}
 	for _, tc := range cases {
 		_, err := FromNodeSelectorRequirements(corev1.NodeSelectorRequirement{Key: "a", Operator: in, Values: []string{"b"}}, tc.req)

@@ -60,8 +60,8 @@ func karpenterOnlyOperator(s corev1.NodeSelectorRequirement) error {
 			}
 		}
 	}
-	return fmt.Errorf("requirement %s %s: node affinity takes only In, NotIn, Exists, DoesNotExist, Gt and Lt (Gte and Lte are for NodePools and NodeClaims); %s",
-		s.Key, s.Operator, fix)
+	return fmt.Errorf("requirement %s %s %s: Gte and Lte are for NodePools and NodeClaims only, node selectors take In, NotIn, Exists, DoesNotExist, Gt and Lt: %s",
+		s.Key, s.Operator, strings.Join(s.Values, " "), fix)
 }
 
 // FromNodePoolRequirements converts a NodePool's or NodeClaim's requirements, with minValues;
