@@ -50,7 +50,7 @@ const (
 // Validate makes the checks of a NodePool that the CRD schema cannot make, in a fixed order,
 // and returns the first failure as a *ValidationError (nil when the NodePool is valid):
 //
-//  1. each requirement parses (operator and values agree, Gt/Lt take one integer);
+//  1. each requirement parses (operator and values agree, Gt/Lt/Gte/Lte take one integer);
 //  2. no requirement key is restricted: the karpenter.sh and karpenter.k8s.aws domains but for
 //     their well-known labels, karpenter.sh/nodepool, kubernetes.io/hostname, and the
 //     kubernetes.io domain but for its well-known labels and node.kubernetes.io and

@@ -24,6 +24,7 @@ func req(key string, op corev1.NodeSelectorOperator, values ...string) karpv1.No
 
 func TestValidate(t *testing.T) {
 	in, notIn, gt := corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpGt
+	gte, lte := karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
@@ -40,6 +41,27 @@ func TestValidate(t *testing.T) {
 		{
 			name: "unparsable requirement", reqs: []karpv1.NodeSelectorRequirementWithMinValues{req(corev1.LabelArchStable, in, "amd64"), req(awsv1.LabelInstanceCPU, gt, "four")},
 			reason: nodepool.ReasonRequirementsInvalid, field: "spec.template.spec.requirements[1]",
+		},
+		{
+			name: "inclusive range",
+			reqs: []karpv1.NodeSelectorRequirementWithMinValues{req(awsv1.LabelInstanceCPU, gte, "4"), req(awsv1.LabelInstanceCPU, lte, "16")},
+		},
+		{
+			name: "one-value range", labels: map[string]string{"example.com/slot": "4"},
+			reqs: []karpv1.NodeSelectorRequirementWithMinValues{req("example.com/slot", gte, "4"), req("example.com/slot", lte, "4")},
+		},
+		{
+			name: "Gte not an integer", reqs: []karpv1.NodeSelectorRequirementWithMinValues{req(awsv1.LabelInstanceCPU, gte, "four")},
+			reason: nodepool.ReasonRequirementsInvalid, field: "spec.template.spec.requirements[0]",
+		},
+		{
+			name: "empty inclusive range", reqs: []karpv1.NodeSelectorRequirementWithMinValues{req(awsv1.LabelInstanceCPU, gte, "17"), req(awsv1.LabelInstanceCPU, lte, "16")},
+			reason: nodepool.ReasonRequirementsUnsatisfiable, field: "spec.template.spec.requirements",
+		},
+		{
+			name: "label outside an inclusive range", labels: map[string]string{"example.com/slot": "3"},
+			reqs:   []karpv1.NodeSelectorRequirementWithMinValues{req("example.com/slot", gte, "4")},
+			reason: nodepool.ReasonLabelsConflict, field: "spec.template.metadata.labels[example.com/slot]",
 		},
 		{
 			name: "restricted requirement key", reqs: []karpv1.NodeSelectorRequirementWithMinValues{req("karpenter.sh/custom", in, "x")},

@@ -80,8 +80,9 @@ func hasSuffix(s, suffix string) bool {
 // them, as Karpenter resolves a NodeClaim's custom labels from its requirements: for every key
 // that is neither well known (the instance type and offering set those) nor
 // kubernetes.io/hostname, a value the requirement allows. In gives its value (the smallest of
-// several); Exists, NotIn, Gt and Lt give an integer they allow; DoesNotExist gives no label.
-// Pods that selected a value narrowed the requirement to it, so the node carries their value.
+// several); Exists, NotIn, Gt, Lt, Gte and Lte give an integer they allow; DoesNotExist gives
+// no label. Pods that selected a value narrowed the requirement to it, so the node carries their
+// value.
 func (rs Requirements) ResolvedLabels() map[string]string {
 	out := map[string]string{}
 	for _, r := range rs.reqs {

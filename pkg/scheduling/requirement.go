@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
 
 // Requirement is the set of values one label key may take on a node, and whether a node
@@ -18,6 +21,8 @@ import (
 //	Exists          every value; label required
 //	DoesNotExist    no value; label must be absent
 //	Gt n / Lt n     integers above / below n; label required
+//	Gte n / Lte n   integers from / up to n (n included); label required (NodePools and
+//	                NodeClaims only, as in Karpenter v1.9 and later: Kubernetes lacks them)
 //
 // Requirements are values: methods never modify the receiver.
 type Requirement struct {
@@ -27,16 +32,26 @@ type Requirement struct {
 	complement bool
 	// values is sorted and free of duplicates.
 	values []string
-	// greaterThan and lessThan bound integer values (exclusive) when set.
-	greaterThan, lessThan *int64
+	// lower and upper bound integer values when set.
+	lower, upper *bound
 	// absentOK: a node without the label satisfies the requirement.
 	absentOK bool
 	// MinValues, when set, asks that the chosen instance types span at least this many values.
 	MinValues *int
 }
 
+// bound is an integer bound, inclusive: Gt 4 and Gte 5 both hold n = 5. strict remembers that it
+// was written Gt or Lt, so that it is written back so (a NodePool's Gt 4 stays Gt 4 on its
+// NodeClaims, which a CRD older than Gte and Lte still accepts) and printed as the user wrote it.
+type bound struct {
+	n      int64
+	strict bool
+}
+
 // NewRequirement builds a requirement from an operator and its values, validating them as the
-// API server does.
+// API server does for a pod's node affinity: Gt, Lt, Gte and Lte take any int64, negative ones
+// included (the NodePool and NodeClaim CRDs further require non-negative values). Gte and Lte
+// are Karpenter's; FromNodeSelectorRequirements refuses them in node affinity.
 func NewRequirement(key string, operator corev1.NodeSelectorOperator, values ...string) (Requirement, error) {
 	r := Requirement{Key: key}
 	switch operator {
@@ -57,7 +72,7 @@ func NewRequirement(key string, operator corev1.NodeSelectorOperator, values ...
 			return r, fmt.Errorf("requirement %s DoesNotExist: must not have values", key)
 		}
 		r.absentOK = true
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte:
 		if len(values) != 1 {
 			return r, fmt.Errorf("requirement %s %s: needs exactly one integer value, got %d values", key, operator, len(values))
 		}
@@ -66,13 +81,20 @@ func NewRequirement(key string, operator corev1.NodeSelectorOperator, values ...
 			return r, fmt.Errorf("requirement %s %s: value %q is not an integer", key, operator, values[0])
 		}
 		r.complement = true
-		if operator == corev1.NodeSelectorOpGt {
-			r.greaterThan = &n
-		} else {
-			r.lessThan = &n
+		switch {
+		case operator == corev1.NodeSelectorOpGt && n == math.MaxInt64, operator == corev1.NodeSelectorOpLt && n == math.MinInt64:
+			return Requirement{Key: key}, nil // no integer qualifies
+		case operator == corev1.NodeSelectorOpGt:
+			r.lower = &bound{n: n + 1, strict: true}
+		case operator == corev1.NodeSelectorOpLt:
+			r.upper = &bound{n: n - 1, strict: true}
+		case operator == karpv1.NodeSelectorOpGte:
+			r.lower = &bound{n: n}
+		default:
+			r.upper = &bound{n: n}
 		}
 	default:
-		return r, fmt.Errorf("requirement %s: unknown operator %q, use In, NotIn, Exists, DoesNotExist, Gt or Lt", key, operator)
+		return r, fmt.Errorf("requirement %s: unknown operator %q, use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte", key, operator)
 	}
 	return r, nil
 }
@@ -94,9 +116,9 @@ func sortedUnique(values []string) []string {
 
 // Has reports whether a node with the label set to value satisfies the requirement.
 func (r Requirement) Has(value string) bool {
-	if r.greaterThan != nil || r.lessThan != nil {
+	if lo, hi, bounded := r.bounds(); bounded {
 		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil || (r.greaterThan != nil && n <= *r.greaterThan) || (r.lessThan != nil && n >= *r.lessThan) {
+		if err != nil || n < lo || n > hi {
 			return false
 		}
 	}
@@ -111,24 +133,18 @@ func (r Requirement) AllowsAbsent() bool { return r.absentOK }
 // integer range, or an intersection with them) rather than excluding some from an unbounded set.
 func (r Requirement) IsFinite() bool { return !r.complement || r.smallRange() }
 
-// bounds returns the inclusive integer range Gt/Lt allow, or bounded false when there is none.
-// An empty range has hi < lo.
+// bounds returns the inclusive integer range Gt/Lt/Gte/Lte allow, or bounded false when there
+// is none. An empty range has hi < lo.
 func (r Requirement) bounds() (lo, hi int64, bounded bool) {
-	if r.greaterThan == nil && r.lessThan == nil {
+	if r.lower == nil && r.upper == nil {
 		return 0, 0, false
 	}
 	lo, hi = math.MinInt64, math.MaxInt64
-	if r.greaterThan != nil {
-		if *r.greaterThan == math.MaxInt64 {
-			return 1, 0, true
-		}
-		lo = *r.greaterThan + 1
+	if r.lower != nil {
+		lo = r.lower.n
 	}
-	if r.lessThan != nil {
-		if *r.lessThan == math.MinInt64 {
-			return 1, 0, true
-		}
-		hi = *r.lessThan - 1
+	if r.upper != nil {
+		hi = r.upper.n
 	}
 	return lo, hi, true
 }
@@ -142,7 +158,7 @@ func (r Requirement) smallRange() bool {
 }
 
 // Values returns the allowed values of a finite requirement, sorted. For an unbounded one
-// (NotIn, Exists, a wide Gt/Lt) it returns nil: use Has.
+// (NotIn, Exists, a wide Gt/Lt/Gte/Lte range) it returns nil: use Has.
 func (r Requirement) Values() []string {
 	if !r.complement {
 		return r.values
@@ -209,8 +225,8 @@ func (r Requirement) Any() string {
 // Intersect returns the values both requirements allow; minValues takes the larger.
 func (r Requirement) Intersect(o Requirement) Requirement {
 	out := Requirement{Key: r.Key, absentOK: r.absentOK && o.absentOK}
-	out.greaterThan = maxBound(r.greaterThan, o.greaterThan)
-	out.lessThan = minBound(r.lessThan, o.lessThan)
+	out.lower = tighter(r.lower, o.lower, 1)
+	out.upper = tighter(r.upper, o.upper, -1)
 	switch {
 	case !r.complement && !o.complement:
 		out.values = intersectSorted(r.values, o.values)
@@ -222,7 +238,7 @@ func (r Requirement) Intersect(o Requirement) Requirement {
 		out.complement = true
 		out.values = unionSorted(r.values, o.values)
 	}
-	if !out.complement && (out.greaterThan != nil || out.lessThan != nil) {
+	if !out.complement && (out.lower != nil || out.upper != nil) {
 		// Bounds filter a finite set down to its integers in range; they need not be kept.
 		kept := out.values[:0:0]
 		for _, v := range out.values {
@@ -230,21 +246,24 @@ func (r Requirement) Intersect(o Requirement) Requirement {
 				kept = append(kept, v)
 			}
 		}
-		out.values, out.greaterThan, out.lessThan = kept, nil, nil
+		out.values, out.lower, out.upper = kept, nil, nil
 	}
 	out.MinValues = maxMinValues(r.MinValues, o.MinValues)
 	return out
 }
 
-func maxBound(a, b *int64) *int64 {
-	if a == nil || (b != nil && *b > *a) {
+// tighter returns the bound that allows less: the larger of two lower bounds (sign 1) or the
+// smaller of two upper bounds (sign -1). Of two equal bounds it keeps the strict one, so Gt 4 ∩
+// Gte 5 is written Gt 4, which every version of the CRD accepts.
+func tighter(a, b *bound, sign int) *bound {
+	switch {
+	case a == nil:
 		return b
-	}
-	return a
-}
-
-func minBound(a, b *int64) *int64 {
-	if a == nil || (b != nil && *b < *a) {
+	case b == nil:
+		return a
+	case a.n == b.n && a.strict != b.strict:
+		return &bound{n: a.n, strict: true}
+	case cmp.Compare(b.n, a.n)*sign > 0:
 		return b
 	}
 	return a
@@ -296,8 +315,11 @@ func unionSorted(a, b []string) []string {
 	return slices.Compact(out)
 }
 
-// NodeSelectorRequirements expresses the requirement as Kubernetes node selector requirements
-// (one, or several when bounds combine with exclusions), which together mean the same set.
+// NodeSelectorRequirements expresses the requirement as node selector requirements (one, or
+// several when bounds combine with exclusions), which together mean the same set. Integer bounds
+// are written as they were given: Gt and Lt, or Gte and Lte (which only NodePools and NodeClaims
+// take), with any integer, negative ones included (Requirements.NodeSelectorRequirements, for a
+// NodeClaim's spec, narrows them to non-negative values first).
 func (r Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequirement {
 	if !r.complement {
 		// A finite set never also allows absence: only DoesNotExist does, and it has no values.
@@ -314,23 +336,55 @@ func (r Requirement) NodeSelectorRequirements() []corev1.NodeSelectorRequirement
 		return []corev1.NodeSelectorRequirement{{Key: r.Key, Operator: corev1.NodeSelectorOpIn, Values: r.values}}
 	}
 	var out []corev1.NodeSelectorRequirement
-	if r.greaterThan != nil {
-		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpGt, Values: []string{strconv.FormatInt(*r.greaterThan, 10)}})
+	bounded := r.lower != nil || r.upper != nil
+	if b := r.lower; b != nil {
+		op, n := karpv1.NodeSelectorOpGte, b.n
+		if b.strict {
+			op, n = corev1.NodeSelectorOpGt, b.n-1 // strict lower bounds come from Gt n-1 ≥ MinInt64
+		}
+		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: op, Values: []string{strconv.FormatInt(n, 10)}})
 	}
-	if r.lessThan != nil {
-		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpLt, Values: []string{strconv.FormatInt(*r.lessThan, 10)}})
+	if b := r.upper; b != nil {
+		op, n := karpv1.NodeSelectorOpLte, b.n
+		if b.strict {
+			op, n = corev1.NodeSelectorOpLt, b.n+1 // strict upper bounds come from Lt n+1 ≤ MaxInt64
+		}
+		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: op, Values: []string{strconv.FormatInt(n, 10)}})
 	}
 	if len(r.values) > 0 || (len(out) == 0 && r.absentOK) {
 		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpNotIn, Values: r.values})
 	}
-	if len(out) == 0 || (!r.absentOK && len(r.values) > 0 && r.greaterThan == nil && r.lessThan == nil) {
+	if len(out) == 0 || (!r.absentOK && len(r.values) > 0 && !bounded) {
 		out = append(out, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOpExists})
 	}
 	return out
 }
 
+// nonNegative returns the requirement with its integer bounds narrowed to what the NodePool and
+// NodeClaim CRDs accept, whose Gt, Lt, Gte and Lte take only non-negative values. The result
+// allows no value the requirement does not; it loses only negative integers, which a bound
+// from a pod's affinity (Gt -1, Lt 0) may allow and no instance type's label takes:
+//
+//	Gt -1 becomes Gte 0 (the same set); Gt -5 and Gte -4 become Gte 0 (without -4 … -1);
+//	Lte -1 becomes Lt 0 (the same set); Lt -1 and Lte -2 become a requirement nothing meets.
+//
+// A bound already written with a non-negative value is kept as it is.
+func (r Requirement) nonNegative() Requirement {
+	if b := r.upper; b != nil && b.n < -1 {
+		return Requirement{Key: r.Key, MinValues: r.MinValues}
+	}
+	if b := r.lower; b != nil && (b.n < 0 || b.n == 0 && b.strict) {
+		r.lower = &bound{n: max(b.n, 0)}
+	}
+	if b := r.upper; b != nil && b.n == -1 && !b.strict {
+		r.upper = &bound{n: -1, strict: true}
+	}
+	return r
+}
+
 // String describes the requirement as a user would write it, such as "kubernetes.io/arch In
-// [amd64]" or "karpenter.k8s.aws/instance-cpu Gt 4".
+// [amd64]", "karpenter.k8s.aws/instance-cpu Gt 4" or "karpenter.k8s.aws/instance-cpu Gte 4,
+// karpenter.k8s.aws/instance-cpu Lte 16".
 func (r Requirement) String() string {
 	if !r.Satisfiable() {
 		return r.Key + " (no value and no absence satisfies it)"
@@ -340,7 +394,7 @@ func (r Requirement) String() string {
 		switch s.Operator {
 		case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
 			parts = append(parts, fmt.Sprintf("%s %s", s.Key, s.Operator))
-		case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte:
 			parts = append(parts, fmt.Sprintf("%s %s %s", s.Key, s.Operator, s.Values[0]))
 		default:
 			parts = append(parts, fmt.Sprintf("%s %s [%s]", s.Key, s.Operator, strings.Join(s.Values, " ")))

@@ -2,7 +2,9 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,10 +28,15 @@ func NewRequirements(rs ...Requirement) Requirements {
 	return out
 }
 
-// FromNodeSelectorRequirements converts Kubernetes node selector requirements.
+// FromNodeSelectorRequirements converts Kubernetes node selector requirements: a pod's or a
+// volume's node affinity. They take Kubernetes' operators only, as the API server checks:
+// Karpenter's Gte and Lte are refused with an error that gives the Gt or Lt to use instead.
 func FromNodeSelectorRequirements(in ...corev1.NodeSelectorRequirement) (Requirements, error) {
 	var out Requirements
 	for _, s := range in {
+		if s.Operator == karpv1.NodeSelectorOpGte || s.Operator == karpv1.NodeSelectorOpLte {
+			return Requirements{}, karpenterOnlyOperator(s)
+		}
 		r, err := NewRequirement(s.Key, s.Operator, s.Values...)
 		if err != nil {
 			return Requirements{}, err
@@ -39,7 +46,26 @@ func FromNodeSelectorRequirements(in ...corev1.NodeSelectorRequirement) (Require
 	return out, nil
 }
 
-// FromNodePoolRequirements converts a NodePool's or NodeClaim's requirements, with minValues.
+// karpenterOnlyOperator is the error for Gte or Lte in a node selector term, which suggests
+// the Kubernetes operator that means the same.
+func karpenterOnlyOperator(s corev1.NodeSelectorRequirement) error {
+	fix := "use Gt or Lt"
+	if len(s.Values) == 1 {
+		if n, err := strconv.ParseInt(s.Values[0], 10, 64); err == nil {
+			switch {
+			case s.Operator == karpv1.NodeSelectorOpGte && n > math.MinInt64:
+				fix = fmt.Sprintf("use Gt %d", n-1)
+			case s.Operator == karpv1.NodeSelectorOpLte && n < math.MaxInt64:
+				fix = fmt.Sprintf("use Lt %d", n+1)
+			}
+		}
+	}
+	return fmt.Errorf("requirement %s %s %s: Gte and Lte are for NodePools and NodeClaims only, node selectors take In, NotIn, Exists, DoesNotExist, Gt and Lt: %s",
+		s.Key, s.Operator, strings.Join(s.Values, " "), fix)
+}
+
+// FromNodePoolRequirements converts a NodePool's or NodeClaim's requirements, with minValues;
+// they may use Karpenter's Gte and Lte besides Kubernetes' operators.
 func FromNodePoolRequirements(in ...karpv1.NodeSelectorRequirementWithMinValues) (Requirements, error) {
 	var out Requirements
 	for _, s := range in {
@@ -216,11 +242,14 @@ func (rs Requirements) Labels() map[string]string {
 	return out
 }
 
-// NodeSelectorRequirements expresses the requirements for a NodeClaim's spec.
+// NodeSelectorRequirements expresses the requirements for a NodeClaim's spec, which the CRD
+// accepts: integer bounds keep the operator they were given (a NodePool's Gt stays Gt, its Gte
+// stays Gte), and a bound with a negative value, which only a pod's affinity can bring, is
+// narrowed to the non-negative integers (Gt -1 is written Gte 0).
 func (rs Requirements) NodeSelectorRequirements() []karpv1.NodeSelectorRequirementWithMinValues {
 	out := make([]karpv1.NodeSelectorRequirementWithMinValues, 0, len(rs.reqs))
 	for _, r := range rs.reqs {
-		for i, s := range r.NodeSelectorRequirements() {
+		for i, s := range r.nonNegative().NodeSelectorRequirements() {
 			req := karpv1.NodeSelectorRequirementWithMinValues{Key: s.Key, Operator: s.Operator, Values: s.Values}
 			if i == 0 && s.Operator == corev1.NodeSelectorOpIn {
 				req.MinValues = r.MinValues

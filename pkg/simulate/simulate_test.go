@@ -3,8 +3,11 @@ package simulate
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 )
 
 const nodePoolManifests = `manifests: |
@@ -175,5 +178,45 @@ func TestNeverScheduledReasons(t *testing.T) {
 	}
 	if !strings.Contains(html.String(), "Pods never scheduled") || !strings.Contains(html.String(), want) {
 		t.Errorf("HTML report lacks the reason")
+	}
+}
+
+// TestInclusiveBounds: a NodePool of karpenter.k8s.aws/instance-cpu Gte 4 and Lte 16 launches
+// only types of 4 to 16 vCPUs, both ends included (a lone small pod gets 4 vCPUs, a pod of 12
+// that comes later gets 16), and leaves a pod of 20 unscheduled; Gt 3 and Lt 17, the same set, plan the same.
+func TestInclusiveBounds(t *testing.T) {
+	bounded := func(lower, upper string) string {
+		return strings.Replace(nodePoolManifests, "          - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}\n",
+			"          - {key: karpenter.k8s.aws/instance-cpu, operator: "+lower+"}\n          - {key: karpenter.k8s.aws/instance-cpu, operator: "+upper+"}\n", 1)
+	}
+	const timeline = `timeline:
+  - at: 0s
+    deploy: {name: small, replicas: 1, pod: {cpu: 250m, memory: 256Mi}}
+  - at: 5m
+    deploy: {name: big, replicas: 1, pod: {cpu: "12", memory: 8Gi}}
+  - at: 5m
+    deploy: {name: huge, replicas: 1, pod: {cpu: "20", memory: 8Gi}}
+`
+	inclusive := run(t, "name: inclusive\nduration: 10m\n"+bounded(`Gte, values: ["4"]`, `Lte, values: ["16"]`)+timeline)
+	vcpus := map[int]bool{}
+	for _, tc := range inclusive.Nodes.ByType {
+		e, ok := catalog.Lookup(tc.InstanceType)
+		if !ok {
+			t.Fatalf("launched %s, which the catalog does not know", tc.InstanceType)
+		}
+		if e.VCPU < 4 || e.VCPU > 16 {
+			t.Errorf("launched %s with %d vCPUs, outside Gte 4 and Lte 16", tc.InstanceType, e.VCPU)
+		}
+		vcpus[e.VCPU] = true
+	}
+	if !vcpus[4] || !vcpus[16] {
+		t.Errorf("launched types of %v vCPUs, want both ends of the range (4 and 16)", vcpus)
+	}
+	if inclusive.Pods.NeverScheduled != 1 || len(inclusive.Pods.Unscheduled) != 1 || inclusive.Pods.Unscheduled[0].Workload != "huge" {
+		t.Errorf("pods %+v, want only huge's pod never scheduled", inclusive.Pods)
+	}
+	exclusive := run(t, "name: exclusive\nduration: 10m\n"+bounded(`Gt, values: ["3"]`, `Lt, values: ["17"]`)+timeline)
+	if !reflect.DeepEqual(exclusive.Nodes.ByType, inclusive.Nodes.ByType) || exclusive.Cost != inclusive.Cost {
+		t.Errorf("Gt 3 and Lt 17 launched %+v ($%v), Gte 4 and Lte 16 %+v ($%v)", exclusive.Nodes.ByType, exclusive.Cost, inclusive.Nodes.ByType, inclusive.Cost)
 	}
 }

@@ -709,7 +709,7 @@ func TestValidateObjectForUser(t *testing.T) {
 		{`{spec: {disruption: {consolidationPolicy: WhenUnderutilized}}}`,
 			`NodePool.karpenter.sh "default" is invalid: spec.disruption.consolidationPolicy: Unsupported value: "WhenUnderutilized": supported values: "WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"`},
 		{`{spec: {weight: 0, template: {spec: {requirements: [{key: a, operator: Like, values: [b]}]}}}}`,
-			`NodePool.karpenter.sh "default" is invalid: [spec.template.spec.requirements[0].operator: Unsupported value: "Like": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", spec.weight: Invalid value: 0: spec.weight in body should be greater than or equal to 1]`},
+			`NodePool.karpenter.sh "default" is invalid: [spec.template.spec.requirements[0].operator: Unsupported value: "Like": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte", spec.weight: Invalid value: 0: spec.weight in body should be greater than or equal to 1]`},
 	} {
 		u := patched(t, bases["NodePool"], tc.patch)
 		u.SetName("default")

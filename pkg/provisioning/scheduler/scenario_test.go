@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -140,7 +141,7 @@ func describe(r *Results) string {
 		fmt.Fprintf(&b, "claim %d: nodepool %s, $%.4f/hour, instance types [%s]%s\n", i, c.NodePool, c.Price, strings.Join(names, " "), more)
 		var pinned []string
 		for _, req := range c.Requirements.All() {
-			if req.Key == corev1.LabelTopologyZone || req.Key == karpv1.CapacityTypeLabelKey || req.Key == corev1.LabelArchStable {
+			if req.Key == corev1.LabelTopologyZone || req.Key == karpv1.CapacityTypeLabelKey || req.Key == corev1.LabelArchStable || req.Key == awsv1.LabelInstanceCPU {
 				pinned = append(pinned, req.String())
 			}
 		}

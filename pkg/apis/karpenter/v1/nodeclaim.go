@@ -48,7 +48,7 @@ type NodeClaimSpec struct {
 	// Requirements the instance must meet; the cloud provider picks among the instance types
 	// and offerings that do.
 	// +kubebuilder:validation:XValidation:message="requirements with operator 'In' must have a value defined",rule="self.all(x, x.operator == 'In' ? (has(x.values) && x.values.size() != 0) : true)"
-	// +kubebuilder:validation:XValidation:message="requirements operator 'Gt' or 'Lt' must have a single positive integer value",rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? (has(x.values) && x.values.size() == 1 && x.values[0].matches('^[0-9]+$')) : true)"
+	// +kubebuilder:validation:XValidation:message="requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (has(x.values) && x.values.size() == 1 && x.values[0].matches('^[0-9]+$') && int(x.values[0]) >= 0) : true)"
 	// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values specified in the 'values' field",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? (has(x.values) && x.values.size() >= x.minValues) : true)"
 	// +kubebuilder:validation:MaxItems:=100
 	// +required
@@ -80,6 +80,15 @@ type ResourceRequirements struct {
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
+// Operators of NodePool and NodeClaim requirements beyond Kubernetes' own (In, NotIn, Exists,
+// DoesNotExist, Gt and Lt), as in Karpenter v1.9 and later. Pods' node affinity cannot use them.
+const (
+	// NodeSelectorOpGte: the label's value is an integer greater than or equal to the value.
+	NodeSelectorOpGte corev1.NodeSelectorOperator = "Gte"
+	// NodeSelectorOpLte: the label's value is an integer less than or equal to the value.
+	NodeSelectorOpLte corev1.NodeSelectorOperator = "Lte"
+)
+
 // NodeSelectorRequirementWithMinValues is a node selector requirement that may also demand
 // flexibility: at least MinValues distinct values of Key among the instance types chosen.
 type NodeSelectorRequirementWithMinValues struct {
@@ -92,11 +101,12 @@ type NodeSelectorRequirementWithMinValues struct {
 	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.k8s.aws\" is restricted",rule="self in ['karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex'] || !self.find('^([^/]+)').endsWith('karpenter.k8s.aws')"
 	// +required
 	Key string `json:"key"`
-	// Operator relates the key to the values: In, NotIn, Exists, DoesNotExist, Gt or Lt.
-	// +kubebuilder:validation:Enum:={In,NotIn,Exists,DoesNotExist,Gt,Lt}
+	// Operator relates the key to the values: In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte
+	// or Lte. Gt and Lt are exclusive integer bounds, Gte and Lte inclusive ones.
+	// +kubebuilder:validation:Enum:={In,NotIn,Exists,DoesNotExist,Gt,Lt,Gte,Lte}
 	// +required
 	Operator corev1.NodeSelectorOperator `json:"operator"`
-	// Values for In and NotIn (any number) and Gt and Lt (one integer).
+	// Values for In and NotIn (any number) and Gt, Lt, Gte and Lte (one non-negative integer).
 	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=atomic
 	// +optional
@@ -107,11 +117,6 @@ type NodeSelectorRequirementWithMinValues struct {
 	// +kubebuilder:validation:Maximum:=50
 	// +optional
 	MinValues *int `json:"minValues,omitempty"`
-}
-
-// NodeSelectorRequirement returns the requirement without MinValues, as Kubernetes spells it.
-func (r NodeSelectorRequirementWithMinValues) NodeSelectorRequirement() corev1.NodeSelectorRequirement {
-	return corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values}
 }
 
 // NodeClassReference names a cloud-specific NodeClass object.
