@@ -173,7 +173,10 @@ func Mismatch(pod *corev1.Pod, sn *state.StateNode, volumes scheduling.Requireme
 			return metrics.RefusalLabel, "required node affinity: " + first.Error()
 		}
 	}
-	if err := scheduling.Tolerates(pod.Spec.Tolerations, taints); err != nil {
+	if sn.Node != nil && !state.NodeReady(sn.Node) {
+		return "", "" // not ready: nothing can be judged
+	}
+	if err := scheduling.Tolerates(pod.Spec.Tolerations, lastingTaints(sn, taints)); err != nil {
 		return metrics.RefusalTaint, "the pod " + err.Error()
 	}
 	if err := scheduling.Fits(scheduling.PodRequests(pod), sn.Available()); err != nil {
@@ -189,6 +192,28 @@ func Mismatch(pod *corev1.Pod, sn *state.StateNode, volumes scheduling.Requireme
 		return metrics.RefusalHostPort, err.Error()
 	}
 	return "", ""
+}
+
+// lastingTaints leaves out the taints a node sheds on its own: Kubernetes' condition taints
+// (not-ready, unreachable, …), Karpenter's unregistered taint and the claim's startup taints.
+func lastingTaints(sn *state.StateNode, taints []corev1.Taint) []corev1.Taint {
+	transient := map[string]bool{
+		corev1.TaintNodeNotReady: true, corev1.TaintNodeUnreachable: true, corev1.TaintNodeNetworkUnavailable: true,
+		corev1.TaintNodeMemoryPressure: true, corev1.TaintNodeDiskPressure: true, corev1.TaintNodePIDPressure: true,
+		corev1.TaintNodeOutOfService: true, karpv1.UnregisteredTaintKey: true,
+	}
+	if sn.NodeClaim != nil {
+		for _, t := range sn.NodeClaim.Spec.StartupTaints {
+			transient[t.Key] = true
+		}
+	}
+	var out []corev1.Taint
+	for _, t := range taints {
+		if !transient[t.Key] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // podNodeSelection is the pod's node selector and its volumes' zones as requirements.

@@ -28,6 +28,9 @@ const (
 	// CreatedClaimTTL bounds how long a created NodeClaim the cache has not shown yet is
 	// assumed to exist.
 	CreatedClaimTTL = time.Minute
+	// UnannouncedGraceFactor lengthens the nomination grace of a pod whose nominated node name
+	// was not set: the kube-scheduler places it by its own lights, not first on its node.
+	UnannouncedGraceFactor = 3
 )
 
 // Cluster is the shared, concurrency-safe view of the cluster.
@@ -370,7 +373,14 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		if n, ok := c.nominations[pod.UID]; ok {
 			sn, exists := targets[n.target]
-			if exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace()) {
+			grace := c.nominationGrace()
+			if !n.announced {
+				// The kube-scheduler does not know of the plan (a pod with zonal spread, see
+				// provisioning.AnnouncesNomination): it binds such pods as spread allows, which
+				// takes longer in a burst.
+				grace *= UnannouncedGraceFactor
+			}
+			if exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, grace) {
 				sn.Pods = append(sn.Pods, pod)
 				continue
 			}
