@@ -28,9 +28,6 @@ const (
 	// CreatedClaimTTL bounds how long a created NodeClaim the cache has not shown yet is
 	// assumed to exist.
 	CreatedClaimTTL = time.Minute
-	// UnannouncedGraceFactor lengthens the nomination grace of a pod whose nominated node name
-	// was not set: the kube-scheduler places it by its own lights, not first on its node.
-	UnannouncedGraceFactor = 3
 )
 
 // Cluster is the shared, concurrency-safe view of the cluster.
@@ -373,14 +370,7 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		if n, ok := c.nominations[pod.UID]; ok {
 			sn, exists := targets[n.target]
-			grace := c.nominationGrace()
-			if !n.announced {
-				// The kube-scheduler does not know of the plan (a pod with zonal spread, see
-				// provisioning.AnnouncesNomination): it binds such pods as spread allows, which
-				// takes longer in a burst.
-				grace *= UnannouncedGraceFactor
-			}
-			if exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, grace) {
+			if exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace()) {
 				sn.Pods = append(sn.Pods, pod)
 				continue
 			}

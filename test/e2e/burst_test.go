@@ -125,7 +125,7 @@ func TestBurstWithZonalSpread(t *testing.T) {
 	start := time.Now()
 	kubectlApply(t, manifests)
 	var last string
-	harness.Eventually(t, 6*time.Minute, "3,000 pods Running", func() (bool, string) {
+	harness.Eventually(t, 8*time.Minute, "3,000 pods Running", func() (bool, string) {
 		var l corev1.PodList
 		if err := cp.env.Client.List(context.Background(), &l, client.InNamespace(workload)); err != nil {
 			return false, err.Error()
