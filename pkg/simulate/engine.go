@@ -127,12 +127,15 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if err := nodeclaim.IndexFields(ctx, e.kube); err != nil {
 		return nil, err
 	}
-	launch, ready := 30*time.Second, 10*time.Second
+	launch, ready, startup := 30*time.Second, 10*time.Second, sim.DefaultStartupTaintDelay
 	if w.Cloud.LaunchLatency != nil {
 		launch = w.Cloud.LaunchLatency.Duration
 	}
 	if w.Cloud.ReadyDelay != nil {
 		ready = w.Cloud.ReadyDelay.Duration
+	}
+	if w.Cloud.StartupTaintDelay != nil {
+		startup = w.Cloud.StartupTaintDelay.Duration
 	}
 	var err error
 	e.cloud, err = sim.New(sim.Options{Clock: e.clock, NodeClasses: e.kube, Seed: seed, Zones: w.Cloud.Zones, LaunchLatency: launch,
@@ -140,7 +143,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
-	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, MarkPodsRunning: true}); err != nil {
+	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, StartupTaintDelay: startup, MarkPodsRunning: true}); err != nil {
 		return nil, err
 	}
 	e.binder = binder.New(e.kube, e.clock)

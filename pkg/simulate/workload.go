@@ -54,6 +54,9 @@ type CloudSettings struct {
 	LaunchLatency *Duration `yaml:"launchLatency"`
 	// ReadyDelay is the time from registration to a Ready node (default 10s).
 	ReadyDelay *Duration `yaml:"readyDelay"`
+	// StartupTaintDelay is the time from a Ready node until the agents a NodePool's
+	// startupTaints wait for (a CNI such as Cilium) lift them (default 5s).
+	StartupTaintDelay *Duration `yaml:"startupTaintDelay"`
 	// CreateErrorRate is the share of launches that fail transiently.
 	CreateErrorRate float64 `yaml:"createErrorRate"`
 }
