@@ -107,15 +107,23 @@ func VolumeRequirements(ctx context.Context, c client.Reader, pod *corev1.Pod) (
 			}
 			return out, fmt.Errorf("getting storageclass %s: %w", *pvc.Spec.StorageClassName, err)
 		}
-		for _, topo := range sc.AllowedTopologies {
-			for _, e := range topo.MatchLabelExpressions {
-				r, err := volumeRequirement(e.Key, corev1.NodeSelectorOpIn, e.Values...)
-				if err == nil {
-					out = out.With(r)
-				}
-			}
-			break // terms are ORed; the first is enough to place the pod
-		}
+		out = out.Intersect(StorageClassRequirements(sc))
 	}
 	return out, nil
+}
+
+// StorageClassRequirements are the node requirements an unbound claim of the class imposes:
+// the first term of its allowedTopologies (terms are ORed, and a node satisfying the first can
+// mount the volume), zone labels read as topology.kubernetes.io/zone; none when it has none.
+func StorageClassRequirements(sc *storagev1.StorageClass) scheduling.Requirements {
+	var out scheduling.Requirements
+	if len(sc.AllowedTopologies) == 0 {
+		return out
+	}
+	for _, e := range sc.AllowedTopologies[0].MatchLabelExpressions {
+		if r, err := volumeRequirement(e.Key, corev1.NodeSelectorOpIn, e.Values...); err == nil {
+			out = out.With(r)
+		}
+	}
+	return out
 }

@@ -146,7 +146,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, StartupTaintDelay: startup, MarkPodsRunning: true}); err != nil {
 		return nil, err
 	}
-	e.binder = binder.New(e.kube, e.clock)
+	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones()})
 	cluster := state.NewCluster(e.kube, e.clock)
 	e.cluster = cluster
 	e.nomination = provisioning.NewNominationController(e.kube, cluster, e.clock)
