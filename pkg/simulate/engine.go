@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -542,8 +543,10 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		}
 	}
 	live := map[string][]*corev1.Pod{}
+	taken := map[string]bool{} // pod names in use, by pods being deleted too
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		taken[p.Name] = true
 		owner := p.Labels[ownerLabel]
 		// A pod whose node is gone is lost, as pod garbage collection would find it.
 		if p.Spec.NodeName != "" && !exists[p.Spec.NodeName] && p.Status.Phase != corev1.PodSucceeded {
@@ -573,6 +576,12 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	for _, name := range sortedKeys(e.deployments) {
 		d := e.deployments[name]
 		have := live[name]
+		if d.spec.stateful != nil {
+			if err := e.syncStatefulSet(ctx, d, have, taken); err != nil {
+				return err
+			}
+			continue
+		}
 		for i := len(have); i < d.replicas; i++ {
 			d.serial++
 			if err := e.createPod(ctx, name, d.serial, d.spec.template); err != nil {
@@ -606,6 +615,19 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// podReady reports whether the pod runs and is Ready.
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func runningSince(p *corev1.Pod) time.Time {
 	if p.Status.StartTime != nil {
 		return p.Status.StartTime.Time
@@ -618,6 +640,64 @@ func runningSince(p *corev1.Pod) time.Time {
 	return p.CreationTimestamp.Time
 }
 
+// syncStatefulSet plays the StatefulSet controller for a deployment read from a StatefulSet:
+// its pods are <name>-0 to <name>-<replicas-1>, a missing one is created once its name is free
+// (its predecessor gone), and the pods above the replicas are deleted, highest first. With
+// ordered (OrderedReady) pod management, one pod is created only when all below it run and
+// are Ready, and one deleted only when no other is being deleted.
+func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live []*corev1.Pod, taken map[string]bool) error {
+	s, name := d.spec.stateful, d.spec.Name
+	byOrdinal := map[int]*corev1.Pod{}
+	var extra []int
+	for _, p := range live {
+		ordinal, err := strconv.Atoi(strings.TrimPrefix(p.Name, name+"-"))
+		if err != nil {
+			continue
+		}
+		byOrdinal[ordinal] = p
+		if ordinal >= d.replicas {
+			extra = append(extra, ordinal)
+		}
+	}
+	for i := 0; i < d.replicas; i++ {
+		podName := name + "-" + strconv.Itoa(i)
+		if p := byOrdinal[i]; p != nil {
+			if s.ordered && !podReady(p) {
+				break
+			}
+			continue
+		}
+		if taken[podName] {
+			if s.ordered {
+				break
+			}
+			continue // its predecessor is still being deleted
+		}
+		if err := e.createPod(ctx, name, i, d.spec.template); err != nil {
+			return err
+		}
+		if s.ordered {
+			break
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(extra)))
+	if s.ordered && len(extra) > 0 {
+		for podName := range taken {
+			ordinal, err := strconv.Atoi(strings.TrimPrefix(podName, name+"-"))
+			if err == nil && strings.HasPrefix(podName, name+"-") && byOrdinal[ordinal] == nil {
+				return nil // another of its pods is being deleted: wait for it to go
+			}
+		}
+		extra = extra[:1]
+	}
+	for _, ordinal := range extra {
+		if err := e.kube.Delete(ctx, byOrdinal[ordinal]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *corev1.PodTemplateSpec) error {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Name = owner + "-" + strconv.Itoa(serial)
@@ -626,6 +706,14 @@ func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[ownerLabel] = owner
+	if d := e.deployments[owner]; d != nil && d.spec.stateful != nil {
+		// As the StatefulSet controller: the pod's claims first, unless they exist already.
+		for _, pvc := range d.spec.stateful.podClaims(pod, owner, serial) {
+			if err := e.kube.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating persistentvolumeclaim %s: %w", pvc.Name, err)
+			}
+		}
+	}
 	if err := e.kube.Create(ctx, pod); err != nil {
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}
