@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -235,6 +234,10 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	e.kube.SyncDisruptionBudgets()
 	for key := range bound.Bound {
 		e.rec.bound(key[len(namespace)+1:], now)
+	}
+	e.rec.volumeReasons = map[string]string{}
+	for key, reason := range bound.VolumeReasons {
+		e.rec.volumeReasons[key[len(namespace)+1:]] = reason
 	}
 	if err := e.maybeProvision(ctx, now); err != nil {
 		return err
@@ -641,27 +644,18 @@ func runningSince(p *corev1.Pod) time.Time {
 }
 
 // syncStatefulSet plays the StatefulSet controller for a deployment read from a StatefulSet:
-// its pods are <name>-0 to <name>-<replicas-1>, a missing one is created once its name is free
-// (its predecessor gone), and the pods above the replicas are deleted, highest first. With
-// ordered (OrderedReady) pod management, one pod is created only when all below it run and
-// are Ready, and one deleted only when no other is being deleted.
+// its pods are <name>-0 to <name>-<replicas-1>, and a missing one is created once its name is
+// free (its predecessor gone). With ordered (OrderedReady) pod management, one is created only
+// when all below it run and are Ready. (A plain-manifest workload never scales it down.)
 func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live []*corev1.Pod, taken map[string]bool) error {
 	s, name := d.spec.stateful, d.spec.Name
-	byOrdinal := map[int]*corev1.Pod{}
-	var extra []int
+	byName := map[string]*corev1.Pod{}
 	for _, p := range live {
-		ordinal, err := strconv.Atoi(strings.TrimPrefix(p.Name, name+"-"))
-		if err != nil {
-			continue
-		}
-		byOrdinal[ordinal] = p
-		if ordinal >= d.replicas {
-			extra = append(extra, ordinal)
-		}
+		byName[p.Name] = p
 	}
 	for i := 0; i < d.replicas; i++ {
 		podName := name + "-" + strconv.Itoa(i)
-		if p := byOrdinal[i]; p != nil {
+		if p := byName[podName]; p != nil {
 			if s.ordered && !podReady(p) {
 				break
 			}
@@ -678,21 +672,6 @@ func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live [
 		}
 		if s.ordered {
 			break
-		}
-	}
-	sort.Sort(sort.Reverse(sort.IntSlice(extra)))
-	if s.ordered && len(extra) > 0 {
-		for podName := range taken {
-			ordinal, err := strconv.Atoi(strings.TrimPrefix(podName, name+"-"))
-			if err == nil && strings.HasPrefix(podName, name+"-") && byOrdinal[ordinal] == nil {
-				return nil // another of its pods is being deleted: wait for it to go
-			}
-		}
-		extra = extra[:1]
-	}
-	for _, ordinal := range extra {
-		if err := e.kube.Delete(ctx, byOrdinal[ordinal]); client.IgnoreNotFound(err) != nil {
-			return err
 		}
 	}
 	return nil

@@ -124,7 +124,7 @@ type statefulSet struct {
 	// with too.
 	selector map[string]string
 	// ordered is podManagementPolicy OrderedReady (the default): a pod is created once those of
-	// lower ordinals run and are Ready, and removed once those of higher ordinals are gone.
+	// lower ordinals run and are Ready.
 	ordered bool
 }
 

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,7 +110,8 @@ func simulated(t *testing.T, file, text string) (*Report, *engine) {
 // TestVolumesPlacePods: stateful pods get nodes where their volumes are. Each of the
 // StatefulSet's pods gets its claim data-db-<ordinal> (of the default StorageClass), bound
 // once the pod has a node, to a volume in that node's zone, which the class allows; the pod
-// whose claim is bound to a volume in us-east-1a goes there.
+// whose claim is bound to a volume in us-east-1a goes there. The StatefulSet's pods come one by
+// one (OrderedReady), each once the one before runs.
 func TestVolumesPlacePods(t *testing.T) {
 	rep, e := simulated(t, "stateful.yaml", statefulManifests)
 	ctx := context.Background()
@@ -117,11 +119,16 @@ func TestVolumesPlacePods(t *testing.T) {
 	for _, n := range rep.Fleet {
 		zones[n.Name] = n.Zone
 	}
+	var previous *corev1.Pod
 	for _, name := range []string{"db-0", "db-1", "db-2", "legacy-1"} {
 		pod := &corev1.Pod{}
 		if err := e.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
 			t.Fatalf("pod %s: %v", name, err)
 		}
+		if previous != nil && name != "legacy-1" && pod.CreationTimestamp.Before(previous.Status.StartTime) {
+			t.Errorf("pod %s created at %s, before %s ran (%s)", name, pod.CreationTimestamp, previous.Name, previous.Status.StartTime)
+		}
+		previous = pod
 		zone := zones[pod.Spec.NodeName]
 		if name == "legacy-1" {
 			if zone != "us-east-1a" {
@@ -157,13 +164,20 @@ func TestVolumesPlacePods(t *testing.T) {
 }
 
 // TestMissingStorageClassIsReported: pods whose claim names a StorageClass that does not exist
-// get no node (none is launched for them) and the report gives the kube-scheduler's reason.
+// get no node (none is launched for them) and the report gives the kube-scheduler's reason; so
+// does a pod whose claim has no class, and no default class is among the manifests, though
+// Karpenter plans it a node (it checks only that the claim's objects exist): here beside web.
 func TestMissingStorageClassIsReported(t *testing.T) {
 	manifests := nodePoolManifests + `  ---
   apiVersion: v1
   kind: PersistentVolumeClaim
   metadata: {name: cache}
   spec: {accessModes: [ReadWriteOnce], storageClassName: fast, resources: {requests: {storage: 5Gi}}}
+  ---
+  apiVersion: v1
+  kind: PersistentVolumeClaim
+  metadata: {name: files}
+  spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}}
 `
 	rep, _ := simulated(t, "missing.yaml", "name: missing\nduration: 10m\n"+manifests+`timeline:
   - at: 0s
@@ -177,9 +191,21 @@ func TestMissingStorageClassIsReported(t *testing.T) {
           spec:
             containers: [{name: cache, image: cache, resources: {requests: {cpu: 500m}}}]
             volumes: [{name: data, persistentVolumeClaim: {claimName: cache}}]
+  - at: 0s
+    deploy:
+      name: files
+      replicas: 1
+      pod:
+        template:
+          spec:
+            containers: [{name: files, image: files, resources: {requests: {cpu: 500m}}}]
+            volumes: [{name: data, persistentVolumeClaim: {claimName: files}}]
 `)
-	want := Unscheduled{Workload: "cache", Pods: 2, Reason: `storageclass.storage.k8s.io "fast" not found`}
-	if rep.Pods.NeverScheduled != 2 || len(rep.Pods.Unscheduled) != 1 || rep.Pods.Unscheduled[0] != want {
+	want := []Unscheduled{
+		{Workload: "cache", Pods: 2, Reason: `storageclass.storage.k8s.io "fast" not found`},
+		{Workload: "files", Pods: 1, Reason: "pod has unbound immediate PersistentVolumeClaims"},
+	}
+	if rep.Pods.NeverScheduled != 3 || !slices.Equal(rep.Pods.Unscheduled, want) {
 		t.Errorf("never scheduled %d: %+v, want %+v", rep.Pods.NeverScheduled, rep.Pods.Unscheduled, want)
 	}
 	if rep.Pods.Scheduled != 1 || rep.Nodes.Launched != 1 {
@@ -189,7 +215,7 @@ func TestMissingStorageClassIsReported(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if line := "  cache: 2 pods: " + want.Reason + "\n"; !strings.Contains(text.String(), line) {
+	if line := "  cache: 2 pods: " + want[0].Reason + "\n"; !strings.Contains(text.String(), line) {
 		t.Errorf("text report lacks %q:\n%s", line, text.String())
 	}
 }

@@ -202,8 +202,8 @@ func TestMissingVolumesAreReported(t *testing.T) {
 				got = c.Message
 			}
 		}
-		if got != message {
-			t.Errorf("pod %s: unschedulable with %q, want %q", name, got, message)
+		if got != message || res.VolumeReasons["default/"+name] != message {
+			t.Errorf("pod %s: unschedulable with %q, the result's reason %q; want %q", name, got, res.VolumeReasons["default/"+name], message)
 		}
 	}
 }
