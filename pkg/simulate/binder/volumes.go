@@ -89,19 +89,18 @@ func (b *Binder) bindClaims(ctx context.Context) error {
 	}
 	for _, shared := range waiting {
 		pvc := shared.DeepCopy()
-		if pvc.Spec.VolumeName == "" {
-			if pv := reservedFor[pvc.Namespace+"/"+pvc.Name]; pv != nil && (pv.Spec.ClaimRef.UID == "" || pv.Spec.ClaimRef.UID == pvc.UID) {
-				pvc.Spec.VolumeName = pv.Name
-			}
-		}
+		var pv *corev1.PersistentVolume
 		if pvc.Spec.VolumeName != "" {
-			pv := byName[pvc.Spec.VolumeName]
-			if pv == nil {
+			if pv = byName[pvc.Spec.VolumeName]; pv == nil {
 				continue // its pods say so: persistentvolume "…" not found
 			}
 			if ref := pv.Spec.ClaimRef; ref != nil && (ref.Namespace != pvc.Namespace || ref.Name != pvc.Name || ref.UID != "" && ref.UID != pvc.UID) {
 				continue // the volume is another claim's
 			}
+		} else if reserved := reservedFor[pvc.Namespace+"/"+pvc.Name]; reserved != nil && (reserved.Spec.ClaimRef.UID == "" || reserved.Spec.ClaimRef.UID == pvc.UID) {
+			pv = reserved
+		}
+		if pv != nil {
 			if err := b.bind(ctx, pvc, pv.DeepCopy(), ""); err != nil {
 				return err
 			}

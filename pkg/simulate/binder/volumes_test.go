@@ -118,11 +118,14 @@ func volumeZone(pv *corev1.PersistentVolume) string {
 // volumes are: a WaitForFirstConsumer claim gets a volume in the zone of the node its pod goes
 // to, within the class's allowedTopologies (though first fit would take us-east-1a's node, and
 // the two pods sharing a claim land in one zone); a claim bound beforehand to a volume in
-// us-east-1b takes its pod there; an Immediate class binds at once, in one of Options.Zones.
+// us-east-1b takes its pod there, and so does one a volume in us-east-1a is reserved for
+// (claimRef); an Immediate class binds at once, in one of Options.Zones.
 func TestVolumesPlacePods(t *testing.T) {
 	ctx := context.Background()
 	zonalNodes(t, "us-east-1a", "us-east-1b", "us-east-1c")
-	storage(t,
+	reserved := zonalVolume("pv-a", "us-east-1a")
+	reserved.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "reserved"}
+	storage(t, reserved, claim("reserved", "", ""),
 		storageClass("late", storagev1.VolumeBindingWaitForFirstConsumer, "us-east-1b", "us-east-1c"),
 		storageClass("now", storagev1.VolumeBindingImmediate),
 		zonalVolume("pv-b", "us-east-1b"),
@@ -133,7 +136,7 @@ func TestVolumesPlacePods(t *testing.T) {
 	if _, err := b.Step(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for name, zone := range map[string]string{"prebound": "us-east-1b", "now": "us-east-1c"} {
+	for name, zone := range map[string]string{"prebound": "us-east-1b", "now": "us-east-1c", "reserved": "us-east-1a"} {
 		pvc, pv := getClaim(t, name)
 		if pvc.Status.Phase != corev1.ClaimBound || pv == nil || pv.Status.Phase != corev1.VolumeBound || volumeZone(pv) != zone || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID {
 			t.Errorf("claim %s: %s, volume %v in %q; want bound at once to a volume in %s", name, pvc.Status.Phase, pv, volumeZone(pv), zone)
@@ -143,7 +146,7 @@ func TestVolumesPlacePods(t *testing.T) {
 		t.Errorf("a WaitForFirstConsumer claim bound to %s before its pod", pvc.Spec.VolumeName)
 	}
 
-	pods := []*corev1.Pod{mounting("late", "late"), mounting("shared-1", "shared"), mounting("shared-2", "shared"), mounting("prebound", "prebound"), mounting("now", "now")}
+	pods := []*corev1.Pod{mounting("late", "late"), mounting("shared-1", "shared"), mounting("shared-2", "shared"), mounting("prebound", "prebound"), mounting("now", "now"), mounting("reserved", "reserved")}
 	createPods(t, "", pods...)
 	res, err := b.Step(ctx)
 	if err != nil {
@@ -168,8 +171,8 @@ func TestVolumesPlacePods(t *testing.T) {
 	if _, pv := getClaim(t, "shared"); zoneOf("shared-1") != volumeZone(pv) || zoneOf("shared-2") != volumeZone(pv) {
 		t.Errorf("pods sharing a claim in %s and %s, its volume in %s", zoneOf("shared-1"), zoneOf("shared-2"), volumeZone(pv))
 	}
-	if zoneOf("prebound") != "us-east-1b" || zoneOf("now") != "us-east-1c" {
-		t.Errorf("pods prebound in %s and now in %s, want their volumes' us-east-1b and us-east-1c", zoneOf("prebound"), zoneOf("now"))
+	if zoneOf("prebound") != "us-east-1b" || zoneOf("now") != "us-east-1c" || zoneOf("reserved") != "us-east-1a" {
+		t.Errorf("pods prebound in %s, now in %s and reserved in %s, want their volumes' us-east-1b, -1c and -1a", zoneOf("prebound"), zoneOf("now"), zoneOf("reserved"))
 	}
 }
 
