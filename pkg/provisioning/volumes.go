@@ -13,20 +13,20 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
-// MissingVolumeError is VolumeRequirements' error for a pod whose PersistentVolumeClaim, or the
-// PersistentVolume or StorageClass its claim names, does not exist. The kube-scheduler leaves
-// such a pod pending with this very message (persistentvolumeclaim "data" not found,
-// storageclass.storage.k8s.io "fast" not found, persistentvolume "pv-1" not found), and
-// Karpenter provisions nothing for it, as no node would take it.
+// MissingVolumeError is VolumeRequirements' error for a pod that has no volume to mount yet, and
+// will get none by being scheduled: its PersistentVolumeClaim, or the PersistentVolume or
+// StorageClass its claim names, does not exist, or its claim is not bound and only the
+// PersistentVolume controller can bind it (it has no StorageClass, or an Immediate one). The
+// kube-scheduler leaves such a pod pending with this very message (persistentvolumeclaim "data"
+// not found, storageclass.storage.k8s.io "fast" not found, persistentvolume "pv-1" not found,
+// pod has unbound immediate PersistentVolumeClaims), so no node is provisioned for it: none
+// would take it.
 type MissingVolumeError struct {
-	// Err is the NotFound error, worded as the kube-scheduler's.
-	Err *apierrors.StatusError
+	// Reason is the kube-scheduler's message.
+	Reason string
 }
 
-func (e *MissingVolumeError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the NotFound error.
-func (e *MissingVolumeError) Unwrap() error { return e.Err }
+func (e *MissingVolumeError) Error() string { return e.Reason }
 
 // IsMissingVolume reports whether err is, or wraps, a *MissingVolumeError.
 func IsMissingVolume(err error) bool {
@@ -34,12 +34,16 @@ func IsMissingVolume(err error) bool {
 	return errors.As(err, &m)
 }
 
+// UnboundImmediateReason is the kube-scheduler's reason for a pod whose claim only the
+// PersistentVolume controller can bind, and has not.
+const UnboundImmediateReason = "pod has unbound immediate PersistentVolumeClaims"
+
 // missing is the MissingVolumeError of a kind (named as the kube-scheduler's listers name it)
 // and name.
 func missing(group, resource, name string) *MissingVolumeError {
 	gr := corev1.Resource(resource)
 	gr.Group = group
-	return &MissingVolumeError{Err: apierrors.NewNotFound(gr, name)}
+	return &MissingVolumeError{Reason: apierrors.NewNotFound(gr, name).Error()}
 }
 
 // zoneAliases are the zone labels volumes name other than topology.kubernetes.io/zone, which
@@ -59,11 +63,12 @@ func volumeRequirement(key string, op corev1.NodeSelectorOperator, values ...str
 }
 
 // VolumeRequirements returns the node requirements a pod's volumes impose: a bound
-// PersistentVolume's node affinity, or for an unbound claim its StorageClass's allowed
-// topologies (zone labels read as topology.kubernetes.io/zone). A claim that does not exist, or
-// whose PersistentVolume or StorageClass does not, makes the pod unschedulable: the error is a
-// *MissingVolumeError. Provisioning applies the requirements to pending pods, disruption to the
-// pods it would move, and the simulator's kube-scheduler stand-in to the pods it binds.
+// PersistentVolume's node affinity, or for an unbound claim of a WaitForFirstConsumer class the
+// class's allowed topologies (zone labels read as topology.kubernetes.io/zone). A claim that
+// does not exist, whose PersistentVolume or StorageClass does not, or that waits for the
+// PersistentVolume controller, makes the pod unschedulable: the error is a *MissingVolumeError.
+// Provisioning applies the requirements to pending pods, disruption to the pods it would move,
+// and the simulator's kube-scheduler stand-in to the pods it binds.
 func VolumeRequirements(ctx context.Context, c client.Reader, pod *corev1.Pod) (scheduling.Requirements, error) {
 	var out scheduling.Requirements
 	for _, v := range pod.Spec.Volumes {
@@ -98,7 +103,8 @@ func VolumeRequirements(ctx context.Context, c client.Reader, pod *corev1.Pod) (
 			continue
 		}
 		if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
-			continue
+			// Bound to a volume made beforehand, by the PersistentVolume controller, or never.
+			return out, &MissingVolumeError{Reason: UnboundImmediateReason}
 		}
 		sc := &storagev1.StorageClass{}
 		if err := c.Get(ctx, client.ObjectKey{Name: *pvc.Spec.StorageClassName}, sc); err != nil {
@@ -107,13 +113,18 @@ func VolumeRequirements(ctx context.Context, c client.Reader, pod *corev1.Pod) (
 			}
 			return out, fmt.Errorf("getting storageclass %s: %w", *pvc.Spec.StorageClassName, err)
 		}
+		if sc.VolumeBindingMode == nil || *sc.VolumeBindingMode == storagev1.VolumeBindingImmediate {
+			// Its provisioner makes the volume, in a zone of its choosing, before any pod goes.
+			return out, &MissingVolumeError{Reason: UnboundImmediateReason}
+		}
 		out = out.Intersect(StorageClassRequirements(sc))
 	}
 	return out, nil
 }
 
-// StorageClassRequirements are the node requirements an unbound claim of the class imposes:
-// the first term of its allowedTopologies (terms are ORed, and a node satisfying the first can
+// StorageClassRequirements are the node requirements a claim of the class waiting for its first
+// pod (WaitForFirstConsumer) imposes, and where a provisioner may put the volume of an
+// Immediate one: the first term of its allowedTopologies (terms are ORed, and a node satisfying the first can
 // mount the volume), zone labels read as topology.kubernetes.io/zone; none when it has none.
 func StorageClassRequirements(sc *storagev1.StorageClass) scheduling.Requirements {
 	var out scheduling.Requirements

@@ -14,10 +14,11 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
-// volumes creates a StorageClass "zonal" (allowed in us-east-1a and -c, under the EBS CSI
-// driver's zone key), a PersistentVolume "pv-b" in us-east-1b (under the legacy beta zone
-// label) and claims: "bound" on pv-b, "zonal" and "nameless" unbound of the class and of none,
-// "lost" bound to a volume that does not exist and "classless" of a class that does not.
+// volumes creates a WaitForFirstConsumer StorageClass "zonal" (allowed in us-east-1a and -c,
+// under the EBS CSI driver's zone key), an Immediate one "now", a PersistentVolume "pv-b" in
+// us-east-1b (under the legacy beta zone label) and claims: "bound" on pv-b, "zonal", "now" and
+// "nameless" unbound of the classes and of none, "lost" bound to a volume that does not exist
+// and "classless" of a class that does not.
 func volumes(t *testing.T) {
 	t.Helper()
 	zone := func(key string, values ...string) []corev1.NodeSelectorRequirement {
@@ -30,6 +31,7 @@ func volumes(t *testing.T) {
 			{Key: "topology.ebs.csi.aws.com/zone", Values: []string{"us-east-1a", "us-east-1c"}},
 		}}},
 	})
+	create(t, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "now"}, Provisioner: "ebs.csi.aws.com"})
 	storage := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}
 	create(t, &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv-b"},
@@ -42,7 +44,7 @@ func volumes(t *testing.T) {
 		},
 	})
 	for _, c := range []struct{ name, class, volume string }{
-		{"bound", "", "pv-b"}, {"zonal", "zonal", ""}, {"nameless", "", ""}, {"lost", "", "pv-gone"}, {"classless", "fast", ""},
+		{"bound", "", "pv-b"}, {"zonal", "zonal", ""}, {"now", "now", ""}, {"nameless", "", ""}, {"lost", "", "pv-gone"}, {"classless", "fast", ""},
 	} {
 		pvc := &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: "default"},
@@ -69,9 +71,10 @@ func withClaims(name string, claims ...string) *corev1.Pod {
 	return pod
 }
 
-// TestVolumeRequirements: a bound volume's node affinity and an unbound claim's allowed
-// topologies, zone aliases read as topology.kubernetes.io/zone; a claim, volume or class that
-// does not exist is a MissingVolumeError worded as the kube-scheduler's.
+// TestVolumeRequirements: a bound volume's node affinity and a WaitForFirstConsumer claim's
+// allowed topologies, zone aliases read as topology.kubernetes.io/zone; a claim, volume or class
+// that does not exist, or a claim only the PersistentVolume controller binds, not bound yet, is
+// a MissingVolumeError worded as the kube-scheduler's.
 func TestVolumeRequirements(t *testing.T) {
 	volumes(t)
 	for _, tc := range []struct {
@@ -80,8 +83,10 @@ func TestVolumeRequirements(t *testing.T) {
 	}{
 		{claims: []string{"bound"}, want: "topology.kubernetes.io/zone In [us-east-1b]"},
 		{claims: []string{"zonal"}, want: "topology.kubernetes.io/zone In [us-east-1a us-east-1c]"},
-		{claims: []string{"nameless"}, want: ""},
-		{claims: []string{"zonal", "nameless"}, want: "topology.kubernetes.io/zone In [us-east-1a us-east-1c]"},
+		{claims: []string{"bound", "zonal"}, want: "topology.kubernetes.io/zone (no value and no absence satisfies it)"},
+		{claims: []string{}, want: ""},
+		{claims: []string{"zonal", "nameless"}, error: "pod has unbound immediate PersistentVolumeClaims"},
+		{claims: []string{"now"}, error: "pod has unbound immediate PersistentVolumeClaims"},
 		{claims: []string{"nowhere"}, error: `persistentvolumeclaim "nowhere" not found`},
 		{claims: []string{"lost"}, error: `persistentvolume "pv-gone" not found`},
 		{claims: []string{"zonal", "classless"}, error: `storageclass.storage.k8s.io "fast" not found`},

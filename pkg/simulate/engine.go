@@ -235,10 +235,6 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	for key := range bound.Bound {
 		e.rec.bound(key[len(namespace)+1:], now)
 	}
-	e.rec.volumeReasons = map[string]string{}
-	for key, reason := range bound.VolumeReasons {
-		e.rec.volumeReasons[key[len(namespace)+1:]] = reason
-	}
 	if err := e.maybeProvision(ctx, now); err != nil {
 		return err
 	}

@@ -80,9 +80,8 @@ type Pods struct {
 	Unscheduled []Unscheduled `json:"unscheduled,omitempty"`
 }
 
-// Unscheduled is how many of one workload's pods had no node at the end, and why: what keeps
-// their volumes from any node, the provisioner's last error for them, or that they were still
-// waiting for a node.
+// Unscheduled is how many of one workload's pods had no node at the end, and why: the
+// provisioner's last error for them, or that they were still waiting for a node.
 type Unscheduled struct {
 	Workload string `json:"workload"`
 	Pods     int    `json:"pods"`
@@ -146,10 +145,6 @@ type recorder struct {
 	commands          map[string]int
 	// podErrors holds the provisioner's last error for each pod it could not place.
 	podErrors map[string]string
-	// volumeReasons say, for each pending pod no node can take for its volumes, why: the
-	// binder's last word, which outweighs the provisioner's (Karpenter launches a node for a
-	// pod whose claim is unbound, which the node never takes).
-	volumeReasons map[string]string
 }
 
 func newRecorder(w *Workload, seed int64) *recorder {
@@ -198,10 +193,7 @@ func (r *recorder) unscheduled(ctx context.Context, e *engine) ([]Unscheduled, e
 		if workload == "" {
 			workload = p.Name
 		}
-		reason, ok := r.volumeReasons[p.Name]
-		if !ok {
-			reason, ok = r.podErrors[p.Name]
-		}
+		reason, ok := r.podErrors[p.Name]
 		if !ok {
 			reason = waitingReason
 		}

@@ -165,8 +165,7 @@ func TestVolumesPlacePods(t *testing.T) {
 
 // TestMissingStorageClassIsReported: pods whose claim names a StorageClass that does not exist
 // get no node (none is launched for them) and the report gives the kube-scheduler's reason; so
-// does a pod whose claim has no class, and no default class is among the manifests, though
-// Karpenter plans it a node (it checks only that the claim's objects exist): here beside web.
+// does a pod whose claim has no class, when no default class is among the manifests.
 func TestMissingStorageClassIsReported(t *testing.T) {
 	manifests := nodePoolManifests + `  ---
   apiVersion: v1

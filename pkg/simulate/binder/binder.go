@@ -69,10 +69,6 @@ type Result struct {
 	Bound map[string]string
 	// Unschedulable pods newly marked so.
 	Unschedulable []string
-	// VolumeReasons are the pending pods no node can take for their volumes, by name, with
-	// why (persistentvolumeclaim "data" not found, pod has unbound immediate
-	// PersistentVolumeClaims, …).
-	VolumeReasons map[string]string
 }
 
 // Step binds the claims that need no pod, then every pending pod that fits a schedulable,
@@ -137,10 +133,6 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 				return res, err
 			}
 			res.Unschedulable = append(res.Unschedulable, pod.Namespace+"/"+pod.Name)
-			if res.VolumeReasons == nil {
-				res.VolumeReasons = map[string]string{}
-			}
-			res.VolumeReasons[pod.Namespace+"/"+pod.Name] = reason
 			continue
 		}
 		if reqs.Len() > 0 {

@@ -28,10 +28,6 @@ const (
 	annStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
 )
 
-// unboundImmediate is the kube-scheduler's reason for a pod whose claim only the
-// PersistentVolume controller can bind, and has not: no StorageClass, or an Immediate one.
-const unboundImmediate = "pod has unbound immediate PersistentVolumeClaims"
-
 // defaultVolumeSize is the size of a volume provisioned for a claim that requests none.
 var defaultVolumeSize = resource.MustParse("1Gi")
 
@@ -259,34 +255,14 @@ func (b *Binder) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pv
 }
 
 // volumeReason says why no node can take the pod for its volumes, as the kube-scheduler words
-// it, or "" when its volumes leave it schedulable: a claim, volume or StorageClass that does not
-// exist, or a claim not bound yet that only the PersistentVolume controller binds. reqs are the
-// node requirements its volumes impose (provisioning.VolumeRequirements).
+// it, or "" when its volumes leave it schedulable (provisioning.MissingVolumeError); reqs are
+// the node requirements its volumes impose (provisioning.VolumeRequirements).
 func (b *Binder) volumeReason(ctx context.Context, pod *corev1.Pod) (reqs scheduling.Requirements, reason string, err error) {
 	reqs, err = provisioning.VolumeRequirements(ctx, b.kubeClient, pod)
 	if provisioning.IsMissingVolume(err) {
 		return reqs, err.Error(), nil
 	}
-	if err != nil {
-		return reqs, "", err
-	}
-	for _, name := range claimNames(pod) {
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := b.kubeClient.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, pvc); err != nil {
-			return reqs, "", fmt.Errorf("getting persistentvolumeclaim %s/%s: %w", pod.Namespace, name, err)
-		}
-		if pvc.Spec.VolumeName != "" {
-			continue
-		}
-		class, err := b.classOf(ctx, pvc)
-		if err != nil {
-			return reqs, "", fmt.Errorf("getting the storageclass of claim %s/%s: %w", pod.Namespace, name, err)
-		}
-		if class == nil || immediate(class) {
-			return reqs, unboundImmediate, nil
-		}
-	}
-	return reqs, "", nil
+	return reqs, "", err
 }
 
 // bindPodClaims is the kube-scheduler's volume binding for a pod about to go to node: it
@@ -309,7 +285,7 @@ func (b *Binder) bindPodClaims(ctx context.Context, pod *corev1.Pod, node *corev
 		if pvc.Spec.VolumeName != "" {
 			continue
 		}
-		class, err := b.classOf(ctx, pvc)
+		class, err := b.classOf(ctx, pvc) // WaitForFirstConsumer, as volumeReason found
 		if err != nil || class == nil {
 			return false, err
 		}
