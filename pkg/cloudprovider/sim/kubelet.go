@@ -89,8 +89,8 @@ func (o KubeletOptions) Validate() error {
 //     taint once Ready;
 //  4. plays the agents that startup taints wait for: StartupTaintDelay after the Node is Ready,
 //     removes the NodeClaim's startup taints (as the instance's user data carried them), but
-//     not a taint the claim also has among its regular taints, and again whenever one comes
-//     back (Karpenter's registration puts missing ones back);
+//     not a taint the claim also has among its regular taints or RegisterWithTaints has, and
+//     again whenever one comes back (Karpenter's registration puts missing ones back);
 //  5. with MarkPodsRunning, sets the pods bound to Ready Nodes to Running, and deletes the pods
 //     being deleted from its Nodes as soon as asked (their containers stop at once).
 //
@@ -286,12 +286,13 @@ func (k *Kubelet) syncStatus(ctx context.Context, node *corev1.Node, inst Instan
 }
 
 // liftStartupTaints removes boot's startup taints from the Node, as the agents they wait for do
-// once they run. A taint that is also among boot's regular taints (same key and effect) stays:
-// it is the NodePool's, not the agent's.
+// once they run. A taint that is also among boot's regular taints or RegisterWithTaints (same
+// key and effect) stays: it is the NodePool's or the user data's, not the agent's.
 func (k *Kubelet) liftStartupTaints(ctx context.Context, node *corev1.Node, boot Bootstrap) (*corev1.Node, error) {
 	lifted := func(t corev1.Taint) bool {
 		matches := func(o corev1.Taint) bool { return t.MatchTaint(&o) }
-		return slices.ContainsFunc(boot.StartupTaints, matches) && !slices.ContainsFunc(boot.Taints, matches)
+		return slices.ContainsFunc(boot.StartupTaints, matches) &&
+			!slices.ContainsFunc(boot.Taints, matches) && !slices.ContainsFunc(k.opts.RegisterWithTaints, matches)
 	}
 	if !slices.ContainsFunc(node.Spec.Taints, lifted) {
 		return node, nil

@@ -301,9 +301,11 @@ func TestKubeletWithoutClaimAndStaleNodes(t *testing.T) {
 
 // TestKubeletLiftsStartupTaints: StartupTaintDelay after the Node is Ready, the agents lift
 // the NodeClaim's startup taints (and lift one again when it comes back), but not its regular
-// taints, even one that is also a startup taint, nor Karpenter's own.
+// taints, even one that is also a startup taint, nor one the user data adds, nor Karpenter's.
 func TestKubeletLiftsStartupTaints(t *testing.T) {
-	f := newKubeletFixture(t, "startup", Options{LaunchLatency: 30 * time.Second}, KubeletOptions{ReadyDelay: 10 * time.Second, StartupTaintDelay: 5 * time.Second})
+	custom := corev1.Taint{Key: "example.com/custom", Effect: corev1.TaintEffectNoSchedule}
+	f := newKubeletFixture(t, "startup", Options{LaunchLatency: 30 * time.Second},
+		KubeletOptions{ReadyDelay: 10 * time.Second, StartupTaintDelay: 5 * time.Second, RegisterWithTaints: []corev1.Taint{custom}})
 	claim := f.claim("startup")
 	claim.Spec.Taints = []corev1.Taint{
 		{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule},
@@ -312,6 +314,7 @@ func TestKubeletLiftsStartupTaints(t *testing.T) {
 	claim.Spec.StartupTaints = []corev1.Taint{
 		{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute},
 		{Key: "example.com/both", Effect: corev1.TaintEffectNoSchedule},
+		custom,
 	}
 	f.create(claim)
 	if _, err := f.cloud.Create(f.ctx, claim); err != nil {
@@ -326,7 +329,7 @@ func TestKubeletLiftsStartupTaints(t *testing.T) {
 		}
 		return taintKeys(node.Spec.Taints)
 	}
-	regular := []string{"dedicated:NoSchedule", "example.com/both:NoSchedule", karpv1.UnregisteredTaintKey + ":NoExecute"}
+	regular := []string{"dedicated:NoSchedule", "example.com/both:NoSchedule", "example.com/custom:NoSchedule", karpv1.UnregisteredTaintKey + ":NoExecute"}
 	withStartup := append([]string{"node.cilium.io/agent-not-ready:NoExecute"}, regular...)
 	slices.Sort(withStartup)
 
