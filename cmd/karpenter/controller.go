@@ -92,6 +92,7 @@ Karpenter's Helm chart uses.`,
 	fs.int64(&opts.Sim.Seed, "sim-seed", "SIM_SEED", opts.Sim.Seed, "seed of the simulated cloud")
 	fs.duration(&opts.Sim.LaunchLatency, "sim-launch-latency", "SIM_LAUNCH_LATENCY", opts.Sim.LaunchLatency, "simulated time from launch to node registration")
 	fs.duration(&opts.Sim.ReadyDelay, "sim-ready-delay", "SIM_READY_DELAY", opts.Sim.ReadyDelay, "simulated time from registration to node Ready")
+	fs.duration(&opts.Sim.StartupTaintDelay, "sim-startup-taint-delay", "SIM_STARTUP_TAINT_DELAY", opts.Sim.StartupTaintDelay, "simulated time from node Ready until the agents on it lift its NodePool's startupTaints")
 	fs.string(&opts.Sim.StateConfigMap, "sim-state-configmap", "SIM_STATE_CONFIGMAP", "karpenter-sim-state", "ConfigMap in the leader election namespace keeping the simulated instances across restarts and leader changes; empty keeps them in memory")
 	fs.bool(&opts.Sim.MarkPodsRunning, "sim-mark-pods-running", "SIM_MARK_PODS_RUNNING", opts.Sim.MarkPodsRunning, "report pods bound to simulated nodes as Running")
 	return cmd

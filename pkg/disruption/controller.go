@@ -506,6 +506,11 @@ func (c *Controller) volumeRequirements(ctx context.Context, snap *state.Snapsho
 				continue
 			}
 			reqs, err := provisioning.VolumeRequirements(ctx, c.kube, pod)
+			if provisioning.IsMissingVolume(err) {
+				// The pod runs, so its volumes were there when it was placed (and the API server's
+				// protection finalizers keep a claim and volume in use): nothing to impose, as before.
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("volume requirements of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 			}

@@ -107,7 +107,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		if err := sim.IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			return nil, err
 		}
-		kubelet, err := sim.NewKubelet(cloud, mgr.GetClient(), sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning, RegisterWithTaints: opts.Sim.RegisterWithTaints})
+		kubelet, err := sim.NewKubelet(cloud, mgr.GetClient(), sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, StartupTaintDelay: opts.Sim.StartupTaintDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning, RegisterWithTaints: opts.Sim.RegisterWithTaints})
 		if err != nil {
 			return nil, err
 		}

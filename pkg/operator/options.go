@@ -65,6 +65,9 @@ type SimOptions struct {
 	LaunchLatency time.Duration
 	// ReadyDelay is the time from registration until the node is Ready.
 	ReadyDelay time.Duration
+	// StartupTaintDelay is the time from the node being Ready until its NodeClaim's startup
+	// taints are lifted, as the agents they wait for (a CNI such as Cilium) would.
+	StartupTaintDelay time.Duration
 	// Zones are the simulated availability zones (default us-east-1a/b/c).
 	Zones []string
 	// MarkPodsRunning makes the simulated kubelet report bound pods Running.
@@ -117,7 +120,7 @@ func DefaultOptions() Options {
 		RegistrationTTL:        15 * time.Minute,
 		KubeClientQPS:          200,
 		KubeClientBurst:        300,
-		Sim:                    SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, MarkPodsRunning: true},
+		Sim:                    SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, StartupTaintDelay: sim.DefaultStartupTaintDelay, MarkPodsRunning: true},
 		AWS:                    AWSOptions{VMMemoryOverheadPercent: 0.075},
 	}
 }
@@ -161,8 +164,8 @@ func (o Options) Validate() error {
 	if o.DisruptionPollInterval < 0 || o.ConsolidationValidationDelay < 0 {
 		errs = append(errs, errors.New("the disruption poll interval and consolidation validation delay must not be negative"))
 	}
-	if o.Sim.LaunchLatency < 0 || o.Sim.ReadyDelay < 0 {
-		errs = append(errs, errors.New("--sim-launch-latency and --sim-ready-delay must not be negative"))
+	if o.Sim.LaunchLatency < 0 || o.Sim.ReadyDelay < 0 || o.Sim.StartupTaintDelay < 0 {
+		errs = append(errs, errors.New("--sim-launch-latency, --sim-ready-delay and --sim-startup-taint-delay must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -106,13 +106,14 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		}
 		return decision, nil
 	}
-	input, pools, err := p.input(ctx, snap)
+	input, pools, unschedulable, err := p.input(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	results := scheduler.Solve(input)
 	metrics.ObserveSchedulingDuration(metrics.ControllerProvisioner, time.Since(start))
+	results.PodErrors = append(results.PodErrors, unschedulable...)
 	decision := &Decision{Results: results, Refused: refused}
 	for _, c := range results.NewClaims {
 		np := pools[c.NodePool]
@@ -161,10 +162,12 @@ func instanceTypeNames(types []*cloudprovider.InstanceType, n int) string {
 	return strings.Join(names, ", ")
 }
 
-// input builds the scheduler's input from a snapshot.
-func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (scheduler.Input, map[string]*karpv1.NodePool, error) {
+// input builds the scheduler's input from a snapshot. The pending pods no node would take
+// whatever the scheduler decides (a volume that does not exist) are left out of it, each with
+// its error.
+func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (scheduler.Input, map[string]*karpv1.NodePool, []scheduler.PodError, error) {
 	in := scheduler.Input{
-		Pods:               snap.Pending,
+		Pods:               make([]*corev1.Pod, 0, len(snap.Pending)),
 		Options:            scheduler.Options{IgnorePreferences: p.opts.IgnorePreferences, MinValuesBestEffort: p.opts.MinValuesBestEffort},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{},
 		Avoid:              snap.Avoid,
@@ -219,16 +222,23 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		}
 	}
 	in.Nodes = append(in.Nodes, launching...)
+	var unschedulable []scheduler.PodError
 	for _, pod := range snap.Pending {
 		reqs, err := VolumeRequirements(ctx, p.kubeClient, pod)
-		if err != nil {
-			return in, nil, err
+		if IsMissingVolume(err) {
+			// As Karpenter: the kube-scheduler will not place it, so no node is made for it.
+			unschedulable = append(unschedulable, scheduler.PodError{Pod: pod, Err: err})
+			continue
 		}
+		if err != nil {
+			return in, nil, nil, err
+		}
+		in.Pods = append(in.Pods, pod)
 		if reqs.Len() > 0 {
 			in.VolumeRequirements[pod.UID] = reqs
 		}
 	}
-	return in, pools, nil
+	return in, pools, unschedulable, nil
 }
 
 func weight(np *karpv1.NodePool) int32 {

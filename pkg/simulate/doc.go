@@ -1,6 +1,7 @@
 // Package simulate runs Karpenter's controllers offline over a workload and reports the nodes,
 // cost and timing they would produce. It owns the workload file (NodePools and NodeClasses as
-// plain Karpenter manifests, and a timeline of deployments, jobs and cloud events), the engine
+// plain Karpenter manifests, with the StorageClasses and claims of the pods' volumes, and a
+// timeline of deployments, jobs and cloud events, or plain Kubernetes manifests), the engine
 // that drives the very same provisioning, NodeClaim and NodePool controllers as the in-cluster
 // binary on an embedded in-memory cluster (pkg/simulate/memory) and the simulated cloud
 // (pkg/cloudprovider/sim) on a virtual clock, and the report.

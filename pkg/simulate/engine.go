@@ -127,12 +127,15 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if err := nodeclaim.IndexFields(ctx, e.kube); err != nil {
 		return nil, err
 	}
-	launch, ready := 30*time.Second, 10*time.Second
+	launch, ready, startup := 30*time.Second, 10*time.Second, sim.DefaultStartupTaintDelay
 	if w.Cloud.LaunchLatency != nil {
 		launch = w.Cloud.LaunchLatency.Duration
 	}
 	if w.Cloud.ReadyDelay != nil {
 		ready = w.Cloud.ReadyDelay.Duration
+	}
+	if w.Cloud.StartupTaintDelay != nil {
+		startup = w.Cloud.StartupTaintDelay.Duration
 	}
 	var err error
 	e.cloud, err = sim.New(sim.Options{Clock: e.clock, NodeClasses: e.kube, Seed: seed, Zones: w.Cloud.Zones, LaunchLatency: launch,
@@ -140,10 +143,10 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
-	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, MarkPodsRunning: true}); err != nil {
+	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, StartupTaintDelay: startup, MarkPodsRunning: true}); err != nil {
 		return nil, err
 	}
-	e.binder = binder.New(e.kube, e.clock)
+	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones()})
 	cluster := state.NewCluster(e.kube, e.clock)
 	e.cluster = cluster
 	e.nomination = provisioning.NewNominationController(e.kube, cluster, e.clock)
@@ -539,8 +542,10 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		}
 	}
 	live := map[string][]*corev1.Pod{}
+	taken := map[string]bool{} // pod names in use, by pods being deleted too
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		taken[p.Name] = true
 		owner := p.Labels[ownerLabel]
 		// A pod whose node is gone is lost, as pod garbage collection would find it.
 		if p.Spec.NodeName != "" && !exists[p.Spec.NodeName] && p.Status.Phase != corev1.PodSucceeded {
@@ -570,6 +575,12 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	for _, name := range sortedKeys(e.deployments) {
 		d := e.deployments[name]
 		have := live[name]
+		if d.spec.stateful != nil {
+			if err := e.syncStatefulSet(ctx, d, have, taken); err != nil {
+				return err
+			}
+			continue
+		}
 		for i := len(have); i < d.replicas; i++ {
 			d.serial++
 			if err := e.createPod(ctx, name, d.serial, d.spec.template); err != nil {
@@ -603,6 +614,19 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// podReady reports whether the pod runs and is Ready.
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func runningSince(p *corev1.Pod) time.Time {
 	if p.Status.StartTime != nil {
 		return p.Status.StartTime.Time
@@ -615,6 +639,40 @@ func runningSince(p *corev1.Pod) time.Time {
 	return p.CreationTimestamp.Time
 }
 
+// syncStatefulSet plays the StatefulSet controller for a deployment read from a StatefulSet:
+// its pods are <name>-0 to <name>-<replicas-1>, and a missing one is created once its name is
+// free (its predecessor gone). With ordered (OrderedReady) pod management, one is created only
+// when all below it run and are Ready. (A plain-manifest workload never scales it down.)
+func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live []*corev1.Pod, taken map[string]bool) error {
+	s, name := d.spec.stateful, d.spec.Name
+	byName := map[string]*corev1.Pod{}
+	for _, p := range live {
+		byName[p.Name] = p
+	}
+	for i := 0; i < d.replicas; i++ {
+		podName := name + "-" + strconv.Itoa(i)
+		if p := byName[podName]; p != nil {
+			if s.ordered && !podReady(p) {
+				break
+			}
+			continue
+		}
+		if taken[podName] {
+			if s.ordered {
+				break
+			}
+			continue // its predecessor is still being deleted
+		}
+		if err := e.createPod(ctx, name, i, d.spec.template); err != nil {
+			return err
+		}
+		if s.ordered {
+			break
+		}
+	}
+	return nil
+}
+
 func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *corev1.PodTemplateSpec) error {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Name = owner + "-" + strconv.Itoa(serial)
@@ -623,6 +681,14 @@ func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[ownerLabel] = owner
+	if d := e.deployments[owner]; d != nil && d.spec.stateful != nil {
+		// As the StatefulSet controller: the pod's claims first, unless they exist already.
+		for _, pvc := range d.spec.stateful.podClaims(pod, owner, serial) {
+			if err := e.kube.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating persistentvolumeclaim %s: %w", pvc.Name, err)
+			}
+		}
+	}
 	if err := e.kube.Create(ctx, pod); err != nil {
 		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 	}

@@ -37,8 +37,7 @@ const (
 var ignoredKinds = map[string]bool{
 	"Namespace": true, "Service": true, "ConfigMap": true, "Secret": true, "ServiceAccount": true,
 	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true, "Ingress": true,
-	"NetworkPolicy": true, "HorizontalPodAutoscaler": true, "PersistentVolumeClaim": true, "StorageClass": true,
-	"PriorityClass": true, "LimitRange": true, "ResourceQuota": true,
+	"NetworkPolicy": true, "HorizontalPodAutoscaler": true, "PriorityClass": true, "LimitRange": true, "ResourceQuota": true,
 }
 
 // isPlainManifests reports whether data is Kubernetes documents rather than a workload file:
@@ -130,8 +129,10 @@ func (d document) isKarpenter() bool {
 
 // parsePlainManifests turns Kubernetes documents into a workload: NodePools and EC2NodeClasses
 // are its manifests; Deployments, StatefulSets, ReplicaSets and Pods are deployed at the start,
-// Jobs run at the start, DaemonSets reserve their pods' room on new nodes, and a PodDisruptionBudget with an integer minAvailable or
-// maxUnavailable guards the deployment whose pods it selects.
+// Jobs run at the start, DaemonSets reserve their pods' room on new nodes, a
+// PodDisruptionBudget with an integer minAvailable or maxUnavailable guards the deployment
+// whose pods it selects, and StorageClasses, PersistentVolumes and PersistentVolumeClaims are
+// created for the pods' volumes (a StatefulSet's volumeClaimTemplates give each pod its own).
 func parsePlainManifests(file string, data []byte) (*Workload, error) {
 	docs, errs := readFileDocuments(file, string(data))
 	return plainWorkload(file, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), docs, errs)
@@ -197,7 +198,7 @@ func LoadManifests(paths []string) (*Workload, error) {
 func plainWorkload(source, name string, docs []document, errs []error) (*Workload, error) {
 	file := source
 	w := &Workload{file: file, Name: name, Duration: Duration{PlainManifestsDuration}}
-	var karpenter []document
+	var karpenter, storage []document
 	var pdbs []*policyv1.PodDisruptionBudget
 	var daemonSets []client.Object
 	add := func(doc document, kind, name, format string, args ...any) {
@@ -220,7 +221,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		}
 		return true
 	}
-	deploy := func(i document, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec) {
+	deploy := func(i document, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec, stateful *statefulSet) {
 		if !claim(i, kind, name, &tmpl) {
 			return
 		}
@@ -232,7 +233,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			add(i, kind, name, "spec.replicas: %d is negative; give 0 or more", n)
 			return
 		}
-		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl}})
+		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl, stateful: stateful}})
 	}
 	for _, doc := range docs {
 		i, raw := doc, doc.raw
@@ -244,6 +245,10 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		}
 		if doc.isKarpenter() {
 			karpenter = append(karpenter, doc)
+			continue
+		}
+		if isStorageKind(u.GetAPIVersion(), kind) {
+			storage = append(storage, doc)
 			continue
 		}
 		if ignoredKinds[kind] {
@@ -260,23 +265,29 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		case "apps/v1/Deployment":
 			var d appsv1.Deployment
 			if decode(&d) {
-				deploy(i, kind, name, d.Spec.Replicas, d.Spec.Template)
+				deploy(i, kind, name, d.Spec.Replicas, d.Spec.Template, nil)
 			}
 		case "apps/v1/StatefulSet":
 			var s appsv1.StatefulSet
-			if decode(&s) {
-				deploy(i, kind, name, s.Spec.Replicas, s.Spec.Template)
+			if !decode(&s) {
+				continue
 			}
+			stateful, err := newStatefulSet(&s)
+			if err != nil {
+				add(i, kind, name, "%v", err)
+				continue
+			}
+			deploy(i, kind, name, s.Spec.Replicas, s.Spec.Template, stateful)
 		case "apps/v1/ReplicaSet":
 			var r appsv1.ReplicaSet
 			if decode(&r) {
-				deploy(i, kind, name, r.Spec.Replicas, r.Spec.Template)
+				deploy(i, kind, name, r.Spec.Replicas, r.Spec.Template, nil)
 			}
 		case "v1/Pod":
 			var p corev1.Pod
 			if decode(&p) {
 				one := int32(1)
-				deploy(i, kind, name, &one, corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec})
+				deploy(i, kind, name, &one, corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, nil)
 			}
 		case "batch/v1/Job":
 			var j batchv1.Job
@@ -327,14 +338,16 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 				pdbs = append(pdbs, &p)
 			}
 		default:
-			add(i, kind, name, "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job or PodDisruptionBudget")
+			add(i, kind, name, "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job, PodDisruptionBudget, StorageClass, PersistentVolume or PersistentVolumeClaim")
 		}
 	}
 	objs, err := decodeObjects(karpenter)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	w.Objects = append(objs, daemonSets...)
+	volumes, storageErrs := storageObjects(storage, w)
+	errs = append(errs, storageErrs...)
+	w.Objects = append(append(objs, daemonSets...), volumes...)
 	if !hasNodePool(objs) && err == nil {
 		errs = append(errs, fmt.Errorf("%s: no NodePool: add at least one NodePool (karpenter.sh/v1) and its EC2NodeClass", file))
 	}

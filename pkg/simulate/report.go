@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -127,10 +128,14 @@ type FleetNode struct {
 
 // recorder collects what happens during a run.
 type recorder struct {
-	w                 *Workload
-	seed              int64
+	w    *Workload
+	seed int64
+	// created and scheduled are by pod: its name, and for a pod that replaced another of the
+	// same name (a StatefulSet's) "name#2", "name#3", …; current gives a name's latest.
 	created           map[string]time.Time
 	scheduled         map[string]time.Duration
+	current           map[string]string
+	incarnations      map[string]int
 	jobEnds           map[string]time.Time
 	samples           []Sample
 	lastSample        time.Time
@@ -143,7 +148,8 @@ type recorder struct {
 }
 
 func newRecorder(w *Workload, seed int64) *recorder {
-	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, jobEnds: map[string]time.Time{}, commands: map[string]int{}, podErrors: map[string]string{}}
+	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, current: map[string]string{}, incarnations: map[string]int{},
+		jobEnds: map[string]time.Time{}, commands: map[string]int{}, podErrors: map[string]string{}}
 }
 
 // decision counts the provisioner's decisions and keeps, per pod, why it could not be placed;
@@ -217,16 +223,27 @@ func (r *recorder) warn(msg string) {
 	}
 }
 
-func (r *recorder) podCreated(p *corev1.Pod) { r.created[p.Name] = p.CreationTimestamp.Time }
+// podCreated notes a new pod, a new incarnation of its name if the name was used before.
+func (r *recorder) podCreated(p *corev1.Pod) {
+	r.incarnations[p.Name]++
+	key := p.Name
+	if n := r.incarnations[p.Name]; n > 1 {
+		key = p.Name + "#" + strconv.Itoa(n)
+	}
+	r.current[p.Name] = key
+	r.created[key] = p.CreationTimestamp.Time
+}
 
 // bound notes when a pod was bound to a node.
 func (r *recorder) bound(name string, now time.Time) {
-	if _, done := r.scheduled[name]; done {
+	key, ok := r.current[name]
+	if !ok {
 		return
 	}
-	if created, ok := r.created[name]; ok {
-		r.scheduled[name] = now.Sub(created)
+	if _, done := r.scheduled[key]; done {
+		return
 	}
+	r.scheduled[key] = now.Sub(r.created[key])
 }
 
 // sample records the cluster once a minute of virtual time.

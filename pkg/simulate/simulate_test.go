@@ -220,3 +220,27 @@ func TestInclusiveBounds(t *testing.T) {
 		t.Errorf("Gt 3 and Lt 17 launched %+v ($%v), Gte 4 and Lte 16 %+v ($%v)", exclusive.Nodes.ByType, exclusive.Cost, inclusive.Nodes.ByType, inclusive.Cost)
 	}
 }
+
+// TestStartupTaintsAreLifted: a NodePool's startupTaints (here Cilium's) are lifted
+// cloud.startupTaintDelay after a node is Ready, as the agent would, so every pod schedules,
+// that much later; the nodes stayed tainted, and no pod scheduled, before.
+func TestStartupTaintsAreLifted(t *testing.T) {
+	manifests := strings.Replace(nodePoolManifests, "        nodeClassRef:",
+		"        startupTaints: [{key: node.cilium.io/agent-not-ready, value: \"true\", effect: NoExecute}]\n        nodeClassRef:", 1)
+	workload := func(cloud string) string {
+		return "name: startup\nduration: 30m\n" + cloud + manifests + `timeline:
+  - at: 0s
+    deploy: {name: web, replicas: 10, pod: {cpu: 500m, memory: 1Gi}}
+`
+	}
+	byDefault := run(t, workload(""))
+	slow := run(t, workload("cloud: {startupTaintDelay: 25s}\n"))
+	for name, rep := range map[string]*Report{"default": byDefault, "25s": slow} {
+		if rep.Pods.Created != 10 || rep.Pods.Scheduled != 10 || rep.Pods.NeverScheduled != 0 {
+			t.Errorf("%s: pods %+v, want all 10 scheduled once the startup taint is lifted", name, rep.Pods)
+		}
+	}
+	if d := slow.Pods.PendingMaxS - byDefault.Pods.PendingMaxS; d != 20 {
+		t.Errorf("pods waited at most %vs with a 25s startup taint delay and %vs with the default 5s: want 20s more", slow.Pods.PendingMaxS, byDefault.Pods.PendingMaxS)
+	}
+}

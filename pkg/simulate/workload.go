@@ -35,8 +35,9 @@ type Workload struct {
 	Seed int64 `yaml:"seed"`
 	// Cloud configures the simulated cloud.
 	Cloud CloudSettings `yaml:"cloud"`
-	// Manifests are Karpenter objects (NodePool, EC2NodeClass) as YAML documents, exactly as
-	// they would be applied to a cluster.
+	// Manifests are Karpenter objects (NodePool, EC2NodeClass), and the StorageClasses,
+	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, as YAML documents,
+	// exactly as they would be applied to a cluster.
 	Manifests string `yaml:"manifests"`
 	// Timeline is what happens when.
 	Timeline []Event `yaml:"timeline"`
@@ -54,6 +55,9 @@ type CloudSettings struct {
 	LaunchLatency *Duration `yaml:"launchLatency"`
 	// ReadyDelay is the time from registration to a Ready node (default 10s).
 	ReadyDelay *Duration `yaml:"readyDelay"`
+	// StartupTaintDelay is the time from a Ready node until the agents a NodePool's
+	// startupTaints wait for (a CNI such as Cilium) lift them (default 5s).
+	StartupTaintDelay *Duration `yaml:"startupTaintDelay"`
 	// CreateErrorRate is the share of launches that fail transiently.
 	CreateErrorRate float64 `yaml:"createErrorRate"`
 }
@@ -107,6 +111,8 @@ type Deployment struct {
 	MinAvailable *int `yaml:"minAvailable"`
 
 	template *corev1.PodTemplateSpec
+	// stateful is set for a StatefulSet of a plain-manifest workload.
+	stateful *statefulSet
 }
 
 // Scale changes a Deployment's replicas.
@@ -215,7 +221,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		add(manifestsLine, "manifests", "%v", err)
 	}
 	w.Objects = objs
-	if len(objs) == 0 && err == nil {
+	if !hasNodePool(objs) && err == nil {
 		add(manifestsLine, "manifests", "no NodePool: add at least one NodePool and its EC2NodeClass")
 	}
 	known := map[string]string{} // name -> "deployment" or "jobs"
@@ -387,11 +393,22 @@ func decodeValue(v any, into any) error {
 	return nil
 }
 
-// decodeManifests reads YAML documents into the project's typed objects, strictly.
+// decodeManifests reads YAML documents into the project's typed objects and the storage
+// objects, strictly.
 func decodeManifests(text string) ([]client.Object, error) {
 	docs, errs := readDocuments(text)
-	objs, err := decodeObjects(docs)
-	return objs, errors.Join(append(errs, err)...)
+	var karpenter, storage []document
+	for _, doc := range docs {
+		u := &unstructured.Unstructured{Object: doc.raw}
+		if isStorageKind(u.GetAPIVersion(), u.GetKind()) {
+			storage = append(storage, doc)
+		} else {
+			karpenter = append(karpenter, doc)
+		}
+	}
+	objs, err := decodeObjects(karpenter)
+	more, storageErrs := storageObjects(storage, nil)
+	return append(objs, more...), errors.Join(append(append(errs, err), storageErrs...)...)
 }
 
 // decodeObjects decodes documents into the project's typed objects, strictly, with the CRDs'
@@ -407,7 +424,7 @@ func decodeObjects(docs []document) ([]client.Object, error) {
 		gvk := u.GroupVersionKind()
 		obj, err := scheme.New(gvk)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s %s): unknown kind; use NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1)", doc.where, gvk.Kind, u.GetName()))
+			errs = append(errs, fmt.Errorf("%s (%s %s): unknown kind; use NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1), and for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1)", doc.where, gvk.Kind, u.GetName()))
 			continue
 		}
 		data, _ := json.Marshal(raw)

@@ -49,9 +49,10 @@
 // Kubelet plays the parts of a cluster that a cloud provides and a bare API server lacks: for
 // every running instance it registers a Node (named by the instance's private DNS name, with its
 // provider ID, labels, capacity and the karpenter.sh/unregistered, NodeClaim and not-ready
-// taints), marks it Ready after a delay, optionally marks the pods bound to it Running, and
-// deletes Nodes whose instances are gone (as the cloud node-lifecycle controller does,
-// honouring finalizers). Step does one pass, for simulations on a virtual clock; Run steps
+// taints), marks it Ready after a delay, lifts the NodeClaim's startup taints a while later (as
+// the agents they wait for, such as Cilium, would), optionally marks the pods bound to it
+// Running, and deletes Nodes whose instances are gone (as the cloud node-lifecycle controller
+// does, honouring finalizers). Step does one pass, for simulations on a virtual clock; Run steps
 // periodically.
 //
 // # The NodeClass resolver

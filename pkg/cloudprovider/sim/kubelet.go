@@ -26,6 +26,10 @@ const (
 	DefaultKubeletVersion = "v1.35.8"
 	// DefaultKubeletInterval is how often Run steps.
 	DefaultKubeletInterval = 100 * time.Millisecond
+	// DefaultStartupTaintDelay is the StartupTaintDelay the controller (--sim-startup-taint-delay)
+	// and `karpenter simulate` (cloud.startupTaintDelay) use unless told otherwise: about the
+	// time a CNI agent such as Cilium takes to start on a Ready node.
+	DefaultStartupTaintDelay = 5 * time.Second
 	// containerRuntimeVersion is the runtime the simulated kubelets report.
 	containerRuntimeVersion = "containerd://2.0.5"
 )
@@ -35,6 +39,11 @@ type KubeletOptions struct {
 	// ReadyDelay is the time from an instance running (its Node registering) until the Node is
 	// Ready; zero means Ready at registration.
 	ReadyDelay time.Duration
+	// StartupTaintDelay is the time from the Node being Ready until the agents its NodeClaim's
+	// startup taints wait for (a NodePool's template.spec.startupTaints, such as Cilium's
+	// node.cilium.io/agent-not-ready) have started and lifted them; zero lifts them as soon as
+	// the Node is Ready. Callers usually give DefaultStartupTaintDelay.
+	StartupTaintDelay time.Duration
 	// MarkPodsRunning sets pods bound to Ready Nodes of the cloud to phase Running, with their
 	// containers started and Ready, and finishes the deletion of pods being deleted from its
 	// Nodes, as their kubelet would.
@@ -53,6 +62,9 @@ type KubeletOptions struct {
 func (o KubeletOptions) Validate() error {
 	if o.ReadyDelay < 0 {
 		return fmt.Errorf("ready delay %s is negative", o.ReadyDelay)
+	}
+	if o.StartupTaintDelay < 0 {
+		return fmt.Errorf("startup taint delay %s is negative", o.StartupTaintDelay)
 	}
 	if o.Interval < 0 {
 		return fmt.Errorf("interval %s is negative", o.Interval)
@@ -75,7 +87,11 @@ func (o KubeletOptions) Validate() error {
 //     the instance type says, Ready=False at first and Ready=True once ReadyDelay has passed
 //     since the instance started running, addresses and node info; and removes the not-ready
 //     taint once Ready;
-//  4. with MarkPodsRunning, sets the pods bound to Ready Nodes to Running, and deletes the pods
+//  4. plays the agents that startup taints wait for: StartupTaintDelay after the Node is Ready,
+//     removes the NodeClaim's startup taints (as the instance's user data carried them), but
+//     not a taint the claim also has among its regular taints or RegisterWithTaints has, and
+//     again whenever one comes back (Karpenter's registration puts missing ones back);
+//  5. with MarkPodsRunning, sets the pods bound to Ready Nodes to Running, and deletes the pods
 //     being deleted from its Nodes as soon as asked (their containers stop at once).
 //
 // Step reads time from the cloud's clock only, so a simulation drives it on a virtual clock.
@@ -178,6 +194,12 @@ func (k *Kubelet) Step(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
+		if isReady && !now.Before(inst.RunningTime.Add(k.opts.ReadyDelay+k.opts.StartupTaintDelay)) {
+			if node, err = k.liftStartupTaints(ctx, node, inst.Bootstrap); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		if isReady {
 			ready[node.Name] = node
 		}
@@ -254,29 +276,55 @@ func (k *Kubelet) syncStatus(ctx context.Context, node *corev1.Node, inst Instan
 		}
 	}
 	if ready && hasTaint(node.Spec.Taints, corev1.TaintNodeNotReady) {
-		// The node lifecycle controller's part: a Ready node loses its not-ready taint. Karpenter
-		// edits the taints too, so update with optimistic locking and retry on conflicts.
-		key := client.ObjectKeyFromObject(node)
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			fresh := &corev1.Node{}
-			if err := k.kube.Get(ctx, key, fresh); err != nil {
-				return err
-			}
-			kept := slices.DeleteFunc(slices.Clone(fresh.Spec.Taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
-			if len(kept) != len(fresh.Spec.Taints) {
-				fresh.Spec.Taints = kept
-				if err := k.kube.Update(ctx, fresh); err != nil {
-					return err
-				}
-			}
-			node = fresh
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("removing the not-ready taint of node %s: %w", key.Name, err)
+		// The node lifecycle controller's part: a Ready node loses its not-ready taint.
+		var err error
+		if node, err = k.removeTaints(ctx, node, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }); err != nil {
+			return nil, fmt.Errorf("removing the not-ready taint of node %s: %w", node.Name, err)
 		}
 	}
 	return node, nil
+}
+
+// liftStartupTaints removes boot's startup taints from the Node, as the agents they wait for do
+// once they run. A taint that is also among boot's regular taints or RegisterWithTaints (same
+// key and effect) stays: it is the NodePool's or the user data's, not the agent's.
+func (k *Kubelet) liftStartupTaints(ctx context.Context, node *corev1.Node, boot Bootstrap) (*corev1.Node, error) {
+	lifted := func(t corev1.Taint) bool {
+		matches := func(o corev1.Taint) bool { return t.MatchTaint(&o) }
+		return slices.ContainsFunc(boot.StartupTaints, matches) &&
+			!slices.ContainsFunc(boot.Taints, matches) && !slices.ContainsFunc(k.opts.RegisterWithTaints, matches)
+	}
+	if !slices.ContainsFunc(node.Spec.Taints, lifted) {
+		return node, nil
+	}
+	fresh, err := k.removeTaints(ctx, node, lifted)
+	if err != nil {
+		return nil, fmt.Errorf("lifting the startup taints of node %s: %w", node.Name, err)
+	}
+	return fresh, nil
+}
+
+// removeTaints removes the Node's taints for which drop is true and returns the Node as
+// written. Karpenter edits the taints too, so it updates with optimistic locking and retries
+// on conflicts.
+func (k *Kubelet) removeTaints(ctx context.Context, node *corev1.Node, drop func(corev1.Taint) bool) (*corev1.Node, error) {
+	key := client.ObjectKeyFromObject(node)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &corev1.Node{}
+		if err := k.kube.Get(ctx, key, fresh); err != nil {
+			return err
+		}
+		kept := slices.DeleteFunc(slices.Clone(fresh.Spec.Taints), drop)
+		if len(kept) != len(fresh.Spec.Taints) {
+			fresh.Spec.Taints = kept
+			if err := k.kube.Update(ctx, fresh); err != nil {
+				return err
+			}
+		}
+		node = fresh
+		return nil
+	})
+	return node, err
 }
 
 // nodeStatus is what the kubelet of the instance reports.

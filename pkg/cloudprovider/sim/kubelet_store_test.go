@@ -102,7 +102,7 @@ func TestKubeletNameTaken(t *testing.T) {
 func TestKubeletOptionsValidate(t *testing.T) {
 	c, _ := newTestCloud(t, Options{})
 	kube := fakeReader()
-	for _, opts := range []KubeletOptions{{ReadyDelay: -1}, {Interval: -1}} {
+	for _, opts := range []KubeletOptions{{ReadyDelay: -1}, {StartupTaintDelay: -1}, {Interval: -1}} {
 		if _, err := NewKubelet(c, kube, opts); err == nil {
 			t.Errorf("NewKubelet accepted %+v", opts)
 		}

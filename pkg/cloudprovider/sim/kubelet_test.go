@@ -263,7 +263,8 @@ func TestKubeletNodeLifecycle(t *testing.T) {
 }
 
 func TestKubeletWithoutClaimAndStaleNodes(t *testing.T) {
-	f := newKubeletFixture(t, "orphans", Options{}, KubeletOptions{})
+	// The startup taint's agent takes an hour here, so the node is seen with it.
+	f := newKubeletFixture(t, "orphans", Options{}, KubeletOptions{StartupTaintDelay: time.Hour})
 	ctx := f.ctx
 
 	// An instance whose NodeClaim is not in the cluster registers with its user data.
@@ -295,6 +296,75 @@ func TestKubeletWithoutClaimAndStaleNodes(t *testing.T) {
 	}
 	if f.node("foreign") == nil {
 		t.Error("a Node of another cloud was deleted")
+	}
+}
+
+// TestKubeletLiftsStartupTaints: StartupTaintDelay after the Node is Ready, the agents lift
+// the NodeClaim's startup taints (and lift one again when it comes back), but not its regular
+// taints, even one that is also a startup taint, nor one the user data adds, nor Karpenter's.
+func TestKubeletLiftsStartupTaints(t *testing.T) {
+	custom := corev1.Taint{Key: "example.com/custom", Effect: corev1.TaintEffectNoSchedule}
+	f := newKubeletFixture(t, "startup", Options{LaunchLatency: 30 * time.Second},
+		KubeletOptions{ReadyDelay: 10 * time.Second, StartupTaintDelay: 5 * time.Second, RegisterWithTaints: []corev1.Taint{custom}})
+	claim := f.claim("startup")
+	claim.Spec.Taints = []corev1.Taint{
+		{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "example.com/both", Effect: corev1.TaintEffectNoSchedule},
+	}
+	claim.Spec.StartupTaints = []corev1.Taint{
+		{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute},
+		{Key: "example.com/both", Effect: corev1.TaintEffectNoSchedule},
+		custom,
+	}
+	f.create(claim)
+	if _, err := f.cloud.Create(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	hostname := f.cloud.Instances()[0].Hostname
+	taints := func() []string {
+		t.Helper()
+		node := f.node(hostname)
+		if node == nil {
+			t.Fatalf("no node %s", hostname)
+		}
+		return taintKeys(node.Spec.Taints)
+	}
+	regular := []string{"dedicated:NoSchedule", "example.com/both:NoSchedule", "example.com/custom:NoSchedule", karpv1.UnregisteredTaintKey + ":NoExecute"}
+	withStartup := append([]string{"node.cilium.io/agent-not-ready:NoExecute"}, regular...)
+	slices.Sort(withStartup)
+
+	f.clock.Step(30 * time.Second) // running: registered, not Ready
+	f.step()
+	f.clock.Step(10 * time.Second) // Ready
+	f.step()
+	if got := taints(); !slices.Equal(got, withStartup) {
+		t.Fatalf("taints %v once Ready, want the startup taints kept: %v", got, withStartup)
+	}
+	f.clock.Step(4 * time.Second)
+	f.step()
+	if got := taints(); !slices.Equal(got, withStartup) {
+		t.Fatalf("taints %v 4s after Ready, want the startup taints kept until 5s: %v", got, withStartup)
+	}
+	f.clock.Step(time.Second)
+	f.step()
+	if got := taints(); !slices.Equal(got, regular) {
+		t.Fatalf("taints %v 5s after Ready, want only the regular ones: %v", got, regular)
+	}
+
+	// Karpenter's registration puts a missing startup taint back: the agent lifts it again.
+	node := f.node(hostname)
+	node.Spec.Taints = append(node.Spec.Taints, claim.Spec.StartupTaints[0])
+	if err := f.kube.Update(f.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	f.step()
+	if got := taints(); !slices.Equal(got, regular) {
+		t.Fatalf("taints %v, want the startup taint put back lifted again: %v", got, regular)
+	}
+	before := f.node(hostname).ResourceVersion
+	f.step()
+	if after := f.node(hostname).ResourceVersion; after != before {
+		t.Errorf("a step with nothing to lift wrote the node (%s → %s)", before, after)
 	}
 }
 

@@ -7,6 +7,15 @@
 // keeps that node's room for it, and clears the name when the pod fits nowhere. The room of
 // the daemonset pods a node will run is kept for them too (there is no daemonset controller).
 //
+// It binds volumes too, as the kube-scheduler's volume binding, the PersistentVolume controller
+// and a CSI provisioner would: a claim of an Immediate StorageClass gets a volume at once, in a
+// zone of the class's allowedTopologies (or of the cluster), and a pre-bound claim is bound to
+// its volume; a claim of a WaitForFirstConsumer class gets a volume in the zone of the node its
+// first pod goes to, just before the pod is bound. A pod goes only to a node its volumes allow
+// (provisioning.VolumeRequirements, as Karpenter provisions by); a pod whose claim, volume or
+// StorageClass does not exist is marked Unschedulable with the kube-scheduler's message
+// (persistentvolumeclaim "data" not found).
+//
 // It reuses the project's scheduler (pkg/provisioning/scheduler) restricted to existing nodes,
 // so it judges fit with the same rules Karpenter provisions by.
 package binder
@@ -17,6 +26,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,13 +45,22 @@ import (
 type Binder struct {
 	kubeClient client.Client
 	clock      clock.PassiveClock
+	opts       Options
 	requests   scheduling.RequestsCache // Step is not called concurrently
 	daemonSets []appsv1.DaemonSet       // this Step's, read-only
 }
 
+// Options configure a Binder. The zero value is usable.
+type Options struct {
+	// Zones are where a volume of an Immediate StorageClass without allowedTopologies may be
+	// provisioned (the cloud's zones); empty means the zones of the cluster's nodes, and the
+	// claim waits while there are none.
+	Zones []string
+}
+
 // New returns a binder over any client (an API server's or an in-memory one).
-func New(kubeClient client.Client, c clock.PassiveClock) *Binder {
-	return &Binder{kubeClient: kubeClient, clock: c}
+func New(kubeClient client.Client, c clock.PassiveClock, opts Options) *Binder {
+	return &Binder{kubeClient: kubeClient, clock: c, opts: opts}
 }
 
 // Result says what one Step did.
@@ -52,9 +71,13 @@ type Result struct {
 	Unschedulable []string
 }
 
-// Step binds every pending pod that fits a schedulable, Ready node, and marks the others
-// Unschedulable (once, with the reason). Calls must not overlap.
+// Step binds the claims that need no pod, then every pending pod that fits a schedulable,
+// Ready node its volumes allow, and marks the others Unschedulable (once, with the reason).
+// Calls must not overlap.
 func (b *Binder) Step(ctx context.Context) (*Result, error) {
+	if err := b.bindClaims(ctx); err != nil {
+		return nil, err
+	}
 	// Nothing to do unless a pod waits for a node (a field selector kube-apiserver serves too).
 	var unbound corev1.PodList
 	if err := b.kubeClient.List(ctx, &unbound, client.MatchingFields{"spec.nodeName": ""}, client.UnsafeDisableDeepCopy); err != nil {
@@ -93,6 +116,31 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		}
 	}
 	res := &Result{Bound: map[string]string{}}
+	// The node requirements of the pending pods' volumes, and the pods no node can take for them.
+	volumes := map[types.UID]scheduling.Requirements{}
+	kept := pending[:0]
+	for _, pod := range pending {
+		if len(claimNames(pod)) == 0 {
+			kept = append(kept, pod)
+			continue
+		}
+		reqs, reason, err := b.volumeReason(ctx, pod)
+		if err != nil {
+			return res, err
+		}
+		if reason != "" {
+			if err := b.markUnschedulable(ctx, pod, reason); err != nil {
+				return res, err
+			}
+			res.Unschedulable = append(res.Unschedulable, pod.Namespace+"/"+pod.Name)
+			continue
+		}
+		if reqs.Len() > 0 {
+			volumes[pod.UID] = reqs
+		}
+		kept = append(kept, pod)
+	}
+	pending = kept
 	if len(pending) == 0 {
 		return res, nil
 	}
@@ -120,9 +168,9 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(nominees)) {
 		in := scheduler.Input{Pods: nominees[name], Nodes: []*scheduler.Node{b.schedulerNode(byName[name], bound[name])},
-			Options: scheduler.Options{IgnorePreferences: true}}
+			VolumeRequirements: volumes, Options: scheduler.Options{IgnorePreferences: true}}
 		results := scheduler.Solve(in)
-		if err := b.bind(ctx, results.ExistingPlacements, bound, res); err != nil {
+		if err := b.bindPods(ctx, results.ExistingPlacements, byName, bound, res); err != nil {
 			return res, err
 		}
 		for _, pe := range results.PodErrors {
@@ -133,7 +181,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		return res, nil
 	}
 
-	in := scheduler.Input{Pods: others, Options: scheduler.Options{IgnorePreferences: true}}
+	in := scheduler.Input{Pods: others, VolumeRequirements: volumes, Options: scheduler.Options{IgnorePreferences: true}}
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		if node.DeletionTimestamp == nil {
@@ -142,11 +190,11 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	}
 	b.requests.Prune()
 	results := scheduler.Solve(in)
-	if err := b.bind(ctx, results.ExistingPlacements, bound, res); err != nil {
+	if err := b.bindPods(ctx, results.ExistingPlacements, byName, bound, res); err != nil {
 		return res, err
 	}
 	for _, pe := range results.PodErrors {
-		if err := b.markUnschedulable(ctx, pe.Pod, len(in.Nodes)); err != nil {
+		if err := b.markUnschedulable(ctx, pe.Pod, fmt.Sprintf("0/%d%s", len(in.Nodes), noFitSuffix)); err != nil {
 			return res, err
 		}
 		res.Unschedulable = append(res.Unschedulable, pe.Pod.Namespace+"/"+pe.Pod.Name)
@@ -192,9 +240,19 @@ func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler
 	return &scheduler.Node{Name: node.Name, Labels: labels, Taints: taints, Pods: pods, Available: available}
 }
 
-// bind binds the placed pods through their binding subresource, adding each to bound and res.
-func (b *Binder) bind(ctx context.Context, placements []scheduler.Placement, bound map[string][]*corev1.Pod, res *Result) error {
+// bindPods binds the placed pods through their binding subresource, adding each to bound and
+// res; their claims first (bindPodClaims), and a pod whose volumes the node cannot mount after
+// all stays pending.
+func (b *Binder) bindPods(ctx context.Context, placements []scheduler.Placement, nodes map[string]*corev1.Node, bound map[string][]*corev1.Pod, res *Result) error {
 	for _, pl := range placements {
+		if len(claimNames(pl.Pod)) > 0 {
+			if ok, err := b.bindPodClaims(ctx, pl.Pod, nodes[pl.Node]); err != nil || !ok {
+				if err != nil {
+					return fmt.Errorf("binding the volumes of pod %s/%s on %s: %w", pl.Pod.Namespace, pl.Pod.Name, pl.Node, err)
+				}
+				continue
+			}
+		}
 		binding := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: pl.Pod.Name, Namespace: pl.Pod.Namespace, UID: pl.Pod.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: pl.Node},
@@ -211,17 +269,22 @@ func (b *Binder) bind(ctx context.Context, placements []scheduler.Placement, bou
 	return nil
 }
 
+// noFitSuffix ends the message of a pod that fits no node ("0/3 nodes are available to fit the
+// pod"), whatever the count.
+const noFitSuffix = " nodes are available to fit the pod"
+
 // schedulable: Ready and not cordoned (taints are checked against each pod by the scheduler).
 func schedulable(node *corev1.Node) bool {
 	return state.NodeReady(node) && !node.Spec.Unschedulable
 }
 
-// markUnschedulable sets PodScheduled=False, reason Unschedulable, and clears the nominated
-// node, unless the pod is already so.
-func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, readyNodes int) error {
+// markUnschedulable sets PodScheduled=False, reason Unschedulable, with the message, and clears
+// the nominated node, unless the pod is already so (with this message, or both say no node fits).
+func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, message string) error {
+	noFit := func(m string) bool { return strings.HasSuffix(m, noFitSuffix) }
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
-			pod.Status.NominatedNodeName == "" {
+			pod.Status.NominatedNodeName == "" && (c.Message == message || noFit(c.Message) && noFit(message)) {
 			return nil
 		}
 	}
@@ -230,7 +293,7 @@ func (b *Binder) markUnschedulable(ctx context.Context, pod *corev1.Pod, readyNo
 	updated.Status.NominatedNodeName = ""
 	cond := corev1.PodCondition{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		Message: fmt.Sprintf("0/%d nodes are available to fit the pod", readyNodes), LastTransitionTime: metav1.NewTime(b.clock.Now()),
+		Message: message, LastTransitionTime: metav1.NewTime(b.clock.Now()),
 	}
 	replaced := false
 	for i, c := range updated.Status.Conditions {

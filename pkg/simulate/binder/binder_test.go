@@ -26,7 +26,7 @@ func TestBindsWhatFitsAndMarksTheRest(t *testing.T) {
 	small := builders.Pods(3, builders.PodOptions{Name: "small", CPU: "500m"})
 	big := builders.Pod(builders.PodOptions{Name: "big", CPU: "4"})
 	createPods(t, "", append(small, big)...)
-	res, err := binder.New(env.Client, clock.RealClock{}).Step(ctx)
+	res, err := binder.New(env.Client, clock.RealClock{}, binder.Options{}).Step(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestNominatedPodsGoToTheirNode(t *testing.T) {
 	tooBig := builders.Pod(builders.PodOptions{Name: "too-big", CPU: "6"})
 	createPods(t, "nom-b", tooBig)
 
-	res, err := binder.New(env.Client, clock.RealClock{}).Step(ctx)
+	res, err := binder.New(env.Client, clock.RealClock{}, binder.Options{}).Step(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestDaemonSetRoomIsKept(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ds) })
 	createPods(t, "", builders.Pods(2, builders.PodOptions{Name: "web", CPU: "600m"})...)
 
-	res, err := binder.New(env.Client, clock.RealClock{}).Step(ctx)
+	res, err := binder.New(env.Client, clock.RealClock{}, binder.Options{}).Step(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func Every(t testing.TB, interval time.Duration, what string, fn func(context.Co
 // kube-scheduler would.
 func StartBinder(t testing.TB, kube client.Client) {
 	t.Helper()
-	b := binder.New(kube, clock.RealClock{})
+	b := binder.New(kube, clock.RealClock{}, binder.Options{})
 	Every(t, 100*time.Millisecond, "binder", func(ctx context.Context) error {
 		_, err := b.Step(ctx)
 		return err
