@@ -506,6 +506,9 @@ func runSimScenario(t *testing.T, chart chartRBAC) map[apiCall]int {
 
 	// The cluster: a NodePool and its EC2NodeClass, volumes, a budget, a DaemonSet.
 	zone := "us-east-1a"
+	// The zonal class binds when its first pod is placed, so the provisioner reads it (an
+	// Immediate one the binder, standing in for the PersistentVolume controller, binds at once).
+	waitForFirstConsumer := storagev1.VolumeBindingWaitForFirstConsumer
 	zero := int64(0)
 	mustCreate(t,
 		nodeClass(),
@@ -529,6 +532,7 @@ func runSimScenario(t *testing.T, chart chartRBAC) map[apiCall]int {
 		&storagev1.StorageClass{
 			ObjectMeta:        metav1.ObjectMeta{Name: "zonal"},
 			Provisioner:       "ebs.csi.aws.com",
+			VolumeBindingMode: &waitForFirstConsumer,
 			AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelTopologyZone, Values: []string{zone}}}}},
 		},
 		&corev1.PersistentVolume{

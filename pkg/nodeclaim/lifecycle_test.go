@@ -180,7 +180,8 @@ func TestRegistrationSyncsNode(t *testing.T) {
 }
 
 func TestInitializationWaitsForReadyAndStartupTaints(t *testing.T) {
-	f := newFixture(t, fixtureOptions{kubelet: sim.KubeletOptions{ReadyDelay: time.Minute}})
+	// The simulated agent lifts startup taints only after an hour: here another agent does.
+	f := newFixture(t, fixtureOptions{kubelet: sim.KubeletOptions{ReadyDelay: time.Minute, StartupTaintDelay: time.Hour}})
 	startup := corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoExecute}
 	f.createClaim("init", claimOptions{startupTaints: []corev1.Taint{startup}})
 	f.mustReconcile("init")
