@@ -91,20 +91,24 @@ func TestNodeThatCannotTakeItsPodBacksOff(t *testing.T) {
 		return got >= 2, fmt.Sprintf("%.0f refusals counted", got)
 	})
 	refusedAt := time.Now()
-	if got := len(r.createdClaims()); got != 2 {
-		t.Errorf("%d claims launched for two refusals, want 2", got)
+	launched := len(r.createdClaims())
+	if launched > 3 {
+		t.Errorf("%d claims launched for two refusals", launched)
 		r.logDecisions(t)
 	}
-	// The second waits 15s before the next launch: without the valve it follows at once.
+	// The second waits 15s before the next launch: without the valve it follows at once. (A
+	// node that was not ready when its nomination ran out is no refusal: its pod is planned
+	// again at once, so a loaded machine may see one launch more before the second refusal.)
 	time.Sleep(10 * time.Second)
-	if got := len(r.createdClaims()); got != 2 {
-		t.Errorf("%d claims launched %s after the second refusal, want 2 (the next waits 15s)", got, time.Since(refusedAt))
+	if got := len(r.createdClaims()); got != launched {
+		t.Errorf("%d claims launched %s after the second refusal, %d before it: the next must wait 15s", got, time.Since(refusedAt), launched)
+		r.logDecisions(t)
 	}
-	harness.Eventually(t, 30*time.Second, "the third launch after the backoff", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "the next launch after the backoff", func() (bool, string) {
 		got := len(r.createdClaims())
-		return got == 3, fmt.Sprintf("%d claims", got)
+		return got > launched, fmt.Sprintf("%d claims", got)
 	})
-	t.Logf("third launch %s after the second refusal", time.Since(refusedAt))
+	t.Logf("next launch %s after the second refusal", time.Since(refusedAt))
 
 	events := eventsFor(t, "Pod", "app-0")
 	if !strings.Contains(events, provisioning.EventReasonLaunchMismatch) || !strings.Contains(events, "example.com/image=hardened:NoSchedule") || !strings.Contains(events, "next launch") {
