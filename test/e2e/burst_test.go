@@ -17,7 +17,8 @@ import (
 )
 
 // seedNodePool is seed 004's NodePool and EC2NodeClass (eksctl's docs), as written but for the
-// placeholder.
+// role, whose cluster-name placeholder is filled with the role the suite's other EC2NodeClass
+// "default" has (the field is immutable, and the tests share the class).
 const seedNodePool = `apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata:
@@ -55,7 +56,7 @@ metadata:
   annotations:
     kubernetes.io/description: "General purpose EC2NodeClass for running Amazon Linux 2 nodes"
 spec:
-  role: "eksctl-KarpenterNodeRole-e2e"
+  role: "KarpenterNodeRole-e2e"
   subnetSelectorTerms:
     - tags:
         karpenter.sh/discovery: "e2e"
@@ -112,9 +113,12 @@ func TestBurstWithZonalSpread(t *testing.T) {
 	const namespace, workload = "karpenter-burst", "e2e-burst-spread"
 	createNamespace(t, namespace)
 	kubectlApply(t, seedNodePool)
-	t.Cleanup(func() { _, _ = cp.kubectlOutput("delete", "nodepool", "general-purpose", "--wait=false") })
 	r := startKarpenter(t, namespace, "karpenter-burst")
 	workloadNamespace(t, workload)
+	// Cleanups run last first: the NodePool goes before the namespace's cleanup waits for the
+	// NodeClaims to go, so its 100-odd nodes are deleted at once rather than consolidated at
+	// the default budget of 10% at a time.
+	t.Cleanup(func() { _, _ = cp.kubectlOutput("delete", "nodepool", "general-purpose", "--wait=false") })
 	harness.Eventually(t, 30*time.Second, "the replica to lead", func() (bool, string) { return r.isLeader(t), "not leader" })
 
 	manifests := strings.Join([]string{
