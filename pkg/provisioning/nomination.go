@@ -134,7 +134,7 @@ func (c *NominationController) nominateAll(ctx context.Context, target string, n
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("nominating %d of %d pods to node %s: %w", len(errs), len(nominees), node, errs[0])
+		return fmt.Errorf("nominating %d of %d pods to node %s: %w", len(errs), len(nominees), node.Name, errs[0])
 	}
 	return nil
 }
@@ -207,8 +207,8 @@ func AnnouncesNomination(pod *corev1.Pod) bool {
 }
 
 // nominate sets the pod's nominated node name when it is still unbound, the same pod (UID),
-// and has none, and AnnouncesNomination says so. Once the node is settled, a pod whose name was set and
-// is now empty was refused: the kube-scheduler tried it on the node and cleared the name.
+// and has none, and AnnouncesNomination says so. Once the node is settled, a pod whose name
+// was set and is now empty was refused: the kube-scheduler tried it on the node and cleared it.
 func (c *NominationController) nominate(ctx context.Context, target string, key types.NamespacedName, uid types.UID, node *corev1.Node, settled bool) error {
 	pod := &corev1.Pod{}
 	if err := c.kube.Get(ctx, key, pod); err != nil {
@@ -217,8 +217,7 @@ func (c *NominationController) nominate(ctx context.Context, target string, key 
 	if pod.UID != uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.NominatedNodeName != "" || !AnnouncesNomination(pod) {
 		return nil
 	}
-	if settled && c.cluster.WasAnnounced(uid, target) {
-		c.cluster.Refused(pod, target, node.Name, node.Labels[karpv1.NodePoolLabelKey])
+	if settled && c.cluster.Refused(pod, target, node.Name, node.Labels[karpv1.NodePoolLabelKey]) {
 		return nil
 	}
 	patched := pod.DeepCopy()

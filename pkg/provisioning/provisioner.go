@@ -212,7 +212,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 			continue
 		}
 		n := schedulerNode(sn)
-		for _, ds := range state.ExpectedDaemonSets(sn, snap.DaemonSets) {
+		for _, ds := range sn.DaemonSets {
 			n.HostPorts = append(n.HostPorts, scheduling.PodHostPorts(&corev1.Pod{Spec: ds.Spec.Template.Spec})...)
 		}
 		if sn.Initialized() {

@@ -130,7 +130,6 @@ func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []R
 				kept = append(kept, pod)
 			}
 		}
-		snap.BackedOff += len(snap.Pending) - len(kept)
 		snap.Pending = kept
 	}
 	return out
@@ -150,28 +149,11 @@ func Mismatch(pod *corev1.Pod, sn *state.StateNode, volumes scheduling.Requireme
 	} else {
 		labels, taints = sn.NodeClaim.Labels, sn.NodeClaim.Spec.Taints
 	}
-	if err := podNodeSelection(pod, volumes).Matches(labels); err != nil {
+	if err := scheduling.NodeSelectionError(&pod.Spec, labels); err != nil {
 		return metrics.RefusalLabel, err.Error()
 	}
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		var first error
-		matched := false
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			reqs, err := scheduling.FromNodeSelectorRequirements(term.MatchExpressions...)
-			if err == nil {
-				err = reqs.Matches(labels)
-			}
-			if err == nil {
-				matched = true
-				break
-			}
-			if first == nil {
-				first = err
-			}
-		}
-		if !matched && first != nil {
-			return metrics.RefusalLabel, "required node affinity: " + first.Error()
-		}
+	if err := volumes.Matches(labels); err != nil {
+		return metrics.RefusalLabel, "its volumes: " + err.Error()
 	}
 	if sn.Node != nil && !state.NodeReady(sn.Node) {
 		return "", "" // not ready: nothing can be judged
@@ -214,9 +196,4 @@ func lastingTaints(sn *state.StateNode, taints []corev1.Taint) []corev1.Taint {
 		}
 	}
 	return out
-}
-
-// podNodeSelection is the pod's node selector and its volumes' zones as requirements.
-func podNodeSelection(pod *corev1.Pod, volumes scheduling.Requirements) scheduling.Requirements {
-	return scheduling.FromLabels(pod.Spec.NodeSelector).Intersect(volumes)
 }

@@ -1,6 +1,9 @@
 package scheduling
 
 import (
+	"errors"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
@@ -94,4 +97,35 @@ func (rs Requirements) ResolvedLabels() map[string]string {
 		}
 	}
 	return out
+}
+
+// NodeSelectionError says why a node with these labels does not satisfy a pod spec's node
+// selection, as the kube-scheduler judges it: its nodeSelector, and one of the terms of its
+// required node affinity (a term that cannot be parsed matches no node). It is nil when the node
+// satisfies both.
+func NodeSelectionError(spec *corev1.PodSpec, labels map[string]string) error {
+	if err := FromLabels(spec.NodeSelector).Matches(labels); err != nil {
+		return err
+	}
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var first error
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		reqs, err := FromNodeSelectorRequirements(term.MatchExpressions...)
+		if err == nil {
+			err = reqs.Matches(labels)
+		}
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		return errors.New("required node affinity has no terms, which no node matches")
+	}
+	return fmt.Errorf("required node affinity: %w", first)
 }

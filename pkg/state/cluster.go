@@ -200,6 +200,9 @@ type StateNode struct {
 	Requested corev1.ResourceList
 	// MarkedForDeletion: disruption or a user is removing it.
 	MarkedForDeletion bool
+	// DaemonSets are the daemonsets whose pods will run on it (they tolerate its taints and
+	// select its labels) but are not among Pods yet; Requested counts their requests.
+	DaemonSets []*appsv1.DaemonSet
 }
 
 // Name is the Node's name, or the NodeClaim's while it has no node.
@@ -264,9 +267,6 @@ type Snapshot struct {
 	// though the node was ready for them, for the provisioner to judge (see Miss). Their pods
 	// are in Pending (unless backed off from earlier misses).
 	Missed []Miss
-	// BackedOff counts the pods left out of Pending because they missed launches and wait
-	// before the next (see LaunchBackoff).
-	BackedOff int
 }
 
 // Snapshot reads the cluster and joins in what only this process knows.
@@ -400,8 +400,7 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		if r := c.refusals[pod.UID]; r != nil {
 			if now.Before(r.retryAt) {
-				snap.BackedOff++
-				continue
+				continue // it waits before its next launch (LaunchBackoff)
 			}
 			if avoid := r.avoiding(now); len(avoid) > 0 {
 				if snap.Avoid == nil {
@@ -425,7 +424,8 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 			continue
 		}
 		counted[sn] = true
-		sn.Requested = c.requested(sn, snap.DaemonSets)
+		sn.DaemonSets = expectedDaemonSets(sn, snap.DaemonSets)
+		sn.Requested = c.requested(sn)
 		snap.Nodes = append(snap.Nodes, sn)
 	}
 	c.requests.Prune()
@@ -462,24 +462,24 @@ func (c *Cluster) nominationGrace() time.Duration {
 }
 
 // requested sums the pods on a node and the daemonset pods expected there but not bound yet.
-func (c *Cluster) requested(sn *StateNode, daemonSets []*appsv1.DaemonSet) corev1.ResourceList {
-	lists := make([]corev1.ResourceList, 0, len(sn.Pods)+len(daemonSets))
+func (c *Cluster) requested(sn *StateNode) corev1.ResourceList {
+	lists := make([]corev1.ResourceList, 0, len(sn.Pods)+len(sn.DaemonSets))
 	for _, pod := range sn.Pods {
 		lists = append(lists, c.requests.Get(pod))
 	}
 	// A claim not launched yet has its requests as allocatable (it was sized for its pods and
 	// daemonsets); its pods are the nominated ones, so after a restart, when nominations are
 	// lost, the room its pods need shows as free and they are placed on it again.
-	for _, ds := range ExpectedDaemonSets(sn, daemonSets) {
+	for _, ds := range sn.DaemonSets {
 		// The daemonset's UID and version key its template's requests in the same cache.
 		lists = append(lists, c.requests.Get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: ds.UID, ResourceVersion: ds.ResourceVersion}, Spec: ds.Spec.Template.Spec}))
 	}
 	return scheduling.Merge(lists...)
 }
 
-// ExpectedDaemonSets are the daemonsets whose pods will run on the node (they tolerate its
+// expectedDaemonSets are the daemonsets whose pods will run on the node (they tolerate its
 // taints and select its labels) but are not there yet.
-func ExpectedDaemonSets(sn *StateNode, daemonSets []*appsv1.DaemonSet) []*appsv1.DaemonSet {
+func expectedDaemonSets(sn *StateNode, daemonSets []*appsv1.DaemonSet) []*appsv1.DaemonSet {
 	present := map[types.UID]bool{}
 	for _, pod := range sn.Pods {
 		if owner := metaControllerUID(pod); owner != "" {
@@ -524,23 +524,8 @@ func metaControllerUID(pod *corev1.Pod) types.UID {
 // and taints: they tolerate its taints and match its labels by node selector and required node
 // affinity.
 func DaemonSetSchedules(ds *appsv1.DaemonSet, labels map[string]string, taints []corev1.Taint) bool {
-	spec := ds.Spec.Template.Spec
-	if scheduling.Tolerates(spec.Tolerations, taints) != nil {
-		return false
-	}
-	if scheduling.FromLabels(spec.NodeSelector).Matches(labels) != nil {
-		return false
-	}
-	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			reqs, err := scheduling.FromNodeSelectorRequirements(term.MatchExpressions...)
-			if err == nil && reqs.Matches(labels) == nil {
-				return true
-			}
-		}
-		return false
-	}
-	return true
+	spec := &ds.Spec.Template.Spec
+	return scheduling.Tolerates(spec.Tolerations, taints) == nil && scheduling.NodeSelectionError(spec, labels) == nil
 }
 
 // IsProvisionable reports whether a pod waits for capacity Karpenter may create: the

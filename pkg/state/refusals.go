@@ -86,18 +86,19 @@ func (r *refusal) avoiding(now time.Time) []string {
 }
 
 // Refused records that the node of the pod's nomination turned it away: the kube-scheduler
-// tried the pod on the node, ready for pods, and cleared its nominated node name. The
-// nomination ends and the next snapshot reports the miss. It does nothing when the pod is not
-// nominated to target.
-func (c *Cluster) Refused(pod *corev1.Pod, target, node, nodePool string) {
+// tried the pod on the node, ready for pods, and cleared the nominated node name it was given
+// (Announced). The nomination ends and the next snapshot reports the miss. It does nothing, and
+// returns false, unless the pod is nominated to target and was announced.
+func (c *Cluster) Refused(pod *corev1.Pod, target, node, nodePool string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, ok := c.nominations[pod.UID]
-	if !ok || n.target != target {
-		return
+	if !ok || n.target != target || !n.announced {
+		return false
 	}
 	c.miss(pod, node, nodePool, n, true)
 	c.forget(pod.UID)
+	return true
 }
 
 // miss records a miss for the next snapshot; c.mu is held.
@@ -167,24 +168,13 @@ func (c *Cluster) pruneRefusals(seen map[types.UID]bool, now time.Time) {
 	}
 }
 
-// Announced records that the nominated node name of the pod was set to its nomination's node,
-// and reports whether the pod is still nominated to target.
-func (c *Cluster) Announced(pod types.UID, target string) bool {
+// Announced records that the nominated node name of the pod, nominated to target, was set to
+// target's node. It does nothing when the pod is no longer nominated to target.
+func (c *Cluster) Announced(pod types.UID, target string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, ok := c.nominations[pod]
-	if !ok || n.target != target {
-		return false
+	if n, ok := c.nominations[pod]; ok && n.target == target {
+		n.announced = true
+		c.nominations[pod] = n
 	}
-	n.announced = true
-	c.nominations[pod] = n
-	return true
-}
-
-// WasAnnounced reports whether the pod, nominated to target, had its nominated node name set.
-func (c *Cluster) WasAnnounced(pod types.UID, target string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, ok := c.nominations[pod]
-	return ok && n.target == target && n.announced
 }
