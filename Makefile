@@ -5,7 +5,12 @@ export GOTOOLCHAIN ?= local
 K8S_ASSETS ?= $(CURDIR)/bin/k8s
 GO_TEST_FLAGS ?=
 
-.PHONY: all build test test-unit e2e verify generate bench k8s-binaries k8s-full helm clean
+.PHONY: all build test test-unit e2e conformance verify generate bench k8s-binaries k8s-full helm clean
+
+# The conformance suite is its own module (test/conformance): it imports Karpenter v1.15.0, which
+# needs a newer Go than the product; only its commands use that toolchain.
+CONFORMANCE_TOOLCHAIN ?= go1.26.9
+CONFORMANCE_CASES ?= 300
 
 all: build
 
@@ -42,12 +47,18 @@ test: k8s-binaries helm
 e2e: k8s-full helm
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -tags e2e -count=1 -timeout 30m $(GO_TEST_FLAGS) -v ./test/e2e/
 
+## conformance: our scheduler beside Karpenter v1.15.0's on CONFORMANCE_CASES generated cases
+## (see test/conformance/README.md)
+conformance:
+	cd test/conformance && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) CONFORMANCE_CASES=$(CONFORMANCE_CASES) go test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
+
 ## verify: formatting, vet, tidy go.mod, and generated files up to date
 verify:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	go vet ./...
 	go vet -tags e2e ./test/e2e/
 	go mod tidy -diff
+	cd test/conformance && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go vet ./... && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go mod tidy -diff
 	$(MAKE) generate
 	@git diff --quiet -- pkg/apis config/crd charts/karpenter/crds && test -z "$$(git ls-files --others --exclude-standard -- config/crd charts/karpenter/crds)" || { git --no-pager diff --stat -- pkg/apis config/crd charts/karpenter/crds; git ls-files --others --exclude-standard -- config/crd charts/karpenter/crds; echo "generated files are stale: run make generate and commit"; exit 1; }
 

@@ -591,11 +591,12 @@ type simulator struct {
 	used     map[string]corev1.ResourceList // capacity of each limited NodePool's nodes
 	capacity map[string]corev1.ResourceList // capacity per node name
 	volumes  map[types.UID]scheduling.Requirements
+	daemons  []*corev1.Pod // what the daemonsets would run on a new node
 }
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{}}
-	snap := &state.Snapshot{DaemonSets: in.DaemonSets}
+	s.daemons = provisioning.DaemonPods(in.DaemonSets)
 	names := make([]string, 0, len(pools))
 	for name := range pools {
 		names = append(names, name)
@@ -617,7 +618,6 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 		s.pools = append(s.pools, &scheduler.NodePool{
 			Name: np.Name, Weight: weight, Requirements: reqs, Labels: np.Spec.Template.Labels,
 			Taints: np.Spec.Template.Spec.Taints, InstanceTypes: in.InstanceTypes[np.Name],
-			DaemonOverhead: provisioning.DaemonOverhead(np, snap),
 		})
 		if len(np.Spec.Limits) > 0 {
 			s.limits[np.Name] = np.Spec.Limits
@@ -668,7 +668,7 @@ func (s *simulator) solve(cands []*Candidate, onDemandOnly, fewestNodes bool) *s
 		removed[c.Name()] = true
 		pods = append(pods, c.Pods...)
 	}
-	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), VolumeRequirements: s.volumes, Options: scheduler.Options{GrowClaims: fewestNodes}}
+	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), VolumeRequirements: s.volumes, DaemonPods: s.daemons, Options: scheduler.Options{GrowClaims: fewestNodes}}
 	for _, n := range s.targets {
 		if !removed[n.Name] {
 			copied := *n // the scheduler reassigns a node's Pods; keep ours intact

@@ -171,6 +171,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		Options:            scheduler.Options{IgnorePreferences: p.opts.IgnorePreferences, MinValuesBestEffort: p.opts.MinValuesBestEffort},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{},
 		Avoid:              snap.Avoid,
+		DaemonPods:         DaemonPods(snap.DaemonSets),
 	}
 	pools := map[string]*karpv1.NodePool{}
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
@@ -194,15 +195,13 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		pools[np.Name] = np
 		typesByPool[np.Name] = its
 		in.NodePools = append(in.NodePools, &scheduler.NodePool{
-			Name:            np.Name,
-			Weight:          weight(np),
-			Requirements:    reqs,
-			Labels:          np.Spec.Template.Labels,
-			Taints:          np.Spec.Template.Spec.Taints,
-			InstanceTypes:   its,
-			Remaining:       remaining(np, snap, its),
-			DaemonOverhead:  DaemonOverhead(np, snap),
-			DaemonHostPorts: DaemonHostPorts(np, snap),
+			Name:          np.Name,
+			Weight:        weight(np),
+			Requirements:  reqs,
+			Labels:        np.Spec.Template.Labels,
+			Taints:        np.Spec.Template.Spec.Taints,
+			InstanceTypes: its,
+			Remaining:     remaining(np, snap, its),
 		})
 	}
 	// Initialized capacity first, then capacity still launching.
@@ -335,39 +334,15 @@ func largestAllowed(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceType) 
 	return best
 }
 
-// DaemonOverhead sums the requests of the daemonsets whose pods would run on the NodePool's
-// nodes (they tolerate its taints and its labels satisfy their node selection).
-func DaemonOverhead(np *karpv1.NodePool, snap *state.Snapshot) corev1.ResourceList {
-	var lists []corev1.ResourceList
-	for _, ds := range poolDaemonSets(np, snap) {
-		lists = append(lists, scheduling.PodRequests(&corev1.Pod{Spec: ds.Spec.Template.Spec}))
-	}
-	return scheduling.Merge(lists...)
-}
-
-// DaemonHostPorts lists the host ports of the daemonsets whose pods would run on the
-// NodePool's nodes.
-func DaemonHostPorts(np *karpv1.NodePool, snap *state.Snapshot) []scheduling.HostPort {
-	var out []scheduling.HostPort
-	for _, ds := range poolDaemonSets(np, snap) {
-		out = append(out, scheduling.PodHostPorts(&corev1.Pod{Spec: ds.Spec.Template.Spec})...)
-	}
-	return out
-}
-
-// poolDaemonSets are the daemonsets whose pods would run on the NodePool's nodes: they
-// tolerate its taints and its labels satisfy their node selection.
-func poolDaemonSets(np *karpv1.NodePool, snap *state.Snapshot) []*appsv1.DaemonSet {
-	reqs, err := nodepool.Requirements(np)
-	labels := np.Spec.Template.Labels
-	if err == nil {
-		labels = reqs.Labels()
-	}
-	var out []*appsv1.DaemonSet
-	for _, ds := range snap.DaemonSets {
-		if state.DaemonSetSchedules(ds, labels, np.Spec.Template.Spec.Taints) {
-			out = append(out, ds)
-		}
+// DaemonPods are the pods the DaemonSets would run on a new node, one per DaemonSet, built from
+// its pod template; the scheduler decides per NodePool and instance type which of them run
+// there.
+func DaemonPods(daemonSets []*appsv1.DaemonSet) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(daemonSets))
+	for _, ds := range daemonSets {
+		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
+		pod.Namespace, pod.Name = ds.Namespace, ds.Name
+		out = append(out, pod)
 	}
 	return out
 }

@@ -129,3 +129,23 @@ func NodeSelectionError(spec *corev1.PodSpec, labels map[string]string) error {
 	}
 	return fmt.Errorf("required node affinity: %w", first)
 }
+
+// NodeSelectionTerms are a pod's node selection as requirements, one per term of its required node
+// affinity (each with its nodeSelector), or its nodeSelector alone when it has no such
+// affinity. A term that cannot be parsed is left out: it matches no node.
+func NodeSelectionTerms(spec *corev1.PodSpec) []Requirements {
+	selector := FromLabels(spec.NodeSelector)
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return []Requirements{selector}
+	}
+	var out []Requirements
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		reqs, err := FromNodeSelectorRequirements(term.MatchExpressions...)
+		if err != nil {
+			continue
+		}
+		out = append(out, selector.Intersect(reqs))
+	}
+	return out
+}

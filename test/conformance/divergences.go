@@ -21,17 +21,6 @@ type Divergence struct {
 // Divergences is the one list of accepted differences.
 var Divergences = []Divergence{
 	{
-		Name: "custom-label-not-on-claim",
-		Reason: "Known, in flight on main (pkg/nodepool, pkg/provisioning): Karpenter puts the single value a pod " +
-			"narrows a NodePool's custom-key requirement to (example.com/tier In [gold silver] narrowed to gold) on the " +
-			"NodeClaim's labels (NodeClaimTemplate.resolveCustomLabelsFromRequirements); our claims carry the " +
-			"template's labels only, so the node lacks the label the pod selects.",
-		Match: func(c *Case, v Violation) bool {
-			return v.Scheduler == "ours" && (v.Rule == RuleNodeSelection || v.Rule == RuleClaimInstanceType) &&
-				strings.Contains(v.Detail, TierLabel) && strings.Contains(v.Detail, `not met (label "")`)
-		},
-	},
-	{
 		Name: "karpenter-min-domains",
 		Reason: "Karpenter bug: with a DoNotSchedule zone spread whose minDomains exceeds the domains its NodePools can " +
 			"create, v1.15.0 still puts more than maxSkew matching pods in one domain; the kube-scheduler takes the " +

@@ -78,7 +78,7 @@ func catalogPool(tb testing.TB) *NodePool {
 // perPodBound is the sum over pods of their standalone fractional cost on the NodePool's
 // instance types (the value the scheduler packs by).
 func perPodBound(pool *NodePool, pods []*corev1.Pod) float64 {
-	ps := newPoolState(pool)
+	ps := newPoolState(pool, nil)
 	total := 0.0
 	for _, p := range pods {
 		total += ps.value(cloudprovider.ResourcesOf(scheduling.PodRequests(p)))
@@ -90,7 +90,7 @@ func perPodBound(pool *NodePool, pods []*corev1.Pod) float64 {
 // (each at its cheapest allowed offering): no packing can cost less.
 func lpBound(tb testing.TB, pool *NodePool, pods []*corev1.Pod) float64 {
 	tb.Helper()
-	ps := newPoolState(pool)
+	ps := newPoolState(pool, nil)
 	counts := map[cloudprovider.Resources]int{}
 	for _, p := range pods {
 		counts[cloudprovider.ResourcesOf(scheduling.PodRequests(p))]++

@@ -50,9 +50,6 @@ func (s *solver) admit(c *claimState, p *podInfo) (*plan, error) {
 		return nil, err
 	}
 	reqs := c.requirements.Intersect(v.requirements)
-	if err := scheduling.HostPortConflict(c.pool.DaemonHostPorts, p.hostPorts); err != nil {
-		return nil, fmt.Errorf("a daemonset's pod takes the port: %w", err)
-	}
 	if err := scheduling.HostPortConflict(c.ports, p.hostPorts); err != nil {
 		return nil, err
 	}
@@ -81,7 +78,18 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 	}
 	used := c.used.Add(p.res)
 	extended := scheduling.Merge(c.usedExtended, p.extended)
-	fits := func(cand *candidate) bool { return used.Fits(cand.room) && extendedFits(cand, c.pool, extended) }
+	ports := c.ports
+	if len(p.hostPorts) > 0 {
+		ports = append(append([]scheduling.HostPort(nil), c.ports...), p.hostPorts...)
+	}
+	var portErr error
+	fits := func(cand *candidate) bool {
+		err := cand.admits(used, extended, ports)
+		if errors.As(err, new(*daemonPortError)) && portErr == nil {
+			portErr = err
+		}
+		return err == nil
+	}
 	if err := minValuesMet(reqs, candidates, fits, s.opts.MinValuesBestEffort); err != nil {
 		return nil, 0, err
 	}
@@ -112,6 +120,9 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 	if limitErr != nil {
 		return nil, 0, limitErr
 	}
+	if portErr != nil {
+		return nil, 0, portErr
+	}
 	return nil, 0, fmt.Errorf("no instance type has room for %s", describeRequests(used, extended))
 }
 
@@ -124,14 +135,36 @@ func containsCandidate(cands []*candidate, it *cloudprovider.InstanceType) bool 
 	return false
 }
 
-func extendedFits(cand *candidate, pool *poolState, extended corev1.ResourceList) bool {
+// admits reports whether a node of the candidate's type has room for pods with these requests
+// and host ports beside its daemonsets.
+func (cand *candidate) admits(used cloudprovider.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) error {
+	if !used.Fits(cand.room) || !extendedFits(cand, extended) {
+		return errNoRoom
+	}
+	if len(ports) > 0 && len(cand.daemon.ports) > 0 {
+		if err := scheduling.HostPortConflict(cand.daemon.ports, ports); err != nil {
+			return &daemonPortError{err: err}
+		}
+	}
+	return nil
+}
+
+// errNoRoom: the pods' requests exceed what the instance type leaves them.
+var errNoRoom = errors.New("no room")
+
+// daemonPortError: a daemonset's pod on the node takes a host port a pod asks for.
+type daemonPortError struct{ err error }
+
+func (e *daemonPortError) Error() string { return "a daemonset's pod takes the port: " + e.err.Error() }
+
+func extendedFits(cand *candidate, extended corev1.ResourceList) bool {
 	if len(extended) == 0 {
 		return true
 	}
 	alloc := cand.it.Allocatable()
 	for name, want := range extended {
 		have := alloc[name].DeepCopy()
-		if d, ok := pool.daemonExtended[name]; ok {
+		if d, ok := cand.daemon.extended[name]; ok {
 			have.Sub(d)
 		}
 		if want.Cmp(have) > 0 {

@@ -17,8 +17,8 @@ import (
 // limits still allow, and the market prices that value pods on it.
 type poolState struct {
 	*NodePool
-	daemon         cloudprovider.Resources
-	daemonExtended corev1.ResourceList
+	// daemons is what the daemonsets take on a node, per instance type.
+	daemons   map[*cloudprovider.InstanceType]*daemonLoad
 	remaining      corev1.ResourceList // nil: unlimited
 	// candidates caches, per requirements, the compatible instance types cheapest first.
 	candidates map[string][]*candidate
@@ -34,18 +34,19 @@ type candidate struct {
 	it *cloudprovider.InstanceType
 	// room is allocatable less the daemonset overhead.
 	room cloudprovider.Resources
+	// daemon is what the daemonsets take on a node of this type.
+	daemon *daemonLoad
 	// price is the cheapest available offering the requirements allow.
 	price float64
 }
 
-func newPoolState(np *NodePool) *poolState {
+func newPoolState(np *NodePool, daemonPods []*corev1.Pod) *poolState {
 	ps := &poolState{
-		NodePool:       np,
-		daemon:         cloudprovider.ResourcesOf(np.DaemonOverhead),
-		daemonExtended: extendedOf(np.DaemonOverhead),
-		candidates:     map[string][]*candidate{},
-		values:         map[cloudprovider.Resources]float64{},
-		domainValues:   map[string][]string{},
+		NodePool:     np,
+		daemons:      daemonLoads(np, daemonPods),
+		candidates:   map[string][]*candidate{},
+		values:       map[cloudprovider.Resources]float64{},
+		domainValues: map[string][]string{},
 	}
 	if np.Remaining != nil {
 		ps.remaining = np.Remaining.DeepCopy()
@@ -81,7 +82,8 @@ func (ps *poolState) candidatesFor(reqs scheduling.Requirements) []*candidate {
 		if !ok {
 			continue
 		}
-		out = append(out, &candidate{it: it, room: it.AllocatableResources().Sub(ps.daemon), price: price})
+		daemon := ps.daemons[it]
+		out = append(out, &candidate{it: it, room: it.AllocatableResources().Sub(daemon.res), daemon: daemon, price: price})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].price != out[j].price {

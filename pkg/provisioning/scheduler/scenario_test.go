@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
@@ -85,8 +86,19 @@ func (sc *scenario) input(t *testing.T) Input {
 		if err != nil {
 			t.Fatalf("nodepool %s: %v", np.Name, err)
 		}
-		pool := &NodePool{Name: np.Name, Weight: np.Weight, Requirements: reqs.Intersect(scheduling.FromLabels(np.Labels)),
-			Labels: np.Labels, Taints: np.Taints, Remaining: np.Limits, DaemonOverhead: np.Daemonsets}
+		reqs = reqs.Intersect(scheduling.FromLabels(np.Labels)).With(scheduling.MustRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name))
+		pool := &NodePool{Name: np.Name, Weight: np.Weight, Requirements: reqs, Labels: np.Labels, Taints: np.Taints, Remaining: np.Limits}
+		if len(np.Daemonsets) > 0 {
+			// One daemonset per NodePool that runs on its nodes only, with the overhead given.
+			in.DaemonPods = append(in.DaemonPods, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: np.Name + "-daemon", Namespace: "kube-system"},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{karpv1.NodePoolLabelKey: np.Name},
+					Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					Containers:   []corev1.Container{{Name: "daemon", Resources: corev1.ResourceRequirements{Requests: np.Daemonsets}}},
+				},
+			})
+		}
 		for _, name := range np.InstanceTypes {
 			if name == "ec2" {
 				types, err := cloudprovider.DefaultInstanceTypes(cloudprovider.InstanceTypeOptions{Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}})

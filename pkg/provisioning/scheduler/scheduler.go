@@ -96,7 +96,7 @@ func newSolver(in Input) *solver {
 		s.nodes = append(s.nodes, ns)
 	}
 	for _, np := range in.NodePools {
-		s.pools = append(s.pools, newPoolState(np))
+		s.pools = append(s.pools, newPoolState(np, in.DaemonPods))
 	}
 	sort.SliceStable(s.pools, func(i, j int) bool {
 		if s.pools[i].Weight != s.pools[j].Weight {
@@ -130,10 +130,18 @@ func (s *solver) solve() *Results {
 				failed = append(failed, p)
 			}
 		}
-		// Pods that fit nowhere try again with one more preference relaxed.
+		// Pods that fit nowhere try again with one more preference relaxed; a pod with pod
+		// affinity first tries again as it is while the round placed others, which it may need
+		// (pods with node-level constraints go first, so its targets may come after it), as
+		// Karpenter's queue retries a pod while any other pod made progress.
+		progress := len(failed) < len(queue)
 		queue = queue[:0:0]
 		for _, p := range failed {
-			if p.current+1 < len(p.variants) {
+			switch {
+			case progress && len(p.variant().affinity) > 0:
+				delete(s.errs, p)
+				queue = append(queue, p)
+			case p.current+1 < len(p.variants):
 				p.current++
 				delete(s.errs, p)
 				queue = append(queue, p)
@@ -444,7 +452,7 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 	)
 	bestEff, bestRoom, bestOthers := -1.0, int64(0), 0.0
 	for _, cand := range candidates {
-		if cand.price <= 0 || !p.res.Fits(cand.room) || !extendedFits(cand, c.pool, p.extended) || c.pool.withinLimits(cand.it, nil) != nil {
+		if cand.price <= 0 || cand.admits(p.res, p.extended, p.hostPorts) != nil || c.pool.withinLimits(cand.it, nil) != nil {
 			continue
 		}
 		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) }, s.opts.MinValuesBestEffort) != nil {
@@ -585,19 +593,23 @@ func (s *solver) finish(c *claimState) *Claim {
 	for _, p := range c.pods {
 		claim.Pods = append(claim.Pods, p.pod)
 	}
-	claim.Requests = scheduling.Merge(c.pool.DaemonOverhead, requestsOf(c))
+	var daemons []*daemonLoad
 	for _, cand := range c.pool.candidatesFor(c.requirements) {
-		if !c.used.Fits(cand.room) || !extendedFits(cand, c.pool, c.usedExtended) {
+		if cand.admits(c.used, c.usedExtended, c.ports) != nil {
 			continue
 		}
 		if cand != c.target && c.pool.withinLimits(cand.it, c.target.it) != nil {
 			continue
 		}
 		claim.InstanceTypes = append(claim.InstanceTypes, cand.it)
+		daemons = append(daemons, cand.daemon)
 		if len(claim.InstanceTypes) == 1 {
 			claim.Price = cand.price
 		}
 	}
+	// As Karpenter: the daemonsets' requests the claim is sure to carry, whichever of its
+	// types launches.
+	claim.Requests = scheduling.Merge(minRequests(daemons), requestsOf(c))
 	return claim
 }
 

@@ -298,8 +298,8 @@ func TestExtendedResourcesAndInitContainers(t *testing.T) {
 
 func TestDaemonOverheadSizesClaims(t *testing.T) {
 	pool := onDemandPool("default", req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"))
-	pool.DaemonOverhead = builders.Resources("cpu", "1")
-	r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1500m"})}, NodePools: []*NodePool{pool}})
+	daemon := builders.Pod(builders.PodOptions{Name: "daemon", CPU: "1"})
+	r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1500m"})}, NodePools: []*NodePool{pool}, DaemonPods: []*corev1.Pod{daemon}})
 	mustPlaceAll(t, r)
 	if got := claimTypes(r.NewClaims[0])[0]; got != "medium" {
 		t.Errorf("first type %s: 1.5 cpu + 1 cpu of daemonsets does not fit small (2 cpu)", got)

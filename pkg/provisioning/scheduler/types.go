@@ -22,6 +22,11 @@ type Input struct {
 	// zones a bound PersistentVolume or a StorageClass's allowed topologies allow. The caller
 	// resolves them; the scheduler ANDs them into every reading of the pod.
 	VolumeRequirements map[types.UID]scheduling.Requirements
+	// DaemonPods are the pods the cluster's DaemonSets would run on a new node, one per
+	// DaemonSet (built from its template). Per NodePool and instance type, those whose
+	// tolerations and node selection admit such a node take their requests and host ports
+	// there, as Karpenter's daemon overhead groups do.
+	DaemonPods []*corev1.Pod
 	// Avoid names, per pod (by UID), existing nodes and in-flight claims it must not be placed
 	// on: they turned it away before, for a reason the scheduler may not see.
 	Avoid map[types.UID][]string
@@ -83,11 +88,6 @@ type NodePool struct {
 	// Remaining is what the NodePool's limits still allow (limits minus current usage), with a
 	// "nodes" entry when limits.nodes is set. Nil means unlimited.
 	Remaining corev1.ResourceList
-	// DaemonOverhead is what the daemonsets that would run on its nodes request.
-	DaemonOverhead corev1.ResourceList
-	// DaemonHostPorts are the host ports the daemonsets that would run on its nodes take: a
-	// pod asking for one of them needs a node of another NodePool.
-	DaemonHostPorts []scheduling.HostPort
 }
 
 // Results are the decisions of a scheduling run.
