@@ -19,7 +19,7 @@ type poolState struct {
 	*NodePool
 	// daemons is what the daemonsets take on a node, per instance type.
 	daemons   map[*cloudprovider.InstanceType]*daemonLoad
-	remaining      corev1.ResourceList // nil: unlimited
+	remaining corev1.ResourceList // nil: unlimited
 	// candidates caches, per requirements, the compatible instance types cheapest first.
 	candidates map[string][]*candidate
 	// domainValues caches creatableValues per topology key and requirements.
