@@ -47,20 +47,21 @@ func (r Refusal) Message() string {
 	return fmt.Sprintf("%s cannot take it: %s; %s", what, r.Why, next)
 }
 
-// judgeMisses decides, for each nomination that ended with its pod unbound, whether the node
-// turned the pod away: the kube-scheduler refused it there, or the node differs from what the
-// pod needs in a way that will not change (a label it selects, a taint it does not tolerate).
+// judgeMisses decides, for each nomination that ended with its pod unbound
+// (state.Cluster.TakeMisses), whether the node turned the pod away: the kube-scheduler refused
+// it there, or the node differs from what the pod needs in a way that will not change (a label it selects, a taint it does not tolerate).
 // Such a pod avoids the node, launches for it back off (state.Cluster.Penalize), and it is
 // reported: an Event on the pod and on the NodePool naming what differs, the
 // nominations_refused metric and a log line. A pod whose nomination merely ran out (the
 // kube-scheduler, not told of it, placed the pod's peers elsewhere first) is planned again as
 // it is. Pods that must now wait leave snap.Pending; the others' avoided nodes go in snap.Avoid.
 func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []Refusal {
-	if len(snap.Missed) == 0 {
+	missed := p.cluster.TakeMisses()
+	if len(missed) == 0 {
 		return nil
 	}
-	pods := make(map[types.UID]*corev1.Pod, len(snap.Missed))
-	for _, m := range snap.Missed {
+	pods := make(map[types.UID]*corev1.Pod, len(missed))
+	for _, m := range missed {
 		pods[m.UID] = nil
 	}
 	for _, pod := range snap.Pods {
@@ -81,7 +82,7 @@ func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []R
 	}
 	var out []Refusal
 	waiting := map[types.UID]bool{}
-	for _, m := range snap.Missed {
+	for _, m := range missed {
 		pod := pods[m.UID]
 		if pod == nil || pod.Spec.NodeName != "" {
 			continue

@@ -143,7 +143,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
-	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, StartupTaintDelay: startup, MarkPodsRunning: true}); err != nil {
+	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, StartupTaintDelay: startup, MarkPodsRunning: true, RegisterWithTaints: w.Cloud.registerWithTaints}); err != nil {
 		return nil, err
 	}
 	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones()})

@@ -60,6 +60,12 @@ type CloudSettings struct {
 	StartupTaintDelay *Duration `yaml:"startupTaintDelay"`
 	// CreateErrorRate is the share of launches that fail transiently.
 	CreateErrorRate float64 `yaml:"createErrorRate"`
+	// RegisterWithTaints are taints every node registers with beyond its NodeClaim's, as a
+	// kubelet started with --register-with-taints would: a way to try what happens when the
+	// nodes Karpenter launches cannot take the pods they were launched for.
+	RegisterWithTaints []any `yaml:"registerWithTaints"`
+
+	registerWithTaints []corev1.Taint
 }
 
 // Event is one timeline entry: at a time, exactly one action.
@@ -223,6 +229,26 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	w.Objects = objs
 	if !hasNodePool(objs) && err == nil {
 		add(manifestsLine, "manifests", "no NodePool: add at least one NodePool and its EC2NodeClass")
+	}
+	for i, v := range w.Cloud.RegisterWithTaints {
+		field := fmt.Sprintf("cloud.registerWithTaints[%d]", i)
+		line := lineOf(&root, "cloud")
+		if items := findSequence(findValue(&root, "cloud"), "registerWithTaints"); i < len(items) {
+			line = items[i].Line
+		}
+		var taint corev1.Taint
+		if err := decodeValue(v, &taint); err != nil {
+			add(line, field, "%v", err)
+			continue
+		}
+		switch {
+		case taint.Key == "":
+			add(line, field+".key", "required")
+		case taint.Effect != corev1.TaintEffectNoSchedule && taint.Effect != corev1.TaintEffectPreferNoSchedule && taint.Effect != corev1.TaintEffectNoExecute:
+			add(line, field+".effect", "%q is not NoSchedule, PreferNoSchedule or NoExecute", taint.Effect)
+		default:
+			w.Cloud.registerWithTaints = append(w.Cloud.registerWithTaints, taint)
+		}
 	}
 	known := map[string]string{} // name -> "deployment" or "jobs"
 	for i := range w.Timeline {

@@ -263,10 +263,6 @@ type Snapshot struct {
 	// Avoid lists, per pending pod, the nodes (or NodeClaims) that recently turned it away: the
 	// scheduler must not plan it there again (see Cluster.Refused).
 	Avoid map[types.UID][]string
-	// Missed are the nominations that ended, since the last snapshot, with their pods unbound
-	// though the node was ready for them, for the provisioner to judge (see Miss). Their pods
-	// are in Pending (unless backed off from earlier misses).
-	Missed []Miss
 }
 
 // Snapshot reads the cluster and joins in what only this process knows.
@@ -417,7 +413,6 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	c.pruneRefusals(seen, now)
-	snap.Missed, c.missed = c.missed, nil
 	counted := map[*StateNode]bool{}
 	for _, sn := range targets {
 		if counted[sn] {

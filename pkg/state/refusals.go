@@ -101,7 +101,20 @@ func (c *Cluster) Refused(pod *corev1.Pod, target, node, nodePool string) bool {
 	return true
 }
 
-// miss records a miss for the next snapshot; c.mu is held.
+// TakeMisses returns the nominations that ended, since the last call, with their pods unbound
+// though the node was ready for them (see Miss), for the provisioner to judge, and forgets them.
+// Snapshots and the nomination controller record them; only the provisioner takes them, so a
+// snapshot taken for another purpose (disruption's) loses none. Their pods are pending in the
+// snapshot taken before the call, unless backed off from earlier misses.
+func (c *Cluster) TakeMisses() []Miss {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.missed
+	c.missed = nil
+	return out
+}
+
+// miss records a miss for TakeMisses; c.mu is held.
 func (c *Cluster) miss(pod *corev1.Pod, node, nodePool string, n nomination, refused bool) {
 	c.missed = append(c.missed, Miss{Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, UID: pod.UID,
 		Node: node, Target: n.target, NodePool: nodePool, Launched: n.launched, Announced: n.announced, Refused: refused})

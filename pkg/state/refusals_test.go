@@ -57,9 +57,10 @@ func TestRefusedPodLaunchesBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		misses = append(misses, snap.Missed...)
+		missed := cluster.TakeMisses()
+		misses = append(misses, missed...)
 		backedOff := map[types.UID]bool{}
-		for _, m := range snap.Missed {
+		for _, m := range missed {
 			penalty := cluster.Penalize(m)
 			if penalty.Launches != len(misses) || (penalty.Launches >= 2) != !penalty.RetryAt.IsZero() {
 				t.Errorf("miss %d: penalty %+v", len(misses), penalty)

@@ -90,7 +90,15 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 		}
 		return err == nil
 	}
-	if err := minValuesMet(reqs, candidates, fits, s.opts.MinValuesBestEffort); err != nil {
+	var released *cloudprovider.InstanceType
+	if c.target != nil {
+		released = c.target.it
+	}
+	// minValues counts the types the claim could launch as: those that fit, within limits.
+	launchable := func(cand *candidate) bool {
+		return fits(cand) && (cand == c.target || c.pool.withinLimits(cand.it, released) == nil)
+	}
+	if err := minValuesMet(reqs, candidates, launchable, s.opts.MinValuesBestEffort); err != nil {
 		return nil, 0, err
 	}
 	if c.target != nil && fits(c.target) && containsCandidate(candidates, c.target.it) {
@@ -100,10 +108,6 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 	for _, cand := range candidates {
 		if !fits(cand) {
 			continue
-		}
-		var released *cloudprovider.InstanceType
-		if c.target != nil {
-			released = c.target.it
 		}
 		if err := c.pool.withinLimits(cand.it, released); err != nil {
 			if limitErr == nil {

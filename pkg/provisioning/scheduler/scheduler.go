@@ -455,7 +455,7 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 		if cand.price <= 0 || cand.admits(p.res, p.extended, p.hostPorts) != nil || c.pool.withinLimits(cand.it, nil) != nil {
 			continue
 		}
-		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) }, s.opts.MinValuesBestEffort) != nil {
+		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) && c.pool.withinLimits(x.it, nil) == nil }, s.opts.MinValuesBestEffort) != nil {
 			continue
 		}
 		others := fill(cand.room.Sub(p.res), sizes, takes, nil)
