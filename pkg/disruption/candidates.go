@@ -30,6 +30,10 @@ const (
 	ReasonRequirementsDrifted   = "RequirementsDrifted"
 )
 
+// EventReasonInvalidDoNotDisrupt is the reason of the Event on a pod whose
+// karpenter.sh/do-not-disrupt value is neither "true" nor a positive duration, as Karpenter's.
+const EventReasonInvalidDoNotDisrupt = "InvalidDoNotDisruptAnnotation"
+
 // Candidate is a node disruption may act on: initialized, of a dynamic NodePool, not being
 // deleted. A protected candidate (NodeProtection or PodProtection set) is left to the forceful
 // methods: expiration ignores both protections, and drift of a claim with a
@@ -156,11 +160,11 @@ func nodeProtection(sn *state.StateNode) string {
 	return ""
 }
 
-// podProtection says why a node's pods may not be voluntarily disrupted, or "".
-func podProtection(pods []*corev1.Pod, pdbs *pdbIndex) string {
+// podProtection says why a node's pods may not be voluntarily disrupted at now, or "".
+func podProtection(pods []*corev1.Pod, pdbs *pdbIndex, now time.Time) string {
 	for _, pod := range pods {
-		if pod.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
-			return fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, karpv1.DoNotDisruptAnnotationKey)
+		if p := karpv1.PodDoNotDisrupt(pod, now); p.Active {
+			return fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, p)
 		}
 	}
 	for _, pod := range pods {

@@ -143,6 +143,11 @@ func (c *Controller) Step(ctx context.Context) error {
 	for _, p := range decision.Problems {
 		logger.Error(p, "invalid disruption settings")
 	}
+	for _, p := range decision.PodProblems {
+		// As Karpenter: the value is ignored, and the pod says so (the recorder aggregates
+		// the repeats of each poll).
+		c.event(p.Pod, corev1.EventTypeWarning, EventReasonInvalidDoNotDisrupt, fmt.Sprintf("Invalid %s annotation: %v, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, p.Err))
+	}
 	if err := c.writeConditions(ctx, in, decision); err != nil {
 		return err
 	}

@@ -175,6 +175,16 @@ type Decision struct {
 	// Problems are configuration errors met (an invalid budget), which stop disruption of the
 	// NodePool concerned.
 	Problems []error
+	// PodProblems are pods whose karpenter.sh/do-not-disrupt value is invalid and so ignored.
+	PodProblems []PodProblem
+}
+
+// PodProblem is a pod annotation the decision ignored, and why.
+type PodProblem struct {
+	// Pod carries the annotation.
+	Pod *corev1.Pod
+	// Err says what is wrong with it.
+	Err error
 }
 
 // Decide evaluates the cluster and returns at most one command: the first that drift,
@@ -182,7 +192,7 @@ type Decision struct {
 // and does not modify its input.
 func Decide(in Input) *Decision {
 	d := newDecider(in)
-	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems}
+	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid}
 	for _, method := range []func() *Command{d.drift, d.expiration, d.emptiness, d.multiNode, d.singleNode} {
 		if cmd := method(); cmd != nil {
 			out.Command = cmd
@@ -212,6 +222,7 @@ type decider struct {
 	statuses   []ClaimStatus
 	blocked    []Blocked
 	problems   []error
+	invalid    []PodProblem // pods with an invalid do-not-disrupt value
 	sim        *simulator
 }
 
@@ -273,7 +284,12 @@ func newDecider(in Input) *decider {
 		d.statuses = append(d.statuses, status)
 		c.Consolidatable, c.Drifted, c.Expired = status.Consolidatable, status.Drifted, expired(sn.NodeClaim, np, in.Now)
 
-		c.NodeProtection, c.PodProtection = nodeProtection(sn), podProtection(c.Pods, pdbs)
+		c.NodeProtection, c.PodProtection = nodeProtection(sn), podProtection(c.Pods, pdbs, in.Now)
+		for _, pod := range c.Pods {
+			if err := karpv1.PodDoNotDisrupt(pod, in.Now).Invalid; err != nil {
+				d.invalid = append(d.invalid, PodProblem{Pod: pod, Err: err})
+			}
+		}
 		if why := c.protected(); why != "" && !c.Expired {
 			if c.Drifted != "" && !c.mayDrift() || c.Consolidatable && d.mayConsolidate(c) {
 				d.blocked = append(d.blocked, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: why})

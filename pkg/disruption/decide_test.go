@@ -3,6 +3,7 @@ package disruption
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,6 +151,50 @@ func TestSameTypeOtherCapacityType(t *testing.T) {
 	c.in.Options.SpotToSpotConsolidation = true
 	if d := Decide(c.in); d.Command != nil {
 		t.Errorf("a full spot node was replaced: %s", d.Command.Message())
+	}
+}
+
+// A do-not-disrupt duration protects the pod for that long after it started, then no longer;
+// an invalid value is ignored and reported.
+func TestDoNotDisruptDuration(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	decide := func(value string, age time.Duration) *Decision {
+		c := newCluster(catalog(), np)
+		m := findType(c.types, "m.xlarge")
+		p := pod("1", "1Gi")
+		p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: value}
+		p.Status.StartTime = &metav1.Time{Time: c.in.Now.Add(-age)}
+		c.add(stateNode(np, "protected", m, "on-demand", "test-zone-1", p))
+		c.add(stateNode(np, "room", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("2", "2Gi")))
+		return Decide(c.in)
+	}
+	touches := func(d *Decision) bool {
+		if d.Command == nil {
+			return false
+		}
+		for _, cand := range d.Command.Candidates {
+			if cand.Name() == "protected" {
+				return true
+			}
+		}
+		return false
+	}
+	d := decide("2h", 21*time.Minute)
+	if touches(d) {
+		t.Errorf("a pod protected for 2h, started 21m ago, was disrupted: %s", d.Command.Message())
+	}
+	if len(d.Blocked) != 1 || !strings.Contains(d.Blocked[0].Reason, "do-not-disrupt until 2026") {
+		t.Errorf("blocked %+v, want the protected node, with when its protection ends", d.Blocked)
+	}
+	if d := decide("2h", 2*time.Hour+time.Minute); !touches(d) {
+		t.Errorf("the protection ended 1m ago, but the node was not consolidated (command %v)", d.Command)
+	}
+	d = decide("forever", 21*time.Minute)
+	if !touches(d) {
+		t.Errorf("an invalid value protected the pod (command %v)", d.Command)
+	}
+	if len(d.PodProblems) != 1 || !strings.Contains(d.PodProblems[0].Err.Error(), `"forever"`) {
+		t.Errorf("pod problems %+v, want the invalid value reported", d.PodProblems)
 	}
 }
 
@@ -312,7 +357,7 @@ func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
 	for _, cand := range cmd.Candidates {
 		perPool[cand.NodePool.Name]++
 		for _, p := range cand.Pods {
-			if cmd.Reason != karpv1.DisruptionReasonExpired && p.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+			if cmd.Reason != karpv1.DisruptionReasonExpired && karpv1.PodDoNotDisrupt(p, c.in.Now).Active {
 				t.Errorf("seed %d: %s selects %s with a do-not-disrupt pod", seed, cmd.Method, cand.Name())
 			}
 		}

@@ -198,8 +198,13 @@ func randomCluster(r *rand.Rand, nodes int, pools ...*karpv1.NodePool) *cluster 
 			usedCPU += cpu
 			usedMem += mem
 			p := pod(fmt.Sprintf("%dm", cpu), fmt.Sprintf("%d", mem))
-			if r.Intn(40) == 0 {
+			switch r.Intn(40) {
+			case 0:
 				p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+			case 1:
+				// Protected for 2h since it started: some still are, some no longer.
+				p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "2h"}
+				p.Status.StartTime = &metav1.Time{Time: epoch.Add(-time.Duration(r.Intn(240)) * time.Minute)}
 			}
 			pods = append(pods, p)
 		}

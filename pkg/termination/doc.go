@@ -23,8 +23,9 @@
 //     at least 2000000000. As Kubernetes does on shutdown, the critical group is drained only
 //     once the non-critical group is gone. In the group at work, pods already terminating are
 //     waited for (unless stuck: their deletionTimestamp passed more than
-//     Options.StuckTerminatingTimeout ago), pods annotated karpenter.sh/do-not-disrupt=true
-//     are waited for (a FailedDraining Event says so), and every other pod is evicted through
+//     Options.StuckTerminatingTimeout ago), pods annotated karpenter.sh/do-not-disrupt "true",
+//     or a duration not yet run out since they started, are waited for (a FailedDraining Event
+//     says so; the drain looks again when the duration ends), and every other pod is evicted through
 //     the eviction subresource, with its UID as a precondition. An eviction refused with 429
 //     TooManyRequests (a budget allows no disruption) records FailedDraining naming the
 //     budget ("pdb default/web blocks eviction of pod x") and is retried with backoff: after

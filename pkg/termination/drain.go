@@ -50,15 +50,19 @@ func (c *Controller) drain(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 		evicted, refused := false, false
 		retry := c.refusals.delay(claim.UID, c.opts.EvictionRetry)
 		for _, pod := range members {
+			protection := karpv1.PodDoNotDisrupt(pod, now)
 			switch {
 			case pod.DeletionTimestamp != nil:
 				w.at(c.opts.DrainPoll)
-			case doNotDisrupt(pod):
-				c.blocked(claim, nodes, "pod %s has %s=true%s", pod.Name, karpv1.DoNotDisruptAnnotationKey, until(deadline))
+			case protection.Active:
+				c.blocked(claim, nodes, "pod %s has %s%s", pod.Name, protection, until(deadline))
 				w.at(c.opts.EvictionRetry)
 				refused = true
 				if deadline != nil {
 					w.at(deadline.Sub(now))
+				}
+				if !protection.Until.IsZero() {
+					w.at(protection.Until.Sub(now))
 				}
 			default:
 				outcome, err := c.evict(ctx, claim, nodes, pod)

@@ -96,11 +96,6 @@ func isCritical(pod *corev1.Pod) bool {
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= criticalPriority
 }
 
-// doNotDisrupt reports whether the pod opts out of voluntary disruption.
-func doNotDisrupt(pod *corev1.Pod) bool {
-	return pod.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true"
-}
-
 // isStuckTerminating reports whether pod is being deleted and its deletionTimestamp (which
 // already includes its grace period) passed more than timeout ago: its kubelet is presumed gone.
 func isStuckTerminating(pod *corev1.Pod, now time.Time, timeout time.Duration) bool {

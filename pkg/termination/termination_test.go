@@ -188,6 +188,30 @@ func TestDoNotDisruptBlocksUntilGracePeriod(t *testing.T) {
 	}
 }
 
+// A do-not-disrupt duration holds the drain until it has run since the pod started, and the
+// drain looks again when it ends.
+func TestDoNotDisruptDurationHoldsUntilItEnds(t *testing.T) {
+	f := newFixture(t)
+	node := f.launch("dnd-duration", nil)
+	f.pod("precious", node, podOptions{annotations: map[string]string{karpv1.DoNotDisruptAnnotationKey: "10m"}})
+	f.deleteClaim("dnd-duration")
+
+	res := f.reconcile("dnd-duration")
+	if f.evicted("precious") {
+		t.Fatal("evicted while its 10m protection runs")
+	}
+	f.expectEvent("Warning", EventReasonFailedDraining, "pod precious has "+karpv1.DoNotDisruptAnnotationKey+" until ")
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 10*time.Minute {
+		t.Errorf("RequeueAfter %s, want within the protection's 10m", res.RequeueAfter)
+	}
+	f.clock.Step(10*time.Minute + time.Second)
+	f.reconcile("dnd-duration")
+	if !f.evicted("precious") {
+		t.Fatal("not evicted once its protection ended")
+	}
+	f.finish("dnd-duration")
+}
+
 func TestNodeDeletedDirectly(t *testing.T) {
 	f := newFixture(t)
 	node := f.launch("direct", nil)

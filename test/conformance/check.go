@@ -303,7 +303,7 @@ func matchRequirement(r corev1.NodeSelectorRequirement, labels map[string]string
 		return has
 	case corev1.NodeSelectorOpDoesNotExist:
 		return !has
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, karpv1.NodeSelectorOpGte, karpv1.NodeSelectorOpLte:
 		if !has || len(r.Values) != 1 {
 			return false
 		}
@@ -312,8 +312,13 @@ func matchRequirement(r corev1.NodeSelectorRequirement, labels map[string]string
 		if err1 != nil || err2 != nil {
 			return false
 		}
-		if r.Operator == corev1.NodeSelectorOpGt {
+		switch r.Operator {
+		case corev1.NodeSelectorOpGt:
 			return a > b
+		case karpv1.NodeSelectorOpGte:
+			return a >= b
+		case karpv1.NodeSelectorOpLte:
+			return a <= b
 		}
 		return a < b
 	}

@@ -209,10 +209,18 @@ func (g *generator) nodePools() {
 			add(awsv1.LabelInstanceCategory, corev1.NodeSelectorOpNotIn, g.pick([]string{"c", "m", "r", "g"}))
 		}
 		if g.chance(0.25) {
-			add(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpGt, g.pick([]string{"1", "2", "3"}))
+			if g.chance(0.5) {
+				add(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpGt, g.pick([]string{"1", "2", "3"}))
+			} else {
+				add(awsv1.LabelInstanceCPU, karpv1.NodeSelectorOpGte, g.pick([]string{"2", "3", "4"}))
+			}
 		}
 		if g.chance(0.25) {
-			add(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpLt, g.pick([]string{"5", "9", "17"}))
+			if g.chance(0.5) {
+				add(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpLt, g.pick([]string{"5", "9", "17"}))
+			} else {
+				add(awsv1.LabelInstanceCPU, karpv1.NodeSelectorOpLte, g.pick([]string{"4", "8", "16"}))
+			}
 		}
 		if g.chance(0.25) {
 			add(awsv1.LabelInstanceGPUCount, corev1.NodeSelectorOpDoesNotExist)
