@@ -50,6 +50,28 @@ func BudgetActive(b karpv1.Budget, now time.Time) (bool, error) {
 	return s.ActiveAt(now, b.Duration.Duration), nil
 }
 
+// budgetChangesAt is the next moment after now at which a scheduled budget opens or closes,
+// within a year; zero for a budget without a schedule or an invalid one.
+func budgetChangesAt(b karpv1.Budget, now time.Time) time.Time {
+	if b.Schedule == nil || b.Duration == nil || b.Duration.Duration <= 0 {
+		return time.Time{}
+	}
+	s, err := ParseSchedule(*b.Schedule)
+	if err != nil {
+		return time.Time{}
+	}
+	var next time.Time
+	if opens, ok := s.Next(now, 366*24*time.Hour); ok {
+		next = opens
+	}
+	if opened, ok := s.Prev(now, b.Duration.Duration); ok {
+		if closes := opened.Add(b.Duration.Duration); next.IsZero() || closes.Before(next) {
+			next = closes
+		}
+	}
+	return next
+}
+
 func budgetApplies(b karpv1.Budget, reason karpv1.DisruptionReason) bool {
 	if len(b.Reasons) == 0 {
 		return true

@@ -185,6 +185,16 @@ func consolidatable(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time)
 		}
 		wait = *after.Duration
 	}
+	since := lastPodEvent(claim)
+	if now.Sub(since) >= wait {
+		return true, ReasonConsolidatable, ""
+	}
+	return false, ReasonRecentPodEvent, fmt.Sprintf("last pod event at %s, consolidateAfter %s", since.UTC().Format(time.RFC3339), wait)
+}
+
+// lastPodEvent is when consolidateAfter starts counting for a claim: its last pod event, or its
+// initialization if later.
+func lastPodEvent(claim *karpv1.NodeClaim) time.Time {
 	since := time.Time{}
 	if c := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeInitialized); c != nil {
 		since = c.LastTransitionTime.Time
@@ -192,10 +202,20 @@ func consolidatable(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time)
 	if t := claim.Status.LastPodEventTime.Time; t.After(since) {
 		since = t
 	}
-	if now.Sub(since) >= wait {
-		return true, ReasonConsolidatable, ""
+	return since
+}
+
+// consolidatableAt is when a claim that is not consolidatable yet becomes so, if it will.
+func consolidatableAt(claim *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, bool) {
+	after := np.Spec.Disruption.ConsolidateAfter
+	if after.IsNever() && !after.IsZero() {
+		return time.Time{}, false
 	}
-	return false, ReasonRecentPodEvent, fmt.Sprintf("last pod event at %s, consolidateAfter %s", since.UTC().Format(time.RFC3339), wait)
+	wait := time.Duration(0)
+	if after.Duration != nil {
+		wait = *after.Duration
+	}
+	return lastPodEvent(claim).Add(wait), true
 }
 
 // drifted says why a claim no longer matches its NodePool, or "".
@@ -222,6 +242,12 @@ func drifted(claim *karpv1.NodeClaim, nodeLabels map[string]string, np *karpv1.N
 // expired reports whether a claim outlived its expireAfter (the claim's, else its NodePool's,
 // else DefaultExpireAfter).
 func expired(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time) bool {
+	at, ok := expiresAt(claim, np)
+	return ok && !now.Before(at)
+}
+
+// expiresAt is when a claim expires, unless its expireAfter is Never.
+func expiresAt(claim *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, bool) {
 	d := claim.Spec.ExpireAfter
 	if d.IsZero() {
 		d = np.Spec.Template.Spec.ExpireAfter
@@ -229,11 +255,11 @@ func expired(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time) bool {
 	after := DefaultExpireAfter
 	if !d.IsZero() {
 		if d.IsNever() {
-			return false
+			return time.Time{}, false
 		}
 		after = *d.Duration
 	}
-	return !now.Before(claim.CreationTimestamp.Add(after))
+	return claim.CreationTimestamp.Add(after), true
 }
 
 // nodePrice reads a node's price from the instance types: the offering of its instance type

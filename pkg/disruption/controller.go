@@ -45,6 +45,8 @@ type Controller struct {
 	podSets   map[string]string // node name → its pods' UIDs, to spot pod events
 	blocked   map[string]string // node name → last reason reported
 	observers []func(*Command)
+	// nextChange is the last decision's NextChange.
+	nextChange time.Time
 }
 
 type pendingCommand struct {
@@ -112,6 +114,21 @@ func (c *Controller) Pending() *Command {
 	return c.pending.cmd
 }
 
+// NextWakeup is the next moment the controller has reason to decide again though nothing in
+// the cluster changed: the last decision's NextChange, or when a pending consolidation is
+// validated. Zero when there is none. A driver of virtual time (simulate) wakes it then.
+func (c *Controller) NextWakeup() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := c.nextChange
+	if c.pending != nil {
+		if t := c.pending.decided.Add(c.opts.ValidationDelay); next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	return next
+}
+
 // InFlight returns the command whose replacements are launching, if any.
 func (c *Controller) InFlight() *Command {
 	c.mu.Lock()
@@ -140,6 +157,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		return err
 	}
 	decision := Decide(*in)
+	c.nextChange = decision.NextChange
 	for _, p := range decision.Problems {
 		logger.Error(p, "invalid disruption settings")
 	}

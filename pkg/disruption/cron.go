@@ -177,6 +177,29 @@ func (s *Schedule) Prev(t time.Time, within time.Duration) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// Next returns the earliest firing after t and at most within after it, if there is one. Like
+// Prev, it skips whole months, days and hours that cannot match.
+func (s *Schedule) Next(t time.Time, within time.Duration) (time.Time, bool) {
+	t = t.UTC()
+	ceiling := t.Add(within)
+	cur := t.Truncate(time.Minute).Add(time.Minute)
+	for !cur.After(ceiling) {
+		switch {
+		case s.month&(1<<uint(cur.Month())) == 0:
+			cur = time.Date(cur.Year(), cur.Month(), 1, 0, 0, 0, 0, time.UTC).AddDate(0, 1, 0)
+		case !s.dayMatches(cur):
+			cur = time.Date(cur.Year(), cur.Month(), cur.Day(), 0, 0, 0, 0, time.UTC).AddDate(0, 0, 1)
+		case s.hour&(1<<uint(cur.Hour())) == 0:
+			cur = cur.Truncate(time.Hour).Add(time.Hour)
+		case s.minute&(1<<uint(cur.Minute())) == 0:
+			cur = cur.Add(time.Minute)
+		default:
+			return cur, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // ActiveAt reports whether a window of duration that opens at each firing contains now: some
 // firing f has f <= now < f+duration.
 func (s *Schedule) ActiveAt(now time.Time, duration time.Duration) bool {

@@ -177,6 +177,11 @@ type Decision struct {
 	Problems []error
 	// PodProblems are pods whose karpenter.sh/do-not-disrupt value is invalid and so ignored.
 	PodProblems []PodProblem
+	// NextChange is the earliest moment after Now at which the same cluster may be decided
+	// differently because time passed: a node's consolidateAfter or expireAfter running out, a
+	// pod's do-not-disrupt duration ending, a scheduled budget opening or closing. Zero when no
+	// such moment is known.
+	NextChange time.Time
 }
 
 // PodProblem is a pod annotation the decision ignored, and why.
@@ -192,7 +197,12 @@ type PodProblem struct {
 // and does not modify its input.
 func Decide(in Input) *Decision {
 	d := newDecider(in)
-	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid}
+	for _, np := range d.pools {
+		for _, b := range np.Spec.Disruption.Budgets {
+			d.wake(budgetChangesAt(b, in.Now))
+		}
+	}
+	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid, NextChange: d.next}
 	for _, method := range []func() *Command{d.drift, d.expiration, d.emptiness, d.multiNode, d.singleNode} {
 		if cmd := method(); cmd != nil {
 			out.Command = cmd
@@ -223,7 +233,15 @@ type decider struct {
 	blocked    []Blocked
 	problems   []error
 	invalid    []PodProblem // pods with an invalid do-not-disrupt value
+	next       time.Time    // Decision.NextChange
 	sim        *simulator
+}
+
+// wake notes a moment after now at which the decision may change on its own.
+func (d *decider) wake(t time.Time) {
+	if t.After(d.in.Now) && (d.next.IsZero() || t.Before(d.next)) {
+		d.next = t
+	}
 }
 
 func newDecider(in Input) *decider {
@@ -286,9 +304,17 @@ func newDecider(in Input) *decider {
 
 		c.NodeProtection, c.PodProtection = nodeProtection(sn), podProtection(c.Pods, pdbs, in.Now)
 		for _, pod := range c.Pods {
-			if err := karpv1.PodDoNotDisrupt(pod, in.Now).Invalid; err != nil {
-				d.invalid = append(d.invalid, PodProblem{Pod: pod, Err: err})
+			p := karpv1.PodDoNotDisrupt(pod, in.Now)
+			if p.Invalid != nil {
+				d.invalid = append(d.invalid, PodProblem{Pod: pod, Err: p.Invalid})
 			}
+			d.wake(p.Until)
+		}
+		if at, ok := consolidatableAt(sn.NodeClaim, np); ok {
+			d.wake(at)
+		}
+		if at, ok := expiresAt(sn.NodeClaim, np); ok {
+			d.wake(at)
 		}
 		if why := c.protected(); why != "" && !c.Expired {
 			if c.Drifted != "" && !c.mayDrift() || c.Consolidatable && d.mayConsolidate(c) {

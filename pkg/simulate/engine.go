@@ -61,6 +61,9 @@ type engine struct {
 	cloud   *sim.Cloud
 	kubelet *sim.Kubelet
 	binder  *binder.Binder
+	// requeueAt is the earliest moment a controller asked, in the current pass, to be called
+	// again (reconcile.Result.RequeueAfter); zero for none.
+	requeueAt time.Time
 
 	provisioner *provisioning.Provisioner
 	nomination  *provisioning.NominationController
@@ -220,6 +223,7 @@ func (e *engine) run(ctx context.Context) (*Report, error) {
 // flow: workloads create pods, the binder binds what fits, the provisioner and disruption act,
 // the lifecycle, NodePool and termination controllers follow up, the kubelets report.
 func (e *engine) pass(ctx context.Context, now time.Time) error {
+	e.requeueAt = time.Time{}
 	if err := e.applyEvents(ctx, now); err != nil {
 		return err
 	}
@@ -245,7 +249,7 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 		return err
 	}
 	for _, target := range e.cluster.NominationTargets() {
-		if _, err := e.nomination.Reconcile(ctx, request(target)); err != nil {
+		if err := e.reconcile(ctx, e.nomination, target); err != nil {
 			return fmt.Errorf("nominating pods to %s: %w", target, err)
 		}
 	}
@@ -309,7 +313,7 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		return err
 	}
 	for _, c := range classes.Items {
-		if _, err := e.classStatus.Reconcile(ctx, request(c.Name)); err != nil {
+		if err := e.reconcile(ctx, e.classStatus, c.Name); err != nil {
 			return fmt.Errorf("nodeclass %s: %w", c.Name, err)
 		}
 	}
@@ -318,10 +322,10 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		return err
 	}
 	for _, np := range pools.Items {
-		if _, err := e.poolStatus.Reconcile(ctx, request(np.Name)); err != nil && !apierrors.IsConflict(err) {
+		if err := e.reconcile(ctx, e.poolStatus, np.Name); err != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("nodepool %s status: %w", np.Name, err)
 		}
-		if _, err := e.poolStatic.Reconcile(ctx, request(np.Name)); err != nil && !apierrors.IsConflict(err) {
+		if err := e.reconcile(ctx, e.poolStatic, np.Name); err != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("nodepool %s replicas: %w", np.Name, err)
 		}
 	}
@@ -330,11 +334,11 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		return err
 	}
 	for _, c := range claims.Items {
-		if _, err := e.lifecycle.Reconcile(ctx, request(c.Name)); err != nil && !apierrors.IsConflict(err) && !cloudprovider.IsRetryable(err) {
+		if err := e.reconcile(ctx, e.lifecycle, c.Name); err != nil && !apierrors.IsConflict(err) && !cloudprovider.IsRetryable(err) {
 			e.rec.warn(fmt.Sprintf("nodeclaim %s: %v", c.Name, err))
 		}
 		if c.DeletionTimestamp != nil {
-			if _, err := e.termination.Reconcile(ctx, request(c.Name)); err != nil && !apierrors.IsConflict(err) {
+			if err := e.reconcile(ctx, e.termination, c.Name); err != nil && !apierrors.IsConflict(err) {
 				e.rec.warn(fmt.Sprintf("terminating nodeclaim %s: %v", c.Name, err))
 			}
 			// As the provisioner's NodeClaim watch: a claim finalized now (a launch that failed
@@ -349,6 +353,18 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 
 func request(name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+}
+
+// reconcile calls a controller for the object of that name, as its watch would, and notes when
+// it asked to look again (its RequeueAfter): the engine wakes then even if nothing else is due.
+func (e *engine) reconcile(ctx context.Context, r reconcile.Reconciler, name string) error {
+	res, err := r.Reconcile(ctx, request(name))
+	if res.RequeueAfter > 0 {
+		if at := e.clock.Now().Add(res.RequeueAfter); e.requeueAt.IsZero() || at.Before(e.requeueAt) {
+			e.requeueAt = at
+		}
+	}
+	return err
 }
 
 // quiet reports whether nothing will change until the next timeline event or job completion:
@@ -384,49 +400,6 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 	return len(e.cloud.Interruptions()) == e.rec.interruptionsSeen, nil
 }
 
-// disruptionWakeup is the next time disruption may act on its own: a node reaching its
-// consolidateAfter since its last pod event, or its expireAfter. Zero when none is due.
-func (e *engine) disruptionWakeup(ctx context.Context, now time.Time) time.Time {
-	var pools karpv1.NodePoolList
-	var claims karpv1.NodeClaimList
-	if e.kube.List(ctx, &pools, client.UnsafeDisableDeepCopy) != nil || e.kube.List(ctx, &claims, client.UnsafeDisableDeepCopy) != nil {
-		return time.Time{}
-	}
-	byName := map[string]*karpv1.NodePool{}
-	for i := range pools.Items {
-		byName[pools.Items[i].Name] = &pools.Items[i]
-	}
-	var next time.Time
-	consider := func(t time.Time) {
-		// A little after the moment, so the condition has flipped when the pass runs.
-		t = t.Add(time.Second)
-		if t.After(now) && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	for _, c := range claims.Items {
-		np := byName[c.Labels[karpv1.NodePoolLabelKey]]
-		if np == nil || c.DeletionTimestamp != nil {
-			continue
-		}
-		if after := np.Spec.Disruption.ConsolidateAfter; after.Duration != nil {
-			since := c.Status.LastPodEventTime.Time
-			for _, cond := range c.Status.Conditions {
-				if cond.Type == karpv1.ConditionTypeInitialized && cond.LastTransitionTime.After(since) {
-					since = cond.LastTransitionTime.Time
-				}
-			}
-			consider(since.Add(*after.Duration))
-			// Consolidation confirms its decision a little later.
-			consider(since.Add(*after.Duration + disruption.DefaultValidationDelay + time.Second))
-		}
-		if expire := c.Spec.ExpireAfter; expire.Duration != nil {
-			consider(c.CreationTimestamp.Add(*expire.Duration))
-		}
-	}
-	return next
-}
-
 // nextWakeup is the next virtual time something is due while the cluster is quiet: a timeline
 // event, a job finishing or a capacity shortage ending (else the end of the run). Nothing
 // changes on its own in between, so the engine jumps there.
@@ -447,8 +420,13 @@ func (e *engine) nextWakeup(now time.Time) time.Time {
 			next = s.until
 		}
 	}
-	if t := e.disruptionWakeup(context.Background(), now); !t.IsZero() && t.Before(next) {
-		next = t
+	// Every controller's own timers: what each asked to be requeued after in the last pass,
+	// and when disruption's decision may change with time (consolidateAfter, expireAfter,
+	// do-not-disrupt durations, budget windows).
+	for _, t := range []time.Time{e.requeueAt, e.disruption.NextWakeup()} {
+		if t.After(now) && t.Before(next) {
+			next = t
+		}
 	}
 	if !next.After(now) {
 		next = now.Add(e.opts.Step)

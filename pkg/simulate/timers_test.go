@@ -1,0 +1,87 @@
+package simulate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// protectedBatch: a pod protected by do-not-disrupt for 2h, alone on a node far too large once
+// the web pods beside it are gone (scaled to 0 at 10m). The node is replaced by a cheaper one
+// when, and only when, the protection ends: the engine wakes for the end of the duration,
+// though nothing else happens then.
+const protectedBatch = `name: do-not-disrupt 2h
+duration: 4h
+cloud:
+  zones: [us-east-1a]
+manifests: |
+  apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: default}
+  spec:
+    disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 1m}
+    template:
+      spec:
+        requirements:
+          - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+          - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+          - {key: karpenter.k8s.aws/instance-category, operator: In, values: [m]}
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  ---
+  apiVersion: karpenter.k8s.aws/v1
+  kind: EC2NodeClass
+  metadata: {name: default}
+  spec:
+    role: KarpenterNodeRole
+    amiSelectorTerms: [{alias: al2023@latest}]
+    subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+    securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+timeline:
+  - at: 0s
+    deploy:
+      name: batch
+      replicas: 1
+      pod:
+        template:
+          metadata:
+            labels: {app: batch}
+            annotations: {karpenter.sh/do-not-disrupt: "2h"}
+          spec:
+            containers: [{name: main, image: busybox, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+  - at: 0s
+    deploy: {name: web, replicas: 12, pod: {cpu: "1", memory: 2Gi}}
+  - at: 10m
+    scale: {name: web, replicas: 0}
+`
+
+// costDrops are the virtual times at which the fleet's $/hour fell.
+func costDrops(rep *Report) []time.Duration {
+	var out []time.Duration
+	for i := 1; i < len(rep.Series); i++ {
+		if rep.Series[i].CostPerHour < rep.Series[i-1].CostPerHour {
+			out = append(out, time.Duration(rep.Series[i].AtSeconds)*time.Second)
+		}
+	}
+	return out
+}
+
+func TestDoNotDisruptDurationEndsInSimulate(t *testing.T) {
+	rep := run(t, protectedBatch)
+	drops := costDrops(rep)
+	// The emptied web node goes after ~11m; the protected one is replaced just after 2h.
+	if len(drops) != 2 || drops[1] < 2*time.Hour || drops[1] > 2*time.Hour+5*time.Minute {
+		t.Errorf("cost fell at %v, want once after ~11m and once within 5m after the 2h protection ended", drops)
+	}
+}
+
+// A budget that allows no disruption from 00:00 for 3h (the run starts at midnight) holds the
+// nodes until 03:00, then consolidation acts: the engine wakes for the window's end.
+func TestBudgetWindowEndsInSimulate(t *testing.T) {
+	text := strings.Replace(protectedBatch, "consolidateAfter: 1m}", `consolidateAfter: 1m, budgets: [{nodes: "0", schedule: "0 0 * * *", duration: 3h}]}`, 1)
+	text = strings.Replace(text, `annotations: {karpenter.sh/do-not-disrupt: "2h"}`, "annotations: {}", 1)
+	rep := run(t, text)
+	drops := costDrops(rep)
+	if len(drops) == 0 || drops[0] < 3*time.Hour || drops[0] > 3*time.Hour+5*time.Minute {
+		t.Errorf("cost fell at %v, want first within 5m after the budget window closed at 3h", drops)
+	}
+}
