@@ -486,24 +486,17 @@ func sumPrices(cands []*Candidate) float64 {
 
 // simulate removes cands and places their pods on the remaining nodes and at most maxClaims
 // new ones (negative: any number). For consolidation, a replacement must be strictly cheaper
-// (and, for one node, of another instance type; for spot nodes, on-demand unless spot-to-spot
-// is allowed) and Balanced NodePools must find the move worth it. It returns the command, or
-// why there is none.
+// than the candidates (and, for one node, of another instance type; for several, cheaper than
+// any candidate of a type the replacement may launch as, else deleting fewer nodes is better),
+// spot nodes follow Karpenter's spot-to-spot rules (see spotToSpot), and Balanced NodePools
+// must find the move worth it. It returns the command, or why there is none.
 func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands []*Candidate, maxClaims int, consolidation bool) (*Command, string) {
-	onDemandOnly := false
-	if consolidation && !d.opts.SpotToSpotConsolidation {
-		for _, c := range cands {
-			if c.CapacityType == karpv1.CapacityTypeSpot {
-				onDemandOnly = true
-			}
-		}
-	}
-	res := d.sim.solve(cands, onDemandOnly, false)
+	res := d.sim.solve(cands, false)
 	if maxClaims >= 0 && len(res.NewClaims) > maxClaims {
 		// The cost-aware packing may prefer several well-filled nodes; a consolidation wants
 		// the fewest, so look again packing into as few new nodes as fit (the replacement is
 		// still required to be strictly cheaper below).
-		res = d.sim.solve(cands, onDemandOnly, true)
+		res = d.sim.solve(cands, true)
 	}
 	if len(res.PodErrors) > 0 {
 		pe := res.PodErrors[0]
@@ -519,18 +512,9 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 		np := d.pools[claim.NodePool]
 		r := &Replacement{NodePool: np, Claim: claim, Price: claim.Price}
 		if consolidation {
-			for _, c := range cands {
-				if c.Price <= 0 {
-					return nil, fmt.Sprintf("price of node %s is unknown", c.Name())
-				}
-			}
-			excludeType, excludeCapacityType := "", ""
-			if len(cands) == 1 {
-				excludeType, excludeCapacityType = cands[0].InstanceType, cands[0].CapacityType
-			}
-			var ok bool
-			if r.Price, ok = cheaperTypes(claim, total, excludeType, excludeCapacityType); !ok {
-				return nil, fmt.Sprintf("no replacement cheaper than $%.3f/h", total)
+			var why string
+			if r.Price, why = d.cheaperReplacement(claim, cands, total); why != "" {
+				return nil, why
 			}
 		}
 		replacementCost += r.Price
@@ -541,6 +525,102 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 		return nil, "not worth the disruption under the Balanced policy"
 	}
 	return cmd, ""
+}
+
+// MinInstanceTypesForSpotToSpot is how many cheaper instance types a single spot node's
+// replacement needs, and how many of the cheapest it offers the launch, as Karpenter's
+// MinInstanceTypesForSpotToSpotConsolidation: a launch that picks any of them by availability
+// is then never followed at once by another consolidation towards the cheapest.
+const MinInstanceTypesForSpotToSpot = 15
+
+// cheaperReplacement narrows a consolidation's replacement claim to what Karpenter would
+// launch, and returns its price, or why there is no replacement:
+//   - when every candidate is spot and the replacement may be spot, it is spot-to-spot: refused
+//     without Options.SpotToSpotConsolidation; with it, the claim is spot only, and for one
+//     node it needs MinInstanceTypesForSpotToSpot cheaper types and offers only that many of the
+//     cheapest (more if minValues needs them);
+//   - otherwise a claim that may be spot or on-demand is made spot only, as priced: a launch
+//     that fell back to on-demand would cost more than the nodes it replaces;
+//   - the types must cost less than the candidates together; a single node's own offering is
+//     left out, and for several nodes nothing may cost as much as a candidate whose type the
+//     replacement could launch as (deleting fewer nodes would do).
+func (d *decider) cheaperReplacement(claim *scheduler.Claim, cands []*Candidate, total float64) (float64, string) {
+	for _, c := range cands {
+		if c.Price <= 0 {
+			return 0, fmt.Sprintf("price of node %s is unknown", c.Name())
+		}
+	}
+	capacityTypes, constrained := claim.Requirements.Get(karpv1.CapacityTypeLabelKey)
+	maySpot := !constrained || capacityTypes.Has(karpv1.CapacityTypeSpot)
+	mayOnDemand := !constrained || capacityTypes.Has(karpv1.CapacityTypeOnDemand)
+	allSpot := true
+	for _, c := range cands {
+		allSpot = allSpot && c.CapacityType == karpv1.CapacityTypeSpot
+	}
+	spotToSpot := allSpot && maySpot
+	if spotToSpot && !d.opts.SpotToSpotConsolidation {
+		return 0, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+	}
+	spotOnly := scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot)
+	if spotToSpot {
+		claim.Requirements = claim.Requirements.With(spotOnly)
+	}
+	limit := total
+	excludeType, excludeCapacityType := "", ""
+	if len(cands) == 1 {
+		excludeType, excludeCapacityType = cands[0].InstanceType, cands[0].CapacityType
+	} else {
+		offered := map[string]bool{}
+		for _, it := range claim.InstanceTypes {
+			offered[it.Name] = true
+		}
+		for _, c := range cands {
+			if offered[c.InstanceType] && c.Price < limit {
+				limit = c.Price
+			}
+		}
+	}
+	price, ok := cheaperTypes(claim, limit, excludeType, excludeCapacityType)
+	if !ok {
+		if limit < total {
+			return 0, fmt.Sprintf("no replacement cheaper than $%.3f/h, the price of a node of the same type as the replacement could be", limit)
+		}
+		return 0, fmt.Sprintf("no replacement cheaper than $%.3f/h", total)
+	}
+	switch {
+	case spotToSpot && len(cands) == 1:
+		if n := len(claim.InstanceTypes); n < MinInstanceTypesForSpotToSpot {
+			return 0, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d", MinInstanceTypesForSpotToSpot, n)
+		}
+		claim.InstanceTypes = claim.InstanceTypes[:max(MinInstanceTypesForSpotToSpot, minValuesPrefix(claim))]
+	case !spotToSpot && maySpot && mayOnDemand:
+		claim.Requirements = claim.Requirements.With(spotOnly)
+	}
+	return price, ""
+}
+
+// minValuesPrefix is how many of a claim's instance types, in order, it takes to meet every
+// minValues of its requirements (all of them when they never do).
+func minValuesPrefix(claim *scheduler.Claim) int {
+	need := 0
+	for _, r := range claim.Requirements.All() {
+		if r.MinValues == nil {
+			continue
+		}
+		values := map[string]bool{}
+		n := len(claim.InstanceTypes)
+		for i, it := range claim.InstanceTypes {
+			if v, ok := it.Labels[r.Key]; ok {
+				values[v] = true
+			}
+			if len(values) >= *r.MinValues {
+				n = i + 1
+				break
+			}
+		}
+		need = max(need, n)
+	}
+	return need
 }
 
 // cheaperTypes narrows a claim's instance types to those whose cheapest allowed offering costs
@@ -701,9 +781,9 @@ func withNodes(rl corev1.ResourceList, n int64) corev1.ResourceList {
 	return out
 }
 
-// solve places the pods of cands with cands removed. onDemandOnly restricts new nodes to
-// on-demand.
-func (s *simulator) solve(cands []*Candidate, onDemandOnly, fewestNodes bool) *scheduler.Results {
+// solve places the pods of cands with cands removed. fewestNodes packs as Karpenter does, into
+// as few new nodes as fit.
+func (s *simulator) solve(cands []*Candidate, fewestNodes bool) *scheduler.Results {
 	removed := make(map[string]bool, len(cands))
 	var pods []*corev1.Pod
 	for _, c := range cands {
@@ -721,12 +801,6 @@ func (s *simulator) solve(cands []*Candidate, onDemandOnly, fewestNodes bool) *s
 		pool := *p
 		if limits, ok := s.limits[p.Name]; ok {
 			pool.Remaining = s.remaining(p.Name, limits, cands)
-		}
-		if onDemandOnly {
-			pool.Requirements = pool.Requirements.With(scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
-			if pool.Requirements.Satisfiable() != nil {
-				continue
-			}
 		}
 		in.NodePools = append(in.NodePools, &pool)
 	}

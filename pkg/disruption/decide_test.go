@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 func everyBudget(nodes string, reasons ...karpv1.DisruptionReason) func(*karpv1.NodePool) {
@@ -109,25 +111,100 @@ func TestSingleNodeReplacedByCheaper(t *testing.T) {
 	t.Log(d.Command.Message())
 }
 
-func TestSpotReplacedOnlyByOnDemand(t *testing.T) {
+// wideCatalog is 24 general-purpose types of 16 cpu, priced apart: enough cheaper types for
+// a spot-to-spot consolidation of the dearest.
+func wideCatalog() []*cloudprovider.InstanceType {
+	var out []*cloudprovider.InstanceType
+	for i := range 24 {
+		out = append(out, builders.InstanceType(builders.InstanceTypeOptions{
+			Name: fmt.Sprintf("g%02d.4xlarge", i), CPU: 16, MemoryGiB: 64, PricePerHour: 0.5 + 0.05*float64(i),
+		}))
+	}
+	return out
+}
+
+// Spot-to-spot, as Karpenter: a spot node whose replacement may be spot is not replaced without
+// the gate; with it, one node is replaced only when 15 cheaper types remain, and the launch
+// offers just the 15 cheapest, spot only.
+func TestSpotToSpot(t *testing.T) {
 	np := readyPool("default", everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	c.add(stateNode(np, "spot", findType(c.types, "m.4xlarge"), "spot", "test-zone-1", pod("1", "2Gi")))
+	if d := Decide(c.in); d.Command != nil {
+		t.Errorf("spot node replaced without the gate: %s", d.Command.Message())
+	}
+	c.in.Options.SpotToSpotConsolidation = true
+	if d := Decide(c.in); d.Command != nil {
+		t.Errorf("spot node replaced with fewer than 15 cheaper types: %s", d.Command.Message())
+	}
+
+	c = newCluster(wideCatalog(), np)
+	c.add(stateNode(np, "spot", findType(c.types, "g23.4xlarge"), "spot", "test-zone-1", pod("1", "2Gi")))
+	if d := Decide(c.in); d.Command != nil {
+		t.Errorf("spot node replaced without the gate: %s", d.Command.Message())
+	}
+	c.in.Options.SpotToSpotConsolidation = true
+	d := Decide(c.in)
+	if d.Command == nil || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command %v, want a spot-to-spot replacement", d.Command)
+	}
+	r := d.Command.Replacements[0]
+	if cts, _ := r.Claim.Requirements.Get(karpv1.CapacityTypeLabelKey); cts.Has(karpv1.CapacityTypeOnDemand) || !cts.Has(karpv1.CapacityTypeSpot) {
+		t.Errorf("replacement capacity types %s, want spot only", cts)
+	}
+	if n := len(r.Claim.InstanceTypes); n != MinInstanceTypesForSpotToSpot {
+		t.Errorf("replacement offers %d types, want the %d cheapest", n, MinInstanceTypesForSpotToSpot)
+	}
+	if r.Claim.InstanceTypes[0].Name != "g00.4xlarge" {
+		t.Errorf("cheapest offered %s, want g00.4xlarge", r.Claim.InstanceTypes[0].Name)
+	}
+}
+
+// An on-demand node replaced by a claim that may be spot or on-demand is priced as spot, so
+// the claim is made spot only: a launch that fell back to on-demand would cost more.
+func TestOnDemandReplacementIsSpotOnly(t *testing.T) {
+	np := readyPool("default", everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("1", "2Gi")))
+	d := Decide(c.in)
+	if d.Command == nil || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command %v, want a replacement", d.Command)
+	}
+	if cts, _ := d.Command.Replacements[0].Claim.Requirements.Get(karpv1.CapacityTypeLabelKey); cts.Has(karpv1.CapacityTypeOnDemand) {
+		t.Errorf("replacement capacity types %s, want spot only", cts)
+	}
+}
+
+// Multi-node consolidation never replaces nodes with one of their own type at no saving: four
+// part-filled on-demand m.xlarge nodes are consolidated by deleting some, not by a fifth
+// m.xlarge.
+func TestMultiNodeNeverReplacesWithTheirOwnType(t *testing.T) {
+	np := readyPool("default", func(np *karpv1.NodePool) {
+		everyBudget("100%")(np)
+		np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+		}
+	})
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	for i := range 4 {
+		c.add(stateNode(np, fmt.Sprintf("n%d", i), m, "on-demand", "test-zone-1", pod("900m", "3Gi")))
+	}
 	d := Decide(c.in)
 	if d.Command == nil {
 		t.Fatal("no command")
 	}
 	for _, r := range d.Command.Replacements {
-		cts, _ := r.Claim.Requirements.Get(karpv1.CapacityTypeLabelKey)
-		if cts.Has(karpv1.CapacityTypeSpot) {
-			t.Errorf("spot node may be replaced by spot: %s", r.Claim.Requirements)
+		for _, it := range r.Claim.InstanceTypes {
+			if it.Name == "m.xlarge" {
+				t.Errorf("%s replaces m.xlarge nodes with an m.xlarge", d.Command.Message())
+			}
 		}
 	}
-	c.in.Options.SpotToSpotConsolidation = true
-	d = Decide(c.in)
-	if d.Command == nil || len(d.Command.Replacements) != 1 {
-		t.Fatal("no spot-to-spot replacement")
+	if len(d.Command.Replacements) > 0 || len(d.Command.Candidates) < 2 {
+		t.Errorf("%s, want several nodes deleted", d.Command.Message())
 	}
+	t.Log(d.Command.Message())
 }
 
 // TestSameTypeOtherCapacityType: a full on-demand node may become the same instance type on
@@ -396,11 +473,22 @@ func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
 					t.Errorf("seed %d: replacement of %s by its own offering %s/%s", seed, cand.Name(), it.Name, o.CapacityType)
 				}
 			}
-			if !c.in.Options.SpotToSpotConsolidation {
-				for _, cand := range cmd.Candidates {
-					cts, _ := r.Claim.Requirements.Get(karpv1.CapacityTypeLabelKey)
-					if cand.CapacityType == karpv1.CapacityTypeSpot && cts.Has(karpv1.CapacityTypeSpot) {
-						t.Errorf("seed %d: spot node %s may be replaced by spot", seed, cand.Name())
+			allSpot := true
+			for _, cand := range cmd.Candidates {
+				allSpot = allSpot && cand.CapacityType == karpv1.CapacityTypeSpot
+			}
+			if cts, _ := r.Claim.Requirements.Get(karpv1.CapacityTypeLabelKey); allSpot && cts.Has(karpv1.CapacityTypeSpot) && !c.in.Options.SpotToSpotConsolidation {
+				t.Errorf("seed %d: spot nodes %v replaced by spot without the SpotToSpotConsolidation gate", seed, cmd.NodeNames())
+			}
+			if len(cmd.Candidates) > 1 {
+				// Several nodes are never replaced by one of their own type at no saving over
+				// keeping that node (another capacity type of it, cheaper, is a saving).
+				for _, it := range r.Claim.InstanceTypes {
+					o, _ := cheapestOffering(it, r.Claim.Requirements)
+					for _, cand := range cmd.Candidates {
+						if it.Name == cand.InstanceType && o.Price >= cand.Price {
+							t.Errorf("seed %d: %s may replace %s with its own type %s at $%.3f, not less than its $%.3f", seed, cmd.Method, cand.Name(), it.Name, o.Price, cand.Price)
+						}
 					}
 				}
 			}

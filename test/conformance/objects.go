@@ -95,6 +95,9 @@ func createCommon(ctx context.Context, kube client.Client, c *Case) error {
 		for _, p := range n.Pods {
 			objs = append(objs, p.DeepCopy())
 		}
+		if it := c.instanceType(n.InstanceType); it != nil {
+			objs = append(objs, daemonPodsOn(c, n, it)...)
+		}
 	}
 	for _, p := range c.Pods {
 		objs = append(objs, p.DeepCopy())
@@ -105,4 +108,30 @@ func createCommon(ctx context.Context, kube client.Client, c *Case) error {
 		}
 	}
 	return nil
+}
+
+// daemonPodsOn are the pods the daemonsets run on an existing node, bound to it and running, as
+// the daemonset controller and the kube-scheduler would have placed them long before: both
+// schedulers then see them as they see any bound pod. (Karpenter counts a daemonset on an
+// initialized node only through its bound pod.)
+func daemonPodsOn(c *Case, n *Node, it *InstanceType) []client.Object {
+	labels := nodeLabels(n, it)
+	var out []client.Object
+	for _, ds := range c.DaemonSets {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: ds.Name + "-" + n.Name, Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels,
+				UID:             types.UID(string(ds.UID) + "-" + n.Name),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: new(true)}},
+			},
+			Spec:   *ds.Spec.Template.Spec.DeepCopy(),
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		}
+		if _, ok := untolerated(pod.Spec.Tolerations, n.Taints); !ok || nodeSelectionError(pod, labels) != nil {
+			continue
+		}
+		pod.Spec.NodeName = n.Name
+		out = append(out, pod)
+	}
+	return out
 }

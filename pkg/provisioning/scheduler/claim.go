@@ -115,6 +115,12 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 			}
 			continue
 		}
+		if err := s.othersKeepMinValues(c, cand.it, released); err != nil {
+			if limitErr == nil {
+				limitErr = err
+			}
+			continue
+		}
 		extra := cand.price
 		if c.target != nil {
 			extra -= c.target.price
@@ -184,6 +190,32 @@ func describeRequests(r cloudprovider.Resources, extended corev1.ResourceList) s
 		s += fmt.Sprintf(", %s %s", name, q.String())
 	}
 	return s
+}
+
+// othersKeepMinValues checks that reserving take (and releasing give) against the NodePool's
+// limits leaves every other claim of the NodePool enough types within limits for its
+// minValues: a claim's types are cut to those within limits when it is finished, and the
+// capacity a later claim reserves must not cut an earlier one below its minValues. Only
+// NodePools with both limits and minValues pay for the check.
+func (s *solver) othersKeepMinValues(c *claimState, take, give *cloudprovider.InstanceType) error {
+	if c.pool.remaining == nil || s.opts.MinValuesBestEffort || !hasMinValues(c.pool.Requirements) {
+		return nil
+	}
+	c.pool.reserve(take, give)
+	defer c.pool.reserve(give, take)
+	for _, other := range s.claims {
+		if other == c || other.pool != c.pool || other.target == nil {
+			continue
+		}
+		launchable := func(cand *candidate) bool {
+			return cand.admits(other.used, other.usedExtended, other.ports) == nil &&
+				(cand == other.target || c.pool.withinLimits(cand.it, other.target.it) == nil)
+		}
+		if err := minValuesMet(other.requirements, other.pool.candidatesFor(other.requirements), launchable, false); err != nil {
+			return fmt.Errorf("limits: a %s would leave another claim too few instance types: %w", take.Name, err)
+		}
+	}
+	return nil
 }
 
 // minValuesMet checks each requirement's minValues against the instance types that would fit.

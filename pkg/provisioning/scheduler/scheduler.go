@@ -452,7 +452,7 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 	)
 	bestEff, bestRoom, bestOthers := -1.0, int64(0), 0.0
 	for _, cand := range candidates {
-		if cand.price <= 0 || cand.admits(p.res, p.extended, p.hostPorts) != nil || c.pool.withinLimits(cand.it, nil) != nil {
+		if cand.price <= 0 || cand.admits(p.res, p.extended, p.hostPorts) != nil || c.pool.withinLimits(cand.it, nil) != nil || s.othersKeepMinValues(c, cand.it, nil) != nil {
 			continue
 		}
 		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) && c.pool.withinLimits(x.it, nil) == nil }, s.opts.MinValuesBestEffort) != nil {
