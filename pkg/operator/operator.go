@@ -114,6 +114,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		if err := mgr.Add(leaderOnly{kubelet}); err != nil {
 			return nil, err
 		}
+		if err := mgr.Add(leaderOnly{sim.NewInterruptionController(cloud, mgr.GetClient(), unavailable, recorder)}); err != nil {
+			return nil, err
+		}
 		op.Sim, op.CloudProvider = cloud, cloud
 		registrars = append(registrars, sim.NewNodeClassStatusController(mgr.GetClient(), cloud))
 	case CloudProviderAWS:

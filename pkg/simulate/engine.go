@@ -67,6 +67,7 @@ type engine struct {
 
 	provisioner *provisioning.Provisioner
 	nomination  *provisioning.NominationController
+	interrupts  *sim.InterruptionController
 	cluster     *state.Cluster
 	lifecycle   *nodeclaim.LifecycleController
 	gc          *nodeclaim.GarbageCollector
@@ -154,6 +155,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.cluster = cluster
 	e.nomination = provisioning.NewNominationController(e.kube, cluster, e.clock)
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
+	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
 	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
 	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
@@ -226,6 +228,10 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	e.requeueAt = time.Time{}
 	if err := e.applyEvents(ctx, now); err != nil {
 		return err
+	}
+	// As the interruption controller polling its queue: notices given act at once.
+	if err := e.interrupts.Step(ctx); err != nil {
+		e.rec.warn(fmt.Sprintf("handling interruptions: %v", err))
 	}
 	if err := e.syncWorkloads(ctx, now); err != nil {
 		return err

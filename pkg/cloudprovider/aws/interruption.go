@@ -11,41 +11,30 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
-// Kinds of interruption message.
+// Kinds of interruption message: the cloud provider's notice kinds, and MessageUnknown.
 const (
 	// MessageSpotInterruption is EventBridge's "EC2 Spot Instance Interruption Warning": the
 	// instance is reclaimed in two minutes.
-	MessageSpotInterruption = "SpotInterruption"
+	MessageSpotInterruption = cloudprovider.InterruptionSpot
 	// MessageRebalanceRecommendation is "EC2 Instance Rebalance Recommendation": the instance is
 	// at elevated risk of interruption. Recorded, not acted on.
-	MessageRebalanceRecommendation = "RebalanceRecommendation"
+	MessageRebalanceRecommendation = cloudprovider.InterruptionRebalance
 	// MessageScheduledChange is an AWS Health scheduled change (retirement, maintenance) of the
 	// instance.
-	MessageScheduledChange = "ScheduledChange"
+	MessageScheduledChange = cloudprovider.InterruptionScheduledChange
 	// MessageStateChange is "EC2 Instance State-change Notification" to stopping, stopped,
 	// shutting-down or terminated.
-	MessageStateChange = "StateChange"
+	MessageStateChange = cloudprovider.InterruptionStateChange
 	// MessageUnknown is anything else; it is deleted without action.
-	MessageUnknown = "Unknown"
-)
-
-// Event reasons the interruption controller records on NodeClaims and Nodes.
-const (
-	EventReasonSpotInterrupted         = "SpotInterrupted"
-	EventReasonRebalanceRecommendation = "SpotRebalanceRecommendation"
-	EventReasonScheduledChange         = "InstanceScheduledChange"
-	EventReasonInstanceStopping        = "InstanceStopping"
+	MessageUnknown cloudprovider.InterruptionKind = "Unknown"
 )
 
 // eventBridgeMessage is the envelope EventBridge delivers to the queue.
@@ -59,7 +48,7 @@ type eventBridgeMessage struct {
 // InterruptionMessage is a parsed queue message: its kind and the instances it concerns.
 type InterruptionMessage struct {
 	// Kind is one of the Message* constants.
-	Kind string
+	Kind cloudprovider.InterruptionKind
 	// InstanceIDs are the affected instances.
 	InstanceIDs []string
 	// State is the new state of a state change.
@@ -210,45 +199,20 @@ func (c *InterruptionController) delete(ctx context.Context, m sqstypes.Message)
 	return nil
 }
 
-// act does what a message asks of the claims of its instances.
+// act does what a message asks of the claims of its instances (cloudprovider.InterruptionHandler).
 func (c *InterruptionController) act(ctx context.Context, msg InterruptionMessage, byInstance map[string]*karpv1.NodeClaim) error {
-	logger := log.FromContext(ctx)
+	if msg.Kind == MessageUnknown {
+		return nil
+	}
+	h := &cloudprovider.InterruptionHandler{Kube: c.provider.opts.KubeClient, Unavailable: c.provider.opts.Unavailable, Events: c.events}
 	for _, id := range msg.InstanceIDs {
 		claim := byInstance[id]
 		if claim == nil {
 			continue // not ours, or already gone
 		}
-		switch msg.Kind {
-		case MessageRebalanceRecommendation:
-			c.event(claim, corev1.EventTypeNormal, EventReasonRebalanceRecommendation, "EC2 recommends rebalancing spot instance %s", id)
-			continue
-		case MessageSpotInterruption:
-			zone, typ := claim.Labels[corev1.LabelTopologyZone], claim.Labels[corev1.LabelInstanceTypeStable]
-			if zone != "" && typ != "" {
-				c.provider.opts.Unavailable.MarkUnavailable(cloudprovider.OfferingID{InstanceType: typ, Zone: zone, CapacityType: karpv1.CapacityTypeSpot})
-			}
-			c.event(claim, corev1.EventTypeWarning, EventReasonSpotInterrupted, "Spot instance %s is being reclaimed: draining and replacing the node", id)
-		case MessageScheduledChange:
-			c.event(claim, corev1.EventTypeWarning, EventReasonScheduledChange, "Instance %s has a scheduled change: draining and replacing the node", id)
-		case MessageStateChange:
-			c.event(claim, corev1.EventTypeWarning, EventReasonInstanceStopping, "Instance %s is %s: draining and replacing the node", id, msg.State)
-		default:
-			continue
+		if err := h.Handle(ctx, msg.Kind, claim, id, msg.State); err != nil {
+			return err
 		}
-		if claim.DeletionTimestamp != nil {
-			continue
-		}
-		if err := c.provider.opts.KubeClient.Delete(ctx, claim); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting nodeclaim %s of interrupted instance %s: %w", claim.Name, id, err)
-		}
-		metrics.NodeClaimDisrupted(metrics.ReasonInterrupted, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey])
-		logger.Info("deleted nodeclaim of interrupted instance", "nodeclaim", claim.Name, "instance", id, "kind", msg.Kind)
 	}
 	return nil
-}
-
-func (c *InterruptionController) event(claim *karpv1.NodeClaim, typ, reason, format string, args ...any) {
-	if c.events != nil {
-		c.events.Eventf(claim, typ, reason, format, args...)
-	}
 }

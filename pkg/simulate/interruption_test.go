@@ -1,0 +1,82 @@
+package simulate
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+)
+
+// spotInterruption: four pods on spot nodes, one of which gets EC2's two-minute warning at 10m.
+const spotInterruption = `name: spot interruption
+duration: 30m
+manifests: |
+  apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: default}
+  spec:
+    template:
+      spec:
+        requirements:
+          - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+          - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
+          - {key: karpenter.k8s.aws/instance-category, operator: In, values: [m]}
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  ---
+  apiVersion: karpenter.k8s.aws/v1
+  kind: EC2NodeClass
+  metadata: {name: default}
+  spec:
+    role: KarpenterNodeRole
+    amiSelectorTerms: [{alias: al2023@latest}]
+    subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+    securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+timeline:
+  - at: 0s
+    deploy: {name: web, replicas: 4, pod: {cpu: "1", memory: 2Gi}}
+  - at: 10m
+    interrupt: {count: 1}
+`
+
+// A spot interruption acts at the warning, through the same handler as the SQS queue in the
+// cluster: the node is drained and its instance terminated by Karpenter, and the replacement
+// is launched, before the two minutes run out; the cloud never has to reclaim it.
+func TestSpotInterruptionActsAtTheWarning(t *testing.T) {
+	w, err := ParseWorkload("interruption.yaml", []byte(spotInterruption))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(context.Background(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	warning := Start.Add(10 * time.Minute)
+	reclaim := warning.Add(sim.DefaultInterruptionNotice)
+	var interrupted *sim.Instance
+	replaced := false
+	for _, in := range e.cloud.Instances() {
+		switch {
+		case in.TerminationReason == sim.TerminationReasonInterrupted:
+			t.Errorf("instance %s was reclaimed by the cloud at %s: nothing acted on the warning", in.ID, in.TerminationTime.Sub(Start))
+		case in.LaunchTime.Before(warning) && !in.TerminationTime.IsZero():
+			in := in
+			interrupted = &in
+		case !in.LaunchTime.Before(warning) && in.LaunchTime.Before(reclaim):
+			replaced = true
+		}
+	}
+	if interrupted == nil || !interrupted.TerminationTime.Before(reclaim) {
+		t.Errorf("interrupted instance %+v, want it drained and terminated before the reclaim at %s", interrupted, reclaim.Sub(Start))
+	}
+	if !replaced {
+		t.Errorf("no replacement launched between the warning and the reclaim")
+	}
+	if rep.Pods.NeverScheduled != 0 || rep.Pods.Unscheduled != nil {
+		t.Errorf("pods %+v", rep.Pods)
+	}
+}
