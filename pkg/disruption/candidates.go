@@ -30,9 +30,24 @@ const (
 	ReasonRequirementsDrifted   = "RequirementsDrifted"
 )
 
-// EventReasonInvalidDoNotDisrupt is the reason of the Event on a pod whose
-// karpenter.sh/do-not-disrupt value is neither "true" nor a positive duration, as Karpenter's.
-const EventReasonInvalidDoNotDisrupt = "InvalidDoNotDisruptAnnotation"
+// Event reasons of disruption, as Karpenter's.
+const (
+	// EventReasonInvalidDoNotDisrupt: a pod's karpenter.sh/do-not-disrupt value is neither
+	// "true" nor a positive duration, and is ignored.
+	EventReasonInvalidDoNotDisrupt = "InvalidDoNotDisruptAnnotation"
+	// EventReasonBlocked: a node (do-not-disrupt, PDB) or a NodePool (budget) holds disruption.
+	EventReasonBlocked = "DisruptionBlocked"
+	// EventReasonUnconsolidatable: consolidation can neither delete nor replace the node.
+	EventReasonUnconsolidatable = "Unconsolidatable"
+	// EventReasonLaunching: a replacement is launched for a disruption.
+	EventReasonLaunching = "DisruptionLaunching"
+	// EventReasonWaitingReadiness: a disruption waits for its replacement to initialize.
+	EventReasonWaitingReadiness = "DisruptionWaitingReadiness"
+	// EventReasonTerminating: the node is being deleted for a disruption.
+	EventReasonTerminating = "DisruptionTerminating"
+	// EventReasonAbandoned: a disruption was given up (its replacement failed) and undone.
+	EventReasonAbandoned = "DisruptionAbandoned"
+)
 
 // Candidate is a node disruption may act on: initialized, of a dynamic NodePool, not being
 // deleted. A protected candidate (NodeProtection or PodProtection set) is left to the forceful

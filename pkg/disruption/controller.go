@@ -47,6 +47,8 @@ type Controller struct {
 	observers []func(*Command)
 	// nextChange is the last decision's NextChange.
 	nextChange time.Time
+	// saidAt is when each repeated event was last recorded (see said).
+	saidAt map[string]time.Time
 }
 
 type pendingCommand struct {
@@ -59,6 +61,7 @@ type inflightCommand struct {
 	replacements []string // NodeClaim names
 	started      time.Time
 	disrupted    map[string]bool // candidates' NodeClaims deleted (and counted) so far
+	waitingSaid  map[string]bool // replacements told they are waited for
 }
 
 // NewController wires a disruption controller. recorder may be nil.
@@ -169,7 +172,7 @@ func (c *Controller) Step(ctx context.Context) error {
 	if err := c.writeConditions(ctx, in, decision); err != nil {
 		return err
 	}
-	c.reportBlocked(in, decision)
+	c.reportBlocked(in, decision, now)
 
 	cmd := decision.Command
 	if cmd == nil {
@@ -329,22 +332,68 @@ func setCondition(claim *karpv1.NodeClaim, cond metav1.Condition, now time.Time)
 	return true
 }
 
-// reportBlocked emits an Event for each protected node whose reason is new.
-func (c *Controller) reportBlocked(in *Input, d *Decision) {
+// reportBlocked says, in Events, why nodes stay: DisruptionBlocked on the Node and NodeClaim of
+// each protected node whose reason is new, Unconsolidatable on those single-node consolidation
+// could not act on (again after UnconsolidatableRepeat while the reason holds), and
+// DisruptionBlocked on each NodePool whose budgets allow no disruption for a reason (again
+// after a minute), as Karpenter's events say.
+func (c *Controller) reportBlocked(in *Input, d *Decision, now time.Time) {
 	nodes := map[string]*corev1.Node{}
+	claims := map[string]*karpv1.NodeClaim{}
 	for _, sn := range in.Nodes {
 		if sn.Node != nil {
 			nodes[sn.Node.Name] = sn.Node
+		}
+		if sn.NodeClaim != nil {
+			claims[sn.NodeClaim.Name] = sn.NodeClaim
 		}
 	}
 	current := map[string]string{}
 	for _, b := range d.Blocked {
 		current[b.Node] = b.Reason
 		if c.blocked[b.Node] != b.Reason {
-			c.event(nodes[b.Node], corev1.EventTypeNormal, "DisruptionBlocked", "cannot disrupt: "+b.Reason)
+			c.event(nodes[b.Node], corev1.EventTypeNormal, EventReasonBlocked, "cannot disrupt: "+b.Reason)
+			c.event(claims[b.NodeClaim], corev1.EventTypeNormal, EventReasonBlocked, "cannot disrupt: "+b.Reason)
 		}
 	}
 	c.blocked = current
+	for _, u := range d.Unconsolidatable {
+		if c.said(u.Node+"\x00"+u.Reason, now, UnconsolidatableRepeat) {
+			c.event(nodes[u.Node], corev1.EventTypeNormal, EventReasonUnconsolidatable, u.Reason)
+			c.event(claims[u.NodeClaim], corev1.EventTypeNormal, EventReasonUnconsolidatable, u.Reason)
+		}
+	}
+	pools := map[string]*karpv1.NodePool{}
+	for _, np := range in.NodePools {
+		pools[np.Name] = np
+	}
+	for _, b := range d.BlockedPools {
+		if c.said(b.NodePool+"\x00"+string(b.Reason), now, time.Minute) {
+			c.event(pools[b.NodePool], corev1.EventTypeNormal, EventReasonBlocked, fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", b.Reason))
+		}
+	}
+}
+
+// UnconsolidatableRepeat is how long an Unconsolidatable event is not repeated for the same
+// node and reason, as Karpenter's dedupe timeout.
+const UnconsolidatableRepeat = 15 * time.Minute
+
+// said reports whether an event keyed key is due: not said within every; it remembers the
+// time when it is. Keys not said for an hour are forgotten.
+func (c *Controller) said(key string, now time.Time, every time.Duration) bool {
+	if c.saidAt == nil {
+		c.saidAt = map[string]time.Time{}
+	}
+	if last, ok := c.saidAt[key]; ok && now.Sub(last) < every {
+		return false
+	}
+	for k, t := range c.saidAt {
+		if now.Sub(t) > time.Hour {
+			delete(c.saidAt, k)
+		}
+	}
+	c.saidAt[key] = now
+	return true
 }
 
 // execute starts carrying out a command.
@@ -366,8 +415,8 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 			c.abandon(ctx, cmd, nil)
 			return err
 		}
-		c.event(cand.Node, corev1.EventTypeNormal, "DisruptionLaunching", cmd.Message())
-		c.event(cand.NodeClaim, corev1.EventTypeNormal, "DisruptionLaunching", cmd.Message())
+		c.event(cand.Node, corev1.EventTypeNormal, EventReasonLaunching, cmd.Message())
+		c.event(cand.NodeClaim, corev1.EventTypeNormal, EventReasonLaunching, cmd.Message())
 	}
 	var created []string
 	for _, r := range cmd.Replacements {
@@ -381,7 +430,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		created = append(created, claim.Name)
 		logger.Info("created replacement nodeclaim", "nodeclaim", claim.Name, "instance-type", r.InstanceType(), "price", r.Price)
 	}
-	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}}
+	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}, waitingSaid: map[string]bool{}}
 	if len(created) == 0 {
 		_, err := c.follow(ctx, now)
 		return err
@@ -405,6 +454,10 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 			return false, fmt.Errorf("getting replacement nodeclaim %s: %w", name, err)
 		case !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized):
 			ready = false
+			if !f.waitingSaid[name] {
+				f.waitingSaid[name] = true
+				c.event(&claim, corev1.EventTypeNormal, EventReasonWaitingReadiness, "Waiting on readiness to continue disruption")
+			}
 		}
 	}
 	if !ready {
@@ -431,11 +484,12 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 			f.disrupted[cand.NodeClaim.Name] = true
 			metrics.NodeClaimDisrupted(metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType)
 		}
+		message := f.cmd.Message()
 		if f.cmd.Method == MethodEmptiness {
-			c.event(cand.Node, corev1.EventTypeNormal, "DisruptionTerminating", "deleting empty node")
-		} else {
-			c.event(cand.Node, corev1.EventTypeNormal, "DisruptionTerminating", f.cmd.Message())
+			message = "deleting empty node"
 		}
+		c.event(cand.Node, corev1.EventTypeNormal, EventReasonTerminating, message)
+		c.event(cand.NodeClaim, corev1.EventTypeNormal, EventReasonTerminating, message)
 	}
 	if len(errs) > 0 {
 		return false, errors.Join(errs...) // retried on the next pass
@@ -452,7 +506,7 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 		if err := c.taint(ctx, cand.Node.Name, false); err != nil {
 			logger.Error(err, "cannot untaint node", "node", cand.Node.Name)
 		}
-		c.event(cand.Node, corev1.EventTypeWarning, "DisruptionAbandoned", "abandoned: "+cmd.Message())
+		c.event(cand.Node, corev1.EventTypeWarning, EventReasonAbandoned, "abandoned: "+cmd.Message())
 	}
 	for _, name := range replacements {
 		var claim karpv1.NodeClaim

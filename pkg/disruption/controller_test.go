@@ -3,6 +3,7 @@ package disruption_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ type fixture struct {
 	clock      *clocktesting.FakeClock
 	controller *disruption.Controller
 	recorder   *record.FakeRecorder
+	recorded   []string // events drained from recorder
 	cloud      *sim.Cloud
 	commands   []*disruption.Command
 }
@@ -264,7 +266,7 @@ func TestUnderutilizedConsolidatedAndReplaced(t *testing.T) {
 	}
 	found := false
 	for len(f.recorder.Events) > 0 {
-		if e := <-f.recorder.Events; e != "" && contains(e, "consolidating: replacing m5.4xlarge") {
+		if e := <-f.recorder.Events; e != "" && strings.Contains(e, "consolidating: replacing m5.4xlarge") {
 			found = true
 		}
 	}
@@ -317,13 +319,24 @@ func TestDriftReplacesOnlyOnTemplateChange(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
+// events drains the recorder: every Event recorded so far, as "Type Reason Message".
+func (f *fixture) events() []string {
+	for len(f.recorder.Events) > 0 {
+		f.recorded = append(f.recorded, <-f.recorder.Events)
+	}
+	return f.recorded
+}
+
+// expectEvent fails unless an Event recorded so far has the prefix (type and reason) and
+// contains the text.
+func (f *fixture) expectEvent(prefix, text string) {
+	f.t.Helper()
+	for _, e := range f.events() {
+		if strings.HasPrefix(e, prefix) && strings.Contains(e, text) {
+			return
 		}
 	}
-	return false
+	f.t.Errorf("no event %q containing %q among %q", prefix, text, f.recorded)
 }
 
 // TestReplacementFollowsTheBoundVolume checks the controller reads a moved pod's volumes: the
@@ -394,6 +407,11 @@ func TestBudgetScheduleBlocksConsolidationDuringItsWindow(t *testing.T) {
 	if len(f.commands) != 0 || claimGone(t, "empty") {
 		t.Fatalf("consolidated at %s, inside the budget's window", f.clock.Now().Format(time.Kitchen))
 	}
+	f.expectEvent("Normal DisruptionBlocked", "No allowed disruptions for disruption reason Empty due to blocking budget")
+	// The controller knows when the window ends, so a driver of virtual time can wake it then.
+	if end := f.clock.Now().Truncate(24 * time.Hour).Add(17 * time.Hour); !f.controller.NextWakeup().Equal(end) {
+		t.Errorf("NextWakeup %s, want the window's end %s", f.controller.NextWakeup(), end)
+	}
 	f.clock.SetTime(f.clock.Now().Truncate(24 * time.Hour).Add(17 * time.Hour)) // the window ends
 	f.step(10 * time.Second)
 	f.step(20 * time.Second)
@@ -421,5 +439,35 @@ func TestExpiredClaimReplacedDespiteZeroBudget(t *testing.T) {
 	}
 	if len(f.commands[0].Replacements) != 1 {
 		t.Errorf("expiration of a node with pods should replace it first: %s", f.commands[0].Message())
+	}
+}
+
+// A node consolidation can neither delete nor replace says why (Unconsolidatable on the Node and
+// NodeClaim), and a node a do-not-disrupt pod protects says so (DisruptionBlocked on both).
+func TestNodesSayWhyTheyStay(t *testing.T) {
+	np := pool(nil)
+	f := newFixture(t, np)
+	f.node(np, "cheapest", "m5.large", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
+	protected := builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"})
+	protected.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	f.node(np, "protected", "m5.4xlarge", time.Hour, protected)
+	f.step(10 * time.Second)
+	f.step(20 * time.Second)
+	if len(f.commands) != 0 {
+		t.Fatalf("commands %v", f.commands[0].Message())
+	}
+	f.expectEvent("Normal Unconsolidatable", "no replacement cheaper than")
+	f.expectEvent("Normal DisruptionBlocked", "is annotated karpenter.sh/do-not-disrupt")
+	var unconsolidatable, blocked int
+	for _, e := range f.events() {
+		switch {
+		case strings.HasPrefix(e, "Normal Unconsolidatable"):
+			unconsolidatable++
+		case strings.HasPrefix(e, "Normal DisruptionBlocked"):
+			blocked++
+		}
+	}
+	if unconsolidatable != 2 || blocked != 2 {
+		t.Errorf("%d Unconsolidatable and %d DisruptionBlocked events, want 2 of each (Node and NodeClaim), said once: %q", unconsolidatable, blocked, f.recorded)
 	}
 }

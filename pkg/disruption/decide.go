@@ -172,6 +172,12 @@ type Decision struct {
 	Claims []ClaimStatus
 	// Blocked are the nodes a method wanted that are protected.
 	Blocked []Blocked
+	// Unconsolidatable are the nodes single-node consolidation tried and could neither delete
+	// nor replace, with why (Karpenter's Unconsolidatable events).
+	Unconsolidatable []Blocked
+	// BlockedPools are the NodePools with nodes whose budgets allow no disruption for a reason
+	// now (Karpenter's DisruptionBlocked events on NodePools).
+	BlockedPools []PoolBlock
 	// Problems are configuration errors met (an invalid budget), which stop disruption of the
 	// NodePool concerned.
 	Problems []error
@@ -182,6 +188,14 @@ type Decision struct {
 	// pod's do-not-disrupt duration ending, a scheduled budget opening or closing. Zero when no
 	// such moment is known.
 	NextChange time.Time
+}
+
+// PoolBlock is a NodePool whose budgets allow no disruption for a reason.
+type PoolBlock struct {
+	// NodePool is the NodePool's name.
+	NodePool string
+	// Reason is the disruption reason its budgets block.
+	Reason karpv1.DisruptionReason
 }
 
 // PodProblem is a pod annotation the decision ignored, and why.
@@ -202,7 +216,7 @@ func Decide(in Input) *Decision {
 			d.wake(budgetChangesAt(b, in.Now))
 		}
 	}
-	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid, NextChange: d.next}
+	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid, NextChange: d.next, BlockedPools: d.blockedPools()}
 	for _, method := range []func() *Command{d.drift, d.expiration, d.emptiness, d.multiNode, d.singleNode} {
 		if cmd := method(); cmd != nil {
 			out.Command = cmd
@@ -210,6 +224,28 @@ func Decide(in Input) *Decision {
 		}
 	}
 	out.Problems = d.problems
+	out.Unconsolidatable = d.unconsolidatable
+	return out
+}
+
+// blockedPools lists, by name then reason, the NodePools with nodes whose budgets allow no
+// disruption now for drift, emptiness or underutilization.
+func (d *decider) blockedPools() []PoolBlock {
+	names := make([]string, 0, len(d.pools))
+	for name := range d.pools {
+		if d.total[name] > 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out []PoolBlock
+	for _, name := range names {
+		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized} {
+			if allowed, err := AllowedDisruptions(d.pools[name], reason, d.total[name], 0, d.in.Now); err == nil && allowed == 0 {
+				out = append(out, PoolBlock{NodePool: name, Reason: reason})
+			}
+		}
+	}
 	return out
 }
 
@@ -233,8 +269,10 @@ type decider struct {
 	blocked    []Blocked
 	problems   []error
 	invalid    []PodProblem // pods with an invalid do-not-disrupt value
-	next       time.Time    // Decision.NextChange
-	sim        *simulator
+	// unconsolidatable are the candidates single-node consolidation could not act on, and why.
+	unconsolidatable []Blocked
+	next             time.Time // Decision.NextChange
+	sim              *simulator
 }
 
 // wake notes a moment after now at which the decision may change on its own.
@@ -469,9 +507,11 @@ func (d *decider) singleNode() *Command {
 		if i == d.opts.MaxSingleNodeAttempts {
 			break
 		}
-		if cmd, _ := d.simulate(MethodSingleNode, karpv1.DisruptionReasonUnderutilized, []*Candidate{c}, 1, true); cmd != nil {
+		cmd, why := d.simulate(MethodSingleNode, karpv1.DisruptionReasonUnderutilized, []*Candidate{c}, 1, true)
+		if cmd != nil {
 			return cmd
 		}
+		d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why})
 	}
 	return nil
 }
@@ -488,7 +528,7 @@ func sumPrices(cands []*Candidate) float64 {
 // new ones (negative: any number). For consolidation, a replacement must be strictly cheaper
 // than the candidates (and, for one node, of another instance type; for several, cheaper than
 // any candidate of a type the replacement may launch as, else deleting fewer nodes is better),
-// spot nodes follow Karpenter's spot-to-spot rules (see spotToSpot), and Balanced NodePools
+// spot nodes follow Karpenter's spot-to-spot rules (see cheaperReplacement), and Balanced NodePools
 // must find the move worth it. It returns the command, or why there is none.
 func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands []*Candidate, maxClaims int, consolidation bool) (*Command, string) {
 	res := d.sim.solve(cands, false)
