@@ -3,8 +3,11 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -89,7 +92,9 @@ type engine struct {
 }
 
 type deploymentState struct {
-	spec     *Deployment
+	spec *Deployment
+	// template is the pods' template: the spec's, with the annotations set since.
+	template *corev1.PodTemplateSpec
 	replicas int
 	serial   int
 }
@@ -159,7 +164,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
 	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
 	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
-	e.disruption = disruption.NewController(e.kube, cluster, e.cloud, e.clock, nil, disruption.Options{})
+	e.disruption = disruption.NewController(e.kube, cluster, e.cloud, e.clock, nil, disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]})
 	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
 	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
 	e.poolStatic = nodepool.NewStaticController(e.kube, e.cloud)
@@ -447,7 +452,7 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 		e.next++
 		switch {
 		case ev.Deploy != nil:
-			e.deployments[ev.Deploy.Name] = &deploymentState{spec: ev.Deploy, replicas: ev.Deploy.Replicas}
+			e.deployments[ev.Deploy.Name] = &deploymentState{spec: ev.Deploy, template: ev.Deploy.template, replicas: ev.Deploy.Replicas}
 			if ev.Deploy.MinAvailable != nil {
 				minAvailable := intstr.FromInt32(int32(*ev.Deploy.MinAvailable))
 				pdb := &policyv1.PodDisruptionBudget{
@@ -476,6 +481,16 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 			s := ev.CapacityShortage
 			e.cloud.SetOfferingAvailable(s.InstanceType, s.Zone, s.CapacityType, false)
 			e.shortages = append(e.shortages, shortage{spec: s, until: now.Add(s.For.Duration)})
+		case ev.Apply != "":
+			for _, obj := range ev.applied {
+				if err := e.apply(ctx, obj); err != nil {
+					return err
+				}
+			}
+		case ev.Annotate != nil:
+			if err := e.annotate(ctx, ev.Annotate); err != nil {
+				return err
+			}
 		}
 	}
 	kept := e.shortages[:0]
@@ -567,7 +582,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		}
 		for i := len(have); i < d.replicas; i++ {
 			d.serial++
-			if err := e.createPod(ctx, name, d.serial, d.spec.template); err != nil {
+			if err := e.createPod(ctx, name, d.serial, d.template); err != nil {
 				return err
 			}
 		}
@@ -647,7 +662,7 @@ func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live [
 			}
 			continue // its predecessor is still being deleted
 		}
-		if err := e.createPod(ctx, name, i, d.spec.template); err != nil {
+		if err := e.createPod(ctx, name, i, d.template); err != nil {
 			return err
 		}
 		if s.ordered {
@@ -687,6 +702,91 @@ func (e *engine) finishPod(ctx context.Context, shared *corev1.Pod) error {
 		return err
 	}
 	return nil
+}
+
+// apply creates the object, or replaces the labels, annotations and spec of the one there, as
+// kubectl apply of a whole manifest would.
+func (e *engine) apply(ctx context.Context, obj client.Object) error {
+	desired := obj.DeepCopyObject().(client.Object)
+	current := desired.DeepCopyObject().(client.Object)
+	err := e.kube.Get(ctx, client.ObjectKeyFromObject(desired), current)
+	if apierrors.IsNotFound(err) {
+		return e.kube.Create(ctx, desired)
+	}
+	if err != nil {
+		return err
+	}
+	switch d := desired.(type) {
+	case *karpv1.NodePool:
+		c := current.(*karpv1.NodePool)
+		c.Labels, c.Annotations, c.Spec = d.Labels, d.Annotations, d.Spec
+	case *ec2v1.EC2NodeClass:
+		c := current.(*ec2v1.EC2NodeClass)
+		c.Labels, c.Annotations, c.Spec = d.Labels, d.Annotations, d.Spec
+	}
+	return e.kube.Update(ctx, current)
+}
+
+// annotate sets annotations on a deployment's pods, now and from now on, or on the oldest
+// nodes and their NodeClaims.
+func (e *engine) annotate(ctx context.Context, a *Annotate) error {
+	if a.Deployment != "" {
+		d := e.deployments[a.Deployment]
+		template := d.template.DeepCopy()
+		if template.Annotations == nil {
+			template.Annotations = map[string]string{}
+		}
+		maps.Copy(template.Annotations, a.Annotations)
+		d.template = template
+		var pods corev1.PodList
+		if err := e.kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{ownerLabel: a.Deployment}); err != nil {
+			return err
+		}
+		for i := range pods.Items {
+			if err := e.setAnnotations(ctx, &pods.Items[i], a.Annotations); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var nodes corev1.NodeList
+	if err := e.kube.List(ctx, &nodes); err != nil {
+		return err
+	}
+	slices.SortFunc(nodes.Items, func(x, y corev1.Node) int {
+		if c := x.CreationTimestamp.Compare(y.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	var claims karpv1.NodeClaimList
+	if err := e.kube.List(ctx, &claims); err != nil {
+		return err
+	}
+	for i := range nodes.Items[:min(a.Nodes, len(nodes.Items))] {
+		node := &nodes.Items[i]
+		if err := e.setAnnotations(ctx, node, a.Annotations); err != nil {
+			return err
+		}
+		for j := range claims.Items {
+			if claims.Items[j].Status.NodeName == node.Name {
+				if err := e.setAnnotations(ctx, &claims.Items[j], a.Annotations); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *engine) setAnnotations(ctx context.Context, obj client.Object, annotations map[string]string) error {
+	merged := maps.Clone(obj.GetAnnotations())
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	maps.Copy(merged, annotations)
+	obj.SetAnnotations(merged)
+	return client.IgnoreNotFound(e.kube.Update(ctx, obj))
 }
 
 func (e *engine) deleteOwnedPods(ctx context.Context, owner string) error {

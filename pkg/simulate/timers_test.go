@@ -85,3 +85,90 @@ func TestBudgetWindowEndsInSimulate(t *testing.T) {
 		t.Errorf("cost fell at %v, want first within 5m after the budget window closed at 3h", drops)
 	}
 }
+
+// timelineActions exercises the timeline's apply and annotate events: at 20m a label added to
+// the NodePool's template drifts the two nodes launched before it (one pod fits each); at 1h
+// the web pods are protected by do-not-disrupt, and the template change at 1h10m replaces
+// nothing while they run there.
+const timelineActions = `name: timeline actions
+duration: 2h
+cloud: {zones: [us-east-1a]}
+manifests: |
+  apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: default}
+  spec:
+    disruption: {consolidateAfter: 1h}
+    template:
+      spec:
+        requirements:
+          - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+          - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  ---
+  apiVersion: karpenter.k8s.aws/v1
+  kind: EC2NodeClass
+  metadata: {name: default}
+  spec:
+    role: KarpenterNodeRole
+    amiSelectorTerms: [{alias: al2023@latest}]
+    subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+    securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+timeline:
+  - at: 0s
+    deploy: {name: web, replicas: 2, pod: {cpu: "1", memory: 1Gi}}
+  - at: 20m
+    apply: |
+      apiVersion: karpenter.sh/v1
+      kind: NodePool
+      metadata: {name: default}
+      spec:
+        disruption: {consolidateAfter: 1h}
+        template:
+          metadata: {labels: {team: web}}
+          spec:
+            requirements:
+              - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+              - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+            nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  - at: 1h
+    annotate: {deployment: web, annotations: {karpenter.sh/do-not-disrupt: "true"}}
+  - at: 1h10m
+    apply: |
+      apiVersion: karpenter.sh/v1
+      kind: NodePool
+      metadata: {name: default}
+      spec:
+        disruption: {consolidateAfter: 1h}
+        template:
+          metadata: {labels: {team: platform}}
+          spec:
+            requirements:
+              - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+              - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+            nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+`
+
+func TestTimelineApplyDriftsAndAnnotateProtects(t *testing.T) {
+	rep := run(t, timelineActions)
+	if got := rep.Disruptions["drift"]; got != 2 {
+		t.Errorf("disruptions %v, want the two nodes drifted by the 20m change, and none by the 1h10m change (their pods protected)", rep.Disruptions)
+	}
+	if rep.Nodes.Launched != 4 {
+		t.Errorf("%d nodes launched, want the first two and their drift replacements", rep.Nodes.Launched)
+	}
+}
+
+func TestWorkloadFeatureGates(t *testing.T) {
+	for _, tc := range []struct{ gates, want string }{
+		{"featureGates: {SpotToSpotConsolidation: true}\n", ""},
+		{"featureGates: {NodeRepair: false}\n", ""},
+		{"featureGates: {NodeRepair: true}\n", "featureGates.NodeRepair: NodeRepair is not supported by simulate yet"},
+		{"featureGates: {SpotToSpot: true}\n", `unknown feature gate "SpotToSpot"`},
+	} {
+		_, err := ParseWorkload("gates.yaml", []byte(tc.gates+timelineActions))
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", strings.TrimSpace(tc.gates), err, tc.want)
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,6 +37,9 @@ type Workload struct {
 	Seed int64 `yaml:"seed"`
 	// Cloud configures the simulated cloud.
 	Cloud CloudSettings `yaml:"cloud"`
+	// FeatureGates are Karpenter's feature gates for the run, as FEATURE_GATES sets them in the
+	// controller (SpotToSpotConsolidation: true).
+	FeatureGates map[string]bool `yaml:"featureGates"`
 	// Manifests are Karpenter objects (NodePool, EC2NodeClass), and the StorageClasses,
 	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, as YAML documents,
 	// exactly as they would be applied to a cluster.
@@ -84,6 +89,13 @@ type Event struct {
 	Interrupt *Interrupt `yaml:"interrupt"`
 	// CapacityShortage makes offerings run out of capacity for a while.
 	CapacityShortage *CapacityShortage `yaml:"capacityShortage"`
+	// Apply creates or updates NodePools and EC2NodeClasses, as kubectl apply would: a changed
+	// template drifts the nodes launched before.
+	Apply string `yaml:"apply"`
+	// Annotate sets annotations on a deployment's pods or on nodes.
+	Annotate *Annotate `yaml:"annotate"`
+
+	applied []client.Object
 
 	line int
 }
@@ -140,6 +152,15 @@ type Jobs struct {
 	Pod     PodShape `yaml:"pod"`
 
 	template *corev1.PodTemplateSpec
+}
+
+// Annotate sets Annotations on every pod of a Deployment (those running and those it creates
+// later), or on the Nodes oldest Nodes (with their NodeClaims), such as
+// karpenter.sh/do-not-disrupt. Exactly one of Deployment and Nodes is set.
+type Annotate struct {
+	Deployment  string            `yaml:"deployment"`
+	Nodes       int               `yaml:"nodes"`
+	Annotations map[string]string `yaml:"annotations"`
 }
 
 // Interrupt sends interruption notices to Count running spot instances (oldest first).
@@ -250,18 +271,24 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			w.Cloud.registerWithTaints = append(w.Cloud.registerWithTaints, taint)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(w.FeatureGates)) {
+		if err := simulatedFeatureGate(name, w.FeatureGates[name]); err != nil {
+			add(lineOf(&root, "featureGates"), "featureGates."+name, "%v", err)
+		}
+	}
 	known := map[string]string{} // name -> "deployment" or "jobs"
+	var applied []client.Object  // by apply events so far
 	for i := range w.Timeline {
 		e := &w.Timeline[i]
 		field := fmt.Sprintf("timeline[%d]", i)
 		actions := 0
-		for _, set := range []bool{e.Deploy != nil, e.Scale != nil, e.Delete != nil, e.Jobs != nil, e.Interrupt != nil, e.CapacityShortage != nil} {
+		for _, set := range []bool{e.Deploy != nil, e.Scale != nil, e.Delete != nil, e.Jobs != nil, e.Interrupt != nil, e.CapacityShortage != nil, e.Apply != "", e.Annotate != nil} {
 			if set {
 				actions++
 			}
 		}
 		if actions != 1 {
-			add(e.line, field, "needs exactly one of deploy, scale, delete, jobs, interrupt, capacityShortage (has %d)", actions)
+			add(e.line, field, "needs exactly one of deploy, scale, delete, jobs, interrupt, capacityShortage, apply, annotate (has %d)", actions)
 			continue
 		}
 		if i > 0 && e.At.Duration < w.Timeline[i-1].At.Duration {
@@ -319,6 +346,34 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		case e.CapacityShortage != nil:
 			if e.CapacityShortage.For.Duration <= 0 {
 				add(e.line, field+".capacityShortage.for", "must be positive, such as 1h")
+			}
+		case e.Apply != "":
+			docs, docErrs := readDocuments(e.Apply)
+			objs, err := decodeObjects(docs, append(slices.Clip(w.Objects), applied...)...)
+			if err = errors.Join(append(docErrs, err)...); err != nil {
+				add(e.line, field+".apply", "%v", err)
+			}
+			applied = append(applied, objs...)
+			for _, obj := range objs {
+				switch obj.(type) {
+				case *karpv1.NodePool, *awsv1.EC2NodeClass:
+					e.applied = append(e.applied, obj)
+				default:
+					add(e.line, field+".apply", "%s %s: only NodePools and EC2NodeClasses can be applied during a run", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
+				}
+			}
+		case e.Annotate != nil:
+			a := e.Annotate
+			switch {
+			case (a.Deployment == "") == (a.Nodes == 0):
+				add(e.line, field+".annotate", "needs exactly one of deployment (a name) and nodes (a count of the oldest nodes)")
+			case a.Deployment != "" && known[a.Deployment] != "deployment":
+				add(e.line, field+".annotate.deployment", "no deployment %q was deployed before this event", a.Deployment)
+			case a.Nodes < 0:
+				add(e.line, field+".annotate.nodes", "%d is negative", a.Nodes)
+			}
+			if len(a.Annotations) == 0 {
+				add(e.line, field+".annotate.annotations", "required, such as {karpenter.sh/do-not-disrupt: \"true\"}")
 			}
 		}
 	}
@@ -439,7 +494,7 @@ func decodeManifests(text string) ([]client.Object, error) {
 
 // decodeObjects decodes documents into the project's typed objects, strictly, with the CRDs'
 // defaults and validation; errors name each document by where it is.
-func decodeObjects(docs []document) ([]client.Object, error) {
+func decodeObjects(docs []document, known ...client.Object) ([]client.Object, error) {
 	scheme := apis.NewScheme()
 	var out []client.Object
 	var errs []error
@@ -486,7 +541,7 @@ func decodeObjects(docs []document) ([]client.Object, error) {
 		out = append(out, co)
 	}
 	if len(errs) == 0 { // then out[i] is docs[i]
-		errs = append(errs, missingNodeClasses(out, docs)...)
+		errs = append(errs, missingNodeClasses(out, docs, known)...)
 	}
 	return out, errors.Join(errs...)
 }
@@ -494,9 +549,9 @@ func decodeObjects(docs []document) ([]client.Object, error) {
 // missingNodeClasses names each NodePool whose nodeClassRef has no EC2NodeClass among objs: in
 // a cluster it would wait, never ready, and its pods would never be scheduled, so a simulation
 // says so up front. docs are where objs were read, one for each.
-func missingNodeClasses(objs []client.Object, docs []document) []error {
+func missingNodeClasses(objs []client.Object, docs []document, known []client.Object) []error {
 	classes := map[string]bool{}
-	for _, o := range objs {
+	for _, o := range append(slices.Clip(known), objs...) {
 		if _, ok := o.(*awsv1.EC2NodeClass); ok {
 			classes[o.GetName()] = true
 		}
@@ -565,4 +620,20 @@ func (w *Workload) names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// simulatedFeatureGate checks one of the workload's feature gates: Karpenter's gates that work
+// here may be set either way; one whose feature is not built yet may only be left off, so no
+// gate is silently ignored.
+func simulatedFeatureGate(name string, enabled bool) error {
+	switch name {
+	case "SpotToSpotConsolidation":
+		return nil
+	case "NodeRepair", "ReservedCapacity", "NodeOverlay", "StaticCapacity", "CapacityBuffer":
+		if enabled {
+			return fmt.Errorf("%s is not supported by simulate yet: remove it or set it to false", name)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown feature gate %q: Karpenter's are SpotToSpotConsolidation, NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity and CapacityBuffer", name)
 }
