@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -49,4 +50,30 @@ func TestNoChurnOverAWeek(t *testing.T) {
 		t.Errorf("$%.4f/hour after 6h, $%.4f/hour after a week", settled.Cost.FinalPerHour, week.Cost.FinalPerHour)
 	}
 	t.Logf("settled at $%.4f/hour on %d nodes (peak $%.4f/hour); disruptions %v; a week later the same", settled.Cost.FinalPerHour, settled.Nodes.Final, settled.Cost.PeakPerHour, settled.Disruptions)
+}
+
+// TestSleepingSkipsNothing: the engine sleeps until the next timer while nothing is due; a run
+// that instead wakes every controller on each 10s tick of the disruption loop, as a cluster's
+// controllers run, decides exactly the same: the same disruptions, launches, pods and cost.
+func TestSleepingSkipsNothing(t *testing.T) {
+	w, err := ParseWorkload("churn.yaml", []byte(churnWorkload("12h")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeping, err := Run(context.Background(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticking, err := Run(context.Background(), w, Options{EveryTick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := func(r *Report) string {
+		return fmt.Sprintf("disruptions %v; nodes %+v; pods created %d scheduled %d; cost $%.4f total, $%.4f/h at the end",
+			r.Disruptions, r.Nodes, r.Pods.Created, r.Pods.Scheduled, r.Cost.Total, r.Cost.FinalPerHour)
+	}
+	if a, b := outcome(sleeping), outcome(ticking); a != b {
+		t.Errorf("sleeping: %s\nticking:  %s", a, b)
+	}
+	t.Log(outcome(sleeping))
 }

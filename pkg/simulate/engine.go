@@ -53,6 +53,10 @@ type Options struct {
 	// BatchIdleDuration and BatchMaxDuration are the provisioner's batching windows
 	// (defaults 1s and 10s, as in the controller).
 	BatchIdleDuration, BatchMaxDuration time.Duration
+	// EveryTick wakes the engine on every tick of the disruption loop even while nothing is
+	// due, as a cluster's controllers run, instead of sleeping until the next timer. The
+	// report is the same (a test holds it so); it exists to show that sleeping skips nothing.
+	EveryTick bool
 }
 
 // engine is one simulation run.
@@ -67,6 +71,10 @@ type engine struct {
 	// requeueAt is the earliest moment a controller asked, in the current pass, to be called
 	// again (reconcile.Result.RequeueAfter); zero for none.
 	requeueAt time.Time
+	// lastDisruption is when the disruption loop last ran (every disruption.DefaultPollInterval),
+	// and disruptionSaw the store's resource version after it: a later change wakes it.
+	lastDisruption time.Time
+	disruptionSaw  uint64
 
 	provisioner *provisioning.Provisioner
 	nomination  *provisioning.NominationController
@@ -253,8 +261,13 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	if err := e.maybeProvision(ctx, now); err != nil {
 		return err
 	}
-	if err := e.disruption.Step(ctx); err != nil {
-		return fmt.Errorf("disruption: %w", err)
+	// The disruption loop at its in-cluster cadence: a pass every PollInterval.
+	if e.lastDisruption.IsZero() || now.Sub(e.lastDisruption) >= disruption.DefaultPollInterval {
+		e.lastDisruption = now
+		if err := e.disruption.Step(ctx); err != nil {
+			return fmt.Errorf("disruption: %w", err)
+		}
+		e.disruptionSaw = e.kube.ResourceVersion()
 	}
 	if err := e.reconcileAll(ctx); err != nil {
 		return err
@@ -434,8 +447,15 @@ func (e *engine) nextWakeup(now time.Time) time.Time {
 	// Every controller's own timers: what each asked to be requeued after in the last pass,
 	// and when disruption's decision may change with time (consolidateAfter, expireAfter,
 	// do-not-disrupt durations, budget windows).
-	for _, t := range []time.Time{e.requeueAt, e.disruption.NextWakeup()} {
+	// Disruption acts on the first tick of its loop at or after its moment.
+	for _, t := range []time.Time{e.requeueAt, e.disruptionTick(e.disruption.NextWakeup())} {
 		if t.After(now) && t.Before(next) {
+			next = t
+		}
+	}
+	// The cluster changed since the disruption loop last looked (or EveryTick): its next tick.
+	if e.opts.EveryTick || e.kube.ResourceVersion() != e.disruptionSaw {
+		if t := e.disruptionTick(now.Add(time.Nanosecond)); t.Before(next) {
 			next = t
 		}
 	}
@@ -443,6 +463,16 @@ func (e *engine) nextWakeup(now time.Time) time.Time {
 		next = now.Add(e.opts.Step)
 	}
 	return next
+}
+
+// disruptionTick is the first tick of the disruption loop at or after t (zero for zero).
+func (e *engine) disruptionTick(t time.Time) time.Time {
+	if t.IsZero() || !t.After(e.lastDisruption) {
+		return t
+	}
+	poll := disruption.DefaultPollInterval
+	ticks := (t.Sub(e.lastDisruption) + poll - 1) / poll
+	return e.lastDisruption.Add(ticks * poll)
 }
 
 // applyEvents carries out the timeline events that are due.
