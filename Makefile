@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?=
 # The conformance suite is its own module (test/conformance): it imports Karpenter v1.15.0, which
 # needs a newer Go than the product; only its commands use that toolchain.
 CONFORMANCE_TOOLCHAIN ?= go1.26.9
-CONFORMANCE_CASES ?= 300
+CONFORMANCE_CASES ?= 2000
 
 all: build
 
