@@ -437,6 +437,9 @@ func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
 			if cmd.Reason != karpv1.DisruptionReasonExpired && karpv1.PodDoNotDisrupt(p, c.in.Now).Active {
 				t.Errorf("seed %d: %s selects %s with a do-not-disrupt pod", seed, cmd.Method, cand.Name())
 			}
+			if cmd.Reason != karpv1.DisruptionReasonExpired && p.Labels["app"] == "guarded" {
+				t.Errorf("seed %d: %s selects %s with a pod whose PodDisruptionBudget allows no disruption", seed, cmd.Method, cand.Name())
+			}
 		}
 		if cand.MarkedForDeletion {
 			t.Errorf("seed %d: candidate %s already deleting", seed, cand.Name())

@@ -3,9 +3,11 @@ package disruption
 import (
 	"fmt"
 	"math/rand"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -205,11 +207,23 @@ func randomCluster(r *rand.Rand, nodes int, pools ...*karpv1.NodePool) *cluster 
 				// Protected for 2h since it started: some still are, some no longer.
 				p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "2h"}
 				p.Status.StartTime = &metav1.Time{Time: epoch.Add(-time.Duration(r.Intn(240)) * time.Minute)}
+			case 2:
+				p.Labels = map[string]string{"app": "guarded"} // its PDB allows no disruption
+			case 3:
+				p.Labels = map[string]string{"app": "tolerant"} // its PDB allows some
 			}
 			pods = append(pods, p)
 		}
 		c.add(stateNode(np, fmt.Sprintf("node-%04d", i), it, ct, zones[r.Intn(len(zones))], pods...))
 	}
+	for app, allowed := range map[string]int32{"guarded": 0, "tolerant": 3} {
+		c.in.PDBs = append(c.in.PDBs, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "default"},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+		})
+	}
+	sort.Slice(c.in.PDBs, func(i, j int) bool { return c.in.PDBs[i].Name < c.in.PDBs[j].Name })
 	return c
 }
 
