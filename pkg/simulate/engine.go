@@ -177,7 +177,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
 	e.poolStatic = nodepool.NewStaticController(e.kube, e.cloud)
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
-	e.rec = newRecorder(w, seed)
+	e.rec = newRecorder(w, seed, e.clock.Now)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
 	if opts.BatchIdleDuration <= 0 {
@@ -480,6 +480,7 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 	for e.next < len(e.w.Timeline) && !Start.Add(e.w.Timeline[e.next].At.Duration).After(now) {
 		ev := e.w.Timeline[e.next]
 		e.next++
+		e.rec.log(LogEntry{Kind: LogTimeline, Message: ev.String()})
 		switch {
 		case ev.Deploy != nil:
 			e.deployments[ev.Deploy.Name] = &deploymentState{spec: ev.Deploy, template: ev.Deploy.template, replicas: ev.Deploy.Replicas}
@@ -543,6 +544,7 @@ func (e *engine) interrupt(count int) {
 		}
 		if in.State == sim.InstanceStateRunning && in.CapacityType == karpv1.CapacityTypeSpot {
 			if err := e.cloud.Interrupt(in.ProviderID); err == nil {
+				e.rec.log(LogEntry{Kind: LogInterruption, Message: fmt.Sprintf("spot interruption warning for instance %s (%s): reclaimed in %s", in.ID, in.InstanceType, sim.DefaultInterruptionNotice), Nodes: []string{in.Hostname}})
 				count--
 			}
 		}

@@ -2,6 +2,9 @@ package simulate
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +81,36 @@ func TestSpotInterruptionActsAtTheWarning(t *testing.T) {
 	}
 	if rep.Pods.NeverScheduled != 0 || rep.Pods.Unscheduled != nil {
 		t.Errorf("pods %+v", rep.Pods)
+	}
+}
+
+// The report's event log tells the interruption's story in order: the timeline event, the
+// warning, then the drained instance's termination and the launch for its evicted pods; the
+// same run gives the same log.
+func TestEventLog(t *testing.T) {
+	rep := run(t, spotInterruption)
+	var kinds []string
+	for _, e := range rep.Events {
+		if e.AtSeconds >= 600 && e.AtSeconds < 700 {
+			kinds = append(kinds, e.Kind)
+		}
+	}
+	if len(kinds) > 2 {
+		slices.Sort(kinds[2:])
+	}
+	want := []string{LogTimeline, LogInterruption, LogLaunch, LogTermination}
+	if !slices.Equal(slices.Compact(kinds), want) {
+		t.Errorf("events at the interruption %v, want %v", kinds, want)
+	}
+	for _, e := range rep.Events {
+		if e.Kind == LogTermination && !strings.Contains(e.Message, "Deleted") {
+			t.Errorf("%s: an instance was not deleted by Karpenter", e.Message)
+		}
+	}
+	again := run(t, spotInterruption)
+	a, _ := json.Marshal(rep.Events)
+	b, _ := json.Marshal(again.Events)
+	if string(a) != string(b) {
+		t.Error("two runs of the same workload logged different events")
 	}
 }

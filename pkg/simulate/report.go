@@ -41,6 +41,10 @@ type Report struct {
 	Series []Sample `json:"series"`
 	// Fleet is the final set of nodes.
 	Fleet []FleetNode `json:"fleet"`
+	// Events is what happened, in order: the timeline's events, launches, disruptions (with
+	// their method, reason and whether they delete or replace), pods turned away by their
+	// nodes, interruption notices and instance terminations.
+	Events []LogEntry `json:"events"`
 	// Warnings are controller errors seen along the way.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -112,6 +116,32 @@ type Sample struct {
 	MemUtil     float64 `json:"memoryUtilization"`
 }
 
+// LogEntry is one thing that happened during a run.
+type LogEntry struct {
+	// AtSeconds is when, from the start.
+	AtSeconds int64 `json:"at"`
+	// Kind is timeline, launch, disruption, refusal, interruption or termination.
+	Kind string `json:"kind"`
+	// Message says what happened.
+	Message string `json:"message"`
+	// Method, Reason and Action (delete or replace) describe a disruption; Nodes are the nodes
+	// it removes, or the node of a refusal, an interruption or a termination.
+	Method string   `json:"method,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	Action string   `json:"action,omitempty"`
+	Nodes  []string `json:"nodes,omitempty"`
+}
+
+// Kinds of log entry.
+const (
+	LogTimeline     = "timeline"
+	LogLaunch       = "launch"
+	LogDisruption   = "disruption"
+	LogRefusal      = "refusal"
+	LogInterruption = "interruption"
+	LogTermination  = "termination"
+)
+
 // FleetNode is one node at the end, with how full it is.
 type FleetNode struct {
 	Name            string  `json:"name"`
@@ -145,11 +175,20 @@ type recorder struct {
 	commands          map[string]int
 	// podErrors holds the provisioner's last error for each pod it could not place.
 	podErrors map[string]string
+	// now is the virtual clock; events the log so far.
+	now    func() time.Time
+	events []LogEntry
 }
 
-func newRecorder(w *Workload, seed int64) *recorder {
+func newRecorder(w *Workload, seed int64, now func() time.Time) *recorder {
 	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, current: map[string]string{}, incarnations: map[string]int{},
-		jobEnds: map[string]time.Time{}, commands: map[string]int{}, podErrors: map[string]string{}}
+		jobEnds: map[string]time.Time{}, commands: map[string]int{}, podErrors: map[string]string{}, now: now}
+}
+
+// log appends an entry at the current virtual time.
+func (r *recorder) log(e LogEntry) {
+	e.AtSeconds = int64(r.now().Sub(Start) / time.Second)
+	r.events = append(r.events, e)
 }
 
 // decision counts the provisioner's decisions and keeps, per pod, why it could not be placed;
@@ -173,6 +212,13 @@ func (r *recorder) decision(d *provisioning.Decision) {
 	for _, refusal := range d.Refused {
 		if _, known := r.podErrors[refusal.Pod.Name]; !known {
 			r.podErrors[refusal.Pod.Name] = refusal.Message()
+		}
+		r.log(LogEntry{Kind: LogRefusal, Message: fmt.Sprintf("pod %s: %s", refusal.Pod.Name, refusal.Message()), Nodes: []string{refusal.Node}})
+	}
+	for i, claim := range d.Created {
+		if i < len(d.Results.NewClaims) {
+			c := d.Results.NewClaims[i]
+			r.log(LogEntry{Kind: LogLaunch, Message: fmt.Sprintf("nodeclaim %s of nodepool %s for %d pods, from $%.4f/h (%d instance types)", claim.Name, c.NodePool, len(c.Pods), c.Price, len(c.InstanceTypes))})
 		}
 	}
 }
@@ -215,6 +261,11 @@ func (r *recorder) unscheduled(ctx context.Context, e *engine) ([]Unscheduled, e
 // disrupted counts the nodes disruption removes, by method.
 func (r *recorder) disrupted(cmd *disruption.Command) {
 	r.commands[cmd.Method] += len(cmd.Candidates)
+	action := "delete"
+	if len(cmd.Replacements) > 0 {
+		action = "replace"
+	}
+	r.log(LogEntry{Kind: LogDisruption, Message: cmd.Message(), Method: cmd.Method, Reason: string(cmd.Reason), Action: action, Nodes: cmd.NodeNames()})
 }
 
 func (r *recorder) warn(msg string) {
@@ -355,6 +406,7 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	for method, n := range r.commands {
 		rep.Disruptions[method] += n
 	}
+	rep.Events = r.eventLog(e.cloud.Instances())
 	for _, tc := range byType {
 		rep.Nodes.ByType = append(rep.Nodes.ByType, *tc)
 	}
@@ -466,4 +518,18 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// eventLog is the log with each instance's termination merged in at its time, in order.
+func (r *recorder) eventLog(instances []sim.Instance) []LogEntry {
+	out := append([]LogEntry{}, r.events...)
+	for _, in := range instances {
+		if in.State != sim.InstanceStateTerminated {
+			continue
+		}
+		out = append(out, LogEntry{AtSeconds: int64(in.TerminationTime.Sub(Start) / time.Second), Kind: LogTermination,
+			Message: fmt.Sprintf("instance %s (%s %s in %s) terminated: %s", in.ID, in.InstanceType, in.CapacityType, in.Zone, in.TerminationReason), Nodes: []string{in.Hostname}})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].AtSeconds < out[j].AtSeconds })
+	return out
 }

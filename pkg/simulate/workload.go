@@ -154,6 +154,43 @@ type Jobs struct {
 	template *corev1.PodTemplateSpec
 }
 
+// String describes the event for the report's log, such as "scale web to 10".
+func (e *Event) String() string {
+	switch {
+	case e.Deploy != nil:
+		return fmt.Sprintf("deploy %s: %d replicas", e.Deploy.Name, e.Deploy.Replicas)
+	case e.Scale != nil:
+		return fmt.Sprintf("scale %s to %d", e.Scale.Name, e.Scale.Replicas)
+	case e.Delete != nil:
+		return "delete " + e.Delete.Name
+	case e.Jobs != nil:
+		return fmt.Sprintf("jobs %s: %d pods of %s", e.Jobs.Name, e.Jobs.Count, e.Jobs.Runtime)
+	case e.Interrupt != nil:
+		return fmt.Sprintf("interrupt %d spot instances", e.Interrupt.Count)
+	case e.CapacityShortage != nil:
+		c := e.CapacityShortage
+		return fmt.Sprintf("capacity shortage for %s (instance type %q, zone %q, capacity type %q)", c.For, c.InstanceType, c.Zone, c.CapacityType)
+	case e.Apply != "":
+		names := make([]string, 0, len(e.applied))
+		for _, obj := range e.applied {
+			names = append(names, obj.GetObjectKind().GroupVersionKind().Kind+" "+obj.GetName())
+		}
+		return "apply " + strings.Join(names, ", ")
+	case e.Annotate != nil:
+		target := "deployment " + e.Annotate.Deployment
+		if e.Annotate.Deployment == "" {
+			target = fmt.Sprintf("the %d oldest nodes", e.Annotate.Nodes)
+		}
+		keys := slices.Sorted(maps.Keys(e.Annotate.Annotations))
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + e.Annotate.Annotations[k]
+		}
+		return fmt.Sprintf("annotate %s: %s", target, strings.Join(parts, ", "))
+	}
+	return "nothing"
+}
+
 // Annotate sets Annotations on every pod of a Deployment (those running and those it creates
 // later), or on the Nodes oldest Nodes (with their NodeClaims), such as
 // karpenter.sh/do-not-disrupt. Exactly one of Deployment and Nodes is set.
