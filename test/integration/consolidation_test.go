@@ -175,6 +175,9 @@ func TestScaleDownConsolidates(t *testing.T) {
 	harness.StartBinder(t, env.Client)
 	r := startOperator(t, cloud, func(o *operator.Options) {
 		o.DisruptionPollInterval, o.ConsolidationValidationDelay = 500*time.Millisecond, time.Second
+		// The pods land on spot nodes, which, as in Karpenter, only the SpotToSpotConsolidation
+		// gate lets consolidation replace with cheaper spot nodes.
+		o.SpotToSpotConsolidation = true
 	})
 	defer r.stop(t)
 
