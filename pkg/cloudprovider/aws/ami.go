@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -23,36 +24,87 @@ type image struct {
 	id, name, arch string // arch is the Kubernetes architecture, amd64 or arm64
 	created        time.Time
 	deprecated     bool
+	// variants are what an alias's SSM parameter says the image is for (standard, NVIDIA,
+	// Neuron); none for an image selected otherwise.
+	variants []variant
 }
 
 // ec2Arch maps EC2 architectures to Kubernetes ones.
 var ec2Arch = map[string]string{"x86_64": "amd64", "arm64": "arm64"}
 
+// variant is a kind of EKS-optimized image: which instance types it is built for.
+type variant string
+
+// The variants of the EKS-optimized images, as Karpenter names them.
+const (
+	variantStandard variant = "standard"
+	variantNvidia   variant = "nvidia"
+	variantNeuron   variant = "neuron"
+)
+
+// requirements are what an instance type must satisfy to run an image of the variant, as
+// Karpenter's: the standard image is for types with neither GPUs nor accelerators, the NVIDIA
+// image for types with GPUs, the Neuron image for types with accelerators (Inferentia,
+// Trainium).
+func (v variant) requirements() []corev1.NodeSelectorRequirement {
+	switch v {
+	case variantStandard:
+		return []corev1.NodeSelectorRequirement{
+			{Key: awsv1.LabelInstanceAcceleratorCount, Operator: corev1.NodeSelectorOpDoesNotExist},
+			{Key: awsv1.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist},
+		}
+	case variantNvidia:
+		return []corev1.NodeSelectorRequirement{{Key: awsv1.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpExists}}
+	case variantNeuron:
+		return []corev1.NodeSelectorRequirement{{Key: awsv1.LabelInstanceAcceleratorCount, Operator: corev1.NodeSelectorOpExists}}
+	}
+	return nil
+}
+
+// aliasParameter is an SSM public parameter an alias resolves through, and the variants of
+// the image it names.
+type aliasParameter struct {
+	name     string
+	variants []variant
+}
+
 // aliasParameters are the SSM public parameters an AMI alias resolves through, one per
-// architecture the family publishes, for a Kubernetes version ("1.35").
-func aliasParameters(alias, k8sVersion string) (family string, params []string, err error) {
+// architecture and variant the family publishes, for a Kubernetes version ("1.35"), as
+// Karpenter reads them: AL2023's standard, NVIDIA (x86_64 and arm64) and Neuron (x86_64)
+// images; AL2's standard images and its GPU image (NVIDIA and Neuron); Bottlerocket's standard
+// images (x86_64 also for Neuron) and its -nvidia images.
+func aliasParameters(alias, k8sVersion string) (family string, params []aliasParameter, err error) {
 	name, version, ok := strings.Cut(alias, "@")
 	if !ok || version == "" {
 		return "", nil, fmt.Errorf("alias %q: must be family@version, such as al2023@latest", alias)
 	}
 	latest := version == "latest"
+	add := func(name string, variants ...variant) {
+		params = append(params, aliasParameter{name: name, variants: variants})
+	}
 	switch strings.ToLower(name) {
 	case "al2023":
-		for _, arch := range []string{"x86_64", "arm64"} {
-			if latest {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/recommended/image_id", k8sVersion, arch))
-			} else {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/amazon-eks-node-al2023-%s-standard-%s-%s/image_id", k8sVersion, arch, arch, k8sVersion, version))
+		for _, av := range []struct {
+			arch    string
+			variant variant
+		}{{"x86_64", variantStandard}, {"arm64", variantStandard}, {"x86_64", variantNvidia}, {"arm64", variantNvidia}, {"x86_64", variantNeuron}} {
+			release := "recommended"
+			if !latest {
+				release = fmt.Sprintf("amazon-eks-node-al2023-%s-%s-%s-%s", av.arch, av.variant, k8sVersion, version)
 			}
+			add(fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/%s/image_id", k8sVersion, av.arch, av.variant, release), av.variant)
 		}
 		return awsv1.AMIFamilyAL2023, params, nil
 	case "al2":
-		for _, suffix := range []string{"", "-arm64"} {
-			if latest {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/recommended/image_id", k8sVersion, suffix))
-			} else {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/amazon-eks%s-node-%s-%s/image_id", k8sVersion, suffix, suffix, k8sVersion, version))
+		for _, flavour := range []struct {
+			suffix, node string
+			variants     []variant
+		}{{"", "", []variant{variantStandard}}, {"-arm64", "-arm64", []variant{variantStandard}}, {"-gpu", "-gpu", []variant{variantNvidia, variantNeuron}}} {
+			release := "recommended"
+			if !latest {
+				release = fmt.Sprintf("amazon-eks%s-node-%s-%s", flavour.node, k8sVersion, version)
 			}
+			add(fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/%s/image_id", k8sVersion, flavour.suffix, release), flavour.variants...)
 		}
 		return awsv1.AMIFamilyAL2, params, nil
 	case "bottlerocket":
@@ -60,17 +112,21 @@ func aliasParameters(alias, k8sVersion string) (family string, params []string, 
 		if !latest {
 			v = strings.TrimPrefix(version, "v")
 		}
-		for _, arch := range []string{"x86_64", "arm64"} {
-			params = append(params, fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s/%s/%s/image_id", k8sVersion, arch, v))
-		}
+		add(fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s/x86_64/%s/image_id", k8sVersion, v), variantStandard, variantNeuron)
+		add(fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s/arm64/%s/image_id", k8sVersion, v), variantStandard)
+		add(fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s-nvidia/x86_64/%s/image_id", k8sVersion, v), variantNvidia)
+		add(fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s-nvidia/arm64/%s/image_id", k8sVersion, v), variantNvidia)
 		return awsv1.AMIFamilyBottlerocket, params, nil
 	}
 	return "", nil, fmt.Errorf("alias %q: family %q is not supported: use al2023, al2 or bottlerocket", alias, name)
 }
 
-// resolveAMIs finds the images the amiSelectorTerms select and keeps, per architecture, the
-// newest. A term that selects nothing, or only deprecated images, is an error: the NodeClass
-// is then not ready rather than launching some other image.
+// resolveAMIs finds the images the amiSelectorTerms select and keeps, for each set of
+// requirements an image serves (its architecture and, for an alias, its variant: standard,
+// NVIDIA or Neuron), the best: current images before deprecated ones, then the newest, as
+// Karpenter does. A deprecated image is used, and reported (deprecated: true), only when no
+// current one serves the same requirements. A term that selects nothing is an error: the
+// NodeClass is then not ready rather than launching some other image.
 func (p *Provider) resolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AMI, error) {
 	now := p.opts.Clock.Now()
 	var all []image
@@ -92,52 +148,77 @@ func (p *Provider) resolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]a
 			in := &ec2.DescribeImagesInput{Filters: tagFilters(term.Tags), IncludeDeprecated: aws.Bool(true)}
 			if term.Name != "" {
 				in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("name"), Values: []string{term.Name}})
+				// As Karpenter: a name alone finds your own images and Amazon's, never an image
+				// a stranger published under the same name.
+				in.Owners = []string{"self", "amazon"}
 			}
 			if term.Owner != "" {
 				in.Owners = []string{term.Owner}
 			}
 			imgs, err = p.describeImages(ctx, in, now)
-			field += " (" + describeTerm("", term.Name, term.Tags) + ")"
+			field += " (" + describeTerm("", term.Name, term.Tags)
+			if term.Owner != "" {
+				field += ", owner " + term.Owner
+			}
+			field += ")"
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		usable := slices.DeleteFunc(slices.Clone(imgs), func(im image) bool { return im.deprecated })
-		switch {
-		case len(imgs) == 0:
+		if len(imgs) == 0 {
 			return nil, fmt.Errorf("%s matches no image", field)
-		case len(usable) == 0:
-			ids := make([]string, len(imgs))
-			for j, im := range imgs {
-				ids[j] = im.id
-			}
-			return nil, fmt.Errorf("%s matches only deprecated images (%s): select a current image", field, strings.Join(ids, ", "))
 		}
-		all = append(all, usable...)
+		all = append(all, imgs...)
 	}
-	// Newest first; then one image per architecture.
-	slices.SortFunc(all, func(a, b image) int {
-		return cmp.Or(b.created.Compare(a.created), cmp.Compare(a.id, b.id))
-	})
-	var out []awsv1.AMI
-	seen := map[string]bool{}
+	best := map[string]awsv1.AMI{}
+	var bestImage = map[string]image{}
 	for _, im := range all {
-		if im.arch == "" || seen[im.arch] {
+		if im.arch == "" {
 			continue
 		}
-		seen[im.arch] = true
-		out = append(out, awsv1.AMI{ID: im.id, Name: im.name, Requirements: []corev1.NodeSelectorRequirement{{
-			Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{im.arch},
-		}}})
+		variants := im.variants
+		if len(variants) == 0 {
+			variants = []variant{""}
+		}
+		for _, v := range variants {
+			reqs := append([]corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{im.arch}}}, v.requirements()...)
+			key := fmt.Sprint(reqs)
+			if held, ok := bestImage[key]; ok && !betterImage(im, held) {
+				continue
+			}
+			bestImage[key] = im
+			best[key] = awsv1.AMI{ID: im.id, Name: im.name, Requirements: reqs, Deprecated: im.deprecated}
+		}
 	}
-	if len(out) == 0 {
+	if len(best) == 0 {
 		return nil, errors.New("spec.amiSelectorTerms select no image of a supported architecture (x86_64 or arm64)")
+	}
+	// Newest first (Karpenter's order), then by requirements, so the status is stable.
+	keys := slices.Collect(maps.Keys(best))
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(bestImage[b].created.Compare(bestImage[a].created), cmp.Compare(bestImage[a].id, bestImage[b].id), cmp.Compare(a, b))
+	})
+	out := make([]awsv1.AMI, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, best[k])
 	}
 	return out, nil
 }
 
-// aliasImages resolves an alias through its SSM parameters; architectures the family does not
-// publish are skipped, but at least one must resolve.
+// betterImage reports whether a should be preferred to b for the same requirements: a current
+// image before a deprecated one, then the newer, then the smaller ID.
+func betterImage(a, b image) bool {
+	if a.deprecated != b.deprecated {
+		return !a.deprecated
+	}
+	if !a.created.Equal(b.created) {
+		return a.created.After(b.created)
+	}
+	return a.id < b.id
+}
+
+// aliasImages resolves an alias through its SSM parameters; parameters the family does not
+// publish for this release are skipped (as Karpenter does), but at least one must resolve.
 func (p *Provider) aliasImages(ctx context.Context, alias string, now time.Time) ([]image, error) {
 	version, err := p.opts.KubernetesVersion()
 	if err != nil {
@@ -147,22 +228,31 @@ func (p *Provider) aliasImages(ctx context.Context, alias string, now time.Time)
 	if err != nil {
 		return nil, err
 	}
+	variants := map[string][]variant{}
 	var ids, missing []string
-	for _, name := range params {
-		out, err := p.clients.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
+	for _, param := range params {
+		out, err := p.clients.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(param.name)})
 		if isNotFound(err) {
-			missing = append(missing, name)
+			missing = append(missing, param.name)
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading SSM parameter %s: %w", name, err)
+			return nil, fmt.Errorf("reading SSM parameter %s: %w", param.name, err)
 		}
-		ids = append(ids, aws.ToString(out.Parameter.Value))
+		id := aws.ToString(out.Parameter.Value)
+		if _, seen := variants[id]; !seen {
+			ids = append(ids, id)
+		}
+		variants[id] = append(variants[id], param.variants...)
 	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("no such release for Kubernetes %s: SSM parameters %s not found", version, strings.Join(missing, ", "))
 	}
-	return p.describeImages(ctx, &ec2.DescribeImagesInput{ImageIds: ids}, now)
+	imgs, err := p.describeImages(ctx, &ec2.DescribeImagesInput{ImageIds: ids}, now)
+	for i := range imgs {
+		imgs[i].variants = variants[imgs[i].id]
+	}
+	return imgs, err
 }
 
 // parameterImages resolves a user's SSM parameter holding an image ID.

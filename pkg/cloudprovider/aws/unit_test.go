@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,17 +42,45 @@ func TestParseInterruptionMessage(t *testing.T) {
 }
 
 func TestAliasParameters(t *testing.T) {
+	const eks = "/aws/service/eks/optimized-ami/1.35/"
 	for _, tc := range []struct {
-		alias, family, first, second string
+		alias, family string
+		want          []aliasParameter
 	}{
-		{"al2023@latest", "AL2023", "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/recommended/image_id", "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/arm64/standard/recommended/image_id"},
-		{"al2023@v20240807", "AL2023", "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.35-v20240807/image_id", ""},
-		{"bottlerocket@v1.20.0", "Bottlerocket", "/aws/service/bottlerocket/aws-k8s-1.35/x86_64/1.20.0/image_id", "/aws/service/bottlerocket/aws-k8s-1.35/arm64/1.20.0/image_id"},
-		{"al2@latest", "AL2", "/aws/service/eks/optimized-ami/1.35/amazon-linux-2/recommended/image_id", "/aws/service/eks/optimized-ami/1.35/amazon-linux-2-arm64/recommended/image_id"},
+		{"al2023@latest", "AL2023", []aliasParameter{
+			{eks + "amazon-linux-2023/x86_64/standard/recommended/image_id", []variant{variantStandard}},
+			{eks + "amazon-linux-2023/arm64/standard/recommended/image_id", []variant{variantStandard}},
+			{eks + "amazon-linux-2023/x86_64/nvidia/recommended/image_id", []variant{variantNvidia}},
+			{eks + "amazon-linux-2023/arm64/nvidia/recommended/image_id", []variant{variantNvidia}},
+			{eks + "amazon-linux-2023/x86_64/neuron/recommended/image_id", []variant{variantNeuron}},
+		}},
+		{"al2023@v20240807", "AL2023", []aliasParameter{
+			{eks + "amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.35-v20240807/image_id", []variant{variantStandard}},
+			{eks + "amazon-linux-2023/arm64/standard/amazon-eks-node-al2023-arm64-standard-1.35-v20240807/image_id", []variant{variantStandard}},
+			{eks + "amazon-linux-2023/x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-1.35-v20240807/image_id", []variant{variantNvidia}},
+			{eks + "amazon-linux-2023/arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-1.35-v20240807/image_id", []variant{variantNvidia}},
+			{eks + "amazon-linux-2023/x86_64/neuron/amazon-eks-node-al2023-x86_64-neuron-1.35-v20240807/image_id", []variant{variantNeuron}},
+		}},
+		{"bottlerocket@v1.20.0", "Bottlerocket", []aliasParameter{
+			{"/aws/service/bottlerocket/aws-k8s-1.35/x86_64/1.20.0/image_id", []variant{variantStandard, variantNeuron}},
+			{"/aws/service/bottlerocket/aws-k8s-1.35/arm64/1.20.0/image_id", []variant{variantStandard}},
+			{"/aws/service/bottlerocket/aws-k8s-1.35-nvidia/x86_64/1.20.0/image_id", []variant{variantNvidia}},
+			{"/aws/service/bottlerocket/aws-k8s-1.35-nvidia/arm64/1.20.0/image_id", []variant{variantNvidia}},
+		}},
+		{"al2@latest", "AL2", []aliasParameter{
+			{eks + "amazon-linux-2/recommended/image_id", []variant{variantStandard}},
+			{eks + "amazon-linux-2-arm64/recommended/image_id", []variant{variantStandard}},
+			{eks + "amazon-linux-2-gpu/recommended/image_id", []variant{variantNvidia, variantNeuron}},
+		}},
+		{"al2@v20250101", "AL2", []aliasParameter{
+			{eks + "amazon-linux-2/amazon-eks-node-1.35-v20250101/image_id", []variant{variantStandard}},
+			{eks + "amazon-linux-2-arm64/amazon-eks-arm64-node-1.35-v20250101/image_id", []variant{variantStandard}},
+			{eks + "amazon-linux-2-gpu/amazon-eks-gpu-node-1.35-v20250101/image_id", []variant{variantNvidia, variantNeuron}},
+		}},
 	} {
 		family, params, err := aliasParameters(tc.alias, "1.35")
-		if err != nil || family != tc.family || params[0] != tc.first || (tc.second != "" && params[1] != tc.second) {
-			t.Errorf("%s: got %s %v %v", tc.alias, family, params, err)
+		if err != nil || family != tc.family || fmt.Sprint(params) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: got %s %v %v\nwant %v", tc.alias, family, params, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"al2023", "windows2022@latest", "ubuntu@latest"} {

@@ -37,9 +37,15 @@ func (a *AWS) SeedEKS(now time.Time) {
 	days := func(n int) time.Time { return now.Add(-time.Duration(n) * 24 * time.Hour) }
 	deprecated := now.Add(-time.Hour)
 	for _, im := range []Image{
-		{ID: "ami-0a2023a00d6400001", Name: "amazon-eks-node-al2023-x86_64-standard-1.35-v20261101", OwnerID: "602401143452", Architecture: "x86_64", CreationDate: days(20)},
-		{ID: "ami-0a2023a00a6400001", Name: "amazon-eks-node-al2023-arm64-standard-1.35-v20261101", OwnerID: "602401143452", Architecture: "arm64", CreationDate: days(20)},
-		{ID: "ami-0a2023a00d6400000", Name: "amazon-eks-node-al2023-x86_64-standard-1.35-v20240807", OwnerID: "602401143452", Architecture: "x86_64", CreationDate: days(800)},
+		{ID: "ami-0a2023a00d6400001", Name: "amazon-eks-node-al2023-x86_64-standard-1.35-v20261101", OwnerID: "602401143452", OwnerAlias: "amazon", Architecture: "x86_64", CreationDate: days(20)},
+		{ID: "ami-0a2023a00a6400001", Name: "amazon-eks-node-al2023-arm64-standard-1.35-v20261101", OwnerID: "602401143452", OwnerAlias: "amazon", Architecture: "arm64", CreationDate: days(20)},
+		{ID: "ami-0a2023a00d6400000", Name: "amazon-eks-node-al2023-x86_64-standard-1.35-v20240807", OwnerID: "602401143452", OwnerAlias: "amazon", Architecture: "x86_64", CreationDate: days(800)},
+		// The accelerated variants: NVIDIA (x86_64 and arm64) and Neuron (x86_64).
+		{ID: "ami-0a2023a0096400001", Name: "amazon-eks-node-al2023-x86_64-nvidia-1.35-v20261101", OwnerID: "602401143452", OwnerAlias: "amazon", Architecture: "x86_64", CreationDate: days(20)},
+		{ID: "ami-0a2023a0096a00001", Name: "amazon-eks-node-al2023-arm64-nvidia-1.35-v20261101", OwnerID: "602401143452", OwnerAlias: "amazon", Architecture: "arm64", CreationDate: days(20)},
+		{ID: "ami-0a2023a00e0400001", Name: "amazon-eks-node-al2023-x86_64-neuron-1.35-v20261101", OwnerID: "602401143452", OwnerAlias: "amazon", Architecture: "x86_64", CreationDate: days(20)},
+		// A stranger's public image under an EKS image's name, newer than it.
+		{ID: "ami-0ba0ba0ba0ba00000", Name: "amazon-eks-node-al2023-x86_64-standard-1.35-v20261101", OwnerID: "444455556666", Architecture: "x86_64", CreationDate: days(1)},
 		{ID: "ami-0b0771e0c4e786000", Name: "bottlerocket-aws-k8s-1.35-x86_64-v1.50.0", OwnerID: "092701018921", Architecture: "x86_64", CreationDate: days(10)},
 		{ID: "ami-0ab0124040d640000", Name: "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-20250101", OwnerID: "099720109477", Architecture: "x86_64", CreationDate: days(300)},
 		{ID: "ami-0de0de0de0de00000", Name: "old-custom", OwnerID: "111122223333", Architecture: "x86_64", CreationDate: days(900), DeprecationTime: &deprecated},
@@ -50,6 +56,9 @@ func (a *AWS) SeedEKS(now time.Time) {
 	a.PutParameter(eks+"x86_64/standard/recommended/image_id", "ami-0a2023a00d6400001")
 	a.PutParameter(eks+"arm64/standard/recommended/image_id", "ami-0a2023a00a6400001")
 	a.PutParameter(eks+"x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.35-v20240807/image_id", "ami-0a2023a00d6400000")
+	a.PutParameter(eks+"x86_64/nvidia/recommended/image_id", "ami-0a2023a0096400001")
+	a.PutParameter(eks+"arm64/nvidia/recommended/image_id", "ami-0a2023a0096a00001")
+	a.PutParameter(eks+"x86_64/neuron/recommended/image_id", "ami-0a2023a00e0400001")
 	a.PutParameter("/aws/service/bottlerocket/aws-k8s-1.35/x86_64/latest/image_id", "ami-0b0771e0c4e786000")
 	a.AddCluster(Cluster{Name: SeedClusterName, Endpoint: SeedClusterEndpoint,
 		CAData:      base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")),
