@@ -96,4 +96,7 @@ const (
 	DriftReasonSubnet DriftReason = "SubnetDrift"
 	// DriftReasonSecurityGroup: the instance's security groups differ from the NodeClass's.
 	DriftReasonSecurityGroup DriftReason = "SecurityGroupDrift"
+	// DriftReasonNodeClass: a static field of the NodeClass (user data, tags, block devices,
+	// kubelet, metadata options, …) changed since the node was launched.
+	DriftReasonNodeClass DriftReason = "NodeClassDrift"
 )

@@ -41,9 +41,9 @@ func (c *LifecycleController) launch(ctx context.Context, claim *karpv1.NodeClai
 		c.launches.put(claim.UID, created)
 	}
 
-	if mergeLabels(&claim.ObjectMeta, created.Labels) {
+	if labelsChanged, annotationsChanged := mergeLabels(&claim.ObjectMeta, created.Labels), mergeAnnotations(&claim.ObjectMeta, created.Annotations); labelsChanged || annotationsChanged {
 		if err := c.kube.Update(ctx, claim); err != nil {
-			return false, fmt.Errorf("recording launched labels: %w", err)
+			return false, fmt.Errorf("recording launched labels and annotations: %w", err)
 		}
 	}
 	claim.Status.ProviderID = created.Status.ProviderID
@@ -103,15 +103,25 @@ func (c *LifecycleController) launchFailed(ctx context.Context, claim *karpv1.No
 
 // mergeLabels sets labels on meta and reports whether that changed anything.
 func mergeLabels(meta *metav1.ObjectMeta, labels map[string]string) bool {
+	return mergeInto(&meta.Labels, labels)
+}
+
+// mergeAnnotations sets annotations on meta (the cloud provider's, such as the NodeClass hash a
+// drift check compares) and reports whether that changed anything.
+func mergeAnnotations(meta *metav1.ObjectMeta, annotations map[string]string) bool {
+	return mergeInto(&meta.Annotations, annotations)
+}
+
+func mergeInto(dst *map[string]string, src map[string]string) bool {
 	changed := false
-	for k, v := range labels {
-		if cur, ok := meta.Labels[k]; ok && cur == v {
+	for k, v := range src {
+		if cur, ok := (*dst)[k]; ok && cur == v {
 			continue
 		}
-		if meta.Labels == nil {
-			meta.Labels = make(map[string]string, len(labels))
+		if *dst == nil {
+			*dst = make(map[string]string, len(src))
 		}
-		meta.Labels[k] = v
+		(*dst)[k] = v
 		changed = true
 	}
 	return changed

@@ -63,6 +63,9 @@ func (r *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
+	if err := r.stampHash(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
 	before := nc.Status.DeepCopy()
 	ready := r.provider.Resolve(ctx, nc)
 	if !equality.Semantic.DeepEqual(before, &nc.Status) {

@@ -367,6 +367,11 @@ func launchedClaim(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, fixed map[st
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = NodeClassHash(nc)
+	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = NodeClassHashVersion
 	maps.Copy(out.Labels, c.InstanceType.NodeLabels(c.Offering))
 	maps.Copy(out.Labels, fixed)
 	out.Status.ProviderID = ProviderID(c.Offering.Zone, instanceID)
@@ -511,8 +516,9 @@ func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	return nil
 }
 
-// IsDrifted compares the claim's instance with what its NodeClass resolves to now: its image,
-// subnet and security groups; see cloudprovider.DriftChecker.
+// IsDrifted compares the claim with its NodeClass now: the hash of the NodeClass's static fields
+// it was launched with (NodeClassHash), then its instance's image, subnet and security groups
+// with what the NodeClass resolves to; see cloudprovider.DriftChecker.
 func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {
@@ -521,6 +527,9 @@ func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (clou
 	nc, err := p.readyNodeClass(ctx, claim.Spec.NodeClassRef)
 	if err != nil {
 		return "", err
+	}
+	if staticDrift(claim, nc) {
+		return cloudprovider.DriftReasonNodeClass, nil
 	}
 	if !slices.ContainsFunc(nc.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == aws.ToString(i.ImageId) }) {
 		return cloudprovider.DriftReasonAMI, nil

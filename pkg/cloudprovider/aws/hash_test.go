@@ -1,0 +1,136 @@
+package aws
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+)
+
+func boolp(b bool) *bool { return &b }
+
+// TestStaticDrift: the EC2NodeClass's hash is written on it and on each claim it launches, and a
+// change of any static field drifts the claims launched before it (Karpenter's NodeClassDrift),
+// while a change of a dynamically resolved field that resolves to the same thing drifts
+// nothing.
+func TestStaticDrift(t *testing.T) {
+	f := newFixture(t)
+	nc, np := f.seed004()
+	if nc.Annotations[awsv1.AnnotationEC2NodeClassHash] != NodeClassHash(nc) || nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != NodeClassHashVersion {
+		t.Fatalf("nodeclass annotations %v", nc.Annotations)
+	}
+	launched, err := f.provider.Create(f.ctx, claimFor(np, "static-drift", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launched.Annotations[awsv1.AnnotationEC2NodeClassHash] != NodeClassHash(nc) || launched.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != NodeClassHashVersion {
+		t.Fatalf("claim annotations %v", launched.Annotations)
+	}
+	if reason, err := f.provider.IsDrifted(f.ctx, launched); err != nil || reason != "" {
+		t.Fatalf("drift before any change: %q %v", reason, err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*awsv1.EC2NodeClass)
+		want   cloudprovider.DriftReason
+	}{
+		{"userData", func(nc *awsv1.EC2NodeClass) { nc.Spec.UserData = strp("echo hello") }, cloudprovider.DriftReasonNodeClass},
+		{"tags", func(nc *awsv1.EC2NodeClass) { nc.Spec.Tags = map[string]string{"team": "payments"} }, cloudprovider.DriftReasonNodeClass},
+		{"metadataOptions", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.MetadataOptions = &awsv1.MetadataOptions{HTTPTokens: strp("optional")}
+		}, cloudprovider.DriftReasonNodeClass},
+		{"blockDeviceMappings", func(nc *awsv1.EC2NodeClass) {
+			size := resource.MustParse("100Gi")
+			nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{DeviceName: strp("/dev/xvda"), RootVolume: true, EBS: &awsv1.BlockDevice{VolumeSize: &size}}}
+		}, cloudprovider.DriftReasonNodeClass},
+		{"kubelet", func(nc *awsv1.EC2NodeClass) {
+			maxPods := int32(42)
+			nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: &maxPods}
+		}, cloudprovider.DriftReasonNodeClass},
+		{"associatePublicIPAddress", func(nc *awsv1.EC2NodeClass) { nc.Spec.AssociatePublicIPAddress = boolp(true) }, cloudprovider.DriftReasonNodeClass},
+		{"detailedMonitoring", func(nc *awsv1.EC2NodeClass) { nc.Spec.DetailedMonitoring = boolp(true) }, cloudprovider.DriftReasonNodeClass},
+		{"subnet selector resolving to the same subnets", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.SubnetSelectorTerms = append(nc.Spec.SubnetSelectorTerms, awsv1.SubnetSelectorTerm{ID: "subnet-0a000000000000000"})
+		}, ""},
+		{"the same image by ID instead of the alias", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMIFamily = strp(awsv1.AMIFamilyAL2023)
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: launched.Status.ImageID}}
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			current := &awsv1.EC2NodeClass{}
+			if err := env.Client.Get(f.ctx, client.ObjectKey{Name: nc.Name}, current); err != nil {
+				t.Fatal(err)
+			}
+			original := current.DeepCopy()
+			tc.change(current)
+			if err := env.Client.Update(f.ctx, current); err != nil {
+				t.Fatal(err)
+			}
+			changed := f.reconcile(nc.Name)
+			if changed.Annotations[awsv1.AnnotationEC2NodeClassHash] != NodeClassHash(changed) {
+				t.Errorf("nodeclass hash annotation not updated")
+			}
+			if reason, err := f.provider.IsDrifted(f.ctx, launched); err != nil || reason != tc.want {
+				t.Errorf("drift %q %v, want %q", reason, err, tc.want)
+			}
+			// Put it back for the next change.
+			changed.Spec = original.Spec
+			if err := env.Client.Update(f.ctx, changed); err != nil {
+				t.Fatal(err)
+			}
+			f.reconcile(nc.Name)
+		})
+	}
+}
+
+// TestHashVersionTakeover: NodeClaims Karpenter launched carry its own hash version (v6), which
+// hashes differently. Taking over, the NodeClass controller stamps them with our hash instead of
+// drifting them all; a claim Karpenter had already found drifted keeps its old hash.
+func TestHashVersionTakeover(t *testing.T) {
+	f := newFixture(t)
+	nc, np := f.seed004()
+	launched, err := f.provider.Create(f.ctx, claimFor(np, "from-karpenter", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := launched.DeepCopy()
+	claim.Annotations = map[string]string{awsv1.AnnotationEC2NodeClassHash: "12345678901234567890", awsv1.AnnotationEC2NodeClassHashVersion: "v6"}
+	claim.Status = karpv1.NodeClaimStatus{}
+	if err := env.Client.Create(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	claim.Status = launched.Status
+	if err := env.Client.Status().Update(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	// The NodeClass as Karpenter left it: its hash under v6.
+	current := &awsv1.EC2NodeClass{}
+	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: nc.Name}, current); err != nil {
+		t.Fatal(err)
+	}
+	current.Annotations[awsv1.AnnotationEC2NodeClassHash] = "12345678901234567890"
+	current.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = "v6"
+	if err := env.Client.Update(f.ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(nc.Name)
+	got := &karpv1.NodeClaim{}
+	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: claim.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != NodeClassHashVersion || got.Annotations[awsv1.AnnotationEC2NodeClassHash] != NodeClassHash(nc) {
+		t.Fatalf("claim annotations %v, want it stamped with our hash", got.Annotations)
+	}
+	if reason, err := f.provider.IsDrifted(f.ctx, got); err != nil || reason != "" {
+		t.Errorf("drift %q %v after the takeover, want none", reason, err)
+	}
+	if err := env.Client.Delete(f.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+}
