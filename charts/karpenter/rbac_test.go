@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -173,9 +174,11 @@ var simOnly = []string{
 }
 
 // awsOnly are the permissions only the AWS cloud needs: the EC2NodeClass controller adds and
-// removes its finalizer (the instance profile and launch templates it made are deleted first).
+// removes its finalizer (the instance profile and launch templates it made are deleted first)
+// and writes its hash; the operator reads the cluster DNS Service's address for nodes' kubelets.
 var awsOnly = []string{
 	"ClusterRole: patch ec2nodeclasses.karpenter.k8s.aws",
+	"Role: get services kube-dns",
 }
 
 // unreached are the chart's permissions that no run of TestRBACMatchesCalls can reach, each
@@ -196,17 +199,26 @@ func renderRBAC(t *testing.T, args ...string) chartRBAC {
 	t.Helper()
 	objs := decode(t, render(t, args...))
 	var clusterRole rbacv1.ClusterRole
-	var role rbacv1.Role
 	var sa corev1.ServiceAccount
 	var d appsv1.Deployment
 	find(t, objs, "ClusterRole", &clusterRole)
-	find(t, objs, "Role", &role)
 	find(t, objs, "ServiceAccount", &sa)
 	find(t, objs, "Deployment", &d)
 	out := chartRBAC{
-		grants:  append(grants("ClusterRole", "", clusterRole.Rules), grants("Role", role.Namespace, role.Rules)...),
+		grants:  grants("ClusterRole", "", clusterRole.Rules),
 		account: fmt.Sprintf("system:serviceaccount:%s:%s", sa.Namespace, sa.Name),
 		env:     envOf(d.Spec.Template.Spec.Containers[0]),
+	}
+	// Roles: the release namespace's, and (aws) kube-system's for the cluster DNS Service.
+	for _, o := range objs {
+		if o.GetKind() != "Role" {
+			continue
+		}
+		var role rbacv1.Role
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+			t.Fatal(err)
+		}
+		out.grants = append(out.grants, grants("Role", role.Namespace, role.Rules)...)
 	}
 	for _, o := range objs {
 		switch o.GetKind() {

@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -48,6 +52,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		ReservedENIs:            opts.AWS.ReservedENIs,
 		VMMemoryOverheadPercent: opts.AWS.VMMemoryOverheadPercent,
 		KubernetesVersion:       kubernetesVersion(disco, clk),
+		KubeDNSIP:               kubeDNSIP(mgr.GetAPIReader()),
 		KubeClient:              mgr.GetClient(),
 		Unavailable:             unavailable,
 		Clock:                   clk,
@@ -60,6 +65,22 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		awsprovider.NewInterruptionController(provider, recorder),
 		awsprovider.NewLaunchTemplateGC(provider),
 	}, nil
+}
+
+// kubeDNSIP reads the cluster DNS Service's address once, as Karpenter does at start; a cluster
+// without it (custom DNS) keeps the images' defaults, with a log line.
+func kubeDNSIP(reader client.Reader) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	svc := &corev1.Service{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, svc); err != nil {
+		log.Log.V(1).Info("cannot read the kube-dns Service: nodes keep their image's clusterDNS unless the EC2NodeClass sets one", "error", err.Error())
+		return ""
+	}
+	if net.ParseIP(svc.Spec.ClusterIP) == nil {
+		return ""
+	}
+	return svc.Spec.ClusterIP
 }
 
 // caBundle is the CA nodes trust: the option (base64 PEM), else the kubeconfig's.

@@ -123,6 +123,9 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	if nc.Spec.Kubelet != nil {
 		o.ClusterDNS = nc.Spec.Kubelet.ClusterDNS
 	}
+	if len(o.ClusterDNS) == 0 && l.provider.opts.KubeDNSIP != "" {
+		o.ClusterDNS = []string{l.provider.opts.KubeDNSIP}
+	}
 	if maxPods > 0 && (nc.Spec.Kubelet == nil || nc.Spec.Kubelet.MaxPods == nil) {
 		mp := int32(maxPods)
 		o.MaxPods = &mp

@@ -39,6 +39,10 @@ type Options struct {
 	// VMMemoryOverheadPercent is the share of memory lost to virtualization
 	// (VM_MEMORY_OVERHEAD_PERCENT); zero means the default, 0.075.
 	VMMemoryOverheadPercent float64
+	// KubeDNSIP is the cluster DNS Service's address (kube-system/kube-dns), which nodes get
+	// as their kubelet's clusterDNS when the EC2NodeClass sets none, as Karpenter injects it.
+	// Empty when it could not be read: the image's own default then stands.
+	KubeDNSIP string
 	// KubernetesVersion returns the cluster's version as "major.minor" (used by AMI aliases).
 	// Required.
 	KubernetesVersion func() (string, error)
