@@ -42,10 +42,22 @@ func (u *UnavailableOfferings) MarkUnavailable(ids ...OfferingID) {
 	u.seq++
 }
 
-// IsUnavailable reports whether an offering is still within its unavailable period.
+// MarkCapacityTypeUnavailable records every offering of a capacity type as unavailable from now
+// for the TTL, as Karpenter does for spot when the account may not launch it at all (no Spot
+// service-linked role).
+func (u *UnavailableOfferings) MarkCapacityTypeUnavailable(capacityType string) {
+	u.MarkUnavailable(OfferingID{CapacityType: capacityType})
+}
+
+// IsUnavailable reports whether an offering, or its whole capacity type, is still within its
+// unavailable period.
 func (u *UnavailableOfferings) IsUnavailable(id OfferingID) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	return u.unavailableLocked(id) || u.unavailableLocked(OfferingID{CapacityType: id.CapacityType})
+}
+
+func (u *UnavailableOfferings) unavailableLocked(id OfferingID) bool {
 	expiry, ok := u.until[id]
 	if !ok {
 		return false

@@ -53,6 +53,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		VMMemoryOverheadPercent: opts.AWS.VMMemoryOverheadPercent,
 		KubernetesVersion:       kubernetesVersion(disco, clk),
 		KubeDNSIP:               kubeDNSIP(mgr.GetAPIReader()),
+		Recorder:                recorder,
 		KubeClient:              mgr.GetClient(),
 		Unavailable:             unavailable,
 		Clock:                   clk,

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +40,9 @@ type Options struct {
 	// VMMemoryOverheadPercent is the share of memory lost to virtualization
 	// (VM_MEMORY_OVERHEAD_PERCENT); zero means the default, 0.075.
 	VMMemoryOverheadPercent float64
+	// Recorder records Events on NodeClaims (a spot launch refused for want of the Spot
+	// service-linked role); nil records none.
+	Recorder record.EventRecorder
 	// KubeDNSIP is the cluster DNS Service's address (kube-system/kube-dns), which nodes get
 	// as their kubelet's clusterDNS when the EC2NodeClass sets none, as Karpenter injects it.
 	// Empty when it could not be read: the image's own default then stands.

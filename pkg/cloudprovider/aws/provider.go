@@ -40,6 +40,14 @@ const (
 // as EC2 bounds a fleet's overrides.
 const maxFleetInstanceTypes = 60
 
+// spotRoleMissingCode is the fleet error of a spot launch in an account without the EC2 Spot
+// service-linked role, whose caller may not create it.
+const spotRoleMissingCode = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+
+// EventReasonSpotServiceLinkedRole is the reason of the Warning on a NodeClaim whose spot launch
+// failed for want of the Spot service-linked role.
+const EventReasonSpotServiceLinkedRole = "SpotServiceLinkedRoleCreationFailure"
+
 // insufficientCapacityCodes are the fleet error codes that mean an offering is out of capacity.
 var insufficientCapacityCodes = map[string]bool{
 	"InsufficientInstanceCapacity":      true,
@@ -290,6 +298,19 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	var other []string
 	for _, e := range out.Errors {
 		code := aws.ToString(e.ErrorCode)
+		if code == spotRoleMissingCode && capacityType == karpv1.CapacityTypeSpot {
+			// As Karpenter: no spot at all for a while; the claim falls back to on-demand.
+			p.opts.Unavailable.MarkCapacityTypeUnavailable(karpv1.CapacityTypeSpot)
+			if p.opts.Recorder != nil {
+				p.opts.Recorder.Event(claim, corev1.EventTypeWarning, EventReasonSpotServiceLinkedRole,
+					fmt.Sprintf("Attempted to launch a spot instance but failed due to %q: create the EC2 Spot service-linked role (aws iam create-service-linked-role --aws-service-name spot.amazonaws.com) or let Karpenter's role create it (iam:CreateServiceLinkedRole); launching on-demand meanwhile", code))
+			}
+			ids := make([]cloudprovider.OfferingID, 0, len(cands))
+			for _, c := range cands {
+				ids = append(ids, c.ID())
+			}
+			return nil, ids, nil
+		}
 		var typ, zone string
 		if e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
 			typ, zone = string(e.LaunchTemplateAndOverrides.Overrides.InstanceType), aws.ToString(e.LaunchTemplateAndOverrides.Overrides.AvailabilityZone)

@@ -60,6 +60,7 @@ type AWS struct {
 	typeIndex      map[string]int
 	removed        map[pool]bool // (type, zone) offerings removed
 	ice            map[pool]bool // (type, zone, capacity type) pools out of capacity
+	noSpotRole     bool          // the account lacks the Spot service-linked role and may not create it
 	templates      []*LaunchTemplate
 	fleets         []*FleetRequest
 	fleetTokens    map[string]*fleetResult

@@ -317,6 +317,11 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 	var chosen *candidate
 	var iceErrs []*candidate
 	for _, c := range valid {
+		if lifecycle == "spot" && a.noSpotRole {
+			c.err = &FleetError{Code: "AuthFailure.ServiceLinkedRoleCreationNotPermitted", Lifecycle: lifecycle,
+				Message: "The provided credentials do not have permission to create the service-linked role for EC2 Spot Instances."}
+			continue
+		}
 		if a.ice[pool{instanceType: c.override.InstanceType, zone: c.subnet.Zone, capacityType: lifecycle}] {
 			c.err = &FleetError{Code: "InsufficientInstanceCapacity", Lifecycle: lifecycle,
 				Message: fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.",

@@ -36,6 +36,15 @@ func (a *AWS) RemoveOffering(instanceType, zone string) {
 	a.removed[pool{instanceType: instanceType, zone: zone}] = true
 }
 
+// SetSpotServiceLinkedRole says whether the account has the EC2 Spot service-linked role (or may
+// create it). Without it, every spot launch of CreateFleet fails with
+// AuthFailure.ServiceLinkedRoleCreationNotPermitted, as EC2 does; on-demand launches work.
+func (a *AWS) SetSpotServiceLinkedRole(exists bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.noSpotRole = !exists
+}
+
 // SetInsufficientCapacity marks (out = true) or clears the pool of the instance type in the zone
 // for the capacity type (spot or on-demand) as out of capacity: CreateFleet answers
 // InsufficientInstanceCapacity for it.
