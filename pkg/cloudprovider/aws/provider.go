@@ -203,7 +203,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			subnetByZone[s.Zone] = s.ID
 		}
 	}
-	params := launchParams{labels: bootstrapLabels(claim.Labels, nodePool), taints: append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)}
+	params := launchParams{labels: bootstrapLabels(claim.Labels, nodePool), taints: registrationTaints(claim)}
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	if family == "" {
 		family = awsv1.AMIFamilyAL2023
@@ -348,6 +348,19 @@ func imageFor(nc *awsv1.EC2NodeClass, labels map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// registrationTaints are the taints the kubelet registers the node with: the claim's taints and
+// startup taints, and karpenter.sh/unregistered:NoExecute, which the NodeClaim lifecycle lifts
+// when it registers the node, as Karpenter's user data does, so no pod lands on a node
+// Karpenter has not taken over yet.
+func registrationTaints(claim *karpv1.NodeClaim) []corev1.Taint {
+	taints := append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)
+	unregistered := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+	if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&unregistered) }) {
+		taints = append(taints, unregistered)
+	}
+	return taints
 }
 
 // bootstrapLabels are the claim labels a kubelet may register with: not the instance's own

@@ -205,7 +205,8 @@ func TestCreateLaunchesThroughFleet(t *testing.T) {
 		t.Errorf("launch template %+v", lt)
 	}
 	for _, want := range []string{"application/node.eks.aws", "apiVersion: node.eks.aws/v1alpha1", "name: " + testCluster, "apiServerEndpoint: " + testEndpoint,
-		"cidr: 10.100.0.0/16", "karpenter.sh/nodepool=general-purpose", "team=web", "key: dedicated", "effect: NoSchedule", base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----"))[:20]} {
+		"cidr: 10.100.0.0/16", "karpenter.sh/nodepool=general-purpose", "team=web", "key: dedicated", "effect: NoSchedule",
+		"key: karpenter.sh/unregistered", "effect: NoExecute", base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----"))[:20]} {
 		if !strings.Contains(lt.UserData, want) {
 			t.Errorf("user data lacks %q:\n%s", want, lt.UserData)
 		}
