@@ -17,9 +17,10 @@ type UnavailableOfferings struct {
 	clock clock.PassiveClock
 	ttl   time.Duration
 
-	mu    sync.Mutex
-	until map[OfferingID]time.Time
-	seq   uint64
+	mu      sync.Mutex
+	until   map[OfferingID]time.Time
+	subnets map[string]time.Time // subnets out of free addresses, until
+	seq     uint64
 }
 
 // NewUnavailableOfferings returns an empty cache whose entries last ttl (DefaultUnavailableTTL
@@ -28,7 +29,7 @@ func NewUnavailableOfferings(c clock.PassiveClock, ttl time.Duration) *Unavailab
 	if ttl <= 0 {
 		ttl = DefaultUnavailableTTL
 	}
-	return &UnavailableOfferings{clock: c, ttl: ttl, until: map[OfferingID]time.Time{}}
+	return &UnavailableOfferings{clock: c, ttl: ttl, until: map[OfferingID]time.Time{}, subnets: map[string]time.Time{}}
 }
 
 // MarkUnavailable records offerings as out of capacity from now for the TTL.
@@ -47,6 +48,26 @@ func (u *UnavailableOfferings) MarkUnavailable(ids ...OfferingID) {
 // service-linked role).
 func (u *UnavailableOfferings) MarkCapacityTypeUnavailable(capacityType string) {
 	u.MarkUnavailable(OfferingID{CapacityType: capacityType})
+}
+
+// MarkSubnetUnavailable records a subnet as out of free addresses from now for the TTL: launches
+// use the zone's other subnets meanwhile.
+func (u *UnavailableOfferings) MarkSubnetUnavailable(subnetID string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.subnets[subnetID] = u.clock.Now().Add(u.ttl)
+}
+
+// IsSubnetUnavailable reports whether a subnet is still within its unavailable period.
+func (u *UnavailableOfferings) IsSubnetUnavailable(subnetID string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	expiry, ok := u.subnets[subnetID]
+	if ok && !u.clock.Now().Before(expiry) {
+		delete(u.subnets, subnetID)
+		return false
+	}
+	return ok
 }
 
 // IsUnavailable reports whether an offering, or its whole capacity type, is still within its

@@ -50,13 +50,15 @@ const EventReasonSpotServiceLinkedRole = "SpotServiceLinkedRoleCreationFailure"
 
 // insufficientCapacityCodes are the fleet error codes that mean an offering is out of capacity.
 var insufficientCapacityCodes = map[string]bool{
-	"InsufficientInstanceCapacity":      true,
-	"MaxSpotInstanceCountExceeded":      true,
-	"VcpuLimitExceeded":                 true,
-	"UnfulfillableCapacity":             true,
-	"Unsupported":                       true,
-	"InsufficientFreeAddressesInSubnet": true,
+	"InsufficientInstanceCapacity": true,
+	"MaxSpotInstanceCountExceeded": true,
+	"VcpuLimitExceeded":            true,
+	"UnfulfillableCapacity":        true,
+	"Unsupported":                  true,
 }
+
+// subnetFullCode is the fleet error of a subnet without free addresses.
+const subnetFullCode = "InsufficientFreeAddressesInSubnet"
 
 // Provider is the AWS cloud provider. It implements cloudprovider.CloudProvider and is safe
 // for concurrent use. Build it with New.
@@ -199,7 +201,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	}
 	subnetByZone := map[string]string{}
 	for _, s := range nc.Status.Subnets { // sorted by free addresses: the first of a zone wins
-		if _, ok := subnetByZone[s.Zone]; !ok {
+		if _, ok := subnetByZone[s.Zone]; !ok && !p.opts.Unavailable.IsSubnetUnavailable(s.ID) {
 			subnetByZone[s.Zone] = s.ID
 		}
 	}
@@ -296,6 +298,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	}
 	var ice []cloudprovider.OfferingID
 	var other []string
+	subnetsRetry := false // a subnet ran out of addresses, and its zone has others
 	for _, e := range out.Errors {
 		code := aws.ToString(e.ErrorCode)
 		if code == spotRoleMissingCode && capacityType == karpv1.CapacityTypeSpot {
@@ -315,6 +318,22 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
 			typ, zone = string(e.LaunchTemplateAndOverrides.Overrides.InstanceType), aws.ToString(e.LaunchTemplateAndOverrides.Overrides.AvailabilityZone)
 		}
+		if code == subnetFullCode && e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
+			// The subnet, not the offering, is out: the zone's other subnets take the next
+			// launch. Only a zone with no other subnet leaves the offering unavailable.
+			subnet := aws.ToString(e.LaunchTemplateAndOverrides.Overrides.SubnetId)
+			p.opts.Unavailable.MarkSubnetUnavailable(subnet)
+			retry := false
+			for _, s := range nc.Status.Subnets {
+				retry = retry || s.Zone == zone && s.ID != subnet && !p.opts.Unavailable.IsSubnetUnavailable(s.ID)
+			}
+			if !retry && typ != "" {
+				ice = append(ice, cloudprovider.OfferingID{InstanceType: typ, Zone: zone, CapacityType: capacityType})
+			} else {
+				subnetsRetry = true
+			}
+			continue
+		}
 		if insufficientCapacityCodes[code] && typ != "" {
 			ice = append(ice, cloudprovider.OfferingID{InstanceType: typ, Zone: zone, CapacityType: capacityType})
 			continue
@@ -323,6 +342,10 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	}
 	if len(ice) > 0 {
 		p.opts.Unavailable.MarkUnavailable(ice...)
+	}
+	if subnetsRetry && len(other) == 0 {
+		return nil, nil, cloudprovider.NewCreateError(errors.New("creating fleet: a subnet ran out of free addresses; retrying in the zone's other subnets"),
+			subnetFullCode, "There are not enough free IP addresses to launch an instance in this subnet")
 	}
 	if len(other) > 0 && len(ice) == 0 {
 		slices.Sort(other)

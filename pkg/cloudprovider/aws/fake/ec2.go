@@ -89,6 +89,19 @@ func (a *AWS) AddSubnet(s Subnet) {
 	a.subnets = append(a.subnets, &s)
 }
 
+// SetSubnetAvailableIPs changes a subnet's free addresses, as other launches into it would; a
+// fleet asking for more instances than it has left fails there with
+// InsufficientFreeAddressesInSubnet.
+func (a *AWS) SetSubnetAvailableIPs(id string, n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.subnets {
+		if s.ID == id {
+			s.AvailableIPs = n
+		}
+	}
+}
+
 // AddSecurityGroup seeds a security group.
 func (a *AWS) AddSecurityGroup(g SecurityGroup) {
 	a.mu.Lock()
