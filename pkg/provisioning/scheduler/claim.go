@@ -85,10 +85,13 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 	var portErr error
 	fits := func(cand *candidate) bool {
 		err := cand.admits(used, extended, ports)
-		if errors.As(err, new(*daemonPortError)) && portErr == nil {
+		if err == nil {
+			return true
+		}
+		if _, daemonPort := err.(*daemonPortError); daemonPort && portErr == nil {
 			portErr = err
 		}
-		return err == nil
+		return false
 	}
 	var released *cloudprovider.InstanceType
 	if c.target != nil {

@@ -602,7 +602,9 @@ func (s *solver) finish(c *claimState) *Claim {
 			continue
 		}
 		claim.InstanceTypes = append(claim.InstanceTypes, cand.it)
-		daemons = append(daemons, cand.daemon)
+		if !slices.Contains(daemons, cand.daemon) { // types share loads: a few at most
+			daemons = append(daemons, cand.daemon)
+		}
 		if len(claim.InstanceTypes) == 1 {
 			claim.Price = cand.price
 		}
