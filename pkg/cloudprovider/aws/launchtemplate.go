@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/userdata"
 )
 
@@ -59,6 +61,19 @@ type clusterInfo struct {
 	endpoint string
 	caBundle []byte
 	cidr     string
+	err      error // why DescribeCluster failed, when it did (the info is then the options')
+}
+
+// clusterCIDRError says why the cluster's service CIDR, which nodeadm (AL2023) needs, is not
+// known.
+func (i *clusterInfo) clusterCIDRError() error {
+	if i.cidr != "" {
+		return nil
+	}
+	if i.err != nil {
+		return fmt.Errorf("the cluster's service CIDR is not known yet, which AL2023 nodes need to join (retrying DescribeCluster): %w", i.err)
+	}
+	return errors.New("the cluster's service CIDR is not known: DescribeCluster gave none, and AL2023 nodes need it to join")
 }
 
 // launchTemplates creates launch templates on demand and remembers which exist.
@@ -84,7 +99,12 @@ func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error)
 		if info.endpoint == "" {
 			return nil, fmt.Errorf("describing EKS cluster %s for the node bootstrap (set --cluster-endpoint (CLUSTER_ENDPOINT) when it is not EKS): %w", o.ClusterName, err)
 		}
-	} else if c := out.Cluster; c != nil {
+		// What the options give, not remembered: the next call asks EKS again, so a transient
+		// failure does not leave nodes without the cluster's service CIDR for good.
+		info.err = err
+		return info, nil
+	}
+	if c := out.Cluster; c != nil {
 		if info.endpoint == "" {
 			info.endpoint = aws.ToString(c.Endpoint)
 		}
@@ -136,6 +156,11 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 			return nil, err
 		}
 		o.ClusterEndpoint, o.CABundle, o.ClusterCIDR = info.endpoint, info.caBundle, info.cidr
+		if family == awsv1.AMIFamilyAL2023 {
+			if err := info.clusterCIDRError(); err != nil {
+				return nil, cloudprovider.NewNodeClassNotReadyError(err)
+			}
+		}
 	}
 	ud, err := userdata.Render(family, o)
 	if err != nil {

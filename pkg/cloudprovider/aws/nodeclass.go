@@ -141,10 +141,11 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		nc.Status.InstanceProfile = profile
 	}
 	set(awsv1.ConditionTypeInstanceProfileReady, err, "InstanceProfileNotReady")
+	set(awsv1.ConditionTypeValidationSucceeded, p.validateCluster(ctx, nc), "ClusterCIDRNotFound")
 
 	var notReady []string
 	var msgs []error
-	for _, t := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady} {
+	for _, t := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded} {
 		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c.Status != metav1.ConditionTrue {
 			notReady = append(notReady, t)
 			msgs = append(msgs, fmt.Errorf("%s: %s", t, c.Message))
@@ -156,6 +157,19 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	}
 	set(awsv1.ConditionTypeReady, nil, "")
 	return true
+}
+
+// validateCluster checks that what the NodeClass's nodes need of the cluster is known: for
+// AL2023, whose nodeadm refuses a NodeConfig without it, the cluster's service CIDR.
+func (p *Provider) validateCluster(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily; family != awsv1.AMIFamilyAL2023 && family != "" {
+		return nil
+	}
+	info, err := p.launchTemplates.clusterInfo(ctx)
+	if err != nil {
+		return err
+	}
+	return info.clusterCIDRError()
 }
 
 // readyNodeClass reads the NodeClass a claim or NodePool refers to and checks it is ready.

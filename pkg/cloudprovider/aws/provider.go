@@ -235,6 +235,9 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		g := groups[key]
 		if g == nil {
 			s, err := p.launchTemplates.settings(ctx, nc, family, imageID, pods, params)
+			if cloudprovider.IsNodeClassNotReadyError(err) {
+				return nil, nil, err // the launch waits, as for any NodeClass not ready
+			}
 			if err != nil {
 				return nil, nil, cloudprovider.NewTerminalCreateError(err, ReasonLaunchTemplateFailed, "rendering the launch template failed")
 			}
