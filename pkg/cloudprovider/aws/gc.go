@@ -9,8 +9,9 @@ import (
 )
 
 // LaunchTemplateGC deletes the cluster's launch templates that no launch has used for Idle
-// (those this process has not used count from its start), and refreshes instance types and
-// prices when they are due, every Interval. Orphaned instances are collected by the generic
+// (those this process has not used count from its start) and the instance profiles of
+// EC2NodeClasses that are gone, and refreshes instance types and prices when they are due,
+// every Interval. Orphaned instances are collected by the generic
 // NodeClaim garbage collector through the provider's List and Delete.
 type LaunchTemplateGC struct {
 	provider *Provider
@@ -34,7 +35,6 @@ func (g *LaunchTemplateGC) Register(mgr manager.Manager) error {
 
 // Run does a pass every Interval until ctx is done.
 func (g *LaunchTemplateGC) Run(ctx context.Context) {
-	logger := log.FromContext(ctx).WithName("aws.launchtemplate.gc")
 	clk := g.provider.opts.Clock
 	for {
 		timer := clk.NewTimer(g.Interval)
@@ -44,9 +44,19 @@ func (g *LaunchTemplateGC) Run(ctx context.Context) {
 			return
 		case <-timer.C():
 		}
-		g.provider.ensureFresh(ctx)
-		if err := g.provider.launchTemplates.garbageCollect(ctx, g.provider.started, g.Idle); err != nil && ctx.Err() == nil {
-			logger.Error(err, "deleting unused launch templates")
-		}
+		g.pass(ctx)
+	}
+}
+
+// pass refreshes instance types and prices when due, deletes unused launch templates and the
+// instance profiles of NodeClasses that are gone.
+func (g *LaunchTemplateGC) pass(ctx context.Context) {
+	logger := log.FromContext(ctx).WithName("aws.launchtemplate.gc")
+	g.provider.ensureFresh(ctx)
+	if err := g.provider.launchTemplates.garbageCollect(ctx, g.provider.started, g.Idle); err != nil && ctx.Err() == nil {
+		logger.Error(err, "deleting unused launch templates")
+	}
+	if err := g.provider.collectInstanceProfiles(ctx); err != nil && ctx.Err() == nil {
+		logger.Error(err, "deleting the instance profiles of deleted ec2nodeclasses")
 	}
 }

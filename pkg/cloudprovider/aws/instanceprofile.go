@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 )
@@ -142,7 +146,12 @@ func (p *Provider) deleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeC
 	if !managed {
 		return nil
 	}
-	for _, r := range out.InstanceProfile.Roles {
+	return p.deleteInstanceProfileNamed(ctx, name, out.InstanceProfile.Roles)
+}
+
+// deleteInstanceProfileNamed removes the profile's roles, then the profile.
+func (p *Provider) deleteInstanceProfileNamed(ctx context.Context, name string, roles []iamtypes.Role) error {
+	for _, r := range roles {
 		if _, err := p.clients.IAM.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
 			InstanceProfileName: aws.String(name), RoleName: r.RoleName,
 		}); err != nil && !isNotFound(err) {
@@ -153,4 +162,56 @@ func (p *Provider) deleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeC
 		return fmt.Errorf("deleting instance profile %s: %w", name, err)
 	}
 	return nil
+}
+
+// collectInstanceProfiles deletes the instance profiles the provider created for NodeClasses
+// that are gone (a NodeClass deleted while its finalizer was bypassed, or while no controller
+// ran), as Karpenter's instance profile garbage collection does: profiles of this cluster and
+// region (by their tags) whose ec2nodeclass tag names no EC2NodeClass. Profiles of other
+// clusters, other regions and those users made are never touched.
+func (p *Provider) collectInstanceProfiles(ctx context.Context) error {
+	prefix := p.opts.ClusterName + "_"
+	var errs []error
+	pages := iam.NewListInstanceProfilesPaginator(p.clients.IAM, &iam.ListInstanceProfilesInput{})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing instance profiles: %w", err)
+		}
+		for _, listed := range page.InstanceProfiles {
+			name := aws.ToString(listed.InstanceProfileName)
+			if !strings.HasPrefix(name, prefix) {
+				continue
+			}
+			out, err := p.clients.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+			if isNotFound(err) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("getting instance profile %s: %w", name, err))
+				continue
+			}
+			tags := map[string]string{}
+			for _, t := range out.InstanceProfile.Tags {
+				tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+			}
+			nodeClass, ok := tags[TagNodeClass]
+			if tags[TagManagedBy] != p.opts.ClusterName || tags[p.clusterTag()] != "owned" || tags[TagRegion] != p.clients.Region() || !ok {
+				continue
+			}
+			err = p.opts.KubeClient.Get(ctx, client.ObjectKey{Name: nodeClass}, &awsv1.EC2NodeClass{})
+			if !apierrors.IsNotFound(err) {
+				if err != nil {
+					errs = append(errs, fmt.Errorf("getting ec2nodeclass %s: %w", nodeClass, err))
+				}
+				continue
+			}
+			if err := p.deleteInstanceProfileNamed(ctx, name, out.InstanceProfile.Roles); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			log.FromContext(ctx).Info("deleted the instance profile of a deleted ec2nodeclass", "instance-profile", name, "ec2nodeclass", nodeClass)
+		}
+	}
+	return errors.Join(errs...)
 }
