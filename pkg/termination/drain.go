@@ -238,7 +238,7 @@ func (c *Controller) deleteRemaining(ctx context.Context, pods []*corev1.Pod) er
 		switch {
 		case err == nil:
 			log.FromContext(ctx).Info("deleted pod, termination grace period elapsed", "pod", podKey(pod))
-			c.events.normal(pod, EventReasonDeleted, "Deleted pod %s: termination grace period of node %s elapsed", podKey(pod), pod.Spec.NodeName)
+			c.events.normal(pod, EventReasonDisrupted, "Deleting pod %s: the termination grace period of node %s elapsed. This bypasses the PDB of the pod and the do-not-disrupt annotation.", podKey(pod), pod.Spec.NodeName)
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		default:
 			errs = append(errs, fmt.Errorf("deleting pod %s: %w", podKey(pod), err))
@@ -270,8 +270,8 @@ func (c *Controller) deleteExpiring(ctx context.Context, pods []*corev1.Pod, dea
 		switch {
 		case err == nil:
 			log.FromContext(ctx).Info("deleted pod, its grace period would outlast the node's", "pod", podKey(pod), "grace-seconds", left)
-			c.events.normal(pod, EventReasonDeleted, "Deleted pod %s: its termination grace period must end by node %s's deadline %s",
-				podKey(pod), pod.Spec.NodeName, deadline.UTC().Format(time.RFC3339))
+			c.events.normal(pod, EventReasonDisrupted, "Deleting pod %s to accommodate the terminationTime %s of node %s. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
+				podKey(pod), deadline.UTC().Format(time.RFC3339), pod.Spec.NodeName)
 			deleted := metav1.NewTime(now)
 			pod.DeletionTimestamp = &deleted
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):

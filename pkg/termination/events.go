@@ -15,9 +15,10 @@ const (
 	EventReasonFailedDraining = "FailedDraining"
 	// EventReasonEvicted (Pod): the pod was evicted through the Eviction API.
 	EventReasonEvicted = "Evicted"
-	// EventReasonDeleted (Pod): the node's termination grace period ran out and the pod was
-	// deleted without an eviction.
-	EventReasonDeleted = "Deleted"
+	// EventReasonDisrupted (Pod): the node's termination grace period ran out (or the pod's own
+	// would outlast it) and the pod was deleted without an eviction, bypassing its
+	// PodDisruptionBudget and do-not-disrupt annotation; Karpenter's reason.
+	EventReasonDisrupted = "Disrupted"
 	// EventReasonNodeDeleted (NodeClaim): its Node was deleted directly, so the claim is deleted
 	// and drained through the same path.
 	EventReasonNodeDeleted = "NodeDeleted"

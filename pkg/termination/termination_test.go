@@ -178,7 +178,7 @@ func TestDoNotDisruptBlocksUntilGracePeriod(t *testing.T) {
 	if !f.evicted("precious") || !f.evicted("guarded") {
 		t.Fatal("pods not deleted after the grace period")
 	}
-	f.expectEvent("Normal", EventReasonDeleted, "precious")
+	f.expectEvent("Normal", EventReasonDisrupted, "precious")
 	if f.finalizer.n.Load() == 0 {
 		t.Fatal("not finalized after the grace period")
 	}
@@ -336,7 +336,7 @@ func TestPodsDeletedInTimeForTheirGracePeriod(t *testing.T) {
 	if f.evicted("quick") {
 		t.Fatal("quick deleted long before deadline - 30s")
 	}
-	f.expectEvent("Normal", EventReasonDeleted, "slow")
+	f.expectEvent("Normal", EventReasonDisrupted, "slow")
 
 	f.clock.SetTime(start.Add(grace - 30*time.Second))
 	f.reconcile("early")
