@@ -291,6 +291,7 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 		ebs := &ec2types.LaunchTemplateEbsBlockDeviceRequest{
 			DeleteOnTermination: b.EBS.DeleteOnTermination, Encrypted: b.EBS.Encrypted, KmsKeyId: b.EBS.KMSKeyID,
 			SnapshotId: b.EBS.SnapshotID, VolumeType: ec2types.VolumeType(aws.ToString(b.EBS.VolumeType)),
+			VolumeInitializationRate: b.EBS.VolumeInitializationRate,
 		}
 		if b.EBS.IOPS != nil {
 			ebs.Iops = aws.Int32(int32(*b.EBS.IOPS))

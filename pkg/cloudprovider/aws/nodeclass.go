@@ -141,7 +141,12 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		nc.Status.InstanceProfile = profile
 	}
 	set(awsv1.ConditionTypeInstanceProfileReady, err, "InstanceProfileNotReady")
-	set(awsv1.ConditionTypeValidationSucceeded, p.validateCluster(ctx, nc), "ClusterCIDRNotFound")
+	validation := p.validateCluster(ctx, nc)
+	reason := "ClusterCIDRNotFound"
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		reason = "CapacityReservationsNotSupported"
+	}
+	set(awsv1.ConditionTypeValidationSucceeded, validation, reason)
 
 	var notReady []string
 	var msgs []error
@@ -159,9 +164,14 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	return true
 }
 
-// validateCluster checks that what the NodeClass's nodes need of the cluster is known: for
-// AL2023, whose nodeadm refuses a NodeConfig without it, the cluster's service CIDR.
+// validateCluster checks that the NodeClass asks for nothing the provider cannot do (capacity
+// reservations), and that what its nodes need of the cluster is known: for AL2023, whose
+// nodeadm refuses a NodeConfig without it, the cluster's service CIDR.
 func (p *Provider) validateCluster(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		// Refused rather than ignored: launches would silently skip the reservations.
+		return errors.New("spec.capacityReservationSelectorTerms: on-demand capacity reservations are not supported by this provider yet; remove the terms to launch without them")
+	}
 	if family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily; family != awsv1.AMIFamilyAL2023 && family != "" {
 		return nil
 	}

@@ -264,6 +264,8 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
 		},
 		TagSpecifications: []ec2types.TagSpecification{},
+		// spec.context: the reserved capacity (an Outpost, a placement) launches go to.
+		Context: nc.Spec.Context,
 	}
 	if capacityType == karpv1.CapacityTypeSpot {
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}

@@ -96,6 +96,9 @@ type EBS struct {
 	SnapshotID string
 	// DeleteOnTermination says the volume goes with the instance.
 	DeleteOnTermination *bool
+	// VolumeInitializationRate is the rate (MiB/s, 100 to 300) at which a volume created from a
+	// snapshot is initialized.
+	VolumeInitializationRate *int32
 }
 
 func (lt *LaunchTemplate) clone() LaunchTemplate {
@@ -263,6 +266,12 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 			}
 			if e.DeleteOnTermination, err = q.bool(p + "Ebs.DeleteOnTermination"); err != nil {
 				return nil, err
+			}
+			if e.VolumeInitializationRate, err = q.int32(p + "Ebs.VolumeInitializationRate"); err != nil {
+				return nil, err
+			}
+			if r := e.VolumeInitializationRate; r != nil && (*r < 100 || *r > 300 || e.SnapshotID == "") {
+				return nil, badRequest("InvalidParameterValue", "Volume initialization rate %d is invalid: it must be 100 to 300 MiB/s, for a volume created from a snapshot.", *r)
 			}
 			switch e.VolumeType {
 			case "", "standard", "io1", "io2", "gp2", "gp3", "sc1", "st1":
