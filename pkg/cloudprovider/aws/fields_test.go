@@ -35,18 +35,40 @@ func TestNodeClassFieldsReachEC2(t *testing.T) {
 	}
 }
 
-// TestCapacityReservationsAreRefused: capacityReservationSelectorTerms are not supported yet, so
-// the NodeClass says so and is not Ready, rather than launching without the reservations.
-func TestCapacityReservationsAreRefused(t *testing.T) {
+// TestUnsupportedFieldsAreRefused: capacityReservationSelectorTerms and the Windows AMI families
+// are not supported yet, so the NodeClass says so and is not Ready, rather than launching
+// without the reservations or failing every launch.
+func TestUnsupportedFieldsAreRefused(t *testing.T) {
 	f := newFixture(t)
-	ncs, _ := readManifests(t, "seed-004-nodepool.yaml")
-	nc := ncs[0]
-	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
-	got := f.applyNodeClass(nc)
-	if s, msg := condition(got, awsv1.ConditionTypeValidationSucceeded); s != metav1.ConditionFalse || !strings.Contains(msg, "spec.capacityReservationSelectorTerms") {
-		t.Errorf("ValidationSucceeded %s %q", s, msg)
-	}
-	if s, _ := condition(got, awsv1.ConditionTypeReady); s != metav1.ConditionFalse {
-		t.Errorf("Ready %s", s)
+	for _, tc := range []struct {
+		name, reason, message string
+		mutate                func(*awsv1.EC2NodeClass)
+	}{
+		{"capacity-reservations", "CapacityReservationsNotSupported", "spec.capacityReservationSelectorTerms", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
+		}},
+		{"windows", "AMIFamilyNotSupported", "spec.amiFamily Windows2022", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMIFamily = strp("Windows2022")
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a2023a00d6400001"}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ncs, _ := readManifests(t, "seed-004-nodepool.yaml")
+			nc := ncs[0]
+			nc.Name = tc.name
+			tc.mutate(nc)
+			got := f.applyNodeClass(nc)
+			if s, msg := condition(got, awsv1.ConditionTypeValidationSucceeded); s != metav1.ConditionFalse || !strings.Contains(msg, tc.message) {
+				t.Errorf("ValidationSucceeded %s %q, want False naming %s", s, msg, tc.message)
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == awsv1.ConditionTypeValidationSucceeded && cond.Reason != tc.reason {
+					t.Errorf("reason %s, want %s", cond.Reason, tc.reason)
+				}
+			}
+			if s, _ := condition(got, awsv1.ConditionTypeReady); s != metav1.ConditionFalse {
+				t.Errorf("Ready %s", s)
+			}
+		})
 	}
 }

@@ -15,9 +15,9 @@ import (
 func boolp(b bool) *bool { return &b }
 
 // TestStaticDrift: the EC2NodeClass's hash is written on it and on each claim it launches, and a
-// change of any static field drifts the claims launched before it (Karpenter's NodeClassDrift),
-// while a change of a dynamically resolved field that resolves to the same thing drifts
-// nothing.
+// change of any static field drifts the claims launched before it (Karpenter's NodeClassDrift);
+// a dynamically resolved field drifts them when what it resolves to changes (another image,
+// other security groups), and not when it resolves to the same thing.
 func TestStaticDrift(t *testing.T) {
 	f := newFixture(t)
 	nc, np := f.seed004()
@@ -54,6 +54,13 @@ func TestStaticDrift(t *testing.T) {
 		}, cloudprovider.DriftReasonNodeClass},
 		{"associatePublicIPAddress", func(nc *awsv1.EC2NodeClass) { nc.Spec.AssociatePublicIPAddress = boolp(true) }, cloudprovider.DriftReasonNodeClass},
 		{"detailedMonitoring", func(nc *awsv1.EC2NodeClass) { nc.Spec.DetailedMonitoring = boolp(true) }, cloudprovider.DriftReasonNodeClass},
+		{"another image", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMIFamily = strp(awsv1.AMIFamilyAL2023)
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a2023a00d6400000"}}
+		}, cloudprovider.DriftReasonAMI},
+		{"other security groups", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{ID: "sg-0b00000000000000b"}}
+		}, cloudprovider.DriftReasonSecurityGroup},
 		{"subnet selector resolving to the same subnets", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.SubnetSelectorTerms = append(nc.Spec.SubnetSelectorTerms, awsv1.SubnetSelectorTerm{ID: "subnet-0a000000000000000"})
 		}, ""},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -143,8 +144,11 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	set(awsv1.ConditionTypeInstanceProfileReady, err, "InstanceProfileNotReady")
 	validation := p.validateCluster(ctx, nc)
 	reason := "ClusterCIDRNotFound"
-	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+	switch {
+	case len(nc.Spec.CapacityReservationSelectorTerms) > 0:
 		reason = "CapacityReservationsNotSupported"
+	case strings.HasPrefix(cloudprovider.OptionsFromNodeClass(nc).AMIFamily, "Windows"):
+		reason = "AMIFamilyNotSupported"
 	}
 	set(awsv1.ConditionTypeValidationSucceeded, validation, reason)
 
@@ -171,6 +175,9 @@ func (p *Provider) validateCluster(ctx context.Context, nc *awsv1.EC2NodeClass) 
 	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
 		// Refused rather than ignored: launches would silently skip the reservations.
 		return errors.New("spec.capacityReservationSelectorTerms: on-demand capacity reservations are not supported by this provider yet; remove the terms to launch without them")
+	}
+	if family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily; strings.HasPrefix(family, "Windows") {
+		return fmt.Errorf("spec.amiFamily %s: Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)
 	}
 	if family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily; family != awsv1.AMIFamilyAL2023 && family != "" {
 		return nil
