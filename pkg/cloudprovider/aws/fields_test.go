@@ -72,3 +72,46 @@ func TestUnsupportedFieldsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestEFAInterfacesAttached: a claim whose pods request vpc.amazonaws.com/efa launches with an
+// EFA interface on each of its type's network cards, the first the primary, as Karpenter
+// attaches them; a claim that requests none gets no EFA interface.
+func TestEFAInterfacesAttached(t *testing.T) {
+	f := newFixture(t)
+	ncs, nps := readManifests(t, "seed-004-nodepool.yaml")
+	f.applyNodeClass(ncs[0])
+	np := nps[0]
+	claim := claimFor(np, "efa", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "vpc.amazonaws.com/efa": resource.MustParse("1")},
+		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5n.18xlarge"))
+	if _, err := f.provider.Create(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	lt := f.aws.LaunchTemplates()[0]
+	if len(lt.NetworkInterfaces) != 1 || lt.NetworkInterfaces[0].InterfaceType != "efa" || *lt.NetworkInterfaces[0].DeviceIndex != 0 || *lt.NetworkInterfaces[0].NetworkCardIndex != 0 ||
+		len(lt.NetworkInterfaces[0].SecurityGroupIDs) == 0 || len(lt.SecurityGroupIDs) != 0 {
+		t.Errorf("network interfaces %+v, security groups %v: want one EFA interface on card 0 holding the groups", lt.NetworkInterfaces, lt.SecurityGroupIDs)
+	}
+	plain := claimFor(np, "no-efa", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5n.18xlarge"))
+	if _, err := f.provider.Create(f.ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	for _, lt := range f.aws.LaunchTemplates()[1:] {
+		if len(lt.NetworkInterfaces) != 0 {
+			t.Errorf("a claim without EFA got interfaces %+v", lt.NetworkInterfaces)
+		}
+	}
+	if n := len(f.aws.LaunchTemplates()); n != 2 {
+		t.Errorf("%d launch templates, want one with EFA and one without", n)
+	}
+	// Two network cards: an EFA interface on each, the second a secondary device.
+	two := claimFor(np, "efa-two", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), "vpc.amazonaws.com/efa": resource.MustParse("2")},
+		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c6in.32xlarge"))
+	if _, err := f.provider.Create(f.ctx, two); err != nil {
+		t.Fatal(err)
+	}
+	lts := f.aws.LaunchTemplates()
+	nis := lts[len(lts)-1].NetworkInterfaces
+	if len(nis) != 2 || *nis[1].NetworkCardIndex != 1 || *nis[1].DeviceIndex != 1 || nis[1].InterfaceType != "efa" {
+		t.Errorf("network interfaces %+v, want EFA on cards 0 and 1", nis)
+	}
+}

@@ -47,6 +47,9 @@ type launchSettings struct {
 	Monitoring       bool                        `json:"monitoring,omitempty"`
 	PublicIP         *bool                       `json:"publicIP,omitempty"`
 	Tags             map[string]string           `json:"tags,omitempty"`
+	// EFAInterfaces is how many Elastic Fabric Adapter interfaces to attach, one per network
+	// card (0: none), for claims whose pods request vpc.amazonaws.com/efa.
+	EFAInterfaces int `json:"efaInterfaces,omitempty"`
 }
 
 // name is the template's name: the prefix and a hash of the settings.
@@ -277,11 +280,24 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 	if s.UserData != "" {
 		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(s.UserData)))
 	}
-	if s.PublicIP != nil {
+	switch {
+	case s.EFAInterfaces > 0:
+		// As Karpenter: an EFA interface on each network card, the first the primary.
+		for i := range s.EFAInterfaces {
+			device := int32(1)
+			if i == 0 {
+				device = 0
+			}
+			data.NetworkInterfaces = append(data.NetworkInterfaces, ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(int32(i)), DeviceIndex: aws.Int32(device), InterfaceType: aws.String(string(ec2types.NetworkInterfaceTypeEfa)),
+				Groups: s.SecurityGroupIDs, AssociatePublicIpAddress: s.PublicIP,
+			})
+		}
+	case s.PublicIP != nil:
 		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
 			AssociatePublicIpAddress: s.PublicIP, DeviceIndex: aws.Int32(0), Groups: s.SecurityGroupIDs,
 		}}
-	} else {
+	default:
 		data.SecurityGroupIds = s.SecurityGroupIDs
 	}
 	for _, b := range s.BlockDevices {

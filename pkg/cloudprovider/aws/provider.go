@@ -210,7 +210,11 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	if family == "" {
 		family = awsv1.AMIFamilyAL2023
 	}
-	// One launch template per (image, pod limit).
+	// Pods that request Elastic Fabric Adapters get the type's EFA interfaces attached, as
+	// Karpenter attaches them.
+	efaRequest := claim.Spec.Resources.Requests[cloudprovider.ResourceEFA]
+	wantsEFA := !efaRequest.IsZero()
+	// One launch template per (image, pod limit, EFA interfaces).
 	type group struct {
 		template  string
 		overrides []ec2types.FleetLaunchTemplateOverridesRequest
@@ -231,7 +235,12 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			continue
 		}
 		pods := c.InstanceType.Capacity.Pods().Value()
-		key := fmt.Sprintf("%s/%d", imageID, pods)
+		efa := int64(0)
+		if wantsEFA {
+			q := c.InstanceType.Capacity[cloudprovider.ResourceEFA]
+			efa = q.Value()
+		}
+		key := fmt.Sprintf("%s/%d/%d", imageID, pods, efa)
 		g := groups[key]
 		if g == nil {
 			s, err := p.launchTemplates.settings(ctx, nc, family, imageID, pods, params)
@@ -241,6 +250,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			if err != nil {
 				return nil, nil, cloudprovider.NewTerminalCreateError(err, ReasonLaunchTemplateFailed, "rendering the launch template failed")
 			}
+			s.EFAInterfaces = int(efa)
 			name, err := p.launchTemplates.ensure(ctx, s)
 			if err != nil {
 				return nil, nil, cloudprovider.NewCreateError(err, ReasonLaunchTemplateFailed, "creating the launch template failed")

@@ -54,6 +54,10 @@ type NetworkInterface struct {
 	AssociatePublicIP *bool
 	// SecurityGroupIDs are the interface's Groups.
 	SecurityGroupIDs []string
+	// InterfaceType is efa, efa-only, interface (default, empty) or trunk.
+	InterfaceType string
+	// NetworkCardIndex is the network card the interface is attached to.
+	NetworkCardIndex *int32
 }
 
 // MetadataOptions are a launch template's instance metadata options.
@@ -111,6 +115,7 @@ func (lt *LaunchTemplate) clone() LaunchTemplate {
 		n.SecurityGroupIDs = slices.Clone(n.SecurityGroupIDs)
 		n.DeviceIndex = clonePtr(n.DeviceIndex)
 		n.AssociatePublicIP = clonePtr(n.AssociatePublicIP)
+		n.NetworkCardIndex = clonePtr(n.NetworkCardIndex)
 		c.NetworkInterfaces = append(c.NetworkInterfaces, n)
 	}
 	c.AssociatePublicIP = clonePtr(lt.AssociatePublicIP)
@@ -203,10 +208,18 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 	lt.SecurityGroupIDs = q.list(d + "SecurityGroupId")
 	for i, n := 1, q.count(d+"NetworkInterface"); i <= n; i++ {
 		p := fmt.Sprintf("%sNetworkInterface.%d.", d, i)
-		ni := NetworkInterface{SecurityGroupIDs: q.list(p + "SecurityGroupId")}
+		ni := NetworkInterface{SecurityGroupIDs: q.list(p + "SecurityGroupId"), InterfaceType: q.get(p + "InterfaceType")}
 		var err error
 		if ni.DeviceIndex, err = q.int32(p + "DeviceIndex"); err != nil {
 			return nil, err
+		}
+		if ni.NetworkCardIndex, err = q.int32(p + "NetworkCardIndex"); err != nil {
+			return nil, err
+		}
+		switch ni.InterfaceType {
+		case "", "interface", "efa", "efa-only", "trunk":
+		default:
+			return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter interfaceType is invalid.", ni.InterfaceType)
 		}
 		if ni.AssociatePublicIP, err = q.bool(p + "AssociatePublicIpAddress"); err != nil {
 			return nil, err
