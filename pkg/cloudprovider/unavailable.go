@@ -62,12 +62,7 @@ func (u *UnavailableOfferings) MarkSubnetUnavailable(subnetID string) {
 func (u *UnavailableOfferings) IsSubnetUnavailable(subnetID string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	expiry, ok := u.subnets[subnetID]
-	if ok && !u.clock.Now().Before(expiry) {
-		delete(u.subnets, subnetID)
-		return false
-	}
-	return ok
+	return within(u.subnets, subnetID, u.clock.Now())
 }
 
 // IsUnavailable reports whether an offering, or its whole capacity type, is still within its
@@ -79,15 +74,17 @@ func (u *UnavailableOfferings) IsUnavailable(id OfferingID) bool {
 }
 
 func (u *UnavailableOfferings) unavailableLocked(id OfferingID) bool {
-	expiry, ok := u.until[id]
-	if !ok {
+	return within(u.until, id, u.clock.Now())
+}
+
+// within reports whether key is marked until after now, forgetting it once that has passed.
+func within[K comparable](until map[K]time.Time, key K, now time.Time) bool {
+	expiry, ok := until[key]
+	if ok && !now.Before(expiry) {
+		delete(until, key)
 		return false
 	}
-	if !u.clock.Now().Before(expiry) {
-		delete(u.until, id)
-		return false
-	}
-	return true
+	return ok
 }
 
 // SeqNum changes whenever offerings are marked, so callers can tell cached results are stale.

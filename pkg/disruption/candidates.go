@@ -192,19 +192,15 @@ func podProtection(pods []*corev1.Pod, pdbs *pdbIndex, now time.Time) string {
 
 // consolidatable evaluates the Consolidatable condition of an initialized claim.
 func consolidatable(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time) (bool, string, string) {
-	after := np.Spec.Disruption.ConsolidateAfter
-	wait := time.Duration(0)
-	if !after.IsZero() {
-		if after.IsNever() {
-			return false, ReasonConsolidateAfterNever, "consolidateAfter is Never"
-		}
-		wait = *after.Duration
+	at, ok := consolidatableAt(claim, np)
+	if !ok {
+		return false, ReasonConsolidateAfterNever, "consolidateAfter is Never"
 	}
-	since := lastPodEvent(claim)
-	if now.Sub(since) >= wait {
+	if !now.Before(at) {
 		return true, ReasonConsolidatable, ""
 	}
-	return false, ReasonRecentPodEvent, fmt.Sprintf("last pod event at %s, consolidateAfter %s", since.UTC().Format(time.RFC3339), wait)
+	since := lastPodEvent(claim)
+	return false, ReasonRecentPodEvent, fmt.Sprintf("last pod event at %s, consolidateAfter %s", since.UTC().Format(time.RFC3339), at.Sub(since))
 }
 
 // lastPodEvent is when consolidateAfter starts counting for a claim: its last pod event, or its
@@ -220,14 +216,15 @@ func lastPodEvent(claim *karpv1.NodeClaim) time.Time {
 	return since
 }
 
-// consolidatableAt is when a claim that is not consolidatable yet becomes so, if it will.
+// consolidatableAt is when a claim becomes consolidatable: its consolidateAfter (none when
+// unset) after its last pod event; false when consolidateAfter is Never.
 func consolidatableAt(claim *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, bool) {
 	after := np.Spec.Disruption.ConsolidateAfter
-	if after.IsNever() && !after.IsZero() {
-		return time.Time{}, false
-	}
 	wait := time.Duration(0)
-	if after.Duration != nil {
+	if !after.IsZero() {
+		if after.IsNever() {
+			return time.Time{}, false
+		}
 		wait = *after.Duration
 	}
 	return lastPodEvent(claim).Add(wait), true

@@ -164,10 +164,12 @@ func (c *Controller) Step(ctx context.Context) error {
 	for _, p := range decision.Problems {
 		logger.Error(p, "invalid disruption settings")
 	}
+	c.forgetSaid(now)
 	for _, p := range decision.PodProblems {
-		// As Karpenter: the value is ignored, and the pod says so (the recorder aggregates
-		// the repeats of each poll).
-		c.event(p.Pod, corev1.EventTypeWarning, EventReasonInvalidDoNotDisrupt, fmt.Sprintf("Invalid %s annotation: %v, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, p.Err))
+		// As Karpenter: the value is ignored, and the pod says so, once per repeat window.
+		if c.said(string(p.Pod.UID)+"\x00"+p.Err.Error(), now, EventRepeat) {
+			c.event(p.Pod, corev1.EventTypeWarning, EventReasonInvalidDoNotDisrupt, fmt.Sprintf("Invalid %s annotation: %v, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, p.Err))
+		}
 	}
 	if err := c.writeConditions(ctx, in, decision); err != nil {
 		return err
@@ -334,7 +336,7 @@ func setCondition(claim *karpv1.NodeClaim, cond metav1.Condition, now time.Time)
 
 // reportBlocked says, in Events, why nodes stay: DisruptionBlocked on the Node and NodeClaim of
 // each protected node whose reason is new, Unconsolidatable on those single-node consolidation
-// could not act on (again after UnconsolidatableRepeat while the reason holds), and
+// could not act on (again after EventRepeat while the reason holds), and
 // DisruptionBlocked on each NodePool whose budgets allow no disruption for a reason (again
 // after a minute), as Karpenter's events say.
 func (c *Controller) reportBlocked(in *Input, d *Decision, now time.Time) {
@@ -358,7 +360,7 @@ func (c *Controller) reportBlocked(in *Input, d *Decision, now time.Time) {
 	}
 	c.blocked = current
 	for _, u := range d.Unconsolidatable {
-		if c.said(u.Node+"\x00"+u.Reason, now, UnconsolidatableRepeat) {
+		if c.said(u.Node+"\x00"+u.Reason, now, EventRepeat) {
 			c.event(nodes[u.Node], corev1.EventTypeNormal, EventReasonUnconsolidatable, u.Reason)
 			c.event(claims[u.NodeClaim], corev1.EventTypeNormal, EventReasonUnconsolidatable, u.Reason)
 		}
@@ -374,12 +376,12 @@ func (c *Controller) reportBlocked(in *Input, d *Decision, now time.Time) {
 	}
 }
 
-// UnconsolidatableRepeat is how long an Unconsolidatable event is not repeated for the same
-// node and reason, as Karpenter's dedupe timeout.
-const UnconsolidatableRepeat = 15 * time.Minute
+// EventRepeat is how long an Unconsolidatable or InvalidDoNotDisruptAnnotation event is not
+// repeated for the same object and message, as Karpenter's dedupe timeout.
+const EventRepeat = 15 * time.Minute
 
 // said reports whether an event keyed key is due: not said within every; it remembers the
-// time when it is. Keys not said for an hour are forgotten.
+// time when it is.
 func (c *Controller) said(key string, now time.Time, every time.Duration) bool {
 	if c.saidAt == nil {
 		c.saidAt = map[string]time.Time{}
@@ -387,13 +389,17 @@ func (c *Controller) said(key string, now time.Time, every time.Duration) bool {
 	if last, ok := c.saidAt[key]; ok && now.Sub(last) < every {
 		return false
 	}
+	c.saidAt[key] = now
+	return true
+}
+
+// forgetSaid drops the events not said for an hour, once a pass.
+func (c *Controller) forgetSaid(now time.Time) {
 	for k, t := range c.saidAt {
 		if now.Sub(t) > time.Hour {
 			delete(c.saidAt, k)
 		}
 	}
-	c.saidAt[key] = now
-	return true
 }
 
 // execute starts carrying out a command.

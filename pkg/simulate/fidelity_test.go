@@ -72,16 +72,7 @@ manifests: |
         requirements:
           - {key: kubernetes.io/arch, operator: In, values: [amd64]}
         nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-  ---
-  apiVersion: karpenter.k8s.aws/v1
-  kind: EC2NodeClass
-  metadata: {name: default}
-  spec:
-    role: KarpenterNodeRole
-    amiSelectorTerms: [{alias: al2023@latest}]
-    subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
-    securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
-timeline:
+` + nodeClassManifest + `timeline:
   - at: 0s
     deploy: {name: app, replicas: 1, pod: {cpu: "1", memory: 1Gi}}
 `

@@ -22,7 +22,11 @@ const nodePoolManifests = `manifests: |
           - {key: kubernetes.io/arch, operator: In, values: [amd64]}
           - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
         nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-  ---
+` + nodeClassManifest
+
+// nodeClassManifest is the EC2NodeClass the test NodePools name, as the last document of a
+// workload's manifests block.
+const nodeClassManifest = `  ---
   apiVersion: karpenter.k8s.aws/v1
   kind: EC2NodeClass
   metadata: {name: default}

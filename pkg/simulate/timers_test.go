@@ -27,16 +27,7 @@ manifests: |
           - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
           - {key: karpenter.k8s.aws/instance-category, operator: In, values: [m]}
         nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-  ---
-  apiVersion: karpenter.k8s.aws/v1
-  kind: EC2NodeClass
-  metadata: {name: default}
-  spec:
-    role: KarpenterNodeRole
-    amiSelectorTerms: [{alias: al2023@latest}]
-    subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
-    securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
-timeline:
+` + nodeClassManifest + `timeline:
   - at: 0s
     deploy:
       name: batch
@@ -105,16 +96,7 @@ manifests: |
           - {key: kubernetes.io/arch, operator: In, values: [amd64]}
           - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
         nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-  ---
-  apiVersion: karpenter.k8s.aws/v1
-  kind: EC2NodeClass
-  metadata: {name: default}
-  spec:
-    role: KarpenterNodeRole
-    amiSelectorTerms: [{alias: al2023@latest}]
-    subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
-    securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
-timeline:
+` + nodeClassManifest + `timeline:
   - at: 0s
     deploy: {name: web, replicas: 2, pod: {cpu: "1", memory: 1Gi}}
   - at: 20m

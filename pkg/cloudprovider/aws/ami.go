@@ -170,8 +170,12 @@ func (p *Provider) resolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]a
 		}
 		all = append(all, imgs...)
 	}
-	best := map[string]awsv1.AMI{}
-	var bestImage = map[string]image{}
+	// The best image per architecture and variant (an image not from an alias has none).
+	type served struct {
+		arch    string
+		variant variant
+	}
+	best := map[served]image{}
 	for _, im := range all {
 		if im.arch == "" {
 			continue
@@ -181,26 +185,25 @@ func (p *Provider) resolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]a
 			variants = []variant{""}
 		}
 		for _, v := range variants {
-			reqs := append([]corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{im.arch}}}, v.requirements()...)
-			key := fmt.Sprint(reqs)
-			if held, ok := bestImage[key]; ok && !betterImage(im, held) {
-				continue
+			key := served{im.arch, v}
+			if held, ok := best[key]; !ok || betterImage(im, held) {
+				best[key] = im
 			}
-			bestImage[key] = im
-			best[key] = awsv1.AMI{ID: im.id, Name: im.name, Requirements: reqs, Deprecated: im.deprecated}
 		}
 	}
 	if len(best) == 0 {
 		return nil, errors.New("spec.amiSelectorTerms select no image of a supported architecture (x86_64 or arm64)")
 	}
-	// Newest first (Karpenter's order), then by requirements, so the status is stable.
+	// Newest first (Karpenter's order), then by what they serve, so the status is stable.
 	keys := slices.Collect(maps.Keys(best))
-	slices.SortFunc(keys, func(a, b string) int {
-		return cmp.Or(bestImage[b].created.Compare(bestImage[a].created), cmp.Compare(bestImage[a].id, bestImage[b].id), cmp.Compare(a, b))
+	slices.SortFunc(keys, func(a, b served) int {
+		return cmp.Or(best[b].created.Compare(best[a].created), cmp.Compare(best[a].id, best[b].id), cmp.Compare(a.arch, b.arch), cmp.Compare(a.variant, b.variant))
 	})
 	out := make([]awsv1.AMI, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, best[k])
+		im := best[k]
+		reqs := append([]corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{k.arch}}}, k.variant.requirements()...)
+		out = append(out, awsv1.AMI{ID: im.id, Name: im.name, Requirements: reqs, Deprecated: im.deprecated})
 	}
 	return out, nil
 }

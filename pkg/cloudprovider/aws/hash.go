@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"slices"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +35,7 @@ func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	spec.AMIFamily = &family
 	slices.SortFunc(spec.BlockDeviceMappings, func(a, b *awsv1.BlockDeviceMapping) int {
-		return cmp.Compare(deref(a.DeviceName), deref(b.DeviceName))
+		return cmp.Compare(aws.ToString(a.DeviceName), aws.ToString(b.DeviceName))
 	})
 	data, err := json.Marshal(spec) // maps marshal with sorted keys
 	if err != nil {
@@ -43,13 +44,6 @@ func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 	h := fnv.New64a()
 	_, _ = h.Write(data)
 	return fmt.Sprintf("%016x", h.Sum64())
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // stampHash writes the NodeClass's hash and version on it, and, when the NodeClass was last
@@ -99,11 +93,12 @@ func (r *NodeClassController) stampHash(ctx context.Context, nc *awsv1.EC2NodeCl
 }
 
 // staticDrift reports whether the claim was launched from other static NodeClass fields than
-// the NodeClass has now: both carry a hash under the same version, and they differ.
+// the NodeClass has now, as Karpenter judges it: the claim and the NodeClass (stamped by its
+// controller, stampHash) both carry a hash under this version, and they differ.
 func staticDrift(claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass) bool {
-	have, ok := claim.Annotations[awsv1.AnnotationEC2NodeClassHash]
-	if !ok || claim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] != NodeClassHashVersion {
-		return false
-	}
-	return have != NodeClassHash(nc)
+	have, claimHashed := claim.Annotations[awsv1.AnnotationEC2NodeClassHash]
+	want, classHashed := nc.Annotations[awsv1.AnnotationEC2NodeClassHash]
+	return claimHashed && classHashed && have != want &&
+		claim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == NodeClassHashVersion &&
+		nc.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == NodeClassHashVersion
 }

@@ -142,15 +142,8 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		nc.Status.InstanceProfile = profile
 	}
 	set(awsv1.ConditionTypeInstanceProfileReady, err, "InstanceProfileNotReady")
-	validation := p.validateCluster(ctx, nc)
-	reason := "ClusterCIDRNotFound"
-	switch {
-	case len(nc.Spec.CapacityReservationSelectorTerms) > 0:
-		reason = "CapacityReservationsNotSupported"
-	case strings.HasPrefix(cloudprovider.OptionsFromNodeClass(nc).AMIFamily, "Windows"):
-		reason = "AMIFamilyNotSupported"
-	}
-	set(awsv1.ConditionTypeValidationSucceeded, validation, reason)
+	reason, err := p.validate(ctx, nc)
+	set(awsv1.ConditionTypeValidationSucceeded, err, reason)
 
 	var notReady []string
 	var msgs []error
@@ -168,25 +161,26 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	return true
 }
 
-// validateCluster checks that the NodeClass asks for nothing the provider cannot do (capacity
-// reservations), and that what its nodes need of the cluster is known: for AL2023, whose
-// nodeadm refuses a NodeConfig without it, the cluster's service CIDR.
-func (p *Provider) validateCluster(ctx context.Context, nc *awsv1.EC2NodeClass) error {
-	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+// validate checks that the NodeClass asks for nothing the provider cannot do (capacity
+// reservations, Windows), and that what its nodes need of the cluster is known: for AL2023,
+// whose nodeadm refuses a NodeConfig without it, the cluster's service CIDR. It returns the
+// ValidationSucceeded reason with the error.
+func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
+	switch {
+	case len(nc.Spec.CapacityReservationSelectorTerms) > 0:
 		// Refused rather than ignored: launches would silently skip the reservations.
-		return errors.New("spec.capacityReservationSelectorTerms: on-demand capacity reservations are not supported by this provider yet; remove the terms to launch without them")
-	}
-	if family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily; strings.HasPrefix(family, "Windows") {
-		return fmt.Errorf("spec.amiFamily %s: Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)
-	}
-	if family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily; family != awsv1.AMIFamilyAL2023 && family != "" {
-		return nil
+		return "CapacityReservationsNotSupported", errors.New("spec.capacityReservationSelectorTerms: on-demand capacity reservations are not supported by this provider yet; remove the terms to launch without them")
+	case strings.HasPrefix(family, "Windows"):
+		return "AMIFamilyNotSupported", fmt.Errorf("spec.amiFamily %s: Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)
+	case family != awsv1.AMIFamilyAL2023 && family != "":
+		return "", nil
 	}
 	info, err := p.launchTemplates.clusterInfo(ctx)
-	if err != nil {
-		return err
+	if err == nil {
+		err = info.clusterCIDRError()
 	}
-	return info.clusterCIDRError()
+	return "ClusterCIDRNotFound", err
 }
 
 // readyNodeClass reads the NodeClass a claim or NodePool refers to and checks it is ready.
