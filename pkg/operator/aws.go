@@ -24,7 +24,7 @@ import (
 )
 
 // newAWS builds the AWS provider and its controllers: NodeClass resolution, interruption
-// handling and launch template collection.
+// handling, launch template collection and instance tagging.
 func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable *cloudprovider.UnavailableOfferings,
 	recorder record.EventRecorder, opts Options) (*awsprovider.Provider, []registrar, error) {
 	var awsCfg = opts.AWS.Config
@@ -65,6 +65,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		awsprovider.NewNodeClassController(provider),
 		awsprovider.NewInterruptionController(provider, recorder),
 		awsprovider.NewLaunchTemplateGC(provider),
+		awsprovider.NewInstanceTagger(provider),
 	}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,6 +32,8 @@ const (
 	TagRegion = "topology.kubernetes.io/region"
 	// TagName is the EC2 console's name tag.
 	TagName = "Name"
+	// TagEKSClusterName names the cluster, as EKS tags what belongs to a cluster.
+	TagEKSClusterName = "eks:eks-cluster-name"
 )
 
 // clusterTag is the tag key that marks a resource as the cluster's.
@@ -80,12 +84,7 @@ func (p *Provider) resolveInstanceProfile(ctx context.Context, nc *awsv1.EC2Node
 	case isNotFound(err):
 		created, err := p.clients.IAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
 			InstanceProfileName: aws.String(name),
-			Tags: []iamtypes.Tag{
-				{Key: aws.String(TagManagedBy), Value: aws.String(p.opts.ClusterName)},
-				{Key: aws.String(TagNodeClass), Value: aws.String(nc.Name)},
-				{Key: aws.String(p.clusterTag()), Value: aws.String("owned")},
-				{Key: aws.String(TagRegion), Value: aws.String(p.clients.Region())},
-			},
+			Tags:                p.instanceProfileTags(nc),
 		})
 		if err != nil && errorCode(err) != "EntityAlreadyExists" {
 			return "", fmt.Errorf("creating instance profile %s for spec.role %q: %w", name, nc.Spec.Role, err)
@@ -121,6 +120,24 @@ func (p *Provider) resolveInstanceProfile(ctx context.Context, nc *awsv1.EC2Node
 		return "", fmt.Errorf("adding role %s to instance profile %s: %w", role, name, err)
 	}
 	return name, nil
+}
+
+// instanceProfileTags are the tags of the profile made for a NodeClass, as Karpenter's: the
+// NodeClass's tags and the cluster's, the NodeClass's and the region's (IAM is global), which
+// its published IAM policy's conditions require, and this cluster's managed-by mark.
+func (p *Provider) instanceProfileTags(nc *awsv1.EC2NodeClass) []iamtypes.Tag {
+	tags := mergeTags(nc.Spec.Tags, map[string]string{
+		TagManagedBy:      p.opts.ClusterName,
+		TagNodeClass:      nc.Name,
+		p.clusterTag():    "owned",
+		TagEKSClusterName: p.opts.ClusterName,
+		TagRegion:         p.clients.Region(),
+	})
+	out := make([]iamtypes.Tag, 0, len(tags))
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		out = append(out, iamtypes.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	return out
 }
 
 // deleteInstanceProfile removes the profile the provider created for the NodeClass, if any.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/userdata"
 )
@@ -47,6 +48,11 @@ type launchSettings struct {
 	Monitoring       bool                        `json:"monitoring,omitempty"`
 	PublicIP         *bool                       `json:"publicIP,omitempty"`
 	Tags             map[string]string           `json:"tags,omitempty"`
+	// NodePool is the NodePool the template launches for: Karpenter's IAM policy lets the
+	// controller launch only from templates tagged with one.
+	NodePool string `json:"nodePool,omitempty"`
+	// Spot says the template launches spot instances, whose spot requests it tags.
+	Spot bool `json:"spot,omitempty"`
 	// EFAInterfaces is how many Elastic Fabric Adapter interfaces to attach, one per network
 	// card (0: none), for claims whose pods request vpc.amazonaws.com/efa.
 	EFAInterfaces int `json:"efaInterfaces,omitempty"`
@@ -131,6 +137,8 @@ func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error)
 type launchParams struct {
 	labels map[string]string
 	taints []corev1.Taint
+	// nodePool and capacityType are what the template's tags say it launches for.
+	nodePool, capacityType string
 }
 
 // settings builds the launch settings of a NodeClass for an image and pod limit.
@@ -180,6 +188,8 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 		Monitoring:      nc.Spec.DetailedMonitoring != nil && *nc.Spec.DetailedMonitoring,
 		PublicIP:        nc.Spec.AssociatePublicIPAddress,
 		Tags:            nc.Spec.Tags,
+		NodePool:        params.nodePool,
+		Spot:            params.capacityType == karpv1.CapacityTypeSpot,
 	}
 	for _, g := range nc.Status.SecurityGroups {
 		s.SecurityGroupIDs = append(s.SecurityGroupIDs, g.ID)
@@ -262,7 +272,18 @@ func (l *launchTemplates) ensure(ctx context.Context, s *launchSettings) (string
 
 func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.CreateLaunchTemplateInput {
 	p := l.provider
-	tags := map[string]string{TagCluster: p.opts.ClusterName, TagManagedBy: p.opts.ClusterName, TagNodeClass: s.NodeClass, p.clusterTag(): "owned"}
+	// As Karpenter's: the template, and the network interfaces and spot requests launched
+	// from it, carry the NodeClass's tags and the cluster's, NodePool's and NodeClass's, which
+	// its published IAM policy's conditions require.
+	tags := mergeTags(s.Tags, map[string]string{TagCluster: p.opts.ClusterName, TagManagedBy: p.opts.ClusterName, TagNodeClass: s.NodeClass,
+		p.clusterTag(): "owned", TagEKSClusterName: p.opts.ClusterName})
+	if s.NodePool != "" {
+		tags[TagNodePool] = s.NodePool
+	}
+	dataTags := []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(tags)}}
+	if s.Spot {
+		dataTags = append(dataTags, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: ec2Tags(tags)})
+	}
 	data := &ec2types.RequestLaunchTemplateData{
 		ImageId:            aws.String(s.ImageID),
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(s.InstanceProfile)},
@@ -273,9 +294,7 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 			HttpPutResponseHopLimit: aws.Int32(int32(aws.ToInt64(s.Metadata.HTTPPutResponseHopLimit))),
 			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(aws.ToString(s.Metadata.HTTPTokens)),
 		},
-		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
-			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(mergeTags(s.Tags, map[string]string{p.clusterTag(): "owned"}))},
-		},
+		TagSpecifications: dataTags,
 	}
 	if s.UserData != "" {
 		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(s.UserData)))

@@ -205,7 +205,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			subnetByZone[s.Zone] = s.ID
 		}
 	}
-	params := launchParams{labels: bootstrapLabels(claim.Labels, nodePool), taints: registrationTaints(claim)}
+	params := launchParams{labels: bootstrapLabels(claim.Labels, nodePool), taints: registrationTaints(claim), nodePool: nodePool, capacityType: capacityType}
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	if family == "" {
 		family = awsv1.AMIFamilyAL2023
@@ -425,7 +425,7 @@ func bootstrapLabels(labels map[string]string, nodePool string) map[string]strin
 
 // instanceTags are the tags of a claim's instance, volumes and fleet.
 func (p *Provider) instanceTags(nc *awsv1.EC2NodeClass, claimName, nodePool string) map[string]string {
-	own := map[string]string{p.clusterTag(): "owned", TagNodeClaim: claimName, TagNodeClass: nc.Name, "eks:eks-cluster-name": p.opts.ClusterName}
+	own := map[string]string{p.clusterTag(): "owned", TagNodeClaim: claimName, TagNodeClass: nc.Name, TagEKSClusterName: p.opts.ClusterName}
 	if nodePool != "" {
 		own[TagNodePool] = nodePool
 	}

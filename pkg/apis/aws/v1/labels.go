@@ -36,6 +36,12 @@ const (
 	AnnotationEC2NodeClassHash = Group + "/ec2nodeclass-hash"
 	// AnnotationEC2NodeClassHashVersion versions the hashing scheme.
 	AnnotationEC2NodeClassHashVersion = Group + "/ec2nodeclass-hash-version"
+	// AnnotationInstanceTagged marks a NodeClaim whose instance carries its Name (the node's
+	// name) and karpenter.sh/nodeclaim tags, as Karpenter's tagging controller marks it.
+	AnnotationInstanceTagged = Group + "/tagged"
+	// AnnotationClusterNameTagged marks a NodeClaim whose instance carries the
+	// eks:eks-cluster-name tag.
+	AnnotationClusterNameTagged = "compatibility." + Group + "/cluster-name-tagged"
 	// TerminationFinalizer holds an EC2NodeClass until its NodeClaims and instance profile are gone.
 	TerminationFinalizer = Group + "/termination"
 )

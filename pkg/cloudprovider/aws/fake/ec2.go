@@ -152,6 +152,9 @@ func (a *AWS) serveEC2(q *queryCall) {
 		q.fail(http.StatusServiceUnavailable, "RequestLimitExceeded", "Request limit exceeded.")
 		return
 	}
+	if strings.HasPrefix(q.action, "Describe") {
+		a.authorize(q.r, "ec2:"+q.action, "*", nil, nil)
+	}
 	var body any
 	var err error
 	switch q.action {

@@ -58,6 +58,7 @@ func (a *AWS) serveEKS(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 		return
 	}
+	a.authorize(r, "eks:DescribeCluster", fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", a.opts.Region, a.opts.AccountID, name), nil, nil)
 	a.mu.Lock()
 	c, ok := a.clusters[name]
 	var cc Cluster

@@ -73,6 +73,8 @@ type AWS struct {
 	queues         map[string]*queue
 	// msgNotify is closed (and replaced) whenever a queue gains a message, to wake long polls.
 	msgNotify chan struct{}
+	// authorizations are the permission checks of the requests served (see Authorizations).
+	authorizations []Authorization
 }
 
 type pool struct{ instanceType, zone, capacityType string }

@@ -2,6 +2,7 @@ package fake
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -277,6 +278,16 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 	req.Time = a.now()
 	req.ID = a.hexIDLocked("fleet-", 8) + "-" + a.hexIDLocked("", 4) + "-" + a.hexIDLocked("", 4) + "-" + a.hexIDLocked("", 4) + "-" + a.hexIDLocked("", 12)
 	a.fleets = append(a.fleets, req)
+	fleetTags := map[string]string{}
+	for _, s := range req.TagSpecifications {
+		if s.ResourceType == "fleet" {
+			maps.Copy(fleetTags, s.Tags)
+		}
+	}
+	a.authorizeLocked(q.r, "ec2:CreateFleet", a.ec2ARN("fleet", req.ID), fleetTags, nil)
+	if len(fleetTags) > 0 {
+		a.authorizeLocked(q.r, "ec2:CreateTags", a.ec2ARN("fleet", req.ID), fleetTags, nil, "ec2:CreateAction", "CreateFleet")
+	}
 
 	lifecycle := req.CapacityType
 	var cands []*candidate
@@ -291,7 +302,12 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		req.LaunchTemplateName, req.UserData = first.lt.Name, first.lt.UserData
 	}
 	var valid []*candidate
+	checked := map[string]bool{}
 	for _, c := range cands {
+		if c.lt != nil && !checked[c.lt.ID] {
+			checked[c.lt.ID] = true
+			a.authorizeLocked(q.r, "ec2:CreateFleet", a.ec2ARN("launch-template", c.lt.ID), nil, c.lt.Tags)
+		}
 		if c.err == nil {
 			valid = append(valid, c)
 		}
@@ -352,6 +368,7 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		reservation := a.hexIDLocked("r-", 17)
 		for range req.TotalTargetCapacity {
 			inst := a.launchLocked(req, chosen, reservation)
+			a.authorizeLaunchLocked(q.r, req, chosen, inst)
 			fi.InstanceIDs = append(fi.InstanceIDs, inst.ID)
 			req.InstanceIDs = append(req.InstanceIDs, inst.ID)
 		}

@@ -208,20 +208,24 @@ func iamRequired(q *queryCall, name, param string) (string, error) {
 	return v, nil
 }
 
-func (a *AWS) profileOrErr(q *queryCall) (*InstanceProfile, error) {
+// profileOrErr finds the instance profile the request names, recording the request's
+// permission check on it (with the request's tags, if any, and the profile's).
+func (a *AWS) profileOrErr(q *queryCall, requestTags map[string]string) (*InstanceProfile, error) {
 	name, err := iamRequired(q, "InstanceProfileName", "instanceProfileName")
 	if err != nil {
 		return nil, err
 	}
 	p := a.profile(name)
 	if p == nil {
+		a.authorizeLocked(q.r, "iam:"+q.action, a.iamARN("instance-profile", "/"+name), requestTags, nil)
 		return nil, errf(http.StatusNotFound, "NoSuchEntity", "Instance Profile %s cannot be found.", name)
 	}
+	a.authorizeLocked(q.r, "iam:"+q.action, p.Arn, requestTags, p.Tags)
 	return p, nil
 }
 
 func (a *AWS) getInstanceProfile(q *queryCall) (any, error) {
-	p, err := a.profileOrErr(q)
+	p, err := a.profileOrErr(q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +272,7 @@ func (a *AWS) createInstanceProfile(q *queryCall) (any, error) {
 	if len(tags) == 0 {
 		tags = nil
 	}
+	a.authorizeLocked(q.r, "iam:CreateInstanceProfile", a.iamARN("instance-profile", path+name), tags, nil)
 	if a.profile(name) != nil {
 		return nil, errf(http.StatusConflict, "EntityAlreadyExists", "Instance Profile %s already exists.", name)
 	}
@@ -278,7 +283,7 @@ func (a *AWS) createInstanceProfile(q *queryCall) (any, error) {
 }
 
 func (a *AWS) deleteInstanceProfile(q *queryCall) (any, error) {
-	p, err := a.profileOrErr(q)
+	p, err := a.profileOrErr(q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +295,7 @@ func (a *AWS) deleteInstanceProfile(q *queryCall) (any, error) {
 }
 
 func (a *AWS) addRoleToInstanceProfile(q *queryCall) (any, error) {
-	p, err := a.profileOrErr(q)
+	p, err := a.profileOrErr(q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +315,7 @@ func (a *AWS) addRoleToInstanceProfile(q *queryCall) (any, error) {
 }
 
 func (a *AWS) removeRoleFromInstanceProfile(q *queryCall) (any, error) {
-	p, err := a.profileOrErr(q)
+	p, err := a.profileOrErr(q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -330,11 +335,11 @@ func (a *AWS) removeRoleFromInstanceProfile(q *queryCall) (any, error) {
 }
 
 func (a *AWS) tagInstanceProfile(q *queryCall) (any, error) {
-	p, err := a.profileOrErr(q)
+	tags, err := iamTags(q)
 	if err != nil {
 		return nil, err
 	}
-	tags, err := iamTags(q)
+	p, err := a.profileOrErr(q, tags)
 	if err != nil {
 		return nil, err
 	}
@@ -369,6 +374,7 @@ func (a *AWS) listInstanceProfiles(q *queryCall) (any, error) {
 		}
 		maxItems = int(*mi)
 	}
+	a.authorizeLocked(q.r, "iam:ListInstanceProfiles", a.iamARN("instance-profile", prefix), nil, nil)
 	var matched []xmlInstanceProfile
 	for _, p := range a.profiles {
 		if strings.HasPrefix(p.Path, prefix) {
@@ -391,6 +397,7 @@ func (a *AWS) getRole(q *queryCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.authorizeLocked(q.r, "iam:GetRole", a.iamARN("role", "/"+name), nil, nil)
 	r, ok := a.roles[name]
 	if !ok {
 		return nil, errf(http.StatusNotFound, "NoSuchEntity", "The role with name %s cannot be found.", name)

@@ -300,6 +300,7 @@ func (a *AWS) terminateInstances(q *queryCall) (any, error) {
 	var out []xmlStateChange
 	for _, id := range ids {
 		inst := a.instance(id)
+		a.authorizeLocked(q.r, "ec2:TerminateInstances", a.ec2ARN("instance", id), nil, inst.Tags)
 		prev := inst.State
 		cur := "terminated"
 		if prev != "terminated" {
@@ -341,11 +342,23 @@ func (a *AWS) createTags(q *queryCall, del bool) (any, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var targets []map[string]string
+	action, requested := "ec2:CreateTags", map[string]string{}
+	if del {
+		action = "ec2:DeleteTags"
+	}
+	for _, t := range tags {
+		requested[t.key] = t.value
+	}
 	for _, id := range ids {
 		m, err := a.tagsOfLocked(id)
 		if err != nil {
 			return nil, err
 		}
+		arn := a.ec2ARN(ec2KindOfID(id), id)
+		if ec2KindOfID(id) == "image" {
+			arn = a.imageARN(id)
+		}
+		a.authorizeLocked(q.r, action, arn, requested, m)
 		targets = append(targets, m)
 	}
 	for _, m := range targets {

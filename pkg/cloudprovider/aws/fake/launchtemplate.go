@@ -334,6 +334,10 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 	lt.ID = a.hexIDLocked("lt-", 17)
 	lt.CreateTime = a.now()
 	a.templates = append(a.templates, lt)
+	a.authorizeLocked(q.r, "ec2:CreateLaunchTemplate", a.ec2ARN("launch-template", lt.ID), lt.Tags, nil)
+	if len(lt.Tags) > 0 {
+		a.authorizeLocked(q.r, "ec2:CreateTags", a.ec2ARN("launch-template", lt.ID), lt.Tags, nil, "ec2:CreateAction", "CreateLaunchTemplate")
+	}
 	return struct {
 		LaunchTemplate xmlLaunchTemplate `xml:"launchTemplate"`
 	}{a.xmlTemplate(lt)}, nil
@@ -472,6 +476,7 @@ func (a *AWS) deleteLaunchTemplate(q *queryCall) (any, error) {
 	default:
 		return nil, badRequest("MissingParameter", "The request must contain the parameter LaunchTemplateId or LaunchTemplateName")
 	}
+	a.authorizeLocked(q.r, "ec2:DeleteLaunchTemplate", a.ec2ARN("launch-template", lt.ID), nil, lt.Tags)
 	a.templates = slices.DeleteFunc(a.templates, func(t *LaunchTemplate) bool { return t == lt })
 	return struct {
 		LaunchTemplate xmlLaunchTemplate `xml:"launchTemplate"`

@@ -16,6 +16,7 @@ func (a *AWS) servePricing(j *jsonCall) {
 	}
 	switch j.action {
 	case "GetProducts":
+		a.authorize(j.r, "pricing:GetProducts", "*", nil, nil)
 		a.getProducts(j)
 	default:
 		j.fail(http.StatusBadRequest, "UnknownOperationException", fmt.Sprintf("the fake does not serve AWSPriceListService.%s", j.action))

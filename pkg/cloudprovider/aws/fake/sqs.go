@@ -3,9 +3,11 @@ package fake
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +72,9 @@ func (a *AWS) serveSQS(j *jsonCall) {
 	if a.countCall(j.action) {
 		j.fail(http.StatusForbidden, "RequestThrottled", "Request is throttled.")
 		return
+	}
+	if j.action == "GetQueueUrl" || j.action == "ReceiveMessage" || j.action == "DeleteMessage" {
+		a.authorize(j.r, "sqs:"+j.action, a.queueARN(j), nil, nil)
 	}
 	switch j.action {
 	case "GetQueueUrl":
@@ -286,4 +291,19 @@ func (a *AWS) deleteMessageLocked(queueURL, handle string) string {
 		return ""
 	}
 	return "ReceiptHandleIsInvalid"
+}
+
+// queueARN is the ARN of the queue a request names by QueueUrl or QueueName.
+func (a *AWS) queueARN(j *jsonCall) string {
+	var in struct {
+		QueueUrl, QueueName string
+	}
+	_ = json.Unmarshal(j.body, &in)
+	name := in.QueueName
+	if in.QueueUrl != "" {
+		if u, err := url.Parse(in.QueueUrl); err == nil {
+			name = path.Base(u.Path)
+		}
+	}
+	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", a.opts.Region, a.opts.AccountID, name)
 }

@@ -63,6 +63,7 @@ func (a *AWS) getParameter(j *jsonCall) {
 	// A name may carry a version or label selector (name:3); the fake keeps only the latest.
 	base, selector, _ := strings.Cut(strings.TrimPrefix(name, "arn:aws:ssm:"+a.opts.Region+":"+a.opts.AccountID+":parameter"), ":")
 	a.mu.Lock()
+	a.authorizeLocked(j.r, "ssm:GetParameter", a.ssmParameterARN(base), nil, nil)
 	p, ok := a.parameters[base]
 	var value string
 	var version int64

@@ -1,0 +1,184 @@
+package fake
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Authorization is one permission check AWS makes for a request: an action on a resource and
+// the condition keys IAM evaluates with it. The fake records the checks the real services make
+// for each request it serves (after the Service Authorization Reference: CreateFleet checks the
+// fleet, its launch templates and images, subnets and security groups, then launches through
+// ec2:RunInstances on every resource it creates, tags each through ec2:CreateTags with
+// ec2:CreateAction, and passes the instance profile's role), so a test can evaluate an IAM
+// policy's actions, resources and tag conditions against exactly what the code did.
+type Authorization struct {
+	// Action is the IAM action, such as ec2:RunInstances.
+	Action string
+	// Resource is the resource's ARN, or * for actions that take no resource.
+	Resource string
+	// RequestTags are the tags the request puts on the resource (aws:RequestTag/KEY).
+	RequestTags map[string]string
+	// ResourceTags are the tags the resource has before the request (aws:ResourceTag/KEY).
+	ResourceTags map[string]string
+	// Context are the other condition keys: aws:RequestedRegion always, aws:TagKeys when the
+	// request tags, ec2:CreateAction when it tags a resource it creates, iam:PassedToService
+	// when it passes a role.
+	Context map[string][]string
+}
+
+// Authorizations returns the permission checks of every request served so far, in order.
+func (a *AWS) Authorizations() []Authorization {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]Authorization, len(a.authorizations))
+	for i, az := range a.authorizations {
+		out[i] = Authorization{Action: az.Action, Resource: az.Resource, RequestTags: maps.Clone(az.RequestTags),
+			ResourceTags: maps.Clone(az.ResourceTags), Context: maps.Clone(az.Context)}
+	}
+	return out
+}
+
+// authorizeLocked records a permission check of request r; context is pairs of condition key
+// and value. The caller holds a.mu.
+func (a *AWS) authorizeLocked(r *http.Request, action, resource string, requestTags, resourceTags map[string]string, context ...string) {
+	az := Authorization{Action: action, Resource: resource, RequestTags: maps.Clone(requestTags), ResourceTags: maps.Clone(resourceTags),
+		Context: map[string][]string{"aws:RequestedRegion": {requestedRegion(r, a.opts.Region)}}}
+	if len(requestTags) > 0 {
+		az.Context["aws:TagKeys"] = slices.Sorted(maps.Keys(requestTags))
+	}
+	for i := 0; i+1 < len(context); i += 2 {
+		az.Context[context[i]] = append(az.Context[context[i]], context[i+1])
+	}
+	a.authorizations = append(a.authorizations, az)
+}
+
+// authorize is authorizeLocked for callers that do not hold a.mu.
+func (a *AWS) authorize(r *http.Request, action, resource string, requestTags, resourceTags map[string]string, context ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.authorizeLocked(r, action, resource, requestTags, resourceTags, context...)
+}
+
+// requestedRegion is the region a request was signed for (its SigV4 credential scope,
+// AKID/date/REGION/service/aws4_request), else the fake's.
+func requestedRegion(r *http.Request, fallback string) string {
+	if r == nil {
+		return fallback
+	}
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return fallback
+	}
+	cred, _, _ = strings.Cut(cred, ",")
+	if parts := strings.Split(cred, "/"); len(parts) == 5 && parts[2] != "" {
+		return parts[2]
+	}
+	return fallback
+}
+
+// ec2ARN is the ARN of an EC2 resource of the account: instance, volume, network-interface,
+// fleet, launch-template, spot-instances-request, subnet, security-group.
+func (a *AWS) ec2ARN(kind, id string) string {
+	return fmt.Sprintf("arn:aws:ec2:%s:%s:%s/%s", a.opts.Region, a.opts.AccountID, kind, id)
+}
+
+// imageARN is the ARN of an AMI (images have no account in their ARN).
+func (a *AWS) imageARN(id string) string {
+	return fmt.Sprintf("arn:aws:ec2:%s::image/%s", a.opts.Region, id)
+}
+
+// iamARN is the ARN of an IAM resource of the account: kind is role or instance-profile,
+// pathName the path and name (/name for path /).
+func (a *AWS) iamARN(kind, pathName string) string {
+	return fmt.Sprintf("arn:aws:iam::%s:%s%s", a.opts.AccountID, kind, pathName)
+}
+
+// ssmParameterARN is the ARN of a parameter: AWS's public parameters (/aws/service/…) have
+// no account in theirs.
+func (a *AWS) ssmParameterARN(name string) string {
+	if !strings.HasPrefix(name, "/") {
+		name = "/" + name
+	}
+	if strings.HasPrefix(name, "/aws/service/") {
+		return fmt.Sprintf("arn:aws:ssm:%s::parameter%s", a.opts.Region, name)
+	}
+	return fmt.Sprintf("arn:aws:ssm:%s:%s:parameter%s", a.opts.Region, a.opts.AccountID, name)
+}
+
+// ec2KindOfID is the ARN resource type of an EC2 ID by its prefix.
+func ec2KindOfID(id string) string {
+	prefix, _, _ := strings.Cut(id, "-")
+	switch prefix {
+	case "i":
+		return "instance"
+	case "lt":
+		return "launch-template"
+	case "subnet":
+		return "subnet"
+	case "sg":
+		return "security-group"
+	case "ami":
+		return "image"
+	}
+	return prefix
+}
+
+// authorizeLaunchLocked records the checks of launching inst from candidate c of fleet req:
+// ec2:RunInstances on the instance and every resource created with it (its volumes, network
+// interfaces and, for spot, its spot request) with the tags each gets, and on the resources it
+// uses (image, subnet, security groups, launch template); ec2:CreateTags for each resource
+// tagged at creation; iam:PassRole for the instance profile's role.
+func (a *AWS) authorizeLaunchLocked(r *http.Request, req *FleetRequest, c *candidate, inst *Instance) {
+	run := "ec2:RunInstances"
+	tagged := func(kind, id string, tags map[string]string) {
+		a.authorizeLocked(r, run, a.ec2ARN(kind, id), tags, nil)
+		if len(tags) > 0 {
+			a.authorizeLocked(r, "ec2:CreateTags", a.ec2ARN(kind, id), tags, nil, "ec2:CreateAction", "CreateFleet")
+		}
+	}
+	specTags := func(resourceType string) map[string]string {
+		out := map[string]string{}
+		for _, s := range c.lt.TagSpecifications {
+			if s.ResourceType == resourceType {
+				maps.Copy(out, s.Tags)
+			}
+		}
+		for _, s := range req.TagSpecifications {
+			if s.ResourceType == resourceType {
+				maps.Copy(out, s.Tags)
+			}
+		}
+		return out
+	}
+	tagged("instance", inst.ID, inst.Tags)
+	volumes := 0
+	for _, b := range c.lt.BlockDeviceMappings {
+		if b.EBS != nil {
+			volumes++
+		}
+	}
+	for range max(volumes, 1) { // at least the image's root volume
+		tagged("volume", a.hexIDLocked("vol-", 17), specTags("volume"))
+	}
+	for range max(len(c.lt.NetworkInterfaces), 1) {
+		tagged("network-interface", a.hexIDLocked("eni-", 17), specTags("network-interface"))
+	}
+	if inst.SpotInstanceRequestID != "" {
+		tagged("spot-instances-request", inst.SpotInstanceRequestID, specTags("spot-instances-request"))
+	}
+	a.authorizeLocked(r, run, a.imageARN(inst.ImageID), nil, nil)
+	a.authorizeLocked(r, run, a.ec2ARN("subnet", inst.SubnetID), nil, nil)
+	for _, g := range inst.SecurityGroupIDs {
+		a.authorizeLocked(r, run, a.ec2ARN("security-group", g), nil, nil)
+	}
+	a.authorizeLocked(r, run, a.ec2ARN("launch-template", c.lt.ID), nil, c.lt.Tags)
+	if p := a.profileByRef(c.lt.InstanceProfile); p != nil {
+		for _, role := range p.Roles {
+			a.authorizeLocked(r, "iam:PassRole", role.Arn, nil, nil, "iam:PassedToService", "ec2.amazonaws.com")
+		}
+	}
+}
