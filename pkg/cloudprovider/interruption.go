@@ -82,7 +82,7 @@ func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind,
 		}
 		return fmt.Errorf("deleting nodeclaim %s of interrupted instance %s: %w", claim.Name, instanceID, err)
 	}
-	metrics.NodeClaimDisrupted(metrics.ReasonInterrupted, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey])
+	metrics.NodeClaimDisrupted(metrics.ReasonInterrupted, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
 	log.FromContext(ctx).Info("deleted nodeclaim of interrupted instance", "nodeclaim", claim.Name, "instance", instanceID, "kind", kind)
 	return nil
 }

@@ -36,42 +36,59 @@ func (m *instrumented) Name() string { return m.cp.Name() }
 
 // Create implements Launcher.
 func (m *instrumented) Create(ctx context.Context, claim *karpv1.NodeClaim) (_ *karpv1.NodeClaim, err error) {
-	defer m.observe("Create", time.Now(), &err)
+	defer m.observe("Create", claimNodePool(claim), time.Now(), &err)
 	return m.cp.Create(ctx, claim)
 }
 
 // Delete implements Launcher.
 func (m *instrumented) Delete(ctx context.Context, claim *karpv1.NodeClaim) (err error) {
-	defer m.observe("Delete", time.Now(), &err)
+	defer m.observe("Delete", claimNodePool(claim), time.Now(), &err)
 	return m.cp.Delete(ctx, claim)
 }
 
 // Get implements InstanceGetter.
 func (m *instrumented) Get(ctx context.Context, providerID string) (_ *karpv1.NodeClaim, err error) {
-	defer m.observe("Get", time.Now(), &err)
+	defer m.observe("Get", "", time.Now(), &err)
 	return m.cp.Get(ctx, providerID)
 }
 
 // List implements InstanceLister.
 func (m *instrumented) List(ctx context.Context) (_ []*karpv1.NodeClaim, err error) {
-	defer m.observe("List", time.Now(), &err)
+	defer m.observe("List", "", time.Now(), &err)
 	return m.cp.List(ctx)
 }
 
 // GetInstanceTypes implements InstanceTypeProvider.
 func (m *instrumented) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) (_ []*InstanceType, err error) {
-	defer m.observe("GetInstanceTypes", time.Now(), &err)
+	defer m.observe("GetInstanceTypes", nodePoolName(nodePool), time.Now(), &err)
 	return m.cp.GetInstanceTypes(ctx, nodePool)
 }
 
 // IsDrifted implements DriftChecker.
 func (m *instrumented) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (_ DriftReason, err error) {
-	defer m.observe("IsDrifted", time.Now(), &err)
+	defer m.observe("IsDrifted", claimNodePool(claim), time.Now(), &err)
 	return m.cp.IsDrifted(ctx, claim)
 }
 
-func (m *instrumented) observe(method string, start time.Time, err *error) {
-	metrics.ObserveCloudProviderCall(m.controller, method, m.cp.Name(), time.Since(start), *err != nil, ErrorType(*err))
+// observe records a call of method for the NodePool ("" when for none).
+func (m *instrumented) observe(method, nodePool string, start time.Time, err *error) {
+	metrics.ObserveCloudProviderCall(m.controller, method, m.cp.Name(), nodePool, time.Since(start), *err != nil, ErrorType(*err))
+}
+
+// claimNodePool is the NodePool of a claim, "" for none.
+func claimNodePool(claim *karpv1.NodeClaim) string {
+	if claim == nil {
+		return ""
+	}
+	return claim.Labels[karpv1.NodePoolLabelKey]
+}
+
+// nodePoolName is the NodePool's name, "" for none.
+func nodePoolName(np *karpv1.NodePool) string {
+	if np == nil {
+		return ""
+	}
+	return np.Name
 }
 
 // ErrorType names the typed error err is or wraps, as the error label of the cloud provider

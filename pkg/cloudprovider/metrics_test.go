@@ -58,7 +58,7 @@ func TestWithMetricsTimesEveryCall(t *testing.T) {
 		if count != 2 {
 			t.Errorf("%s: %d observations, want 2", m, count)
 		}
-		if n := testutil.ToFloat64(metrics.CloudProviderErrorsTotal.WithLabelValues("test.times", m, "scripted", "")); n != 0 {
+		if n := testutil.ToFloat64(metrics.CloudProviderErrorsTotal.WithLabelValues("test.times", m, "scripted", "", "")); n != 0 {
 			t.Errorf("%s: %v errors counted for calls that succeeded", m, n)
 		}
 	}
@@ -81,7 +81,7 @@ func TestWithMetricsCountsErrorsByType(t *testing.T) {
 		controller := "test.errors." + strings.ToLower(tc.want)
 		callAll(cloudprovider.WithMetrics(scripted{err: tc.err}, controller))
 		for _, m := range methods {
-			if n := testutil.ToFloat64(metrics.CloudProviderErrorsTotal.WithLabelValues(controller, m, "scripted", tc.want)); n != 1 {
+			if n := testutil.ToFloat64(metrics.CloudProviderErrorsTotal.WithLabelValues(controller, m, "scripted", tc.want, "")); n != 1 {
 				t.Errorf("%v: %s counted %v times with error %q, want 1", tc.err, m, n, tc.want)
 			}
 		}

@@ -161,6 +161,7 @@ func (c *Controller) Step(ctx context.Context) error {
 	}
 	decision := Decide(*in)
 	c.nextChange = decision.NextChange
+	recordDecisionGauges(decision)
 	for _, p := range decision.Problems {
 		logger.Error(p, "invalid disruption settings")
 	}
@@ -488,7 +489,11 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 			}
 		} else if !f.disrupted[cand.NodeClaim.Name] {
 			f.disrupted[cand.NodeClaim.Name] = true
-			metrics.NodeClaimDisrupted(metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType)
+			policy := "" // as Karpenter: a policy only for consolidation, not drift or expiry
+			if consolidationType(f.cmd.Method) != "" {
+				policy = metrics.ConsolidationPolicy(cand.NodePool.Spec.Disruption.ConsolidationPolicy)
+			}
+			metrics.NodeClaimDisrupted(metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
 		}
 		message := f.cmd.Message()
 		if f.cmd.Method == MethodEmptiness {

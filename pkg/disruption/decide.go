@@ -188,6 +188,24 @@ type Decision struct {
 	// pod's do-not-disrupt duration ending, a scheduled budget opening or closing. Zero when no
 	// such moment is known.
 	NextChange time.Time
+	// Eligible counts the nodes each disruption reason could act on now (drifted, expired,
+	// empty and underutilized candidates), budgets aside.
+	Eligible map[karpv1.DisruptionReason]int
+	// Budgets are the NodePools' disruption budgets now, per reason.
+	Budgets []PoolBudget
+}
+
+// PoolBudget is how many of a NodePool's nodes may start disrupting for a reason, and how many
+// are disrupting (being deleted or not ready) and so consume its budgets.
+type PoolBudget struct {
+	// NodePool is the NodePool's name.
+	NodePool string
+	// Reason is the disruption reason.
+	Reason karpv1.DisruptionReason
+	// Allowed is how many more may start disrupting (Unbounded when no budget applies).
+	Allowed int
+	// Disrupting is how many are disrupting now.
+	Disrupting int
 }
 
 // PoolBlock is a NodePool whose budgets allow no disruption for a reason.
@@ -225,6 +243,32 @@ func Decide(in Input) *Decision {
 	}
 	out.Problems = d.problems
 	out.Unconsolidatable = d.unconsolidatable
+	out.Eligible = map[karpv1.DisruptionReason]int{
+		karpv1.DisruptionReasonDrifted:       len(d.filter(func(c *Candidate) bool { return c.Drifted != "" && c.mayDrift() })),
+		karpv1.DisruptionReasonExpired:       len(d.filter(func(c *Candidate) bool { return c.Expired })),
+		karpv1.DisruptionReasonEmpty:         len(d.filter(func(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 && c.protected() == "" })),
+		karpv1.DisruptionReasonUnderutilized: len(d.underutilized()),
+	}
+	out.Budgets = d.poolBudgets()
+	return out
+}
+
+// poolBudgets is, for each NodePool with nodes, by name then reason, how many more of its
+// nodes its budgets let disrupt for each reason and how many are disrupting already.
+func (d *decider) poolBudgets() []PoolBudget {
+	names := make([]string, 0, len(d.pools))
+	for name := range d.pools {
+		if d.total[name] > 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out []PoolBudget
+	for _, name := range names {
+		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized} {
+			out = append(out, PoolBudget{NodePool: name, Reason: reason, Allowed: d.budget(d.pools[name], reason), Disrupting: d.disrupting[name]})
+		}
+	}
 	return out
 }
 

@@ -54,13 +54,14 @@ var (
 	// NodePoolsLimit is a NodePool's limit (spec.limits), per resource type.
 	NodePoolsLimit = desc(subsystemNodePools, "limit",
 		"Limits of a nodepool (spec.limits) on the resources it may provision, by resource type.", LabelNodePool, LabelResourceType)
-	// NodePoolsCost is the hourly price of a NodePool's launched instances, per capacity type.
-	NodePoolsCost = desc(subsystemNodePools, "cost_dollars_per_hour",
-		"Estimated price per hour of a nodepool's launched instances (each at its offering's price), by capacity type.", LabelNodePool, LabelCapacityType)
+	// NodePoolsCost is the hourly price of a NodePool's launched instances, as Karpenter's
+	// karpenter_nodepools_cost_total.
+	NodePoolsCost = desc(subsystemNodePools, "cost_total",
+		"Estimated price per hour, in dollars, of a nodepool's launched instances (each at its offering's price). Not an authoritative source for billing.", LabelNodePool)
 	// ClusterStateCost is the hourly price of every launched instance of every NodePool: the
 	// sum of NodePoolsCost.
 	ClusterStateCost = desc(subsystemClusterState, "cost_dollars_per_hour",
-		"Estimated price per hour of every instance Karpenter launched and has not terminated: the sum of karpenter_nodepools_cost_dollars_per_hour.")
+		"Estimated price per hour of every instance Karpenter launched and has not terminated: the sum of karpenter_nodepools_cost_total.")
 	// ClusterStateNodeCount counts the nodes in Karpenter's cluster state: registered nodes and
 	// NodeClaims that have none yet.
 	ClusterStateNodeCount = desc(subsystemClusterState, "node_count",
@@ -121,8 +122,8 @@ func NodePoolGauge(d *prometheus.Desc, nodePool, resourceType string, v float64)
 }
 
 // NodePoolCost is a sample of NodePoolsCost.
-func NodePoolCost(nodePool, capacityType string, dollarsPerHour float64) prometheus.Metric {
-	return prometheus.MustNewConstMetric(NodePoolsCost, prometheus.GaugeValue, dollarsPerHour, nodePool, capacityType)
+func NodePoolCost(nodePool string, dollarsPerHour float64) prometheus.Metric {
+	return prometheus.MustNewConstMetric(NodePoolsCost, prometheus.GaugeValue, dollarsPerHour, nodePool)
 }
 
 // ClusterGauge is a sample of an unlabelled cluster gauge (ClusterStateCost,

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strings"
+	"unicode"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
@@ -61,7 +62,60 @@ const (
 	LabelNode = "node"
 	// LabelPhase is a pod's phase: Pending, Running, Succeeded, Failed or Unknown.
 	LabelPhase = "phase"
+	// LabelMinValuesRelaxed says whether a NodeClaim was created with its minValues relaxed.
+	LabelMinValuesRelaxed = "min_values_relaxed"
+	// LabelConsolidationPolicy is the NodePool's consolidation policy in snake case
+	// (when_empty, when_empty_or_underutilized) for disruptions by consolidation, else empty.
+	LabelConsolidationPolicy = "consolidation_policy"
+	// LabelTerminationMode is how a disrupted NodeClaim's drain is bounded: TerminationMode.
+	LabelTerminationMode = "termination_mode"
+	// LabelCode is an HTTP response code.
+	LabelCode = "code"
+	// LabelVersion, LabelGoVersion, LabelGoArch and LabelCommit describe the build.
+	LabelVersion   = "version"
+	LabelGoVersion = "goversion"
+	LabelGoArch    = "goarch"
+	LabelCommit    = "commit"
 )
+
+// Values of LabelTerminationMode, as Karpenter's: a NodeClaim without a
+// terminationGracePeriod drains gracefully (for as long as it takes), one with a positive one
+// eventually (forced at its end), one with zero forcefully.
+const (
+	TerminationModeGraceful = "graceful"
+	TerminationModeEventual = "eventual"
+	TerminationModeForceful = "forceful"
+)
+
+// ReasonForcefulTermination is PodsDrainedTotal's reason for pods of a node with no disruption
+// reason (deleted by a user or for liveness), as Karpenter's.
+const ReasonForcefulTermination = "Forceful Termination"
+
+// TerminationMode is the LabelTerminationMode of a claim.
+func TerminationMode(claim *karpv1.NodeClaim) string {
+	switch g := claim.Spec.TerminationGracePeriod; {
+	case g == nil:
+		return TerminationModeGraceful
+	case g.Duration <= 0:
+		return TerminationModeForceful
+	}
+	return TerminationModeEventual
+}
+
+// ConsolidationPolicy is a NodePool's consolidation policy as LabelConsolidationPolicy gives it.
+func ConsolidationPolicy(p karpv1.ConsolidationPolicy) string {
+	var b strings.Builder
+	for i, r := range string(p) {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 // Values of LabelReason for karpenter_nodeclaims_created_total besides the disruption reasons
 // (a replacement is created with the reason of the disruption it is for).

@@ -178,7 +178,7 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 	check("nodes in the cluster state", up.value("karpenter_cluster_state_node_count", nil), float64(len(nodes.Items)))
 	check("cluster state synced", up.value("karpenter_cluster_state_synced", nil), 1)
 	check("cost of the fleet", up.value("karpenter_cluster_state_cost_dollars_per_hour", nil), cloud.Cost())
-	check("cost of the default nodepool", up.value("karpenter_nodepools_cost_dollars_per_hour", labels("nodepool=default")), cloud.Cost())
+	check("cost of the default nodepool", up.value("karpenter_nodepools_cost_total", labels("nodepool=default")), cloud.Cost())
 	check("nodes the nodepool counts", up.value("karpenter_nodepools_usage", labels("nodepool=default", "resource_type=nodes")), float64(len(nodes.Items)))
 	check("the nodepool's cpu limit", up.value("karpenter_nodepools_limit", labels("nodepool=default", "resource_type=cpu")), 1000)
 	requested := map[string]float64{}
@@ -235,7 +235,7 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 	}
 	check("nodes in the cluster state", down.value("karpenter_cluster_state_node_count", nil), 0)
 	check("cost of the fleet", down.value("karpenter_cluster_state_cost_dollars_per_hour", nil), 0)
-	for _, name := range []string{"karpenter_nodes_allocatable", "karpenter_nodes_total_pod_requests", "karpenter_nodepools_cost_dollars_per_hour"} {
+	for _, name := range []string{"karpenter_nodes_allocatable", "karpenter_nodes_total_pod_requests", "karpenter_nodepools_cost_total"} {
 		if s := down.series(name, labels("nodepool=default")); len(s) > 0 {
 			t.Errorf("%s: %d series left for nodes that are gone", name, len(s))
 		}

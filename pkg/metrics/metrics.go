@@ -2,11 +2,15 @@ package metrics
 
 import (
 	"errors"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
 
 // Subsystems: the second word of the metric names.
@@ -35,7 +39,7 @@ var (
 	NodeClaimsCreatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: subsystemNodeClaims, Name: "created_total",
 		Help: "NodeClaims created by Karpenter, by why they were created (provisioned, static, or the disruption reason of a replacement) and the owning nodepool.",
-	}, []string{LabelReason, LabelNodePool})
+	}, []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed})
 	// NodeClaimsTerminatedTotal counts the NodeClaims whose instance terminated and whose
 	// finalizer was removed, by NodePool, capacity type and zone.
 	NodeClaimsTerminatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -48,7 +52,7 @@ var (
 	NodeClaimsDisruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: subsystemNodeClaims, Name: "disrupted_total",
 		Help: "NodeClaims Karpenter deleted to disrupt them, by reason (empty, underutilized, drifted, expired, interrupted, liveness, garbage_collected), owning nodepool and capacity type.",
-	}, []string{LabelReason, LabelNodePool, LabelCapacityType})
+	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
 	// VoluntaryDisruptionDecisionsTotal counts the disruption commands carried out, by
 	// decision, reason and consolidation type.
 	VoluntaryDisruptionDecisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -69,11 +73,12 @@ var (
 		Buckets: DurationBuckets(),
 	}, []string{LabelController, LabelMethod, LabelProvider})
 	// CloudProviderErrorsTotal counts the CloudProvider calls that failed, by calling
-	// controller, method, provider and error type.
+	// controller, method, provider, error type and the NodePool the call was for (empty when
+	// it was for none).
 	CloudProviderErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: subsystemCloudProvider, Name: "errors_total",
-		Help: "Cloud provider method calls that returned an error, by calling controller, method, provider and error type (empty when untyped).",
-	}, []string{LabelController, LabelMethod, LabelProvider, LabelError})
+		Help: "Cloud provider method calls that returned an error, by calling controller, method, provider, error type (empty when untyped) and nodepool (empty when the call was for none).",
+	}, []string{LabelController, LabelMethod, LabelProvider, LabelError, LabelNodePool})
 	// PodsNominationsRefusedTotal counts the nominations that ended with their node turning
 	// the pod away, by NodePool, what differed (RefusalLabel, RefusalTaint, RefusalResource,
 	// RefusalHostPort or RefusalUnknown) and whether the node was launched for the pod.
@@ -88,7 +93,83 @@ var (
 		Help:       "Time from a pod's creation until it became ready, in seconds, observed once per pod.",
 		Objectives: map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.99: 0.001, 1: 0.001},
 	})
+	// NodesCreatedTotal counts the Nodes that registered for a NodeClaim, by NodePool and zone.
+	NodesCreatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemNodes, Name: "created_total",
+		Help: "Nodes created in total by Karpenter (registered for their NodeClaim), by owning nodepool and zone.",
+	}, []string{LabelNodePool, LabelZone})
+	// NodesTerminatedTotal counts the Nodes whose termination finalizer Karpenter removed, by
+	// NodePool and zone.
+	NodesTerminatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemNodes, Name: "terminated_total",
+		Help: "Nodes terminated in total by Karpenter (their instance gone and their finalizer removed), by owning nodepool and zone.",
+	}, []string{LabelNodePool, LabelZone})
+	// NodesTerminationDurationSeconds observes the time from a Node's (or, when the Node was
+	// not deleted itself, its NodeClaim's) deletion request to the removal of its finalizer.
+	NodesTerminationDurationSeconds = prometheus.NewSummaryVec(prometheus.SummaryOpts{
+		Namespace: Namespace, Subsystem: subsystemNodes, Name: "termination_duration_seconds",
+		Help:       "Time from a node's deletion request until Karpenter removed its finalizer, in seconds, by owning nodepool.",
+		Objectives: map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.99: 0.01, 1: 0.01},
+	}, []string{LabelNodePool})
+	// NodesLifetimeDurationSeconds observes a terminated Node's age.
+	NodesLifetimeDurationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: subsystemNodes, Name: "lifetime_duration_seconds",
+		Help:    "Lifetime of the nodes Karpenter terminated, from creation to the removal of their finalizer, in seconds, by owning nodepool.",
+		Buckets: lifetimeBuckets(),
+	}, []string{LabelNodePool})
+	// NodesDrainedTotal counts the Nodes whose drain completed, once each.
+	NodesDrainedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemNodes, Name: "drained_total",
+		Help: "Nodes drained by Karpenter, by owning nodepool.",
+	}, []string{LabelNodePool})
+	// PodsDrainedTotal counts the pods evicted or deleted while draining nodes, by the node's
+	// disruption reason (ReasonForcefulTermination when it has none).
+	PodsDrainedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemPods, Name: "drained_total",
+		Help: "Pods evicted or deleted while Karpenter drained their node, by the node's disruption reason (\"Forceful Termination\" when it has none).",
+	}, []string{LabelReason})
+	// PodsEvictionRequestsTotal counts the Eviction API calls, by HTTP response code.
+	PodsEvictionRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemPods, Name: "eviction_requests_total",
+		Help: "Eviction requests Karpenter made while draining nodes, by the API server's response code.",
+	}, []string{LabelCode})
+	// VoluntaryDisruptionEligibleNodes is, after each disruption pass, how many nodes could be
+	// disrupted for each reason.
+	VoluntaryDisruptionEligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "eligible_nodes",
+		Help: "Nodes eligible for disruption at the last disruption pass, by disruption reason (empty, underutilized, drifted, expired).",
+	}, []string{LabelReason})
+	// NodePoolsAllowedDisruptions is, after each disruption pass, how many more of a NodePool's
+	// nodes its budgets let disrupt for a reason.
+	NodePoolsAllowedDisruptions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: subsystemNodePools, Name: "allowed_disruptions",
+		Help: "Nodes of a nodepool that may start disrupting now under its disruption budgets, by nodepool and reason.",
+	}, []string{LabelNodePool, LabelReason})
+	// NodePoolsNodesConsumingBudgets is, after each disruption pass, how many of a NodePool's
+	// nodes are disrupting (being deleted or not ready) and so count against its budgets.
+	NodePoolsNodesConsumingBudgets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: subsystemNodePools, Name: "nodes_consuming_budgets",
+		Help: "Nodes of a nodepool that are disrupting now and so consume its disruption budgets, by nodepool and reason.",
+	}, []string{LabelNodePool, LabelReason})
+	// BuildInfo is 1, labelled with the running binary's build.
+	BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "build_info",
+		Help: "A metric with a constant '1' value labeled by version from which karpenter was built.",
+	}, []string{LabelVersion, LabelGoVersion, LabelGoArch, LabelCommit})
 )
+
+// lifetimeBuckets are the bounds of NodesLifetimeDurationSeconds, as Karpenter's: from 15
+// minutes to 30 days.
+func lifetimeBuckets() []float64 {
+	var out []float64
+	const day = 24 * time.Hour
+	for _, d := range []time.Duration{15 * time.Minute, 30 * time.Minute, 45 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
+		6 * time.Hour, 8 * time.Hour, 10 * time.Hour, 12 * time.Hour, 16 * time.Hour, 20 * time.Hour, day, 2 * day, 3 * day, 5 * day,
+		10 * day, 15 * day, 20 * day, 25 * day, 30 * day} {
+		out = append(out, d.Seconds())
+	}
+	return out
+}
 
 // eventMetrics are the metrics above, registered together.
 func eventMetrics() []prometheus.Collector {
@@ -96,11 +177,14 @@ func eventMetrics() []prometheus.Collector {
 		NodeClaimsCreatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal,
 		VoluntaryDisruptionDecisionsTotal, SchedulingDurationSeconds,
 		CloudProviderDurationSeconds, CloudProviderErrorsTotal, PodStartupDurationSeconds,
-		PodsNominationsRefusedTotal, gauges,
+		PodsNominationsRefusedTotal, NodesCreatedTotal, NodesTerminatedTotal, NodesTerminationDurationSeconds,
+		NodesLifetimeDurationSeconds, NodesDrainedTotal, PodsDrainedTotal, PodsEvictionRequestsTotal,
+		VoluntaryDisruptionEligibleNodes, NodePoolsAllowedDisruptions, NodePoolsNodesConsumingBudgets, BuildInfo, gauges,
 	}
 }
 
 func init() {
+	SetBuildInfo()
 	if err := Register(crmetrics.Registry); err != nil {
 		panic(err)
 	}
@@ -125,7 +209,8 @@ func Register(r prometheus.Registerer) error {
 // NodeClaimCreated records a NodeClaim created in the NodePool, for the reason
 // (ReasonProvisioned, ReasonStatic or DisruptionReason(r) of the disruption it replaces for).
 func NodeClaimCreated(reason, nodePool string) {
-	NodeClaimsCreatedTotal.WithLabelValues(reason, nodePool).Inc()
+	// This project does not relax minValues (no minValuesPolicy: BestEffort), so never true.
+	NodeClaimsCreatedTotal.WithLabelValues(reason, nodePool, "false").Inc()
 }
 
 // NodeClaimTerminated records a NodeClaim of the NodePool, capacity type and zone whose
@@ -135,9 +220,72 @@ func NodeClaimTerminated(nodePool, capacityType, zone string) {
 }
 
 // NodeClaimDisrupted records a NodeClaim deleted to disrupt it, for the reason
-// (DisruptionReason(r), ReasonLiveness or ReasonGarbageCollected).
-func NodeClaimDisrupted(reason, nodePool, capacityType string) {
-	NodeClaimsDisruptedTotal.WithLabelValues(reason, nodePool, capacityType).Inc()
+// (DisruptionReason(r), ReasonLiveness or ReasonGarbageCollected), with the NodePool's
+// consolidation policy when consolidation disrupted it (ConsolidationPolicy, else "") and how
+// its drain is bounded (TerminationMode).
+func NodeClaimDisrupted(reason, nodePool, capacityType, consolidationPolicy, terminationMode string) {
+	NodeClaimsDisruptedTotal.WithLabelValues(reason, nodePool, capacityType, consolidationPolicy, terminationMode).Inc()
+}
+
+// NodeRegistered records a Node that registered for a NodeClaim of the NodePool in the zone.
+func NodeRegistered(nodePool, zone string) { NodesCreatedTotal.WithLabelValues(nodePool, zone).Inc() }
+
+// NodeTerminated records a Node of the NodePool whose finalizer was removed: in the zone,
+// deleted (asked to be) terminating ago and created lifetime ago.
+func NodeTerminated(nodePool, zone string, terminating, lifetime time.Duration) {
+	NodesTerminatedTotal.WithLabelValues(nodePool, zone).Inc()
+	NodesTerminationDurationSeconds.WithLabelValues(nodePool).Observe(terminating.Seconds())
+	NodesLifetimeDurationSeconds.WithLabelValues(nodePool).Observe(lifetime.Seconds())
+}
+
+// NodeDrained records a Node of the NodePool whose drain completed.
+func NodeDrained(nodePool string) { NodesDrainedTotal.WithLabelValues(nodePool).Inc() }
+
+// PodDrained records a pod evicted or deleted by a drain of a node disrupted for the reason
+// (the claim's DisruptionReason condition's reason, or ReasonForcefulTermination).
+func PodDrained(reason string) { PodsDrainedTotal.WithLabelValues(reason).Inc() }
+
+// EvictionRequested records an Eviction API call answered with the HTTP status code.
+func EvictionRequested(code int) { PodsEvictionRequestsTotal.WithLabelValues(strconv.Itoa(code)).Inc() }
+
+// SetEligibleNodes records how many nodes the last disruption pass found eligible for each
+// reason (DisruptionReason(r)); reasons not given are set to 0.
+func SetEligibleNodes(byReason map[string]int) {
+	for _, r := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonExpired} {
+		VoluntaryDisruptionEligibleNodes.WithLabelValues(DisruptionReason(r)).Set(float64(byReason[DisruptionReason(r)]))
+	}
+}
+
+// SetNodePoolBudget records a NodePool's disruption budget for the reason (DisruptionReason(r)):
+// how many more nodes may start disrupting, and how many are disrupting.
+func SetNodePoolBudget(nodePool, reason string, allowed, disrupting int) {
+	NodePoolsAllowedDisruptions.WithLabelValues(nodePool, reason).Set(float64(allowed))
+	NodePoolsNodesConsumingBudgets.WithLabelValues(nodePool, reason).Set(float64(disrupting))
+}
+
+// ForgetNodePoolBudgets drops the budget gauges of every NodePool, before a pass sets those of
+// the NodePools that still have nodes.
+func ForgetNodePoolBudgets() {
+	NodePoolsAllowedDisruptions.Reset()
+	NodePoolsNodesConsumingBudgets.Reset()
+}
+
+// SetBuildInfo sets BuildInfo for the running binary: its module version, Go version and
+// architecture, and VCS revision, as debug.ReadBuildInfo tells them.
+func SetBuildInfo() {
+	version, commit := "unknown", "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v := info.Main.Version; v != "" {
+			version = v
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	BuildInfo.Reset()
+	BuildInfo.WithLabelValues(version, runtime.Version(), runtime.GOARCH, commit).Set(1)
 }
 
 // DisruptionDecision records a disruption command carried out: its decision (DecisionDelete
@@ -153,12 +301,12 @@ func ObserveSchedulingDuration(controller string, d time.Duration) {
 }
 
 // ObserveCloudProviderCall records a call of the provider's method made by the controller
-// that took d; failed, with errorType the type of the error it returned ("" when untyped),
-// unless it succeeded.
-func ObserveCloudProviderCall(controller, method, provider string, d time.Duration, failed bool, errorType string) {
+// for the NodePool ("" when for none) that took d; failed, with errorType the type of the error
+// it returned ("" when untyped), unless it succeeded.
+func ObserveCloudProviderCall(controller, method, provider, nodePool string, d time.Duration, failed bool, errorType string) {
 	CloudProviderDurationSeconds.WithLabelValues(controller, method, provider).Observe(d.Seconds())
 	if failed {
-		CloudProviderErrorsTotal.WithLabelValues(controller, method, provider, errorType).Inc()
+		CloudProviderErrorsTotal.WithLabelValues(controller, method, provider, errorType, nodePool).Inc()
 	}
 }
 

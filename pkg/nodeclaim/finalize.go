@@ -3,6 +3,7 @@ package nodeclaim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,7 +91,7 @@ func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeCl
 
 	// The instance is gone: nothing is left for the finalizers to guard.
 	for _, node := range nodes {
-		if err := removeNodeFinalizer(ctx, c.kube, node.Name); err != nil {
+		if err := releaseNode(ctx, c.kube, c.clock.Now(), node.Name, claim); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -109,18 +110,42 @@ func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeCl
 	return reconcile.Result{}, nil
 }
 
+// releaseNode removes the termination finalizer from the named Node of claim and, when it did,
+// records the Node terminated: terminating since the Node's deletion (or, when only the claim
+// was deleted, the claim's), as Karpenter measures it.
+func releaseNode(ctx context.Context, kube client.Client, now time.Time, name string, claim *karpv1.NodeClaim) error {
+	node, err := removeNodeFinalizer(ctx, kube, name)
+	if node == nil || err != nil {
+		return err
+	}
+	since := claim.DeletionTimestamp
+	if node.DeletionTimestamp != nil {
+		since = node.DeletionTimestamp
+	}
+	var terminating time.Duration
+	if since != nil {
+		terminating = now.Sub(since.Time)
+	}
+	metrics.NodeTerminated(node.Labels[karpv1.NodePoolLabelKey], node.Labels[corev1.LabelTopologyZone], terminating, now.Sub(node.CreationTimestamp.Time))
+	return nil
+}
+
 // removeNodeFinalizer removes the termination finalizer from the named Node, read afresh
 // (deleting it changed it); a Node already gone is no error.
-func removeNodeFinalizer(ctx context.Context, kube client.Client, name string) error {
+func removeNodeFinalizer(ctx context.Context, kube client.Client, name string) (*corev1.Node, error) {
 	node := &corev1.Node{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		return client.IgnoreNotFound(err)
+		return nil, client.IgnoreNotFound(err)
 	}
 	if !controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer) {
-		return nil
+		return nil, nil
 	}
-	if err := kube.Update(ctx, node); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing finalizer from node %s: %w", name, err)
+	err := kube.Update(ctx, node)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
 	}
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("removing finalizer from node %s: %w", name, err)
+	}
+	return node, nil
 }

@@ -141,7 +141,7 @@ func (g *GarbageCollector) Step(ctx context.Context) error {
 			}
 			continue
 		}
-		metrics.NodeClaimDisrupted(metrics.ReasonGarbageCollected, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey])
+		metrics.NodeClaimDisrupted(metrics.ReasonGarbageCollected, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
 	}
 	return errors.Join(errs...)
 }
@@ -161,7 +161,7 @@ func (g *GarbageCollector) releaseNodes(ctx context.Context, providerID string) 
 				continue
 			}
 		}
-		if err := removeNodeFinalizer(ctx, g.kube, node.Name); err != nil {
+		if err := releaseNode(ctx, g.kube, g.clock.Now(), node.Name, &karpv1.NodeClaim{}); err != nil {
 			errs = append(errs, err)
 		}
 	}

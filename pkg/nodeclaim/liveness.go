@@ -35,6 +35,6 @@ func (c *LifecycleController) liveness(ctx context.Context, claim *karpv1.NodeCl
 	if err := c.deleteClaim(ctx, claim); err != nil {
 		return err
 	}
-	metrics.NodeClaimDisrupted(metrics.ReasonLiveness, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey])
+	metrics.NodeClaimDisrupted(metrics.ReasonLiveness, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
 	return nil
 }

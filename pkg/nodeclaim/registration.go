@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // registration finds the claim's Node and, the first time, registers it. It returns the Node
@@ -71,6 +72,7 @@ func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.No
 	claim.Status.NodeName = updated.Name
 	c.setCondition(claim, karpv1.ConditionTypeRegistered, metav1.ConditionTrue, ReasonRegistered, "")
 	res.onWrite(func() {
+		metrics.NodeRegistered(claim.Labels[karpv1.NodePoolLabelKey], updated.Labels[corev1.LabelTopologyZone])
 		log.FromContext(ctx).Info("registered nodeclaim", "node", updated.Name)
 		c.events.normal(claim, EventReasonRegistered, "Registered node %s", updated.Name)
 	})

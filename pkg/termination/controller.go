@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -23,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 )
 
@@ -156,13 +159,13 @@ func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (re
 	if deadline != nil && !now.Before(*deadline) {
 		// The termination grace period is over: nothing may hold the node any longer.
 		c.refusals.forget(claim.UID)
-		if err := c.deleteRemaining(ctx, pods); err != nil {
+		if err := c.deleteRemaining(ctx, claim, pods); err != nil {
 			return reconcile.Result{}, err
 		}
 	} else {
 		var due time.Duration
 		if deadline != nil {
-			if due, err = c.deleteExpiring(ctx, pods, *deadline, now); err != nil {
+			if due, err = c.deleteExpiring(ctx, claim, pods, *deadline, now); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -178,6 +181,9 @@ func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (re
 		}
 	}
 
+	if err := c.markDrained(ctx, claim, nodes); err != nil {
+		return reconcile.Result{}, err
+	}
 	logger.V(1).Info("drained, finalizing")
 	res, err := c.finalizer.Finalize(ctx, claim)
 	if err != nil {
@@ -322,4 +328,26 @@ func isConflict(err error) bool {
 		return true
 	}
 	return apierrors.IsConflict(err)
+}
+
+// markDrained sets the claim's Drained condition, as Karpenter's, the first time its drain
+// completes, and counts the node drained then (once: the condition remembers it across
+// restarts).
+func (c *Controller) markDrained(ctx context.Context, claim *karpv1.NodeClaim, nodes []*corev1.Node) error {
+	if meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeDrained) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrained, Status: metav1.ConditionTrue,
+		Reason: "Drained", LastTransitionTime: metav1.NewTime(c.clock.Now()), ObservedGeneration: claim.Generation})
+	if err := c.kube.Status().Patch(ctx, claim, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("marking nodeclaim drained: %w", err)
+	}
+	for _, node := range nodes {
+		metrics.NodeDrained(node.Labels[karpv1.NodePoolLabelKey])
+	}
+	return nil
 }

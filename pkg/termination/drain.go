@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // wait is the soonest time a drain wants to look again; zero means not at all.
@@ -163,12 +165,18 @@ func (c *Controller) evict(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 	callCtx, cancel := context.WithTimeout(ctx, c.opts.EvictionTimeout)
 	defer cancel()
 	err := c.kube.SubResource("eviction").Create(callCtx, pod, eviction)
+	if err == nil {
+		metrics.EvictionRequested(200)
+	} else if status := apierrors.APIStatus(nil); errors.As(err, &status) {
+		metrics.EvictionRequested(int(status.Status().Code))
+	}
 	switch {
 	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		// The server asked to retry later (a budget it has not processed yet) and kept asking.
 		c.blocked(claim, nodes, "eviction of pod %s not granted within %s: the API server asks to retry later", pod.Name, c.opts.EvictionTimeout)
 		return evictionRefused, nil
 	case err == nil:
+		metrics.PodDrained(drainReason(claim))
 		log.FromContext(ctx).Info("evicted pod", "pod", podKey(pod))
 		c.events.normal(pod, EventReasonEvicted, "Evicted pod %s: draining node %s", podKey(pod), pod.Spec.NodeName)
 		return evictionDone, nil
@@ -228,7 +236,7 @@ func (c *Controller) blockingBudget(ctx context.Context, pod *corev1.Pod) (strin
 // deleteRemaining deletes, without an eviction, every pod the drain would wait for that is not
 // already being deleted: the termination grace period ran out, so neither budgets nor
 // do-not-disrupt hold the node any longer.
-func (c *Controller) deleteRemaining(ctx context.Context, pods []*corev1.Pod) error {
+func (c *Controller) deleteRemaining(ctx context.Context, claim *karpv1.NodeClaim, pods []*corev1.Pod) error {
 	var errs []error
 	for _, pod := range pods {
 		if classify(pod) == groupIgnored || pod.DeletionTimestamp != nil {
@@ -237,6 +245,7 @@ func (c *Controller) deleteRemaining(ctx context.Context, pods []*corev1.Pod) er
 		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 		switch {
 		case err == nil:
+			metrics.PodDrained(drainReason(claim))
 			log.FromContext(ctx).Info("deleted pod, termination grace period elapsed", "pod", podKey(pod))
 			c.events.normal(pod, EventReasonDisrupted, "Deleting pod %s: the termination grace period of node %s elapsed. This bypasses the PDB of the pod and the do-not-disrupt annotation.", podKey(pod), pod.Spec.NodeName)
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
@@ -252,7 +261,7 @@ func (c *Controller) deleteRemaining(ctx context.Context, pods []*corev1.Pod) er
 // less that grace period, with the deletion's grace period clamped to the time left. A pod it
 // deletes is marked terminating in pods, so that the drain waits for it. It returns how soon the
 // next such pod is due (zero: none).
-func (c *Controller) deleteExpiring(ctx context.Context, pods []*corev1.Pod, deadline, now time.Time) (time.Duration, error) {
+func (c *Controller) deleteExpiring(ctx context.Context, claim *karpv1.NodeClaim, pods []*corev1.Pod, deadline, now time.Time) (time.Duration, error) {
 	var next wait
 	var errs []error
 	for _, pod := range pods {
@@ -269,6 +278,7 @@ func (c *Controller) deleteExpiring(ctx context.Context, pods []*corev1.Pod, dea
 		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(left))
 		switch {
 		case err == nil:
+			metrics.PodDrained(drainReason(claim))
 			log.FromContext(ctx).Info("deleted pod, its grace period would outlast the node's", "pod", podKey(pod), "grace-seconds", left)
 			c.events.normal(pod, EventReasonDisrupted, "Deleting pod %s to accommodate the terminationTime %s of node %s. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
 				podKey(pod), deadline.UTC().Format(time.RFC3339), pod.Spec.NodeName)
@@ -280,4 +290,13 @@ func (c *Controller) deleteExpiring(ctx context.Context, pods []*corev1.Pod, dea
 		}
 	}
 	return time.Duration(next), errors.Join(errs...)
+}
+
+// drainReason is the reason label of the pods a claim's drain evicts or deletes: why the claim
+// is disrupted (its DisruptionReason condition), else Karpenter's "Forceful Termination".
+func drainReason(claim *karpv1.NodeClaim) string {
+	if c := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeDisruptionReason); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	return metrics.ReasonForcefulTermination
 }

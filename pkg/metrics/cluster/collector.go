@@ -235,8 +235,7 @@ func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch 
 		byPool[np.Name] = index
 	}
 
-	type poolCapacity struct{ nodePool, capacityType string }
-	costs := map[poolCapacity]float64{}
+	costs := map[string]float64{}
 	total := 0.0
 	for _, sn := range snap.Nodes {
 		claim := sn.NodeClaim
@@ -256,11 +255,11 @@ func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch 
 		if !ok {
 			continue
 		}
-		costs[poolCapacity{pool, capacityType}] += o.Price
+		costs[pool] += o.Price
 		total += o.Price
 	}
-	for k, v := range costs {
-		ch <- metrics.NodePoolCost(k.nodePool, k.capacityType, v)
+	for pool, v := range costs {
+		ch <- metrics.NodePoolCost(pool, v)
 	}
 	ch <- metrics.ClusterGauge(metrics.ClusterStateCost, total)
 }

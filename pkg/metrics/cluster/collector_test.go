@@ -139,11 +139,10 @@ karpenter_nodepools_usage{nodepool="default",resource_type="nodes"} 2
 # HELP karpenter_nodepools_limit Limits of a nodepool (spec.limits) on the resources it may provision, by resource type.
 # TYPE karpenter_nodepools_limit gauge
 karpenter_nodepools_limit{nodepool="default",resource_type="cpu"} 100
-# HELP karpenter_nodepools_cost_dollars_per_hour Estimated price per hour of a nodepool's launched instances (each at its offering's price), by capacity type.
-# TYPE karpenter_nodepools_cost_dollars_per_hour gauge
-karpenter_nodepools_cost_dollars_per_hour{capacity_type="on-demand",nodepool="default"} 0.1
-karpenter_nodepools_cost_dollars_per_hour{capacity_type="spot",nodepool="default"} 0.25
-# HELP karpenter_cluster_state_cost_dollars_per_hour Estimated price per hour of every instance Karpenter launched and has not terminated: the sum of karpenter_nodepools_cost_dollars_per_hour.
+# HELP karpenter_nodepools_cost_total Estimated price per hour, in dollars, of a nodepool's launched instances (each at its offering's price). Not an authoritative source for billing.
+# TYPE karpenter_nodepools_cost_total gauge
+karpenter_nodepools_cost_total{nodepool="default"} 0.35
+# HELP karpenter_cluster_state_cost_dollars_per_hour Estimated price per hour of every instance Karpenter launched and has not terminated: the sum of karpenter_nodepools_cost_total.
 # TYPE karpenter_cluster_state_cost_dollars_per_hour gauge
 karpenter_cluster_state_cost_dollars_per_hour 0.35
 # HELP karpenter_cluster_state_node_count Nodes in Karpenter's cluster state: registered nodes, and NodeClaims without a node yet.
@@ -164,7 +163,7 @@ karpenter_cloudprovider_instance_type_offering_available{capacity_type="spot",in
 karpenter_cloudprovider_instance_type_offering_available{capacity_type="spot",instance_type="small",zone="zone-1"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expected), "karpenter_pods_state", "karpenter_nodepools_usage",
-		"karpenter_nodepools_limit", "karpenter_nodepools_cost_dollars_per_hour", "karpenter_cluster_state_cost_dollars_per_hour",
+		"karpenter_nodepools_limit", "karpenter_nodepools_cost_total", "karpenter_cluster_state_cost_dollars_per_hour",
 		"karpenter_cluster_state_node_count", "karpenter_cluster_state_synced",
 		"karpenter_cloudprovider_instance_type_offering_price_estimate", "karpenter_cloudprovider_instance_type_offering_available"); err != nil {
 		t.Error(err)
@@ -173,7 +172,7 @@ karpenter_cloudprovider_instance_type_offering_available{capacity_type="spot",in
 		t.Error(err)
 	} else {
 		for _, p := range problems {
-			if p.Metric != "karpenter_cluster_state_node_count" { // Karpenter's name
+			if p.Metric != "karpenter_cluster_state_node_count" && p.Metric != "karpenter_nodepools_cost_total" { // Karpenter's names
 				t.Errorf("%s: %s", p.Metric, p.Text)
 			}
 		}
@@ -195,7 +194,7 @@ func TestCollectorForgetsWhatIsGone(t *testing.T) {
 	for name, want := range map[string]int{
 		"karpenter_nodes_allocatable":                   4, // node-a and other, cpu and pods
 		"karpenter_pods_state":                          3,
-		"karpenter_nodepools_cost_dollars_per_hour":     1,
+		"karpenter_nodepools_cost_total":                1,
 		"karpenter_cluster_state_cost_dollars_per_hour": 1,
 	} {
 		if got := testutil.CollectAndCount(c, name); got != want {

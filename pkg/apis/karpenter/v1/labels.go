@@ -77,6 +77,9 @@ const (
 	ConditionTypeConsolidatable = "Consolidatable"
 	// ConditionTypeDisruptionReason: the node is being disrupted; the reason says why.
 	ConditionTypeDisruptionReason = "DisruptionReason"
+	// ConditionTypeDrained: the node's drain completed (its pods evicted, or deleted at the
+	// termination grace period's end).
+	ConditionTypeDrained = "Drained"
 	// ConditionTypeInstanceTerminating: the instance is being terminated.
 	ConditionTypeInstanceTerminating = "InstanceTerminating"
 	// ConditionTypeReady is the roll-up condition of NodeClaims, NodePools and NodeClasses.

@@ -1,0 +1,247 @@
+package metrics
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	_ "sigs.k8s.io/controller-runtime/pkg/controller" // registers controller-runtime's reconcile metrics
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// karpenterMetric is a metric as Karpenter serves it (testdata fixtures).
+type karpenterMetric struct {
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	Labels []string `json:"labels"`
+}
+
+// notServedYet are Karpenter's metrics this project does not serve yet, each with why; the
+// test fails when one of them becomes served, so the list only shrinks (docs/metrics.md
+// lists them too).
+var notServedYet = map[string]string{
+	"karpenter_cloudprovider_batcher_batch_size":                          "no request batcher: each launch is one CreateFleet",
+	"karpenter_cloudprovider_batcher_batch_time_seconds":                  "no request batcher",
+	"karpenter_cloudprovider_instance_launch_failures_total":              "not yet",
+	"karpenter_cloudprovider_instance_termination_failures_total":         "not yet",
+	"karpenter_cloudprovider_instance_type_cpu_cores":                     "not yet",
+	"karpenter_cloudprovider_instance_type_memory_bytes":                  "not yet",
+	"karpenter_cluster_state_unsynced_time_seconds":                       "not yet",
+	"karpenter_cluster_utilization_percent":                               "not yet",
+	"karpenter_consolidation_moves_total":                                 "no balanced consolidation policy",
+	"karpenter_consolidation_score":                                       "no balanced consolidation policy",
+	"karpenter_ec2nodeclasses_userdata_bytes":                             "not yet",
+	"karpenter_interruption_deleted_messages_total":                       "not yet",
+	"karpenter_interruption_instance_status_unhealthy_total":              "not yet",
+	"karpenter_interruption_message_queue_duration_seconds":               "not yet",
+	"karpenter_interruption_received_messages_total":                      "not yet",
+	"karpenter_nodeclaims_instance_termination_duration_seconds":          "not yet",
+	"karpenter_nodeclaims_termination_duration_seconds":                   "not yet",
+	"karpenter_nodeclaims_unhealthy_disrupted_total":                      "no node repair yet (issue 22)",
+	"karpenter_nodepools_cost_tracker_errors_total":                       "not yet",
+	"karpenter_nodes_current_lifetime_seconds":                            "not yet",
+	"karpenter_nodes_reboot_duration_seconds":                             "no node reboot",
+	"karpenter_nodes_reboot_recovery_duration_seconds":                    "no node reboot",
+	"karpenter_nodes_reboots_total":                                       "no node reboot",
+	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes":    "no pod deletion cost controller",
+	"karpenter_pod_deletion_cost_pod_annotation_writes_total":             "no pod deletion cost controller",
+	"karpenter_pods_bound_duration_seconds":                               "not yet",
+	"karpenter_pods_disruption_initiated_total":                           "not yet",
+	"karpenter_pods_provisioning_bound_duration_seconds":                  "not yet",
+	"karpenter_pods_provisioning_scheduling_undecided_time_seconds":       "not yet",
+	"karpenter_pods_provisioning_startup_duration_seconds":                "not yet",
+	"karpenter_pods_provisioning_unbound_time_seconds":                    "not yet",
+	"karpenter_pods_provisioning_unstarted_time_seconds":                  "not yet",
+	"karpenter_pods_scheduling_decision_duration_seconds":                 "not yet",
+	"karpenter_pods_unbound_time_seconds":                                 "not yet",
+	"karpenter_pods_unstarted_time_seconds":                               "not yet",
+	"karpenter_scheduler_ignored_pods_count":                              "not yet",
+	"karpenter_scheduler_pending_pods_by_effective_zone_count":            "not yet",
+	"karpenter_scheduler_queue_depth":                                     "not yet",
+	"karpenter_scheduler_unfinished_work_seconds":                         "not yet",
+	"karpenter_scheduler_unschedulable_pods_count":                        "not yet",
+	"karpenter_voluntary_disruption_consolidation_timeouts_total":         "not yet",
+	"karpenter_voluntary_disruption_decision_evaluation_duration_seconds": "not yet",
+	"karpenter_voluntary_disruption_decisions_by_nodepool_total":          "not yet",
+	"karpenter_voluntary_disruption_failed_validations_total":             "not yet",
+	"karpenter_voluntary_disruption_queue_failures_total":                 "not yet",
+	"karpenter_voluntary_disruption_terminate_first_decisions_total":      "not yet",
+}
+
+// labelsDifferYet are Karpenter's metrics this project serves with other label names, each
+// with why.
+var labelsDifferYet = map[string]string{
+	"karpenter_nodes_allocatable":           "node gauges: no managed, phase, windows_build labels yet",
+	"karpenter_nodes_total_pod_requests":    "node gauges: no managed, phase, windows_build labels yet",
+	"karpenter_nodes_total_pod_limits":      "node gauges: no managed, phase, windows_build labels yet",
+	"karpenter_nodes_total_daemon_requests": "node gauges: no managed, phase, windows_build labels yet",
+	"karpenter_nodes_total_daemon_limits":   "node gauges: no managed, phase, windows_build labels yet",
+	"karpenter_nodes_system_overhead":       "node gauges: no managed, phase, windows_build labels yet",
+	"karpenter_pods_state":                  "no managed, ready, scheduled labels yet",
+}
+
+var descPattern = regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
+
+// servedMetrics are this project's metrics: name to type and sorted label names.
+func servedMetrics(t *testing.T) map[string]karpenterMetric {
+	t.Helper()
+	out := map[string]karpenterMetric{}
+	add := func(d *prometheus.Desc, kind string) {
+		m := descPattern.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("cannot read descriptor %s", d)
+		}
+		labels := []string{}
+		for _, l := range strings.Split(m[2], ",") {
+			if l = strings.TrimSpace(l); l != "" {
+				labels = append(labels, l)
+			}
+		}
+		slices.Sort(labels)
+		out[m[1]] = karpenterMetric{Name: m[1], Type: kind, Labels: labels}
+	}
+	for _, c := range eventMetrics() {
+		var kind string
+		switch c.(type) {
+		case *prometheus.CounterVec, prometheus.Counter:
+			kind = "counter"
+		case *prometheus.GaugeVec, prometheus.Gauge:
+			kind = "gauge"
+		case *prometheus.HistogramVec:
+			kind = "histogram"
+		case *prometheus.SummaryVec:
+			kind = "summary"
+		case prometheus.Histogram: // or a Summary: the same interface, told apart by their samples Histogram or a Summary: the same interface, told apart by their samples
+			var sample dto.Metric
+			if err := c.(prometheus.Metric).Write(&sample); err != nil {
+				t.Fatal(err)
+			}
+			kind = "histogram"
+			if sample.Summary != nil {
+				kind = "summary"
+			}
+		case *gaugeSlot:
+			for _, d := range gaugeDescs {
+				add(d, "gauge")
+			}
+			continue
+		default:
+			t.Fatalf("collector %T: teach the test its type", c)
+		}
+		ch := make(chan *prometheus.Desc, 16)
+		c.Describe(ch)
+		close(ch)
+		for d := range ch {
+			add(d, kind)
+		}
+	}
+	return out
+}
+
+// TestKarpenterMetricsServed holds the metrics to Karpenter's, read from Karpenter itself:
+// testdata/karpenter-core-metrics.json is written by test/conformance/metricsref from Karpenter
+// v1.15.0's registry, testdata/karpenter-aws-metrics.json from its AWS provider's source.
+// Every one is served with the same type and label names, or is listed above with why not.
+func TestKarpenterMetricsServed(t *testing.T) {
+	var upstream []karpenterMetric
+	for _, f := range []string{"testdata/karpenter-core-metrics.json", "testdata/karpenter-aws-metrics.json"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms []karpenterMetric
+		if err := json.Unmarshal(raw, &ms); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		upstream = append(upstream, ms...)
+	}
+	served := servedMetrics(t)
+	matched := 0
+	for _, want := range upstream {
+		got, ok := served[want.Name]
+		_, pending := notServedYet[want.Name]
+		switch {
+		case !ok && !pending:
+			t.Errorf("%s (%s, labels %v) is not served", want.Name, want.Type, want.Labels)
+		case ok && pending:
+			t.Errorf("%s is served now: take it out of notServedYet", want.Name)
+		case ok && got.Type != want.Type:
+			t.Errorf("%s is a %s, Karpenter's a %s", want.Name, got.Type, want.Type)
+		case ok && !slices.Equal(got.Labels, want.Labels) && labelsDifferYet[want.Name] == "":
+			t.Errorf("%s has labels %v, Karpenter's %v", want.Name, got.Labels, want.Labels)
+		case ok && slices.Equal(got.Labels, want.Labels) && labelsDifferYet[want.Name] != "":
+			t.Errorf("%s has Karpenter's labels now: take it out of labelsDifferYet", want.Name)
+		case ok:
+			matched++
+		}
+	}
+	for name := range notServedYet {
+		if !slices.ContainsFunc(upstream, func(m karpenterMetric) bool { return m.Name == name }) {
+			t.Errorf("notServedYet lists %s, which Karpenter does not have", name)
+		}
+	}
+	t.Logf("%d of Karpenter's %d metrics served (%d with other labels), %d not yet", matched, len(upstream), len(labelsDifferYet), len(notServedYet))
+	var ours []string
+	for name := range served {
+		if !slices.ContainsFunc(upstream, func(m karpenterMetric) bool { return m.Name == name }) {
+			ours = append(ours, name)
+		}
+	}
+	slices.Sort(ours)
+	t.Logf("ours only: %v", ours)
+}
+
+// TestKarpenterDashboardsRender loads Karpenter's published Grafana dashboards (capacity and
+// performance, testdata/dashboards, from its v1.14 getting-started guide) and checks that
+// every metric their panels query is served: ours, or controller-runtime's (served by the
+// operator's manager). node_* series come from node-exporter, not from Karpenter.
+func TestKarpenterDashboardsRender(t *testing.T) {
+	served := servedMetrics(t)
+	ch := make(chan *prometheus.Desc, 256)
+	go func() {
+		crmetrics.Registry.(prometheus.Collector).Describe(ch)
+		close(ch)
+	}()
+	runtimeMetrics := map[string]bool{}
+	for d := range ch {
+		if m := descPattern.FindStringSubmatch(d.String()); m != nil {
+			runtimeMetrics[m[1]] = true
+		}
+	}
+	exprPattern := regexp.MustCompile(`"expr":\s*"((?:[^"\\]|\\.)*)"`)
+	metricPattern := regexp.MustCompile(`\b((?:karpenter|controller_runtime)_[a-z_]+)`)
+	files, _ := filepath.Glob("testdata/dashboards/*.json")
+	if len(files) != 2 {
+		t.Fatalf("%d dashboards, want Karpenter's two", len(files))
+	}
+	queried := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range exprPattern.FindAllStringSubmatch(string(raw), -1) {
+			for _, m := range metricPattern.FindAllString(e[1], -1) {
+				queried++
+				name := m
+				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+					if base := strings.TrimSuffix(m, suffix); base != m && (served[base].Name != "" || runtimeMetrics[base]) {
+						name = base
+					}
+				}
+				if served[name].Name == "" && !runtimeMetrics[name] {
+					t.Errorf("%s: a panel queries %s, which is not served", filepath.Base(f), m)
+				}
+			}
+		}
+	}
+	if queried < 30 {
+		t.Fatalf("found only %d metric references; is the pattern broken?", queried)
+	}
+}
