@@ -42,6 +42,8 @@ type constraint struct {
 	// intOrString makes a string property take an integer too (x-kubernetes-int-or-string),
 	// replacing its pattern by pattern.
 	intOrString bool
+	// rules are CEL rules added to the property.
+	rules apiextensionsv1.ValidationRules
 }
 
 // taintConstraints are Karpenter's limits on a list of corev1.Taint at path.
@@ -65,6 +67,11 @@ func constraints() []constraint {
 		// Karpenter sets these two on the values array, where the API server ignores them, and
 		// refuses such values when it validates the NodePool at run time; we refuse them here.
 		{file: nodePools, path: templateSpec + ".requirements[].values[]", maxLength: 63, pattern: labelValuePattern},
+		// A NodeClaim's requirements name its NodePool; a NodePool's may not. The key's type is
+		// shared, so the rule is added here, on the key as Karpenter does, naming the key.
+		{file: nodePools, path: templateSpec + ".requirements[].key", rules: apiextensionsv1.ValidationRules{
+			{Rule: `self != "karpenter.sh/nodepool"`, Message: `label "karpenter.sh/nodepool" is restricted`},
+		}},
 		{file: nodeClasses, path: "spec.kubelet.evictionHard{}", pattern: evictionThresholdPattern},
 		{file: nodeClasses, path: "spec.kubelet.evictionSoft{}", pattern: evictionThresholdPattern},
 		{file: nodeClasses, path: "spec.kubelet.kubeReserved{}", pattern: quantityPattern},
@@ -140,6 +147,7 @@ func set(schema *apiextensionsv1.JSONSchemaProps, steps []string, c constraint) 
 		if c.pattern != "" {
 			schema.Pattern = c.pattern
 		}
+		schema.XValidations = append(schema.XValidations, c.rules...)
 		if c.intOrString {
 			schema.Type, schema.XIntOrString = "", true
 			schema.AnyOf = []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}

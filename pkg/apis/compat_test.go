@@ -279,6 +279,7 @@ var refusedByKarpenter = []compatCase{
 	{"volume initialization rate 99", "EC2NodeClass", `{spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {snapshotID: snap-1, volumeInitializationRate: 99}}]}}`},
 	{"volume initialization rate 301", "EC2NodeClass", `{spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {snapshotID: snap-1, volumeInitializationRate: 301}}]}}`},
 	{"volume initialization rate without snapshot", "EC2NodeClass", `{spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 20Gi, volumeInitializationRate: 200}}]}}`},
+	{"volume initialization rate with an empty snapshot", "EC2NodeClass", `{spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {snapshotID: "", volumeSize: 20Gi, volumeInitializationRate: 200}}]}}`},
 	{"51 block device mappings", "EC2NodeClass", `{spec: {blockDeviceMappings: ` + many(51, "{deviceName: /dev/xvd%d, ebs: {volumeSize: 20Gi}}") + `}}`},
 	{"instanceStorePolicy unknown", "EC2NodeClass", `{spec: {instanceStorePolicy: RAID1}}`},
 

@@ -30,7 +30,7 @@ type EC2NodeClass struct {
 // EC2NodeClassSpec is the AWS configuration of a group of nodes.
 //
 // +kubebuilder:validation:XValidation:message="must specify exactly one of ['role', 'instanceProfile']",rule="(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))"
-// +kubebuilder:validation:XValidation:message="changing from 'instanceProfile' to 'role' is not supported. You must delete and recreate this node class if you want to change this.",rule="(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))"
+// +kubebuilder:validation:XValidation:message="changing from 'instanceProfile' to 'role' or from 'role' to 'instanceProfile' is not supported. You must delete and recreate this node class if you want to change this.",rule="(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))"
 // +kubebuilder:validation:XValidation:message="must specify amiFamily if amiSelectorTerms does not contain an alias; set spec.amiFamily (for example Custom) or use an alias term such as al2023@latest",rule="has(self.amiFamily) || self.amiSelectorTerms.exists(x, has(x.alias))"
 // +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2' or 'Custom' when using an AL2 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2') : true)"
 // +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2023' or 'Custom' when using an AL2023 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2023') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2023') : true)"
@@ -82,7 +82,7 @@ type EC2NodeClassSpec struct {
 	UserData *string `json:"userData,omitempty"`
 	// Role is the IAM role of the nodes; Karpenter creates and manages an instance profile for it.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="role cannot be empty"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="immutable field changed"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="immutable field changed: role cannot change; create another EC2NodeClass with the new role and point the NodePools' nodeClassRef at it"
 	// +optional
 	Role string `json:"role,omitempty"`
 	// InstanceProfile is an existing IAM instance profile to use instead of a role.
@@ -306,7 +306,7 @@ type BlockDeviceMapping struct {
 // BlockDevice is an EBS volume.
 //
 // +kubebuilder:validation:XValidation:message="snapshotID or volumeSize must be defined",rule="has(self.snapshotID) || has(self.volumeSize)"
-// +kubebuilder:validation:XValidation:message="snapshotID must be set when volumeInitializationRate is set",rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')"
+// +kubebuilder:validation:XValidation:message="snapshotID must be set when volumeInitializationRate is set",rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != \"\")"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume with the instance.
 	// +optional
