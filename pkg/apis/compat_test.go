@@ -2,6 +2,7 @@ package apis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -26,9 +27,9 @@ type compatCase struct {
 	patch string
 }
 
-// strictness is a case that Karpenter's CRDs accept and ours refuse on purpose, with why.
+// difference is a case on which Karpenter's CRDs and ours disagree on purpose, with why.
 // docs/crd-validation.md lists each.
-type strictness struct {
+type difference struct {
 	compatCase
 	why string
 }
@@ -41,8 +42,8 @@ type compatUpdate struct {
 	why string
 }
 
-// long is a string of n letters.
-func long(n int) string { return strings.Repeat("a", n) }
+// letters is a string of n letters.
+func letters(n int) string { return strings.Repeat("a", n) }
 
 // many is a YAML flow list of n copies of item, each with %d replaced by its index.
 func many(n int, item string) string {
@@ -81,7 +82,7 @@ var refusedByKarpenter = []compatCase{
 	{"requirement key with a space", "NodePool", `{spec: {template: {spec: {requirements: [{key: "bad key", operator: In, values: [a]}]}}}}`},
 	{"requirement key ending in a dash", "NodePool", `{spec: {template: {spec: {requirements: [{key: team-, operator: In, values: [a]}]}}}}`},
 	{"requirement key empty", "NodePool", `{spec: {template: {spec: {requirements: [{key: "", operator: Exists}]}}}}`},
-	{"requirement key of 317 characters", "NodePool", `{spec: {template: {spec: {requirements: [{key: ` + long(317) + `, operator: Exists}]}}}}`},
+	{"requirement key of 317 characters", "NodePool", `{spec: {template: {spec: {requirements: [{key: ` + letters(317) + `, operator: Exists}]}}}}`},
 	{"requirement key in karpenter.sh", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.sh/team, operator: Exists}]}}}}`},
 	{"requirement key in a karpenter.sh subdomain", "NodePool", `{spec: {template: {spec: {requirements: [{key: x.karpenter.sh/team, operator: Exists}]}}}}`},
 	{"requirement key karpenter.sh/nodepool", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [a]}]}}}}`},
@@ -93,7 +94,7 @@ var refusedByKarpenter = []compatCase{
 	{"label in a karpenter.sh subdomain", "NodePool", `{spec: {template: {metadata: {labels: {x.karpenter.sh/team: a}}}}}`},
 	{"label karpenter.sh/nodepool", "NodePool", `{spec: {template: {metadata: {labels: {karpenter.sh/nodepool: a}}}}}`},
 	{"label kubernetes.io/hostname", "NodePool", `{spec: {template: {metadata: {labels: {kubernetes.io/hostname: a}}}}}`},
-	{"label value of 64 characters", "NodePool", `{spec: {template: {metadata: {labels: {team: ` + long(64) + `}}}}}`},
+	{"label value of 64 characters", "NodePool", `{spec: {template: {metadata: {labels: {team: ` + letters(64) + `}}}}}`},
 	{"label value with a space", "NodePool", `{spec: {template: {metadata: {labels: {team: "a b"}}}}}`},
 	{"label value starting with a dash", "NodePool", `{spec: {template: {metadata: {labels: {team: "-a"}}}}}`},
 	{"101 labels", "NodePool", `{spec: {template: {metadata: {labels: {` + manyKeys(101, "a") + `}}}}}`},
@@ -215,7 +216,7 @@ var refusedByKarpenter = []compatCase{
 	{"AMI alias without version", "EC2NodeClass", `{spec: {amiSelectorTerms: [{alias: al2023}]}}`},
 	{"AMI alias unknown family", "EC2NodeClass", `{spec: {amiSelectorTerms: [{alias: ubuntu@latest}]}}`},
 	{"AMI Windows alias pinned", "EC2NodeClass", `{spec: {amiSelectorTerms: [{alias: windows2022@v20240101}]}}`},
-	{"AMI alias of 31 characters", "EC2NodeClass", `{spec: {amiSelectorTerms: [{alias: al2023@` + long(24) + `}]}}`},
+	{"AMI alias of 31 characters", "EC2NodeClass", `{spec: {amiSelectorTerms: [{alias: al2023@` + letters(24) + `}]}}`},
 	{"AMI 31 terms", "EC2NodeClass", `{spec: {amiFamily: AL2023, amiSelectorTerms: ` + many(31, "{id: ami-%d}") + `}}`},
 	{"AMI tag key empty", "EC2NodeClass", `{spec: {amiFamily: AL2023, amiSelectorTerms: [{tags: {"": a}}]}}`},
 	{"AMI tag value empty", "EC2NodeClass", `{spec: {amiFamily: AL2023, amiSelectorTerms: [{tags: {a: ""}}]}}`},
@@ -344,7 +345,7 @@ spec:
         - {key: karpenter.k8s.aws/instance-memory, operator: Lte, values: ["65536"]}
         - {key: karpenter.k8s.aws/instance-generation, operator: Gte, values: ["5"]}
         - {key: example.com/team, operator: DoesNotExist}
-        - {key: team, operator: In, values: [` + long(63) + `]}
+        - {key: team, operator: In, values: [` + letters(63) + `]}
 `},
 	{"NodePool Never consolidateAfter", "NodePool", `{spec: {disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: Never}}}`},
 	{"NodePool Balanced consolidation", "NodePool", `{spec: {disruption: {consolidationPolicy: Balanced, consolidateAfter: 0s}}}`},
@@ -357,7 +358,7 @@ spec:
 	{"NodePool 50 budgets", "NodePool", `{spec: {disruption: {budgets: ` + many(50, `{nodes: "%d"}`) + `}}}`},
 	{"NodePool budget of 0 nodes", "NodePool", `{spec: {disruption: {budgets: [{nodes: "0"}]}}}`},
 	{"NodePool expireAfter in seconds", "NodePool", `{spec: {template: {spec: {expireAfter: 1h30m10s}}}}`},
-	{"NodePool requirement key of 316 characters", "NodePool", `{spec: {template: {spec: {requirements: [{key: ` + long(316) + `, operator: Exists}]}}}}`},
+	{"NodePool requirement key of 316 characters", "NodePool", `{spec: {template: {spec: {requirements: [{key: ` + letters(316) + `, operator: Exists}]}}}}`},
 	{"NodeClaim base", "NodeClaim", `{}`},
 	{"NodeClaim full", "NodeClaim", `
 spec:
@@ -371,7 +372,7 @@ spec:
     - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
     - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge], minValues: 2}
     - {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["65"]}
-    - {key: team, operator: NotIn, values: [` + long(64) + `]}
+    - {key: team, operator: NotIn, values: [` + letters(64) + `]}
 `},
 	{"EC2NodeClass base", "EC2NodeClass", `{}`},
 	{"EC2NodeClass full", "EC2NodeClass", `
@@ -422,7 +423,7 @@ spec:
 }
 
 // refusedOnlyByUs: objects Karpenter's CRDs accept and ours refuse, each on purpose.
-var refusedOnlyByUs = []strictness{
+var refusedOnlyByUs = []difference{
 	{compatCase{"requirement key in kubernetes.io", "NodePool", `{spec: {template: {spec: {requirements: [{key: kubernetes.io/role, operator: Exists}]}}}}`},
 		"the kubernetes.io domain (but for its well-known labels, node.kubernetes.io and node-restriction.kubernetes.io) is restricted in requirements, as in Karpenter v1.0; NodeClaims are built on that rule (pkg/nodepool)"},
 	{compatCase{"NodeClaim requirement key in kubernetes.io", "NodeClaim", `{spec: {requirements: [{key: kubernetes.io/role, operator: Exists}]}}`},
@@ -431,7 +432,7 @@ var refusedOnlyByUs = []strictness{
 		"values are meaningless with Exists; Kubernetes refuses them in node affinity and our scheduler refuses the NodePool at run time, so it is refused here at once"},
 	{compatCase{"requirement DoesNotExist with values", "NodePool", `{spec: {template: {spec: {requirements: [{key: a, operator: DoesNotExist, values: [b]}]}}}}`},
 		"as Exists"},
-	{compatCase{"requirement value of 64 characters", "NodePool", `{spec: {template: {spec: {requirements: [{key: team, operator: In, values: [` + long(64) + `]}]}}}}`},
+	{compatCase{"requirement value of 64 characters", "NodePool", `{spec: {template: {spec: {requirements: [{key: team, operator: In, values: [` + letters(64) + `]}]}}}}`},
 		"Karpenter's CRD sets maxLength on the values array, where the API server ignores it, and refuses the NodePool at run time; ours limits each value"},
 	{compatCase{"requirement value with a space", "NodePool", `{spec: {template: {spec: {requirements: [{key: team, operator: In, values: ["a b"]}]}}}}`},
 		"as the 64-character value: the label value pattern"},
@@ -462,7 +463,7 @@ var refusedOnlyByUs = []strictness{
 }
 
 // acceptedOnlyByUs: objects Karpenter's CRDs refuse and ours accept, each on purpose.
-var acceptedOnlyByUs = []strictness{
+var acceptedOnlyByUs = []difference{
 	{compatCase{"NodePool requirements missing", "NodePool", `{spec: {template: {spec: {requirements: null}}}}`},
 		"no requirements means the same as an empty list, which both accept; Go clients (controller-runtime, this project's own code and tests) send a nil list as no field, so requiring it would refuse their NodePools"},
 }
@@ -535,6 +536,22 @@ func compatObject(t *testing.T, kind, patch, name string) *unstructured.Unstruct
 	return u
 }
 
+// fields are the fields an API error names (its causes' fields), but for the one the API
+// server adds when it skips CEL rules because of other errors.
+func fields(err error) map[string]bool {
+	out := map[string]bool{}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return out
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field != "" && cause.Field != "<nil>" {
+			out[cause.Field] = true
+		}
+	}
+	return out
+}
+
 // strict is kubectl's default field validation: unknown fields are errors, not dropped.
 var strict = client.FieldValidation("Strict")
 
@@ -576,6 +593,12 @@ func TestKarpenterCRDCompatibility(t *testing.T) {
 				}
 				if oursErr == nil {
 					t.Fatalf("Karpenter refuses %s and we accept it; Karpenter says: %v", tc.patch, karpenterErr)
+				}
+				ours := fields(oursErr)
+				for field := range fields(karpenterErr) {
+					if !ours[field] {
+						t.Errorf("Karpenter's error names %s and ours does not:\nKarpenter: %v\nours:      %v", field, karpenterErr, oursErr)
+					}
 				}
 				t.Logf("Karpenter: %v\nours:      %v", karpenterErr, oursErr)
 			})
