@@ -1,6 +1,8 @@
-// Command crdpatch adds to the generated CRDs the few schema constraints controller-gen cannot
+// Command crdpatch adds to the generated CRDs the schema constraints controller-gen cannot
 // express from Go markers: limits on the values of a map[string]string (its
-// additionalProperties). `make generate` runs it after controller-gen.
+// additionalProperties) and on the fields of types from other modules (corev1.Taint). Each is
+// what Karpenter's published CRDs say at the same place, so the API server refuses the same
+// objects with the same messages. `make generate` runs it after controller-gen.
 package main
 
 import (
@@ -11,23 +13,77 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
-// labelValuePattern is Kubernetes' label value syntax.
-const labelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+const (
+	// labelValuePattern is Kubernetes' label value syntax.
+	labelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// qualifiedNamePattern is Kubernetes' qualified name syntax (an optional lower-case DNS
+	// subdomain and '/', then a name), which Karpenter requires of taint keys and values.
+	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
+	// quantityPattern is resource.Quantity's syntax, as Kubernetes publishes it for quantities.
+	quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
+	// evictionThresholdPattern is a kubelet eviction threshold: a percentage (up to 100%, two
+	// decimals), a quantity, or empty. It is Karpenter's pattern verbatim.
+	evictionThresholdPattern = `^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$`
+)
 
-// mapValueLimit constrains the values of a map property at a path in a CRD's schema.
-type mapValueLimit struct {
-	file      string
-	path      []string // property names from the version's root schema
-	maxLength int64
+// constraint sets schema limits on the property at a path of a CRD's schema.
+type constraint struct {
+	file string
+	// path names properties from the version's root schema, dot separated; "[]" steps into an
+	// array's items and "{}" into a map's values.
+	path      string
+	minLength int64 // 0: unchanged
+	maxLength int64 // 0: unchanged
 	pattern   string
+	enum      []string
+	// intOrString makes a string property take an integer too (x-kubernetes-int-or-string),
+	// replacing its pattern by pattern.
+	intOrString bool
+	// rules are CEL rules added to the property.
+	rules apiextensionsv1.ValidationRules
 }
 
-var limits = []mapValueLimit{
-	{"karpenter.sh_nodepools.yaml", []string{"spec", "template", "metadata", "labels"}, 63, labelValuePattern},
+// taintConstraints are Karpenter's limits on a list of corev1.Taint at path.
+func taintConstraints(file, path string) []constraint {
+	return []constraint{
+		{file: file, path: path + "[].key", minLength: 1, pattern: qualifiedNamePattern},
+		{file: file, path: path + "[].value", pattern: qualifiedNamePattern},
+		{file: file, path: path + "[].effect", enum: []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}},
+	}
+}
+
+func constraints() []constraint {
+	const (
+		nodePools    = "karpenter.sh_nodepools.yaml"
+		nodeClaims   = "karpenter.sh_nodeclaims.yaml"
+		nodeClasses  = "karpenter.k8s.aws_ec2nodeclasses.yaml"
+		templateSpec = "spec.template.spec"
+	)
+	out := []constraint{
+		{file: nodePools, path: "spec.template.metadata.labels{}", maxLength: 63, pattern: labelValuePattern},
+		// Karpenter sets these two on the values array, where the API server ignores them, and
+		// refuses such values when it validates the NodePool at run time; we refuse them here.
+		{file: nodePools, path: templateSpec + ".requirements[].values[]", maxLength: 63, pattern: labelValuePattern},
+		// A NodeClaim's requirements name its NodePool; a NodePool's may not. The key's type is
+		// shared, so the rule is added here, on the key as Karpenter does, naming the key.
+		{file: nodePools, path: templateSpec + ".requirements[].key", rules: apiextensionsv1.ValidationRules{
+			{Rule: `self != "karpenter.sh/nodepool"`, Message: `label "karpenter.sh/nodepool" is restricted`},
+		}},
+		{file: nodeClasses, path: "spec.kubelet.evictionHard{}", pattern: evictionThresholdPattern},
+		{file: nodeClasses, path: "spec.kubelet.evictionSoft{}", pattern: evictionThresholdPattern},
+		{file: nodeClasses, path: "spec.kubelet.kubeReserved{}", pattern: quantityPattern},
+		{file: nodeClasses, path: "spec.kubelet.systemReserved{}", pattern: quantityPattern},
+		// The legacy AWSNodeTemplate shares EC2NodeClass's BlockDevice type, but Karpenter v0.x
+		// took any quantity, integer or string, as its volume size; stored objects still do.
+		{file: "karpenter.k8s.aws_awsnodetemplates.yaml", path: "spec.blockDeviceMappings[].ebs.volumeSize", pattern: quantityPattern, intOrString: true},
+	}
+	out = append(out, taintConstraints(nodePools, templateSpec+".taints")...)
+	out = append(out, taintConstraints(nodePools, templateSpec+".startupTaints")...)
+	out = append(out, taintConstraints(nodeClaims, "spec.taints")...)
+	return append(out, taintConstraints(nodeClaims, "spec.startupTaints")...)
 }
 
 func main() {
@@ -35,15 +91,23 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
-	for _, limit := range limits {
-		if err := apply(filepath.Join(dir, limit.file), limit); err != nil {
+	byFile := map[string][]constraint{}
+	var files []string
+	for _, c := range constraints() {
+		if _, ok := byFile[c.file]; !ok {
+			files = append(files, c.file)
+		}
+		byFile[c.file] = append(byFile[c.file], c)
+	}
+	for _, file := range files {
+		if err := apply(filepath.Join(dir, file), byFile[file]); err != nil {
 			fmt.Fprintf(os.Stderr, "crdpatch: %v\n", err)
 			os.Exit(1)
 		}
 	}
 }
 
-func apply(file string, limit mapValueLimit) error {
+func apply(file string, cs []constraint) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -53,22 +117,11 @@ func apply(file string, limit mapValueLimit) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	for i := range crd.Spec.Versions {
-		schema := crd.Spec.Versions[i].Schema.OpenAPIV3Schema
-		for _, name := range limit.path {
-			next, ok := schema.Properties[name]
-			if !ok {
-				return fmt.Errorf("%s: no property %s on the path %s", file, name, strings.Join(limit.path, "."))
+		for _, c := range cs {
+			if err := set(crd.Spec.Versions[i].Schema.OpenAPIV3Schema, strings.Split(c.path, "."), c); err != nil {
+				return fmt.Errorf("%s: %s: %w", file, c.path, err)
 			}
-			schema = &next
 		}
-		if schema.AdditionalProperties == nil || schema.AdditionalProperties.Schema == nil {
-			return fmt.Errorf("%s: %s is not a map", file, strings.Join(limit.path, "."))
-		}
-		// Properties holds copies, but they share the AdditionalProperties pointer with the CRD,
-		// so the change below lands in it.
-		values := schema.AdditionalProperties.Schema
-		values.MaxLength = ptr.To(limit.maxLength)
-		values.Pattern = limit.pattern
 	}
 	out, err := yaml.Marshal(crd)
 	if err != nil {
@@ -76,4 +129,70 @@ func apply(file string, limit mapValueLimit) error {
 	}
 	out = bytes.Replace(out, []byte("status:\n  acceptedNames:\n    kind: \"\"\n    plural: \"\"\n  conditions: null\n  storedVersions: null\n"), nil, 1)
 	return os.WriteFile(file, append([]byte("---\n"), out...), 0o644)
+}
+
+// set walks steps down from schema and sets c's limits on the property it reaches. A step
+// "name[]" or "name{}" is the property name followed by a step into its items or values.
+func set(schema *apiextensionsv1.JSONSchemaProps, steps []string, c constraint) error {
+	if len(steps) == 0 {
+		if schema.Type != "string" {
+			return fmt.Errorf("is a %q, not a string", schema.Type)
+		}
+		if c.minLength > 0 {
+			schema.MinLength = &c.minLength
+		}
+		if c.maxLength > 0 {
+			schema.MaxLength = &c.maxLength
+		}
+		if c.pattern != "" {
+			schema.Pattern = c.pattern
+		}
+		schema.XValidations = append(schema.XValidations, c.rules...)
+		if c.intOrString {
+			schema.Type, schema.XIntOrString = "", true
+			schema.AnyOf = []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}
+		}
+		for _, v := range c.enum {
+			schema.Enum = append(schema.Enum, apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf("%q", v))})
+		}
+		return nil
+	}
+	step := steps[0]
+	switch {
+	case strings.HasSuffix(step, "[]"):
+		return into(schema, strings.TrimSuffix(step, "[]"), steps[1:], c, func(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+			if s.Items == nil {
+				return nil
+			}
+			return s.Items.Schema
+		})
+	case strings.HasSuffix(step, "{}"):
+		return into(schema, strings.TrimSuffix(step, "{}"), steps[1:], c, func(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps {
+			if s.AdditionalProperties == nil {
+				return nil
+			}
+			return s.AdditionalProperties.Schema
+		})
+	default:
+		return into(schema, step, steps[1:], c, func(s *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps { return s })
+	}
+}
+
+// into steps into the property name of schema, then through inner (its items, its values or
+// itself), and sets c below it. Properties holds values, so the changed property is stored
+// back.
+func into(schema *apiextensionsv1.JSONSchemaProps, name string, rest []string, c constraint, inner func(*apiextensionsv1.JSONSchemaProps) *apiextensionsv1.JSONSchemaProps) error {
+	prop, ok := schema.Properties[name]
+	if !ok {
+		return fmt.Errorf("no property %s", name)
+	}
+	next := inner(&prop)
+	if next == nil {
+		return fmt.Errorf("%s has no items or values", name)
+	}
+	if err := set(next, rest, c); err != nil {
+		return err
+	}
+	schema.Properties[name] = prop
+	return nil
 }

@@ -108,7 +108,11 @@ type Disruption struct {
 // only during a recurring window.
 type Budget struct {
 	// Reasons limits the budget to these disruption reasons; empty means all of them.
-	// +kubebuilder:validation:items:Enum:={Underutilized,Empty,Drifted}
+	// Unhealthy (Karpenter's node repair) is accepted for compatibility; this project does not
+	// repair nodes, so a budget of only that reason never applies.
+	// +kubebuilder:validation:items:Enum:={Underutilized,Empty,Drifted,Unhealthy}
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=set
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is the most nodes that may be disrupting at once: a count ("5") or a percentage of
@@ -143,7 +147,7 @@ type ObjectMeta struct {
 	// Labels are added to each node. Keys in the karpenter.sh and karpenter.k8s.aws domains are
 	// reserved (but for the well-known ones) and so is kubernetes.io/hostname.
 	// +kubebuilder:validation:MaxProperties=100
-	// +kubebuilder:validation:XValidation:message="label keys must be qualified names: an optional DNS subdomain and '/', then 1-63 characters [A-Za-z0-9-_.] starting and ending with an alphanumeric",rule="self.all(x, x.matches('^((([a-zA-Z0-9]|[a-zA-Z0-9][-a-zA-Z0-9]*[a-zA-Z0-9])\\\\.)*([a-zA-Z0-9]|[a-zA-Z0-9][-a-zA-Z0-9]*[a-zA-Z0-9])/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$'))"
+	// +kubebuilder:validation:XValidation:message="label keys must be qualified names: an optional lower-case DNS subdomain and '/', then 1-63 characters [A-Za-z0-9-_.] starting and ending with an alphanumeric",rule="self.all(x, x.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$'))"
 	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.sh\" is restricted",rule="self.all(x, x in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] || !x.find('^([^/]+)').endsWith('karpenter.sh'))"
 	// +kubebuilder:validation:XValidation:message="label \"karpenter.sh/nodepool\" is restricted",rule="self.all(x, x != 'karpenter.sh/nodepool')"
 	// +kubebuilder:validation:XValidation:message="label \"kubernetes.io/hostname\" is restricted",rule="self.all(x, x != 'kubernetes.io/hostname')"
@@ -157,15 +161,15 @@ type ObjectMeta struct {
 
 // NodeClaimTemplateSpec is the part of a NodeClaim spec a NodePool template sets.
 type NodeClaimTemplateSpec struct {
-	// Taints are put on each node; pods must tolerate them to be placed there.
-	// +kubebuilder:validation:XValidation:message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute",rule="self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])"
-	// +kubebuilder:validation:XValidation:message="taint key must not be empty",rule="self.all(x, x.key != '')"
+	// Taints are put on each node; pods must tolerate them to be placed there. Keys and values
+	// are qualified names; the effect is NoSchedule, PreferNoSchedule or NoExecute.
+	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on each node at creation and expected to be removed by another
-	// controller (a CNI or a daemon) once the node is ready. Pods need not tolerate them.
-	// +kubebuilder:validation:XValidation:message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute",rule="self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])"
-	// +kubebuilder:validation:XValidation:message="taint key must not be empty",rule="self.all(x, x.key != '')"
+	// controller (a CNI or a daemon) once the node is ready. Pods need not tolerate them. They
+	// are limited as Taints.
+	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements narrow the nodes this NodePool may launch (instance types, zones, capacity
@@ -174,7 +178,6 @@ type NodeClaimTemplateSpec struct {
 	// +kubebuilder:validation:XValidation:message="requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (has(x.values) && x.values.size() == 1 && x.values[0].matches('^[0-9]+$') && int(x.values[0]) >= 0) : true)"
 	// +kubebuilder:validation:XValidation:message="requirements with operator 'Exists' or 'DoesNotExist' must not have values",rule="self.all(x, (x.operator == 'Exists' || x.operator == 'DoesNotExist') ? (!has(x.values) || x.values.size() == 0) : true)"
 	// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values specified in the 'values' field",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? (has(x.values) && x.values.size() >= x.minValues) : true)"
-	// +kubebuilder:validation:XValidation:message="label \"karpenter.sh/nodepool\" is restricted",rule="self.all(x, x.key != 'karpenter.sh/nodepool')"
 	// +kubebuilder:validation:MaxItems:=100
 	// +optional
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements,omitempty"`
