@@ -213,6 +213,9 @@ func upstreamKeyCases() []upstreamKeyCase {
 		{keys: []string{"settings.minValuesPolicy"}, values: "settings: {minValuesPolicy: BestEffort}", kind: "Deployment", env: map[string]string{"MIN_VALUES_POLICY": "BestEffort"}},
 		{keys: []string{"settings.clusterCABundle"}, values: "settings: {clusterCABundle: Q0E=}", kind: "Deployment", env: map[string]string{"CLUSTER_CA_BUNDLE": "Q0E="}},
 		{keys: []string{"settings.clusterName"}, values: "settings: {clusterName: prod}", kind: "Deployment", env: map[string]string{"CLUSTER_NAME": "prod"}},
+		// The string settings may be templates, as in Karpenter's chart.
+		{keys: []string{"settings.clusterName"}, values: "settings: {clusterName: '{{ .Release.Name }}-prod', interruptionQueue: '{{ .Release.Namespace }}-q'}", kind: "Deployment",
+			env: map[string]string{"CLUSTER_NAME": "karpenter-prod", "INTERRUPTION_QUEUE": "karpenter-q"}},
 		{keys: []string{"settings.clusterEndpoint"}, values: "settings: {clusterEndpoint: 'https://api.example.com'}", kind: "Deployment", env: map[string]string{"CLUSTER_ENDPOINT": "https://api.example.com"}},
 		{keys: []string{"settings.isolatedVPC"}, values: "settings: {isolatedVPC: true}", kind: "Deployment", env: map[string]string{"ISOLATED_VPC": "true"}},
 		{keys: []string{"settings.vmMemoryOverheadPercent"}, values: "settings: {vmMemoryOverheadPercent: 0.1}", kind: "Deployment", env: map[string]string{"VM_MEMORY_OVERHEAD_PERCENT": "0.1"}},

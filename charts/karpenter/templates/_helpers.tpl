@@ -72,13 +72,15 @@ whose feature is not built, stops it at start with a message naming the gate.
 
 {{/*
 CLUSTER_NAME: settings.clusterName, required with the aws cloud (as Karpenter's chart requires
-it), so a release without it fails at `helm template`, not at the controller's start.
+it), so a release without it fails at `helm template`, not at the controller's start. Like the
+other string settings it may be a template ({{ .Release.Name }}), as in Karpenter's chart.
 */}}
 {{- define "karpenter.clusterName" -}}
+{{- $name := tpl .Values.settings.clusterName . }}
 {{- if eq .Values.cloudProvider "aws" }}
-{{- required "settings.clusterName is required with cloudProvider=aws: set it to your cluster's name (--set settings.clusterName=my-cluster)" .Values.settings.clusterName }}
+{{- required "settings.clusterName is required with cloudProvider=aws: set it to your cluster's name (--set settings.clusterName=my-cluster)" $name }}
 {{- else }}
-{{- .Values.settings.clusterName }}
+{{- $name }}
 {{- end }}
 {{- end }}
 
