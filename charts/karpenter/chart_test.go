@@ -157,9 +157,11 @@ func envOf(c corev1.Container) map[string]string {
 
 func TestLint(t *testing.T) {
 	for _, args := range [][]string{
-		nil,
+		{"--set", "settings.clusterName=lint"},
 		{"-f", "testdata/values-aws.yaml"},
 		{"--set", "cloudProvider=sim"},
+		{"-f", upstreamHead, "--set", "settings.clusterName=lint"},
+		{"-f", upstreamV1_0, "--set", "settings.clusterName=lint"},
 	} {
 		if out, err := helm(t, append([]string{"lint", ".", "--strict"}, args...)...); err != nil {
 			t.Errorf("helm lint %v:\n%s%v", args, out, err)
@@ -167,11 +169,11 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestDefaults renders the default values: the objects of the release, two replicas on
-// different nodes behind a budget of one, the hardened container with its probes, and
-// Karpenter's defaults in the environment.
+// TestDefaults renders the default values (with the cluster name AWS requires): the objects of
+// the release, two replicas on different nodes behind a budget of one, the hardened container
+// with its probes, and Karpenter's defaults in the environment and the pod spec.
 func TestDefaults(t *testing.T) {
-	objs := decode(t, render(t))
+	objs := decode(t, render(t, "--set", "settings.clusterName=test"))
 	want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Errorf("rendered kinds %v, want %v", got, want)
@@ -222,8 +224,19 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("the spread over %s selects %v, not the pods %v", c.TopologyKey, c.LabelSelector, pod.Labels)
 		}
 	}
-	if !slices.Equal(spreadKeys, []string{corev1.LabelTopologyZone, corev1.LabelHostname}) {
-		t.Errorf("topology spread over %v, want zones and hostnames", spreadKeys)
+	// Karpenter's chart's defaults: spread over zones (hard), the CriticalAddonsOnly toleration,
+	// Kubernetes' own termination grace period.
+	if !slices.Equal(spreadKeys, []string{corev1.LabelTopologyZone}) || pod.Spec.TopologySpreadConstraints[0].WhenUnsatisfiable != corev1.DoNotSchedule {
+		t.Errorf("topology spread %+v, want over zones, DoNotSchedule", pod.Spec.TopologySpreadConstraints)
+	}
+	if len(pod.Spec.Tolerations) != 1 || pod.Spec.Tolerations[0].Key != "CriticalAddonsOnly" || pod.Spec.Tolerations[0].Operator != corev1.TolerationOpExists {
+		t.Errorf("tolerations %+v, want CriticalAddonsOnly Exists", pod.Spec.Tolerations)
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		t.Errorf("terminationGracePeriodSeconds %d, want unset (Kubernetes' 30s)", *pod.Spec.TerminationGracePeriodSeconds)
+	}
+	if pod.Spec.HostNetwork || pod.Spec.DNSPolicy != corev1.DNSClusterFirst || pod.Spec.SchedulerName != "default-scheduler" || len(pod.Spec.InitContainers) != 0 || len(pod.Spec.Volumes) != 0 {
+		t.Errorf("hostNetwork %t dnsPolicy %q schedulerName %q, %d init containers, %d volumes: want Karpenter's defaults", pod.Spec.HostNetwork, pod.Spec.DNSPolicy, pod.Spec.SchedulerName, len(pod.Spec.InitContainers), len(pod.Spec.Volumes))
 	}
 	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	if len(terms) != 1 || len(terms[0].MatchExpressions) != 1 || terms[0].MatchExpressions[0].Key != "karpenter.sh/nodepool" ||
@@ -282,23 +295,28 @@ func TestDefaults(t *testing.T) {
 	}
 
 	wantEnv := map[string]string{
-		"CLOUD_PROVIDER":             "aws",
-		"LOG_LEVEL":                  "info",
-		"METRICS_BIND_ADDRESS":       ":8080",
-		"HEALTH_PROBE_BIND_ADDRESS":  ":8081",
-		"LEADER_ELECTION_NAMESPACE":  "fieldRef:metadata.namespace",
-		"CLUSTER_NAME":               "",
-		"CLUSTER_ENDPOINT":           "",
-		"INTERRUPTION_QUEUE":         "",
-		"ISOLATED_VPC":               "false",
-		"VM_MEMORY_OVERHEAD_PERCENT": "0.075",
-		"RESERVED_ENIS":              "0",
-		"BATCH_IDLE_DURATION":        "1s",
-		"BATCH_MAX_DURATION":         "10s",
-		"PREFERENCE_POLICY":          "Respect",
-		"MIN_VALUES_POLICY":          "Strict",
-		"FEATURE_GATES":              "SpotToSpotConsolidation=false",
-		"GOMEMLIMIT":                 "resourceFieldRef:limits.memory",
+		"CLOUD_PROVIDER":                      "aws",
+		"LOG_LEVEL":                           "info",
+		"LOG_OUTPUT_PATHS":                    "stdout",
+		"LOG_ERROR_OUTPUT_PATHS":              "stderr",
+		"METRICS_BIND_ADDRESS":                ":8080",
+		"HEALTH_PROBE_BIND_ADDRESS":           ":8081",
+		"LEADER_ELECTION_NAMESPACE":           "fieldRef:metadata.namespace",
+		"CLUSTER_NAME":                        "test",
+		"CLUSTER_ENDPOINT":                    "",
+		"INTERRUPTION_QUEUE":                  "",
+		"ISOLATED_VPC":                        "false",
+		"VM_MEMORY_OVERHEAD_PERCENT":          "0.075",
+		"RESERVED_ENIS":                       "0",
+		"BATCH_IDLE_DURATION":                 "1s",
+		"BATCH_MAX_DURATION":                  "10s",
+		"PREFERENCE_POLICY":                   "Respect",
+		"MIN_VALUES_POLICY":                   "Strict",
+		"DISABLE_CLUSTER_STATE_OBSERVABILITY": "false",
+		// Karpenter's defaults (pkg/featuregate).
+		"FEATURE_GATES":     "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
+		"AWS_FEATURE_GATES": "NodeClassCEL=false",
+		"GOMEMLIMIT":        "resourceFieldRef:limits.memory",
 	}
 	checkEnv(t, envOf(c), wantEnv)
 }
@@ -356,24 +374,28 @@ func TestUserValues(t *testing.T) {
 		t.Errorf("tolerations %+v, want CriticalAddonsOnly", pod.Spec.Tolerations)
 	}
 	checkEnv(t, envOf(c), map[string]string{
-		"CLOUD_PROVIDER":             "aws",
-		"LOG_LEVEL":                  "debug",
-		"METRICS_BIND_ADDRESS":       ":8080",
-		"HEALTH_PROBE_BIND_ADDRESS":  ":8081",
-		"LEADER_ELECTION_NAMESPACE":  "fieldRef:metadata.namespace",
-		"CLUSTER_NAME":               "prod",
-		"CLUSTER_ENDPOINT":           "https://ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com",
-		"INTERRUPTION_QUEUE":         "Karpenter-prod",
-		"ISOLATED_VPC":               "true",
-		"VM_MEMORY_OVERHEAD_PERCENT": "0.1",
-		"RESERVED_ENIS":              "1",
-		"BATCH_IDLE_DURATION":        "2s",
-		"BATCH_MAX_DURATION":         "20s",
-		"PREFERENCE_POLICY":          "Ignore",
-		"MIN_VALUES_POLICY":          "BestEffort",
-		"FEATURE_GATES":              "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=true",
-		"GOMEMLIMIT":                 "resourceFieldRef:limits.memory",
-		"REGISTRATION_TTL":           "10m",
+		"CLOUD_PROVIDER":                      "aws",
+		"LOG_LEVEL":                           "debug",
+		"LOG_OUTPUT_PATHS":                    "stdout",
+		"LOG_ERROR_OUTPUT_PATHS":              "stderr",
+		"METRICS_BIND_ADDRESS":                ":8080",
+		"HEALTH_PROBE_BIND_ADDRESS":           ":8081",
+		"LEADER_ELECTION_NAMESPACE":           "fieldRef:metadata.namespace",
+		"CLUSTER_NAME":                        "prod",
+		"CLUSTER_ENDPOINT":                    "https://ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com",
+		"INTERRUPTION_QUEUE":                  "Karpenter-prod",
+		"ISOLATED_VPC":                        "true",
+		"VM_MEMORY_OVERHEAD_PERCENT":          "0.1",
+		"RESERVED_ENIS":                       "1",
+		"BATCH_IDLE_DURATION":                 "2s",
+		"BATCH_MAX_DURATION":                  "20s",
+		"PREFERENCE_POLICY":                   "Ignore",
+		"MIN_VALUES_POLICY":                   "BestEffort",
+		"DISABLE_CLUSTER_STATE_OBSERVABILITY": "false",
+		"FEATURE_GATES":                       "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+		"AWS_FEATURE_GATES":                   "NodeClassCEL=false",
+		"GOMEMLIMIT":                          "resourceFieldRef:limits.memory",
+		"REGISTRATION_TTL":                    "10m",
 	})
 	var sm unstructured.Unstructured
 	find(t, objs, "ServiceMonitor", &sm)
@@ -390,19 +412,23 @@ func TestUserValues(t *testing.T) {
 	}
 }
 
-// TestFeatureGates renders each way of setting the gates.
+// TestFeatureGates renders settings.featureGates into FEATURE_GATES: Karpenter's defaults, a
+// gate set on or off, every gate unset. The controller checks them (pkg/featuregate; cmd/karpenter
+// TestControllerRefusesFeatureGates refuses NodeRepair=true).
 func TestFeatureGates(t *testing.T) {
+	const defaults = "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "SpotToSpotConsolidation=false"},
-		{[]string{"--set", "settings.featureGates.spotToSpotConsolidation=true"}, "SpotToSpotConsolidation=true"},
-		{[]string{"--set", "settings.featureGates.nodeRepair=true"}, "NodeRepair=true,SpotToSpotConsolidation=false"},
+		{nil, defaults},
+		{[]string{"--set", "settings.featureGates.spotToSpotConsolidation=true"}, strings.Replace(defaults, "SpotToSpotConsolidation=false", "SpotToSpotConsolidation=true", 1)},
+		{[]string{"--set", "settings.featureGates.nodeRepair=true"}, strings.Replace(defaults, "NodeRepair=false", "NodeRepair=true", 1)},
+		{[]string{"--set", "settings.featureGates.reservedCapacity=false"}, strings.Replace(defaults, "ReservedCapacity=true", "ReservedCapacity=false", 1)},
 		{[]string{"--set", "settings.featureGates=null"}, ""},
 	} {
 		var d appsv1.Deployment
-		find(t, decode(t, render(t, append(tc.args, "--show-only", "templates/deployment.yaml")...)), "Deployment", &d)
+		find(t, decode(t, render(t, append(tc.args, "--set", "settings.clusterName=test", "--show-only", "templates/deployment.yaml")...)), "Deployment", &d)
 		if got := envOf(d.Spec.Template.Spec.Containers[0])["FEATURE_GATES"]; got != tc.want {
 			t.Errorf("%v: FEATURE_GATES=%q, want %q", tc.args, got, tc.want)
 		}
@@ -465,6 +491,15 @@ func TestSchemaRejects(t *testing.T) {
 		{"controller.image.digest=latest", []string{"/controller/image/digest"}},
 		{"sim.stateConfigMap=Sim_State", []string{"/sim/stateConfigMap"}},
 		{"serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=null,serviceAccount.craete=true", []string{"/serviceAccount", "'craete'"}},
+		// Karpenter's keys are accepted; a misspelt one is still refused, by name.
+		{"settings.featureGates.nodeRepiar=true", []string{"/settings/featureGates", "'nodeRepiar'"}},
+		{"settings.awsFeatureGates.nodeClassCel=true", []string{"/settings/awsFeatureGates", "'nodeClassCel'"}},
+		{"controller.securityContext.runAsUser=0", []string{"/controller/securityContext", "'runAsUser'"}},
+		{"webhook.enable=true", []string{"/webhook", "'enable'"}},
+		{"serviceMonitor.sampleLimit=-1", []string{"/serviceMonitor/sampleLimit"}},
+		{"dnsPolicy=ClusterLast", []string{"/dnsPolicy", "ClusterLast"}},
+		{"settings.amiRefreshInterval=often", []string{"/settings/amiRefreshInterval", "often"}},
+		{"controller.imagePullPolicy=Always", []string{"/controller", "'imagePullPolicy'"}},
 	} {
 		_, err := helm(t, "template", release, ".", "--set", tc.set)
 		if err == nil {
@@ -493,9 +528,13 @@ func TestServerDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{
-		nil,
+		{"--set", "settings.clusterName=test"},
 		{"-f", "testdata/values-aws.yaml", "--set", "serviceMonitor.enabled=false"}, // no Prometheus Operator CRDs here
 		{"--set", "cloudProvider=sim,replicas=1"},
+		// Karpenter's own values files, and every key that changes the pod spec at once.
+		{"-f", upstreamHead, "--set", "settings.clusterName=test"},
+		{"-f", upstreamV1_0, "--set", "settings.clusterName=test"},
+		{"-f", "testdata/values-upstream-keys.yaml"},
 	} {
 		manifests := render(t, append([]string{"--include-crds"}, args...)...)
 		cmd := exec.Command(env.KubectlPath, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-")

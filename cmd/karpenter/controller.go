@@ -7,20 +7,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/operator"
 )
 
 func newControllerCommand() *cobra.Command {
 	opts := operator.DefaultOptions()
-	var logLevel, kubeconfig, featureGates string
+	var logLevel, logOutputPaths, logErrorOutputPaths, kubeconfig, featureGates, awsFeatureGates string
 	// Karpenter's own names for three settings, so its values and environments work as they are.
 	var metricsPort, healthProbePort int
 	var disableLeaderElection bool
@@ -36,11 +39,11 @@ Karpenter's Helm chart uses.`,
 			if err := fs.err(); err != nil {
 				return usageError{err}
 			}
-			gates, err := parseFeatureGates(featureGates)
-			if err != nil {
+			// Feature gates first: a gate whose feature is not built stops the controller before
+			// it does anything.
+			if err := applyFeatureGates(&opts, featureGates, awsFeatureGates); err != nil {
 				return usageError{err}
 			}
-			opts.SpotToSpotConsolidation = gates["SpotToSpotConsolidation"]
 			if err := applyKarpenterAliases(&opts, metricsPort, healthProbePort, disableLeaderElection); err != nil {
 				return usageError{err}
 			}
@@ -51,7 +54,11 @@ Karpenter's Helm chart uses.`,
 			if err != nil {
 				return usageError{err}
 			}
-			ctrl.SetLogger(zap.New(zap.Level(level), zap.JSONEncoder()))
+			logger, err := newLogger(level, logOutputPaths, logErrorOutputPaths)
+			if err != nil {
+				return usageError{err}
+			}
+			ctrl.SetLogger(logger)
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
@@ -81,8 +88,13 @@ Karpenter's Helm chart uses.`,
 	fs.float32(&opts.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", opts.KubeClientQPS, "requests per second to the API server")
 	fs.int(&opts.KubeClientBurst, "kube-client-burst", "KUBE_CLIENT_BURST", opts.KubeClientBurst, "burst of requests to the API server")
 	fs.string(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig of the cluster; empty means the in-cluster config or ~/.kube/config")
-	fs.string(&featureGates, "feature-gates", "FEATURE_GATES", "", "feature gates such as SpotToSpotConsolidation=true (others are accepted and ignored)")
+	fs.string(&featureGates, "feature-gates", "FEATURE_GATES", "", "Karpenter's feature gates, Name=true,Other=false; unset gates take Karpenter's defaults ("+
+		featuregate.Karpenter.Defaults().String()+"); an unknown gate, or one turned on whose feature is not built, stops the controller")
+	fs.string(&awsFeatureGates, "aws-feature-gates", "AWS_FEATURE_GATES", "", "the AWS provider's feature gates, as Karpenter's ("+featuregate.AWS.Defaults().String()+")")
 	fs.string(&logLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info or error")
+	fs.string(&logOutputPaths, "log-output-paths", "LOG_OUTPUT_PATHS", "stdout", "comma-separated destinations of the logs: stdout, stderr or file paths")
+	fs.string(&logErrorOutputPaths, "log-error-output-paths", "LOG_ERROR_OUTPUT_PATHS", "stderr", "comma-separated destinations of the logger's own errors (a log line it could not write): stdout, stderr or file paths")
+	fs.bool(&opts.DisableClusterStateObservability, "disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY", false, "leave out the cluster state gauges and pod startup metrics")
 	fs.string(&opts.AWS.ClusterEndpoint, "cluster-endpoint", "CLUSTER_ENDPOINT", "", "API server URL nodes join (aws; empty means the EKS cluster's)")
 	fs.string(&opts.AWS.ClusterCABundle, "cluster-ca-bundle", "CLUSTER_CA_BUNDLE", "", "base64 PEM of the cluster CA given to nodes (aws; empty means the kubeconfig's or EKS's)")
 	fs.string(&opts.AWS.InterruptionQueue, "interruption-queue", "INTERRUPTION_QUEUE", "", "SQS queue of spot interruption, rebalance, scheduled change and state change events (aws; empty disables)")
@@ -222,20 +234,52 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
-// parseFeatureGates reads "Name=true,Other=false" as Karpenter's FEATURE_GATES does.
-func parseFeatureGates(s string) (map[string]bool, error) {
-	gates := map[string]bool{}
-	for _, item := range strings.Split(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(item, "=")
-		enabled, err := strconv.ParseBool(strings.TrimSpace(value))
-		if !ok || err != nil {
-			return nil, fmt.Errorf("--feature-gates (FEATURE_GATES) %q: want Name=true or Name=false", item)
-		}
-		gates[strings.TrimSpace(name)] = enabled
+// applyFeatureGates reads Karpenter's and the AWS provider's feature gates (package
+// featuregate) into opts: the gates that switch a feature here set it; an unknown gate, a
+// malformed item or a gate turned on whose feature is not built is an error naming it.
+func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) error {
+	gates, err := featuregate.Karpenter.Parse(karpenterGates)
+	if err != nil {
+		return err
 	}
-	return gates, nil
+	if _, err := featuregate.AWS.Parse(awsGates); err != nil {
+		return err
+	}
+	opts.SpotToSpotConsolidation = gates.Enabled(featuregate.SpotToSpotConsolidation)
+	opts.StaticCapacity = gates.Enabled(featuregate.StaticCapacity)
+	return nil
+}
+
+// newLogger returns the controller's JSON logger at level, writing its lines to the
+// comma-separated outputPaths and its own errors to errorOutputPaths ("stdout", "stderr" or
+// file paths, as Karpenter's LOG_OUTPUT_PATHS and LOG_ERROR_OUTPUT_PATHS).
+func newLogger(level zapcore.Level, outputPaths, errorOutputPaths string) (logr.Logger, error) {
+	out, err := openLogPaths("--log-output-paths (LOG_OUTPUT_PATHS)", outputPaths)
+	if err != nil {
+		return logr.Logger{}, err
+	}
+	errOut, err := openLogPaths("--log-error-output-paths (LOG_ERROR_OUTPUT_PATHS)", errorOutputPaths)
+	if err != nil {
+		return logr.Logger{}, err
+	}
+	return zap.New(zap.Level(level), zap.JSONEncoder(), zap.WriteTo(out), zap.RawZapOpts(uberzap.ErrorOutput(errOut))), nil
+}
+
+// openLogPaths opens the comma-separated log destinations; the files stay open for the
+// process's life.
+func openLogPaths(setting, paths string) (zapcore.WriteSyncer, error) {
+	var list []string
+	for _, p := range strings.Split(paths, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			list = append(list, p)
+		}
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%s is empty: give stdout, stderr or file paths, comma-separated", setting)
+	}
+	out, _, err := uberzap.Open(list...)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", setting, paths, err)
+	}
+	return out, nil
 }

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/operator"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
@@ -183,5 +185,103 @@ func TestSimulateCommand(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("error output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestControllerRefusesFeatureGates: a gate whose feature is not built, turned on, and an
+// unknown gate stop the controller before it does anything (it would otherwise fail on the
+// missing kubeconfig), with exit code 2 and a message naming the gate.
+func TestControllerRefusesFeatureGates(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "karpenter")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building karpenter: %v\n%s", err, out)
+	}
+	missing := filepath.Join(dir, "no-such-kubeconfig")
+	for _, tc := range []struct {
+		args, env []string
+		want      []string
+	}{
+		{env: []string{"FEATURE_GATES=NodeRepair=true"}, want: []string{"FEATURE_GATES", "NodeRepair=true", "not built yet"}},
+		{args: []string{"--feature-gates", "SpotToSpotConsolidation=true,NodeOverlay=true"}, want: []string{"--feature-gates", "NodeOverlay=true", "not built yet"}},
+		{env: []string{"FEATURE_GATES=CapacityBuffer=true"}, want: []string{"CapacityBuffer=true", "not built yet"}},
+		{env: []string{"FEATURE_GATES=Drift=true"}, want: []string{`unknown feature gate "Drift"`, "NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer"}},
+		{env: []string{"AWS_FEATURE_GATES=NodeClassCEL=true"}, want: []string{"AWS_FEATURE_GATES", "NodeClassCEL=true", "not built yet"}},
+	} {
+		cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", missing}, tc.args...)...)
+		cmd.Env = append(os.Environ(), tc.env...)
+		out, err := cmd.CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitCodeUsage {
+			t.Errorf("%v %v: want exit code %d, got %v\n%s", tc.env, tc.args, exitCodeUsage, err, out)
+			continue
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%v %v: output does not say %q:\n%s", tc.env, tc.args, want, out)
+			}
+		}
+		if strings.Contains(string(out), "kubeconfig") {
+			t.Errorf("%v %v: the controller went on to load its kubeconfig:\n%s", tc.env, tc.args, out)
+		}
+	}
+	// Karpenter's defaults start: ReservedCapacity is on by default, and the chart's rendering of
+	// the defaults passes the gates and fails only later, on the missing kubeconfig.
+	cmd := exec.Command(bin, "controller", "--kubeconfig", missing,
+		"--feature-gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false",
+		"--aws-feature-gates", "NodeClassCEL=false")
+	out, err := cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 || !strings.Contains(string(out), "loading kubeconfig") {
+		t.Errorf("the default gates: want exit code 1 on the missing kubeconfig, got %v\n%s", err, out)
+	}
+}
+
+// TestApplyFeatureGates: the gates that work here reach the operator's options.
+func TestApplyFeatureGates(t *testing.T) {
+	for _, tc := range []struct {
+		gates                   string
+		spotToSpot, staticPools bool
+	}{
+		{"", false, false},
+		{"SpotToSpotConsolidation=true", true, false},
+		{"StaticCapacity=true,ReservedCapacity=false", false, true},
+		{"SpotToSpotConsolidation=true,StaticCapacity=true", true, true},
+	} {
+		opts := operator.DefaultOptions()
+		opts.SpotToSpotConsolidation, opts.StaticCapacity = !tc.spotToSpot, !tc.staticPools
+		if err := applyFeatureGates(&opts, tc.gates, ""); err != nil {
+			t.Errorf("%q: %v", tc.gates, err)
+			continue
+		}
+		if opts.SpotToSpotConsolidation != tc.spotToSpot || opts.StaticCapacity != tc.staticPools {
+			t.Errorf("%q: SpotToSpotConsolidation=%t StaticCapacity=%t, want %t and %t", tc.gates, opts.SpotToSpotConsolidation, opts.StaticCapacity, tc.spotToSpot, tc.staticPools)
+		}
+	}
+}
+
+// TestLogOutputPaths: LOG_OUTPUT_PATHS sends the log lines to every destination given; an
+// empty list or a path that cannot be opened is an error naming the setting.
+func TestLogOutputPaths(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	logger, err := newLogger(zapcore.InfoLevel, a+","+b, "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Info("to both files", "key", "value")
+	logger.V(1).Info("debug, below the level")
+	for _, path := range []string{a, b} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), `"to both files"`) || !strings.Contains(string(data), `"key":"value"`) || strings.Contains(string(data), "below the level") {
+			t.Errorf("%s: %s", filepath.Base(path), data)
+		}
+	}
+	if _, err := newLogger(zapcore.InfoLevel, " , ", "stderr"); err == nil || !strings.Contains(err.Error(), "LOG_OUTPUT_PATHS") {
+		t.Errorf("empty output paths: %v, want an error naming LOG_OUTPUT_PATHS", err)
+	}
+	if _, err := newLogger(zapcore.InfoLevel, "stdout", filepath.Join(dir, "no", "such", "dir", "e.log")); err == nil || !strings.Contains(err.Error(), "LOG_ERROR_OUTPUT_PATHS") {
+		t.Errorf("an unopenable error output path: %v, want an error naming LOG_ERROR_OUTPUT_PATHS", err)
 	}
 }

@@ -34,9 +34,15 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 	}
 	lifecycle := nodeclaim.NewLifecycleController(mgr.GetClient(), cloudprovider.WithMetrics(cp, nodeclaim.LifecycleControllerName), unavailable, clk, recorder,
 		nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, ExternalFinalization: true, BeforeRegister: nomination.BeforeRegister})
+	// Static NodePools (spec.replicas) are kept at their size only with the StaticCapacity
+	// feature gate on; off, they get no nodes and a Warning event says why.
+	var static registrar = &staticCapacityOff{kubeClient: mgr.GetClient(), recorder: recorder}
+	if opts.StaticCapacity {
+		static = nodepool.NewStaticController(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodepool.static"), nodepool.WithAPIReader(mgr.GetAPIReader()))
+	}
 	return []registrar{
 		nodepool.NewStatusController(mgr.GetClient(), clk, recorder),
-		nodepool.NewStaticController(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodepool.static"), nodepool.WithAPIReader(mgr.GetAPIReader())),
+		static,
 		lifecycle,
 		nodeclaim.NewGarbageCollector(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodeclaim.garbagecollection"), clk, recorder, nodeclaim.GarbageCollectorOptions{}),
 		termination.NewController(mgr.GetClient(), lifecycle, clk, recorder, termination.Options{}),

@@ -134,10 +134,13 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
 	})
 	nomination := provisioning.NewNominationController(mgr.GetClient(), op.Cluster, clk)
-	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), nomination,
+	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), nomination)
+	if !opts.DisableClusterStateObservability {
 		// The state gauges, served while this replica leads, and pod startup times.
-		cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),
-		cluster.NewPodStartupController(mgr.GetClient(), clk))
+		registrars = append(registrars,
+			cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),
+			cluster.NewPodStartupController(mgr.GetClient(), clk))
+	}
 	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, op.Cluster, nomination, clk, recorder, opts)
 	if err != nil {
 		return nil, err

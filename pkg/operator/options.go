@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/featuregate"
 )
 
 // Cloud provider names.
@@ -42,6 +43,13 @@ type Options struct {
 	// SpotToSpotConsolidation lets consolidation replace a spot node with a cheaper spot node
 	// (the feature gate of that name in FEATURE_GATES).
 	SpotToSpotConsolidation bool
+	// StaticCapacity keeps static NodePools (spec.replicas set) at their size (the feature gate
+	// of that name in FEATURE_GATES). Off, as by Karpenter's default, they get no nodes and a
+	// Warning event (StaticCapacityDisabled) says why.
+	StaticCapacity bool
+	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
+	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
+	DisableClusterStateObservability bool
 	// DisruptionPollInterval and ConsolidationValidationDelay tune the disruption controller
 	// (zero means its defaults, 10s and 15s); tests shorten them.
 	DisruptionPollInterval, ConsolidationValidationDelay time.Duration
@@ -106,22 +114,26 @@ type AWSOptions struct {
 	Config *aws.Config
 }
 
-// DefaultOptions are Karpenter's defaults, on the simulated cloud.
+// DefaultOptions are Karpenter's defaults, on the simulated cloud; the feature gates are at
+// Karpenter's defaults (package featuregate).
 func DefaultOptions() Options {
+	gates := featuregate.Karpenter.Defaults()
 	return Options{
-		CloudProvider:          CloudProviderSim,
-		BatchIdleDuration:      time.Second,
-		BatchMaxDuration:       10 * time.Second,
-		PreferencePolicy:       "Respect",
-		MinValuesPolicy:        "Strict",
-		MetricsBindAddress:     ":8080",
-		HealthProbeBindAddress: ":8081",
-		LeaderElection:         true,
-		RegistrationTTL:        15 * time.Minute,
-		KubeClientQPS:          200,
-		KubeClientBurst:        300,
-		Sim:                    SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, StartupTaintDelay: sim.DefaultStartupTaintDelay, MarkPodsRunning: true},
-		AWS:                    AWSOptions{VMMemoryOverheadPercent: 0.075},
+		SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation),
+		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
+		CloudProvider:           CloudProviderSim,
+		BatchIdleDuration:       time.Second,
+		BatchMaxDuration:        10 * time.Second,
+		PreferencePolicy:        "Respect",
+		MinValuesPolicy:         "Strict",
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		LeaderElection:          true,
+		RegistrationTTL:         15 * time.Minute,
+		KubeClientQPS:           200,
+		KubeClientBurst:         300,
+		Sim:                     SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, StartupTaintDelay: sim.DefaultStartupTaintDelay, MarkPodsRunning: true},
+		AWS:                     AWSOptions{VMMemoryOverheadPercent: 0.075},
 	}
 }
 

@@ -141,16 +141,28 @@ func TestTimelineApplyDriftsAndAnnotateProtects(t *testing.T) {
 	}
 }
 
+// TestWorkloadFeatureGates: the workload's gates are checked against the controller's table
+// (package featuregate), and a static NodePool needs StaticCapacity, as in Karpenter.
 func TestWorkloadFeatureGates(t *testing.T) {
-	for _, tc := range []struct{ gates, want string }{
-		{"featureGates: {SpotToSpotConsolidation: true}\n", ""},
-		{"featureGates: {NodeRepair: false}\n", ""},
-		{"featureGates: {NodeRepair: true}\n", "featureGates.NodeRepair: NodeRepair is not supported by simulate yet"},
-		{"featureGates: {SpotToSpot: true}\n", `unknown feature gate "SpotToSpot"`},
+	staticManifest := strings.Replace(timelineActions, "  spec:\n    disruption:", "  spec:\n    replicas: 2\n    disruption:", 1)
+	staticApply := strings.Replace(timelineActions, "      spec:\n        disruption:", "      spec:\n        replicas: 2\n        disruption:", 1)
+	if staticManifest == timelineActions || staticApply == timelineActions {
+		t.Fatal("the static NodePool variants of the workload did not change it")
+	}
+	for _, tc := range []struct{ gates, workload, want string }{
+		{"featureGates: {SpotToSpotConsolidation: true}\n", timelineActions, ""},
+		{"featureGates: {NodeRepair: false, ReservedCapacity: true}\n", timelineActions, ""},
+		{"featureGates: {NodeRepair: true}\n", timelineActions, "featureGates.NodeRepair: feature gate NodeRepair=true: replacing nodes whose conditions say they are unhealthy is not built yet"},
+		{"featureGates: {CapacityBuffer: true}\n", timelineActions, "featureGates.CapacityBuffer: feature gate CapacityBuffer=true"},
+		{"featureGates: {SpotToSpot: true}\n", timelineActions, `unknown feature gate "SpotToSpot": the known gates are NodeRepair, ReservedCapacity, SpotToSpotConsolidation`},
+		{"", staticManifest, "manifests: NodePool default sets spec.replicas (a static NodePool), which needs the StaticCapacity feature gate"},
+		{"featureGates: {StaticCapacity: false}\n", staticApply, "timeline[1].apply: NodePool default sets spec.replicas"},
+		{"featureGates: {StaticCapacity: true}\n", staticManifest, ""},
+		{"featureGates: {StaticCapacity: true}\n", staticApply, ""},
 	} {
-		_, err := ParseWorkload("gates.yaml", []byte(tc.gates+timelineActions))
+		_, err := ParseWorkload("gates.yaml", []byte(tc.gates+tc.workload))
 		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want %q", strings.TrimSpace(tc.gates), err, tc.want)
+			t.Errorf("%s (static manifest %t, static apply %t): error %v, want %q", strings.TrimSpace(tc.gates), tc.workload == staticManifest, tc.workload == staticApply, err, tc.want)
 		}
 	}
 }

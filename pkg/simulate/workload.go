@@ -24,6 +24,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
 
@@ -38,7 +39,9 @@ type Workload struct {
 	// Cloud configures the simulated cloud.
 	Cloud CloudSettings `yaml:"cloud"`
 	// FeatureGates are Karpenter's feature gates for the run, as FEATURE_GATES sets them in the
-	// controller (SpotToSpotConsolidation: true).
+	// controller (SpotToSpotConsolidation: true), checked against the same table
+	// (package featuregate): an unknown gate, or one turned on whose feature is not built, is
+	// refused. Static NodePools (spec.replicas) need StaticCapacity: true, as in Karpenter.
 	FeatureGates map[string]bool `yaml:"featureGates"`
 	// Manifests are Karpenter objects (NodePool, EC2NodeClass), and the StorageClasses,
 	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, as YAML documents,
@@ -308,11 +311,24 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			w.Cloud.registerWithTaints = append(w.Cloud.registerWithTaints, taint)
 		}
 	}
+	staticCapacity := featuregate.Karpenter.Defaults().Enabled(featuregate.StaticCapacity)
 	for _, name := range slices.Sorted(maps.Keys(w.FeatureGates)) {
-		if err := simulatedFeatureGate(name, w.FeatureGates[name]); err != nil {
+		if err := featuregate.Karpenter.Check(name, w.FeatureGates[name]); err != nil {
 			add(lineOf(&root, "featureGates"), "featureGates."+name, "%v", err)
+		} else if name == featuregate.StaticCapacity {
+			staticCapacity = w.FeatureGates[name]
 		}
 	}
+	// Without the StaticCapacity gate Karpenter launches nothing for a static NodePool; the
+	// simulator refuses one rather than run it as if the gate were on.
+	refuseStatic := func(line int, field string, objs []client.Object) {
+		for _, o := range objs {
+			if np, ok := o.(*karpv1.NodePool); ok && !staticCapacity && np.Spec.Replicas != nil {
+				add(line, field, "NodePool %s sets spec.replicas (a static NodePool), which needs the StaticCapacity feature gate: add featureGates: {StaticCapacity: true}, or remove spec.replicas", np.Name)
+			}
+		}
+	}
+	refuseStatic(manifestsLine, "manifests", w.Objects)
 	known := map[string]string{} // name -> "deployment" or "jobs"
 	var applied []client.Object  // by apply events so far
 	for i := range w.Timeline {
@@ -391,6 +407,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 				add(e.line, field+".apply", "%v", err)
 			}
 			applied = append(applied, objs...)
+			refuseStatic(e.line, field+".apply", objs)
 			for _, obj := range objs {
 				switch obj.(type) {
 				case *karpv1.NodePool, *awsv1.EC2NodeClass:
@@ -657,20 +674,4 @@ func (w *Workload) names() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// simulatedFeatureGate checks one of the workload's feature gates: Karpenter's gates that work
-// here may be set either way; one whose feature is not built yet may only be left off, so no
-// gate is silently ignored.
-func simulatedFeatureGate(name string, enabled bool) error {
-	switch name {
-	case "SpotToSpotConsolidation":
-		return nil
-	case "NodeRepair", "ReservedCapacity", "NodeOverlay", "StaticCapacity", "CapacityBuffer":
-		if enabled {
-			return fmt.Errorf("%s is not supported by simulate yet: remove it or set it to false", name)
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown feature gate %q: Karpenter's are SpotToSpotConsolidation, NodeRepair, ReservedCapacity, NodeOverlay, StaticCapacity and CapacityBuffer", name)
 }

@@ -16,6 +16,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/operator"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
@@ -138,10 +139,36 @@ func TestLimitsAndWeights(t *testing.T) {
 	}
 }
 
-func TestStaticNodePool(t *testing.T) {
+// TestStaticNodePoolGateOff: with the StaticCapacity feature gate off (Karpenter's default) a
+// static NodePool gets no nodes, as in Karpenter, and a Warning event says why.
+func TestStaticNodePoolGateOff(t *testing.T) {
 	t.Cleanup(func() { cleanup(t) })
 	cloud := newCloud(t)
 	r := startOperator(t, cloud)
+	defer r.stop(t)
+	create(t, nodeClass("default"), nodePool("static", func(np *karpv1.NodePool) { np.Spec.Replicas = ptr(int64(2)) }))
+	harness.Eventually(t, 30*time.Second, "a StaticCapacityDisabled event on the NodePool", func() (bool, string) {
+		var events corev1.EventList
+		if err := env.Client.List(context.Background(), &events); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "NodePool" && e.InvolvedObject.Name == "static" && e.Reason == operator.ReasonStaticCapacityDisabled && e.Type == corev1.EventTypeWarning {
+				return true, e.Message
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(events.Items))
+	})
+	time.Sleep(2 * time.Second)
+	if claims := listClaims(t); len(claims) != 0 {
+		t.Errorf("%d NodeClaims for a static NodePool with the StaticCapacity gate off, want none", len(claims))
+	}
+}
+
+func TestStaticNodePool(t *testing.T) {
+	t.Cleanup(func() { cleanup(t) })
+	cloud := newCloud(t)
+	r := startOperator(t, cloud, func(o *operator.Options) { o.StaticCapacity = true })
 	defer r.stop(t)
 	create(t, nodeClass("default"), nodePool("static", func(np *karpv1.NodePool) { np.Spec.Replicas = ptr(int64(3)) }))
 	activeClaims := func() []karpv1.NodeClaim {

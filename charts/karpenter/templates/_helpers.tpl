@@ -57,15 +57,61 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-FEATURE_GATES: settings.featureGates as "Name=true,Other=false", names capitalized
-(spotToSpotConsolidation → SpotToSpotConsolidation), sorted.
+FEATURE_GATES (or AWS_FEATURE_GATES) from the mapping given (settings.featureGates): "Name=true,Other=false",
+names capitalized (spotToSpotConsolidation → SpotToSpotConsolidation), sorted. The controller
+checks them against its table of gates (pkg/featuregate): an unknown gate, or one turned on
+whose feature is not built, stops it at start with a message naming the gate.
 */}}
 {{- define "karpenter.featureGates" -}}
 {{- $gates := list }}
-{{- range $name, $enabled := .Values.settings.featureGates }}
+{{- range $name, $enabled := . }}
 {{- $gates = append $gates (printf "%s%s=%t" (substr 0 1 $name | upper) (substr 1 -1 $name) $enabled) }}
 {{- end }}
-{{- join "," $gates }}
+{{- join "," (sortAlpha $gates) }}
+{{- end }}
+
+{{/*
+CLUSTER_NAME: settings.clusterName, required with the aws cloud (as Karpenter's chart requires
+it), so a release without it fails at `helm template`, not at the controller's start. Like the
+other string settings it may be a template ({{ .Release.Name }}), as in Karpenter's chart.
+*/}}
+{{- define "karpenter.clusterName" -}}
+{{- $name := tpl .Values.settings.clusterName . }}
+{{- if eq .Values.cloudProvider "aws" }}
+{{- required "settings.clusterName is required with cloudProvider=aws: set it to your cluster's name (--set settings.clusterName=my-cluster)" $name }}
+{{- else }}
+{{- $name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The controller container's security context: .Values.securityContext with the keys of
+controller.securityContext (appArmorProfile, seLinuxOptions, seccompProfile) that are set, as
+Karpenter's chart adds them.
+*/}}
+{{- define "karpenter.securityContext" -}}
+{{- $context := deepCopy (default dict .Values.securityContext) }}
+{{- range $key, $value := (default dict .Values.controller.securityContext) }}
+{{- if $value }}
+{{- $_ := set $context $key $value }}
+{{- end }}
+{{- end }}
+{{- with $context }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The settings this controller cannot honour fail the release with a message saying why and what
+to set instead; the ones without effect here are accepted with a warning in NOTES.txt.
+*/}}
+{{- define "karpenter.refusedSettings" -}}
+{{- if .Values.settings.enableZonalShift }}
+{{- fail "settings.enableZonalShift=true: this controller does not call the ARC zonal shift API, so it would keep launching into a shifted zone; set it to false (docs/helm.md)" }}
+{{- end }}
+{{- if and (kindIs "bool" .Values.settings.ignoreDRARequests) (not .Values.settings.ignoreDRARequests) }}
+{{- fail "settings.ignoreDRARequests=false: this controller's scheduling ignores pods' dynamic resource allocation (DRA) requests; set it to true (docs/helm.md)" }}
+{{- end }}
 {{- end }}
 
 {{/*

@@ -1,0 +1,223 @@
+// Package featuregate is the one table of Karpenter's feature gates this project knows: their
+// names, Karpenter's defaults, and what each does here. The controller (FEATURE_GATES,
+// AWS_FEATURE_GATES), the Helm chart's settings.featureGates and the simulator's workload
+// featureGates all read gates through it, so they accept and refuse the same things.
+//
+// A gate either switches working behaviour here, or its feature is not built here yet and
+// turning it on is refused with a message naming it. No gate is accepted and ignored, and an
+// unknown gate name is refused with the list of known ones.
+package featuregate
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Support says what a gate does in this project.
+type Support int
+
+const (
+	// Switches: the gate turns a feature that works here on or off.
+	Switches Support = iota
+	// NotBuilt: the feature does not exist here yet. Off is accepted (it is what runs);
+	// on is refused.
+	NotBuilt
+	// RefusedPerObject: on is accepted, but every object that would use the feature is refused
+	// with a status condition saying so; off leaves those objects unused, as Karpenter does.
+	// Either way nothing uses the feature, and nothing that asks for it passes unnoticed.
+	RefusedPerObject
+)
+
+// Gate is one feature gate.
+type Gate struct {
+	// Name is the gate's name in FEATURE_GATES, as Karpenter spells it.
+	Name string
+	// Default is Karpenter's default: the value when the gate is not set.
+	Default bool
+	// Stage is Karpenter's stability stage of the feature: Alpha or Beta.
+	Stage string
+	// Support is what the gate does here.
+	Support Support
+	// Here says what the gate does in this project, for messages and docs.
+	Here string
+}
+
+// Karpenter's gate names (FEATURE_GATES), as in Karpenter v1.15.
+const (
+	NodeRepair                = "NodeRepair"
+	ReservedCapacity          = "ReservedCapacity"
+	SpotToSpotConsolidation   = "SpotToSpotConsolidation"
+	NodeOverlay               = "NodeOverlay"
+	StaticCapacity            = "StaticCapacity"
+	CapacityBuffer            = "CapacityBuffer"
+	TerminateFirstDrift       = "TerminateFirstDrift"
+	TerminateFirstRepair      = "TerminateFirstRepair"
+	PodDeletionCostManagement = "PodDeletionCostManagement"
+)
+
+// NodeClassCEL is the one gate of Karpenter's AWS provider (AWS_FEATURE_GATES).
+const NodeClassCEL = "NodeClassCEL"
+
+// Table is a set of gates read from one "Name=true,Other=false" setting.
+type Table struct {
+	// Setting names the flag and environment variable that carry the gates, for messages:
+	// "--feature-gates (FEATURE_GATES)".
+	Setting string
+	// Gates are the known gates, in Karpenter's order.
+	Gates []Gate
+}
+
+// Karpenter is the table of Karpenter's own gates (FEATURE_GATES), with Karpenter v1.15's
+// defaults (sigs.k8s.io/karpenter pkg/operator/options).
+var Karpenter = Table{
+	Setting: "--feature-gates (FEATURE_GATES)",
+	Gates: []Gate{
+		{Name: NodeRepair, Stage: "Alpha", Support: NotBuilt,
+			Here: "replacing nodes whose conditions say they are unhealthy is not built yet"},
+		{Name: ReservedCapacity, Default: true, Stage: "Beta", Support: RefusedPerObject,
+			Here: "launching into EC2 capacity reservations is not built yet: an EC2NodeClass with capacityReservationSelectorTerms is refused (ValidationSucceeded False, CapacityReservationsNotSupported) whatever the gate says"},
+		{Name: SpotToSpotConsolidation, Stage: "Alpha", Support: Switches,
+			Here: "consolidation may replace a spot node with cheaper spot capacity"},
+		{Name: NodeOverlay, Stage: "Alpha", Support: NotBuilt,
+			Here: "the NodeOverlay API (price and capacity adjustments of instance types) is not built yet"},
+		{Name: StaticCapacity, Stage: "Alpha", Support: Switches,
+			Here: "NodePools that set spec.replicas are kept at that many nodes; with the gate off they get no nodes, as in Karpenter, and each gets a Warning event saying why"},
+		{Name: CapacityBuffer, Stage: "Alpha", Support: NotBuilt,
+			Here: "the CapacityBuffer API (spare capacity kept ahead of demand) is not built yet"},
+		{Name: TerminateFirstDrift, Stage: "Alpha", Support: NotBuilt,
+			Here: "terminating a drifted node before its replacement can launch is not built yet"},
+		{Name: TerminateFirstRepair, Stage: "Alpha", Support: NotBuilt,
+			Here: "terminating an unhealthy node before its replacement can launch is not built yet (nor is node repair)"},
+		{Name: PodDeletionCostManagement, Stage: "Alpha", Support: NotBuilt,
+			Here: "setting controller.kubernetes.io/pod-deletion-cost on pods of nodes to consolidate is not built yet"},
+	},
+}
+
+// AWS is the table of the AWS provider's gates (AWS_FEATURE_GATES), with Karpenter's defaults.
+var AWS = Table{
+	Setting: "--aws-feature-gates (AWS_FEATURE_GATES)",
+	Gates: []Gate{
+		{Name: NodeClassCEL, Stage: "Alpha", Support: NotBuilt,
+			Here: "CEL expressions in an EC2NodeClass's spec.kubelet are not built yet"},
+	},
+}
+
+// Gates are the value of every gate of a table: the ones set, and the defaults of the others.
+type Gates struct {
+	table  *Table
+	values map[string]bool
+}
+
+// Names are the table's gate names, in order.
+func (t *Table) Names() []string {
+	names := make([]string, len(t.Gates))
+	for i, g := range t.Gates {
+		names[i] = g.Name
+	}
+	return names
+}
+
+// Lookup returns the gate of that name.
+func (t *Table) Lookup(name string) (Gate, bool) {
+	for _, g := range t.Gates {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return Gate{}, false
+}
+
+// Defaults are the table's gates at Karpenter's defaults.
+func (t *Table) Defaults() Gates {
+	g := Gates{table: t, values: map[string]bool{}}
+	for _, gate := range t.Gates {
+		g.values[gate.Name] = gate.Default
+	}
+	return g
+}
+
+// Parse reads "Name=true,Other=false" (spaces around items are ignored; an empty string sets
+// nothing) into the table's gates, the unset ones at their defaults. A malformed item, an
+// unknown gate (the message lists the known ones) or a gate turned on whose feature is not
+// built here is an error naming it and the setting.
+func (t *Table) Parse(s string) (Gates, error) {
+	set := map[string]bool{}
+	var errs []error
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(item, "=")
+		enabled, err := strconv.ParseBool(strings.TrimSpace(value))
+		if !ok || err != nil {
+			errs = append(errs, fmt.Errorf("%q: want Name=true or Name=false", item))
+			continue
+		}
+		set[strings.TrimSpace(name)] = enabled
+	}
+	gates, err := t.FromMap(set)
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return Gates{}, fmt.Errorf("%s: %w", t.Setting, err)
+	}
+	return gates, nil
+}
+
+// FromMap checks gates given as a map (a YAML mapping such as the simulator's featureGates),
+// as Parse does its items, without naming the setting: the caller names the field. Each error
+// names its gate; they are reported in name order.
+func (t *Table) FromMap(set map[string]bool) (Gates, error) {
+	gates := t.Defaults()
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if err := t.Check(name, set[name]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		gates.values[name] = set[name]
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Gates{}, err
+	}
+	return gates, nil
+}
+
+// Check says whether the gate may be set to enabled here: an unknown name is an error listing
+// the known ones, and turning on a gate whose feature is not built is an error saying so.
+func (t *Table) Check(name string, enabled bool) error {
+	gate, ok := t.Lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown feature gate %q: the known gates are %s", name, strings.Join(t.Names(), ", "))
+	}
+	if enabled && gate.Support == NotBuilt {
+		return fmt.Errorf("feature gate %s=true: %s, so it cannot be enabled; remove it or set it to false", name, gate.Here)
+	}
+	return nil
+}
+
+// Enabled says whether the named gate is on. It panics on a name the table does not have: a
+// programming error, not input.
+func (g Gates) Enabled(name string) bool {
+	v, ok := g.values[name]
+	if !ok {
+		panic(fmt.Sprintf("featuregate: %q is not a gate of these Gates", name))
+	}
+	return v
+}
+
+// String renders the gates as FEATURE_GATES does, "Name=true,Other=false", in the table's
+// order.
+func (g Gates) String() string {
+	if g.table == nil {
+		return ""
+	}
+	items := make([]string, len(g.table.Gates))
+	for i, gate := range g.table.Gates {
+		items[i] = fmt.Sprintf("%s=%t", gate.Name, g.values[gate.Name])
+	}
+	return strings.Join(items, ",")
+}
