@@ -37,10 +37,11 @@ func factsOf(info ec2types.InstanceTypeInfo) typeFacts {
 	return f
 }
 
-// catalogFacts stand in for DescribeInstanceTypes when the shipped catalog is in use: it knows
-// the interfaces of the default card (taken as card 0) only, and whether the type is built on
-// Nitro (every Nitro type supports ENA); it does not know which types support nested
-// virtualization, so none is taken to.
+// catalogFacts stand in for DescribeInstanceTypes when the shipped catalog is in use. The
+// catalog knows the interfaces of the default card only (taken as card 0, the only one), and
+// not ENA support: Nitro and bare metal types, which all support it, are taken to, others not.
+// Nor does it know which types support nested virtualization, so none is taken to. Each guess
+// can only leave a type out, never offer one that cannot launch.
 func catalogFacts(e catalog.Entry) typeFacts {
 	f := typeFacts{networkCards: map[int32]int32{}, enaUnsupported: e.Hypervisor != "nitro" && !e.BareMetal}
 	if e.ENIs > 0 {

@@ -162,9 +162,9 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 }
 
 // validate checks that the NodeClass asks for nothing the provider cannot do (capacity
-// reservations, placement groups, Windows), and that what its nodes need of the cluster is known: for AL2023,
-// whose nodeadm refuses a NodeConfig without it, the cluster's service CIDR. It returns the
-// ValidationSucceeded reason with the error.
+// reservations, placement groups, Windows), and that what its nodes need of the cluster is
+// known: for AL2023, whose nodeadm refuses a NodeConfig without it, the cluster's service CIDR.
+// It returns the ValidationSucceeded reason with the error.
 func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	switch {

@@ -373,10 +373,11 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 }
 
 // parseNetworkInterface reads and checks one network interface of launch template data at the
-// prefix, as EC2 does: a known interface type; prefixes of one family at most, and not with
-// secondary addresses; no public IP, prefixes or IPv6 addresses on an EFA-only interface, which
+// prefix, with EC2's rules: a known interface type; no negative counts; IPv4 prefixes not with
+// secondary addresses; no public IP, prefixes or IP addresses on an EFA-only interface, which
 // carries no IP traffic; a primary IPv6 address only with IPv6 addresses; connection tracking
-// timeouts within their bounds.
+// timeouts within their bounds. EC2 refuses some of these only when launching from the template;
+// the fake refuses them with the template, so that a wrong template fails its first test.
 func parseNetworkInterface(q *queryCall, p string) (NetworkInterface, error) {
 	ni := NetworkInterface{SecurityGroupIDs: q.list(p + "SecurityGroupId"), InterfaceType: q.get(p + "InterfaceType")}
 	var err error
