@@ -420,6 +420,13 @@ spec:
 	{"EC2NodeClass 20 subnet tags", "EC2NodeClass", `{spec: {subnetSelectorTerms: [{tags: {` + manyKeys(20, "a") + `}}]}}`},
 	{"EC2NodeClass subnet id with tags in one of two terms", "EC2NodeClass", `{spec: {subnetSelectorTerms: [{id: subnet-1, tags: {a: b}}, {id: subnet-2}]}}`},
 	{"EC2NodeClass volume from a snapshot only", "EC2NodeClass", `{spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {snapshotID: snap-1}}]}}`},
+	// Karpenter v1.9–v1.14 fields: placementGroupSelector is accepted and then refused by the
+	// controller (ValidationSucceeded False), the others work.
+	{"EC2NodeClass connectionTracking", "EC2NodeClass", `{spec: {connectionTracking: {tcpEstablishedTimeout: 3600}}}`},
+	{"EC2NodeClass networkInterfaces", "EC2NodeClass", `{spec: {networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}]}}`},
+	{"EC2NodeClass placementGroupSelector", "EC2NodeClass", `{spec: {placementGroupSelector: {name: pg}}}`},
+	{"EC2NodeClass ipPrefixCount", "EC2NodeClass", `{spec: {ipPrefixCount: 1}}`},
+	{"EC2NodeClass cpuOptions", "EC2NodeClass", `{spec: {cpuOptions: {nestedVirtualization: enabled}}}`},
 }
 
 // refusedOnlyByUs: objects Karpenter's CRDs accept and ours refuse, each on purpose.
@@ -450,16 +457,6 @@ var refusedOnlyByUs = []difference{
 		"as Ti"},
 	{compatCase{"EC2NodeClass without spec", "EC2NodeClass", `{spec: null}`},
 		"an EC2NodeClass without spec has no role, AMIs, subnets or security groups and can never be ready"},
-	{compatCase{"connectionTracking", "EC2NodeClass", `{spec: {connectionTracking: {tcpEstablishedTimeout: 3600}}}`},
-		"not supported yet: an unknown field, refused by strict field validation (kubectl's default) rather than silently dropped"},
-	{compatCase{"networkInterfaces", "EC2NodeClass", `{spec: {networkInterfaces: [{networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}]}}`},
-		"not supported yet, as connectionTracking"},
-	{compatCase{"placementGroupSelector", "EC2NodeClass", `{spec: {placementGroupSelector: {name: pg}}}`},
-		"not supported yet, as connectionTracking"},
-	{compatCase{"ipPrefixCount", "EC2NodeClass", `{spec: {ipPrefixCount: 1}}`},
-		"not supported yet, as connectionTracking"},
-	{compatCase{"cpuOptions", "EC2NodeClass", `{spec: {cpuOptions: {nestedVirtualization: enabled}}}`},
-		"not supported yet, as connectionTracking"},
 }
 
 // acceptedOnlyByUs: objects Karpenter's CRDs refuse and ours accept, each on purpose.

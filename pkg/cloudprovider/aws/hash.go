@@ -27,11 +27,16 @@ const NodeClassHashVersion = "openkarpenter-v1"
 // NodeClassHash hashes the EC2NodeClass fields a change of which drifts the nodes launched
 // before it, as Karpenter's static drift does: everything in the spec but what is resolved
 // dynamically (subnet, security group, AMI and capacity reservation selector terms, whose
-// changes drift through what they resolve to), with the AMI family as resolved (an alias
+// changes drift through what they resolve to) and ipPrefixCount (which Karpenter leaves out of
+// its hash too: a change reaches new nodes only), with the AMI family as resolved (an alias
 // implies it). Tags and the order of block device mappings do not matter.
+//
+// A field that is unset marshals to nothing, so adding an optional field to the API leaves the
+// hash of every NodeClass that does not set it as it was: no version bump is needed for that.
 func NodeClassHash(nc *awsv1.EC2NodeClass) string {
 	spec := nc.Spec.DeepCopy()
 	spec.SubnetSelectorTerms, spec.SecurityGroupSelectorTerms, spec.CapacityReservationSelectorTerms, spec.AMISelectorTerms = nil, nil, nil, nil
+	spec.IPPrefixCount = nil
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	spec.AMIFamily = &family
 	slices.SortFunc(spec.BlockDeviceMappings, func(a, b *awsv1.BlockDeviceMapping) int {

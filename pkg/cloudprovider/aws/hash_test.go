@@ -54,6 +54,17 @@ func TestStaticDrift(t *testing.T) {
 		}, cloudprovider.DriftReasonNodeClass},
 		{"associatePublicIPAddress", func(nc *awsv1.EC2NodeClass) { nc.Spec.AssociatePublicIPAddress = boolp(true) }, cloudprovider.DriftReasonNodeClass},
 		{"detailedMonitoring", func(nc *awsv1.EC2NodeClass) { nc.Spec.DetailedMonitoring = boolp(true) }, cloudprovider.DriftReasonNodeClass},
+		{"connectionTracking", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: int32p(40)}
+		}, cloudprovider.DriftReasonNodeClass},
+		{"networkInterfaces", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
+		}, cloudprovider.DriftReasonNodeClass},
+		{"cpuOptions", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: strp("disabled")}
+		}, cloudprovider.DriftReasonNodeClass},
+		// As Karpenter (hash:"ignore"): a new prefix count reaches new nodes only.
+		{"ipPrefixCount", func(nc *awsv1.EC2NodeClass) { nc.Spec.IPPrefixCount = int32p(4) }, ""},
 		{"another image", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMIFamily = strp(awsv1.AMIFamilyAL2023)
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a2023a00d6400000"}}
@@ -139,5 +150,29 @@ func TestHashVersionTakeover(t *testing.T) {
 	}
 	if err := env.Client.Delete(f.ctx, got); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNodeClassHashKeepsExistingHashes: the fields Karpenter v1.14 added (ipPrefixCount,
+// networkInterfaces, connectionTracking, cpuOptions, placementGroupSelector) marshal to nothing
+// when unset, so a NodeClass that sets none of them hashes as it did before they existed: the
+// hash version stays, and nodes launched before them do not drift. The pinned value is the seed
+// 004 NodeClass's hash as the API server defaults it.
+func TestNodeClassHashKeepsExistingHashes(t *testing.T) {
+	f := newFixture(t)
+	nc, _ := f.seed004()
+	const before = "cb5088ed3065d532"
+	if got := NodeClassHash(nc); got != before || NodeClassHashVersion != "openkarpenter-v1" {
+		t.Fatalf("seed 004 hash %s version %s, want %s under openkarpenter-v1 as before the new fields", got, NodeClassHashVersion, before)
+	}
+	withPrefixes := nc.DeepCopy()
+	withPrefixes.Spec.IPPrefixCount = int32p(2)
+	if NodeClassHash(withPrefixes) != before {
+		t.Errorf("ipPrefixCount changed the hash; Karpenter leaves it out")
+	}
+	placed := nc.DeepCopy()
+	placed.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: strp("training")}
+	if NodeClassHash(placed) == before {
+		t.Errorf("placementGroupSelector left the hash as it was; Karpenter hashes it")
 	}
 }

@@ -34,6 +34,9 @@ type typeCatalog struct {
 	entries []catalog.Entry
 	// fromAPI says entries came from DescribeInstanceTypes rather than the shipped catalog.
 	fromAPI bool
+	// facts are DescribeInstanceTypes' facts of each type the catalog does not hold; nil when
+	// the entries are the shipped catalog's (catalogFacts then stand in).
+	facts map[string]typeFacts
 	// zones are the zones each type is offered in; nil means not read (every zone).
 	zones map[string]map[string]bool
 	// onDemand and spot prices, by type (and zone for spot); missing entries fall back to the
@@ -78,9 +81,11 @@ func (p *Provider) refreshInstanceTypes(ctx context.Context) error {
 		}
 	}
 	entries := make([]catalog.Entry, 0, len(infos))
+	facts := make(map[string]typeFacts, len(infos))
 	for _, info := range infos {
 		if e, ok := entryOf(info); ok {
 			entries = append(entries, e)
+			facts[e.Name] = factsOf(info)
 		}
 	}
 	if len(entries) == 0 {
@@ -90,7 +95,7 @@ func (p *Provider) refreshInstanceTypes(ctx context.Context) error {
 	c := &p.types
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries, c.fromAPI, c.zones, c.typesRead = entries, true, zones, p.opts.Clock.Now()
+	c.entries, c.fromAPI, c.facts, c.zones, c.typesRead = entries, true, facts, zones, p.opts.Clock.Now()
 	c.version++
 	clear(c.sets)
 	return nil
@@ -373,9 +378,11 @@ func (p *Provider) ensureFresh(ctx context.Context) {
 	}
 }
 
-// instanceTypes builds the instance types of a ready NodeClass: offerings in the zones of its
-// subnets, priced, with capacity and overhead from its kubelet and volume settings. Offerings
-// the shared cache marks out of capacity are unavailable. The result is shared.
+// instanceTypes builds the instance types of a ready NodeClass: those compatible with its
+// network interfaces, connection tracking and CPU options (compatibleEntry), offered in the
+// zones of its subnets, priced, with capacity and overhead from its kubelet, volume and network
+// interface settings. Offerings the shared cache marks out of capacity are unavailable. The
+// result is shared.
 func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	p.ensureFresh(ctx)
 	opts := cloudprovider.OptionsFromNodeClass(nc)
@@ -391,18 +398,27 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	c := &p.types
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := fmt.Sprintf("%d/%s", c.version, opts.CacheKey())
+	needs := typeNeedsOf(nc)
+	k := fmt.Sprintf("%d/%s/%s", c.version, opts.CacheKey(), needs.cacheKey())
 	if its, ok := c.sets[k]; ok {
 		return p.opts.Unavailable.Apply(its), nil
 	}
 	byName := make(map[string]catalog.Entry, len(c.entries))
+	compatible := make([]catalog.Entry, 0, len(c.entries))
 	for _, e := range c.entries {
 		byName[e.Name] = e
+		facts, ok := c.facts[e.Name]
+		if !ok {
+			facts = catalogFacts(e)
+		}
+		if e, ok := needs.compatibleEntry(e, facts); ok {
+			compatible = append(compatible, e)
+		}
 	}
 	opts.Prices = cloudprovider.PriceFunc(func(instanceType, zone, capacityType string) (float64, bool) {
 		return c.price(byName, instanceType, zone, capacityType)
 	})
-	its, err := cloudprovider.NewInstanceTypes(c.entries, opts)
+	its, err := cloudprovider.NewInstanceTypes(compatible, opts)
 	if err != nil {
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("ec2nodeclass %q: %w", nc.Name, err))
 	}

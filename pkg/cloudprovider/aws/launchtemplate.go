@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -56,6 +58,18 @@ type launchSettings struct {
 	// EFAInterfaces is how many Elastic Fabric Adapter interfaces to attach, one per network
 	// card (0: none), for claims whose pods request vpc.amazonaws.com/efa.
 	EFAInterfaces int `json:"efaInterfaces,omitempty"`
+	// IPv6 says the cluster's IP family is IPv6: interfaces get a primary IPv6 address, and
+	// IPPrefixCount counts IPv6 prefixes instead of IPv4 ones.
+	IPv6 bool `json:"ipv6,omitempty"`
+	// IPPrefixCount is the NodeClass's ipPrefixCount.
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
+	// NetworkInterfaces are the NodeClass's networkInterfaces, which replace the primary
+	// interface and the EFA interfaces.
+	NetworkInterfaces []*awsv1.NetworkInterface `json:"networkInterfaces,omitempty"`
+	// ConnectionTracking is the NodeClass's connectionTracking.
+	ConnectionTracking *awsv1.ConnectionTracking `json:"connectionTracking,omitempty"`
+	// NestedVirtualization is the NodeClass's cpuOptions.nestedVirtualization.
+	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
 }
 
 // name is the template's name: the prefix and a hash of the settings.
@@ -70,7 +84,9 @@ type clusterInfo struct {
 	endpoint string
 	caBundle []byte
 	cidr     string
-	err      error // why DescribeCluster failed, when it did (the info is then the options')
+	// ipv6 says DescribeCluster's kubernetesNetworkConfig.ipFamily is ipv6.
+	ipv6 bool
+	err  error // why DescribeCluster failed, when it did (the info is then the options')
 }
 
 // clusterCIDRError says why the cluster's service CIDR, which nodeadm (AL2023) needs, is not
@@ -123,6 +139,7 @@ func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error)
 			}
 		}
 		if n := c.KubernetesNetworkConfig; n != nil {
+			info.ipv6 = n.IpFamily == ekstypes.IpFamilyIpv6
 			info.cidr = aws.ToString(n.ServiceIpv4Cidr)
 			if info.cidr == "" {
 				info.cidr = aws.ToString(n.ServiceIpv6Cidr)
@@ -131,6 +148,17 @@ func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error)
 	}
 	l.cluster = info
 	return info, nil
+}
+
+// clusterIPv6 reports whether the cluster's IP family is IPv6: as Karpenter judges it, by the
+// kube-dns Service's address when it is known, else by DescribeCluster's ipFamily (info, nil
+// for the Custom family, whose clusters need not be EKS). When neither is known it is IPv4, as
+// Karpenter assumes without the kube-dns address.
+func (l *launchTemplates) clusterIPv6(info *clusterInfo) bool {
+	if ip := net.ParseIP(l.provider.opts.KubeDNSIP); ip != nil {
+		return ip.To4() == nil
+	}
+	return info != nil && info.ipv6
 }
 
 // launchParams are the claim-level inputs of user data.
@@ -161,9 +189,10 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 		mp := int32(maxPods)
 		o.MaxPods = &mp
 	}
+	var info *clusterInfo
 	if family != awsv1.AMIFamilyCustom {
-		info, err := l.clusterInfo(ctx)
-		if err != nil {
+		var err error
+		if info, err = l.clusterInfo(ctx); err != nil {
 			return nil, err
 		}
 		o.ClusterEndpoint, o.CABundle, o.ClusterCIDR = info.endpoint, info.caBundle, info.cidr
@@ -190,6 +219,14 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 		Tags:            nc.Spec.Tags,
 		NodePool:        params.nodePool,
 		Spot:            params.capacityType == karpv1.CapacityTypeSpot,
+
+		IPv6:               l.clusterIPv6(info),
+		IPPrefixCount:      nc.Spec.IPPrefixCount,
+		NetworkInterfaces:  nc.Spec.NetworkInterfaces,
+		ConnectionTracking: nc.Spec.ConnectionTracking,
+	}
+	if nc.Spec.CPUOptions != nil {
+		s.NestedVirtualization = aws.ToString(nc.Spec.CPUOptions.NestedVirtualization)
 	}
 	for _, g := range nc.Status.SecurityGroups {
 		s.SecurityGroupIDs = append(s.SecurityGroupIDs, g.ID)
@@ -299,25 +336,12 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 	if s.UserData != "" {
 		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(s.UserData)))
 	}
-	switch {
-	case s.EFAInterfaces > 0:
-		// As Karpenter: an EFA interface on each network card, the first the primary.
-		for i := range s.EFAInterfaces {
-			device := int32(1)
-			if i == 0 {
-				device = 0
-			}
-			data.NetworkInterfaces = append(data.NetworkInterfaces, ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
-				NetworkCardIndex: aws.Int32(int32(i)), DeviceIndex: aws.Int32(device), InterfaceType: aws.String(string(ec2types.NetworkInterfaceTypeEfa)),
-				Groups: s.SecurityGroupIDs, AssociatePublicIpAddress: s.PublicIP,
-			})
-		}
-	case s.PublicIP != nil:
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			AssociatePublicIpAddress: s.PublicIP, DeviceIndex: aws.Int32(0), Groups: s.SecurityGroupIDs,
-		}}
-	default:
+	// The security groups go on the interfaces when there are any, else on the instance.
+	if data.NetworkInterfaces = networkInterfaces(s); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = s.SecurityGroupIDs
+	}
+	if s.NestedVirtualization != "" {
+		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(s.NestedVirtualization)}
 	}
 	for _, b := range s.BlockDevices {
 		if b == nil || b.EBS == nil {
@@ -345,6 +369,63 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 		LaunchTemplateData: data,
 		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(tags)}},
 	}
+}
+
+// networkInterfaces are the launch template's network interfaces, as Karpenter's
+// generateNetworkInterfaces makes them: the NodeClass's networkInterfaces when it has any; else
+// an EFA interface on each network card (the first the primary) for claims requesting EFA; else
+// the primary interface alone, when a setting needs it (a public IP choice, prefixes, connection
+// tracking, an IPv6 cluster). Nil when none is needed: the instance then gets the subnet's
+// defaults and the security groups directly. Every interface holds the security groups; EFA-only
+// interfaces, which carry no IP traffic, get no public IP, prefixes, IPv6 address or connection
+// tracking (EC2 refuses IP settings on them).
+func networkInterfaces(s *launchSettings) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	var conntrack *ec2types.ConnectionTrackingSpecificationRequest
+	if ct := s.ConnectionTracking; ct != nil {
+		conntrack = &ec2types.ConnectionTrackingSpecificationRequest{
+			TcpEstablishedTimeout: ct.TCPEstablishedTimeout, UdpStreamTimeout: ct.UDPStreamTimeout, UdpTimeout: ct.UDPTimeout,
+		}
+	}
+	// ipInterface is an interface carrying IP traffic, with the NodeClass's IP settings.
+	ipInterface := func(card, device int32, interfaceType *string) ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+		ni := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(card), DeviceIndex: aws.Int32(device), InterfaceType: interfaceType,
+			Groups: s.SecurityGroupIDs, AssociatePublicIpAddress: s.PublicIP, ConnectionTrackingSpecification: conntrack,
+		}
+		if s.IPv6 {
+			ni.PrimaryIpv6, ni.Ipv6AddressCount, ni.Ipv6PrefixCount = aws.Bool(true), aws.Int32(1), s.IPPrefixCount
+		} else {
+			ni.Ipv4PrefixCount = s.IPPrefixCount
+		}
+		return ni
+	}
+	var out []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
+	switch {
+	case len(s.NetworkInterfaces) > 0:
+		for _, ni := range s.NetworkInterfaces {
+			if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+				out = append(out, ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+					NetworkCardIndex: aws.Int32(ni.NetworkCardIndex), DeviceIndex: aws.Int32(ni.DeviceIndex),
+					InterfaceType: aws.String(string(ni.InterfaceType)), Groups: s.SecurityGroupIDs,
+				})
+				continue
+			}
+			out = append(out, ipInterface(ni.NetworkCardIndex, ni.DeviceIndex, aws.String(string(ni.InterfaceType))))
+		}
+	case s.EFAInterfaces > 0:
+		for i := range s.EFAInterfaces {
+			device := int32(1)
+			if i == 0 {
+				device = 0
+			}
+			out = append(out, ipInterface(int32(i), device, aws.String(string(ec2types.NetworkInterfaceTypeEfa))))
+		}
+	case s.PublicIP != nil || s.IPPrefixCount != nil || s.ConnectionTracking != nil || s.IPv6:
+		primary := ipInterface(0, 0, nil)
+		primary.NetworkCardIndex = nil // the default card, as before these settings existed
+		out = append(out, primary)
+	}
+	return out
 }
 
 // mergeTags returns the union of tag maps; later maps win.

@@ -162,15 +162,18 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 }
 
 // validate checks that the NodeClass asks for nothing the provider cannot do (capacity
-// reservations, Windows), and that what its nodes need of the cluster is known: for AL2023,
-// whose nodeadm refuses a NodeConfig without it, the cluster's service CIDR. It returns the
-// ValidationSucceeded reason with the error.
+// reservations, placement groups, Windows), and that what its nodes need of the cluster is
+// known: for AL2023, whose nodeadm refuses a NodeConfig without it, the cluster's service CIDR.
+// It returns the ValidationSucceeded reason with the error.
 func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	switch {
 	case len(nc.Spec.CapacityReservationSelectorTerms) > 0:
 		// Refused rather than ignored: launches would silently skip the reservations.
 		return "CapacityReservationsNotSupported", errors.New("spec.capacityReservationSelectorTerms: on-demand capacity reservations are not supported by this provider yet; remove the terms to launch without them")
+	case nc.Spec.PlacementGroupSelector != nil:
+		// Refused rather than ignored: instances would launch outside the placement group.
+		return "PlacementGroupsNotSupported", errors.New("spec.placementGroupSelector: placement groups are not supported by this provider yet; remove the selector to launch without one")
 	case strings.HasPrefix(family, "Windows"):
 		return "AMIFamilyNotSupported", fmt.Errorf("spec.amiFamily %s: Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)
 	case family != awsv1.AMIFamilyAL2023 && family != "":

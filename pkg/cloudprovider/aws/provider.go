@@ -211,9 +211,10 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		family = awsv1.AMIFamilyAL2023
 	}
 	// Pods that request Elastic Fabric Adapters get the type's EFA interfaces attached, as
-	// Karpenter attaches them.
+	// Karpenter attaches them; a NodeClass's networkInterfaces replace them, as in Karpenter
+	// (its efa-only interfaces are then the types' EFA capacity, see compatibleEntry).
 	efaRequest := claim.Spec.Resources.Requests[cloudprovider.ResourceEFA]
-	wantsEFA := !efaRequest.IsZero()
+	wantsEFA := !efaRequest.IsZero() && len(nc.Spec.NetworkInterfaces) == 0
 	// One launch template per (image, pod limit, EFA interfaces).
 	type group struct {
 		template  string

@@ -2,6 +2,8 @@ package fake_test
 
 import (
 	"encoding/base64"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -335,5 +337,110 @@ func TestCreateFleetAndInstances(t *testing.T) {
 	}
 	if n != 7 {
 		t.Errorf("paginated %d instances, want 7", n)
+	}
+}
+
+// TestLaunchTemplateNetworkAndCPUOptions: the fake reads a launch template's interface prefix
+// counts, IPv6 settings, connection tracking and CPU options, and refuses what EC2 refuses: IP
+// settings on an EFA-only interface, timeouts out of bounds, a primary IPv6 address without
+// IPv6 addresses, two interfaces at one attachment, an unknown nested virtualization value. A
+// template enabling nested virtualization launches only types that report the feature.
+func TestLaunchTemplateNetworkAndCPUOptions(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	c := ec2.NewFromConfig(f.Config())
+	f.AddRole("KarpenterNodeRole")
+	f.AddInstanceProfile("profile", "KarpenterNodeRole")
+	create := func(name string, cpu *ec2types.LaunchTemplateCpuOptionsRequest, nis ...ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) error {
+		_, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+			ImageId: aws.String("ami-00000000000000001"), IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String("profile")},
+			NetworkInterfaces: nis, CpuOptions: cpu,
+		}})
+		return err
+	}
+	conntrack := &ec2types.ConnectionTrackingSpecificationRequest{TcpEstablishedTimeout: aws.Int32(3600), UdpStreamTimeout: aws.Int32(120), UdpTimeout: aws.Int32(45)}
+	primary := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{NetworkCardIndex: aws.Int32(0), DeviceIndex: aws.Int32(0), InterfaceType: aws.String("interface"),
+		Groups: []string{"sg-00000000000000001"}, Ipv6PrefixCount: aws.Int32(2), PrimaryIpv6: aws.Bool(true), Ipv6AddressCount: aws.Int32(1), ConnectionTrackingSpecification: conntrack}
+	efaOnly := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{NetworkCardIndex: aws.Int32(1), DeviceIndex: aws.Int32(0), InterfaceType: aws.String("efa-only"),
+		Groups: []string{"sg-00000000000000001"}}
+	if err := create("nested", &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecificationEnabled}, primary, efaOnly); err != nil {
+		t.Fatal(err)
+	}
+	lt := f.LaunchTemplates()[0]
+	if lt.NestedVirtualization != "enabled" || len(lt.NetworkInterfaces) != 2 {
+		t.Fatalf("template %+v", lt)
+	}
+	got, efa := lt.NetworkInterfaces[0], lt.NetworkInterfaces[1]
+	if aws.ToInt32(got.IPv6PrefixCount) != 2 || got.IPv4PrefixCount != nil || !aws.ToBool(got.PrimaryIPv6) || aws.ToInt32(got.IPv6AddressCount) != 1 || got.ConnectionTracking == nil ||
+		aws.ToInt32(got.ConnectionTracking.TCPEstablishedTimeout) != 3600 || aws.ToInt32(got.ConnectionTracking.UDPStreamTimeout) != 120 || aws.ToInt32(got.ConnectionTracking.UDPTimeout) != 45 {
+		t.Errorf("primary interface %+v", got)
+	}
+	if efa.InterfaceType != "efa-only" || aws.ToInt32(efa.NetworkCardIndex) != 1 || efa.ConnectionTracking != nil || efa.IPv4PrefixCount != nil {
+		t.Errorf("efa-only interface %+v", efa)
+	}
+
+	with := func(change func(*ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest)) ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+		ni := primary
+		ct := *conntrack
+		ni.ConnectionTrackingSpecification = &ct
+		change(&ni)
+		return ni
+	}
+	for _, tc := range []struct {
+		name string
+		cpu  *ec2types.LaunchTemplateCpuOptionsRequest
+		nis  []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
+		code string
+	}{
+		{"prefixes on efa-only", nil, []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{primary, func() ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+			e := efaOnly
+			e.Ipv4PrefixCount = aws.Int32(1)
+			return e
+		}()}, "InvalidParameterValue"},
+		{"public IP on efa-only", nil, []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{primary, func() ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+			e := efaOnly
+			e.AssociatePublicIpAddress = aws.Bool(true)
+			return e
+		}()}, "InvalidParameterValue"},
+		{"tcp timeout below 60", nil, []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{with(func(n *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
+			n.ConnectionTrackingSpecification.TcpEstablishedTimeout = aws.Int32(59)
+		})}, "InvalidParameterValue"},
+		{"udp stream timeout above 180", nil, []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{with(func(n *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
+			n.ConnectionTrackingSpecification.UdpStreamTimeout = aws.Int32(181)
+		})}, "InvalidParameterValue"},
+		{"udp timeout above 60", nil, []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{with(func(n *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
+			n.ConnectionTrackingSpecification.UdpTimeout = aws.Int32(61)
+		})}, "InvalidParameterValue"},
+		{"primary IPv6 without addresses", nil, []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{with(func(n *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
+			n.Ipv6AddressCount = nil
+		})}, "InvalidParameterCombination"},
+		{"negative prefix count", nil, []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{with(func(n *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
+			n.Ipv6PrefixCount = aws.Int32(-1)
+		})}, "InvalidParameterValue"},
+		{"two interfaces at one attachment", nil, []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{primary, primary}, "InvalidParameterValue"},
+		{"unknown nested virtualization", &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: "sometimes"}, nil, "InvalidParameterValue"},
+	} {
+		if err := create("bad-"+strings.ReplaceAll(tc.name, " ", "-"), tc.cpu, tc.nis...); apiCode(err) != tc.code {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
+		}
+	}
+
+	// Nested virtualization: only types reporting the feature launch.
+	out, err := c.CreateFleet(ctx, fleetInput("nested", ec2types.DefaultTargetCapacityTypeOnDemand, override("c6in.32xlarge", "subnet-00000000000000001")))
+	if err != nil || len(out.Instances) != 0 || len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "UnsupportedOperation" {
+		t.Fatalf("nested virtualization on a type without it: %v %+v", err, out)
+	}
+	f.SetProcessorFeatures("c6in.32xlarge", "nested-virtualization")
+	types, err := c.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{"c6in.32xlarge"}})
+	if err != nil || len(types.InstanceTypes) != 1 {
+		t.Fatal(err)
+	}
+	info := types.InstanceTypes[0]
+	if !slices.Contains(info.ProcessorInfo.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization) ||
+		aws.ToInt32(info.NetworkInfo.MaximumNetworkCards) != 2 || len(info.NetworkInfo.NetworkCards) != 2 || aws.ToInt32(info.NetworkInfo.NetworkCards[1].NetworkCardIndex) != 1 {
+		t.Errorf("c6in.32xlarge %+v %+v", info.ProcessorInfo, info.NetworkInfo)
+	}
+	out, err = c.CreateFleet(ctx, fleetInput("nested", ec2types.DefaultTargetCapacityTypeOnDemand, override("c6in.32xlarge", "subnet-00000000000000001")))
+	if err != nil || len(out.Instances) != 1 {
+		t.Fatalf("nested virtualization on a type with it: %v %+v", err, out)
 	}
 }

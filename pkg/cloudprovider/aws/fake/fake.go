@@ -61,16 +61,19 @@ type AWS struct {
 	removed        map[pool]bool // (type, zone) offerings removed
 	ice            map[pool]bool // (type, zone, capacity type) pools out of capacity
 	noSpotRole     bool          // the account lacks the Spot service-linked role and may not create it
-	templates      []*LaunchTemplate
-	fleets         []*FleetRequest
-	fleetTokens    map[string]*fleetResult
-	instances      []*Instance
-	ipCounter      int
-	parameters     map[string]*parameter
-	profiles       []*InstanceProfile
-	roles          map[string]*Role
-	clusters       map[string]*Cluster
-	queues         map[string]*queue
+	// processorFeatures are the ProcessorInfo.SupportedFeatures of instance types, which the
+	// catalog does not hold (see SetProcessorFeatures).
+	processorFeatures map[string][]string
+	templates         []*LaunchTemplate
+	fleets            []*FleetRequest
+	fleetTokens       map[string]*fleetResult
+	instances         []*Instance
+	ipCounter         int
+	parameters        map[string]*parameter
+	profiles          []*InstanceProfile
+	roles             map[string]*Role
+	clusters          map[string]*Cluster
+	queues            map[string]*queue
 	// msgNotify is closed (and replaced) whenever a queue gains a message, to wake long polls.
 	msgNotify chan struct{}
 	// authorizations are the permission checks of the requests served (see Authorizations).
@@ -109,19 +112,20 @@ func New(opts Options) *AWS {
 		opts.Catalog = entries
 	}
 	a := &AWS{
-		opts:        opts,
-		clock:       opts.Clock,
-		rng:         rand.New(rand.NewPCG(1, 2)),
-		calls:       map[string]int{},
-		throttles:   map[string]int{},
-		removed:     map[pool]bool{},
-		ice:         map[pool]bool{},
-		fleetTokens: map[string]*fleetResult{},
-		parameters:  map[string]*parameter{},
-		roles:       map[string]*Role{},
-		clusters:    map[string]*Cluster{},
-		queues:      map[string]*queue{},
-		msgNotify:   make(chan struct{}),
+		opts:              opts,
+		clock:             opts.Clock,
+		rng:               rand.New(rand.NewPCG(1, 2)),
+		calls:             map[string]int{},
+		throttles:         map[string]int{},
+		removed:           map[pool]bool{},
+		processorFeatures: map[string][]string{},
+		ice:               map[pool]bool{},
+		fleetTokens:       map[string]*fleetResult{},
+		parameters:        map[string]*parameter{},
+		roles:             map[string]*Role{},
+		clusters:          map[string]*Cluster{},
+		queues:            map[string]*queue{},
+		msgNotify:         make(chan struct{}),
 	}
 	a.setTypes(opts.Catalog)
 	a.server = httptest.NewServer(http.HandlerFunc(a.serveHTTP))

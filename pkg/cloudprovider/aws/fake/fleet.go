@@ -490,6 +490,9 @@ func (a *AWS) validateCandidateLocked(c *candidate, req *FleetRequest) *FleetErr
 		}
 		return fail("InvalidParameterValue", "Value (%s) for parameter %s is invalid. Invalid IAM Instance Profile name", lt.InstanceProfile, param)
 	}
+	if lt.NestedVirtualization == "enabled" && !slices.Contains(a.processorFeatures[o.InstanceType], "nested-virtualization") {
+		return fail("UnsupportedOperation", "The instance type %s does not support nested virtualization.", o.InstanceType)
+	}
 	for _, sg := range a.templateGroups(lt) {
 		if a.securityGroup(sg) == nil {
 			return fail("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)

@@ -28,6 +28,16 @@ func (a *AWS) setTypes(entries []catalog.Entry) {
 	}
 }
 
+// SetProcessorFeatures sets the ProcessorInfo.SupportedFeatures DescribeInstanceTypes reports
+// for the instance type, such as nested-virtualization or amd-sev-snp. The catalog holds no such
+// fact, so by default no type reports any. CreateFleet refuses to launch a type from a launch
+// template enabling nested virtualization unless it reports nested-virtualization, as EC2 does.
+func (a *AWS) SetProcessorFeatures(instanceType string, features ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.processorFeatures[instanceType] = slices.Clone(features)
+}
+
 // RemoveOffering makes the instance type not offered in the zone: DescribeInstanceTypeOfferings
 // and DescribeSpotPriceHistory omit it and CreateFleet fails it with Unsupported.
 func (a *AWS) RemoveOffering(instanceType, zone string) {
@@ -132,6 +142,7 @@ type xmlProcessorInfo struct {
 	SupportedArchitectures   []string `xml:"supportedArchitectures>item"`
 	SustainedClockSpeedInGhz string   `xml:"sustainedClockSpeedInGhz,omitempty"`
 	Manufacturer             string   `xml:"manufacturer,omitempty"`
+	SupportedFeatures        []string `xml:"supportedFeatures>item,omitempty"`
 }
 
 type xmlVCpuInfo struct {
@@ -229,10 +240,12 @@ type xmlNeuronDevice struct {
 // gbps formats megabits per second as EC2's gigabits (a decimal).
 func gbps(mbps int64) string { return strconv.FormatFloat(float64(mbps)/1000, 'f', -1, 64) }
 
-// instanceTypeInfo maps a catalog entry to EC2's InstanceTypeInfo. Names of GPUs and
-// accelerators are the catalog's (lower kebab case); manufacturers get EC2's spelling (NVIDIA,
-// AWS, Intel, …). Previous generation means generation 3 or older.
-func instanceTypeInfo(e catalog.Entry) xmlInstanceTypeInfo {
+// instanceTypeInfo maps a catalog entry and its processor features to EC2's InstanceTypeInfo.
+// Names of GPUs and accelerators are the catalog's (lower kebab case); manufacturers get EC2's
+// spelling (NVIDIA, AWS, Intel, …). Previous generation means generation 3 or older. The catalog
+// does not count network cards: as EC2's types attach one EFA per card, a type has as many cards
+// as EFA interfaces (at least one), each with the default card's interfaces.
+func instanceTypeInfo(e catalog.Entry, processorFeatures []string) xmlInstanceTypeInfo {
 	nitro := e.Hypervisor == "nitro" || e.BareMetal
 	x := xmlInstanceTypeInfo{
 		InstanceType:                  e.Name,
@@ -251,6 +264,7 @@ func instanceTypeInfo(e catalog.Entry) xmlInstanceTypeInfo {
 		ProcessorInfo: xmlProcessorInfo{
 			SupportedArchitectures: []string{ec2Arch(e.Arch)},
 			Manufacturer:           manufacturer(e.CPUManufacturer),
+			SupportedFeatures:      processorFeatures,
 		},
 	}
 	if e.Arch == "amd64" {
@@ -278,7 +292,7 @@ func instanceTypeInfo(e catalog.Entry) xmlInstanceTypeInfo {
 	card := xmlNetworkCardInfo{MaximumNetworkInterfaces: e.ENIs}
 	n := xmlNetworkInfo{
 		MaximumNetworkInterfaces:  e.ENIs,
-		MaximumNetworkCards:       1,
+		MaximumNetworkCards:       max(e.EFAInterfaces, 1),
 		Ipv4AddressesPerInterface: e.IPv4PerENI,
 		Ipv6AddressesPerInterface: e.IPv4PerENI,
 		Ipv6Supported:             nitro,
@@ -298,7 +312,10 @@ func instanceTypeInfo(e catalog.Entry) xmlInstanceTypeInfo {
 		card.BaselineBandwidthInGbps = gbps(e.NetworkBandwidthMbps)
 		card.PeakBandwidthInGbps = gbps(e.NetworkBandwidthMbps)
 	}
-	n.NetworkCards = []xmlNetworkCardInfo{card}
+	for i := range n.MaximumNetworkCards {
+		card.NetworkCardIndex = i
+		n.NetworkCards = append(n.NetworkCards, card)
+	}
 	if e.EFAInterfaces > 0 {
 		n.EfaInfo = &xmlEfaInfo{MaximumEfaInterfaces: e.EFAInterfaces}
 	}
@@ -348,6 +365,8 @@ func (a *AWS) describeInstanceTypes(q *queryCall) (any, error) {
 				return []string{strconv.FormatBool(e.Generation == 0 || e.Generation > 3)}, true
 			case "processor-info.supported-architecture":
 				return []string{ec2Arch(e.Arch)}, true
+			case "processor-info.supported-features":
+				return a.processorFeatures[e.Name], true
 			case "supported-usage-class":
 				if spotSupported(*e) {
 					return []string{"on-demand", "spot"}, true
@@ -399,7 +418,7 @@ func (a *AWS) describeInstanceTypes(q *queryCall) (any, error) {
 	}
 	out := make([]xmlInstanceTypeInfo, 0, end-start)
 	for _, i := range matched[start:end] {
-		out = append(out, instanceTypeInfo(a.types[i]))
+		out = append(out, instanceTypeInfo(a.types[i], a.processorFeatures[a.types[i].Name]))
 	}
 	return struct {
 		InstanceTypes []xmlInstanceTypeInfo `xml:"instanceTypeSet>item"`

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 )
 
@@ -44,6 +46,9 @@ type LaunchTemplate struct {
 	InstanceTags map[string]string
 	// TagSpecifications are all of LaunchTemplateData.TagSpecifications.
 	TagSpecifications []TagSpecification
+	// NestedVirtualization is LaunchTemplateData.CpuOptions.NestedVirtualization: enabled,
+	// disabled or empty (unset). Instances of types that do not support it fail to launch.
+	NestedVirtualization string
 }
 
 // NetworkInterface is a launch template's network interface.
@@ -58,6 +63,27 @@ type NetworkInterface struct {
 	InterfaceType string
 	// NetworkCardIndex is the network card the interface is attached to.
 	NetworkCardIndex *int32
+	// IPv4PrefixCount is Ipv4PrefixCount, the number of /28 prefixes assigned.
+	IPv4PrefixCount *int32
+	// IPv6PrefixCount is Ipv6PrefixCount, the number of /80 prefixes assigned.
+	IPv6PrefixCount *int32
+	// IPv6AddressCount is Ipv6AddressCount.
+	IPv6AddressCount *int32
+	// PrimaryIPv6 is PrimaryIpv6: the interface's first IPv6 address is its primary one.
+	PrimaryIPv6 *bool
+	// ConnectionTracking is ConnectionTrackingSpecification.
+	ConnectionTracking *ConnectionTracking
+}
+
+// ConnectionTracking is a network interface's idle connection tracking timeouts in seconds;
+// nil ones are EC2's defaults.
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout is 60 to 432000.
+	TCPEstablishedTimeout *int32
+	// UDPStreamTimeout is 60 to 180.
+	UDPStreamTimeout *int32
+	// UDPTimeout is 30 to 60.
+	UDPTimeout *int32
 }
 
 // MetadataOptions are a launch template's instance metadata options.
@@ -116,6 +142,11 @@ func (lt *LaunchTemplate) clone() LaunchTemplate {
 		n.DeviceIndex = clonePtr(n.DeviceIndex)
 		n.AssociatePublicIP = clonePtr(n.AssociatePublicIP)
 		n.NetworkCardIndex = clonePtr(n.NetworkCardIndex)
+		n.IPv4PrefixCount, n.IPv6PrefixCount, n.IPv6AddressCount = clonePtr(n.IPv4PrefixCount), clonePtr(n.IPv6PrefixCount), clonePtr(n.IPv6AddressCount)
+		n.PrimaryIPv6 = clonePtr(n.PrimaryIPv6)
+		if ct := n.ConnectionTracking; ct != nil {
+			n.ConnectionTracking = &ConnectionTracking{clonePtr(ct.TCPEstablishedTimeout), clonePtr(ct.UDPStreamTimeout), clonePtr(ct.UDPTimeout)}
+		}
 		c.NetworkInterfaces = append(c.NetworkInterfaces, n)
 	}
 	c.AssociatePublicIP = clonePtr(lt.AssociatePublicIP)
@@ -206,25 +237,23 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 		return nil, badRequest("InvalidParameterCombination", "The parameter 'iamInstanceProfile.name' may not be used in combination with 'iamInstanceProfile.arn'")
 	}
 	lt.SecurityGroupIDs = q.list(d + "SecurityGroupId")
+	attachments := map[[2]int32]bool{} // (network card, device index) pairs taken
 	for i, n := 1, q.count(d+"NetworkInterface"); i <= n; i++ {
-		p := fmt.Sprintf("%sNetworkInterface.%d.", d, i)
-		ni := NetworkInterface{SecurityGroupIDs: q.list(p + "SecurityGroupId"), InterfaceType: q.get(p + "InterfaceType")}
-		var err error
-		if ni.DeviceIndex, err = q.int32(p + "DeviceIndex"); err != nil {
+		ni, err := parseNetworkInterface(q, fmt.Sprintf("%sNetworkInterface.%d.", d, i))
+		if err != nil {
 			return nil, err
 		}
-		if ni.NetworkCardIndex, err = q.int32(p + "NetworkCardIndex"); err != nil {
-			return nil, err
+		at := [2]int32{aws.ToInt32(ni.NetworkCardIndex), aws.ToInt32(ni.DeviceIndex)}
+		if attachments[at] {
+			return nil, badRequest("InvalidParameterValue", "Each network interface requires a unique combination of network card index and device index: network card %d, device %d is used twice.", at[0], at[1])
 		}
-		switch ni.InterfaceType {
-		case "", "interface", "efa", "efa-only", "trunk":
-		default:
-			return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter interfaceType is invalid.", ni.InterfaceType)
-		}
-		if ni.AssociatePublicIP, err = q.bool(p + "AssociatePublicIpAddress"); err != nil {
-			return nil, err
-		}
+		attachments[at] = true
 		lt.NetworkInterfaces = append(lt.NetworkInterfaces, ni)
+	}
+	switch lt.NestedVirtualization = q.get(d + "CpuOptions.NestedVirtualization"); lt.NestedVirtualization {
+	case "", "enabled", "disabled":
+	default:
+		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter cpuOptions.nestedVirtualization is invalid.", lt.NestedVirtualization)
 	}
 	if len(lt.NetworkInterfaces) > 0 {
 		lt.AssociatePublicIP = clonePtr(lt.NetworkInterfaces[0].AssociatePublicIP)
@@ -341,6 +370,67 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 	return struct {
 		LaunchTemplate xmlLaunchTemplate `xml:"launchTemplate"`
 	}{a.xmlTemplate(lt)}, nil
+}
+
+// parseNetworkInterface reads and checks one network interface of launch template data at the
+// prefix, with EC2's rules: a known interface type; no negative counts; IPv4 prefixes not with
+// secondary addresses; no public IP, prefixes or IP addresses on an EFA-only interface, which
+// carries no IP traffic; a primary IPv6 address only with IPv6 addresses; connection tracking
+// timeouts within their bounds. EC2 refuses some of these only when launching from the template;
+// the fake refuses them with the template, so that a wrong template fails its first test.
+func parseNetworkInterface(q *queryCall, p string) (NetworkInterface, error) {
+	ni := NetworkInterface{SecurityGroupIDs: q.list(p + "SecurityGroupId"), InterfaceType: q.get(p + "InterfaceType")}
+	var err error
+	for _, field := range []struct {
+		key string
+		dst **int32
+	}{{"DeviceIndex", &ni.DeviceIndex}, {"NetworkCardIndex", &ni.NetworkCardIndex}, {"Ipv4PrefixCount", &ni.IPv4PrefixCount},
+		{"Ipv6PrefixCount", &ni.IPv6PrefixCount}, {"Ipv6AddressCount", &ni.IPv6AddressCount}} {
+		if *field.dst, err = q.int32(p + field.key); err != nil {
+			return ni, err
+		}
+		if v := *field.dst; v != nil && *v < 0 {
+			return ni, badRequest("InvalidParameterValue", "Value (%d) for parameter %s is invalid. It must not be negative.", *v, field.key)
+		}
+	}
+	switch ni.InterfaceType {
+	case "", "interface", "efa", "efa-only", "trunk":
+	default:
+		return ni, badRequest("InvalidParameterValue", "Value (%s) for parameter interfaceType is invalid.", ni.InterfaceType)
+	}
+	if ni.AssociatePublicIP, err = q.bool(p + "AssociatePublicIpAddress"); err != nil {
+		return ni, err
+	}
+	if ni.PrimaryIPv6, err = q.bool(p + "PrimaryIpv6"); err != nil {
+		return ni, err
+	}
+	secondary := q.has(p+"SecondaryPrivateIpAddressCount") || q.count(p+"PrivateIpAddresses") > 0
+	switch {
+	case ni.IPv4PrefixCount != nil && (secondary || q.has(p+"Ipv4Prefix.1.Ipv4Prefix")):
+		return ni, badRequest("InvalidParameterCombination", "You cannot specify IPv4 prefixes together with secondary private IPv4 addresses or IPv4 prefix specifications.")
+	case ni.InterfaceType == "efa-only" && (ni.IPv4PrefixCount != nil || ni.IPv6PrefixCount != nil || ni.IPv6AddressCount != nil || ni.AssociatePublicIP != nil || ni.PrimaryIPv6 != nil || secondary):
+		return ni, badRequest("InvalidParameterValue", "EFA-only network interfaces do not support IP addresses: public IP, prefix, IPv6 and secondary address settings are not allowed on them.")
+	case aws.ToBool(ni.PrimaryIPv6) && aws.ToInt32(ni.IPv6AddressCount) < 1 && q.count(p+"Ipv6Addresses") == 0:
+		return ni, badRequest("InvalidParameterCombination", "A primary IPv6 address requires at least one IPv6 address on the network interface.")
+	}
+	const ct = "ConnectionTrackingSpecification."
+	if hasPrefix(q, p+ct) {
+		c := &ConnectionTracking{}
+		for _, field := range []struct {
+			key      string
+			dst      **int32
+			min, max int32
+		}{{"TcpEstablishedTimeout", &c.TCPEstablishedTimeout, 60, 432000}, {"UdpStreamTimeout", &c.UDPStreamTimeout, 60, 180}, {"UdpTimeout", &c.UDPTimeout, 30, 60}} {
+			if *field.dst, err = q.int32(p + ct + field.key); err != nil {
+				return ni, err
+			}
+			if v := *field.dst; v != nil && (*v < field.min || *v > field.max) {
+				return ni, badRequest("InvalidParameterValue", "Value (%d) for parameter %s is invalid. It must be between %d and %d seconds.", *v, field.key, field.min, field.max)
+			}
+		}
+		ni.ConnectionTracking = c
+	}
+	return ni, nil
 }
 
 func hasPrefix(q *queryCall, prefix string) bool {
