@@ -253,9 +253,8 @@ func Decide(in Input) *Decision {
 	return out
 }
 
-// poolBudgets is, for each NodePool with nodes, by name then reason, how many more of its
-// nodes its budgets let disrupt for each reason and how many are disrupting already.
-func (d *decider) poolBudgets() []PoolBudget {
+// poolsWithNodes are the names of the NodePools that have initialized nodes, sorted.
+func (d *decider) poolsWithNodes() []string {
 	names := make([]string, 0, len(d.pools))
 	for name := range d.pools {
 		if d.total[name] > 0 {
@@ -263,8 +262,14 @@ func (d *decider) poolBudgets() []PoolBudget {
 		}
 	}
 	sort.Strings(names)
+	return names
+}
+
+// poolBudgets is, for each NodePool with nodes, by name then reason, how many more of its
+// nodes its budgets let disrupt for each reason and how many are disrupting already.
+func (d *decider) poolBudgets() []PoolBudget {
 	var out []PoolBudget
-	for _, name := range names {
+	for _, name := range d.poolsWithNodes() {
 		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized} {
 			out = append(out, PoolBudget{NodePool: name, Reason: reason, Allowed: d.budget(d.pools[name], reason), Disrupting: d.disrupting[name]})
 		}
@@ -275,15 +280,8 @@ func (d *decider) poolBudgets() []PoolBudget {
 // blockedPools lists, by name then reason, the NodePools with nodes whose budgets allow no
 // disruption now for drift, emptiness or underutilization.
 func (d *decider) blockedPools() []PoolBlock {
-	names := make([]string, 0, len(d.pools))
-	for name := range d.pools {
-		if d.total[name] > 0 {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
 	var out []PoolBlock
-	for _, name := range names {
+	for _, name := range d.poolsWithNodes() {
 		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized} {
 			if allowed, err := AllowedDisruptions(d.pools[name], reason, d.total[name], 0, d.in.Now); err == nil && allowed == 0 {
 				out = append(out, PoolBlock{NodePool: name, Reason: reason})
