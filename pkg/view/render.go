@@ -296,7 +296,8 @@ func rowCells(r *Row, s *Snapshot, opts RenderOptions, p painter) []cell {
 		}
 	}
 	if !r.Claim {
-		pods.text = strconv.Itoa(r.Pods) + "/" + strconv.FormatInt(r.MaxPods, 10)
+		var buf [32]byte
+		pods.text = string(strconv.AppendInt(append(strconv.AppendInt(buf[:0], int64(r.Pods), 10), '/'), r.MaxPods, 10))
 	}
 	age := unknown
 	if !r.Created.IsZero() {

@@ -119,20 +119,31 @@ func sortRows(s *Snapshot, key SortKey, order SortOrder) {
 	if order == SortDescending {
 		sign = -1
 	}
-	slices.SortStableFunc(s.Rows, func(a, b Row) int {
-		aMissing, bMissing := missing != nil && missing(&a), missing != nil && missing(&b)
+	// Sort pointers, then place the rows once: rows are large to swap, and comparing copies
+	// would move each to the heap.
+	rows := make([]*Row, len(s.Rows))
+	for i := range s.Rows {
+		rows[i] = &s.Rows[i]
+	}
+	slices.SortStableFunc(rows, func(a, b *Row) int {
+		aMissing, bMissing := missing != nil && missing(a), missing != nil && missing(b)
 		switch {
 		case aMissing && !bMissing:
 			return 1
 		case bMissing && !aMissing:
 			return -1
 		case !aMissing:
-			if c := sign * compare(&a, &b); c != 0 {
+			if c := sign * compare(a, b); c != 0 {
 				return c
 			}
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+	sorted := make([]Row, len(rows))
+	for i, r := range rows {
+		sorted[i] = *r
+	}
+	s.Rows = sorted
 }
 
 // rowComparison returns how key orders two rows ascending, and which rows have no value for
