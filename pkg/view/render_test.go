@@ -411,3 +411,25 @@ func TestViewAmount(t *testing.T) {
 		}
 	}
 }
+
+// With three bars a line, each gives up a third of the excess width, rounded up.
+func TestViewRenderWidthThreeBars(t *testing.T) {
+	s := NewSnapshot(resourceCluster(), Options{Now: t0, Prices: testPrices,
+		Resources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, gpuResource}})
+	full := 0
+	for l := range strings.Lines(render(t, s, RenderOptions{})) {
+		full = max(full, width(strings.TrimSuffix(l, "\n")))
+	}
+	for _, tc := range []struct{ width, wantBar int }{
+		{full, DefaultBarWidth},
+		{full - 1, DefaultBarWidth - 1},
+		{full - 3, DefaultBarWidth - 1},
+		{full - 4, DefaultBarWidth - 2},
+		{full - 30, DefaultBarWidth - 10},
+	} {
+		got := render(t, s, RenderOptions{Width: tc.width})
+		if want := render(t, s, RenderOptions{BarWidth: tc.wantBar}); got != want {
+			t.Errorf("width %d: not the frame with bars of %d:\n%s\nwant\n%s", tc.width, tc.wantBar, got, want)
+		}
+	}
+}
