@@ -189,7 +189,7 @@ func cutLines(frame string, n int, color bool) string {
 	return b.String()
 }
 
-// headerLines is how many lines renderHeader writes for s: cost, nodes, and one a resource.
+// headerLines is how many lines renderHeader writes for s: cost, nodes, and one per resource.
 func headerLines(s *Snapshot) int { return 2 + len(s.Resources) }
 
 func renderHeader(b *strings.Builder, s *Snapshot, opts RenderOptions, p painter) {
