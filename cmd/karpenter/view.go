@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,9 +22,10 @@ import (
 
 func newViewCommand() *cobra.Command {
 	var (
-		kubeconfig, kubeContext, sortBy, nodeSelector string
-		once, noColor                                 bool
-		interval                                      time.Duration
+		kubeconfig, kubeContext, nodeSort, nodeSelector string
+		resources, extraLabels                          string
+		once, noColor                                   bool
+		interval                                        time.Duration
 	)
 	sortNames := make([]string, len(view.SortKeys))
 	for i, k := range view.SortKeys {
@@ -31,23 +33,42 @@ func newViewCommand() *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "view",
-		Short: "A live terminal view of a cluster's nodes: cost, requested CPU and memory, pods, state",
-		Long: `Show the nodes of a cluster, redrawn in place every --interval until Ctrl-C: what the cluster
-costs per hour and per month, how many nodes it has, how many NodeClaims are launching and how
-many pods are pending, and one line per node (and per NodeClaim without a node yet) with its
-NodePool, instance type, capacity type, zone, $/hour, bars of the CPU and memory its pods request
-out of its allocatable, its pod count, age and state. Nodes Karpenter does not manage show
-NodePool "(none)". Prices are the embedded EC2 catalog's on-demand prices and modelled spot
-prices; types it does not know show "-" and are left out of the totals.
+		Short: "A live terminal view of a cluster's nodes: cost, requested CPU, memory or any resource, pods, state",
+		Long: `Show the nodes of a cluster, redrawn in place every --interval until q or Ctrl-C: what the
+cluster costs per hour and per month, how many nodes it has, how many NodeClaims are launching
+and how many pods are pending, the cluster's requests of each of --resources out of its
+allocatable, and one line per node (and per NodeClaim without a node yet) with its NodePool,
+instance type, capacity type, zone, $/hour, a bar per resource of what its pods request out of
+its allocatable, its pods out of the most it may run, its age, its state, and the values of
+--extra-labels. Nodes Karpenter does not manage show NodePool "(none)". Prices are the embedded
+EC2 catalog's on-demand prices and modelled spot prices; types it does not know show "-" and
+are left out of the totals.
+
+--resources, --extra-labels, --node-selector and --node-sort take eks-node-viewer's values,
+including its computed labels eks-node-viewer/node-age and eks-node-viewer/node-RESOURCE-usage
+(such as eks-node-viewer/node-cpu-usage). When the nodes do not fit the terminal they are
+split into pages: ←/→ (or h/l, PgUp/PgDn, Home/End) turn them.
 
 Works against any cluster: --kubeconfig, else KUBECONFIG, else ~/.kube/config, else the
 in-cluster config. When standard output is not a terminal, or with --once, it prints one frame
-without colours or cursor movement and exits.`,
+with every node, without colours or cursor movement, and exits.`,
+		Example: `  karpenter view --resources cpu,memory,nvidia.com/gpu
+  karpenter view --extra-labels topology.kubernetes.io/zone,karpenter.sh/nodepool
+  karpenter view --node-sort eks-node-viewer/node-cpu-usage=dsc
+  karpenter view --node-sort creation=asc --node-selector karpenter.sh/nodepool`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			key, err := view.ParseSortKey(sortBy)
+			key, order, err := view.ParseSort(nodeSort)
 			if err != nil {
-				return usageError{fmt.Errorf("--sort: %w", err)}
+				return usageError{fmt.Errorf("--node-sort: %w", err)}
+			}
+			shown, err := view.ParseResources(resources)
+			if err != nil {
+				return usageError{fmt.Errorf("--resources: %w", err)}
+			}
+			labelKeys, err := view.ParseExtraLabels(extraLabels)
+			if err != nil {
+				return usageError{fmt.Errorf("--extra-labels: %w", err)}
 			}
 			selector, err := labels.Parse(nodeSelector)
 			if err != nil {
@@ -71,7 +92,7 @@ without colours or cursor movement and exits.`,
 			out := cmd.OutOrStdout()
 			stdout, isFile := out.(*os.File)
 			terminal := isFile && view.IsTerminal(stdout)
-			snapshot := view.Options{Prices: prices, Selector: selector, Sort: key}
+			snapshot := view.Options{Prices: prices, Selector: selector, Sort: key, Order: order, Resources: shown, ExtraLabels: labelKeys}
 			render := view.RenderOptions{Color: terminal && !noColor && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"}
 			if once || !terminal {
 				src, err := view.NewClientSource(cfg, selector)
@@ -89,23 +110,42 @@ without colours or cursor movement and exits.`,
 				}
 				return err
 			}
-			return view.Watch(ctx, src, out, view.WatchOptions{
+			watch := view.WatchOptions{
 				Snapshot: snapshot,
 				Render:   render,
 				Interval: interval,
 				Size:     func() (int, int, bool) { return view.TerminalSize(stdout) },
-			})
+			}
+			// Pages turn with keys when they can be read from a terminal; otherwise the first
+			// page shows, and says that a taller terminal shows more.
+			if stdin, ok := cmd.InOrStdin().(*os.File); ok && view.IsTerminal(stdin) {
+				if restore, err := view.EnableKeys(stdin); err == nil {
+					defer func() { _ = restore() }()
+					watch.Keys = stdin
+				}
+			}
+			return view.Watch(ctx, src, out, watch)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster; empty means KUBECONFIG, ~/.kube/config or the in-cluster config")
 	f.StringVar(&kubeContext, "context", "", "kubeconfig context to use; empty means the current one")
-	f.StringVar(&sortBy, "sort", string(view.SortCreation), "order of the nodes: "+strings.Join(sortNames, ", ")+
-		" (oldest, most expensive, fullest first)")
+	f.StringVar(&nodeSort, "node-sort", string(view.SortCreation), "order of the nodes, as eks-node-viewer's: "+strings.Join(sortNames, ", ")+
+		", a label key, eks-node-viewer/node-age or eks-node-viewer/node-RESOURCE-usage, optionally followed by =asc or =dsc;"+
+		" creation, price, cpu and memory default to dsc (oldest, most expensive, fullest first), the others to asc (--sort is an alias)")
+	f.StringVar(&resources, "resources", "cpu,memory", "comma-separated resources whose requests against allocatable to show, such as cpu,memory,nvidia.com/gpu")
+	f.StringVar(&extraLabels, "extra-labels", "", "comma-separated node label keys to show in columns of their own, such as topology.kubernetes.io/zone,karpenter.sh/nodepool, or eks-node-viewer/node-age, eks-node-viewer/node-RESOURCE-usage")
 	f.StringVar(&nodeSelector, "node-selector", "", "show only the nodes and NodeClaims with these labels, such as karpenter.sh/nodepool=default")
 	f.BoolVar(&once, "once", false, "print one frame and exit (the default when standard output is not a terminal)")
 	f.DurationVar(&interval, "interval", view.DefaultInterval, "time between redraws")
 	f.BoolVar(&noColor, "no-color", false, "no colours (also when NO_COLOR is set)")
+	// --sort is what the flag was first called; --node-sort is eks-node-viewer's name.
+	f.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "sort" {
+			name = "node-sort"
+		}
+		return pflag.NormalizedName(name)
+	})
 	return cmd
 }
 

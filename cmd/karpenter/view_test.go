@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -174,10 +175,10 @@ func TestViewOnce(t *testing.T) {
 		name string
 		want []string // by field; "" is not checked
 	}{
-		{"view-od", []string{"view-od", "default", "m5.large", "on-demand", "us-east-1a", p4(odPrice), "", "52%", "", "29%", "2", "", "Ready"}},
-		{"view-spot", []string{"view-spot", "default", "m5.xlarge", "spot", "us-east-1b", p4(spotPrice), "", "51%", "", "50%", "1", "", "Cordoned"}},
-		{"view-system", []string{"view-system", "(none)", "t3.medium", "-", "us-east-1a", p4(systemPrice), "", "5%", "", "2%", "1", "", "Ready"}},
-		{"view-unknown", []string{"view-unknown", "default", "x9.mystery", "on-demand", "us-east-1c", "-", "", "0%", "", "0%", "0", "", "NotReady"}},
+		{"view-od", []string{"view-od", "default", "m5.large", "on-demand", "us-east-1a", p4(odPrice), "", "52%", "", "29%", "2/29", "", "Ready"}},
+		{"view-spot", []string{"view-spot", "default", "m5.xlarge", "spot", "us-east-1b", p4(spotPrice), "", "51%", "", "50%", "1/29", "", "Cordoned"}},
+		{"view-system", []string{"view-system", "(none)", "t3.medium", "-", "us-east-1a", p4(systemPrice), "", "5%", "", "2%", "1/29", "", "Ready"}},
+		{"view-unknown", []string{"view-unknown", "default", "x9.mystery", "on-demand", "us-east-1c", "-", "", "0%", "", "0%", "0/29", "", "NotReady"}},
 		{"view-launching", []string{"view-launching", "default", "m5.2xlarge", "on-demand", "-", p4(launchingPrice), "-", "-", "-", "", "Launching"}},
 		{"view-launching-any", []string{"view-launching-any", "default", "?", "-", "-", "-", "-", "-", "-", "", "Launching"}},
 	} {
@@ -229,6 +230,37 @@ func TestViewOnce(t *testing.T) {
 	if i, j := strings.Index(out, "view-launching "), strings.Index(out, "view-system "); i < 0 || j < 0 || i > j {
 		t.Errorf("--sort price does not put the m5.2xlarge before the t3.medium:\n%s", out)
 	}
+	// eks-node-viewer's flags: other resources, extra labels, a sort by a computed label.
+	out, err = runView(t, ctx, "view", "--kubeconfig", kubeconfig, "--node-selector", viewTestLabel+"=true",
+		"--resources", "pods,cpu", "--extra-labels", "topology.kubernetes.io/zone,eks-node-viewer/node-memory-usage",
+		"--node-sort", "eks-node-viewer/node-memory-usage=dsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("output:\n%s", out)
+	for _, want := range []string{"4 of 116 pods", "3.1 of 9.78 cores requested"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if got := viewLine(t, out, "NAME"); !slices.Equal(got, []string{"NAME", "NODEPOOL", "TYPE", "CAPACITY", "ZONE", "$/HOUR",
+		"PODS", "CPU", "PODS", "AGE", "STATE", "ZONE", "NODE-MEMORY-USAGE"}) {
+		t.Errorf("titles %q", got)
+	}
+	if strings.Contains(out, "Memory ") {
+		t.Errorf("memory is shown, not asked for:\n%s", out)
+	}
+	// NAME NODEPOOL TYPE CAPACITY ZONE $/HOUR PODS-bar PODS% CPU-bar CPU% PODS AGE STATE ZONE MEMORY-USAGE
+	if got := viewLine(t, out, "view-spot"); len(got) != 15 || got[7] != "3%" || got[9] != "51%" || got[10] != "1/29" ||
+		got[13] != "us-east-1b" || got[14] != "50%" {
+		t.Errorf("view-spot: fields %q, want 3%% of its pods, 51%% of its CPU, 1/29 pods, zone us-east-1b, 50%% of its memory", got)
+	}
+	order := []string{"view-spot", "view-od", "view-system", "view-unknown", "view-launching", "view-launching-any"}
+	for i := 1; i < len(order); i++ {
+		if strings.Index(out, order[i-1]+" ") > strings.Index(out, order[i]+" ") {
+			t.Errorf("--node-sort eks-node-viewer/node-memory-usage=dsc: %s after %s, want %v:\n%s", order[i-1], order[i], order, out)
+		}
+	}
 	out, err = runView(t, ctx, "view", "--kubeconfig", kubeconfig, "--node-selector", viewTestLabel+"=none")
 	if err != nil || !strings.Contains(out, "Nodes    0 nodes  ·  0 launching") {
 		t.Errorf("empty selection: %v\n%s", err, out)
@@ -245,7 +277,15 @@ func TestViewErrors(t *testing.T) {
 		usage bool
 		want  string
 	}{
-		{[]string{"--sort", "age"}, true, `--sort: unknown sort "age"`},
+		{[]string{"--sort", "creation=up"}, true, `--node-sort: unknown sort order "up" in "creation=up": want asc or dsc, as in creation=dsc`},
+		{[]string{"--node-sort", "price=desc"}, true, `--node-sort: unknown sort order "desc" in "price=desc": want asc or dsc`},
+		{[]string{"--node-sort", "by price"}, true, `--node-sort: unknown sort "by price": want one of creation, price, name, cpu, memory, or a label key`},
+		{[]string{"--resources", ""}, true, "--resources: no resources: want a comma-separated list such as cpu,memory,nvidia.com/gpu"},
+		{[]string{"--resources", "cpu,cpu"}, true, `--resources: cpu is listed twice in "cpu,cpu"`},
+		{[]string{"--resources", "cpu,nvidia.com//gpu"}, true, `--resources: "nvidia.com//gpu" is not a resource name`},
+		{[]string{"--extra-labels", "topology.kubernetes.io/zone,"}, true, `--extra-labels: empty item in "topology.kubernetes.io/zone,"`},
+		{[]string{"--extra-labels", "node pool"}, true, `--extra-labels: "node pool" is not a label key`},
+		{[]string{"--extra-labels", "eks-node-viewer/node-a b-usage"}, true, `--extra-labels: eks-node-viewer/node-a b-usage: "a b" is not a resource name`},
 		{[]string{"--node-selector", "a=b=c"}, true, "--node-selector"},
 		{[]string{"--interval", "0s"}, true, "--interval 0s: must be positive"},
 		{[]string{"--context", "nope"}, false, `context "nope" does not exist`},

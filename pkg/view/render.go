@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -48,63 +49,103 @@ type RenderOptions struct {
 	// Width, when positive, is the most cells a line may take: the bars shrink (down to
 	// MinBarWidth) to make the table fit, and what still does not fit is cut off.
 	Width int
-	// Height, when positive, is the most lines the frame may take: rows that do not fit are
-	// left out and counted on the last line.
+	// Height, when positive, is the most lines the frame may take: when the rows do not fit,
+	// they are split into pages (of one row at least) and the last line says which is shown.
 	Height int
+	// Page is the page shown, counted from 0, when the rows are split; past the last page means
+	// the last.
+	Page int
+	// PageKeys says the reader can turn the pages with the keys of a live view: the last line
+	// of a split frame names them.
+	PageKeys bool
 }
 
 // MinBarWidth is the narrowest a bar gets when RenderOptions.Width makes it shrink.
 const MinBarWidth = 5
 
-// Render writes s as text: a header with the cluster's cost, counts and total usage, then one
-// line per row. It makes one call to w.Write.
+// Render writes s as text: a header with the cluster's cost, counts and total usage of each of
+// its resources, then one line per row. It makes one call to w.Write.
 func Render(w io.Writer, s Snapshot, opts RenderOptions) error {
 	if opts.BarWidth <= 0 {
 		opts.BarWidth = DefaultBarWidth
 	}
-	frame, widest := renderFrame(s, opts)
-	if opts.Width > 0 && widest > opts.Width {
-		// Two bars a line: each gives up half of the excess, rounded up.
-		if bar := max(opts.BarWidth-(widest-opts.Width+1)/2, MinBarWidth); bar < opts.BarWidth {
+	frame, widest := renderFrame(&s, opts)
+	if bars := len(s.Resources); opts.Width > 0 && widest > opts.Width && bars > 0 {
+		// The bars of a line each give up their share of the excess, rounded up.
+		if bar := max(opts.BarWidth-(widest-opts.Width+bars-1)/bars, MinBarWidth); bar < opts.BarWidth {
 			opts.BarWidth = bar
-			frame, widest = renderFrame(s, opts)
+			frame, widest = renderFrame(&s, opts)
 		}
-		if widest > opts.Width {
-			frame = cutLines(frame, opts.Width, opts.Color)
-		}
+	}
+	if opts.Width > 0 && widest > opts.Width {
+		frame = cutLines(frame, opts.Width, opts.Color)
 	}
 	_, err := io.WriteString(w, frame)
 	return err
 }
 
+// pageCount is how many pages Render splits the rows of s into to fit height lines: 1 when
+// they all fit or height is not positive.
+func pageCount(s *Snapshot, height int) int {
+	size := pageSize(s, height)
+	if size == 0 {
+		return 1
+	}
+	return (len(s.Rows) + size - 1) / size
+}
+
+// pageSize is how many rows a page of s holds in height lines, or 0 when the rows need not be
+// split.
+func pageSize(s *Snapshot, height int) int {
+	if height <= 0 {
+		return 0
+	}
+	// Below the header: a blank line and the column titles, then the rows; when they do not
+	// all fit, the last line says which page is shown.
+	fit := height - headerLines(s) - 2
+	if fit >= len(s.Rows) {
+		return 0
+	}
+	return max(fit-1, 1)
+}
+
 // renderFrame returns the frame and the width of its widest line.
-func renderFrame(s Snapshot, opts RenderOptions) (string, int) {
+func renderFrame(s *Snapshot, opts RenderOptions) (string, int) {
 	p := painter{color: opts.Color}
 	var b strings.Builder
-	renderHeader(&b, s.Summary, opts, p)
+	renderHeader(&b, s, opts, p)
 	b.WriteByte('\n')
 
-	rows := s.Rows
-	hidden := 0
-	if opts.Height > 0 {
-		// Below the header: a blank line and the column titles, then the rows; when they do not
-		// all fit, the last line counts those left out.
-		if fit := max(opts.Height-headerLines-2, 0); fit < len(rows) {
-			fit = max(fit-1, 0)
-			hidden = len(rows) - fit
-			rows = rows[:fit]
+	// The columns are as wide as all the rows need, so that they do not move between pages.
+	first, last := 0, len(s.Rows)
+	pages, page := pageCount(s, opts.Height), 0
+	if pages > 1 {
+		size := pageSize(s, opts.Height)
+		page = min(max(opts.Page, 0), pages-1)
+		first, last = page*size, min((page+1)*size, len(s.Rows))
+	}
+	cols := []column{{title: "NAME"}, {title: "NODEPOOL"}, {title: "TYPE"}, {title: "CAPACITY"}, {title: "ZONE"}, {title: "$/HOUR", right: true}}
+	for _, name := range s.Resources {
+		cols = append(cols, column{title: strings.ToUpper(resourceTitle(name))})
+	}
+	cols = append(cols, column{title: "PODS", right: true}, column{title: "AGE", right: true}, column{title: "STATE"})
+	for _, title := range extraLabelTitles(s.ExtraLabels) {
+		cols = append(cols, column{title: title})
+	}
+	t := newTable(p, cols...)
+	for i := range s.Rows {
+		t.add(rowCells(&s.Rows[i], s, opts, p))
+	}
+	t.write(&b, first, last)
+	if pages > 1 {
+		footer := fmt.Sprintf("rows %d–%d of %d, page %d/%d", first+1, last, len(s.Rows), page+1, pages)
+		if opts.PageKeys {
+			footer += "  ·  ←/→ or PgUp/PgDn: page  ·  q: quit"
+		} else {
+			footer += " (a taller terminal shows more)"
 		}
-	}
-	t := newTable(p,
-		column{title: "NAME"}, column{title: "NODEPOOL"}, column{title: "TYPE"}, column{title: "CAPACITY"},
-		column{title: "ZONE"}, column{title: "$/HOUR", right: true}, column{title: "CPU"}, column{title: "MEMORY"},
-		column{title: "PODS", right: true}, column{title: "AGE", right: true}, column{title: "STATE"})
-	for i := range rows {
-		t.add(rowCells(&rows[i], s, opts, p))
-	}
-	t.write(&b)
-	if hidden > 0 {
-		fmt.Fprintf(&b, "… %d more %s (a taller terminal shows them)\n", hidden, plural(hidden, "row", "rows"))
+		b.WriteString(p.paint(ansiDim, footer))
+		b.WriteByte('\n')
 	}
 	frame := b.String()
 	widest := 0
@@ -148,27 +189,89 @@ func cutLines(frame string, n int, color bool) string {
 	return b.String()
 }
 
-// headerLines is how many lines renderHeader writes.
-const headerLines = 4
+// headerLines is how many lines renderHeader writes for s: cost, nodes, and one per resource.
+func headerLines(s *Snapshot) int { return 2 + len(s.Resources) }
 
-func renderHeader(b *strings.Builder, sum Summary, opts RenderOptions, p painter) {
-	fmt.Fprintf(b, "%s  %s/hour  %s/month", p.paint(ansiBold, "Cost   "), dollars(sum.PricePerHour, 3), dollars(sum.PricePerMonth(), 2))
+func renderHeader(b *strings.Builder, s *Snapshot, opts RenderOptions, p painter) {
+	sum := &s.Summary
+	// The titles are as wide as the widest, and at least as "Memory ".
+	titleWidth := 7
+	for _, name := range s.Resources {
+		titleWidth = max(titleWidth, width(resourceTitle(name)))
+	}
+	title := func(t string) string { return p.paint(ansiBold, t+strings.Repeat(" ", titleWidth-width(t))) }
+	fmt.Fprintf(b, "%s  %s/hour  %s/month", title("Cost"), dollars(sum.PricePerHour, 3), dollars(sum.PricePerMonth(), 2))
 	if sum.Unpriced > 0 {
 		fmt.Fprintf(b, "  (%d %s without a price)", sum.Unpriced, plural(sum.Unpriced, "row", "rows"))
 	}
 	b.WriteByte('\n')
-	fmt.Fprintf(b, "%s  %d %s", p.paint(ansiBold, "Nodes  "), sum.Nodes, plural(sum.Nodes, "node", "nodes"))
+	fmt.Fprintf(b, "%s  %d %s", title("Nodes"), sum.Nodes, plural(sum.Nodes, "node", "nodes"))
 	if sum.Unmanaged > 0 {
 		fmt.Fprintf(b, " (%d not managed by Karpenter)", sum.Unmanaged)
 	}
 	fmt.Fprintf(b, "  ·  %d launching  ·  %d pending %s\n", sum.Launching, sum.PendingPods, plural(sum.PendingPods, "pod", "pods"))
-	fmt.Fprintf(b, "%s  %s  %s of %s cores requested\n", p.paint(ansiBold, "CPU    "), usageCell(sum.CPU, opts.BarWidth, p),
-		cores(sum.CPU.Requested), cores(sum.CPU.Allocatable))
-	fmt.Fprintf(b, "%s  %s  %s of %s requested\n", p.paint(ansiBold, "Memory "), usageCell(sum.Memory, opts.BarWidth, p),
-		bytesIEC(sum.Memory.Requested), bytesIEC(sum.Memory.Allocatable))
+	for i, name := range s.Resources {
+		u := sum.Usage[i]
+		fmt.Fprintf(b, "%s  %s  %s of %s", title(resourceTitle(name)), usageCell(u, opts.BarWidth, p),
+			amount(name, u.Requested), amount(name, u.Allocatable))
+		switch name {
+		case corev1.ResourceCPU:
+			b.WriteString(" cores requested\n")
+		case corev1.ResourcePods:
+			b.WriteString(" pods\n")
+		default:
+			b.WriteString(" requested\n")
+		}
+	}
 }
 
-func rowCells(r *Row, s Snapshot, opts RenderOptions, p painter) []cell {
+// resourceTitle names a resource in the header: CPU, Memory, Pods, or the resource's own name.
+func resourceTitle(name corev1.ResourceName) string {
+	switch name {
+	case corev1.ResourceCPU:
+		return "CPU"
+	case corev1.ResourceMemory:
+		return "Memory"
+	case corev1.ResourcePods:
+		return "Pods"
+	default:
+		return string(name)
+	}
+}
+
+// amount formats v of resource name: cores for CPU, IEC bytes for memory and storage, a plain
+// number otherwise.
+func amount(name corev1.ResourceName, v int64) string {
+	switch {
+	case name == corev1.ResourceCPU:
+		return cores(v)
+	case name == corev1.ResourceMemory, name == corev1.ResourceEphemeralStorage, name == corev1.ResourceStorage,
+		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+		return bytesIEC(v)
+	default:
+		return strconv.FormatInt(v, 10)
+	}
+}
+
+// extraLabelTitles are the column titles of the extra labels keys: the name part of each key
+// (the part after its prefix), upper-cased, or the whole key when another key has the same
+// name part.
+func extraLabelTitles(keys []string) []string {
+	titles := make([]string, len(keys))
+	count := make(map[string]int, len(keys))
+	for i, k := range keys {
+		titles[i] = strings.ToUpper(k[strings.LastIndexByte(k, '/')+1:])
+		count[titles[i]]++
+	}
+	for i, k := range keys {
+		if count[titles[i]] > 1 {
+			titles[i] = strings.ToUpper(k)
+		}
+	}
+	return titles
+}
+
+func rowCells(r *Row, s *Snapshot, opts RenderOptions, p painter) []cell {
 	nodePool := cell{text: r.NodePool}
 	if !r.Managed() {
 		nodePool = cell{text: "(none)", color: ansiDim}
@@ -181,20 +284,31 @@ func rowCells(r *Row, s Snapshot, opts RenderOptions, p painter) []cell {
 	if r.Priced {
 		price.text = strconv.FormatFloat(r.Price, 'f', 4, 64)
 	}
-	cpu, memory, pods := cell{text: unknown}, cell{text: unknown}, cell{text: unknown}
+	cells := make([]cell, 0, 9+len(s.Resources)+len(s.ExtraLabels))
+	cells = append(cells, cell{text: r.Name}, nodePool, cell{text: instanceType}, cell{text: orUnknown(r.CapacityType)},
+		cell{text: orUnknown(r.Zone)}, price)
+	pods := cell{text: unknown}
+	for i := range s.Resources {
+		if r.Claim {
+			cells = append(cells, cell{text: unknown})
+		} else {
+			cells = append(cells, cell{text: usageCell(r.Usage[i], opts.BarWidth, p)})
+		}
+	}
 	if !r.Claim {
-		cpu.text = usageCell(r.CPU, opts.BarWidth, p)
-		memory.text = usageCell(r.Memory, opts.BarWidth, p)
-		pods.text = strconv.Itoa(r.Pods)
+		var buf [32]byte
+		pods.text = string(strconv.AppendInt(append(strconv.AppendInt(buf[:0], int64(r.Pods), 10), '/'), r.MaxPods, 10))
 	}
 	age := unknown
 	if !r.Created.IsZero() {
 		age = duration.HumanDuration(s.Now.Sub(r.Created))
 	}
-	return []cell{
-		{text: r.Name}, nodePool, {text: instanceType}, {text: orUnknown(r.CapacityType)}, {text: orUnknown(r.Zone)},
-		price, cpu, memory, pods, {text: age}, {text: string(r.State), color: stateColor(r.State)},
+	cells = append(cells, pods, cell{text: age}, cell{text: string(r.State), color: stateColor(r.State)})
+	for _, key := range s.ExtraLabels {
+		v, _ := s.LabelValue(r, key)
+		cells = append(cells, cell{text: orUnknown(v)})
 	}
+	return cells
 }
 
 func stateColor(s State) string {
@@ -286,13 +400,14 @@ func (t *table) add(cells []cell) {
 	t.rows = append(t.rows, cells)
 }
 
-func (t *table) write(b *strings.Builder) {
+// write writes the titles and the rows from first up to last.
+func (t *table) write(b *strings.Builder, first, last int) {
 	titles := make([]cell, len(t.cols))
 	for i, c := range t.cols {
 		titles[i] = cell{text: c.title, color: ansiBold}
 	}
 	t.line(b, titles)
-	for _, r := range t.rows {
+	for _, r := range t.rows[first:last] {
 		t.line(b, r)
 	}
 }

@@ -6,13 +6,16 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/ from the output")
@@ -149,31 +152,55 @@ func stripANSI(s string) string {
 	return b.String()
 }
 
-func TestViewRenderHeight(t *testing.T) {
+func TestViewRenderPages(t *testing.T) {
 	s := NewSnapshot(cluster(), Options{Now: t0, Prices: testPrices})
-	full := strings.Count(render(t, s, RenderOptions{}), "\n") // 4 header, blank, titles, 8 rows
-	if full != 14 {
-		t.Fatalf("full frame has %d lines, want 14", full)
+	full := render(t, s, RenderOptions{})
+	if lines := strings.Count(full, "\n"); lines != 14 { // 4 header, blank, titles, 8 rows
+		t.Fatalf("full frame has %d lines, want 14", lines)
 	}
+	fullLines := strings.Split(full, "\n")
+	header, rows := fullLines[:6], fullLines[6:14]
 	for _, tc := range []struct {
-		height, wantLines int
-		wantMore          string
+		height, page int
+		keys         bool
+		wantRows     []string // lines of the full frame's rows shown
+		wantFooter   string   // the last line; "" for none
 	}{
-		{0, 14, ""},
-		{14, 14, ""},
-		{100, 14, ""},
-		{13, 13, "… 2 more rows"},
-		{8, 8, "… 7 more rows"},
-		{7, 7, "… 8 more rows"},
-		{3, 7, "… 8 more rows"}, // the header is always shown
+		{0, 0, false, rows, ""},
+		{14, 0, false, rows, ""},
+		{100, 3, true, rows, ""}, // all fit: no pages, whatever the page asked
+		{13, 0, false, rows[:6], "rows 1–6 of 8, page 1/2 (a taller terminal shows more)"},
+		{13, 1, false, rows[6:], "rows 7–8 of 8, page 2/2 (a taller terminal shows more)"},
+		{13, 7, true, rows[6:], "rows 7–8 of 8, page 2/2  ·  ←/→ or PgUp/PgDn: page  ·  q: quit"}, // past the last
+		{13, -1, true, rows[:6], "rows 1–6 of 8, page 1/2  ·  ←/→ or PgUp/PgDn: page  ·  q: quit"},
+		{10, 1, false, rows[3:6], "rows 4–6 of 8, page 2/3 (a taller terminal shows more)"},
+		{8, 7, false, rows[7:], "rows 8–8 of 8, page 8/8 (a taller terminal shows more)"},
+		{3, 2, false, rows[2:3], "rows 3–3 of 8, page 3/8 (a taller terminal shows more)"}, // one row a page at least
 	} {
-		out := render(t, s, RenderOptions{Height: tc.height})
-		if got := strings.Count(out, "\n"); got != tc.wantLines {
-			t.Errorf("height %d: %d lines, want %d:\n%s", tc.height, got, tc.wantLines, out)
+		out := render(t, s, RenderOptions{Height: tc.height, Page: tc.page, PageKeys: tc.keys})
+		want := slices.Concat(header, tc.wantRows)
+		if tc.wantFooter != "" {
+			want = append(want, tc.wantFooter)
 		}
-		if tc.wantMore != "" && !strings.Contains(out, tc.wantMore) || tc.wantMore == "" && strings.Contains(out, "more row") {
-			t.Errorf("height %d: want %q in:\n%s", tc.height, tc.wantMore, out)
+		if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); !slices.Equal(got, want) {
+			t.Errorf("height %d, page %d: got\n%s\nwant\n%s", tc.height, tc.page, out, strings.Join(want, "\n"))
 		}
+		if n := strings.Count(out, "\n"); tc.height > 0 && n > max(tc.height, 8) {
+			t.Errorf("height %d: %d lines", tc.height, n)
+		}
+	}
+	// Every page in turn shows every row once, in order.
+	var paged []string
+	for page := range pageCount(&s, 9) {
+		lines := strings.Split(render(t, s, RenderOptions{Height: 9, Page: page}), "\n")
+		paged = append(paged, lines[6:len(lines)-2]...)
+	}
+	if !slices.Equal(paged, rows) {
+		t.Errorf("the pages show\n%s\nwant\n%s", strings.Join(paged, "\n"), strings.Join(rows, "\n"))
+	}
+	// The footer is dimmed in colour.
+	if out := render(t, s, RenderOptions{Height: 9, Color: true}); !strings.Contains(out, ansiDim+"rows 1–2 of 8, page 1/4") {
+		t.Errorf("no dim footer in:\n%q", out)
 	}
 }
 
@@ -282,6 +309,127 @@ func TestViewRenderWidth(t *testing.T) {
 		}
 		if cut != tc.cut {
 			t.Errorf("width %d: lines cut %v, want %v:\n%s", tc.width, cut, tc.cut, out)
+		}
+	}
+}
+
+// resourceCluster is cluster() with a GPU node of team ml whose pods request GPUs and local
+// storage, for the views of other resources and of extra labels.
+func resourceCluster() Objects {
+	objs := cluster()
+	gpu := testNode("gpu-1", nodeOptions{created: t0.Add(-2 * time.Hour), instanceType: "large", cpu: "8", memory: "32Gi",
+		labels: map[string]string{"team": "ml"}})
+	gpu.Status.Allocatable[gpuResource] = resource.MustParse("4")
+	gpu.Status.Allocatable[corev1.ResourceEphemeralStorage] = resource.MustParse("100Gi")
+	objs.Nodes = append(objs.Nodes, gpu)
+	for _, name := range []string{"train-1", "train-2", "train-3"} {
+		p := *builders.Pod(builders.PodOptions{Name: name, NodeName: "gpu-1", CPU: "2", Memory: "4Gi",
+			Extended: map[corev1.ResourceName]string{gpuResource: "1", corev1.ResourceEphemeralStorage: "10Gi"}})
+		p.Status.Phase = corev1.PodRunning
+		objs.Pods = append(objs.Pods, p)
+	}
+	return objs
+}
+
+const gpuResource corev1.ResourceName = "nvidia.com/gpu"
+
+func TestViewRenderResourcesAndLabels(t *testing.T) {
+	s := NewSnapshot(resourceCluster(), Options{
+		Now: t0, Prices: testPrices,
+		Resources:   []corev1.ResourceName{corev1.ResourceCPU, gpuResource, corev1.ResourceEphemeralStorage},
+		ExtraLabels: []string{corev1.LabelTopologyZone, "team", UsageLabel(corev1.ResourceMemory), NodeAgeLabel},
+	})
+	out := render(t, s, RenderOptions{BarWidth: 10})
+	golden(t, "render-resources.txt", out)
+
+	lines := strings.Split(out, "\n")
+	for _, want := range []string{
+		// The header's titles widen to the longest resource name.
+		"Cost               $1.100/hour  $803.00/month  (2 rows without a price)",
+		"CPU                ██████░░░░  64%  17.85 of 28 cores requested",
+		"nvidia.com/gpu     ████████░░  75%  3 of 4 requested",
+		"ephemeral-storage  ███░░░░░░░  30%  30Gi of 100Gi requested",
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("no line %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Memory ") {
+		t.Errorf("memory, measured for an extra label, is shown:\n%s", out)
+	}
+	titles := strings.Fields(lines[6])
+	if want := []string{"NAME", "NODEPOOL", "TYPE", "CAPACITY", "ZONE", "$/HOUR", "CPU", "NVIDIA.COM/GPU", "EPHEMERAL-STORAGE",
+		"PODS", "AGE", "STATE", "ZONE", "TEAM", "NODE-MEMORY-USAGE", "NODE-AGE"}; !slices.Equal(titles, want) {
+		t.Errorf("titles %q, want %q", titles, want)
+	}
+	for _, tc := range []struct {
+		name string
+		want []string // the fields after STATE: zone, team, memory usage, age
+	}{
+		{"gpu-1", []string{"zone-a", "ml", "38%", "120m"}},
+		{"system-1", []string{"zone-a", "-", "25%", "400d"}},
+		{"default-x7k2p", []string{"zone-b", "-", "-", "20s"}}, // a claim: its launched zone, no usage
+		{"default-q9w4z", []string{"-", "-", "-", "5s"}},
+	} {
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == tc.name {
+				if got := f[len(f)-4:]; !slices.Equal(got, tc.want) {
+					t.Errorf("%s: extra labels %q, want %q", tc.name, got, tc.want)
+				}
+			}
+		}
+	}
+	// The GPU node's usage bars and pods.
+	if l := lines[slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "gpu-1 ") })]; !strings.Contains(l, "████████░░  75%  ███░░░░░░░  30%    3/110") {
+		t.Errorf("gpu-1's line %q lacks its GPU and storage bars and 3/110 pods", l)
+	}
+}
+
+func TestViewExtraLabelTitles(t *testing.T) {
+	got := extraLabelTitles([]string{"topology.kubernetes.io/zone", "team", "karpenter.sh/nodepool", "example.com/nodepool", NodeAgeLabel})
+	want := []string{"ZONE", "TEAM", "KARPENTER.SH/NODEPOOL", "EXAMPLE.COM/NODEPOOL", "NODE-AGE"}
+	if !slices.Equal(got, want) {
+		t.Errorf("titles %q, want %q", got, want)
+	}
+}
+
+func TestViewAmount(t *testing.T) {
+	for _, tc := range []struct {
+		name corev1.ResourceName
+		v    int64
+		want string
+	}{
+		{corev1.ResourceCPU, 2500, "2.5"},
+		{corev1.ResourceMemory, 3 << 30, "3Gi"},
+		{corev1.ResourceEphemeralStorage, 512 << 20, "512Mi"},
+		{"hugepages-2Mi", 1 << 30, "1Gi"},
+		{corev1.ResourcePods, 110, "110"},
+		{gpuResource, 4, "4"},
+	} {
+		if got := amount(tc.name, tc.v); got != tc.want {
+			t.Errorf("amount(%s, %d) = %q, want %q", tc.name, tc.v, got, tc.want)
+		}
+	}
+}
+
+// With three bars a line, each gives up a third of the excess width, rounded up.
+func TestViewRenderWidthThreeBars(t *testing.T) {
+	s := NewSnapshot(resourceCluster(), Options{Now: t0, Prices: testPrices,
+		Resources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, gpuResource}})
+	full := 0
+	for l := range strings.Lines(render(t, s, RenderOptions{})) {
+		full = max(full, width(strings.TrimSuffix(l, "\n")))
+	}
+	for _, tc := range []struct{ width, wantBar int }{
+		{full, DefaultBarWidth},
+		{full - 1, DefaultBarWidth - 1},
+		{full - 3, DefaultBarWidth - 1},
+		{full - 4, DefaultBarWidth - 2},
+		{full - 30, DefaultBarWidth - 10},
+	} {
+		got := render(t, s, RenderOptions{Width: tc.width})
+		if want := render(t, s, RenderOptions{BarWidth: tc.wantBar}); got != want {
+			t.Errorf("width %d: not the frame with bars of %d:\n%s\nwant\n%s", tc.width, tc.wantBar, got, want)
 		}
 	}
 }

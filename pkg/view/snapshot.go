@@ -1,6 +1,8 @@
 package view
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,8 +40,11 @@ type Objects struct {
 	Pods []corev1.Pod
 }
 
-// Options configure NewSnapshot. The zero value gives unpriced rows sorted by creation, ages
-// counted from the zero time.
+// DefaultResources are the resources whose usage a snapshot measures when Options does not say.
+var DefaultResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// Options configure NewSnapshot. The zero value gives unpriced rows of CPU and memory usage
+// sorted by creation, oldest first, ages counted from the zero time.
 type Options struct {
 	// Now is the time ages are counted to.
 	Now time.Time
@@ -50,6 +55,14 @@ type Options struct {
 	Selector labels.Selector
 	// Sort orders the rows; empty means SortCreation.
 	Sort SortKey
+	// Order is the direction of Sort; empty means the key's DefaultOrder.
+	Order SortOrder
+	// Resources are the resources whose requests against allocatable the rows show, in order;
+	// empty means DefaultResources.
+	Resources []corev1.ResourceName
+	// ExtraLabels are label keys (or the computed NodeAgeLabel and UsageLabel keys) whose
+	// values the rows show in columns of their own, in order.
+	ExtraLabels []string
 	// Requests, when set, remembers pods' effective requests between snapshots (a live view
 	// keeps one); nil computes them afresh.
 	Requests *scheduling.RequestsCache
@@ -76,7 +89,8 @@ const (
 // Usage is how much of one resource the pods on a node request out of what the node can give
 // them.
 type Usage struct {
-	// Requested and Allocatable are in millicores for CPU and in bytes for memory.
+	// Requested and Allocatable are in millicores for CPU and in the resource's plain unit
+	// otherwise: bytes for memory and storage, a count for pods and extended resources.
 	Requested, Allocatable int64
 }
 
@@ -111,11 +125,18 @@ type Row struct {
 	// Priced says Price is known: false for instance types, zones or capacity types the
 	// prices do not cover, and for claims whose type or capacity type is not decided.
 	Priced bool
-	// CPU and Memory are the requests of the pods bound to the node that have not finished,
-	// against the node's allocatable.
-	CPU, Memory Usage
+	// Usage holds, for each of the snapshot's Measured resources in order, the requests of the
+	// pods bound to the node that have not finished against the node's allocatable; nil for a
+	// claim.
+	Usage []Usage
 	// Pods counts the pods bound to the node that have not finished (Succeeded or Failed).
 	Pods int
+	// MaxPods is the node's allocatable pods: the most it may run.
+	MaxPods int64
+	// Labels are the node's labels; for a claim, its labels and the single values its
+	// requirements allow. They are shared with the objects the snapshot was built from: read
+	// them only.
+	Labels map[string]string
 	// Created is when the Node (or the NodeClaim) was created.
 	Created time.Time
 	// State is what the node is doing.
@@ -137,8 +158,8 @@ type Summary struct {
 	PricePerHour float64
 	// Unpriced counts the rows without a price, left out of PricePerHour.
 	Unpriced int
-	// CPU and Memory sum the usage of the node rows.
-	CPU, Memory Usage
+	// Usage sums the usage of the node rows, for each of the snapshot's Measured resources.
+	Usage []Usage
 }
 
 // PricePerMonth is PricePerHour over a month of HoursPerMonth.
@@ -152,6 +173,34 @@ type Snapshot struct {
 	Rows []Row
 	// Summary totals the rows, and counts the cluster's pending pods.
 	Summary Summary
+	// Resources are the resources whose usage the rows show, as Options.Resources asked.
+	Resources []corev1.ResourceName
+	// Measured are the resources Row.Usage and Summary.Usage hold, in order: Resources first,
+	// then any other one that the sort or an extra label reads.
+	Measured []corev1.ResourceName
+	// ExtraLabels are the label keys whose values the rows show, as Options.ExtraLabels asked.
+	ExtraLabels []string
+}
+
+// measured returns the resources a snapshot of opts measures: opts.Resources (or
+// DefaultResources), then those that its sort and its extra labels read.
+func measured(opts Options) (shown, all []corev1.ResourceName) {
+	shown = opts.Resources
+	if len(shown) == 0 {
+		shown = DefaultResources
+	}
+	all = shown
+	need := func(name corev1.ResourceName) {
+		if name != "" && !slices.Contains(all, name) {
+			all = append(slices.Clip(all), name)
+		}
+	}
+	need(sortResource(opts.Sort))
+	for _, key := range opts.ExtraLabels {
+		name, _ := usageLabelResource(key)
+		need(name)
+	}
+	return shown, all
 }
 
 // NewSnapshot builds the rows and the summary of objs. It reads nothing but its arguments and
@@ -165,7 +214,10 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 	if opts.Requests != nil {
 		requests = opts.Requests.Get
 	}
-	s := Snapshot{Now: opts.Now, Rows: make([]Row, 0, len(objs.Nodes))}
+	shown, all := measured(opts)
+	s := Snapshot{Now: opts.Now, Rows: make([]Row, 0, len(objs.Nodes)), Resources: shown, Measured: all, ExtraLabels: opts.ExtraLabels}
+	// One array holds the usage of every node row, sliced row by row.
+	usage := make([]Usage, len(objs.Nodes)*len(all))
 
 	// Join claims to nodes by node name or provider ID, over every node: a claim whose node
 	// the selector hides still has a node.
@@ -207,7 +259,12 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 			claim = claimByProviderID[node.Spec.ProviderID]
 		}
 		rowByNode[node.Name] = len(s.Rows)
-		s.Rows = append(s.Rows, nodeRow(node, claim, opts.Prices))
+		row := nodeRow(node, claim, opts.Prices)
+		row.Usage, usage = usage[:len(all):len(all)], usage[len(all):]
+		for j, name := range all {
+			row.Usage[j].Allocatable = quantity(node.Status.Allocatable, name)
+		}
+		s.Rows = append(s.Rows, row)
 	}
 
 	for i := range objs.Pods {
@@ -228,9 +285,12 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 		req := requests(pod)
 		row := &s.Rows[idx]
 		row.Pods++
-		row.CPU.Requested += quantity(req, corev1.ResourceCPU)
-		row.Memory.Requested += quantity(req, corev1.ResourceMemory)
+		for j, name := range all {
+			row.Usage[j].Requested += quantity(req, name)
+		}
 	}
+
+	s.Summary.Usage = make([]Usage, len(all))
 
 	for i := range s.Rows {
 		row := &s.Rows[i]
@@ -249,10 +309,11 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 		if !row.Managed() {
 			s.Summary.Unmanaged++
 		}
-		s.Summary.CPU.add(row.CPU)
-		s.Summary.Memory.add(row.Memory)
+		for j := range all {
+			s.Summary.Usage[j].add(row.Usage[j])
+		}
 	}
-	sortRows(s.Rows, opts.Sort)
+	sortRows(&s, opts.Sort, opts.Order)
 	return s
 }
 
@@ -264,8 +325,8 @@ func nodeRow(node *corev1.Node, claim *karpv1.NodeClaim, prices Prices) Row {
 		CapacityType: capacityType(node.Labels),
 		Zone:         firstLabel(node.Labels, corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone),
 		NodePool:     node.Labels[karpv1.NodePoolLabelKey],
-		CPU:          Usage{Allocatable: quantity(node.Status.Allocatable, corev1.ResourceCPU)},
-		Memory:       Usage{Allocatable: quantity(node.Status.Allocatable, corev1.ResourceMemory)},
+		MaxPods:      quantity(node.Status.Allocatable, corev1.ResourcePods),
+		Labels:       node.Labels,
 		Created:      node.CreationTimestamp.Time,
 		State:        nodeState(node, claim),
 	}
@@ -287,6 +348,7 @@ func claimRow(claim *karpv1.NodeClaim, prices Prices) Row {
 		CapacityType: claimValue(claim, karpv1.CapacityTypeLabelKey),
 		Zone:         claimValue(claim, corev1.LabelTopologyZone),
 		NodePool:     claim.Labels[karpv1.NodePoolLabelKey],
+		Labels:       claimLabels(claim),
 		Created:      claim.CreationTimestamp.Time,
 		State:        StateLaunching,
 	}
@@ -355,6 +417,23 @@ func claimValue(claim *karpv1.NodeClaim, key string) string {
 		}
 	}
 	return ""
+}
+
+// claimLabels are the claim's labels and, for the keys it has no label for, the single value
+// its requirements allow; the claim's own map when the requirements add nothing.
+func claimLabels(claim *karpv1.NodeClaim) map[string]string {
+	l, copied := claim.Labels, false
+	for _, r := range claim.Spec.Requirements {
+		if _, ok := l[r.Key]; ok || r.Operator != corev1.NodeSelectorOpIn || len(r.Values) != 1 {
+			continue
+		}
+		if !copied {
+			l, copied = make(map[string]string, len(claim.Labels)+1), true
+			maps.Copy(l, claim.Labels)
+		}
+		l[r.Key] = r.Values[0]
+	}
+	return l
 }
 
 func firstLabel(l map[string]string, keys ...string) string {

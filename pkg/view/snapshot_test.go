@@ -2,6 +2,8 @@ package view
 
 import (
 	"math"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -219,15 +221,16 @@ func TestViewSnapshotRequests(t *testing.T) {
 			s := snapshot(Objects{Nodes: []corev1.Node{testNode("n", nodeOptions{cpu: "2", memory: "8Gi"})}, Pods: tc.pods})
 			r := rowNamed(t, s, "n")
 			wantMemory := builders.Resources("m", tc.wantMemory)["m"]
-			if r.CPU.Requested != tc.wantCPU || r.Memory.Requested != wantMemory.Value() || int64(r.Pods) != tc.wantPods {
-				t.Errorf("cpu %dm, memory %d, pods %d; want %dm, %d, %d", r.CPU.Requested, r.Memory.Requested, r.Pods,
+			cpu, memory := r.Usage[0], r.Usage[1] // DefaultResources
+			if cpu.Requested != tc.wantCPU || memory.Requested != wantMemory.Value() || int64(r.Pods) != tc.wantPods {
+				t.Errorf("cpu %dm, memory %d, pods %d; want %dm, %d, %d", cpu.Requested, memory.Requested, r.Pods,
 					tc.wantCPU, wantMemory.Value(), tc.wantPods)
 			}
-			if r.CPU.Allocatable != 2000 || r.Memory.Allocatable != 8<<30 {
-				t.Errorf("allocatable %dm, %d; want 2000m, 8Gi", r.CPU.Allocatable, r.Memory.Allocatable)
+			if cpu.Allocatable != 2000 || memory.Allocatable != 8<<30 || r.MaxPods != 110 {
+				t.Errorf("allocatable %dm, %d, %d pods; want 2000m, 8Gi, 110 pods", cpu.Allocatable, memory.Allocatable, r.MaxPods)
 			}
-			if s.Summary.CPU != r.CPU || s.Summary.Memory != r.Memory {
-				t.Errorf("summary %+v %+v, want the one node's %+v %+v", s.Summary.CPU, s.Summary.Memory, r.CPU, r.Memory)
+			if !slices.Equal(s.Summary.Usage, r.Usage) {
+				t.Errorf("summary %+v, want the one node's %+v", s.Summary.Usage, r.Usage)
 			}
 		})
 	}
@@ -343,8 +346,8 @@ func TestViewSnapshotClaims(t *testing.T) {
 			if math.Abs(s.Summary.PricePerHour-(0.10+tc.wantPrice)) > 1e-9 {
 				t.Errorf("total $%v/hour, want the node's and the claim's $%v", s.Summary.PricePerHour, 0.10+tc.wantPrice)
 			}
-			if s.Summary.CPU.Allocatable != 2000 {
-				t.Errorf("a claim added to the allocatable: %+v", s.Summary.CPU)
+			if s.Summary.Usage[0].Allocatable != 2000 {
+				t.Errorf("a claim added to the allocatable: %+v", s.Summary.Usage)
 			}
 		})
 	}
@@ -368,15 +371,14 @@ func TestViewSnapshotSummary(t *testing.T) {
 	s := snapshot(objs)
 	want := Summary{
 		Nodes: 2, Unmanaged: 1, Launching: 1, PendingPods: 2, PricePerHour: 0.20, Unpriced: 1,
-		CPU:    Usage{Requested: 1500, Allocatable: 6000},
-		Memory: Usage{Requested: 3 << 30, Allocatable: 24 << 30},
+		Usage: []Usage{{Requested: 1500, Allocatable: 6000}, {Requested: 3 << 30, Allocatable: 24 << 30}},
 	}
 	got := s.Summary
 	if math.Abs(got.PricePerHour-want.PricePerHour) > 1e-9 {
 		t.Errorf("$%v/hour, want $%v", got.PricePerHour, want.PricePerHour)
 	}
 	got.PricePerHour = want.PricePerHour
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("summary\n%+v, want\n%+v", got, want)
 	}
 	if s.Now != t0 {
@@ -410,7 +412,7 @@ func TestViewSnapshotSelector(t *testing.T) {
 	if len(names) != 2 || names[0] != "a" || names[1] != "web-claim" {
 		t.Errorf("rows %v, want [a web-claim]", names)
 	}
-	if s.Summary.Nodes != 1 || s.Summary.Launching != 1 || s.Summary.PendingPods != 1 || s.Summary.CPU.Requested != 1000 {
+	if s.Summary.Nodes != 1 || s.Summary.Launching != 1 || s.Summary.PendingPods != 1 || s.Summary.Usage[0].Requested != 1000 {
 		t.Errorf("summary %+v, want 1 node, 1 launching, 1 pending pod, 1 core requested", s.Summary)
 	}
 }
@@ -425,7 +427,7 @@ func TestViewSnapshotRequestsCache(t *testing.T) {
 			opts.Requests = new(scheduling.RequestsCache)
 		}
 		for range 2 {
-			if got := NewSnapshot(objs, opts).Rows[0].CPU.Requested; got != 500 {
+			if got := NewSnapshot(objs, opts).Rows[0].Usage[0].Requested; got != 500 {
 				t.Errorf("cached %v: %dm requested, want 500m", cached, got)
 			}
 		}
