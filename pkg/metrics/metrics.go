@@ -173,7 +173,7 @@ func lifetimeBuckets() []float64 {
 
 // eventMetrics are the metrics above, registered together.
 func eventMetrics() []prometheus.Collector {
-	return []prometheus.Collector{
+	out := []prometheus.Collector{
 		NodeClaimsCreatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal,
 		VoluntaryDisruptionDecisionsTotal, SchedulingDurationSeconds,
 		CloudProviderDurationSeconds, CloudProviderErrorsTotal, PodStartupDurationSeconds,
@@ -181,6 +181,10 @@ func eventMetrics() []prometheus.Collector {
 		NodesLifetimeDurationSeconds, NodesDrainedTotal, PodsDrainedTotal, PodsEvictionRequestsTotal,
 		VoluntaryDisruptionEligibleNodes, NodePoolsAllowedDisruptions, NodePoolsNodesConsumingBudgets, BuildInfo, gauges,
 	}
+	out = append(out, podMetrics()...)
+	out = append(out, awsMetrics()...)
+	out = append(out, disruptionMetrics()...)
+	return out
 }
 
 func init() {
