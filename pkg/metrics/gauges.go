@@ -1,14 +1,21 @@
 package metrics
 
 import (
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// nodeLabelNames are the labels of the node gauges, in the order NodeLabels.values gives.
-var nodeLabelNames = []string{LabelNodeName, LabelNodePool, LabelResourceType, LabelInstanceType,
-	LabelCapacityType, LabelZone, LabelRegion, LabelArch, LabelOS}
+// nodeLabelNames are the labels of the node gauges but resource_type, in the order
+// NodeLabels.values gives: Karpenter's (the node's name, phase, whether Karpenter manages it,
+// and its well-known labels).
+var nodeLabelNames = []string{LabelNodeName, LabelNodePool, LabelInstanceType, LabelCapacityType, LabelZone,
+	LabelRegion, LabelArch, LabelOS, LabelPhase, LabelManaged, LabelWindowsBuild}
+
+// nodeResourceLabelNames are the labels of the node gauges of a resource type.
+var nodeResourceLabelNames = append(slices.Clone(nodeLabelNames), LabelResourceType)
 
 // podLabelNames are the labels of PodsState, in the order PodLabels.values gives.
 var podLabelNames = []string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelNodePool,
@@ -26,24 +33,34 @@ func desc(subsystem, name, help string, labels ...string) *prometheus.Desc {
 var (
 	// NodesAllocatable is a node's allocatable resources (node status), per resource type.
 	NodesAllocatable = desc(subsystemNodes, "allocatable",
-		"Resources of a node that pods may request (its status.allocatable), by resource type.", nodeLabelNames...)
+		"Resources of a node that pods may request (its status.allocatable), by resource type.", nodeResourceLabelNames...)
 	// NodesTotalPodRequests sums the requests of the pods bound to a node, daemonset pods
 	// included.
 	NodesTotalPodRequests = desc(subsystemNodes, "total_pod_requests",
-		"Sum of the resource requests of the pods bound to a node, DaemonSet pods included.", nodeLabelNames...)
+		"Sum of the resource requests of the pods bound to a node, DaemonSet pods included.", nodeResourceLabelNames...)
 	// NodesTotalPodLimits sums the limits of the pods bound to a node, daemonset pods included.
 	NodesTotalPodLimits = desc(subsystemNodes, "total_pod_limits",
-		"Sum of the resource limits of the pods bound to a node, DaemonSet pods included.", nodeLabelNames...)
+		"Sum of the resource limits of the pods bound to a node, DaemonSet pods included.", nodeResourceLabelNames...)
 	// NodesTotalDaemonRequests sums the requests of the daemonset pods bound to a node.
 	NodesTotalDaemonRequests = desc(subsystemNodes, "total_daemon_requests",
-		"Sum of the resource requests of the DaemonSet pods bound to a node.", nodeLabelNames...)
+		"Sum of the resource requests of the DaemonSet pods bound to a node.", nodeResourceLabelNames...)
 	// NodesTotalDaemonLimits sums the limits of the daemonset pods bound to a node.
 	NodesTotalDaemonLimits = desc(subsystemNodes, "total_daemon_limits",
-		"Sum of the resource limits of the DaemonSet pods bound to a node.", nodeLabelNames...)
+		"Sum of the resource limits of the DaemonSet pods bound to a node.", nodeResourceLabelNames...)
 	// NodesSystemOverhead is a node's capacity less its allocatable: what the kubelet, the
 	// system and eviction thresholds reserve.
 	NodesSystemOverhead = desc(subsystemNodes, "system_overhead",
-		"Resources a node reserves for the system: its capacity less its allocatable.", nodeLabelNames...)
+		"Resources a node reserves for the system: its capacity less its allocatable.", nodeResourceLabelNames...)
+	// NodesCurrentLifetime is a node's age.
+	NodesCurrentLifetime = desc(subsystemNodes, "current_lifetime_seconds",
+		"Age of a node in seconds.", nodeLabelNames...)
+	// ClusterUtilization is the cluster's pod requests over its nodes' allocatable, per
+	// resource type, in percent.
+	ClusterUtilization = desc("cluster", "utilization_percent",
+		"Utilization of the nodes' allocatable resources by pod requests, in percent, by resource type.", LabelResourceType)
+	// ClusterStateUnsyncedTime is how long the cluster state has not been synced (0 when it is).
+	ClusterStateUnsyncedTime = desc(subsystemClusterState, "unsynced_time_seconds",
+		"Seconds for which Karpenter's cluster state has not been synced; 0 when it is.")
 	// PodsState is 1 for every pod in the cluster, labelled with where it runs and its phase.
 	PodsState = desc(subsystemPods, "state",
 		"One per pod, labelled by name, namespace, owner, node, the node's nodepool, zone, architecture, capacity type and instance type, and phase.", podLabelNames...)
@@ -83,7 +100,7 @@ var gaugeDescs = []*prometheus.Desc{
 	NodesAllocatable, NodesTotalPodRequests, NodesTotalPodLimits, NodesTotalDaemonRequests,
 	NodesTotalDaemonLimits, NodesSystemOverhead, PodsState, NodePoolsUsage, NodePoolsLimit,
 	NodePoolsCost, ClusterStateCost, ClusterStateNodeCount, ClusterStateSynced,
-	OfferingPriceEstimate, OfferingAvailable,
+	OfferingPriceEstimate, OfferingAvailable, NodesCurrentLifetime, ClusterUtilization, ClusterStateUnsyncedTime,
 }
 
 // DescribeGauges sends the descriptions of every state gauge, for a Collector's Describe.
@@ -96,13 +113,34 @@ func DescribeGauges(ch chan<- *prometheus.Desc) {
 // NodeLabels are the labels of a node's gauges, read from the node's labels.
 type NodeLabels struct {
 	NodeName, NodePool, InstanceType, CapacityType, Zone, Region, Arch, OS string
+	// Phase is the node's status.phase (empty on most clusters: kubelets no longer set it).
+	Phase string
+	// Managed says Karpenter manages the node (it has a NodeClaim).
+	Managed bool
+	// WindowsBuild is the node's node.kubernetes.io/windows-build label.
+	WindowsBuild string
+}
+
+// values are the label values in nodeLabelNames' order.
+func (l NodeLabels) values() []string {
+	return []string{l.NodeName, l.NodePool, l.InstanceType, l.CapacityType, l.Zone, l.Region, l.Arch, l.OS,
+		l.Phase, strconv.FormatBool(l.Managed), l.WindowsBuild}
 }
 
 // NodeGauge is a sample of a node gauge (NodesAllocatable, NodesTotalPodRequests, …) for one
 // resource type.
 func NodeGauge(d *prometheus.Desc, l NodeLabels, resourceType string, v float64) prometheus.Metric {
-	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v,
-		l.NodeName, l.NodePool, resourceType, l.InstanceType, l.CapacityType, l.Zone, l.Region, l.Arch, l.OS)
+	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(l.values(), resourceType)...)
+}
+
+// NodeLifetime is a node's NodesCurrentLifetime sample.
+func NodeLifetime(l NodeLabels, seconds float64) prometheus.Metric {
+	return prometheus.MustNewConstMetric(NodesCurrentLifetime, prometheus.GaugeValue, seconds, l.values()...)
+}
+
+// Utilization is a ClusterUtilization sample.
+func Utilization(resourceType string, percent float64) prometheus.Metric {
+	return prometheus.MustNewConstMetric(ClusterUtilization, prometheus.GaugeValue, percent, resourceType)
 }
 
 // PodLabels are the labels of a pod's PodsState sample.

@@ -32,8 +32,6 @@ var notServedYet = map[string]string{
 	"karpenter_cloudprovider_instance_termination_failures_total":         "not yet",
 	"karpenter_cloudprovider_instance_type_cpu_cores":                     "not yet",
 	"karpenter_cloudprovider_instance_type_memory_bytes":                  "not yet",
-	"karpenter_cluster_state_unsynced_time_seconds":                       "not yet",
-	"karpenter_cluster_utilization_percent":                               "not yet",
 	"karpenter_consolidation_moves_total":                                 "no balanced consolidation policy",
 	"karpenter_consolidation_score":                                       "no balanced consolidation policy",
 	"karpenter_ec2nodeclasses_userdata_bytes":                             "not yet",
@@ -45,7 +43,6 @@ var notServedYet = map[string]string{
 	"karpenter_nodeclaims_termination_duration_seconds":                   "not yet",
 	"karpenter_nodeclaims_unhealthy_disrupted_total":                      "no node repair yet (issue 22)",
 	"karpenter_nodepools_cost_tracker_errors_total":                       "not yet",
-	"karpenter_nodes_current_lifetime_seconds":                            "not yet",
 	"karpenter_nodes_reboot_duration_seconds":                             "no node reboot",
 	"karpenter_nodes_reboot_recovery_duration_seconds":                    "no node reboot",
 	"karpenter_nodes_reboots_total":                                       "no node reboot",
@@ -77,13 +74,7 @@ var notServedYet = map[string]string{
 // labelsDifferYet are Karpenter's metrics this project serves with other label names, each
 // with why.
 var labelsDifferYet = map[string]string{
-	"karpenter_nodes_allocatable":           "node gauges: no managed, phase, windows_build labels yet",
-	"karpenter_nodes_total_pod_requests":    "node gauges: no managed, phase, windows_build labels yet",
-	"karpenter_nodes_total_pod_limits":      "node gauges: no managed, phase, windows_build labels yet",
-	"karpenter_nodes_total_daemon_requests": "node gauges: no managed, phase, windows_build labels yet",
-	"karpenter_nodes_total_daemon_limits":   "node gauges: no managed, phase, windows_build labels yet",
-	"karpenter_nodes_system_overhead":       "node gauges: no managed, phase, windows_build labels yet",
-	"karpenter_pods_state":                  "no managed, ready, scheduled labels yet",
+	"karpenter_pods_state": "no managed, ready, scheduled labels yet",
 }
 
 var descPattern = regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)

@@ -62,6 +62,10 @@ const (
 	LabelNode = "node"
 	// LabelPhase is a pod's phase: Pending, Running, Succeeded, Failed or Unknown.
 	LabelPhase = "phase"
+	// LabelManaged says whether Karpenter manages a node ("true" or "false").
+	LabelManaged = "managed"
+	// LabelWindowsBuild is a node's node.kubernetes.io/windows-build label.
+	LabelWindowsBuild = "windows_build"
 	// LabelMinValuesRelaxed says whether a NodeClaim was created with its minValues relaxed.
 	LabelMinValuesRelaxed = "min_values_relaxed"
 	// LabelConsolidationPolicy is the NodePool's consolidation policy in snake case

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -36,16 +37,20 @@ type Collector struct {
 	source  Source
 	types   cloudprovider.InstanceTypeProvider
 	timeout time.Duration
+	// Clock gives node ages and the unsynced time; the real clock unless a test sets it.
+	Clock clock.PassiveClock
 
 	mu   sync.Mutex
 	pods podResources
+	// unsyncedSince is when the state was first seen unsynced since it last was synced.
+	unsyncedSince time.Time
 }
 
 // NewCollector returns a collector reading the cluster from source and the NodePools' instance
 // types (for prices) from types, which may be nil: the offering gauges and the costs are then
 // left out.
 func NewCollector(source Source, types cloudprovider.InstanceTypeProvider) *Collector {
-	return &Collector{source: source, types: types, timeout: DefaultTimeout}
+	return &Collector{source: source, types: types, timeout: DefaultTimeout, Clock: clock.RealClock{}}
 }
 
 // Register adds the collector to mgr as a Runnable that serves its gauges while this replica
@@ -84,9 +89,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		log.Log.WithName("metrics").Error(err, "cannot read the cluster for the state metrics")
 		ch <- metrics.ClusterGauge(metrics.ClusterStateSynced, 0)
+		ch <- metrics.ClusterGauge(metrics.ClusterStateUnsyncedTime, c.unsynced(false))
 		return
 	}
 	ch <- metrics.ClusterGauge(metrics.ClusterStateSynced, boolValue(snap.Synced))
+	ch <- metrics.ClusterGauge(metrics.ClusterStateUnsyncedTime, c.unsynced(snap.Synced))
 	ch <- metrics.ClusterGauge(metrics.ClusterStateNodeCount, float64(len(snap.Nodes)))
 	c.collectNodes(snap, ch)
 	collectPods(snap, ch)
@@ -97,14 +104,39 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.pods.prune()
 }
 
-// collectNodes reports the node gauges of every registered node.
+// unsynced is how long the state has been unsynced, as of now; 0 when synced.
+func (c *Collector) unsynced(synced bool) float64 {
+	now := c.Clock.Now()
+	if synced {
+		c.unsyncedSince = time.Time{}
+		return 0
+	}
+	if c.unsyncedSince.IsZero() {
+		c.unsyncedSince = now
+	}
+	return now.Sub(c.unsyncedSince).Seconds()
+}
+
+// collectNodes reports the node gauges of every registered node, and the cluster's
+// utilization: its pods' requests over its nodes' allocatable.
 func (c *Collector) collectNodes(snap *state.Snapshot, ch chan<- prometheus.Metric) {
+	allocatable, requested := corev1.ResourceList{}, corev1.ResourceList{}
+	defer func() {
+		for name, a := range allocatable {
+			if total := a.AsApproximateFloat64(); total > 0 {
+				r := requested[name]
+				ch <- metrics.Utilization(metrics.ResourceType(string(name)), 100*r.AsApproximateFloat64()/total)
+			}
+		}
+	}()
+	now := c.Clock.Now()
 	for _, sn := range snap.Nodes {
 		node := sn.Node
 		if node == nil {
 			continue
 		}
-		labels := nodeLabels(node, sn.NodePool())
+		labels := nodeLabels(node, sn.NodePool(), sn.NodeClaim != nil)
+		ch <- metrics.NodeLifetime(labels, now.Sub(node.CreationTimestamp.Time).Seconds())
 		var podRequests, podLimits, daemonRequests, daemonLimits []corev1.ResourceList
 		for _, pod := range sn.Pods {
 			if pod.Spec.NodeName != node.Name {
@@ -127,6 +159,12 @@ func (c *Collector) collectNodes(snap *state.Snapshot, ch chan<- prometheus.Metr
 			{metrics.NodesTotalDaemonRequests, scheduling.Merge(daemonRequests...)},
 			{metrics.NodesTotalDaemonLimits, scheduling.Merge(daemonLimits...)},
 		} {
+			if g.desc == metrics.NodesAllocatable {
+				allocatable = scheduling.Merge(allocatable, g.list)
+			}
+			if g.desc == metrics.NodesTotalPodRequests {
+				requested = scheduling.Merge(requested, g.list)
+			}
 			for name, q := range g.list {
 				ch <- metrics.NodeGauge(g.desc, labels, metrics.ResourceType(string(name)), q.AsApproximateFloat64())
 			}
@@ -134,8 +172,9 @@ func (c *Collector) collectNodes(snap *state.Snapshot, ch chan<- prometheus.Metr
 	}
 }
 
-func nodeLabels(node *corev1.Node, nodePool string) metrics.NodeLabels {
+func nodeLabels(node *corev1.Node, nodePool string, managed bool) metrics.NodeLabels {
 	return metrics.NodeLabels{
+		Phase: string(node.Status.Phase), Managed: managed, WindowsBuild: node.Labels[corev1.LabelWindowsBuild],
 		NodeName:     node.Name,
 		NodePool:     nodePool,
 		InstanceType: node.Labels[corev1.LabelInstanceTypeStable],

@@ -89,33 +89,33 @@ func TestCollectorReportsNodes(t *testing.T) {
 	const expected = `
 # HELP karpenter_nodes_allocatable Resources of a node that pods may request (its status.allocatable), by resource type.
 # TYPE karpenter_nodes_allocatable gauge
-karpenter_nodes_allocatable{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="cpu",zone="zone-1"} 2
-karpenter_nodes_allocatable{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="pods",zone="zone-1"} 10
-karpenter_nodes_allocatable{arch="amd64",capacity_type="spot",instance_type="large",node_name="node-b",nodepool="default",os="linux",region="region-1",resource_type="cpu",zone="zone-2"} 4
-karpenter_nodes_allocatable{arch="amd64",capacity_type="spot",instance_type="large",node_name="node-b",nodepool="default",os="linux",region="region-1",resource_type="pods",zone="zone-2"} 20
-karpenter_nodes_allocatable{arch="",capacity_type="",instance_type="byo",node_name="other",nodepool="",os="",region="",resource_type="cpu",zone=""} 1
-karpenter_nodes_allocatable{arch="",capacity_type="",instance_type="byo",node_name="other",nodepool="",os="",region="",resource_type="pods",zone=""} 5
+karpenter_nodes_allocatable{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-1"} 2
+karpenter_nodes_allocatable{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-1"} 10
+karpenter_nodes_allocatable{arch="amd64",capacity_type="spot",instance_type="large",managed="true",node_name="node-b",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-2"} 4
+karpenter_nodes_allocatable{arch="amd64",capacity_type="spot",instance_type="large",managed="true",node_name="node-b",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-2"} 20
+karpenter_nodes_allocatable{arch="",capacity_type="",instance_type="byo",managed="false",node_name="other",nodepool="",os="",phase="",region="",resource_type="cpu",windows_build="",zone=""} 1
+karpenter_nodes_allocatable{arch="",capacity_type="",instance_type="byo",managed="false",node_name="other",nodepool="",os="",phase="",region="",resource_type="pods",windows_build="",zone=""} 5
 # HELP karpenter_nodes_total_pod_requests Sum of the resource requests of the pods bound to a node, DaemonSet pods included.
 # TYPE karpenter_nodes_total_pod_requests gauge
-karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="cpu",zone="zone-1"} 0.6
-karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="pods",zone="zone-1"} 2
-karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="spot",instance_type="large",node_name="node-b",nodepool="default",os="linux",region="region-1",resource_type="cpu",zone="zone-2"} 1
-karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="spot",instance_type="large",node_name="node-b",nodepool="default",os="linux",region="region-1",resource_type="pods",zone="zone-2"} 1
+karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-1"} 0.6
+karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-1"} 2
+karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="spot",instance_type="large",managed="true",node_name="node-b",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-2"} 1
+karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="spot",instance_type="large",managed="true",node_name="node-b",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-2"} 1
 # HELP karpenter_nodes_total_daemon_requests Sum of the resource requests of the DaemonSet pods bound to a node.
 # TYPE karpenter_nodes_total_daemon_requests gauge
-karpenter_nodes_total_daemon_requests{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="cpu",zone="zone-1"} 0.1
-karpenter_nodes_total_daemon_requests{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="pods",zone="zone-1"} 1
+karpenter_nodes_total_daemon_requests{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-1"} 0.1
+karpenter_nodes_total_daemon_requests{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-1"} 1
 # HELP karpenter_nodes_total_pod_limits Sum of the resource limits of the pods bound to a node, DaemonSet pods included.
 # TYPE karpenter_nodes_total_pod_limits gauge
-karpenter_nodes_total_pod_limits{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="cpu",zone="zone-1"} 1
+karpenter_nodes_total_pod_limits{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-1"} 1
 # HELP karpenter_nodes_system_overhead Resources a node reserves for the system: its capacity less its allocatable.
 # TYPE karpenter_nodes_system_overhead gauge
-karpenter_nodes_system_overhead{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="cpu",zone="zone-1"} 0.5
-karpenter_nodes_system_overhead{arch="amd64",capacity_type="on-demand",instance_type="small",node_name="node-a",nodepool="default",os="linux",region="region-1",resource_type="pods",zone="zone-1"} 0
-karpenter_nodes_system_overhead{arch="amd64",capacity_type="spot",instance_type="large",node_name="node-b",nodepool="default",os="linux",region="region-1",resource_type="cpu",zone="zone-2"} 0
-karpenter_nodes_system_overhead{arch="amd64",capacity_type="spot",instance_type="large",node_name="node-b",nodepool="default",os="linux",region="region-1",resource_type="pods",zone="zone-2"} 0
-karpenter_nodes_system_overhead{arch="",capacity_type="",instance_type="byo",node_name="other",nodepool="",os="",region="",resource_type="cpu",zone=""} 0
-karpenter_nodes_system_overhead{arch="",capacity_type="",instance_type="byo",node_name="other",nodepool="",os="",region="",resource_type="pods",zone=""} 0
+karpenter_nodes_system_overhead{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-1"} 0.5
+karpenter_nodes_system_overhead{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-1"} 0
+karpenter_nodes_system_overhead{arch="amd64",capacity_type="spot",instance_type="large",managed="true",node_name="node-b",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-2"} 0
+karpenter_nodes_system_overhead{arch="amd64",capacity_type="spot",instance_type="large",managed="true",node_name="node-b",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-2"} 0
+karpenter_nodes_system_overhead{arch="",capacity_type="",instance_type="byo",managed="false",node_name="other",nodepool="",os="",phase="",region="",resource_type="cpu",windows_build="",zone=""} 0
+karpenter_nodes_system_overhead{arch="",capacity_type="",instance_type="byo",managed="false",node_name="other",nodepool="",os="",phase="",region="",resource_type="pods",windows_build="",zone=""} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expected), "karpenter_nodes_allocatable", "karpenter_nodes_total_pod_requests",
 		"karpenter_nodes_total_daemon_requests", "karpenter_nodes_total_pod_limits", "karpenter_nodes_total_daemon_limits", "karpenter_nodes_system_overhead"); err != nil {
@@ -219,6 +219,9 @@ func TestCollectorReportsUnsyncedWhenTheClusterCannotBeRead(t *testing.T) {
 # HELP karpenter_cluster_state_synced 1 when Karpenter's cluster state is readable and includes every NodeClaim Karpenter created, else 0.
 # TYPE karpenter_cluster_state_synced gauge
 karpenter_cluster_state_synced 0
+# HELP karpenter_cluster_state_unsynced_time_seconds Seconds for which Karpenter's cluster state has not been synced; 0 when it is.
+# TYPE karpenter_cluster_state_unsynced_time_seconds gauge
+karpenter_cluster_state_unsynced_time_seconds 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expected)); err != nil {
 		t.Error(err)
@@ -237,6 +240,9 @@ karpenter_cluster_state_synced 0
 # HELP karpenter_cluster_state_node_count Nodes in Karpenter's cluster state: registered nodes, and NodeClaims without a node yet.
 # TYPE karpenter_cluster_state_node_count gauge
 karpenter_cluster_state_node_count 1
+# HELP karpenter_cluster_state_unsynced_time_seconds Seconds for which Karpenter's cluster state has not been synced; 0 when it is.
+# TYPE karpenter_cluster_state_unsynced_time_seconds gauge
+karpenter_cluster_state_unsynced_time_seconds 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(expected)); err != nil {
 		t.Error(err)
