@@ -178,8 +178,12 @@ func (c *Controller) Step(ctx context.Context) error {
 	c.reportBlocked(in, decision, now)
 
 	cmd := decision.Command
-	if cmd == nil {
+	if c.pending != nil && (cmd == nil || c.pending.cmd.Key() != cmd.Key()) {
+		// The consolidation waiting for validation is not decided again: it failed validation.
+		metrics.DisruptionValidationFailed(consolidationType(c.pending.cmd.Method))
 		c.pending = nil
+	}
+	if cmd == nil {
 		return nil
 	}
 	if cmd.Reason == karpv1.DisruptionReasonEmpty || cmd.Reason == karpv1.DisruptionReasonUnderutilized {
@@ -494,6 +498,7 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 				policy = metrics.ConsolidationPolicy(cand.NodePool.Spec.Disruption.ConsolidationPolicy)
 			}
 			metrics.NodeClaimDisrupted(metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
+			metrics.PodsDisruptionInitiated(len(cand.Pods), metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
 		}
 		message := f.cmd.Message()
 		if f.cmd.Method == MethodEmptiness {
@@ -519,12 +524,18 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 		}
 		c.event(cand.Node, corev1.EventTypeWarning, EventReasonAbandoned, "abandoned: "+cmd.Message())
 	}
+	failed := 0
+	defer func() {
+		metrics.DisruptionQueueFailed(consolidationType(cmd.Method), decisionOf(cmd), metrics.DisruptionReason(cmd.Reason), failed)
+	}()
 	for _, name := range replacements {
 		var claim karpv1.NodeClaim
 		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, &claim); err != nil {
+			failed++ // gone, or unreadable: not initialized either way
 			continue
 		}
 		if !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized) {
+			failed++
 			if err := c.kube.Delete(ctx, &claim); err != nil && !apierrors.IsNotFound(err) {
 				logger.Error(err, "cannot delete replacement", "nodeclaim", name)
 			}

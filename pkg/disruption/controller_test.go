@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +23,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
@@ -232,6 +235,10 @@ func TestUnderutilizedConsolidatedAndReplaced(t *testing.T) {
 	np := pool(nil)
 	f := newFixture(t, np)
 	f.node(np, "big", "m5.4xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
+	decisions := metrics.VoluntaryDisruptionDecisionsByNodePoolTotal.WithLabelValues(np.Name, metrics.DecisionReplace, "underutilized", metrics.ConsolidationTypeSingle)
+	podsDisrupted := metrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", np.Name, "on-demand", "when_empty_or_underutilized", metrics.TerminationModeGraceful)
+	decisionsBefore, podsBefore := testutil.ToFloat64(decisions), testutil.ToFloat64(podsDisrupted)
+	evaluationsBefore := histogramSamples(t, metrics.VoluntaryDisruptionEvaluationDurationSeconds)
 	f.step(10 * time.Second)
 	f.step(20 * time.Second)
 	if len(f.commands) != 1 || len(f.commands[0].Replacements) != 1 {
@@ -272,6 +279,60 @@ func TestUnderutilizedConsolidatedAndReplaced(t *testing.T) {
 	}
 	if !found {
 		t.Error("no consolidation event")
+	}
+	if got := testutil.ToFloat64(decisions) - decisionsBefore; got != 1 {
+		t.Errorf("karpenter_voluntary_disruption_decisions_by_nodepool_total rose by %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(podsDisrupted) - podsBefore; got != 1 {
+		t.Errorf("karpenter_pods_disruption_initiated_total rose by %v, want the node's one pod", got)
+	}
+	if histogramSamples(t, metrics.VoluntaryDisruptionEvaluationDurationSeconds) <= evaluationsBefore {
+		t.Error("no disruption method evaluation observed")
+	}
+}
+
+// histogramSamples is the number of observations of every series of a histogram vector.
+func histogramSamples(t *testing.T, c prometheus.Collector) uint64 {
+	t.Helper()
+	r := prometheus.NewRegistry()
+	r.MustRegister(c)
+	families, err := r.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			n += m.GetHistogram().GetSampleCount()
+		}
+	}
+	return n
+}
+
+// TestConsolidationFailsValidation: a consolidation waiting out its validation delay that is not
+// decided again (its pod became do-not-disrupt) is dropped and counted as a failed validation.
+func TestConsolidationFailsValidation(t *testing.T) {
+	np := pool(nil)
+	f := newFixture(t, np)
+	pod := builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"})
+	f.node(np, "big", "m5.4xlarge", time.Hour, pod)
+	failed := metrics.VoluntaryDisruptionFailedValidationsTotal.WithLabelValues(metrics.ConsolidationTypeSingle)
+	before := testutil.ToFloat64(failed)
+	f.step(10 * time.Second) // decided, waiting for validation
+	stored := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	if err := env.Client.Update(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	f.step(20 * time.Second)
+	if len(f.commands) != 0 {
+		t.Fatalf("%d commands carried out, want none", len(f.commands))
+	}
+	if got := testutil.ToFloat64(failed) - before; got != 1 {
+		t.Errorf("karpenter_voluntary_disruption_failed_validations_total rose by %v, want 1", got)
 	}
 }
 
@@ -469,5 +530,41 @@ func TestNodesSayWhyTheyStay(t *testing.T) {
 	}
 	if unconsolidatable != 2 || blocked != 2 {
 		t.Errorf("%d Unconsolidatable and %d DisruptionBlocked events, want 2 of each (Node and NodeClaim), said once: %q", unconsolidatable, blocked, f.recorded)
+	}
+}
+
+// TestGoneReplacementAbandonsTheCommand: when a consolidation's replacement NodeClaim goes before
+// it initializes, the command is abandoned (the candidate stays) and the failed replacement is
+// counted in karpenter_voluntary_disruption_queue_failures_total.
+func TestGoneReplacementAbandonsTheCommand(t *testing.T) {
+	np := pool(nil)
+	f := newFixture(t, np)
+	f.node(np, "big", "m5.4xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
+	failures := metrics.VoluntaryDisruptionQueueFailuresTotal.WithLabelValues(metrics.ConsolidationTypeSingle, metrics.DecisionReplace, "underutilized")
+	before := testutil.ToFloat64(failures)
+	f.step(10 * time.Second)
+	f.step(20 * time.Second)
+	if len(f.commands) != 1 || len(f.commands[0].Replacements) != 1 {
+		t.Fatalf("commands = %d, want one replacement", len(f.commands))
+	}
+	var claims karpv1.NodeClaimList
+	if err := env.Client.List(context.Background(), &claims); err != nil {
+		t.Fatal(err)
+	}
+	for i := range claims.Items {
+		if claims.Items[i].Name != "big" {
+			if err := env.Client.Delete(context.Background(), &claims.Items[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := f.controller.Step(context.Background()); err == nil {
+		t.Error("following a command whose replacement is gone reported no error")
+	}
+	if claimGone(t, "big") {
+		t.Fatal("the candidate was deleted although its replacement is gone")
+	}
+	if got := testutil.ToFloat64(failures) - before; got != 1 {
+		t.Errorf("karpenter_voluntary_disruption_queue_failures_total rose by %v, want 1", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
@@ -235,8 +236,21 @@ func Decide(in Input) *Decision {
 		}
 	}
 	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid, NextChange: d.next, BlockedPools: d.blockedPools()}
-	for _, method := range []func() *Command{d.drift, d.expiration, d.emptiness, d.multiNode, d.singleNode} {
-		if cmd := method(); cmd != nil {
+	for _, m := range []struct {
+		name   string
+		reason karpv1.DisruptionReason
+		decide func() *Command
+	}{
+		{MethodDrift, karpv1.DisruptionReasonDrifted, d.drift},
+		{MethodExpiration, karpv1.DisruptionReasonExpired, d.expiration},
+		{MethodEmptiness, karpv1.DisruptionReasonEmpty, d.emptiness},
+		{MethodMultiNode, karpv1.DisruptionReasonUnderutilized, d.multiNode},
+		{MethodSingleNode, karpv1.DisruptionReasonUnderutilized, d.singleNode},
+	} {
+		start := time.Now() // real time: the metric measures the evaluation's cost, not the cluster's clock
+		cmd := m.decide()
+		metrics.ObserveDisruptionEvaluation(consolidationType(m.name), metrics.DisruptionReason(m.reason), time.Since(start))
+		if cmd != nil {
 			out.Command = cmd
 			break
 		}

@@ -6,11 +6,23 @@ import (
 
 // recordDecision counts a command that starts being carried out.
 func recordDecision(cmd *Command) {
-	decision := metrics.DecisionDelete
-	if len(cmd.Replacements) > 0 {
-		decision = metrics.DecisionReplace
-	}
+	decision := decisionOf(cmd)
 	metrics.DisruptionDecision(decision, metrics.DisruptionReason(cmd.Reason), consolidationType(cmd.Method))
+	seen := map[string]bool{}
+	for _, c := range cmd.Candidates {
+		if !seen[c.NodePool.Name] {
+			seen[c.NodePool.Name] = true
+			metrics.NodePoolDisruptionDecision(c.NodePool.Name, decision, metrics.DisruptionReason(cmd.Reason), consolidationType(cmd.Method))
+		}
+	}
+}
+
+// decisionOf is the decision label of a command: replace when it launches replacements.
+func decisionOf(cmd *Command) string {
+	if len(cmd.Replacements) > 0 {
+		return metrics.DecisionReplace
+	}
+	return metrics.DecisionDelete
 }
 
 // consolidationType is the consolidation_type label of a method: empty for drift and

@@ -1,8 +1,75 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
 
-// disruptionMetrics are the disruption controller's metrics beyond its decisions: evaluation time, timeouts, failed validations, queue failures, per-NodePool decisions.
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The disruption controller's metrics beyond its decisions.
+var (
+	// VoluntaryDisruptionEvaluationDurationSeconds observes how long each disruption method
+	// took to evaluate the cluster, by consolidation type and reason.
+	VoluntaryDisruptionEvaluationDurationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "decision_evaluation_duration_seconds",
+		Help:    "Duration of a disruption method's evaluation of the cluster in seconds, by consolidation type (empty for drift and expiration) and reason.",
+		Buckets: DurationBuckets(),
+	}, []string{LabelConsolidationType, LabelReason})
+	// VoluntaryDisruptionDecisionsByNodePoolTotal counts the disruption commands carried out,
+	// once per NodePool of their candidates.
+	VoluntaryDisruptionDecisionsByNodePoolTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "decisions_by_nodepool_total",
+		Help: "Disruption decisions carried out, once per nodepool of their nodes, by nodepool, decision, reason and consolidation type.",
+	}, []string{LabelNodePool, LabelDecision, LabelReason, LabelConsolidationType})
+	// VoluntaryDisruptionFailedValidationsTotal counts the consolidation commands dropped
+	// because the decision after the validation delay differed.
+	VoluntaryDisruptionFailedValidationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "failed_validations_total",
+		Help: "Consolidation commands that failed validation (the decision taken after the validation delay differed), by consolidation type.",
+	}, []string{LabelConsolidationType})
+	// VoluntaryDisruptionQueueFailuresTotal counts the replacements of abandoned disruption
+	// commands that never initialized.
+	VoluntaryDisruptionQueueFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "queue_failures_total",
+		Help: "Replacements of disruption commands that failed (gone, or not initialized in time) so the command was abandoned, by decision, reason and consolidation type.",
+	}, []string{LabelConsolidationType, LabelDecision, LabelReason})
+	// PodsDisruptionInitiatedTotal counts the reschedulable pods of the NodeClaims disruption
+	// deletes, with karpenter_nodeclaims_disrupted_total's labels.
+	PodsDisruptionInitiatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemPods, Name: "disruption_initiated_total",
+		Help: "Pods whose node Karpenter started disrupting (DaemonSet and mirror pods excluded), by the disruption's reason, nodepool, capacity type, consolidation policy and termination mode.",
+	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
+)
+
+// disruptionMetrics are the disruption controller's metrics beyond its decisions: evaluation
+// time, failed validations, queue failures, per-NodePool decisions and the pods disrupted.
 func disruptionMetrics() []prometheus.Collector {
-	return nil
+	return []prometheus.Collector{VoluntaryDisruptionEvaluationDurationSeconds, VoluntaryDisruptionDecisionsByNodePoolTotal,
+		VoluntaryDisruptionFailedValidationsTotal, VoluntaryDisruptionQueueFailuresTotal, PodsDisruptionInitiatedTotal}
+}
+
+// ObserveDisruptionEvaluation records a disruption method's evaluation that took d.
+func ObserveDisruptionEvaluation(consolidationType, reason string, d time.Duration) {
+	VoluntaryDisruptionEvaluationDurationSeconds.WithLabelValues(consolidationType, reason).Observe(d.Seconds())
+}
+
+// NodePoolDisruptionDecision records a command carried out on nodes of the NodePool.
+func NodePoolDisruptionDecision(nodePool, decision, reason, consolidationType string) {
+	VoluntaryDisruptionDecisionsByNodePoolTotal.WithLabelValues(nodePool, decision, reason, consolidationType).Inc()
+}
+
+// DisruptionValidationFailed records a consolidation command of the type that failed validation.
+func DisruptionValidationFailed(consolidationType string) {
+	VoluntaryDisruptionFailedValidationsTotal.WithLabelValues(consolidationType).Inc()
+}
+
+// DisruptionQueueFailed records n replacements of an abandoned command that failed.
+func DisruptionQueueFailed(consolidationType, decision, reason string, n int) {
+	VoluntaryDisruptionQueueFailuresTotal.WithLabelValues(consolidationType, decision, reason).Add(float64(n))
+}
+
+// PodsDisruptionInitiated records pods, the reschedulable pods of a NodeClaim whose disruption
+// NodeClaimDisrupted records with the same labels.
+func PodsDisruptionInitiated(pods int, reason, nodePool, capacityType, consolidationPolicy, terminationMode string) {
+	PodsDisruptionInitiatedTotal.WithLabelValues(reason, nodePool, capacityType, consolidationPolicy, terminationMode).Add(float64(pods))
 }
