@@ -39,8 +39,6 @@ var notServedYet = map[string]string{
 	"karpenter_interruption_instance_status_unhealthy_total":           "not yet",
 	"karpenter_interruption_message_queue_duration_seconds":            "not yet",
 	"karpenter_interruption_received_messages_total":                   "not yet",
-	"karpenter_nodeclaims_instance_termination_duration_seconds":       "not yet",
-	"karpenter_nodeclaims_termination_duration_seconds":                "not yet",
 	"karpenter_nodeclaims_unhealthy_disrupted_total":                   "no node repair yet (issue 22)",
 	"karpenter_nodepools_cost_tracker_errors_total":                    "not yet",
 	"karpenter_nodes_reboot_duration_seconds":                          "no node reboot",

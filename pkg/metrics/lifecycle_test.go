@@ -176,7 +176,11 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 		t.Errorf("%v scheduling runs observed, want at least one", n)
 	}
 	check("nodes in the cluster state", up.value("karpenter_cluster_state_node_count", nil), float64(len(nodes.Items)))
+	check("nodes registered", delta(before, up, "karpenter_nodes_created_total", labels("nodepool=default")), float64(len(nodes.Items)))
+	check("node ages reported", float64(len(up.series("karpenter_nodes_current_lifetime_seconds", labels("nodepool=default", "managed=true")))), float64(len(nodes.Items)))
+	check("build info", up.value("karpenter_build_info", nil), 1)
 	check("cluster state synced", up.value("karpenter_cluster_state_synced", nil), 1)
+	check("cluster state unsynced for", up.value("karpenter_cluster_state_unsynced_time_seconds", nil), 0)
 	check("cost of the fleet", up.value("karpenter_cluster_state_cost_dollars_per_hour", nil), cloud.Cost())
 	check("cost of the default nodepool", up.value("karpenter_nodepools_cost_total", labels("nodepool=default")), cloud.Cost())
 	check("nodes the nodepool counts", up.value("karpenter_nodepools_usage", labels("nodepool=default", "resource_type=nodes")), float64(len(nodes.Items)))
@@ -193,7 +197,7 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 		at := func(resourceType string) map[string]string {
 			return labels("node_name="+node.Name, "nodepool=default", "resource_type="+resourceType,
 				"instance_type="+node.Labels[corev1.LabelInstanceTypeStable], "capacity_type="+node.Labels[karpv1.CapacityTypeLabelKey],
-				"zone="+node.Labels[corev1.LabelTopologyZone])
+				"zone="+node.Labels[corev1.LabelTopologyZone], "managed=true")
 		}
 		check(node.Name+" allocatable cpu", up.value("karpenter_nodes_allocatable", at("cpu")), node.Status.Allocatable.Cpu().AsApproximateFloat64())
 		check(node.Name+" allocatable memory", up.value("karpenter_nodes_allocatable", at("memory")), node.Status.Allocatable.Memory().AsApproximateFloat64())
@@ -227,6 +231,11 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 	check("nodeclaims disrupted", delta(before, down, "karpenter_nodeclaims_disrupted_total", nil), float64(launched))
 	check("nodeclaims terminated", delta(before, down, "karpenter_nodeclaims_terminated_total", labels("nodepool=default")), float64(launched))
 	check("nodeclaims created in all", delta(before, down, "karpenter_nodeclaims_created_total", nil), float64(launched))
+	check("nodeclaim terminations timed", delta(before, down, "karpenter_nodeclaims_termination_duration_seconds", labels("nodepool=default")), float64(launched))
+	check("nodes terminated", delta(before, down, "karpenter_nodes_terminated_total", labels("nodepool=default")), float64(len(nodes.Items)))
+	check("node terminations timed", delta(before, down, "karpenter_nodes_termination_duration_seconds", labels("nodepool=default")), float64(len(nodes.Items)))
+	check("node lifetimes observed", delta(before, down, "karpenter_nodes_lifetime_duration_seconds", labels("nodepool=default")), float64(len(nodes.Items)))
+	check("nodes drained", delta(before, down, "karpenter_nodes_drained_total", labels("nodepool=default")), float64(len(nodes.Items)))
 	if n := delta(before, down, "karpenter_voluntary_disruption_decisions_total", labels("decision=delete", "reason=empty", "consolidation_type=empty")); n < 1 || n > float64(launched) {
 		t.Errorf("%v emptiness decisions for %d nodes, want between 1 and %d", n, launched, launched)
 	}

@@ -93,6 +93,20 @@ var (
 		Help:       "Time from a pod's creation until it became ready, in seconds, observed once per pod.",
 		Objectives: map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.99: 0.001, 1: 0.001},
 	})
+	// NodeClaimsTerminationDurationSeconds observes the time from a NodeClaim's deletion to the
+	// removal of its finalizer.
+	NodeClaimsTerminationDurationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: subsystemNodeClaims, Name: "termination_duration_seconds",
+		Help:    "Duration of NodeClaim termination in seconds: from its deletion to the removal of its finalizer, by owning nodepool.",
+		Buckets: DurationBuckets(),
+	}, []string{LabelNodePool})
+	// NodeClaimsInstanceTerminationDurationSeconds observes how long a NodeClaim's instance took
+	// to terminate once asked.
+	NodeClaimsInstanceTerminationDurationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: subsystemNodeClaims, Name: "instance_termination_duration_seconds",
+		Help:    "Duration of cloud provider instance termination in seconds: from the InstanceTerminating condition to the instance being gone, by owning nodepool.",
+		Buckets: DurationBuckets(),
+	}, []string{LabelNodePool})
 	// NodesCreatedTotal counts the Nodes that registered for a NodeClaim, by NodePool and zone.
 	NodesCreatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: subsystemNodes, Name: "created_total",
@@ -177,7 +191,7 @@ func eventMetrics() []prometheus.Collector {
 		NodeClaimsCreatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal,
 		VoluntaryDisruptionDecisionsTotal, SchedulingDurationSeconds,
 		CloudProviderDurationSeconds, CloudProviderErrorsTotal, PodStartupDurationSeconds,
-		PodsNominationsRefusedTotal, NodesCreatedTotal, NodesTerminatedTotal, NodesTerminationDurationSeconds,
+		PodsNominationsRefusedTotal, NodeClaimsTerminationDurationSeconds, NodeClaimsInstanceTerminationDurationSeconds, NodesCreatedTotal, NodesTerminatedTotal, NodesTerminationDurationSeconds,
 		NodesLifetimeDurationSeconds, NodesDrainedTotal, PodsDrainedTotal, PodsEvictionRequestsTotal,
 		VoluntaryDisruptionEligibleNodes, NodePoolsAllowedDisruptions, NodePoolsNodesConsumingBudgets, BuildInfo, gauges,
 	}
@@ -218,9 +232,12 @@ func NodeClaimCreated(reason, nodePool string) {
 }
 
 // NodeClaimTerminated records a NodeClaim of the NodePool, capacity type and zone whose
-// instance terminated and whose finalizer was removed.
-func NodeClaimTerminated(nodePool, capacityType, zone string) {
+// instance terminated and whose finalizer was removed, deleted terminating ago, its instance
+// terminating for instanceTerminating (0 when it was gone at once).
+func NodeClaimTerminated(nodePool, capacityType, zone string, terminating, instanceTerminating time.Duration) {
 	NodeClaimsTerminatedTotal.WithLabelValues(nodePool, capacityType, zone).Inc()
+	NodeClaimsTerminationDurationSeconds.WithLabelValues(nodePool).Observe(terminating.Seconds())
+	NodeClaimsInstanceTerminationDurationSeconds.WithLabelValues(nodePool).Observe(instanceTerminating.Seconds())
 }
 
 // NodeClaimDisrupted records a NodeClaim deleted to disrupt it, for the reason

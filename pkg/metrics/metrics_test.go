@@ -50,7 +50,7 @@ func TestMetricNamesFollowPrometheusConventions(t *testing.T) {
 	defer stop()
 	// Give every vector a series, so the linter sees them.
 	metrics.NodeClaimCreated(metrics.ReasonProvisioned, "lint")
-	metrics.NodeClaimTerminated("lint", karpv1.CapacityTypeSpot, "zone-a")
+	metrics.NodeClaimTerminated("lint", karpv1.CapacityTypeSpot, "zone-a", time.Minute, time.Second)
 	metrics.NodeClaimDisrupted(metrics.DisruptionReason(karpv1.DisruptionReasonEmpty), "lint", karpv1.CapacityTypeSpot, "when_empty", metrics.TerminationModeGraceful)
 	metrics.NodeRegistered("lint", "zone-a")
 	metrics.NodeTerminated("lint", "zone-a", time.Minute, time.Hour)

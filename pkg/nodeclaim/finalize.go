@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -101,7 +102,16 @@ func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeCl
 			return reconcile.Result{}, fmt.Errorf("removing finalizer from nodeclaim: %w", err)
 		}
 		if err == nil {
-			metrics.NodeClaimTerminated(claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], claim.Labels[corev1.LabelTopologyZone])
+			now := c.clock.Now()
+			var terminating, instanceTerminating time.Duration
+			if claim.DeletionTimestamp != nil {
+				terminating = now.Sub(claim.DeletionTimestamp.Time)
+			}
+			if cond := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeInstanceTerminating); cond != nil && cond.Status == metav1.ConditionTrue {
+				instanceTerminating = now.Sub(cond.LastTransitionTime.Time)
+			}
+			metrics.NodeClaimTerminated(claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], claim.Labels[corev1.LabelTopologyZone],
+				terminating, instanceTerminating)
 		}
 	}
 	c.launches.forget(claim.UID)
