@@ -1,8 +1,149 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Subsystems of the AWS provider's metrics.
+const (
+	subsystemInterruption   = "interruption"
+	subsystemEC2NodeClasses = "ec2nodeclasses"
+)
+
+// Label names of the AWS provider's metrics, as Karpenter's AWS provider spells them.
+const (
+	// LabelMessageType is the kind of an interruption queue message (the MessageType* values).
+	LabelMessageType = "message_type"
+	// LabelZoneID is the ID of an availability zone, such as usw2-az1; empty when not known.
+	LabelZoneID = "zone_id"
+	// LabelNodeClass is the name of an EC2NodeClass.
+	LabelNodeClass = "nodeclass"
+)
+
+// Values of LabelMessageType, as Karpenter's AWS provider names the kinds of message.
+const (
+	// MessageTypeSpotInterrupted: an EC2 Spot Instance Interruption Warning.
+	MessageTypeSpotInterrupted = "spot_interrupted"
+	// MessageTypeRebalanceRecommendation: an EC2 Instance Rebalance Recommendation.
+	MessageTypeRebalanceRecommendation = "rebalance_recommendation"
+	// MessageTypeScheduledChange: an AWS Health scheduled change of EC2 instances.
+	MessageTypeScheduledChange = "scheduled_change"
+	// MessageTypeInstanceStopped: an EC2 Instance State-change Notification to stopping or
+	// stopped.
+	MessageTypeInstanceStopped = "instance_stopped"
+	// MessageTypeInstanceTerminated: an EC2 Instance State-change Notification to
+	// shutting-down or terminated.
+	MessageTypeInstanceTerminated = "instance_terminated"
+	// MessageTypeNoOp: any other message, deleted without action.
+	MessageTypeNoOp = "no_op"
+)
+
+// The AWS provider's metrics. Read them in tests (prometheus/testutil); update them through
+// the recording functions below.
+var (
+	// InterruptionReceivedMessagesTotal counts the interruption queue messages received and
+	// understood, by message type (MessageType*).
+	InterruptionReceivedMessagesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemInterruption, Name: "received_messages_total",
+		Help: "Messages received from the interruption queue and read, by message type (spot_interrupted, rebalance_recommendation, scheduled_change, instance_stopped, instance_terminated, no_op).",
+	}, []string{LabelMessageType})
+	// InterruptionDeletedMessagesTotal counts the interruption queue messages deleted from the
+	// queue: those acted on, and those that could not be read.
+	InterruptionDeletedMessagesTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemInterruption, Name: "deleted_messages_total",
+		Help: "Messages deleted from the interruption queue once handled (or found unreadable).",
+	})
+	// InterruptionMessageQueueDurationSeconds observes, for each interruption message acted
+	// on, the time from its arrival on the queue to the end of its handling.
+	InterruptionMessageQueueDurationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: subsystemInterruption, Name: "message_queue_duration_seconds",
+		Help:    "Time in seconds from an interruption message's arrival on the queue until Karpenter finished acting on it.",
+		Buckets: DurationBuckets(),
+	})
+	// CloudProviderInstanceLaunchFailuresTotal counts the offerings a CreateFleet request
+	// reported failing (one fleet can fail several), by zone, zone ID, capacity type and
+	// reason.
+	CloudProviderInstanceLaunchFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemCloudProvider, Name: "instance_launch_failures_total",
+		Help: "Offerings that a CreateFleet request reported failing to launch (one request can fail several), by availability zone, zone ID, capacity type and reason.",
+	}, []string{LabelZone, LabelZoneID, LabelCapacityType, LabelReason})
+	// CloudProviderInstanceTerminationFailuresTotal counts the TerminateInstances calls that
+	// failed, by the instance's zone and zone ID.
+	CloudProviderInstanceTerminationFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemCloudProvider, Name: "instance_termination_failures_total",
+		Help: "TerminateInstances calls that failed, by the instance's availability zone and zone ID.",
+	}, []string{LabelZone, LabelZoneID})
+	// CloudProviderInstanceTypeCPUCores is the number of vCPUs of each instance type the
+	// provider has built offerings from.
+	CloudProviderInstanceTypeCPUCores = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: subsystemCloudProvider, Name: "instance_type_cpu_cores",
+		Help: "vCPUs of an instance type.",
+	}, []string{LabelInstanceType})
+	// CloudProviderInstanceTypeMemoryBytes is the memory of each instance type as EC2 reports
+	// it, before the VM overhead is taken off.
+	CloudProviderInstanceTypeMemoryBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: subsystemCloudProvider, Name: "instance_type_memory_bytes",
+		Help: "Memory of an instance type in bytes, as EC2 reports it (before VM overhead).",
+	}, []string{LabelInstanceType})
+	// EC2NodeClassesUserDataBytes is the size of the user data last rendered for a launch
+	// template of each EC2NodeClass, before base64 encoding.
+	EC2NodeClassesUserDataBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: subsystemEC2NodeClasses, Name: "userdata_bytes",
+		Help: "Size in bytes of the user data last rendered for a launch template of the EC2NodeClass, before base64 encoding.",
+	}, []string{LabelNodeClass})
+)
 
 // awsMetrics are the AWS provider's metrics: interruption messages, instance launch and termination failures, instance type facts, user data size.
 func awsMetrics() []prometheus.Collector {
-	return nil
+	return []prometheus.Collector{
+		InterruptionReceivedMessagesTotal, InterruptionDeletedMessagesTotal, InterruptionMessageQueueDurationSeconds,
+		CloudProviderInstanceLaunchFailuresTotal, CloudProviderInstanceTerminationFailuresTotal,
+		CloudProviderInstanceTypeCPUCores, CloudProviderInstanceTypeMemoryBytes, EC2NodeClassesUserDataBytes,
+	}
+}
+
+// InterruptionMessageReceived records an interruption queue message of the type (a
+// MessageType* value) received.
+func InterruptionMessageReceived(messageType string) {
+	InterruptionReceivedMessagesTotal.WithLabelValues(messageType).Inc()
+}
+
+// InterruptionMessageDeleted records an interruption queue message deleted from the queue.
+func InterruptionMessageDeleted() { InterruptionDeletedMessagesTotal.Inc() }
+
+// ObserveInterruptionMessageQueueDuration records an interruption message handled d after it
+// arrived on the queue.
+func ObserveInterruptionMessageQueueDuration(d time.Duration) {
+	InterruptionMessageQueueDurationSeconds.Observe(d.Seconds())
+}
+
+// InstanceLaunchFailed records an offering a fleet failed to launch: in the zone (and zone ID,
+// "" when not known), of the capacity type, for the reason.
+func InstanceLaunchFailed(zone, zoneID, capacityType, reason string) {
+	CloudProviderInstanceLaunchFailuresTotal.WithLabelValues(zone, zoneID, capacityType, reason).Inc()
+}
+
+// InstanceTerminationFailed records a failed termination of an instance in the zone (and zone
+// ID, "" when not known).
+func InstanceTerminationFailed(zone, zoneID string) {
+	CloudProviderInstanceTerminationFailuresTotal.WithLabelValues(zone, zoneID).Inc()
+}
+
+// SetInstanceTypeSize records an instance type's vCPUs and memory in bytes (before overhead).
+func SetInstanceTypeSize(instanceType string, vcpus int, memoryBytes int64) {
+	CloudProviderInstanceTypeCPUCores.WithLabelValues(instanceType).Set(float64(vcpus))
+	CloudProviderInstanceTypeMemoryBytes.WithLabelValues(instanceType).Set(float64(memoryBytes))
+}
+
+// SetNodeClassUserDataBytes records the size of the user data rendered for an EC2NodeClass.
+func SetNodeClassUserDataBytes(nodeClass string, n int) {
+	EC2NodeClassesUserDataBytes.WithLabelValues(nodeClass).Set(float64(n))
+}
+
+// ForgetNodeClassUserData drops the user data size of an EC2NodeClass whose launch templates
+// were deleted.
+func ForgetNodeClassUserData(nodeClass string) {
+	EC2NodeClassesUserDataBytes.DeleteLabelValues(nodeClass)
 }

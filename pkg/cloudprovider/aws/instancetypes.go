@@ -23,6 +23,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // typeCatalog is what the provider knows of the region's instance types: their facts, the
@@ -382,7 +383,8 @@ func (p *Provider) ensureFresh(ctx context.Context) {
 // network interfaces, connection tracking and CPU options (compatibleEntry), offered in the
 // zones of its subnets, priced, with capacity and overhead from its kubelet, volume and network
 // interface settings. Offerings the shared cache marks out of capacity are unavailable. The
-// result is shared.
+// result is shared. Each build records the vCPUs and memory of the region's instance types
+// (pkg/metrics), as Karpenter does whenever it resolves them.
 func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	p.ensureFresh(ctx)
 	opts := cloudprovider.OptionsFromNodeClass(nc)
@@ -407,6 +409,7 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	compatible := make([]catalog.Entry, 0, len(c.entries))
 	for _, e := range c.entries {
 		byName[e.Name] = e
+		metrics.SetInstanceTypeSize(e.Name, e.VCPU, e.MemoryMiB<<20)
 		facts, ok := c.facts[e.Name]
 		if !ok {
 			facts = catalogFacts(e)

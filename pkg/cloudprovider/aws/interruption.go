@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // Kinds of interruption message: the cloud provider's notice kinds, and MessageUnknown.
@@ -53,13 +55,16 @@ type InterruptionMessage struct {
 	InstanceIDs []string
 	// State is the new state of a state change.
 	State string
+	// Malformed says the body is not a JSON event at all. Such a message is deleted without
+	// being counted as received, as Karpenter does.
+	Malformed bool
 }
 
 // ParseInterruptionMessage reads an EventBridge message body.
 func ParseInterruptionMessage(body string) InterruptionMessage {
 	var m eventBridgeMessage
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
-		return InterruptionMessage{Kind: MessageUnknown}
+		return InterruptionMessage{Kind: MessageUnknown, Malformed: body != ""}
 	}
 	var detail struct {
 		InstanceID       string `json:"instance-id"`
@@ -95,12 +100,35 @@ func ParseInterruptionMessage(body string) InterruptionMessage {
 	return InterruptionMessage{Kind: MessageUnknown}
 }
 
+// MessageType is the kind of the message as karpenter_interruption_received_messages_total
+// labels it (Karpenter's names): a state change is instance_stopped or instance_terminated by
+// its new state, anything not acted on no_op.
+func (m InterruptionMessage) MessageType() string {
+	switch m.Kind {
+	case MessageSpotInterruption:
+		return metrics.MessageTypeSpotInterrupted
+	case MessageRebalanceRecommendation:
+		return metrics.MessageTypeRebalanceRecommendation
+	case MessageScheduledChange:
+		return metrics.MessageTypeScheduledChange
+	case MessageStateChange:
+		if m.State == "stopping" || m.State == "stopped" {
+			return metrics.MessageTypeInstanceStopped
+		}
+		return metrics.MessageTypeInstanceTerminated
+	}
+	return metrics.MessageTypeNoOp
+}
+
 // InterruptionController polls the interruption queue and acts on each message before
 // deleting it: for a spot interruption it marks the offering out of capacity (so the
 // replacement goes elsewhere) and deletes the NodeClaim, which cordons and drains the node
 // (evicted pods are provisioned at once) and terminates the instance; scheduled changes and
 // stop or terminate state changes delete the NodeClaim too; rebalance recommendations are
 // recorded as Events. A message whose action fails stays in the queue and is retried.
+//
+// It counts the messages received (by type) and deleted, and observes how long each message
+// acted on was on the queue, from its SQS SentTimestamp (pkg/metrics).
 type InterruptionController struct {
 	provider *Provider
 	events   record.EventRecorder
@@ -154,6 +182,8 @@ func (c *InterruptionController) Poll(ctx context.Context) ([]InterruptionMessag
 		MaxNumberOfMessages: 10,
 		WaitTimeSeconds:     int32(c.WaitTime / time.Second),
 		VisibilityTimeout:   20,
+		// When each message arrived on the queue, for its time on the queue.
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameSentTimestamp},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("receiving interruption messages: %w", err)
@@ -175,9 +205,15 @@ func (c *InterruptionController) Poll(ctx context.Context) ([]InterruptionMessag
 	var errs []error
 	for _, m := range out.Messages {
 		msg := ParseInterruptionMessage(aws.ToString(m.Body))
+		if !msg.Malformed {
+			metrics.InterruptionMessageReceived(msg.MessageType())
+		}
 		if err := c.act(ctx, msg, byInstance); err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if sent, ok := sentTime(m); ok && !msg.Malformed {
+			metrics.ObserveInterruptionMessageQueueDuration(c.provider.opts.Clock.Since(sent))
 		}
 		if err := c.delete(ctx, m); err != nil {
 			errs = append(errs, err)
@@ -196,7 +232,18 @@ func (c *InterruptionController) delete(ctx context.Context, m sqstypes.Message)
 	if err != nil {
 		return fmt.Errorf("deleting message %s: %w", aws.ToString(m.MessageId), err)
 	}
+	metrics.InterruptionMessageDeleted()
 	return nil
+}
+
+// sentTime is when the message arrived on the queue: its SentTimestamp attribute (epoch
+// milliseconds), when SQS gave it.
+func sentTime(m sqstypes.Message) (time.Time, bool) {
+	ms, err := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
 }
 
 // act does what a message asks of the claims of its instances (cloudprovider.InterruptionHandler).

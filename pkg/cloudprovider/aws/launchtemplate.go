@@ -27,6 +27,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/userdata"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // LaunchTemplatePrefix starts the name of every launch template the provider creates; the
@@ -284,7 +285,9 @@ func blockDevices(bdms []*awsv1.BlockDeviceMapping, family string) []*awsv1.Bloc
 }
 
 // ensure returns the name of the launch template with the settings, creating it when it does
-// not exist yet.
+// not exist yet. Before creating one it records the size of its user data for the NodeClass
+// (karpenter_ec2nodeclasses_userdata_bytes), as Karpenter does, so that user data EC2 refuses
+// as too large is still measured.
 func (l *launchTemplates) ensure(ctx context.Context, s *launchSettings) (string, error) {
 	name := s.name()
 	now := l.provider.opts.Clock.Now()
@@ -297,6 +300,7 @@ func (l *launchTemplates) ensure(ctx context.Context, s *launchSettings) (string
 	if ok {
 		return name, nil
 	}
+	metrics.SetNodeClassUserDataBytes(s.NodeClass, len(s.UserData))
 	// Create, and take an existing template of the name (same hash, same contents) as done.
 	if _, err := l.provider.clients.EC2.CreateLaunchTemplate(ctx, l.createInput(name, s)); err != nil && errorCode(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
 		return "", fmt.Errorf("creating launch template for ec2nodeclass %s: %w", s.NodeClass, err)
@@ -455,9 +459,14 @@ func tagMap(tags []ec2types.Tag) map[string]string {
 	return out
 }
 
-// deleteForNodeClass deletes the cluster's launch templates of a NodeClass.
+// deleteForNodeClass deletes the cluster's launch templates of a NodeClass, and then its user
+// data size.
 func (l *launchTemplates) deleteForNodeClass(ctx context.Context, nodeClass string) error {
-	return l.deleteWhere(ctx, func(lt ec2types.LaunchTemplate) bool { return tagMap(lt.Tags)[TagNodeClass] == nodeClass })
+	if err := l.deleteWhere(ctx, func(lt ec2types.LaunchTemplate) bool { return tagMap(lt.Tags)[TagNodeClass] == nodeClass }); err != nil {
+		return err
+	}
+	metrics.ForgetNodeClassUserData(nodeClass)
+	return nil
 }
 
 // garbageCollect deletes the cluster's launch templates not used for longer than idle (those

@@ -21,6 +21,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -301,6 +302,8 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		}
 		return nil, nil, cloudprovider.NewCreateError(fmt.Errorf("creating fleet: %w", err), ReasonLaunchFailed, "EC2 refused the launch")
 	}
+	// Each offering the fleet failed, including those passed over before the one that launched.
+	recordLaunchFailures(nc, capacityType, out.Errors)
 	for _, inst := range out.Instances {
 		if len(inst.InstanceIds) == 0 || inst.LaunchTemplateAndOverrides == nil || inst.LaunchTemplateAndOverrides.Overrides == nil {
 			continue
@@ -459,9 +462,10 @@ type instance struct {
 	ec2types.Instance
 }
 
-func (i instance) id() string    { return aws.ToString(i.InstanceId) }
-func (i instance) zone() string  { return aws.ToString(i.Placement.AvailabilityZone) }
-func (i instance) state() string { return string(i.State.Name) }
+func (i instance) id() string     { return aws.ToString(i.InstanceId) }
+func (i instance) zone() string   { return aws.ToString(i.Placement.AvailabilityZone) }
+func (i instance) zoneID() string { return aws.ToString(i.Placement.AvailabilityZoneId) }
+func (i instance) state() string  { return string(i.State.Name) }
 func (i instance) gone() bool {
 	s := i.State.Name
 	return s == ec2types.InstanceStateNameShuttingDown || s == ec2types.InstanceStateNameTerminated
@@ -574,13 +578,15 @@ func (p *Provider) entry(name string) (catalog.Entry, bool) {
 }
 
 // Delete terminates the claim's instance; see cloudprovider.Launcher. An instance already
-// gone or terminating gives *NodeClaimNotFoundError.
+// gone or terminating gives *NodeClaimNotFoundError. Every failed TerminateInstances call
+// counts in karpenter_cloudprovider_instance_termination_failures_total, as in Karpenter.
 func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {
 		return err
 	}
 	if _, err := p.clients.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{i.id()}}); err != nil {
+		metrics.InstanceTerminationFailed(i.zone(), i.zoneID())
 		if isNotFound(err) {
 			return cloudprovider.NewNodeClaimNotFoundError(err)
 		}

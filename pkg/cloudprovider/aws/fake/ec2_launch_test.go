@@ -176,6 +176,10 @@ func TestCreateFleetAndInstances(t *testing.T) {
 		len(inst.SecurityGroups) != 1 || aws.ToString(inst.SecurityGroups[0].GroupName) != "nodes" || len(inst.Tags) != 2 || inst.CapacityReservationId != nil {
 		t.Errorf("unexpected instance %+v", inst)
 	}
+	// EC2 places the instance by zone ID too: the ID of its zone in this account.
+	if zone, zoneID := aws.ToString(inst.Placement.AvailabilityZone), aws.ToString(inst.Placement.AvailabilityZoneId); zoneID != map[string]string{"us-west-2a": "usw2-az1", "us-west-2b": "usw2-az2", "us-west-2c": "usw2-az3"}[zone] {
+		t.Errorf("placement in %s has zone ID %q", zone, zoneID)
+	}
 	fleets := f.Fleets()
 	if len(fleets) != 1 || fleets[0].UserData != "#!/bin/bash\necho hi" || fleets[0].CapacityType != "on-demand" || len(fleets[0].LaunchTemplateConfigs[0].Overrides) != 3 ||
 		fleets[0].OnDemandAllocationStrategy != "lowest-price" || len(fleets[0].TagSpecifications) != 3 || fleets[0].InstanceIDs[0] != id {

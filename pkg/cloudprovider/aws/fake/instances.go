@@ -108,8 +108,9 @@ type xmlInstance struct {
 	InstanceType   string           `xml:"instanceType"`
 	LaunchTime     string           `xml:"launchTime"`
 	Placement      struct {
-		AvailabilityZone string `xml:"availabilityZone"`
-		Tenancy          string `xml:"tenancy"`
+		AvailabilityZone   string `xml:"availabilityZone"`
+		AvailabilityZoneID string `xml:"availabilityZoneId"`
+		Tenancy            string `xml:"tenancy"`
 	} `xml:"placement"`
 	SubnetID              string     `xml:"subnetId,omitempty"`
 	VpcID                 string     `xml:"vpcId,omitempty"`
@@ -141,7 +142,7 @@ func (a *AWS) xmlInstance(inst *Instance) xmlInstance {
 		PrivateDNSName: inst.PrivateDNSName, InstanceType: inst.Type, LaunchTime: isoTime(inst.LaunchTime), SubnetID: inst.SubnetID,
 		PrivateIPAddress: inst.PrivateIP, Architecture: inst.Architecture, RootDeviceType: "ebs", RootDeviceName: "/dev/xvda",
 		VirtualizationType: "hvm", Hypervisor: "xen", Tags: xmlTags(inst.Tags)}
-	x.Placement.AvailabilityZone, x.Placement.Tenancy = inst.Zone, "default"
+	x.Placement.AvailabilityZone, x.Placement.AvailabilityZoneID, x.Placement.Tenancy = inst.Zone, a.zoneID(inst.Zone), "default"
 	if s := a.subnet(inst.SubnetID); s != nil {
 		x.VpcID = s.VPCID
 	}
