@@ -56,6 +56,7 @@ type InterruptionHandler struct {
 // Handle acts on one notice about the instance of claim. detail adds to the Event (the
 // stopping state of a state change).
 func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind, claim *karpv1.NodeClaim, instanceID, detail string) error {
+	var reason string // karpenter_nodeclaims_disrupted_total's, as Karpenter's AWS provider names the message kind
 	switch kind {
 	case InterruptionRebalance:
 		h.event(claim, corev1.EventTypeNormal, EventReasonRebalanceRecommendation, fmt.Sprintf("EC2 recommends rebalancing spot instance %s", instanceID))
@@ -66,9 +67,15 @@ func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind,
 			h.Unavailable.MarkUnavailable(OfferingID{InstanceType: typ, Zone: zone, CapacityType: karpv1.CapacityTypeSpot})
 		}
 		h.event(claim, corev1.EventTypeWarning, EventReasonSpotInterrupted, fmt.Sprintf("Spot instance %s is being reclaimed: draining and replacing the node", instanceID))
+		reason = metrics.ReasonSpotInterrupted
 	case InterruptionScheduledChange:
+		reason = metrics.ReasonScheduledChange
 		h.event(claim, corev1.EventTypeWarning, EventReasonScheduledChange, fmt.Sprintf("Instance %s has a scheduled change: draining and replacing the node", instanceID))
 	case InterruptionStateChange:
+		reason = metrics.ReasonInstanceStopped
+		if detail == "shutting-down" || detail == "terminated" {
+			reason = metrics.ReasonInstanceTerminated
+		}
 		h.event(claim, corev1.EventTypeWarning, EventReasonInstanceStopping, fmt.Sprintf("Instance %s is %s: draining and replacing the node", instanceID, detail))
 	default:
 		return nil
@@ -82,7 +89,7 @@ func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind,
 		}
 		return fmt.Errorf("deleting nodeclaim %s of interrupted instance %s: %w", claim.Name, instanceID, err)
 	}
-	metrics.NodeClaimDisrupted(metrics.ReasonInterrupted, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
+	metrics.NodeClaimDisrupted(reason, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
 	log.FromContext(ctx).Info("deleted nodeclaim of interrupted instance", "nodeclaim", claim.Name, "instance", instanceID, "kind", kind)
 	return nil
 }

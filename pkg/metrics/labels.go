@@ -136,9 +136,14 @@ const (
 	ReasonLiveness = "liveness"
 	// ReasonGarbageCollected: the NodeClaim's instance no longer exists in the cloud.
 	ReasonGarbageCollected = "garbage_collected"
-	// ReasonInterrupted: the cloud warned that the instance is being reclaimed or stopped
-	// (a spot interruption, a scheduled change or a state change).
-	ReasonInterrupted = "interrupted"
+	// ReasonSpotInterrupted, ReasonScheduledChange, ReasonInstanceStopped and
+	// ReasonInstanceTerminated: the cloud warned that the instance is being reclaimed, has a
+	// scheduled change, or is stopping or terminating, as Karpenter's AWS provider names the
+	// interruption message's kind.
+	ReasonSpotInterrupted    = "spot_interrupted"
+	ReasonScheduledChange    = "scheduled_change"
+	ReasonInstanceStopped    = "instance_stopped"
+	ReasonInstanceTerminated = "instance_terminated"
 )
 
 // Values of LabelDecision.

@@ -172,7 +172,7 @@ func TestSpotInterruptionDrainsAndReplaces(t *testing.T) {
 	fleets := len(far.Fleets())
 
 	interrupted := func() float64 {
-		return testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInterrupted, "default", karpv1.CapacityTypeSpot, "", metrics.TerminationModeGraceful))
+		return testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonSpotInterrupted, "default", karpv1.CapacityTypeSpot, "", metrics.TerminationModeGraceful))
 	}
 	interruptedBefore := interrupted()
 	// Every change of the node is seen (a watch, not a poll: the taint may last less than a
@@ -234,7 +234,7 @@ func TestSpotInterruptionDrainsAndReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := interrupted() - interruptedBefore; got != 1 {
-		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=interrupted} rose by %v, want 1", got)
+		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=spot_interrupted} rose by %v, want 1", got)
 	}
 	evicted := 0
 	for _, ev := range after[len(before):] {
