@@ -42,7 +42,7 @@ func TestPodStartupIsObservedOncePerPodThatBecomesReady(t *testing.T) {
 	start := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(start)
 	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
-	c := cluster.NewPodStartupController(kube, clk)
+	c := cluster.NewPodController(kube, nil, clk)
 	ctx := context.Background()
 	reconcileAll := func(names ...string) {
 		t.Helper()
