@@ -19,15 +19,14 @@ type podInfo struct {
 	res          cloudprovider.Resources
 	extended     corev1.ResourceList // requests beyond cpu, memory, pods and ephemeral-storage
 	hostPorts    []scheduling.HostPort
-	variants     []*variant              // strictest first; each relaxes one preference of the previous
-	current      int                     // index of the variant being tried
-	placedOn     string                  // the existing node or in-flight claim it was placed on
-	avoid        []string                // existing nodes and in-flight claims it must not go to
-	volumes      scheduling.Requirements // what its volumes require of a node
-	keys         []string                // shape key per variant, computed on first use
-	groups       [][]*topologyGroup      // topology groups per variant, computed on first use
-	selecting    []*topologyGroup        // groups whose selectors match the pod (labels do not vary)
-	requiredAnti []*topologyGroup        // groups of its required anti-affinity terms
+	variants     []*variant         // strictest first; each relaxes one preference of the previous
+	current      int                // index of the variant being tried
+	placedOn     string             // the existing node or in-flight claim it was placed on
+	avoid        []string           // existing nodes and in-flight claims it must not go to
+	keys         []string           // shape key per variant, computed on first use
+	groups       [][]*topologyGroup // topology groups per variant, computed on first use
+	selecting    []*topologyGroup   // groups whose selectors match the pod (labels do not vary)
+	requiredAnti []*topologyGroup   // groups of its required anti-affinity terms
 	priority     int32
 }
 
@@ -80,7 +79,6 @@ func newPodInfo(pod *corev1.Pod, ignorePreferences bool, volumes scheduling.Requ
 		res:       cloudprovider.ResourcesOf(requests),
 		extended:  extended,
 		hostPorts: scheduling.PodHostPorts(pod),
-		volumes:   volumes,
 	}
 	if pod.Spec.Priority != nil {
 		p.priority = *pod.Spec.Priority

@@ -75,7 +75,7 @@ func (s *solver) countEffectiveZones() map[string]int {
 // preferences) narrowing the zones, as Karpenter's. knownZones lists the zones pod affinity
 // and anti-affinity may choose from.
 func (s *solver) effectiveZone(p *podInfo, knownZones func() []string) string {
-	required := requiredZone(p)
+	required := requiredZone(p, s.volumes[p.pod.UID])
 	topologyZones, constrained, satisfiable := s.topologyZones(p, knownZones)
 	if !satisfiable {
 		return EffectiveZoneNone
@@ -108,7 +108,7 @@ func (s *solver) effectiveZone(p *podInfo, knownZones func() []string) string {
 
 // requiredZone is the zone requirement of a pod's node selector, first required node affinity
 // term and volumes; Exists when they say nothing of zones.
-func requiredZone(p *podInfo) scheduling.Requirement {
+func requiredZone(p *podInfo, volumes scheduling.Requirements) scheduling.Requirement {
 	reqs := scheduling.FromLabels(p.pod.Spec.NodeSelector)
 	if a := p.pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; len(terms) > 0 {
@@ -117,7 +117,7 @@ func requiredZone(p *podInfo) scheduling.Requirement {
 			}
 		}
 	}
-	reqs = reqs.Intersect(p.volumes)
+	reqs = reqs.Intersect(volumes)
 	if r, ok := reqs.Get(corev1.LabelTopologyZone); ok {
 		return r
 	}

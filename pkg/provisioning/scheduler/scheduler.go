@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -48,6 +49,7 @@ type solver struct {
 	shareableShapes map[string][]*shapeCount
 	errs            map[*podInfo]error
 	progress        *Progress
+	volumes         map[types.UID]scheduling.Requirements // Input.VolumeRequirements
 }
 
 // nodeState is an existing node or in-flight claim during a run.
@@ -76,6 +78,7 @@ func newSolver(in Input) *solver {
 		rejected:        map[string][]uint64{},
 		errs:            map[*podInfo]error{},
 		progress:        in.Progress,
+		volumes:         in.VolumeRequirements,
 	}
 	for _, pod := range in.Pods {
 		p := newPodInfo(pod, in.Options.IgnorePreferences, in.VolumeRequirements[pod.UID])
