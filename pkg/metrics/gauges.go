@@ -18,8 +18,8 @@ var nodeLabelNames = []string{LabelNodeName, LabelNodePool, LabelInstanceType, L
 var nodeResourceLabelNames = append(slices.Clone(nodeLabelNames), LabelResourceType)
 
 // podLabelNames are the labels of PodsState, in the order PodLabels.values gives.
-var podLabelNames = []string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelNodePool,
-	LabelZone, LabelArch, LabelCapacityType, LabelInstanceType, LabelPhase}
+var podLabelNames = []string{LabelName, LabelNamespace, LabelOwner, LabelNode, LabelScheduled, LabelNodePool,
+	LabelZone, LabelArch, LabelCapacityType, LabelInstanceType, LabelPhase, LabelReady, LabelManaged}
 
 // offeringLabelNames are the labels of the offering gauges.
 var offeringLabelNames = []string{LabelInstanceType, LabelCapacityType, LabelZone}
@@ -61,9 +61,10 @@ var (
 	// ClusterStateUnsyncedTime is how long the cluster state has not been synced (0 when it is).
 	ClusterStateUnsyncedTime = desc(subsystemClusterState, "unsynced_time_seconds",
 		"Seconds for which Karpenter's cluster state has not been synced; 0 when it is.")
-	// PodsState is 1 for every pod in the cluster, labelled with where it runs and its phase.
+	// PodsState is 1 for every pod in the cluster, labelled with where it runs, its phase and
+	// readiness.
 	PodsState = desc(subsystemPods, "state",
-		"One per pod, labelled by name, namespace, owner, node, the node's nodepool, zone, architecture, capacity type and instance type, and phase.", podLabelNames...)
+		"One per pod, labelled by name, namespace, owner, node, whether it is scheduled (bound), the node's nodepool, zone, architecture, capacity type and instance type, phase, whether it is ready, and whether its node is Karpenter-managed (has a nodepool).", podLabelNames...)
 	// NodePoolsUsage is what a NodePool's nodes hold (status.resources), per resource type; the
 	// "nodes" resource counts them.
 	NodePoolsUsage = desc(subsystemNodePools, "usage",
@@ -143,15 +144,19 @@ func Utilization(resourceType string, percent float64) prometheus.Metric {
 	return prometheus.MustNewConstMetric(ClusterUtilization, prometheus.GaugeValue, percent, resourceType)
 }
 
-// PodLabels are the labels of a pod's PodsState sample.
+// PodLabels are the labels of a pod's PodsState sample. Scheduled (bound to a node) and
+// Managed (its node belongs to a NodePool) follow from Node and NodePool.
 type PodLabels struct {
 	Name, Namespace, Owner, Node, NodePool, Zone, Arch, CapacityType, InstanceType, Phase string
+	// Ready: the pod's Ready condition is True.
+	Ready bool
 }
 
 // PodState is a pod's PodsState sample.
 func PodState(l PodLabels) prometheus.Metric {
 	return prometheus.MustNewConstMetric(PodsState, prometheus.GaugeValue, 1,
-		l.Name, l.Namespace, l.Owner, l.Node, l.NodePool, l.Zone, l.Arch, l.CapacityType, l.InstanceType, l.Phase)
+		l.Name, l.Namespace, l.Owner, l.Node, strconv.FormatBool(l.Node != ""), l.NodePool, l.Zone, l.Arch, l.CapacityType,
+		l.InstanceType, l.Phase, strconv.FormatBool(l.Ready), strconv.FormatBool(l.NodePool != ""))
 }
 
 // NodePoolGauge is a sample of NodePoolsUsage or NodePoolsLimit.

@@ -62,7 +62,7 @@ const (
 	LabelNode = "node"
 	// LabelPhase is a pod's phase: Pending, Running, Succeeded, Failed or Unknown.
 	LabelPhase = "phase"
-	// LabelManaged says whether Karpenter manages a node ("true" or "false").
+	// LabelManaged says whether Karpenter manages a node, or a pod's node ("true" or "false").
 	LabelManaged = "managed"
 	// LabelWindowsBuild is a node's node.kubernetes.io/windows-build label.
 	LabelWindowsBuild = "windows_build"

@@ -175,6 +175,23 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 	if n := delta(before, up, "karpenter_scheduler_scheduling_duration_seconds", labels("controller=provisioner")); n < 1 {
 		t.Errorf("%v scheduling runs observed, want at least one", n)
 	}
+	// Every pod waited for a node Karpenter placed it on: bound and started once each, from its
+	// creation and from that placement; none waits any more.
+	check("pods bound", delta(before, up, "karpenter_pods_bound_duration_seconds", labels("dynamic_resources=false")), replicas)
+	check("pods bound after a placement", delta(before, up, "karpenter_pods_provisioning_bound_duration_seconds", labels("dynamic_resources=false")), replicas)
+	check("pods started after a placement", delta(before, up, "karpenter_pods_provisioning_startup_duration_seconds", nil), replicas)
+	if n := delta(before, up, "karpenter_pods_scheduling_decision_duration_seconds", nil); n < 1 || n > replicas {
+		t.Errorf("%v first scheduling decisions observed for %d pods, want between 1 and %d (pods acknowledged before their pass)", n, replicas, replicas)
+	}
+	for _, name := range []string{"karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds", "karpenter_pods_provisioning_unbound_time_seconds",
+		"karpenter_pods_provisioning_unstarted_time_seconds", "karpenter_pods_provisioning_scheduling_undecided_time_seconds"} {
+		if s := up.series(name, labels("namespace=default")); len(s) > 0 {
+			t.Errorf("%s: %d series for pods that are running and ready", name, len(s))
+		}
+	}
+	check("unschedulable pods at the last pass", up.value("karpenter_scheduler_unschedulable_pods_count", labels("controller=provisioner")), 0)
+	check("ignored pods at the last pass", up.value("karpenter_scheduler_ignored_pods_count", nil), 0)
+	check("queue of the last run", up.value("karpenter_scheduler_queue_depth", labels("controller=provisioner")), 0)
 	check("nodes in the cluster state", up.value("karpenter_cluster_state_node_count", nil), float64(len(nodes.Items)))
 	check("nodes registered", delta(before, up, "karpenter_nodes_created_total", labels("nodepool=default")), float64(len(nodes.Items)))
 	check("node ages reported", float64(len(up.series("karpenter_nodes_current_lifetime_seconds", labels("nodepool=default", "managed=true")))), float64(len(nodes.Items)))
@@ -190,7 +207,8 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 		pod := &pods.Items[i]
 		requested[pod.Spec.NodeName] += pod.Spec.Containers[0].Resources.Requests.Cpu().AsApproximateFloat64()
 		check("pod "+pod.Name, float64(len(up.series("karpenter_pods_state",
-			labels("name="+pod.Name, "namespace=default", "node="+pod.Spec.NodeName, "nodepool=default", "phase=Running")))), 1)
+			labels("name="+pod.Name, "namespace=default", "node="+pod.Spec.NodeName, "nodepool=default", "phase=Running",
+				"scheduled=true", "ready=true", "managed=true")))), 1)
 	}
 	for i := range nodes.Items {
 		node := &nodes.Items[i]

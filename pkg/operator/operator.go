@@ -136,10 +136,10 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	nomination := provisioning.NewNominationController(mgr.GetClient(), op.Cluster, clk)
 	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), nomination)
 	if !opts.DisableClusterStateObservability {
-		// The state gauges, served while this replica leads, and pod startup times.
+		// The state gauges, served while this replica leads, and the pod metrics.
 		registrars = append(registrars,
 			cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),
-			cluster.NewPodStartupController(mgr.GetClient(), clk))
+			cluster.NewPodController(mgr.GetClient(), op.Cluster, clk))
 	}
 	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, op.Cluster, nomination, clk, recorder, opts)
 	if err != nil {

@@ -45,6 +45,8 @@ func (c *PodController) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if !state.IsProvisionable(pod) {
 		return reconcile.Result{}, nil
 	}
+	// The moment the pod is first seen waiting for capacity, which the pod metrics measure from.
+	c.provisioner.cluster.AckPods(pod)
 	c.provisioner.Trigger()
 	return reconcile.Result{RequeueAfter: recheckAfter}, nil
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,6 +99,8 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	}
 	refused := p.judgeMisses(ctx, snap)
 	if len(snap.Pending) == 0 {
+		metrics.SetIgnoredPods(0)
+		metrics.SetSchedulingOutcome(metrics.ControllerProvisioner, 0, nil)
 		decision := &Decision{Results: &scheduler.Results{}, Refused: refused}
 		if len(refused) > 0 {
 			for _, fn := range p.observers {
@@ -110,10 +113,10 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	results := scheduler.Solve(input)
-	metrics.ObserveSchedulingDuration(metrics.ControllerProvisioner, time.Since(start))
+	metrics.SetIgnoredPods(len(unschedulable))
+	results := p.solve(input)
 	results.PodErrors = append(results.PodErrors, unschedulable...)
+	p.markDecisions(results)
 	decision := &Decision{Results: results, Refused: refused}
 	for _, c := range results.NewClaims {
 		np := pools[c.NodePool]
@@ -142,6 +145,37 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		fn(decision)
 	}
 	return decision, nil
+}
+
+// solve runs the scheduler on the input, reporting the run's progress and outcome in the
+// scheduler metrics.
+func (p *Provisioner) solve(input scheduler.Input) *scheduler.Results {
+	input.Progress = &scheduler.Progress{}
+	input.Options.CountEffectiveZones = true
+	run := metrics.StartSchedulingRun(metrics.ControllerProvisioner, string(uuid.NewUUID()), input.Progress.Queued)
+	start := time.Now()
+	results := scheduler.Solve(input)
+	metrics.ObserveSchedulingDuration(metrics.ControllerProvisioner, time.Since(start))
+	run.Finish()
+	metrics.SetSchedulingOutcome(metrics.ControllerProvisioner, len(results.PodErrors), results.PendingByEffectiveZone)
+	return results
+}
+
+// markDecisions records in the cluster state when the pass placed its pods or could not, and
+// observes how long the pods decided on for the first time waited for it.
+func (p *Provisioner) markDecisions(results *scheduler.Results) {
+	placed := make([]*corev1.Pod, 0, len(results.ExistingPlacements))
+	for _, pl := range results.ExistingPlacements {
+		placed = append(placed, pl.Pod)
+	}
+	for _, c := range results.NewClaims {
+		placed = append(placed, c.Pods...)
+	}
+	failed := make([]*corev1.Pod, len(results.PodErrors))
+	for i, pe := range results.PodErrors {
+		failed[i] = pe.Pod
+	}
+	metrics.ObserveSchedulingDecisions(p.cluster.MarkSchedulingDecisions(placed, failed))
 }
 
 func (p *Provisioner) event(obj client.Object, kind, reason, message string) {

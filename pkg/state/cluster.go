@@ -53,6 +53,8 @@ type Cluster struct {
 	deleting map[string]bool
 	// requests caches pods' effective requests, pruned every snapshot.
 	requests scheduling.RequestsCache
+	// podScheduling remembers when pods were acknowledged and decided on (for the pod metrics).
+	podScheduling podSchedulingBook
 }
 
 type nomination struct {
@@ -413,6 +415,7 @@ func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	c.pruneRefusals(seen, now)
+	c.prunePodScheduling(snap.Pods, now)
 	counted := map[*StateNode]bool{}
 	for _, sn := range targets {
 		if counted[sn] {

@@ -197,7 +197,7 @@ func collectPods(snap *state.Snapshot, ch chan<- prometheus.Metric) {
 	for _, pod := range snap.Pods {
 		l := metrics.PodLabels{
 			Name: pod.Name, Namespace: pod.Namespace, Owner: owner(pod), Node: pod.Spec.NodeName,
-			Phase: string(pod.Status.Phase),
+			Phase: string(pod.Status.Phase), Ready: isReady(pod),
 		}
 		if node := nodes[pod.Spec.NodeName]; node != nil {
 			l.NodePool = node.Labels[karpv1.NodePoolLabelKey]

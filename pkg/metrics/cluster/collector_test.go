@@ -65,7 +65,8 @@ func bound(name, node, cpu, cpuLimit, ownerKind string) *corev1.Pod {
 }
 
 // fixture is a cluster of two launched nodes (an on-demand small in zone-1, a spot large in
-// zone-2), a NodeClaim still launching, a node Karpenter does not manage, and four pods.
+// zone-2), a NodeClaim still launching, a node Karpenter does not manage, and five pods (one
+// on each node, a daemonset's on node-a, one waiting; web is ready).
 func fixture(t *testing.T) (client.Client, *cluster.Collector) {
 	t.Helper()
 	nodeA, claimA := launched("node-a", "small", karpv1.CapacityTypeOnDemand, "zone-1",
@@ -78,8 +79,10 @@ func fixture(t *testing.T) (client.Client, *cluster.Collector) {
 	np.Spec.Limits = karpv1.Limits(builders.Resources("cpu", "100"))
 	np.Status.Resources = builders.Resources("cpu", "6500m", "nodes", "2")
 	waiting := builders.Pod(builders.PodOptions{Name: "waiting", CPU: "1"})
-	objs := []client.Object{nodeA, claimA, nodeB, claimB, pending, other, np, waiting,
-		bound("web", "node-a", "500m", "1", "ReplicaSet"), bound("agent", "node-a", "100m", "", "DaemonSet"), bound("batch", "node-b", "1", "", "")}
+	web := bound("web", "node-a", "500m", "1", "ReplicaSet")
+	web.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	objs := []client.Object{nodeA, claimA, nodeB, claimB, pending, other, np, waiting, web,
+		bound("agent", "node-a", "100m", "", "DaemonSet"), bound("batch", "node-b", "1", "", ""), bound("byo-app", "other", "250m", "", "")}
 	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
 	return kube, cluster.NewCollector(state.NewCluster(kube, clock.RealClock{}), catalog)
 }
@@ -101,6 +104,8 @@ karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="on-demand",instan
 karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-1"} 2
 karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="spot",instance_type="large",managed="true",node_name="node-b",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-2"} 1
 karpenter_nodes_total_pod_requests{arch="amd64",capacity_type="spot",instance_type="large",managed="true",node_name="node-b",nodepool="default",os="linux",phase="",region="region-1",resource_type="pods",windows_build="",zone="zone-2"} 1
+karpenter_nodes_total_pod_requests{arch="",capacity_type="",instance_type="byo",managed="false",node_name="other",nodepool="",os="",phase="",region="",resource_type="cpu",windows_build="",zone=""} 0.25
+karpenter_nodes_total_pod_requests{arch="",capacity_type="",instance_type="byo",managed="false",node_name="other",nodepool="",os="",phase="",region="",resource_type="pods",windows_build="",zone=""} 1
 # HELP karpenter_nodes_total_daemon_requests Sum of the resource requests of the DaemonSet pods bound to a node.
 # TYPE karpenter_nodes_total_daemon_requests gauge
 karpenter_nodes_total_daemon_requests{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",node_name="node-a",nodepool="default",os="linux",phase="",region="region-1",resource_type="cpu",windows_build="",zone="zone-1"} 0.1
@@ -126,12 +131,13 @@ karpenter_nodes_system_overhead{arch="",capacity_type="",instance_type="byo",man
 func TestCollectorReportsPodsNodePoolsAndCost(t *testing.T) {
 	_, c := fixture(t)
 	const expected = `
-# HELP karpenter_pods_state One per pod, labelled by name, namespace, owner, node, the node's nodepool, zone, architecture, capacity type and instance type, and phase.
+# HELP karpenter_pods_state One per pod, labelled by name, namespace, owner, node, whether it is scheduled (bound), the node's nodepool, zone, architecture, capacity type and instance type, phase, whether it is ready, and whether its node is Karpenter-managed (has a nodepool).
 # TYPE karpenter_pods_state gauge
-karpenter_pods_state{arch="amd64",capacity_type="on-demand",instance_type="small",name="agent",namespace="default",node="node-a",nodepool="default",owner="/apis/apps/v1/namespaces/default/daemonsets/owner",phase="Running",zone="zone-1"} 1
-karpenter_pods_state{arch="amd64",capacity_type="on-demand",instance_type="small",name="web",namespace="default",node="node-a",nodepool="default",owner="/apis/apps/v1/namespaces/default/replicasets/owner",phase="Running",zone="zone-1"} 1
-karpenter_pods_state{arch="amd64",capacity_type="spot",instance_type="large",name="batch",namespace="default",node="node-b",nodepool="default",owner="",phase="Running",zone="zone-2"} 1
-karpenter_pods_state{arch="",capacity_type="",instance_type="",name="waiting",namespace="default",node="",nodepool="",owner="",phase="Pending",zone=""} 1
+karpenter_pods_state{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",name="agent",namespace="default",node="node-a",nodepool="default",owner="/apis/apps/v1/namespaces/default/daemonsets/owner",phase="Running",ready="false",scheduled="true",zone="zone-1"} 1
+karpenter_pods_state{arch="amd64",capacity_type="on-demand",instance_type="small",managed="true",name="web",namespace="default",node="node-a",nodepool="default",owner="/apis/apps/v1/namespaces/default/replicasets/owner",phase="Running",ready="true",scheduled="true",zone="zone-1"} 1
+karpenter_pods_state{arch="amd64",capacity_type="spot",instance_type="large",managed="true",name="batch",namespace="default",node="node-b",nodepool="default",owner="",phase="Running",ready="false",scheduled="true",zone="zone-2"} 1
+karpenter_pods_state{arch="",capacity_type="",instance_type="byo",managed="false",name="byo-app",namespace="default",node="other",nodepool="",owner="",phase="Running",ready="false",scheduled="true",zone=""} 1
+karpenter_pods_state{arch="",capacity_type="",instance_type="",managed="false",name="waiting",namespace="default",node="",nodepool="",owner="",phase="Pending",ready="false",scheduled="false",zone=""} 1
 # HELP karpenter_nodepools_usage Resources provisioned by a nodepool (the capacity of its nodes, and their count as resource type nodes), by resource type.
 # TYPE karpenter_nodepools_usage gauge
 karpenter_nodepools_usage{nodepool="default",resource_type="cpu"} 6.5
@@ -193,7 +199,7 @@ func TestCollectorForgetsWhatIsGone(t *testing.T) {
 	}
 	for name, want := range map[string]int{
 		"karpenter_nodes_allocatable":                   4, // node-a and other, cpu and pods
-		"karpenter_pods_state":                          3,
+		"karpenter_pods_state":                          4,
 		"karpenter_nodepools_cost_total":                1,
 		"karpenter_cluster_state_cost_dollars_per_hour": 1,
 	} {

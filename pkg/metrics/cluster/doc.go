@@ -1,4 +1,5 @@
-// Package cluster reports the cluster as Karpenter's state metrics and observes pod startups.
+// Package cluster reports the cluster as Karpenter's state metrics and observes pods' bindings
+// and startups.
 //
 // Collector is a prometheus.Collector that builds, on every scrape, the gauges described in
 // package metrics from a fresh state.Cluster snapshot and the NodePools' instance types: node
@@ -8,6 +9,8 @@
 // is gone from the next scrape. Started as a manager Runnable (on the elected leader only), it
 // serves its gauges on controller-runtime's Registry through metrics.ServeGauges.
 //
-// PodStartupController watches pods and records, once per pod, the time from its creation
-// until it became Ready, for pods that became Ready while it runs.
+// PodController watches pods and records, once per pod, the time from its creation (and from
+// the first provisioning pass that placed it) until it was bound and until it became Ready,
+// and, per pod still waiting, how long it has waited to be bound, to start and for a
+// scheduling decision.
 package cluster

@@ -106,6 +106,9 @@ func runSchedulingBenchmark(b *testing.B, pods int, options Options) {
 	for b.Loop() {
 		b.StopTimer()
 		in := benchmarkInputWith(pods, options, types)
+		if options.CountEffectiveZones {
+			in.Progress = &Progress{}
+		}
 		b.StartTimer()
 		start := time.Now()
 		last = Solve(in)
@@ -122,6 +125,14 @@ func runSchedulingBenchmark(b *testing.B, pods int, options Options) {
 func BenchmarkScheduling(b *testing.B) {
 	for _, n := range []int{1, 50, 100, 500, 1000, 2000, 5000, 10000, 20000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) { runSchedulingBenchmark(b, n, Options{}) })
+	}
+}
+
+// BenchmarkSchedulingReported is the same run as the provisioner makes it: its progress read
+// and its pending pods counted by effective zone, for the scheduler metrics.
+func BenchmarkSchedulingReported(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) { runSchedulingBenchmark(b, n, Options{CountEffectiveZones: true}) })
 	}
 }
 

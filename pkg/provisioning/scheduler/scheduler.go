@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -17,6 +18,7 @@ import (
 
 // Solve places the input's pods and returns the decisions. It does not modify the input.
 func Solve(in Input) *Results {
+	in.Progress.setQueued(len(in.Pods))
 	return newSolver(in).solve()
 }
 
@@ -46,6 +48,8 @@ type solver struct {
 	// claim with them.
 	shareableShapes map[string][]*shapeCount
 	errs            map[*podInfo]error
+	progress        *Progress
+	volumes         map[types.UID]scheduling.Requirements // Input.VolumeRequirements
 }
 
 // nodeState is an existing node or in-flight claim during a run.
@@ -73,6 +77,8 @@ func newSolver(in Input) *solver {
 		shareableShapes: map[string][]*shapeCount{},
 		rejected:        map[string][]uint64{},
 		errs:            map[*podInfo]error{},
+		progress:        in.Progress,
+		volumes:         in.VolumeRequirements,
 	}
 	for _, pod := range in.Pods {
 		p := newPodInfo(pod, in.Options.IgnorePreferences, in.VolumeRequirements[pod.UID])
@@ -119,16 +125,22 @@ func newSolver(in Input) *solver {
 
 func (s *solver) solve() *Results {
 	queue := s.pods
-	for len(queue) > 0 {
+	var pendingByZone map[string]int
+	for first := true; len(queue) > 0; first = false {
 		s.sortQueue(queue)
 		s.countPending(queue)
+		if first && s.opts.CountEffectiveZones {
+			pendingByZone = s.countEffectiveZones()
+		}
 		var failed []*podInfo
-		for _, p := range queue {
+		for i, p := range queue {
 			s.pending[p.shapeKey()].count--
 			if err := s.place(p); err != nil {
 				s.errs[p] = err
 				failed = append(failed, p)
 			}
+			// As Karpenter's queue: the pods not tried yet, and the failed ones, tried again.
+			s.progress.setQueued(len(queue) - i - 1 + len(failed))
 		}
 		// Pods that fit nowhere try again with one more preference relaxed; a pod with pod
 		// affinity first tries again as it is while the round placed others, which it may need
@@ -147,8 +159,11 @@ func (s *solver) solve() *Results {
 				queue = append(queue, p)
 			}
 		}
+		s.progress.setQueued(len(queue))
 	}
-	return s.results()
+	results := s.results()
+	results.PendingByEffectiveZone = pendingByZone
+	return results
 }
 
 // sortQueue orders pods: higher priority first; then pods that constrain which node they share

@@ -32,6 +32,8 @@ type Input struct {
 	Avoid map[types.UID][]string
 	// Options tune the run.
 	Options Options
+	// Progress, when set, tells how far the run has got while it runs.
+	Progress *Progress
 }
 
 // Options tune a scheduling run. The zero value is Karpenter's behaviour.
@@ -45,6 +47,9 @@ type Options struct {
 	// instance type fitting, with no regard to the cost of the type that ends up fitting. It
 	// exists to compare against; it is not a better policy.
 	GrowClaims bool
+	// CountEffectiveZones counts the pending pods by effective zone in
+	// Results.PendingByEffectiveZone.
+	CountEffectiveZones bool
 }
 
 // Node is an existing node, or an in-flight NodeClaim that has not registered yet, as the
@@ -98,6 +103,10 @@ type Results struct {
 	NewClaims []*Claim
 	// PodErrors say, for each pod that could not be placed, why.
 	PodErrors []PodError
+	// PendingByEffectiveZone counts the run's pending pods (phase Pending) by the zone their
+	// zonal constraints left before the run placed any: the zone, EffectiveZoneFlexible or
+	// EffectiveZoneNone. Only with Options.CountEffectiveZones.
+	PendingByEffectiveZone map[string]int
 }
 
 // Placement binds a pod to an existing node or in-flight claim.

@@ -1,0 +1,189 @@
+package scheduler
+
+import (
+	"slices"
+	"sort"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// Values of Results.PendingByEffectiveZone besides a zone's name.
+const (
+	// EffectiveZoneFlexible: the pod may still go to more than one zone.
+	EffectiveZoneFlexible = "flexible"
+	// EffectiveZoneNone: no zone satisfies every zonal constraint of the pod.
+	EffectiveZoneNone = "none"
+)
+
+// Progress tells how far a run has got while it runs; it is safe to read from another
+// goroutine. The zero value is ready to use.
+type Progress struct {
+	queued atomic.Int64
+}
+
+// Queued is the number of pods the run has not placed yet: those it has not tried in its
+// current round, and those that failed in it and will be tried again.
+func (p *Progress) Queued() int {
+	if p == nil {
+		return 0
+	}
+	return int(p.queued.Load())
+}
+
+// setQueued records the queue depth; a nil Progress records nothing.
+func (p *Progress) setQueued(n int) {
+	if p != nil {
+		p.queued.Store(int64(n))
+	}
+}
+
+// countEffectiveZones counts the pending pods of the run by effective zone, before any is
+// placed: the zone their zonal constraints leave (their required zones, their volumes' zones
+// and the zones their own topology groups admit), EffectiveZoneFlexible when several remain,
+// EffectiveZoneNone when none does. Pods of a shape share their zone, so it is worked out once
+// per shape; s.pending must hold the shapes of s.pods.
+func (s *solver) countEffectiveZones() map[string]int {
+	out := map[string]int{}
+	byShape := make(map[*shapeCount]string, len(s.shapes))
+	var known []string // the zones of the nodes and NodePools, read when first needed
+	knownZones := func() []string {
+		if known == nil {
+			known = s.knownZones()
+		}
+		return known
+	}
+	for _, p := range s.pods {
+		if p.pod.Status.Phase != corev1.PodPending {
+			continue
+		}
+		sc := s.pending[p.shapeKey()]
+		zone, ok := byShape[sc]
+		if !ok {
+			zone = s.effectiveZone(sc.example, knownZones)
+			byShape[sc] = zone
+		}
+		out[zone]++
+	}
+	return out
+}
+
+// effectiveZone is the effective zone of a pod read as its strictest variant (its topology
+// groups are those of that variant), with only its required node selection (not its
+// preferences) narrowing the zones, as Karpenter's. knownZones lists the zones pod affinity
+// and anti-affinity may choose from.
+func (s *solver) effectiveZone(p *podInfo, knownZones func() []string) string {
+	required := requiredZone(p, s.volumes[p.pod.UID])
+	topologyZones, constrained, satisfiable := s.topologyZones(p, knownZones)
+	if !satisfiable {
+		return EffectiveZoneNone
+	}
+	var candidates []string
+	switch {
+	case required.IsFinite():
+		candidates = required.Values()
+	case constrained:
+		candidates = topologyZones
+	default:
+		return EffectiveZoneFlexible
+	}
+	var match string
+	matches := 0
+	for _, zone := range candidates {
+		if !required.Has(zone) || constrained && !slices.Contains(topologyZones, zone) {
+			continue
+		}
+		if matches++; matches > 1 {
+			return EffectiveZoneFlexible
+		}
+		match = zone
+	}
+	if matches == 0 {
+		return EffectiveZoneNone
+	}
+	return match
+}
+
+// requiredZone is the zone requirement of a pod's node selector, first required node affinity
+// term and volumes; Exists when they say nothing of zones.
+func requiredZone(p *podInfo, volumes scheduling.Requirements) scheduling.Requirement {
+	reqs := scheduling.FromLabels(p.pod.Spec.NodeSelector)
+	if a := p.pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; len(terms) > 0 {
+			if more, err := scheduling.FromNodeSelectorRequirements(terms[0].MatchExpressions...); err == nil {
+				reqs = reqs.Intersect(more)
+			}
+		}
+	}
+	reqs = reqs.Intersect(volumes)
+	if r, ok := reqs.Get(corev1.LabelTopologyZone); ok {
+		return r
+	}
+	return scheduling.MustRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpExists)
+}
+
+// topologyZones are the zones that every zonal topology group of the pod's strictest variant
+// admits it in, before anything is placed; constrained is false when it has no such group,
+// satisfiable false when a group admits it nowhere.
+func (s *solver) topologyZones(p *podInfo, knownZones func() []string) (zones []string, constrained, satisfiable bool) {
+	current := p.current
+	p.current = 0
+	own, err := s.topology.owned(p)
+	p.current = current
+	if err != nil {
+		return nil, false, true
+	}
+	// As Karpenter, the zones a group admits are narrowed by the pod's requirements with its
+	// preferences held.
+	wanted, narrowed := p.variants[0].requirements.Get(corev1.LabelTopologyZone)
+	for _, g := range own {
+		if g.key != corev1.LabelTopologyZone {
+			continue
+		}
+		var universe []string
+		if g.kind == spreadGroup {
+			universe = sortedKeys(g.domains)
+		} else {
+			universe = knownZones()
+		}
+		var admitted []string
+		for _, zone := range universe {
+			if (!narrowed || wanted.Has(zone)) && admits(p.pod, g, zone, true) == nil && (!constrained || slices.Contains(zones, zone)) {
+				admitted = append(admitted, zone)
+			}
+		}
+		if len(admitted) == 0 {
+			return nil, true, false
+		}
+		zones, constrained = admitted, true
+	}
+	return zones, constrained, true
+}
+
+// knownZones are the zones of the existing nodes and those the NodePools can create nodes in,
+// sorted.
+func (s *solver) knownZones() []string {
+	seen := map[string]bool{}
+	for _, n := range s.nodes {
+		if zone, ok := existingDomain(n.Node, corev1.LabelTopologyZone); ok {
+			seen[zone] = true
+		}
+	}
+	for _, ps := range s.pools {
+		for _, zone := range creatableValues(ps, ps.Requirements, corev1.LabelTopologyZone) {
+			seen[zone] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
