@@ -777,27 +777,40 @@ func cheapestOffering(it *cloudprovider.InstanceType, reqs scheduling.Requiremen
 // balancedAllows applies the Balanced policy: when a candidate's NodePool is Balanced, the
 // share of those NodePools' cost saved must be at least BalancedThreshold times the share of
 // their pods moved.
+//
+// As Karpenter, every consolidation move evaluated is counted per NodePool of its candidates
+// (karpenter_consolidation_moves_total, approved or rejected), and the score of a move on
+// Balanced NodePools (cost share saved over pod share moved) observed.
 func (d *decider) balancedAllows(cmd *Command) bool {
-	pools := map[string]bool{}
+	pools := map[string]*karpv1.NodePool{}
 	balanced := false
 	moved := 0
 	for _, c := range cmd.Candidates {
-		pools[c.NodePool.Name] = true
+		pools[c.NodePool.Name] = c.NodePool
 		balanced = balanced || c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyBalanced
 		moved += len(c.Pods)
 	}
-	if !balanced || moved == 0 {
-		return true
+	allowed, score := true, -1.0 // no score: no Balanced pool, or nothing moves
+	if balanced && moved > 0 {
+		cost, pods := 0.0, 0
+		for name := range pools {
+			cost += d.poolCost[name]
+			pods += d.poolPods[name]
+		}
+		allowed = false
+		if cost > 0 && pods > 0 {
+			score = (cmd.Savings / cost) / (float64(moved) / float64(pods))
+			allowed = score >= BalancedThreshold
+		}
 	}
-	cost, pods := 0.0, 0
-	for name := range pools {
-		cost += d.poolCost[name]
-		pods += d.poolPods[name]
+	for name, np := range pools {
+		policy := string(np.Spec.Disruption.ConsolidationPolicy)
+		metrics.ConsolidationMove(name, policy, allowed)
+		if score >= 0 && np.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyBalanced {
+			metrics.ObserveConsolidationScore(name, policy, allowed, score)
+		}
 	}
-	if cost <= 0 || pods == 0 {
-		return false
-	}
-	return (cmd.Savings/cost)/(float64(moved)/float64(pods)) >= BalancedThreshold
+	return allowed
 }
 
 // simulator runs the provisioning scheduler for what-if questions: the cluster less some

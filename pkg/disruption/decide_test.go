@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -380,11 +382,23 @@ func TestBalancedSkipsSmallSavings(t *testing.T) {
 		c.add(stateNode(np, "small", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pods...))
 		return Decide(c.in)
 	}
+	approved := metrics.ConsolidationMovesTotal.WithLabelValues(metrics.DecisionApproved, "default", string(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized))
+	rejected := metrics.ConsolidationMovesTotal.WithLabelValues(metrics.DecisionRejected, "default", string(karpv1.ConsolidationPolicyBalanced))
+	approvedBefore, rejectedBefore := testutil.ToFloat64(approved), testutil.ToFloat64(rejected)
 	if d := mk(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized); d.Command == nil {
 		t.Fatal("WhenEmptyOrUnderutilized found nothing")
 	}
 	if d := mk(karpv1.ConsolidationPolicyBalanced); d.Command != nil {
 		t.Fatalf("Balanced acted: %s (savings %.3f)", d.Command.Message(), d.Command.Savings)
+	}
+	if testutil.ToFloat64(approved) <= approvedBefore {
+		t.Error("no approved consolidation move counted under WhenEmptyOrUnderutilized")
+	}
+	if testutil.ToFloat64(rejected) <= rejectedBefore {
+		t.Error("no rejected consolidation move counted under Balanced")
+	}
+	if testutil.CollectAndCount(metrics.ConsolidationScore) == 0 {
+		t.Error("no score observed for the Balanced moves")
 	}
 }
 

@@ -33,6 +33,19 @@ var (
 		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "queue_failures_total",
 		Help: "Replacements of disruption commands that failed (gone, or not initialized in time) so the command was abandoned, by decision, reason and consolidation type.",
 	}, []string{LabelConsolidationType, LabelDecision, LabelReason})
+	// ConsolidationMovesTotal counts the consolidation moves evaluated, per NodePool of their
+	// candidates, approved or rejected (by the Balanced policy).
+	ConsolidationMovesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "consolidation_moves_total",
+		Help: "Consolidation moves evaluated, per nodepool of their nodes, by decision (approved, or rejected by the Balanced policy), nodepool and its consolidation policy.",
+	}, []string{LabelDecision, LabelNodePool, LabelPolicy})
+	// ConsolidationScore observes the score of the moves on Balanced NodePools: the share of
+	// their cost saved over the share of their pods moved.
+	ConsolidationScore = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "consolidation_score",
+		Help:    "Score of consolidation moves on Balanced nodepools (share of cost saved over share of pods moved; approved at 0.5 or more), by decision, nodepool and policy.",
+		Buckets: []float64{0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0},
+	}, []string{LabelDecision, LabelNodePool, LabelPolicy})
 	// PodsDisruptionInitiatedTotal counts the reschedulable pods of the NodeClaims disruption
 	// deletes, with karpenter_nodeclaims_disrupted_total's labels.
 	PodsDisruptionInitiatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,7 +58,8 @@ var (
 // time, failed validations, queue failures, per-NodePool decisions and the pods disrupted.
 func disruptionMetrics() []prometheus.Collector {
 	return []prometheus.Collector{VoluntaryDisruptionEvaluationDurationSeconds, VoluntaryDisruptionDecisionsByNodePoolTotal,
-		VoluntaryDisruptionFailedValidationsTotal, VoluntaryDisruptionQueueFailuresTotal, PodsDisruptionInitiatedTotal}
+		VoluntaryDisruptionFailedValidationsTotal, VoluntaryDisruptionQueueFailuresTotal, PodsDisruptionInitiatedTotal,
+		ConsolidationMovesTotal, ConsolidationScore}
 }
 
 // ObserveDisruptionEvaluation records a disruption method's evaluation that took d.
@@ -72,4 +86,29 @@ func DisruptionQueueFailed(consolidationType, decision, reason string, n int) {
 // NodeClaimDisrupted records with the same labels.
 func PodsDisruptionInitiated(pods int, reason, nodePool, capacityType, consolidationPolicy, terminationMode string) {
 	PodsDisruptionInitiatedTotal.WithLabelValues(reason, nodePool, capacityType, consolidationPolicy, terminationMode).Add(float64(pods))
+}
+
+// Values of LabelDecision for the consolidation moves.
+const (
+	DecisionApproved = "approved"
+	DecisionRejected = "rejected"
+)
+
+// moveDecision is the decision label of a move.
+func moveDecision(approved bool) string {
+	if approved {
+		return DecisionApproved
+	}
+	return DecisionRejected
+}
+
+// ConsolidationMove records a consolidation move evaluated on nodes of the NodePool, whose
+// consolidation policy is policy.
+func ConsolidationMove(nodePool, policy string, approved bool) {
+	ConsolidationMovesTotal.WithLabelValues(moveDecision(approved), nodePool, policy).Inc()
+}
+
+// ObserveConsolidationScore records the score of a move on a Balanced NodePool.
+func ObserveConsolidationScore(nodePool, policy string, approved bool, score float64) {
+	ConsolidationScore.WithLabelValues(moveDecision(approved), nodePool, policy).Observe(score)
 }

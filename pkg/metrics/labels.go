@@ -71,6 +71,8 @@ const (
 	// LabelConsolidationPolicy is the NodePool's consolidation policy in snake case
 	// (when_empty, when_empty_or_underutilized) for disruptions by consolidation, else empty.
 	LabelConsolidationPolicy = "consolidation_policy"
+	// LabelPolicy is a NodePool's consolidation policy as written (Balanced, WhenEmpty, …).
+	LabelPolicy = "policy"
 	// LabelTerminationMode is how a disrupted NodeClaim's drain is bounded: TerminationMode.
 	LabelTerminationMode = "termination_mode"
 	// LabelCode is an HTTP response code.
