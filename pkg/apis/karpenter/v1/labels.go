@@ -80,12 +80,21 @@ const (
 	// ConditionTypeDrained: the node's drain completed (its pods evicted, or deleted at the
 	// termination grace period's end).
 	ConditionTypeDrained = "Drained"
+	// ConditionTypeVolumesDetached: the VolumeAttachments of the draining node's volumes are
+	// gone (False when the termination grace period ran out first).
+	ConditionTypeVolumesDetached = "VolumesDetached"
 	// ConditionTypeInstanceTerminating: the instance is being terminated.
 	ConditionTypeInstanceTerminating = "InstanceTerminating"
+	// ConditionTypeConsistentStateFound: the claim's Node agrees with it (the consistency
+	// checks found no issue).
+	ConditionTypeConsistentStateFound = "ConsistentStateFound"
 	// ConditionTypeReady is the roll-up condition of NodeClaims, NodePools and NodeClasses.
 	ConditionTypeReady = "Ready"
 	// ConditionTypeNodeClassReady: the NodePool's NodeClass exists and is ready.
 	ConditionTypeNodeClassReady = "NodeClassReady"
 	// ConditionTypeValidationSucceeded: the NodePool passed the checks the schema cannot make.
 	ConditionTypeValidationSucceeded = "ValidationSucceeded"
+	// ConditionTypeNodeRegistrationHealthy: the NodePool's recent launches registered nodes
+	// (False when one failed to register; Unknown until a launch of the pool settles).
+	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
 )
