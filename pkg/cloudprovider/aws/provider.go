@@ -20,8 +20,8 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	kevents "github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	kevents "github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -53,7 +53,7 @@ const EventReasonSpotServiceLinkedRole = "SpotServiceLinkedRoleCreationFailure"
 // spotServiceLinkedRoleEvent: Karpenter's message, then how to fix it.
 func spotServiceLinkedRoleEvent(claim *karpv1.NodeClaim) kevents.Event {
 	return kevents.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonSpotServiceLinkedRole,
-		Message: fmt.Sprintf("Attempted to launch a spot instance but failed due to %q: create the EC2 Spot service-linked role (aws iam create-service-linked-role --aws-service-name spot.amazonaws.com) or let Karpenter's role create it (iam:CreateServiceLinkedRole); launching on-demand meanwhile", spotRoleMissingCode),
+		Message:      fmt.Sprintf("Attempted to launch a spot instance but failed due to %q: create the EC2 Spot service-linked role (aws iam create-service-linked-role --aws-service-name spot.amazonaws.com) or let Karpenter's role create it (iam:CreateServiceLinkedRole); launching on-demand meanwhile", spotRoleMissingCode),
 		DedupeValues: []string{string(claim.UID)}}
 }
 
