@@ -38,7 +38,7 @@ type Event struct {
 	// DedupeTimeout replaces DefaultDedupeTimeout for this Event when it is not zero.
 	DedupeTimeout time.Duration
 	// RateLimiter, when set, drops the Event when it refuses a token.
-	RateLimiter flowcontrol.RateLimiter
+	RateLimiter RateLimiter
 }
 
 // dedupeKey is Karpenter's: the reason in lower case and the dedupe values, joined by dashes.
@@ -122,10 +122,13 @@ func isNil(obj runtime.Object) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
+// RateLimiter limits how many Events are recorded; see NewRateLimiter.
+type RateLimiter = flowcontrol.RateLimiter
+
 // NewRateLimiter is a token bucket of qps tokens a second holding at most burst, timed by clk
 // (the real clock when nil): Karpenter's limit on the Events of every pod a scheduling round
 // or a failed launch touches is NewRateLimiter(5, 10, clk).
-func NewRateLimiter(qps float32, burst int, clk clock.Clock) flowcontrol.RateLimiter {
+func NewRateLimiter(qps float32, burst int, clk clock.Clock) RateLimiter {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
