@@ -33,12 +33,12 @@ import (
 
 // Controller decides and carries out disruptions, one command at a time.
 type Controller struct {
-	kube     client.Client
-	cluster  *state.Cluster
-	cloud    cloudprovider.CloudProvider
-	clock    clock.Clock
-	events   *events.Recorder
-	opts     Options
+	kube    client.Client
+	cluster *state.Cluster
+	cloud   cloudprovider.CloudProvider
+	clock   clock.Clock
+	events  *events.Recorder
+	opts    Options
 
 	mu        sync.Mutex
 	pending   *pendingCommand // consolidation waiting for validation
