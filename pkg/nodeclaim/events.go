@@ -47,9 +47,6 @@ const (
 	// EventReasonInstanceGone: the cloud provider no longer has the claim's instance; the
 	// garbage collector deletes the claim. Ours only.
 	EventReasonInstanceGone = "InstanceGone"
-	// EventReasonFailedConsistencyCheck (Warning): the claim's Node disagrees with it (see
-	// ConsistencyController).
-	EventReasonFailedConsistencyCheck = "FailedConsistencyCheck"
 )
 
 // maxEventMessageLength is Karpenter's longest message of a launch error's Event.
@@ -89,12 +86,6 @@ func unregisteredTaintMissingEvent(claim *karpv1.NodeClaim) events.Event {
 	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonUnregisteredTaintMissing,
 		Message:      fmt.Sprintf("Missing %s taint which prevents registration related race conditions on Karpenter-managed nodes", karpv1.UnregisteredTaintKey),
 		DedupeValues: []string{string(claim.UID)}}
-}
-
-// failedConsistencyCheckEvent: the consistency check found message wrong with the claim.
-func failedConsistencyCheckEvent(claim *karpv1.NodeClaim, message string) events.Event {
-	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonFailedConsistencyCheck,
-		Message: message, DedupeValues: []string{string(claim.UID), message}}
 }
 
 // recorder publishes the package's Events; normal and warning record those of ours that

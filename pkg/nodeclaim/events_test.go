@@ -32,8 +32,6 @@ func TestEventTable(t *testing.T) {
 			[5]string{"NodeClaim", "default-abcde", "Warning", "NodeClassNotReady", `NodeClaim default-abcde event: EC2NodeClass "default" is not ready`}},
 		{"unregistered taint missing", unregisteredTaintMissingEvent(claim),
 			[5]string{"NodeClaim", "default-abcde", "Warning", "UnregisteredTaintMissing", "Missing karpenter.sh/unregistered taint which prevents registration related race conditions on Karpenter-managed nodes"}},
-		{"failed consistency check", failedConsistencyCheckEvent(claim, "expected 4 of resource cpu, but found 2 (50.0% of expected)"),
-			[5]string{"NodeClaim", "default-abcde", "Warning", "FailedConsistencyCheck", "expected 4 of resource cpu, but found 2 (50.0% of expected)"}},
 	} {
 		if got := events.Fields(tc.got); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got  %q\n want %q", tc.name, got, tc.want)

@@ -256,14 +256,13 @@ func (c *Controller) deleteRemaining(ctx context.Context, claim *karpv1.NodeClai
 		if classify(pod) == groupIgnored || pod.DeletionTimestamp != nil {
 			continue
 		}
-		// As Karpenter: the least grace period, not zero (which would remove the pod from etcd
-		// before its containers stop).
-		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(minDeleteGrace))
+		grace := grantedGrace(pod, 0)
+		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(grace))
 		switch {
 		case err == nil:
 			metrics.PodDrained(drainReason(claim))
 			log.FromContext(ctx).Info("deleted pod, termination grace period elapsed", "pod", podKey(pod))
-			c.events.Publish(disruptedEvent(pod, minDeleteGrace, deadline))
+			c.events.Publish(disruptedEvent(pod, grace, deadline))
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		default:
 			errs = append(errs, fmt.Errorf("deleting pod %s: %w", podKey(pod), err))
@@ -290,7 +289,7 @@ func (c *Controller) deleteExpiring(ctx context.Context, claim *karpv1.NodeClaim
 			next.at(at.Sub(now))
 			continue
 		}
-		left := max(int64(deadline.Sub(now)/time.Second), minDeleteGrace)
+		left := grantedGrace(pod, int64(deadline.Sub(now)/time.Second))
 		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(left))
 		switch {
 		case err == nil:
@@ -307,9 +306,22 @@ func (c *Controller) deleteExpiring(ctx context.Context, claim *karpv1.NodeClaim
 	return time.Duration(next), errors.Join(errs...)
 }
 
-// minDeleteGrace is the grace period, in seconds, of a pod deleted at or past the node's
-// termination deadline.
+// minDeleteGrace is the least grace period, in seconds, of a pod deleted for the node's
+// termination deadline, as Karpenter's: not zero, which would remove the pod from etcd before
+// its containers stop.
 const minDeleteGrace int64 = 1
+
+// grantedGrace is the grace period, in seconds, of a pod deleted for the node's termination
+// deadline with left seconds to go: as Karpenter, left but at least minDeleteGrace; and never
+// more than the pod's own terminationGracePeriodSeconds (a pod that asks for none is deleted at
+// once, as its own deletion would).
+func grantedGrace(pod *corev1.Pod, left int64) int64 {
+	grace := max(left, minDeleteGrace)
+	if own := pod.Spec.TerminationGracePeriodSeconds; own != nil && *own < grace {
+		grace = max(*own, 0)
+	}
+	return grace
+}
 
 // drainReason is the reason label of the pods a claim's drain evicts or deletes: why the claim
 // is disrupted (its DisruptionReason condition), else Karpenter's "Forceful Termination".

@@ -85,16 +85,10 @@ const (
 	ConditionTypeVolumesDetached = "VolumesDetached"
 	// ConditionTypeInstanceTerminating: the instance is being terminated.
 	ConditionTypeInstanceTerminating = "InstanceTerminating"
-	// ConditionTypeConsistentStateFound: the claim's Node agrees with it (the consistency
-	// checks found no issue).
-	ConditionTypeConsistentStateFound = "ConsistentStateFound"
 	// ConditionTypeReady is the roll-up condition of NodeClaims, NodePools and NodeClasses.
 	ConditionTypeReady = "Ready"
 	// ConditionTypeNodeClassReady: the NodePool's NodeClass exists and is ready.
 	ConditionTypeNodeClassReady = "NodeClassReady"
 	// ConditionTypeValidationSucceeded: the NodePool passed the checks the schema cannot make.
 	ConditionTypeValidationSucceeded = "ValidationSucceeded"
-	// ConditionTypeNodeRegistrationHealthy: the NodePool's recent launches registered nodes
-	// (False when one failed to register; Unknown until a launch of the pool settles).
-	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
 )
