@@ -6,11 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
@@ -24,18 +24,22 @@ const (
 	// InterruptionRebalance: the spot instance is at elevated risk of interruption. Recorded,
 	// not acted on, as Karpenter does.
 	InterruptionRebalance InterruptionKind = "RebalanceRecommendation"
-	// InterruptionScheduledChange: the instance is to be retired or maintained.
+	// InterruptionScheduledChange: the instance is to be retired or maintained (an AWS Health
+	// scheduled change), recorded as InstanceUnhealthy as Karpenter does.
 	InterruptionScheduledChange InterruptionKind = "ScheduledChange"
 	// InterruptionStateChange: the instance is stopping, stopped, shutting down or terminated.
 	InterruptionStateChange InterruptionKind = "StateChange"
 )
 
-// Event reasons of interruption notices, on the NodeClaim.
+// Reasons of the Events of interruption notices, on the NodeClaim and its Node, as Karpenter's
+// AWS provider's.
 const (
-	EventReasonSpotInterrupted         = "SpotInterrupted"
-	EventReasonRebalanceRecommendation = "SpotRebalanceRecommendation"
-	EventReasonScheduledChange         = "InstanceScheduledChange"
-	EventReasonInstanceStopping        = "InstanceStopping"
+	EventReasonSpotInterrupted           = "SpotInterrupted"
+	EventReasonRebalanceRecommendation   = "SpotRebalanceRecommendation"
+	EventReasonInstanceUnhealthy         = "InstanceUnhealthy"
+	EventReasonInstanceStopping          = "InstanceStopping"
+	EventReasonInstanceTerminating       = "InstanceTerminating"
+	EventReasonTerminatingOnInterruption = "TerminatingOnInterruption"
 )
 
 // InterruptionHandler acts on a cloud's notice about an instance, whichever way the notice came
@@ -43,40 +47,47 @@ const (
 // it marks the offering out of capacity, so the replacement goes elsewhere; for a spot
 // interruption, a scheduled change or a stop it deletes the NodeClaim, which cordons and drains
 // the node (the evicted pods are provisioned at once) and terminates the instance; a rebalance
-// recommendation is only recorded. Each notice is an Event on the NodeClaim.
+// recommendation is only recorded. Each notice is an Event on the NodeClaim and its Node, and
+// the deletion another, as Karpenter's.
 type InterruptionHandler struct {
-	// Kube deletes NodeClaims.
+	// Kube reads Nodes and deletes NodeClaims.
 	Kube client.Client
 	// Unavailable learns of reclaimed spot offerings; nil for none.
 	Unavailable *UnavailableOfferings
-	// Events records on NodeClaims; nil for none.
-	Events record.EventRecorder
+	// Events records on NodeClaims and Nodes; nil for none.
+	Events *events.Recorder
 }
 
-// Handle acts on one notice about the instance of claim. detail adds to the Event (the
-// stopping state of a state change).
-func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind, claim *karpv1.NodeClaim, instanceID, detail string) error {
+// Handle acts on one notice about the instance of claim. state is the new state of an
+// InterruptionStateChange (stopping, stopped, shutting-down or terminated).
+func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind, claim *karpv1.NodeClaim, instanceID, state string) error {
 	var reason string // karpenter_nodeclaims_disrupted_total's, as Karpenter's AWS provider names the message kind
+	node, err := h.nodeOf(ctx, claim)
+	if err != nil {
+		return err
+	}
 	switch kind {
 	case InterruptionRebalance:
-		h.event(claim, corev1.EventTypeNormal, EventReasonRebalanceRecommendation, fmt.Sprintf("EC2 recommends rebalancing spot instance %s", instanceID))
+		h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeNormal, EventReasonRebalanceRecommendation, "Spot rebalance recommendation was triggered")...)
 		return nil
 	case InterruptionSpot:
 		zone, typ := claim.Labels[corev1.LabelTopologyZone], claim.Labels[corev1.LabelInstanceTypeStable]
 		if h.Unavailable != nil && zone != "" && typ != "" {
 			h.Unavailable.MarkUnavailable(OfferingID{InstanceType: typ, Zone: zone, CapacityType: karpv1.CapacityTypeSpot})
 		}
-		h.event(claim, corev1.EventTypeWarning, EventReasonSpotInterrupted, fmt.Sprintf("Spot instance %s is being reclaimed: draining and replacing the node", instanceID))
+		h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonSpotInterrupted, "Spot interruption warning was triggered")...)
 		reason = metrics.ReasonSpotInterrupted
 	case InterruptionScheduledChange:
+		h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonInstanceUnhealthy, "An unhealthy warning was triggered for the instance")...)
 		reason = metrics.ReasonScheduledChange
-		h.event(claim, corev1.EventTypeWarning, EventReasonScheduledChange, fmt.Sprintf("Instance %s has a scheduled change: draining and replacing the node", instanceID))
 	case InterruptionStateChange:
-		reason = metrics.ReasonInstanceStopped
-		if detail == "shutting-down" || detail == "terminated" {
+		if state == "stopping" || state == "stopped" {
+			h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonInstanceStopping, "Instance is stopping")...)
+			reason = metrics.ReasonInstanceStopped
+		} else {
+			h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonInstanceTerminating, "Instance is terminating")...)
 			reason = metrics.ReasonInstanceTerminated
 		}
-		h.event(claim, corev1.EventTypeWarning, EventReasonInstanceStopping, fmt.Sprintf("Instance %s is %s: draining and replacing the node", instanceID, detail))
 	default:
 		return nil
 	}
@@ -91,11 +102,42 @@ func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind,
 	}
 	metrics.NodeClaimDisrupted(reason, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
 	log.FromContext(ctx).Info("deleted nodeclaim of interrupted instance", "nodeclaim", claim.Name, "instance", instanceID, "kind", kind)
+	h.Events.Publish(terminatingOnInterruptionEvents(claim, node)...)
 	return nil
 }
 
-func (h *InterruptionHandler) event(claim *karpv1.NodeClaim, typ, reason, message string) {
-	if h.Events != nil {
-		h.Events.Event(claim, typ, reason, message)
+// nodeOf returns the claim's Node, nil when it has none (yet, or any longer).
+func (h *InterruptionHandler) nodeOf(ctx context.Context, claim *karpv1.NodeClaim) (*corev1.Node, error) {
+	if claim.Status.NodeName == "" {
+		return nil, nil
 	}
+	node := &corev1.Node{}
+	if err := h.Kube.Get(ctx, client.ObjectKey{Name: claim.Status.NodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting node %s of nodeclaim %s: %w", claim.Status.NodeName, claim.Name, err)
+	}
+	return node, nil
+}
+
+// interruptionEvents: a notice about the instance of claim, on the claim and its node (nil for
+// none), each once in two minutes.
+func interruptionEvents(claim *karpv1.NodeClaim, node *corev1.Node, eventType, reason, message string) []events.Event {
+	out := []events.Event{{InvolvedObject: claim, Type: eventType, Reason: reason, Message: message, DedupeValues: []string{string(claim.UID)}}}
+	if node != nil {
+		out = append(out, events.Event{InvolvedObject: node, Type: eventType, Reason: reason, Message: message, DedupeValues: []string{string(node.UID)}})
+	}
+	return out
+}
+
+// terminatingOnInterruptionEvents: the claim was deleted for a notice.
+func terminatingOnInterruptionEvents(claim *karpv1.NodeClaim, node *corev1.Node) []events.Event {
+	out := []events.Event{{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonTerminatingOnInterruption,
+		Message: "Interruption triggered termination for the NodeClaim", DedupeValues: []string{string(claim.UID)}}}
+	if node != nil {
+		out = append(out, events.Event{InvolvedObject: node, Type: corev1.EventTypeWarning, Reason: EventReasonTerminatingOnInterruption,
+			Message: "Interruption triggered termination for the Node", DedupeValues: []string{string(node.UID)}})
+	}
+	return out
 }

@@ -113,7 +113,8 @@ type ClaimStatus struct {
 type Blocked struct {
 	// Node and NodeClaim name the node.
 	Node, NodeClaim string
-	// Reason says what protects it, such as "pdb default/web allows 0".
+	// Reason says what protects it, in Karpenter's words, such as
+	// "Pdb prevents pod evictions (PodDisruptionBudget=[default/web])".
 	Reason string
 }
 
@@ -164,27 +165,26 @@ func (idx *pdbIndex) blocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
 	return nil
 }
 
-// nodeProtection says why a node, by its own annotation, may not be voluntarily disrupted, or "".
+// nodeProtection says why a node, by its own annotation (or its NodeClaim's), may not be
+// voluntarily disrupted, or "": Karpenter's words, as its DisruptionBlocked Events say them.
 func nodeProtection(sn *state.StateNode) string {
-	if sn.Node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
-		return fmt.Sprintf("node %s is annotated %s", sn.Node.Name, karpv1.DoNotDisruptAnnotationKey)
-	}
-	if sn.NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
-		return fmt.Sprintf("nodeclaim %s is annotated %s", sn.NodeClaim.Name, karpv1.DoNotDisruptAnnotationKey)
+	if sn.Node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || sn.NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
+		return fmt.Sprintf("Disruption is blocked through the %q annotation", karpv1.DoNotDisruptAnnotationKey)
 	}
 	return ""
 }
 
-// podProtection says why a node's pods may not be voluntarily disrupted at now, or "".
+// podProtection says why a node's pods may not be voluntarily disrupted at now, or "":
+// Karpenter's words, as its DisruptionBlocked Events say them.
 func podProtection(pods []*corev1.Pod, pdbs *pdbIndex, now time.Time) string {
 	for _, pod := range pods {
 		if p := karpv1.PodDoNotDisrupt(pod, now); p.Active {
-			return fmt.Sprintf("pod %s/%s is annotated %s", pod.Namespace, pod.Name, p)
+			return fmt.Sprintf("Pod has %q annotation (Pod=%s/%s)", karpv1.DoNotDisruptAnnotationKey, pod.Namespace, pod.Name)
 		}
 	}
 	for _, pod := range pods {
 		if pdb := pdbs.blocking(pod); pdb != nil {
-			return fmt.Sprintf("pdb %s/%s allows 0", pdb.Namespace, pdb.Name)
+			return fmt.Sprintf("Pdb prevents pod evictions (PodDisruptionBudget=[%s/%s])", pdb.Namespace, pdb.Name)
 		}
 	}
 	return ""

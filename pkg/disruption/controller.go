@@ -23,6 +23,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
@@ -32,23 +33,20 @@ import (
 
 // Controller decides and carries out disruptions, one command at a time.
 type Controller struct {
-	kube     client.Client
-	cluster  *state.Cluster
-	cloud    cloudprovider.CloudProvider
-	clock    clock.Clock
-	recorder record.EventRecorder
-	opts     Options
+	kube    client.Client
+	cluster *state.Cluster
+	cloud   cloudprovider.CloudProvider
+	clock   clock.Clock
+	events  *events.Recorder
+	opts    Options
 
 	mu        sync.Mutex
 	pending   *pendingCommand // consolidation waiting for validation
 	inflight  *inflightCommand
 	podSets   map[string]string // node name → its pods' UIDs, to spot pod events
-	blocked   map[string]string // node name → last reason reported
 	observers []func(*Command)
 	// nextChange is the last decision's NextChange.
 	nextChange time.Time
-	// saidAt is when each repeated event was last recorded (see said).
-	saidAt map[string]time.Time
 }
 
 type pendingCommand struct {
@@ -61,15 +59,14 @@ type inflightCommand struct {
 	replacements []string // NodeClaim names
 	started      time.Time
 	disrupted    map[string]bool // candidates' NodeClaims deleted (and counted) so far
-	waitingSaid  map[string]bool // replacements told they are waited for
 }
 
 // NewController wires a disruption controller. recorder may be nil.
 func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider, clk clock.Clock,
 	recorder record.EventRecorder, opts Options) *Controller {
 	return &Controller{
-		kube: kube, cluster: cluster, cloud: cp, clock: clk, recorder: recorder, opts: opts.withDefaults(),
-		podSets: map[string]string{}, blocked: map[string]string{},
+		kube: kube, cluster: cluster, cloud: cp, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
+		podSets: map[string]string{},
 	}
 }
 
@@ -165,17 +162,14 @@ func (c *Controller) Step(ctx context.Context) error {
 	for _, p := range decision.Problems {
 		logger.Error(p, "invalid disruption settings")
 	}
-	c.forgetSaid(now)
 	for _, p := range decision.PodProblems {
-		// As Karpenter: the value is ignored, and the pod says so, once per repeat window.
-		if c.said(string(p.Pod.UID)+"\x00"+p.Err.Error(), now, EventRepeat) {
-			c.event(p.Pod, corev1.EventTypeWarning, EventReasonInvalidDoNotDisrupt, fmt.Sprintf("Invalid %s annotation: %v, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, p.Err))
-		}
+		// As Karpenter: the value is ignored, and the pod says so.
+		c.events.Publish(invalidDoNotDisruptEvent(p.Pod, p.Err))
 	}
 	if err := c.writeConditions(ctx, in, decision); err != nil {
 		return err
 	}
-	c.reportBlocked(in, decision, now)
+	c.reportBlocked(in, decision)
 
 	cmd := decision.Command
 	if c.pending != nil && (cmd == nil || c.pending.cmd.Key() != cmd.Key()) {
@@ -340,11 +334,10 @@ func setCondition(claim *karpv1.NodeClaim, cond metav1.Condition, now time.Time)
 }
 
 // reportBlocked says, in Events, why nodes stay: DisruptionBlocked on the Node and NodeClaim of
-// each protected node whose reason is new, Unconsolidatable on those single-node consolidation
-// could not act on (again after EventRepeat while the reason holds), and
-// DisruptionBlocked on each NodePool whose budgets allow no disruption for a reason (again
-// after a minute), as Karpenter's events say.
-func (c *Controller) reportBlocked(in *Input, d *Decision, now time.Time) {
+// each protected node, Unconsolidatable on those single-node consolidation could not act on,
+// and DisruptionBlocked on each NodePool whose budgets allow no disruption for a reason, each
+// deduplicated as Karpenter's (see events.go).
+func (c *Controller) reportBlocked(in *Input, d *Decision) {
 	nodes := map[string]*corev1.Node{}
 	claims := map[string]*karpv1.NodeClaim{}
 	for _, sn := range in.Nodes {
@@ -355,55 +348,18 @@ func (c *Controller) reportBlocked(in *Input, d *Decision, now time.Time) {
 			claims[sn.NodeClaim.Name] = sn.NodeClaim
 		}
 	}
-	current := map[string]string{}
 	for _, b := range d.Blocked {
-		current[b.Node] = b.Reason
-		if c.blocked[b.Node] != b.Reason {
-			c.event(nodes[b.Node], corev1.EventTypeNormal, EventReasonBlocked, "cannot disrupt: "+b.Reason)
-			c.event(claims[b.NodeClaim], corev1.EventTypeNormal, EventReasonBlocked, "cannot disrupt: "+b.Reason)
-		}
+		c.events.Publish(blockedEvents(nodes[b.Node], claims[b.NodeClaim], b.Reason)...)
 	}
-	c.blocked = current
 	for _, u := range d.Unconsolidatable {
-		if c.said(u.Node+"\x00"+u.Reason, now, EventRepeat) {
-			c.event(nodes[u.Node], corev1.EventTypeNormal, EventReasonUnconsolidatable, u.Reason)
-			c.event(claims[u.NodeClaim], corev1.EventTypeNormal, EventReasonUnconsolidatable, u.Reason)
-		}
+		c.events.Publish(unconsolidatableEvents(nodes[u.Node], claims[u.NodeClaim], u.Reason)...)
 	}
 	pools := map[string]*karpv1.NodePool{}
 	for _, np := range in.NodePools {
 		pools[np.Name] = np
 	}
 	for _, b := range d.BlockedPools {
-		if c.said(b.NodePool+"\x00"+string(b.Reason), now, time.Minute) {
-			c.event(pools[b.NodePool], corev1.EventTypeNormal, EventReasonBlocked, fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", b.Reason))
-		}
-	}
-}
-
-// EventRepeat is how long an Unconsolidatable or InvalidDoNotDisruptAnnotation event is not
-// repeated for the same object and message, as Karpenter's dedupe timeout.
-const EventRepeat = 15 * time.Minute
-
-// said reports whether an event keyed key is due: not said within every; it remembers the
-// time when it is.
-func (c *Controller) said(key string, now time.Time, every time.Duration) bool {
-	if c.saidAt == nil {
-		c.saidAt = map[string]time.Time{}
-	}
-	if last, ok := c.saidAt[key]; ok && now.Sub(last) < every {
-		return false
-	}
-	c.saidAt[key] = now
-	return true
-}
-
-// forgetSaid drops the events not said for an hour, once a pass.
-func (c *Controller) forgetSaid(now time.Time) {
-	for k, t := range c.saidAt {
-		if now.Sub(t) > time.Hour {
-			delete(c.saidAt, k)
-		}
+		c.events.Publish(nodePoolBlockedEvent(pools[b.NodePool], b.Reason))
 	}
 }
 
@@ -426,8 +382,6 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 			c.abandon(ctx, cmd, nil)
 			return err
 		}
-		c.event(cand.Node, corev1.EventTypeNormal, EventReasonLaunching, cmd.Message())
-		c.event(cand.NodeClaim, corev1.EventTypeNormal, EventReasonLaunching, cmd.Message())
 	}
 	var created []string
 	for _, r := range cmd.Replacements {
@@ -439,9 +393,10 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		c.cluster.RecordCreated(claim)
 		metrics.NodeClaimCreated(metrics.DisruptionReason(cmd.Reason), r.NodePool.Name)
 		created = append(created, claim.Name)
+		c.events.Publish(launchingEvent(claim, cmd.Reason))
 		logger.Info("created replacement nodeclaim", "nodeclaim", claim.Name, "instance-type", r.InstanceType(), "price", r.Price)
 	}
-	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}, waitingSaid: map[string]bool{}}
+	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}}
 	if len(created) == 0 {
 		_, err := c.follow(ctx, now)
 		return err
@@ -465,10 +420,7 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 			return false, fmt.Errorf("getting replacement nodeclaim %s: %w", name, err)
 		case !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized):
 			ready = false
-			if !f.waitingSaid[name] {
-				f.waitingSaid[name] = true
-				c.event(&claim, corev1.EventTypeNormal, EventReasonWaitingReadiness, "Waiting on readiness to continue disruption")
-			}
+			c.events.Publish(waitingOnReadinessEvent(&claim))
 		}
 	}
 	if !ready {
@@ -500,12 +452,7 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 			metrics.NodeClaimDisrupted(metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
 			metrics.PodsDisruptionInitiated(len(cand.Pods), metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
 		}
-		message := f.cmd.Message()
-		if f.cmd.Method == MethodEmptiness {
-			message = "deleting empty node"
-		}
-		c.event(cand.Node, corev1.EventTypeNormal, EventReasonTerminating, message)
-		c.event(cand.NodeClaim, corev1.EventTypeNormal, EventReasonTerminating, message)
+		c.events.Publish(terminatingEvents(cand.Node, cand.NodeClaim, f.cmd.Reason)...)
 	}
 	if len(errs) > 0 {
 		return false, errors.Join(errs...) // retried on the next pass
@@ -522,7 +469,7 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 		if err := c.taint(ctx, cand.Node.Name, false); err != nil {
 			logger.Error(err, "cannot untaint node", "node", cand.Node.Name)
 		}
-		c.event(cand.Node, corev1.EventTypeWarning, EventReasonAbandoned, "abandoned: "+cmd.Message())
+		c.events.Publish(abandonedEvent(cand.Node, cmd.Message()))
 	}
 	failed := 0
 	defer func() {
@@ -573,23 +520,6 @@ func (c *Controller) taint(ctx context.Context, name string, add bool) error {
 		return fmt.Errorf("tainting node %s: %w", name, err)
 	}
 	return nil
-}
-
-func (c *Controller) event(obj client.Object, kind, reason, message string) {
-	if c.recorder == nil || obj == nil || isNilObject(obj) {
-		return
-	}
-	c.recorder.Event(obj, kind, reason, message)
-}
-
-func isNilObject(obj client.Object) bool {
-	switch o := obj.(type) {
-	case *corev1.Node:
-		return o == nil
-	case *karpv1.NodeClaim:
-		return o == nil
-	}
-	return false
 }
 
 // volumeRequirements records, for each pod disruption might move, the node requirements its

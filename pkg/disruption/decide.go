@@ -572,6 +572,29 @@ func (d *decider) singleNode() *Command {
 	return nil
 }
 
+// noCheaperNode is why consolidation cannot replace nodes when no replacement is cheaper
+// enough (Karpenter's words).
+const noCheaperNode = "Can't replace with a cheaper node"
+
+// maxPodSchedulingErrors is how many pods' errors podSchedulingErrors names, as Karpenter.
+const maxPodSchedulingErrors = 5
+
+// podSchedulingErrors says which pods would not schedule elsewhere, as Karpenter's
+// Unconsolidatable and DisruptionBlocked Events do: "Not all pods would schedule, ns/name =>
+// error " for each of the first five, then " and N other(s)".
+func podSchedulingErrors(errs []scheduler.PodError) string {
+	var b strings.Builder
+	b.WriteString("Not all pods would schedule, ")
+	for i, pe := range errs {
+		if i == maxPodSchedulingErrors {
+			fmt.Fprintf(&b, " and %d other(s)", len(errs)-maxPodSchedulingErrors)
+			break
+		}
+		fmt.Fprintf(&b, "%s/%s => %s ", pe.Pod.Namespace, pe.Pod.Name, pe.Err)
+	}
+	return b.String()
+}
+
 func sumPrices(cands []*Candidate) float64 {
 	total := 0.0
 	for _, c := range cands {
@@ -595,11 +618,10 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 		res = d.sim.solve(cands, true)
 	}
 	if len(res.PodErrors) > 0 {
-		pe := res.PodErrors[0]
-		return nil, fmt.Sprintf("pod %s/%s cannot be rescheduled: %v", pe.Pod.Namespace, pe.Pod.Name, pe.Err)
+		return nil, podSchedulingErrors(res.PodErrors)
 	}
 	if maxClaims >= 0 && len(res.NewClaims) > maxClaims {
-		return nil, fmt.Sprintf("needs %d new nodes", len(res.NewClaims))
+		return nil, fmt.Sprintf("Can't remove without creating %d candidates", len(res.NewClaims))
 	}
 	total := sumPrices(cands)
 	cmd := &Command{Method: method, Reason: reason, Candidates: cands, Placements: res.ExistingPlacements}
@@ -678,10 +700,7 @@ func (d *decider) cheaperReplacement(claim *scheduler.Claim, cands []*Candidate,
 	}
 	price, ok := cheaperTypes(claim, limit, excludeType, excludeCapacityType)
 	if !ok {
-		if limit < total {
-			return 0, fmt.Sprintf("no replacement cheaper than $%.3f/h, the price of a node of the same type as the replacement could be", limit)
-		}
-		return 0, fmt.Sprintf("no replacement cheaper than $%.3f/h", total)
+		return 0, noCheaperNode
 	}
 	switch {
 	case spotToSpot && len(cands) == 1:

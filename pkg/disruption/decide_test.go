@@ -262,8 +262,8 @@ func TestDoNotDisruptDuration(t *testing.T) {
 	if touches(d) {
 		t.Errorf("a pod protected for 2h, started 21m ago, was disrupted: %s", d.Command.Message())
 	}
-	if len(d.Blocked) != 1 || !strings.Contains(d.Blocked[0].Reason, "do-not-disrupt until 2026") {
-		t.Errorf("blocked %+v, want the protected node, with when its protection ends", d.Blocked)
+	if len(d.Blocked) != 1 || d.Blocked[0].Node != "protected" || !strings.HasPrefix(d.Blocked[0].Reason, `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/`) {
+		t.Errorf("blocked %+v, want the protected node, naming its pod as Karpenter does", d.Blocked)
 	}
 	if d := decide("2h", 2*time.Hour+time.Minute); !touches(d) {
 		t.Errorf("the protection ended 1m ago, but the node was not consolidated (command %v)", d.Command)
@@ -304,7 +304,7 @@ func TestDoNotDisruptAndPDBBlock(t *testing.T) {
 	for _, b := range d.Blocked {
 		reasons[b.Node] = b.Reason
 	}
-	if reasons["web"] != "pdb default/web allows 0" {
+	if reasons["web"] != "Pdb prevents pod evictions (PodDisruptionBudget=[default/web])" {
 		t.Errorf("blocked = %v", reasons)
 	}
 }

@@ -1,55 +1,101 @@
 package nodeclaim
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/record"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/events"
 )
 
-// Reasons of the Events recorded on NodeClaims.
+// Reasons of the Events recorded on NodeClaims (and, for a failed launch, on the pods planned
+// for them). Those Karpenter has carry its reason and message; docs/events.md lists them all.
 const (
-	// EventReasonLaunched: the cloud provider launched the claim's instance.
+	// EventReasonLaunched: the cloud provider launched the claim's instance. Ours only.
 	EventReasonLaunched = "Launched"
 	// EventReasonLaunchFailed: launching failed; retried unless the error is terminal, in which
-	// case the claim is deleted.
+	// case the claim is deleted. Ours only.
 	EventReasonLaunchFailed = "LaunchFailed"
-	// EventReasonInsufficientCapacity: every offering tried was out of capacity; they are marked
-	// unavailable and the claim is deleted.
-	EventReasonInsufficientCapacity = "InsufficientCapacity"
-	// EventReasonNodeClassNotReady: the claim's NodeClass is missing or not ready; the launch
-	// waits.
+	// EventReasonInsufficientCapacityError (NodeClaim and the pods planned for it, Warning):
+	// every offering tried was out of capacity; they are marked unavailable and the claim is
+	// deleted.
+	EventReasonInsufficientCapacityError = "InsufficientCapacityError"
+	// EventReasonNodeClassNotReady (Warning): the claim's NodeClass is missing or not ready;
+	// the launch waits.
 	EventReasonNodeClassNotReady = "NodeClassNotReady"
-	// EventReasonRegistered: the claim's Node joined the cluster and was registered.
+	// EventReasonUnregisteredTaintMissing (Warning): the claim's Node joined without the
+	// karpenter.sh/unregistered taint, so pods may have landed on it before registration.
+	EventReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
+	// EventReasonRegistered: the claim's Node joined the cluster and was registered. Ours only.
 	EventReasonRegistered = "Registered"
-	// EventReasonInitialized: the claim's Node is ready for pods.
+	// EventReasonInitialized: the claim's Node is ready for pods. Ours only.
 	EventReasonInitialized = "Initialized"
 	// EventReasonLivenessExpired: the claim did not launch or register within the registration
-	// TTL and is deleted.
+	// TTL and is deleted. Ours only.
 	EventReasonLivenessExpired = "LivenessExpired"
 	// EventReasonNodeDeleted: the registered Node was deleted, so the claim is deleted too.
+	// Ours only.
 	EventReasonNodeDeleted = "NodeDeleted"
-	// EventReasonInstanceTerminating: the claim is deleting and its instance is terminating.
-	EventReasonInstanceTerminating = "InstanceTerminating"
-	// EventReasonFinalized: the instance is gone and the claim's finalizer removed.
+	// EventReasonTerminatingInstance: the claim is deleting and its instance is terminating.
+	// Ours only; not Karpenter's InstanceTerminating, which reports an instance terminated
+	// by someone else (an interruption).
+	EventReasonTerminatingInstance = "TerminatingInstance"
+	// EventReasonFinalized: the instance is gone and the claim's finalizer removed. Ours only.
 	EventReasonFinalized = "Finalized"
 	// EventReasonInstanceGone: the cloud provider no longer has the claim's instance; the
-	// garbage collector deletes the claim.
+	// garbage collector deletes the claim. Ours only.
 	EventReasonInstanceGone = "InstanceGone"
 )
 
-// recorder is a nil-safe record.EventRecorder.
-type recorder struct{ r record.EventRecorder }
+// maxEventMessageLength is Karpenter's longest message of a launch error's Event.
+const maxEventMessageLength = 1024
+
+// truncateMessage cuts msg to maxEventMessageLength, ending in "...", as Karpenter does.
+func truncateMessage(msg string) string {
+	if len(msg) <= maxEventMessageLength {
+		return msg
+	}
+	const suffix = "..."
+	return msg[:maxEventMessageLength-len(suffix)] + suffix
+}
+
+// insufficientCapacityErrorEvent: the claim could not launch for want of capacity.
+func insufficientCapacityErrorEvent(claim *karpv1.NodeClaim, err error) events.Event {
+	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonInsufficientCapacityError,
+		Message: truncateMessage(fmt.Sprintf("NodeClaim %s event: %s", claim.Name, err.Error())), DedupeValues: []string{string(claim.UID)}}
+}
+
+// insufficientCapacityErrorPodEvent: the claim planned for pod could not launch for want of
+// capacity; limited by limiter across pods, as Karpenter's.
+func insufficientCapacityErrorPodEvent(pod *corev1.Pod, claim *karpv1.NodeClaim, err error, limiter events.RateLimiter) events.Event {
+	return events.Event{InvolvedObject: pod, Type: corev1.EventTypeWarning, Reason: EventReasonInsufficientCapacityError,
+		Message:      truncateMessage(fmt.Sprintf("NodeClaim %s nominated for this pod failed to launch: %s", claim.Name, err.Error())),
+		DedupeValues: []string{string(pod.UID)}, RateLimiter: limiter}
+}
+
+// nodeClassNotReadyEvent: the claim's launch waits for its NodeClass.
+func nodeClassNotReadyEvent(claim *karpv1.NodeClaim, err error) events.Event {
+	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonNodeClassNotReady,
+		Message: truncateMessage(fmt.Sprintf("NodeClaim %s event: %s", claim.Name, err.Error())), DedupeValues: []string{string(claim.UID)}}
+}
+
+// unregisteredTaintMissingEvent: the claim's Node joined without the unregistered taint.
+func unregisteredTaintMissingEvent(claim *karpv1.NodeClaim) events.Event {
+	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonUnregisteredTaintMissing,
+		Message:      fmt.Sprintf("Missing %s taint which prevents registration related race conditions on Karpenter-managed nodes", karpv1.UnregisteredTaintKey),
+		DedupeValues: []string{string(claim.UID)}}
+}
+
+// recorder publishes the package's Events; normal and warning record those of ours that
+// Karpenter does not have, every time.
+type recorder struct{ *events.Recorder }
 
 func (r recorder) normal(obj runtime.Object, reason, format string, args ...any) {
-	if r.r != nil {
-		r.r.Eventf(obj, corev1.EventTypeNormal, reason, format, args...)
-	}
+	r.Publish(events.Event{InvolvedObject: obj, Type: corev1.EventTypeNormal, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }
 
 func (r recorder) warning(obj runtime.Object, reason, format string, args ...any) {
-	if r.r != nil {
-		r.r.Eventf(obj, corev1.EventTypeWarning, reason, format, args...)
-	}
+	r.Publish(events.Event{InvolvedObject: obj, Type: corev1.EventTypeWarning, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }
-
-func newRecorder(r record.EventRecorder) recorder { return recorder{r: r} }

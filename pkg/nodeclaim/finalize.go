@@ -78,7 +78,7 @@ func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeCl
 				c.setCondition(claim, karpv1.ConditionTypeInstanceTerminating, metav1.ConditionTrue, ReasonInstanceTerminating, "waiting for instance "+providerID+" to terminate")
 				res.onWrite(func() {
 					logger.Info("terminating instance", "provider-id", providerID)
-					c.events.normal(claim, EventReasonInstanceTerminating, "Terminating instance %s", providerID)
+					c.events.normal(claim, EventReasonTerminatingInstance, "Terminating instance %s", providerID)
 				})
 				if err := c.writeStatus(ctx, claim, persisted, &res); err != nil {
 					return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
@@ -43,13 +44,13 @@ type GarbageCollector struct {
 
 // NewGarbageCollector returns a garbage collector that reads and writes the cluster through
 // kube, the cloud through cloud, takes all time from clk (the real clock when nil) and records
-// Events with recorder (which may be nil). Zero options take their defaults.
-func NewGarbageCollector(kube client.Client, cloud InstanceProvider, clk clock.Clock, recorder record.EventRecorder,
+// Events with rec (which may be nil). Zero options take their defaults.
+func NewGarbageCollector(kube client.Client, cloud InstanceProvider, clk clock.Clock, rec record.EventRecorder,
 	opts GarbageCollectorOptions) *GarbageCollector {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &GarbageCollector{kube: kube, cloud: cloud, clock: clk, events: newRecorder(recorder), opts: opts.withDefaults()}
+	return &GarbageCollector{kube: kube, cloud: cloud, clock: clk, events: recorder{events.NewRecorder(rec, clk)}, opts: opts.withDefaults()}
 }
 
 // Register runs the garbage collector under mgr, on the elected leader only.

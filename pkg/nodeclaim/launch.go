@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,12 +76,13 @@ func (c *LifecycleController) launchFailed(ctx context.Context, claim *karpv1.No
 			c.unavailable.MarkUnavailable(offerings...)
 		}
 		logger.Info("insufficient capacity, deleting nodeclaim", "offerings", len(offerings), "error", err.Error())
-		c.events.warning(claim, EventReasonInsufficientCapacity, "Deleting: %s", err)
+		c.events.Publish(insufficientCapacityErrorEvent(claim, err))
+		c.publishPodInsufficientCapacityEvents(ctx, claim, err)
 		res.deleted = true
 		return c.deleteClaim(ctx, claim)
 	case cloudprovider.IsNodeClassNotReadyError(err):
 		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonNodeClassNotReady, err.Error())
-		c.events.warning(claim, EventReasonNodeClassNotReady, "Waiting to launch: %s", err)
+		c.events.Publish(nodeClassNotReadyEvent(claim, err))
 		res.requeue(NodeClassNotReadyRequeue)
 		return nil
 	case cloudprovider.IsTerminalCreateError(err):
@@ -185,4 +189,25 @@ func (l *launchCache) providerID(uid types.UID) string {
 		return claim.Status.ProviderID
 	}
 	return ""
+}
+
+// publishPodInsufficientCapacityEvents records an InsufficientCapacityError Event on each pod
+// planned for the claim (LifecycleOptions.Nominees) that still waits for a node, so that users
+// learn why their pods stay pending without reading Karpenter's logs, as Karpenter does.
+func (c *LifecycleController) publishPodInsufficientCapacityEvents(ctx context.Context, claim *karpv1.NodeClaim, launchErr error) {
+	if c.opts.Nominees == nil {
+		return
+	}
+	keys := slices.Collect(maps.Values(c.opts.Nominees(claim.Name)))
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	for _, key := range keys {
+		pod := &corev1.Pod{}
+		if err := c.kube.Get(ctx, key, pod); err != nil {
+			continue
+		}
+		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		c.events.Publish(insufficientCapacityErrorPodEvent(pod, claim, launchErr, c.podEvents))
+	}
 }

@@ -23,6 +23,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/events"
 )
 
 // LifecycleControllerName names the lifecycle controller in logs and metrics.
@@ -39,15 +40,17 @@ type LifecycleController struct {
 	events      recorder
 	opts        LifecycleOptions
 	launches    *launchCache
+	// podEvents limits the InsufficientCapacityError Events on pods, across claims.
+	podEvents events.RateLimiter
 }
 
 // NewLifecycleController returns a lifecycle controller that reads and writes through kube,
 // launches and terminates instances through cloud, marks offerings that ran out of capacity in
 // unavailable (which may be nil), takes all time from clk (the real clock when nil) and records
-// Events with recorder (which may be nil). Zero options take their defaults; options that fail
+// Events with rec (which may be nil). Zero options take their defaults; options that fail
 // Validate are the caller's bug.
 func NewLifecycleController(kube client.Client, cloud cloudprovider.Launcher, unavailable *cloudprovider.UnavailableOfferings,
-	clk clock.Clock, recorder record.EventRecorder, opts LifecycleOptions) *LifecycleController {
+	clk clock.Clock, rec record.EventRecorder, opts LifecycleOptions) *LifecycleController {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -56,9 +59,10 @@ func NewLifecycleController(kube client.Client, cloud cloudprovider.Launcher, un
 		cloud:       cloud,
 		unavailable: unavailable,
 		clock:       clk,
-		events:      newRecorder(recorder),
+		events:      recorder{events.NewRecorder(rec, clk)},
 		opts:        opts.withDefaults(),
 		launches:    newLaunchCache(clk),
+		podEvents:   events.NewRateLimiter(5, 10, clk),
 	}
 }
 

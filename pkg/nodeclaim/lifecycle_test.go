@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -228,14 +229,40 @@ func conditionTime(conds []metav1.Condition, condType string) time.Time {
 	return time.Time{}
 }
 
+// An instance type out of capacity: the offerings are marked unavailable, the claim is deleted,
+// and the claim and the pending pods planned for it get Karpenter's InsufficientCapacityError
+// Events (a pod already bound gets none).
 func TestInsufficientCapacityMarksOfferingsAndDeletes(t *testing.T) {
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ice-pending", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ice-bound", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "elsewhere", Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	for _, pod := range []*corev1.Pod{pending, bound} {
+		if err := env.Client.Create(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	}
+	var asked []string
 	f := newFixture(t, fixtureOptions{sim: sim.Options{Faults: sim.FaultPlan{
 		Unavailable: []cloudprovider.OfferingID{{InstanceType: "m5.large"}},
+	}}, opts: LifecycleOptions{Nominees: func(claim string) map[types.UID]types.NamespacedName {
+		asked = append(asked, claim)
+		return map[types.UID]types.NamespacedName{pending.UID: client.ObjectKeyFromObject(pending), bound.UID: client.ObjectKeyFromObject(bound)}
 	}}})
 	f.createClaim("ice", claimOptions{})
 	f.mustReconcile("ice")
 	f.expectDeleting("ice")
-	f.expectEvent("Warning " + EventReasonInsufficientCapacity)
+	f.expectEvent("Warning " + EventReasonInsufficientCapacityError + " NodeClaim ice event: ")
+	f.expectEvent("Warning " + EventReasonInsufficientCapacityError + " NodeClaim ice nominated for this pod failed to launch: ")
+	if len(asked) != 1 || asked[0] != "ice" {
+		t.Errorf("nominees asked for %q, want the claim", asked)
+	}
+	for len(f.events.Events) > 0 {
+		if e := <-f.events.Events; strings.Contains(e, "nominated for this pod") {
+			t.Errorf("a second pod event (the bound pod's): %q", e)
+		}
+	}
 	for _, zone := range f.cloud.Zones() {
 		id := cloudprovider.OfferingID{InstanceType: "m5.large", Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand}
 		if !f.unavailable.IsUnavailable(id) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
@@ -52,6 +53,10 @@ type LifecycleOptions struct {
 	// Node first (pkg/provisioning's NominationController). It must not block for long; what
 	// it fails to do is its own concern, registration goes ahead.
 	BeforeRegister func(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node)
+	// Nominees, when set, names the pods planned for a claim (by the claim's name), which get
+	// an InsufficientCapacityError Event when it cannot launch for want of capacity
+	// (state.Cluster.Nominees).
+	Nominees func(claimName string) map[types.UID]types.NamespacedName
 }
 
 // Validate reports the first invalid option.

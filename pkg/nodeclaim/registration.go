@@ -2,6 +2,7 @@ package nodeclaim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -59,6 +60,11 @@ func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.No
 		return nil, nil
 	}
 
+	if _, synced := node.Labels[karpv1.NodeRegisteredLabelKey]; !synced && !hasUnregisteredTaint(node) {
+		log.FromContext(ctx).Error(errors.New("missing taint prevents registration-related race conditions on Karpenter-managed nodes"),
+			"node claim registration error", "taint", karpv1.UnregisteredTaintKey)
+		c.events.Publish(unregisteredTaintMissingEvent(claim))
+	}
 	if c.opts.BeforeRegister != nil {
 		c.opts.BeforeRegister(ctx, claim, node)
 	}
@@ -159,4 +165,16 @@ func nodeNames(nodes []*corev1.Node) []string {
 		out[i] = n.Name
 	}
 	return out
+}
+
+// hasUnregisteredTaint reports whether node carries the karpenter.sh/unregistered:NoExecute
+// taint its kubelet registers it with.
+func hasUnregisteredTaint(node *corev1.Node) bool {
+	unregistered := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+	for _, t := range node.Spec.Taints {
+		if t.MatchTaint(&unregistered) {
+			return true
+		}
+	}
+	return false
 }

@@ -33,7 +33,7 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 		return nil, fmt.Errorf("indexing fields: %w", err)
 	}
 	lifecycle := nodeclaim.NewLifecycleController(mgr.GetClient(), cloudprovider.WithMetrics(cp, nodeclaim.LifecycleControllerName), unavailable, clk, recorder,
-		nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, ExternalFinalization: true, BeforeRegister: nomination.BeforeRegister})
+		nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, ExternalFinalization: true, BeforeRegister: nomination.BeforeRegister, Nominees: cluster.Nominees})
 	// Static NodePools (spec.replicas) are kept at their size only with the StaticCapacity
 	// feature gate on; off, they get no nodes and a Warning event says why.
 	var static registrar = &staticCapacityOff{kubeClient: mgr.GetClient(), recorder: recorder}

@@ -18,6 +18,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
@@ -44,10 +45,12 @@ type Provisioner struct {
 	cluster       *state.Cluster
 	cloudProvider cloudprovider.CloudProvider
 	unavailable   *cloudprovider.UnavailableOfferings
-	recorder      record.EventRecorder
-	batcher       *Batcher
-	opts          Options
-	observers     []func(*Decision)
+	events        *events.Recorder
+	// podEvents limits the Nominated Events, across pods, as Karpenter's.
+	podEvents events.RateLimiter
+	batcher   *Batcher
+	opts      Options
+	observers []func(*Decision)
 }
 
 // Observe registers a function called with every decision after it is carried out (for
@@ -58,7 +61,8 @@ func (p *Provisioner) Observe(fn func(*Decision)) { p.observers = append(p.obser
 func NewProvisioner(kubeClient client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider,
 	unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, c clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{
-		kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, unavailable: unavailable, recorder: recorder,
+		kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, unavailable: unavailable,
+		events: events.NewRecorder(recorder, c), podEvents: events.NewRateLimiter(5, 10, c),
 		batcher: NewBatcher(c, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
 	}
 }
@@ -131,15 +135,20 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 			"pods", len(c.Pods), "instance-types", instanceTypeNames(c.InstanceTypes, 5), "price", c.Price)
 		for _, pod := range c.Pods {
 			p.cluster.Nominate(pod, claim.Name, true)
-			p.event(pod, corev1.EventTypeNormal, "Nominated", fmt.Sprintf("Pod should schedule on: nodeclaim/%s", claim.Name))
+			p.events.Publish(nominatedEvent(pod, claim.Name, "", p.podEvents))
 		}
 	}
+	targets := placementTargets(snap)
 	for _, pl := range results.ExistingPlacements {
 		p.cluster.Nominate(pl.Pod, pl.Node, false)
-		p.event(pl.Pod, corev1.EventTypeNormal, "Nominated", fmt.Sprintf("Pod should schedule on: %s", pl.Node))
+		target, ok := targets[pl.Node]
+		if !ok {
+			target[1] = pl.Node
+		}
+		p.events.Publish(nominatedEvent(pl.Pod, target[0], target[1], p.podEvents))
 	}
 	for _, pe := range results.PodErrors {
-		p.event(pe.Pod, corev1.EventTypeWarning, "FailedScheduling", fmt.Sprintf("Failed to schedule pod, %v", pe.Err))
+		p.events.Publish(failedSchedulingEvent(pe.Pod, pe.Err))
 	}
 	for _, fn := range p.observers {
 		fn(decision)
@@ -176,12 +185,6 @@ func (p *Provisioner) markDecisions(results *scheduler.Results) {
 		failed[i] = pe.Pod
 	}
 	metrics.ObserveSchedulingDecisions(p.cluster.MarkSchedulingDecisions(placed, failed))
-}
-
-func (p *Provisioner) event(obj client.Object, kind, reason, message string) {
-	if p.recorder != nil {
-		p.recorder.Event(obj, kind, reason, message)
-	}
 }
 
 func instanceTypeNames(types []*cloudprovider.InstanceType, n int) string {

@@ -220,20 +220,42 @@ func TestUnschedulablePodGetsEvent(t *testing.T) {
 	if _, err := f.provisioner.Provision(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := "nodepool default: requirement kubernetes.io/arch In [s390x] not compatible with kubernetes.io/arch In [amd64]"
+	expectPodEvent(t, "s390x", corev1.EventTypeWarning, "FailedScheduling",
+		"Failed to schedule pod, incompatible with every nodepool: nodepool default: requirement kubernetes.io/arch In [s390x] not compatible with kubernetes.io/arch In [amd64]")
+}
+
+// TestNominatedEventNamesTheClaim: a pod a new NodeClaim is launched for gets Karpenter's
+// Nominated Event naming it.
+func TestNominatedEventNamesTheClaim(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	pending(t, builders.Pod(builders.PodOptions{Name: "nominee", CPU: "1"}))
+	decision, err := f.provisioner.Provision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decision.Created) != 1 {
+		t.Fatalf("created %d claims, want 1", len(decision.Created))
+	}
+	expectPodEvent(t, "nominee", corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/"+decision.Created[0].Name)
+}
+
+// expectPodEvent waits for an Event on the pod of the default namespace with the type and reason
+// whose message starts with want.
+func expectPodEvent(t *testing.T, pod, eventType, reason, want string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		events, err := env.Kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=s390x"})
+		events, err := env.Kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range events.Items {
-			if e.Reason == "FailedScheduling" && strings.Contains(e.Message, want) {
+			if e.Type == eventType && e.Reason == reason && strings.HasPrefix(e.Message, want) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no FailedScheduling event saying %q; events: %v", want, fmt.Sprint(events.Items))
+			t.Fatalf("no %s %s event saying %q; events: %v", eventType, reason, want, fmt.Sprint(events.Items))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

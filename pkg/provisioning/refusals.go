@@ -117,10 +117,7 @@ func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []R
 		if m.Launched {
 			reason = EventReasonLaunchMismatch
 		}
-		p.event(pod, corev1.EventTypeWarning, reason, r.Message())
-		if np := pools[m.NodePool]; np != nil {
-			p.event(np, corev1.EventTypeWarning, reason, fmt.Sprintf("pod %s: %s", m.Pod, r.Message()))
-		}
+		p.events.Publish(refusalEvents(pod, pools[m.NodePool], reason, r.Message())...)
 		log.FromContext(ctx).Info("nominated node did not take its pod", "pod", m.Pod, "node", m.Node, "nodepool", m.NodePool,
 			"launched", m.Launched, "differs", kind, "why", why, "launches-missed", r.Launches, "retry-at", r.RetryAt)
 	}

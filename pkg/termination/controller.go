@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 )
@@ -48,7 +49,7 @@ type Controller struct {
 	kube      client.Client
 	finalizer Finalizer
 	clock     clock.Clock
-	events    recorder
+	events    *events.Recorder
 	opts      Options
 	refusals  refusals
 }
@@ -65,12 +66,10 @@ func NewController(kubeClient client.Client, finalizer Finalizer, clk clock.Cloc
 		kube:      kubeClient,
 		finalizer: finalizer,
 		clock:     clk,
-		events:    newRecorder(recorder),
+		events:    events.NewRecorder(recorder, clk),
 		opts:      opts.withDefaults(),
 	}
 }
-
-func newRecorder(r record.EventRecorder) recorder { return recorder{r: r} }
 
 // Register watches NodeClaims, and Nodes mapped to their NodeClaims (by owner reference,
 // status.nodeName or provider ID), under mgr. Call IndexFields (and nodeclaim.IndexFields) on
@@ -128,7 +127,7 @@ func (c *Controller) followNodeDeletion(ctx context.Context, claim *karpv1.NodeC
 			return false, client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim of deleted node %s: %w", node.Name, err))
 		}
 		log.FromContext(ctx).Info("deleted nodeclaim of deleted node", "node", node.Name)
-		c.events.normal(claim, EventReasonNodeDeleted, "Node %s was deleted; terminating its nodeclaim", node.Name)
+		c.events.Publish(nodeDeletedEvent(claim, node))
 		return true, nil
 	}
 	return false, nil
@@ -145,8 +144,16 @@ func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if deadline != nil {
+		c.events.Publish(gracePeriodExpiringEvents(claim, nodes, claim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey])...)
+	}
 	for _, node := range nodes {
 		if err := c.cordon(ctx, claim, node); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeDrained) == nil {
+		if err := c.setCondition(ctx, claim, metav1.Condition{Type: karpv1.ConditionTypeDrained, Status: metav1.ConditionUnknown, Reason: ReasonDraining, Message: ReasonDraining}); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -159,7 +166,7 @@ func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (re
 	if deadline != nil && !now.Before(*deadline) {
 		// The termination grace period is over: nothing may hold the node any longer.
 		c.refusals.forget(claim.UID)
-		if err := c.deleteRemaining(ctx, claim, pods); err != nil {
+		if err := c.deleteRemaining(ctx, claim, pods, *deadline); err != nil {
 			return reconcile.Result{}, err
 		}
 	} else {
@@ -184,6 +191,9 @@ func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (re
 	if err := c.markDrained(ctx, claim, nodes); err != nil {
 		return reconcile.Result{}, err
 	}
+	if wait, err := c.awaitVolumeDetachment(ctx, claim, nodes, pods, deadline, c.clock.Now()); err != nil || wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, err
+	}
 	logger.V(1).Info("drained, finalizing")
 	res, err := c.finalizer.Finalize(ctx, claim)
 	if err != nil {
@@ -191,10 +201,7 @@ func (c *Controller) terminate(ctx context.Context, claim *karpv1.NodeClaim) (re
 	}
 	if !controllerutil.ContainsFinalizer(claim, karpv1.TerminationFinalizer) {
 		logger.Info("terminated nodeclaim")
-		c.events.normal(claim, EventReasonTerminated, "Terminated nodeclaim %s", claim.Name)
-		for _, node := range nodes {
-			c.events.normal(node, EventReasonTerminated, "Terminated node %s", node.Name)
-		}
+		c.events.Publish(terminatedEvents(claim, nodes)...)
 	}
 	return res, nil
 }
@@ -206,6 +213,7 @@ func (c *Controller) terminationDeadline(ctx context.Context, claim *karpv1.Node
 	if v, ok := claim.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
 		t, err := time.Parse(time.RFC3339, v)
 		if err == nil {
+			t = t.UTC()
 			return &t, nil
 		}
 		log.FromContext(ctx).Error(err, "ignoring invalid termination timestamp", "value", v)
@@ -213,7 +221,7 @@ func (c *Controller) terminationDeadline(ctx context.Context, claim *karpv1.Node
 	if claim.Spec.TerminationGracePeriod == nil {
 		return nil, nil
 	}
-	t := claim.DeletionTimestamp.Add(claim.Spec.TerminationGracePeriod.Duration)
+	t := claim.DeletionTimestamp.Add(claim.Spec.TerminationGracePeriod.Duration).UTC()
 	base := claim.DeepCopy()
 	if claim.Annotations == nil {
 		claim.Annotations = map[string]string{}
@@ -238,8 +246,7 @@ func (c *Controller) cordon(ctx context.Context, claim *karpv1.NodeClaim, node *
 		return client.IgnoreNotFound(fmt.Errorf("tainting node %s: %w", node.Name, err))
 	}
 	log.FromContext(ctx).Info("cordoned node, draining", "node", node.Name)
-	c.events.normal(claim, EventReasonDraining, "Draining node %s", node.Name)
-	c.events.normal(node, EventReasonDraining, "Draining node %s", node.Name)
+	c.events.Publish(drainingEvents(claim, node)...)
 	return nil
 }
 
@@ -330,24 +337,41 @@ func isConflict(err error) bool {
 	return apierrors.IsConflict(err)
 }
 
-// markDrained sets the claim's Drained condition, as Karpenter's, the first time its drain
+// ReasonDraining is the reason (and message) of the Drained condition while the drain runs
+// (Unknown), as Karpenter's.
+const ReasonDraining = "Draining"
+
+// markDrained sets the claim's Drained condition True, as Karpenter's, the first time its drain
 // completes, and counts the node drained then (once: the condition remembers it across
 // restarts).
 func (c *Controller) markDrained(ctx context.Context, claim *karpv1.NodeClaim, nodes []*corev1.Node) error {
 	if meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeDrained) {
 		return nil
 	}
+	if err := c.setCondition(ctx, claim, metav1.Condition{Type: karpv1.ConditionTypeDrained, Status: metav1.ConditionTrue, Reason: karpv1.ConditionTypeDrained}); err != nil {
+		return err
+	}
+	for _, node := range nodes {
+		metrics.NodeDrained(node.Labels[karpv1.NodePoolLabelKey])
+	}
+	return nil
+}
+
+// setCondition writes cond (its transition time from the clock) on the claim's status when it
+// changes the condition's status, reason or message; a claim already gone is no error.
+func (c *Controller) setCondition(ctx context.Context, claim *karpv1.NodeClaim, cond metav1.Condition) error {
+	if old := meta.FindStatusCondition(claim.Status.Conditions, cond.Type); old != nil &&
+		old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
+		return nil
+	}
 	patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrained, Status: metav1.ConditionTrue,
-		Reason: "Drained", LastTransitionTime: metav1.NewTime(c.clock.Now()), ObservedGeneration: claim.Generation})
+	cond.LastTransitionTime, cond.ObservedGeneration = metav1.NewTime(c.clock.Now()), claim.Generation
+	meta.SetStatusCondition(&claim.Status.Conditions, cond)
 	if err := c.kube.Status().Patch(ctx, claim, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("marking nodeclaim drained: %w", err)
-	}
-	for _, node := range nodes {
-		metrics.NodeDrained(node.Labels[karpv1.NodePoolLabelKey])
+		return fmt.Errorf("setting condition %s of nodeclaim: %w", cond.Type, err)
 	}
 	return nil
 }

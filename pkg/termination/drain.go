@@ -57,7 +57,7 @@ func (c *Controller) drain(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 			case pod.DeletionTimestamp != nil:
 				w.at(c.opts.DrainPoll)
 			case protection.Active:
-				c.blocked(claim, nodes, "pod %s has %s%s", pod.Name, protection, until(deadline))
+				c.blocked(claim, nodes, pod, fmt.Sprintf("pod %s has %s%s", pod.Name, protection, until(deadline)))
 				w.at(c.opts.EvictionRetry)
 				refused = true
 				if deadline != nil {
@@ -85,6 +85,7 @@ func (c *Controller) drain(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 		if len(errs) > 0 {
 			return false, 0, errors.Join(errs...)
 		}
+		c.blocked(claim, nodes, nil, waitingForEvictionDetail(waitingForEviction(pods, now, c.opts.StuckTerminatingTimeout)))
 		log.FromContext(ctx).V(1).Info("draining", "pods", len(members), "critical", g == groupCritical)
 		return false, time.Duration(w), nil
 	}
@@ -173,12 +174,12 @@ func (c *Controller) evict(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 	switch {
 	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
 		// The server asked to retry later (a budget it has not processed yet) and kept asking.
-		c.blocked(claim, nodes, "eviction of pod %s not granted within %s: the API server asks to retry later", pod.Name, c.opts.EvictionTimeout)
+		c.blocked(claim, nodes, pod, fmt.Sprintf("eviction of pod %s not granted within %s: the API server asks to retry later", pod.Name, c.opts.EvictionTimeout))
 		return evictionRefused, nil
 	case err == nil:
 		metrics.PodDrained(drainReason(claim))
 		log.FromContext(ctx).Info("evicted pod", "pod", podKey(pod))
-		c.events.normal(pod, EventReasonEvicted, "Evicted pod %s: draining node %s", podKey(pod), pod.Spec.NodeName)
+		c.events.Publish(evictedEvent(pod, drainReason(claim)))
 		return evictionDone, nil
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		// Gone already, or replaced by a pod of the same name: the next pass sees which.
@@ -189,22 +190,35 @@ func (c *Controller) evict(ctx context.Context, claim *karpv1.NodeClaim, nodes [
 			return evictionFailed, lerr
 		}
 		if budget != "" {
-			c.blocked(claim, nodes, "pdb %s blocks eviction of pod %s", budget, pod.Name)
+			c.blocked(claim, nodes, pod, podDetail(pdbViolationDetail, pod, "PodDisruptionBudget", budget))
 		} else {
-			c.blocked(claim, nodes, "eviction of pod %s refused: %s", pod.Name, err.Error())
+			c.blocked(claim, nodes, pod, podDetail(pdbViolationDetail, pod))
 		}
+		return evictionRefused, nil
+	case strings.Contains(err.Error(), multiplePDBsMessage):
+		c.blocked(claim, nodes, pod, podDetail(multiplePDBsDetail, pod))
 		return evictionRefused, nil
 	default:
 		return evictionFailed, fmt.Errorf("evicting pod %s: %w", podKey(pod), err)
 	}
 }
 
-// blocked records why the drain cannot go on yet, on the claim and its nodes.
-func (c *Controller) blocked(claim *karpv1.NodeClaim, nodes []*corev1.Node, format string, args ...any) {
-	c.events.warning(claim, EventReasonFailedDraining, format, args...)
-	for _, node := range nodes {
-		c.events.warning(node, EventReasonFailedDraining, format, args...)
+// blocked records why the drain cannot go on yet (because of pod, or nil), on the claim and its
+// nodes.
+func (c *Controller) blocked(claim *karpv1.NodeClaim, nodes []*corev1.Node, pod *corev1.Pod, detail string) {
+	c.events.Publish(failedDrainingEvents(claim, nodes, pod, detail)...)
+}
+
+// waitingForEviction counts the pods a drain still waits for: those of every drain group, being
+// deleted or not, but for those stuck terminating.
+func waitingForEviction(pods []*corev1.Pod, now time.Time, stuckTimeout time.Duration) int {
+	n := 0
+	for _, pod := range pods {
+		if classify(pod) != groupIgnored && !isStuckTerminating(pod, now, stuckTimeout) {
+			n++
+		}
 	}
+	return n
 }
 
 // blockingBudget names ("namespace/name") the PodDisruptionBudgets that select pod, the first
@@ -236,18 +250,19 @@ func (c *Controller) blockingBudget(ctx context.Context, pod *corev1.Pod) (strin
 // deleteRemaining deletes, without an eviction, every pod the drain would wait for that is not
 // already being deleted: the termination grace period ran out, so neither budgets nor
 // do-not-disrupt hold the node any longer.
-func (c *Controller) deleteRemaining(ctx context.Context, claim *karpv1.NodeClaim, pods []*corev1.Pod) error {
+func (c *Controller) deleteRemaining(ctx context.Context, claim *karpv1.NodeClaim, pods []*corev1.Pod, deadline time.Time) error {
 	var errs []error
 	for _, pod := range pods {
 		if classify(pod) == groupIgnored || pod.DeletionTimestamp != nil {
 			continue
 		}
-		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+		grace := grantedGrace(pod, 0)
+		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(grace))
 		switch {
 		case err == nil:
 			metrics.PodDrained(drainReason(claim))
 			log.FromContext(ctx).Info("deleted pod, termination grace period elapsed", "pod", podKey(pod))
-			c.events.normal(pod, EventReasonDisrupted, "Deleting pod %s: the termination grace period of node %s elapsed. This bypasses the PDB of the pod and the do-not-disrupt annotation.", podKey(pod), pod.Spec.NodeName)
+			c.events.Publish(disruptedEvent(pod, grace, deadline))
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		default:
 			errs = append(errs, fmt.Errorf("deleting pod %s: %w", podKey(pod), err))
@@ -274,14 +289,13 @@ func (c *Controller) deleteExpiring(ctx context.Context, claim *karpv1.NodeClaim
 			next.at(at.Sub(now))
 			continue
 		}
-		left := int64(deadline.Sub(now) / time.Second)
+		left := grantedGrace(pod, int64(deadline.Sub(now)/time.Second))
 		err := c.kube.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.GracePeriodSeconds(left))
 		switch {
 		case err == nil:
 			metrics.PodDrained(drainReason(claim))
 			log.FromContext(ctx).Info("deleted pod, its grace period would outlast the node's", "pod", podKey(pod), "grace-seconds", left)
-			c.events.normal(pod, EventReasonDisrupted, "Deleting pod %s to accommodate the terminationTime %s of node %s. This bypasses the PDB of the pod and the do-not-disrupt annotation.",
-				podKey(pod), deadline.UTC().Format(time.RFC3339), pod.Spec.NodeName)
+			c.events.Publish(disruptedEvent(pod, left, deadline))
 			deleted := metav1.NewTime(now)
 			pod.DeletionTimestamp = &deleted
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
@@ -290,6 +304,23 @@ func (c *Controller) deleteExpiring(ctx context.Context, claim *karpv1.NodeClaim
 		}
 	}
 	return time.Duration(next), errors.Join(errs...)
+}
+
+// minDeleteGrace is the least grace period, in seconds, of a pod deleted for the node's
+// termination deadline, as Karpenter's: not zero, which would remove the pod from etcd before
+// its containers stop.
+const minDeleteGrace int64 = 1
+
+// grantedGrace is the grace period, in seconds, of a pod deleted for the node's termination
+// deadline with left seconds to go: as Karpenter, left but at least minDeleteGrace; and never
+// more than the pod's own terminationGracePeriodSeconds (a pod that asks for none is deleted at
+// once, as its own deletion would).
+func grantedGrace(pod *corev1.Pod, left int64) int64 {
+	grace := max(left, minDeleteGrace)
+	if own := pod.Spec.TerminationGracePeriodSeconds; own != nil && *own < grace {
+		grace = max(*own, 0)
+	}
+	return grace
 }
 
 // drainReason is the reason label of the pods a claim's drain evicts or deletes: why the claim

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -19,8 +20,9 @@ import (
 // controller lists every pod and filters them.
 const PodNodeNameIndex = "spec.nodeName"
 
-// IndexFields registers PodNodeNameIndex with indexer (a manager's field indexer, before the
-// manager starts), so that finding a node's pods reads the cache's index.
+// IndexFields registers PodNodeNameIndex and VolumeAttachmentNodeNameIndex with indexer (a
+// manager's field indexer, before the manager starts), so that finding a node's pods and
+// VolumeAttachments reads the cache's index.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodNodeNameIndex, func(o client.Object) []string {
 		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -29,6 +31,14 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing pods by node name: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &storagev1.VolumeAttachment{}, VolumeAttachmentNodeNameIndex, func(o client.Object) []string {
+		if va, ok := o.(*storagev1.VolumeAttachment); ok && va.Spec.NodeName != "" {
+			return []string{va.Spec.NodeName}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing volumeattachments by node name: %w", err)
 	}
 	return nil
 }

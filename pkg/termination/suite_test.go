@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/tools/record"
+
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,6 +25,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/eventlog"
 )
 
 // env is the real API server the tests run against. Tests do not run in parallel: the
@@ -42,8 +43,7 @@ type fixture struct {
 	clock     *clocktesting.FakeClock
 	cloud     *sim.Cloud
 	kubelet   *sim.Kubelet
-	events    *record.FakeRecorder
-	seen      []string
+	events    *eventlog.Log
 	lifecycle *nodeclaim.LifecycleController
 	finalizer *countingFinalizer
 	ctrl      *Controller
@@ -81,7 +81,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatalf("sim.NewKubelet: %v", err)
 	}
-	events := record.NewFakeRecorder(1000)
+	events := &eventlog.Log{}
 	lifecycle := nodeclaim.NewLifecycleController(env.Client, cloud, nil, clk, events, nodeclaim.LifecycleOptions{ExternalFinalization: true})
 	fin := &countingFinalizer{Finalizer: lifecycle}
 	return &fixture{
@@ -183,6 +183,7 @@ type podOptions struct {
 	grace       int64  // terminationGracePeriodSeconds; 0 makes an eviction remove it at once
 	priority    string // priority class name
 	tolerations []corev1.Toleration
+	claims      []string // PersistentVolumeClaims the pod mounts
 }
 
 // pod creates a pod bound to node, then lets the kubelet mark it Running.
@@ -198,6 +199,10 @@ func (f *fixture) pod(name, node string, o podOptions) *corev1.Pod {
 			PriorityClassName:             o.priority,
 			Tolerations:                   o.tolerations,
 		},
+	}
+	for _, c := range o.claims {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: c,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
 	}
 	if o.owner != "" {
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: o.owner, Name: "owner", UID: "0b1c2d3e-0000-4000-8000-000000000001"}}
@@ -346,25 +351,18 @@ func (f *fixture) liveInstances() int {
 	return n
 }
 
-// expectEvent checks that an event containing all of parts was recorded since the fixture
-// began.
+// expectEvent checks that an event containing all of parts ("Kind/name Type Reason Message")
+// was recorded since the fixture began.
 func (f *fixture) expectEvent(parts ...string) {
 	f.t.Helper()
-	for {
-		select {
-		case e := <-f.events.Events:
-			f.seen = append(f.seen, e)
-			continue
-		default:
-		}
-		break
-	}
-	for _, e := range f.seen {
-		if containsAll(e, parts) {
+	var seen []string
+	for _, e := range f.events.Events() {
+		if containsAll(e.String(), parts) {
 			return
 		}
+		seen = append(seen, e.String())
 	}
-	f.t.Errorf("no event with %q among %q", parts, f.seen)
+	f.t.Errorf("no event with %q among %q", parts, seen)
 }
 
 func containsAll(s string, parts []string) bool {

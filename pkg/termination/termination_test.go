@@ -89,7 +89,7 @@ func TestBudgetBlocksEvictionUntilAllowed(t *testing.T) {
 			t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, want)
 		}
 	}
-	f.expectEvent("Warning", EventReasonFailedDraining, "pdb "+f.ns+"/web blocks eviction of pod web-0")
+	f.expectEvent("Node/", "Warning", EventReasonFailedDraining, "Failed to drain node, evicting pod violates a PDB (Pod="+f.ns+"/web-0, PodDisruptionBudget="+f.ns+"/web)")
 
 	// One disruption allowed: the first pod goes, the API server spends the allowance, and the
 	// second waits.
@@ -178,7 +178,7 @@ func TestDoNotDisruptBlocksUntilGracePeriod(t *testing.T) {
 	if !f.evicted("precious") || !f.evicted("guarded") {
 		t.Fatal("pods not deleted after the grace period")
 	}
-	f.expectEvent("Normal", EventReasonDisrupted, "precious")
+	f.expectEvent("Pod/precious", "Normal", EventReasonDisrupted, "Deleting the pod to accommodate the terminationTime "+claim.DeletionTimestamp.Add(grace).UTC().String()+" of the node. The pod was granted 1 seconds of grace-period of its 30 terminationGracePeriodSeconds.")
 	if f.finalizer.n.Load() == 0 {
 		t.Fatal("not finalized after the grace period")
 	}
@@ -336,7 +336,7 @@ func TestPodsDeletedInTimeForTheirGracePeriod(t *testing.T) {
 	if f.evicted("quick") {
 		t.Fatal("quick deleted long before deadline - 30s")
 	}
-	f.expectEvent("Normal", EventReasonDisrupted, "slow")
+	f.expectEvent("Pod/slow", "Normal", EventReasonDisrupted, "The pod was granted")
 
 	f.clock.SetTime(start.Add(grace - 30*time.Second))
 	f.reconcile("early")

@@ -161,7 +161,7 @@ func TestInMemoryClient(t *testing.T) {
 	}
 	var blocked bool
 	for len(events.Events) > 0 {
-		if e := <-events.Events; strings.Contains(e, "pdb default/web blocks eviction of pod web-1") {
+		if e := <-events.Events; strings.Contains(e, "Failed to drain node, evicting pod violates a PDB (Pod=default/web-1, PodDisruptionBudget=default/web)") {
 			blocked = true
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	kevents "github.com/openkarpenter/karpenter/pkg/events"
 )
 
 // Kinds of interruption message: the cloud provider's notice kinds, and MessageUnknown.
@@ -131,7 +132,7 @@ func (m InterruptionMessage) MessageType() string {
 // acted on was on the queue, from its SQS SentTimestamp (pkg/metrics).
 type InterruptionController struct {
 	provider *Provider
-	events   record.EventRecorder
+	handler  *cloudprovider.InterruptionHandler
 	queueURL string
 	// WaitTime is the long-poll wait of each receive (default 20s).
 	WaitTime time.Duration
@@ -139,7 +140,8 @@ type InterruptionController struct {
 
 // NewInterruptionController returns the controller; events may be nil.
 func NewInterruptionController(p *Provider, events record.EventRecorder) *InterruptionController {
-	return &InterruptionController{provider: p, events: events, WaitTime: 20 * time.Second}
+	handler := &cloudprovider.InterruptionHandler{Kube: p.opts.KubeClient, Unavailable: p.opts.Unavailable, Events: kevents.NewRecorder(events, p.opts.Clock)}
+	return &InterruptionController{provider: p, handler: handler, WaitTime: 20 * time.Second}
 }
 
 // Register runs the controller on the elected leader when a queue is configured.
@@ -251,13 +253,12 @@ func (c *InterruptionController) act(ctx context.Context, msg InterruptionMessag
 	if msg.Kind == MessageUnknown {
 		return nil
 	}
-	h := &cloudprovider.InterruptionHandler{Kube: c.provider.opts.KubeClient, Unavailable: c.provider.opts.Unavailable, Events: c.events}
 	for _, id := range msg.InstanceIDs {
 		claim := byInstance[id]
 		if claim == nil {
 			continue // not ours, or already gone
 		}
-		if err := h.Handle(ctx, msg.Kind, claim, id, msg.State); err != nil {
+		if err := c.handler.Handle(ctx, msg.Kind, claim, id, msg.State); err != nil {
 			return err
 		}
 	}

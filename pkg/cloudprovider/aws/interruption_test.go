@@ -2,6 +2,7 @@ package aws
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+	"github.com/openkarpenter/karpenter/pkg/test/eventlog"
 )
 
 func fakeSubnet(id, zone string, tags map[string]string) fake.Subnet {
@@ -58,11 +60,30 @@ func TestSpotInterruptionDeletesTheClaim(t *testing.T) {
 	f.aws.SendMessage("karpenter-interruptions", `{"version":"0","id":"3","detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","detail":{"instance-id":"i-0notours000000000"}}`)
 	f.aws.SendMessage("karpenter-interruptions", `not an event`)
 
-	c := NewInterruptionController(f.provider, nil)
+	stopped := f.launchRecorded(np, "general-purpose-stopped")
+	f.aws.SendMessage("karpenter-interruptions", fmt.Sprintf(`{"version":"0","id":"4","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","detail":{"instance-id":"%s","state":"stopping"}}`, id(stopped)))
+
+	log := &eventlog.Log{}
+	c := NewInterruptionController(f.provider, log)
 	c.WaitTime = 0
 	handled, err := c.Poll(f.ctx)
-	if err != nil || len(handled) != 4 {
+	if err != nil || len(handled) != 5 {
 		t.Fatalf("Poll: %v, handled %d", err, len(handled))
+	}
+	// The events of Karpenter's AWS provider, on the claims (they have no nodes here).
+	for _, want := range []eventlog.Event{
+		{Kind: "NodeClaim", Name: spot.Name, Type: corev1.EventTypeWarning, Reason: "SpotInterrupted", Message: "Spot interruption warning was triggered"},
+		{Kind: "NodeClaim", Name: spot.Name, Type: corev1.EventTypeWarning, Reason: "TerminatingOnInterruption", Message: "Interruption triggered termination for the NodeClaim"},
+		{Kind: "NodeClaim", Name: other.Name, Type: corev1.EventTypeNormal, Reason: "SpotRebalanceRecommendation", Message: "Spot rebalance recommendation was triggered"},
+		{Kind: "NodeClaim", Name: stopped.Name, Type: corev1.EventTypeWarning, Reason: "InstanceStopping", Message: "Instance is stopping"},
+		{Kind: "NodeClaim", Name: stopped.Name, Type: corev1.EventTypeWarning, Reason: "TerminatingOnInterruption", Message: "Interruption triggered termination for the NodeClaim"},
+	} {
+		if !slices.Contains(log.Events(), want) {
+			t.Errorf("no event %s among %v", want, log.Events())
+		}
+	}
+	if got := log.Find("TerminatingOnInterruption", other.Name); len(got) != 0 {
+		t.Errorf("a rebalance recommendation terminated its claim: %v", got)
 	}
 	if n := f.aws.QueueMessages("karpenter-interruptions"); n != 0 {
 		t.Errorf("%d messages left in the queue", n)

@@ -22,6 +22,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	kevents "github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -46,8 +47,16 @@ const maxFleetInstanceTypes = 60
 const spotRoleMissingCode = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
 
 // EventReasonSpotServiceLinkedRole is the reason of the Warning on a NodeClaim whose spot launch
-// failed for want of the Spot service-linked role.
+// failed for want of the Spot service-linked role. Karpenter records this Event with no reason
+// at all, which no one can select or alert on; we give it this one.
 const EventReasonSpotServiceLinkedRole = "SpotServiceLinkedRoleCreationFailure"
+
+// spotServiceLinkedRoleEvent: Karpenter's message, then how to fix it.
+func spotServiceLinkedRoleEvent(claim *karpv1.NodeClaim) kevents.Event {
+	return kevents.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonSpotServiceLinkedRole,
+		Message:      fmt.Sprintf("Attempted to launch a spot instance but failed due to %q: create the EC2 Spot service-linked role (aws iam create-service-linked-role --aws-service-name spot.amazonaws.com) or let Karpenter's role create it (iam:CreateServiceLinkedRole); launching on-demand meanwhile", spotRoleMissingCode),
+		DedupeValues: []string{string(claim.UID)}}
+}
 
 // insufficientCapacityCodes are the fleet error codes that mean an offering is out of capacity.
 var insufficientCapacityCodes = map[string]bool{
@@ -70,6 +79,7 @@ type Provider struct {
 	refreshMu       sync.Mutex
 	launchTemplates *launchTemplates
 	started         time.Time
+	events          *kevents.Recorder
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -85,7 +95,7 @@ func New(clients *Clients, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the shipped instance-type catalog: %w", err)
 	}
-	p := &Provider{clients: clients, opts: opts, started: opts.Clock.Now()}
+	p := &Provider{clients: clients, opts: opts, started: opts.Clock.Now(), events: kevents.NewRecorder(opts.Recorder, opts.Clock)}
 	p.types.entries = entries
 	p.launchTemplates = &launchTemplates{provider: p, known: map[string]time.Time{}}
 	return p, nil
@@ -323,10 +333,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if code == spotRoleMissingCode && capacityType == karpv1.CapacityTypeSpot {
 			// As Karpenter: no spot at all for a while; the claim falls back to on-demand.
 			p.opts.Unavailable.MarkCapacityTypeUnavailable(karpv1.CapacityTypeSpot)
-			if p.opts.Recorder != nil {
-				p.opts.Recorder.Event(claim, corev1.EventTypeWarning, EventReasonSpotServiceLinkedRole,
-					fmt.Sprintf("Attempted to launch a spot instance but failed due to %q: create the EC2 Spot service-linked role (aws iam create-service-linked-role --aws-service-name spot.amazonaws.com) or let Karpenter's role create it (iam:CreateServiceLinkedRole); launching on-demand meanwhile", code))
-			}
+			p.events.Publish(spotServiceLinkedRoleEvent(claim))
 			ids := make([]cloudprovider.OfferingID, 0, len(cands))
 			for _, c := range cands {
 				ids = append(ids, c.ID())

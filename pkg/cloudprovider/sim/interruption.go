@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	kevents "github.com/openkarpenter/karpenter/pkg/events"
 )
 
 // InterruptionController hands the simulated cloud's interruption notices to the interruption
@@ -32,7 +33,7 @@ type InterruptionController struct {
 func NewInterruptionController(cloud *Cloud, kube client.Client, unavailable *cloudprovider.UnavailableOfferings, events record.EventRecorder) *InterruptionController {
 	return &InterruptionController{
 		cloud: cloud, kube: kube, handled: map[string]time.Time{}, Interval: 2 * time.Second,
-		handler: &cloudprovider.InterruptionHandler{Kube: kube, Unavailable: unavailable, Events: events},
+		handler: &cloudprovider.InterruptionHandler{Kube: kube, Unavailable: unavailable, Events: kevents.NewRecorder(events, cloud.Clock())},
 	}
 }
 

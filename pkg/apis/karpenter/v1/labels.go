@@ -80,6 +80,9 @@ const (
 	// ConditionTypeDrained: the node's drain completed (its pods evicted, or deleted at the
 	// termination grace period's end).
 	ConditionTypeDrained = "Drained"
+	// ConditionTypeVolumesDetached: the VolumeAttachments of the draining node's volumes are
+	// gone (False when the termination grace period ran out first).
+	ConditionTypeVolumesDetached = "VolumesDetached"
 	// ConditionTypeInstanceTerminating: the instance is being terminated.
 	ConditionTypeInstanceTerminating = "InstanceTerminating"
 	// ConditionTypeReady is the roll-up condition of NodeClaims, NodePools and NodeClasses.

@@ -1,0 +1,116 @@
+package disruption
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/events"
+)
+
+// Dedupe timeouts of the disruption Events, as Karpenter's.
+const (
+	// unconsolidatableDedupe: an Unconsolidatable Event is not repeated for a node within it.
+	unconsolidatableDedupe = 15 * time.Minute
+	// nodePoolBlockedDedupe: a NodePool's DisruptionBlocked Event for a reason is not repeated
+	// within it (budgets can change every minute).
+	nodePoolBlockedDedupe = time.Minute
+)
+
+// titled is Karpenter's rendering of a disruption reason in a message: each word starting
+// upper case.
+func titled(reason karpv1.DisruptionReason) string {
+	words := strings.Fields(string(reason))
+	for i, w := range words {
+		r := []rune(w)
+		r[0] = unicode.ToUpper(r[0])
+		words[i] = string(r)
+	}
+	return strings.Join(words, " ")
+}
+
+// launchingEvent: a replacement NodeClaim is launched for a disruption.
+func launchingEvent(claim *karpv1.NodeClaim, reason karpv1.DisruptionReason) events.Event {
+	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeNormal, Reason: EventReasonLaunching,
+		Message: "Launching NodeClaim: " + titled(reason), DedupeValues: []string{string(claim.UID), string(reason)}}
+}
+
+// waitingOnReadinessEvent: the disruption waits for the replacement to initialize.
+func waitingOnReadinessEvent(claim *karpv1.NodeClaim) events.Event {
+	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeNormal, Reason: EventReasonWaitingReadiness,
+		Message: "Waiting on readiness to continue disruption", DedupeValues: []string{string(claim.UID)}}
+}
+
+// terminatingEvents: the candidate's Node and NodeClaim are deleted for a disruption.
+func terminatingEvents(node *corev1.Node, claim *karpv1.NodeClaim, reason karpv1.DisruptionReason) []events.Event {
+	return []events.Event{
+		{InvolvedObject: node, Type: corev1.EventTypeNormal, Reason: EventReasonTerminating,
+			Message: "Disrupting Node: " + titled(reason), DedupeValues: []string{uidOf(node), string(reason)}},
+		{InvolvedObject: claim, Type: corev1.EventTypeNormal, Reason: EventReasonTerminating,
+			Message: "Disrupting NodeClaim: " + titled(reason), DedupeValues: []string{string(claim.UID), string(reason)}},
+	}
+}
+
+// unconsolidatableEvents: consolidation can neither delete nor replace the node, for message.
+func unconsolidatableEvents(node *corev1.Node, claim *karpv1.NodeClaim, message string) []events.Event {
+	return []events.Event{
+		{InvolvedObject: node, Type: corev1.EventTypeNormal, Reason: EventReasonUnconsolidatable, Message: message,
+			DedupeValues: []string{uidOf(node)}, DedupeTimeout: unconsolidatableDedupe},
+		{InvolvedObject: claim, Type: corev1.EventTypeNormal, Reason: EventReasonUnconsolidatable, Message: message,
+			DedupeValues: []string{uidOf(claim)}, DedupeTimeout: unconsolidatableDedupe},
+	}
+}
+
+// blockedEvents: the node may not be disrupted, for message.
+func blockedEvents(node *corev1.Node, claim *karpv1.NodeClaim, message string) []events.Event {
+	return []events.Event{
+		{InvolvedObject: node, Type: corev1.EventTypeNormal, Reason: EventReasonBlocked, Message: message, DedupeValues: []string{uidOf(node)}},
+		{InvolvedObject: claim, Type: corev1.EventTypeNormal, Reason: EventReasonBlocked, Message: message, DedupeValues: []string{uidOf(claim)}},
+	}
+}
+
+// nodePoolBlockedEvent: the NodePool's budgets allow no disruption for reason.
+func nodePoolBlockedEvent(np *karpv1.NodePool, reason karpv1.DisruptionReason) events.Event {
+	return events.Event{InvolvedObject: np, Type: corev1.EventTypeNormal, Reason: EventReasonBlocked,
+		Message:      fmt.Sprintf("No allowed disruptions for disruption reason %s due to blocking budget", reason),
+		DedupeValues: []string{uidOf(np), string(reason)}, DedupeTimeout: nodePoolBlockedDedupe}
+}
+
+// invalidDoNotDisruptEvent: the pod's karpenter.sh/do-not-disrupt value does not parse.
+func invalidDoNotDisruptEvent(pod *corev1.Pod, err error) events.Event {
+	message := err.Error()
+	return events.Event{InvolvedObject: pod, Type: corev1.EventTypeWarning, Reason: EventReasonInvalidDoNotDisrupt,
+		Message:      fmt.Sprintf("Invalid %s annotation: %s, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, message),
+		DedupeValues: []string{string(pod.UID), message}}
+}
+
+// abandonedEvent: the disruption of the node was given up and undone. Ours only.
+func abandonedEvent(node *corev1.Node, message string) events.Event {
+	return events.Event{InvolvedObject: node, Type: corev1.EventTypeWarning, Reason: EventReasonAbandoned,
+		Message: "abandoned: " + message, DedupeValues: []string{uidOf(node), message}}
+}
+
+// uidOf is the object's UID, "" for a nil one (whose Event is not recorded).
+func uidOf[T interface {
+	*corev1.Node | *karpv1.NodeClaim | *karpv1.NodePool
+}](obj T) string {
+	switch o := any(obj).(type) {
+	case *corev1.Node:
+		if o != nil {
+			return string(o.UID)
+		}
+	case *karpv1.NodeClaim:
+		if o != nil {
+			return string(o.UID)
+		}
+	case *karpv1.NodePool:
+		if o != nil {
+			return string(o.UID)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,96 @@
+// Package eventlog is a record.EventRecorder for tests that keeps every Event with the object
+// it is about, so that tests can check an Event's object as well as its type, reason and
+// message (client-go's FakeRecorder keeps neither the object's kind nor its name).
+package eventlog
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Event is one recorded Event.
+type Event struct {
+	// Kind and Name are the involved object's; Kind is its Go type's name (Pod, Node,
+	// NodeClaim…) when the object carries no TypeMeta.
+	Kind, Name string
+	// Type, Reason and Message are the Event's.
+	Type, Reason, Message string
+}
+
+// String is "Kind/Name Type Reason Message".
+func (e Event) String() string {
+	return fmt.Sprintf("%s/%s %s %s %s", e.Kind, e.Name, e.Type, e.Reason, e.Message)
+}
+
+// Log records Events; it is safe for concurrent use. The zero value is ready.
+type Log struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+// Event records an event about object.
+func (l *Log) Event(object runtime.Object, eventType, reason, message string) {
+	e := Event{Kind: kindOf(object), Type: eventType, Reason: reason, Message: message}
+	if m, err := meta.Accessor(object); err == nil {
+		e.Name = m.GetName()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+}
+
+// Eventf records an event about object with a formatted message.
+func (l *Log) Eventf(object runtime.Object, eventType, reason, messageFmt string, args ...any) {
+	l.Event(object, eventType, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+// AnnotatedEventf records an event about object with a formatted message; the annotations are
+// not kept.
+func (l *Log) AnnotatedEventf(object runtime.Object, _ map[string]string, eventType, reason, messageFmt string, args ...any) {
+	l.Eventf(object, eventType, reason, messageFmt, args...)
+}
+
+// Events returns the Events recorded so far, oldest first.
+func (l *Log) Events() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Event(nil), l.events...)
+}
+
+// Reset forgets the Events recorded so far.
+func (l *Log) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = nil
+}
+
+// Find returns the Events with the reason whose String contains every one of parts.
+func (l *Log) Find(reason string, parts ...string) []Event {
+	var out []Event
+	for _, e := range l.Events() {
+		if e.Reason != reason {
+			continue
+		}
+		s, all := e.String(), true
+		for _, p := range parts {
+			all = all && strings.Contains(s, p)
+		}
+		if all {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// kindOf is the object's kind: its TypeMeta's, else its Go type's name.
+func kindOf(object runtime.Object) string {
+	if k := object.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	t := fmt.Sprintf("%T", object)
+	return t[strings.LastIndex(t, ".")+1:]
+}
