@@ -18,8 +18,8 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	"github.com/openkarpenter/karpenter/pkg/metrics"
 	kevents "github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // Kinds of interruption message: the cloud provider's notice kinds, and MessageUnknown.
