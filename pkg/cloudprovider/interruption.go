@@ -61,7 +61,6 @@ type InterruptionHandler struct {
 // Handle acts on one notice about the instance of claim. state is the new state of an
 // InterruptionStateChange (stopping, stopped, shutting-down or terminated).
 func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind, claim *karpv1.NodeClaim, instanceID, state string) error {
-	var reason string // karpenter_nodeclaims_disrupted_total's, as Karpenter's AWS provider names the message kind
 	node, err := h.nodeOf(ctx, claim)
 	if err != nil {
 		return err
@@ -76,17 +75,13 @@ func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind,
 			h.Unavailable.MarkUnavailable(OfferingID{InstanceType: typ, Zone: zone, CapacityType: karpv1.CapacityTypeSpot})
 		}
 		h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonSpotInterrupted, "Spot interruption warning was triggered")...)
-		reason = metrics.ReasonSpotInterrupted
 	case InterruptionScheduledChange:
 		h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonInstanceUnhealthy, "An unhealthy warning was triggered for the instance")...)
-		reason = metrics.ReasonScheduledChange
 	case InterruptionStateChange:
-		if state == "stopping" || state == "stopped" {
+		if instanceStopping(state) {
 			h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonInstanceStopping, "Instance is stopping")...)
-			reason = metrics.ReasonInstanceStopped
 		} else {
 			h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonInstanceTerminating, "Instance is terminating")...)
-			reason = metrics.ReasonInstanceTerminated
 		}
 	default:
 		return nil
@@ -100,7 +95,8 @@ func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind,
 		}
 		return fmt.Errorf("deleting nodeclaim %s of interrupted instance %s: %w", claim.Name, instanceID, err)
 	}
-	metrics.NodeClaimDisrupted(reason, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
+	// As Karpenter's AWS provider, the reason is the message's kind.
+	metrics.NodeClaimDisrupted(InterruptionMessageType(kind, state), claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
 	log.FromContext(ctx).Info("deleted nodeclaim of interrupted instance", "nodeclaim", claim.Name, "instance", instanceID, "kind", kind)
 	h.Events.Publish(terminatingOnInterruptionEvents(claim, node)...)
 	return nil
@@ -141,3 +137,27 @@ func terminatingOnInterruptionEvents(claim *karpv1.NodeClaim, node *corev1.Node)
 	}
 	return out
 }
+
+// InterruptionMessageType is a notice's kind as Karpenter's metrics label it
+// (karpenter_interruption_received_messages_total's message_type, and the reason of
+// karpenter_nodeclaims_disrupted_total): a state change is instance_stopped or
+// instance_terminated by its new state, a kind not acted on no_op.
+func InterruptionMessageType(kind InterruptionKind, state string) string {
+	switch kind {
+	case InterruptionSpot:
+		return metrics.MessageTypeSpotInterrupted
+	case InterruptionRebalance:
+		return metrics.MessageTypeRebalanceRecommendation
+	case InterruptionScheduledChange:
+		return metrics.MessageTypeScheduledChange
+	case InterruptionStateChange:
+		if instanceStopping(state) {
+			return metrics.MessageTypeInstanceStopped
+		}
+		return metrics.MessageTypeInstanceTerminated
+	}
+	return metrics.MessageTypeNoOp
+}
+
+// instanceStopping says a state change's new state is a stop, not a termination.
+func instanceStopping(state string) bool { return state == "stopping" || state == "stopped" }

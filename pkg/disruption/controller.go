@@ -182,7 +182,7 @@ func (c *Controller) Step(ctx context.Context) error {
 	}
 	if cmd.Reason == karpv1.DisruptionReasonEmpty || cmd.Reason == karpv1.DisruptionReasonUnderutilized {
 		// Consolidation waits, then acts only if a fresh decision is the same.
-		if c.pending == nil || c.pending.cmd.Key() != cmd.Key() {
+		if c.pending == nil { // a different pending command was dropped above
 			c.pending = &pendingCommand{cmd: cmd, decided: now}
 			logger.V(1).Info("consolidation pending validation", "method", cmd.Method, "nodes", cmd.NodeNames(), "savings", cmd.Savings)
 			return nil

@@ -255,15 +255,15 @@ func Decide(in Input) *Decision {
 			break
 		}
 	}
-	out.Problems = d.problems
 	out.Unconsolidatable = d.unconsolidatable
 	out.Eligible = map[karpv1.DisruptionReason]int{
-		karpv1.DisruptionReasonDrifted:       len(d.filter(func(c *Candidate) bool { return c.Drifted != "" && c.mayDrift() })),
-		karpv1.DisruptionReasonExpired:       len(d.filter(func(c *Candidate) bool { return c.Expired })),
-		karpv1.DisruptionReasonEmpty:         len(d.filter(func(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 && c.protected() == "" })),
+		karpv1.DisruptionReasonDrifted:       len(d.driftable()),
+		karpv1.DisruptionReasonExpired:       len(d.expired()),
+		karpv1.DisruptionReasonEmpty:         len(d.empty()),
 		karpv1.DisruptionReasonUnderutilized: len(d.underutilized()),
 	}
 	out.Budgets = d.poolBudgets()
+	out.Problems = d.problems // last: reading the budgets may add some
 	return out
 }
 
@@ -507,7 +507,7 @@ func (d *decider) replaceEach(method string, reason karpv1.DisruptionReason, can
 }
 
 func (d *decider) drift() *Command {
-	cands := d.withinBudget(d.filter(func(c *Candidate) bool { return c.Drifted != "" && c.mayDrift() }), karpv1.DisruptionReasonDrifted, 0)
+	cands := d.withinBudget(d.driftable(), karpv1.DisruptionReasonDrifted, 0)
 	return d.replaceEach(MethodDrift, karpv1.DisruptionReasonDrifted, cands)
 }
 
@@ -516,7 +516,7 @@ func (d *decider) drift() *Command {
 // node's pods can all be placed, the first expired node goes without a replacement: its pods
 // are evicted and provisioned for as any pending pod.
 func (d *decider) expiration() *Command {
-	cands := d.filter(func(c *Candidate) bool { return c.Expired })
+	cands := d.expired()
 	if cmd := d.replaceEach(MethodExpiration, karpv1.DisruptionReasonExpired, cands); cmd != nil || len(cands) == 0 {
 		return cmd
 	}
@@ -524,15 +524,30 @@ func (d *decider) expiration() *Command {
 }
 
 func (d *decider) emptiness() *Command {
-	cands := d.withinBudget(d.filter(func(c *Candidate) bool {
-		return c.Consolidatable && len(c.Pods) == 0 && c.protected() == ""
-	}), karpv1.DisruptionReasonEmpty, 0)
+	cands := d.withinBudget(d.empty(), karpv1.DisruptionReasonEmpty, 0)
 	if len(cands) == 0 {
 		return nil
 	}
 	return &Command{Method: MethodEmptiness, Reason: karpv1.DisruptionReasonEmpty, Candidates: cands, Savings: sumPrices(cands)}
 }
 
+// driftable are the drifted candidates drift may act on.
+func (d *decider) driftable() []*Candidate {
+	return d.filter(func(c *Candidate) bool { return c.Drifted != "" && c.mayDrift() })
+}
+
+// expired are the candidates past their expireAfter.
+func (d *decider) expired() []*Candidate {
+	return d.filter(func(c *Candidate) bool { return c.Expired })
+}
+
+// empty are the consolidatable, unprotected candidates without pods to move.
+func (d *decider) empty() []*Candidate {
+	return d.filter(func(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 && c.protected() == "" })
+}
+
+// underutilized are the consolidatable, unprotected candidates with pods, of NodePools whose
+// policy consolidates underutilized nodes.
 func (d *decider) underutilized() []*Candidate {
 	return d.filter(func(c *Candidate) bool {
 		return c.Consolidatable && len(c.Pods) > 0 && underutilizedPolicy(c.NodePool) && c.protected() == ""

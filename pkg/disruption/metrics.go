@@ -42,11 +42,7 @@ func consolidationType(method string) string {
 // recordDecisionGauges sets the gauges of a disruption pass: the nodes eligible per reason and
 // each NodePool's budgets.
 func recordDecisionGauges(decision *Decision) {
-	eligible := map[string]int{}
-	for r, n := range decision.Eligible {
-		eligible[metrics.DisruptionReason(r)] = n
-	}
-	metrics.SetEligibleNodes(eligible)
+	metrics.SetEligibleNodes(decision.Eligible)
 	metrics.ForgetNodePoolBudgets()
 	for _, b := range decision.Budgets {
 		metrics.SetNodePoolBudget(b.NodePool, metrics.DisruptionReason(b.Reason), b.Allowed, b.Disrupting)

@@ -95,9 +95,6 @@ func (r *Recorder) due(key string, timeout time.Duration) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clock.Now()
-	if r.until == nil {
-		r.until = map[string]time.Time{}
-	}
 	if now.Sub(r.swept) > DefaultDedupeTimeout {
 		for k, t := range r.until {
 			if !now.Before(t) {

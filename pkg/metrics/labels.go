@@ -138,14 +138,7 @@ const (
 	ReasonLiveness = "liveness"
 	// ReasonGarbageCollected: the NodeClaim's instance no longer exists in the cloud.
 	ReasonGarbageCollected = "garbage_collected"
-	// ReasonSpotInterrupted, ReasonScheduledChange, ReasonInstanceStopped and
-	// ReasonInstanceTerminated: the cloud warned that the instance is being reclaimed, has a
-	// scheduled change, or is stopping or terminating, as Karpenter's AWS provider names the
-	// interruption message's kind.
-	ReasonSpotInterrupted    = "spot_interrupted"
-	ReasonScheduledChange    = "scheduled_change"
-	ReasonInstanceStopped    = "instance_stopped"
-	ReasonInstanceTerminated = "instance_terminated"
+	// An interrupted NodeClaim's reason is its interruption message's kind (MessageType*).
 )
 
 // Values of LabelDecision.

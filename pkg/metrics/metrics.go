@@ -270,10 +270,10 @@ func PodDrained(reason string) { PodsDrainedTotal.WithLabelValues(reason).Inc() 
 func EvictionRequested(code int) { PodsEvictionRequestsTotal.WithLabelValues(strconv.Itoa(code)).Inc() }
 
 // SetEligibleNodes records how many nodes the last disruption pass found eligible for each
-// reason (DisruptionReason(r)); reasons not given are set to 0.
-func SetEligibleNodes(byReason map[string]int) {
+// reason; reasons not given are set to 0.
+func SetEligibleNodes(byReason map[karpv1.DisruptionReason]int) {
 	for _, r := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonExpired} {
-		VoluntaryDisruptionEligibleNodes.WithLabelValues(DisruptionReason(r)).Set(float64(byReason[DisruptionReason(r)]))
+		VoluntaryDisruptionEligibleNodes.WithLabelValues(DisruptionReason(r)).Set(float64(byReason[r]))
 	}
 }
 

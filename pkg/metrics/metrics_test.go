@@ -57,7 +57,7 @@ func TestMetricNamesFollowPrometheusConventions(t *testing.T) {
 	metrics.NodeDrained("lint")
 	metrics.PodDrained(metrics.ReasonForcefulTermination)
 	metrics.EvictionRequested(429)
-	metrics.SetEligibleNodes(map[string]int{"empty": 2})
+	metrics.SetEligibleNodes(map[karpv1.DisruptionReason]int{karpv1.DisruptionReasonEmpty: 2})
 	metrics.DisruptionDecision(metrics.DecisionDelete, "empty", metrics.ConsolidationTypeEmpty)
 	metrics.ObserveSchedulingDuration("lint", 0)
 	metrics.ObserveCloudProviderCall("lint", "Get", "sim", "", 0, true, "")

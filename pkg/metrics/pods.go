@@ -180,11 +180,10 @@ func (w PodWaits) Waiting() bool { return w != PodWaits{} }
 // SetPodWaits sets the per-pod gauges of the pod (name, namespace) to the time from each of w's
 // moments until now, and drops the series of the moments that are zero.
 func SetPodWaits(name, namespace string, dynamicResources bool, now time.Time, w PodWaits) {
-	pod := prometheus.Labels{LabelName: name, LabelNamespace: namespace}
 	dra := strconv.FormatBool(dynamicResources)
 	set := func(g *prometheus.GaugeVec, since time.Time, values ...string) {
 		if since.IsZero() {
-			g.DeletePartialMatch(pod)
+			g.DeleteLabelValues(values...) // by exact values: a partial match would scan every series
 			return
 		}
 		g.WithLabelValues(values...).Set(now.Sub(since).Seconds())
@@ -197,7 +196,11 @@ func SetPodWaits(name, namespace string, dynamicResources bool, now time.Time, w
 }
 
 // ForgetPod drops every per-pod gauge series of the pod (name, namespace): it is gone.
-func ForgetPod(name, namespace string) { SetPodWaits(name, namespace, false, time.Time{}, PodWaits{}) }
+func ForgetPod(name, namespace string) {
+	for _, dynamicResources := range []bool{false, true} {
+		SetPodWaits(name, namespace, dynamicResources, time.Time{}, PodWaits{})
+	}
+}
 
 // SetIgnoredPods records how many pending pods the last provisioning pass left out of scheduling.
 func SetIgnoredPods(n int) { SchedulerIgnoredPodsCount.Set(float64(n)) }

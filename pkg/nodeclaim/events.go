@@ -53,13 +53,7 @@ const (
 const maxEventMessageLength = 1024
 
 // truncateMessage cuts msg to maxEventMessageLength, ending in "...", as Karpenter does.
-func truncateMessage(msg string) string {
-	if len(msg) <= maxEventMessageLength {
-		return msg
-	}
-	const suffix = "..."
-	return msg[:maxEventMessageLength-len(suffix)] + suffix
-}
+func truncateMessage(msg string) string { return truncate(msg, maxEventMessageLength) }
 
 // insufficientCapacityErrorEvent: the claim could not launch for want of capacity.
 func insufficientCapacityErrorEvent(claim *karpv1.NodeClaim, err error) events.Event {

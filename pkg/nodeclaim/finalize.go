@@ -92,7 +92,7 @@ func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeCl
 
 	// The instance is gone: nothing is left for the finalizers to guard.
 	for _, node := range nodes {
-		if err := releaseNode(ctx, c.kube, c.clock.Now(), node.Name, claim); err != nil {
+		if err := releaseNode(ctx, c.kube, c.clock.Now(), node.Name, claim.DeletionTimestamp); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -120,15 +120,15 @@ func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeCl
 	return reconcile.Result{}, nil
 }
 
-// releaseNode removes the termination finalizer from the named Node of claim and, when it did,
-// records the Node terminated: terminating since the Node's deletion (or, when only the claim
-// was deleted, the claim's), as Karpenter measures it.
-func releaseNode(ctx context.Context, kube client.Client, now time.Time, name string, claim *karpv1.NodeClaim) error {
+// releaseNode removes the termination finalizer from the named Node and, when it did, records
+// the Node terminated: terminating since the Node's deletion (or, when only its claim was
+// deleted, claimDeleted; nil when there is no claim), as Karpenter measures it.
+func releaseNode(ctx context.Context, kube client.Client, now time.Time, name string, claimDeleted *metav1.Time) error {
 	node, err := removeNodeFinalizer(ctx, kube, name)
 	if node == nil || err != nil {
 		return err
 	}
-	since := claim.DeletionTimestamp
+	since := claimDeleted
 	if node.DeletionTimestamp != nil {
 		since = node.DeletionTimestamp
 	}

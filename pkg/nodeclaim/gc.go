@@ -162,7 +162,7 @@ func (g *GarbageCollector) releaseNodes(ctx context.Context, providerID string) 
 				continue
 			}
 		}
-		if err := releaseNode(ctx, g.kube, g.clock.Now(), node.Name, &karpv1.NodeClaim{}); err != nil {
+		if err := releaseNode(ctx, g.kube, g.clock.Now(), node.Name, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

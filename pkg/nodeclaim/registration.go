@@ -170,11 +170,5 @@ func nodeNames(nodes []*corev1.Node) []string {
 // hasUnregisteredTaint reports whether node carries the karpenter.sh/unregistered:NoExecute
 // taint its kubelet registers it with.
 func hasUnregisteredTaint(node *corev1.Node) bool {
-	unregistered := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
-	for _, t := range node.Spec.Taints {
-		if t.MatchTaint(&unregistered) {
-			return true
-		}
-	}
-	return false
+	return hasTaint(node.Spec.Taints, corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute})
 }

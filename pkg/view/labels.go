@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,21 +66,11 @@ func (s *Snapshot) LabelValue(r *Row, key string) (string, bool) {
 // usage returns r's usage of name, and false when r has none (a claim) or the snapshot does not
 // measure name.
 func (s *Snapshot) usage(r *Row, name corev1.ResourceName) (Usage, bool) {
-	i := resourceIndex(s.Measured, name)
+	i := slices.Index(s.Measured, name)
 	if i < 0 || r.Usage == nil {
 		return Usage{}, false
 	}
 	return r.Usage[i], true
-}
-
-// resourceIndex is the index of name in resources, or -1.
-func resourceIndex(resources []corev1.ResourceName, name corev1.ResourceName) int {
-	for i, r := range resources {
-		if r == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // percent formats a fraction as a whole percentage, rounded half up: 0.525 is "53%".

@@ -159,7 +159,7 @@ func rowComparison(s *Snapshot, key SortKey) (compare func(a, b *Row) int, missi
 		return func(a, b *Row) int { return strings.Compare(a.Name, b.Name) }, nil
 	}
 	if name := sortResource(key); name != "" {
-		i := resourceIndex(s.Measured, name)
+		i := slices.Index(s.Measured, name)
 		return func(a, b *Row) int { return cmp.Compare(a.Usage[i].Fraction(), b.Usage[i].Fraction()) },
 			func(r *Row) bool { return r.Usage == nil }
 	}

@@ -172,7 +172,7 @@ func TestSpotInterruptionDrainsAndReplaces(t *testing.T) {
 	fleets := len(far.Fleets())
 
 	interrupted := func() float64 {
-		return testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonSpotInterrupted, "default", karpv1.CapacityTypeSpot, "", metrics.TerminationModeGraceful))
+		return testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.MessageTypeSpotInterrupted, "default", karpv1.CapacityTypeSpot, "", metrics.TerminationModeGraceful))
 	}
 	interruptedBefore := interrupted()
 	// Every change of the node is seen (a watch, not a poll: the taint may last less than a

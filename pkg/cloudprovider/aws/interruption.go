@@ -105,20 +105,7 @@ func ParseInterruptionMessage(body string) InterruptionMessage {
 // labels it (Karpenter's names): a state change is instance_stopped or instance_terminated by
 // its new state, anything not acted on no_op.
 func (m InterruptionMessage) MessageType() string {
-	switch m.Kind {
-	case MessageSpotInterruption:
-		return metrics.MessageTypeSpotInterrupted
-	case MessageRebalanceRecommendation:
-		return metrics.MessageTypeRebalanceRecommendation
-	case MessageScheduledChange:
-		return metrics.MessageTypeScheduledChange
-	case MessageStateChange:
-		if m.State == "stopping" || m.State == "stopped" {
-			return metrics.MessageTypeInstanceStopped
-		}
-		return metrics.MessageTypeInstanceTerminated
-	}
-	return metrics.MessageTypeNoOp
+	return cloudprovider.InterruptionMessageType(m.Kind, m.State)
 }
 
 // InterruptionController polls the interruption queue and acts on each message before

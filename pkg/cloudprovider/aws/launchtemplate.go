@@ -107,14 +107,17 @@ type launchTemplates struct {
 	provider *Provider
 	mu       sync.Mutex
 	known    map[string]time.Time // template name → last used
-	cluster  *clusterInfo
+	// clusterMu guards cluster, apart from mu, so that a slow or failing DescribeCluster does
+	// not hold up creating or collecting launch templates.
+	clusterMu sync.Mutex
+	cluster   *clusterInfo
 }
 
 // cluster returns the endpoint, CA and service CIDR nodes join with: the options' values,
 // completed by EKS DescribeCluster.
 func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.clusterMu.Lock()
+	defer l.clusterMu.Unlock()
 	if l.cluster != nil {
 		return l.cluster, nil
 	}

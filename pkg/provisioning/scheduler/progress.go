@@ -1,21 +1,22 @@
 package scheduler
 
 import (
+	"maps"
 	"slices"
-	"sort"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
-// Values of Results.PendingByEffectiveZone besides a zone's name.
+// Values of Results.PendingByEffectiveZone besides a zone's name: the metric's label values.
 const (
 	// EffectiveZoneFlexible: the pod may still go to more than one zone.
-	EffectiveZoneFlexible = "flexible"
+	EffectiveZoneFlexible = metrics.EffectiveZoneFlexible
 	// EffectiveZoneNone: no zone satisfies every zonal constraint of the pod.
-	EffectiveZoneNone = "none"
+	EffectiveZoneNone = metrics.EffectiveZoneNone
 )
 
 // Progress tells how far a run has got while it runs; it is safe to read from another
@@ -127,11 +128,10 @@ func requiredZone(p *podInfo, volumes scheduling.Requirements) scheduling.Requir
 // topologyZones are the zones that every zonal topology group of the pod's strictest variant
 // admits it in, before anything is placed; constrained is false when it has no such group,
 // satisfiable false when a group admits it nowhere.
+//
+// It runs before the first round, so the pod's current variant is its strictest.
 func (s *solver) topologyZones(p *podInfo, knownZones func() []string) (zones []string, constrained, satisfiable bool) {
-	current := p.current
-	p.current = 0
 	own, err := s.topology.owned(p)
-	p.current = current
 	if err != nil {
 		return nil, false, true
 	}
@@ -144,7 +144,7 @@ func (s *solver) topologyZones(p *podInfo, knownZones func() []string) (zones []
 		}
 		var universe []string
 		if g.kind == spreadGroup {
-			universe = sortedKeys(g.domains)
+			universe = slices.Sorted(maps.Keys(g.domains))
 		} else {
 			universe = knownZones()
 		}
@@ -176,14 +176,5 @@ func (s *solver) knownZones() []string {
 			seen[zone] = true
 		}
 	}
-	return sortedKeys(seen)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }

@@ -61,13 +61,6 @@ func (l *Log) Events() []Event {
 	return append([]Event(nil), l.events...)
 }
 
-// Reset forgets the Events recorded so far.
-func (l *Log) Reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = nil
-}
-
 // Find returns the Events with the reason whose String contains every one of parts.
 func (l *Log) Find(reason string, parts ...string) []Event {
 	var out []Event
