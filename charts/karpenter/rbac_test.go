@@ -28,6 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
@@ -425,7 +426,9 @@ func setWatchListClient(t *testing.T, on bool) {
 
 // runningOperator is the controllers running as the chart's ServiceAccount.
 type runningOperator struct {
-	rec     *callRecorder
+	rec *callRecorder
+	// events is the controllers' Event broadcaster.
+	events  record.EventRecorder
 	stop    context.CancelFunc
 	stopped chan error
 	once    sync.Once
@@ -459,7 +462,7 @@ func startOperator(t *testing.T, account string, opts operator.Options) *running
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	r := &runningOperator{rec: rec, stop: stop, stopped: make(chan error, 1)}
+	r := &runningOperator{rec: rec, events: op.Manager.GetEventRecorderFor("karpenter"), stop: stop, stopped: make(chan error, 1)}
 	go func() { r.stopped <- op.Start(ctx) }()
 	t.Cleanup(func() { r.shutdown(t) })
 	return r
@@ -625,6 +628,26 @@ func runSimScenario(t *testing.T, chart chartRBAC) map[apiCall]int {
 	eventually(t, op, 30*time.Second, "every node terminated and its pods gone", func() (bool, string) {
 		nodes, claims, pods := countNodes(t), countClaims(t), countPods(t)
 		return nodes == 0 && claims == 0 && pods == 0, fmt.Sprintf("%d nodes, %d nodeclaims, %d pods", nodes, claims, pods)
+	})
+
+	// 3. A repeated Event: the broadcaster patches the first one's count. The controllers'
+	// Events repeat only after their dedupe timeout (two minutes, as Karpenter's), longer
+	// than this run, so the repeat is published directly.
+	message := fmt.Sprintf("a repeated event of the run at %v", time.Now().UnixNano())
+	for range 2 {
+		op.events.Event(&budget, corev1.EventTypeNormal, "RBACCheck", message)
+	}
+	eventually(t, op, 30*time.Second, "the repeated Event counted twice", func() (bool, string) {
+		var evs corev1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.Message == message {
+				return e.Count == 2, fmt.Sprintf("count %d", e.Count)
+			}
+		}
+		return false, "no RBACCheck Event"
 	})
 	return op.shutdown(t)
 }

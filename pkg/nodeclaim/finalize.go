@@ -112,11 +112,13 @@ func (c *LifecycleController) finalize(ctx context.Context, claim *karpv1.NodeCl
 			}
 			metrics.NodeClaimTerminated(claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], claim.Labels[corev1.LabelTopologyZone],
 				terminating, instanceTerminating)
+			// Once per claim: a reconcile of a stale copy that still shows the finalizer
+			// fails its update (conflict or not found) and records nothing.
+			logger.Info("finalized nodeclaim", "provider-id", providerID)
+			c.events.normal(claim, EventReasonFinalized, "Instance %s is terminated", providerID)
 		}
 	}
 	c.launches.forget(claim.UID)
-	logger.Info("finalized nodeclaim", "provider-id", providerID)
-	c.events.normal(claim, EventReasonFinalized, "Instance %s is terminated", providerID)
 	return reconcile.Result{}, nil
 }
 
