@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,6 +48,8 @@ type Controller struct {
 	observers []func(*Command)
 	// nextChange is the last decision's NextChange.
 	nextChange time.Time
+	// unseenNodePools is the last decision's UnseenNodePools, for the next.
+	unseenNodePools []string
 }
 
 type pendingCommand struct {
@@ -156,8 +159,12 @@ func (c *Controller) Step(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(in.UnseenNodePools) > 0 {
+		logger.V(1).Info("prioritizing nodepools that have not yet been considered due to timeouts in previous runs", "nodepools", strings.Join(in.UnseenNodePools, ", "))
+	}
 	decision := Decide(*in)
-	c.nextChange = decision.NextChange
+	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools
+	logTimeouts(logger, decision)
 	recordDecisionGauges(decision)
 	for _, p := range decision.Problems {
 		logger.Error(p, "invalid disruption settings")
@@ -195,6 +202,21 @@ func (c *Controller) Step(ctx context.Context) error {
 	return c.execute(ctx, cmd, now)
 }
 
+// logTimeouts says, in Karpenter's words, which consolidation searches of the decision ran
+// out of time.
+func logTimeouts(logger logr.Logger, d *Decision) {
+	for _, t := range d.Timeouts {
+		switch {
+		case t.Method == MethodSingleNode:
+			logger.V(1).Info("abandoning single-node consolidation due to timeout", "candidates_evaluated", t.Evaluated)
+		case d.Command != nil && d.Command.Method == MethodMultiNode:
+			logger.V(1).Info("stopping multi-node consolidation after timeout, returning last valid command", "nodes", d.Command.NodeNames())
+		default:
+			logger.V(1).Info("failed to find a multi-node consolidation after timeout", "last_batch_size", t.Evaluated)
+		}
+	}
+}
+
 // input reads what Decide needs.
 func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 	snap, err := c.cluster.Snapshot(ctx)
@@ -209,6 +231,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		Now: now, Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
+		Clock: c.clock, UnseenNodePools: c.unseenNodePools,
 	}
 	for i := range pdbs.Items {
 		in.PDBs = append(in.PDBs, &pdbs.Items[i])

@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -54,6 +55,18 @@ type Input struct {
 	CloudDrift map[string]cloudprovider.DriftReason
 	// Options tune the decision.
 	Options Options
+	// Clock bounds the consolidation searches in time (MultiNodeConsolidationTimeout,
+	// SingleNodeConsolidationTimeout): each reads it as it starts and as it goes. The
+	// controller passes its own; nil never times out.
+	Clock clock.PassiveClock
+	// UnseenNodePools are the NodePools the previous single-node consolidation did not reach
+	// before its time limit (the previous Decision's UnseenNodePools): this one tries their
+	// candidates first.
+	UnseenNodePools []string
+
+	// onSchedule, when set (by tests), is called after each scheduling simulation of a
+	// consolidation search, with the method.
+	onSchedule func(method string)
 }
 
 // Replacement is a NodeClaim to create before a command's nodes go.
@@ -194,6 +207,13 @@ type Decision struct {
 	Eligible map[karpv1.DisruptionReason]int
 	// Budgets are the NodePools' disruption budgets now, per reason.
 	Budgets []PoolBudget
+	// Timeouts are the consolidation searches that reached their time limit (each counted in
+	// karpenter_voluntary_disruption_consolidation_timeouts_total).
+	Timeouts []SearchTimeout
+	// UnseenNodePools are the NodePools to try first in the next single-node consolidation,
+	// for the next Input: those this one did not reach before its time limit; none once it
+	// tried every candidate; the Input's when it did not run or found a command.
+	UnseenNodePools []string
 }
 
 // PoolBudget is how many of a NodePool's nodes may start disrupting for a reason, and how many
@@ -256,6 +276,7 @@ func Decide(in Input) *Decision {
 		}
 	}
 	out.Unconsolidatable = d.unconsolidatable
+	out.Timeouts, out.UnseenNodePools = d.timeouts, d.unseenPools
 	out.Eligible = map[karpv1.DisruptionReason]int{
 		karpv1.DisruptionReasonDrifted:       len(d.driftable()),
 		karpv1.DisruptionReasonExpired:       len(d.expired()),
@@ -327,7 +348,9 @@ type decider struct {
 	invalid    []PodProblem // pods with an invalid do-not-disrupt value
 	// unconsolidatable are the candidates single-node consolidation could not act on, and why.
 	unconsolidatable []Blocked
-	next             time.Time // Decision.NextChange
+	timeouts         []SearchTimeout // Decision.Timeouts
+	unseenPools      []string        // Decision.UnseenNodePools
+	next             time.Time       // Decision.NextChange
 	sim              *simulator
 }
 
@@ -340,7 +363,7 @@ func (d *decider) wake(t time.Time) {
 
 func newDecider(in Input) *decider {
 	d := &decider{
-		in: in, opts: in.Options.withDefaults(),
+		in: in, opts: in.Options.withDefaults(), unseenPools: in.UnseenNodePools,
 		pools: map[string]*karpv1.NodePool{}, total: map[string]int{}, disrupting: map[string]int{},
 		poolCost: map[string]float64{}, poolPods: map[string]int{}, allowed: map[budgetKey]int{},
 	}
@@ -554,39 +577,6 @@ func (d *decider) underutilized() []*Candidate {
 	})
 }
 
-// multiNode finds the longest prefix of the candidates (by disruption cost, within budgets)
-// whose pods fit on the other nodes plus at most one cheaper new node, by binary search.
-func (d *decider) multiNode() *Command {
-	cands := d.withinBudget(d.underutilized(), karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates)
-	var best *Command
-	lo, hi := 2, len(cands)
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		if cmd, _ := d.simulate(MethodMultiNode, karpv1.DisruptionReasonUnderutilized, cands[:mid], 1, true); cmd != nil {
-			best, lo = cmd, mid+1
-		} else {
-			hi = mid - 1
-		}
-	}
-	return best
-}
-
-// singleNode deletes or replaces the first candidate it can.
-func (d *decider) singleNode() *Command {
-	cands := d.withinBudget(d.underutilized(), karpv1.DisruptionReasonUnderutilized, 0)
-	for i, c := range cands {
-		if i == d.opts.MaxSingleNodeAttempts {
-			break
-		}
-		cmd, why := d.simulate(MethodSingleNode, karpv1.DisruptionReasonUnderutilized, []*Candidate{c}, 1, true)
-		if cmd != nil {
-			return cmd
-		}
-		d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why})
-	}
-	return nil
-}
-
 // noCheaperNode is why consolidation cannot replace nodes when no replacement is cheaper
 // enough (Karpenter's words).
 const noCheaperNode = "Can't replace with a cheaper node"
@@ -619,12 +609,15 @@ func sumPrices(cands []*Candidate) float64 {
 }
 
 // simulate removes cands and places their pods on the remaining nodes and at most maxClaims
-// new ones (negative: any number). For consolidation, a replacement must be strictly cheaper
-// than the candidates (and, for one node, of another instance type; for several, cheaper than
-// any candidate of a type the replacement may launch as, else deleting fewer nodes is better),
-// spot nodes follow Karpenter's spot-to-spot rules (see cheaperReplacement), and Balanced NodePools
-// must find the move worth it. It returns the command, or why there is none.
+// new ones (negative: any number), then judges the outcome (see command). It returns the
+// command, or why there is none.
 func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands []*Candidate, maxClaims int, consolidation bool) (*Command, string) {
+	return d.command(method, reason, cands, maxClaims, consolidation, d.schedule(cands, maxClaims))
+}
+
+// schedule places the pods of cands with cands removed, on the remaining nodes and new ones,
+// trying for at most maxClaims new ones (negative: any number).
+func (d *decider) schedule(cands []*Candidate, maxClaims int) *scheduler.Results {
 	res := d.sim.solve(cands, false)
 	if maxClaims >= 0 && len(res.NewClaims) > maxClaims {
 		// The cost-aware packing may prefer several well-filled nodes; a consolidation wants
@@ -632,6 +625,16 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 		// still required to be strictly cheaper below).
 		res = d.sim.solve(cands, true)
 	}
+	return res
+}
+
+// command judges a simulation's outcome res: every pod placed, on at most maxClaims new
+// nodes. For consolidation, a replacement must be strictly cheaper than the candidates (and,
+// for one node, of another instance type; for several, cheaper than any candidate of a type
+// the replacement may launch as, else deleting fewer nodes is better), spot nodes follow
+// Karpenter's spot-to-spot rules (see cheaperReplacement), and Balanced NodePools must find
+// the move worth it. It returns the command, or why there is none.
+func (d *decider) command(method string, reason karpv1.DisruptionReason, cands []*Candidate, maxClaims int, consolidation bool, res *scheduler.Results) (*Command, string) {
 	if len(res.PodErrors) > 0 {
 		return nil, podSchedulingErrors(res.PodErrors)
 	}

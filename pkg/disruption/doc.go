@@ -22,7 +22,12 @@
 //     ignores budgets) → Emptiness (delete) →
 //     multi-node consolidation (delete or replace many by at most one cheaper node, largest
 //     prefix by disruption cost found by binary search) → single-node consolidation (delete,
-//     or replace by a strictly cheaper node).
+//     or replace by a strictly cheaper node, trying one node of each NodePool in turn).
+//     As Karpenter's, the two consolidation searches are bounded in time on the controller's
+//     clock: multi-node consolidation returns the best command found within a minute, and
+//     single-node consolidation gives up after three minutes, to try first next pass the
+//     NodePools it had not reached; each time counts in
+//     karpenter_voluntary_disruption_consolidation_timeouts_total.
 //     Every simulation runs the provisioning scheduler (scheduler.Solve) with the command's
 //     nodes removed and their pods to place, so a pod is never left with nowhere to go.
 //  4. The controller writes the conditions, and carries out the command: drift and expiration at

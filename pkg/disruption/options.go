@@ -18,8 +18,6 @@ const (
 	DefaultReplacementTimeout = 10 * time.Minute
 	// DefaultMaxMultiNodeCandidates bounds the candidates multi-node consolidation considers.
 	DefaultMaxMultiNodeCandidates = 100
-	// DefaultMaxSingleNodeAttempts bounds the single-node simulations of one pass.
-	DefaultMaxSingleNodeAttempts = 100
 	// BalancedThreshold is the least ratio of cost share saved to pod share moved at which the
 	// Balanced policy consolidates underutilized nodes.
 	BalancedThreshold = 0.5
@@ -41,9 +39,6 @@ type Options struct {
 	// MaxMultiNodeCandidates bounds multi-node consolidation; zero means
 	// DefaultMaxMultiNodeCandidates.
 	MaxMultiNodeCandidates int
-	// MaxSingleNodeAttempts bounds the single-node consolidation simulations of a pass; zero
-	// means DefaultMaxSingleNodeAttempts.
-	MaxSingleNodeAttempts int
 }
 
 // Validate reports the first invalid option.
@@ -56,8 +51,8 @@ func (o Options) Validate() error {
 			return fmt.Errorf("%s %s is negative", d.name, d.d)
 		}
 	}
-	if o.MaxMultiNodeCandidates < 0 || o.MaxSingleNodeAttempts < 0 {
-		return errors.New("candidate bounds must not be negative")
+	if o.MaxMultiNodeCandidates < 0 {
+		return errors.New("multi-node candidate bound must not be negative")
 	}
 	return nil
 }
@@ -74,9 +69,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMultiNodeCandidates == 0 {
 		o.MaxMultiNodeCandidates = DefaultMaxMultiNodeCandidates
-	}
-	if o.MaxSingleNodeAttempts == 0 {
-		o.MaxSingleNodeAttempts = DefaultMaxSingleNodeAttempts
 	}
 	return o
 }

@@ -33,6 +33,12 @@ var (
 		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "queue_failures_total",
 		Help: "Replacements of disruption commands that failed (gone, or not initialized in time) so the command was abandoned, by decision, reason and consolidation type.",
 	}, []string{LabelConsolidationType, LabelDecision, LabelReason})
+	// VoluntaryDisruptionConsolidationTimeoutsTotal counts the consolidation searches that
+	// reached their time limit, by consolidation type (multi or single). Both series start at 0.
+	VoluntaryDisruptionConsolidationTimeoutsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "consolidation_timeouts_total",
+		Help: "Consolidation searches that reached their time limit (multi-node: one minute, single-node: three minutes), by consolidation type.",
+	}, []string{LabelConsolidationType})
 	// ConsolidationMovesTotal counts the consolidation moves evaluated, per NodePool of their
 	// candidates, approved or rejected (by the Balanced policy).
 	ConsolidationMovesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -55,11 +61,25 @@ var (
 )
 
 // disruptionMetrics are the disruption controller's metrics beyond its decisions: evaluation
-// time, failed validations, queue failures, per-NodePool decisions and the pods disrupted.
+// time, consolidation timeouts, failed validations, queue failures, per-NodePool decisions,
+// the pods disrupted and the consolidation moves.
 func disruptionMetrics() []prometheus.Collector {
 	return []prometheus.Collector{VoluntaryDisruptionEvaluationDurationSeconds, VoluntaryDisruptionDecisionsByNodePoolTotal,
 		VoluntaryDisruptionFailedValidationsTotal, VoluntaryDisruptionQueueFailuresTotal, PodsDisruptionInitiatedTotal,
-		ConsolidationMovesTotal, ConsolidationScore}
+		ConsolidationMovesTotal, ConsolidationScore, VoluntaryDisruptionConsolidationTimeoutsTotal}
+}
+
+func init() {
+	// As Karpenter's, the series of the two searches that can time out exist from the start.
+	for _, t := range []string{ConsolidationTypeMulti, ConsolidationTypeSingle} {
+		VoluntaryDisruptionConsolidationTimeoutsTotal.WithLabelValues(t)
+	}
+}
+
+// ConsolidationTimedOut records a consolidation search of the type (ConsolidationTypeMulti or
+// ConsolidationTypeSingle) that reached its time limit.
+func ConsolidationTimedOut(consolidationType string) {
+	VoluntaryDisruptionConsolidationTimeoutsTotal.WithLabelValues(consolidationType).Inc()
 }
 
 // ObserveDisruptionEvaluation records a disruption method's evaluation that took d.

@@ -36,7 +36,6 @@ var notServedYet = map[string]string{
 	"karpenter_nodes_reboots_total":                                    "no node reboot",
 	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes": "no pod deletion cost controller",
 	"karpenter_pod_deletion_cost_pod_annotation_writes_total":          "no pod deletion cost controller",
-	"karpenter_voluntary_disruption_consolidation_timeouts_total":      "consolidation here has no time limit to reach (Karpenter stops its search after a minute); BenchmarkDecide measures a decision's cost",
 	"karpenter_voluntary_disruption_terminate_first_decisions_total":   "the TerminateFirstDrift and TerminateFirstRepair gates are not built",
 }
 

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,20 @@ func TestRegisteredOnControllerRuntimeRegistry(t *testing.T) {
 	}
 	if !found {
 		t.Error("karpenter_nodeclaims_created_total is not served by controller-runtime's Registry")
+	}
+}
+
+// TestConsolidationTimeoutsStartAtZero: as Karpenter's, the timeouts of the two searches that
+// can time out are served from the start, at 0, before any search ran out of time.
+func TestConsolidationTimeoutsStartAtZero(t *testing.T) {
+	want := `
+# HELP karpenter_voluntary_disruption_consolidation_timeouts_total Consolidation searches that reached their time limit (multi-node: one minute, single-node: three minutes), by consolidation type.
+# TYPE karpenter_voluntary_disruption_consolidation_timeouts_total counter
+karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type="multi"} 0
+karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type="single"} 0
+`
+	if err := testutil.CollectAndCompare(metrics.VoluntaryDisruptionConsolidationTimeoutsTotal, strings.NewReader(want)); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -1,0 +1,148 @@
+package disruption
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
+)
+
+// Karpenter's time limits on the consolidation searches of a pass, read on Input.Clock.
+const (
+	// MultiNodeConsolidationTimeout bounds multi-node consolidation's binary search: a
+	// simulation that ends at or after it is discarded and the search returns the largest
+	// command found before, if any.
+	MultiNodeConsolidationTimeout = time.Minute
+	// SingleNodeConsolidationTimeout bounds single-node consolidation: once it has passed, the
+	// search stops before its next candidate without a command, and the next pass tries first
+	// the NodePools it had not reached (Decision.UnseenNodePools).
+	SingleNodeConsolidationTimeout = 3 * time.Minute
+)
+
+// SearchTimeout is a consolidation search that reached its time limit.
+type SearchTimeout struct {
+	// Method is MethodMultiNode or MethodSingleNode.
+	Method string
+	// Evaluated is, for single-node consolidation, how many candidates it had evaluated; for
+	// multi-node consolidation, the number of nodes of the batch whose simulation ran out of
+	// time.
+	Evaluated int
+}
+
+// multiNode finds the longest prefix of the candidates (by disruption cost, within budgets)
+// whose pods fit on the other nodes plus at most one cheaper new node, by binary search. As
+// Karpenter's, the search is bounded by MultiNodeConsolidationTimeout: a simulation that ends
+// past it counts a timeout and the search returns the best command found before it, if any.
+func (d *decider) multiNode() *Command {
+	cands := d.withinBudget(d.underutilized(), karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates)
+	deadline, bounded := d.searchDeadline(MultiNodeConsolidationTimeout)
+	var best *Command
+	lo, hi := 2, len(cands)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		res := d.schedule(cands[:mid], 1)
+		d.scheduled(MethodMultiNode)
+		// Karpenter's simulation runs under a context with this deadline and fails once it
+		// passes, even on its last pod; its outcome is then never judged.
+		if bounded && !d.in.Clock.Now().Before(deadline) {
+			d.timedOut(MethodMultiNode, mid)
+			return best
+		}
+		if cmd, _ := d.command(MethodMultiNode, karpv1.DisruptionReasonUnderutilized, cands[:mid], 1, true, res); cmd != nil {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}
+
+// singleNode deletes or replaces the first candidate it can, trying them in
+// singleNodeOrder and skipping those of NodePools whose budget allows no disruption. As
+// Karpenter's, it is bounded by SingleNodeConsolidationTimeout: past it, it stops before the
+// next candidate, counts a timeout, and leaves the NodePools it had not reached in
+// Decision.UnseenNodePools; having tried every candidate, it leaves none there.
+func (d *decider) singleNode() *Command {
+	cands := singleNodeOrder(d.underutilized(), d.in.UnseenNodePools)
+	unseen := map[string]bool{}
+	for _, c := range cands {
+		unseen[c.NodePool.Name] = true
+	}
+	deadline, bounded := d.searchDeadline(SingleNodeConsolidationTimeout)
+	for i, c := range cands {
+		if bounded && d.in.Clock.Now().After(deadline) {
+			d.timedOut(MethodSingleNode, i)
+			d.unseenPools = slices.Sorted(maps.Keys(unseen))
+			return nil
+		}
+		delete(unseen, c.NodePool.Name)
+		if d.budget(c.NodePool, karpv1.DisruptionReasonUnderutilized) == 0 {
+			continue // one node at a time: any budget above 0 allows it
+		}
+		res := d.schedule([]*Candidate{c}, 1)
+		d.scheduled(MethodSingleNode)
+		cmd, why := d.command(MethodSingleNode, karpv1.DisruptionReasonUnderutilized, []*Candidate{c}, 1, true, res)
+		if cmd != nil {
+			return cmd
+		}
+		d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why})
+	}
+	d.unseenPools = nil
+	return nil
+}
+
+// singleNodeOrder is the order in which single-node consolidation tries cands (given in
+// disruption-cost order), as Karpenter's: one candidate of each NodePool in turn, the
+// NodePools in unseen first, then the others, each group in the order of its first
+// candidate (Karpenter's order of NodePools within a group is a map's, so arbitrary).
+func singleNodeOrder(cands []*Candidate, unseen []string) []*Candidate {
+	byPool := map[string][]*Candidate{}
+	var pools []string
+	for _, c := range cands {
+		name := c.NodePool.Name
+		if _, ok := byPool[name]; !ok {
+			pools = append(pools, name)
+		}
+		byPool[name] = append(byPool[name], c)
+	}
+	first := make(map[string]bool, len(unseen))
+	for _, name := range unseen {
+		first[name] = true
+	}
+	sort.SliceStable(pools, func(i, j int) bool { return first[pools[i]] && !first[pools[j]] })
+	out := make([]*Candidate, 0, len(cands))
+	for round := 0; len(out) < len(cands); round++ {
+		for _, name := range pools {
+			if round < len(byPool[name]) {
+				out = append(out, byPool[name][round])
+			}
+		}
+	}
+	return out
+}
+
+// searchDeadline is when a consolidation search starting now must stop, and false when
+// searches are not bounded (no Input.Clock).
+func (d *decider) searchDeadline(limit time.Duration) (time.Time, bool) {
+	if d.in.Clock == nil {
+		return time.Time{}, false
+	}
+	return d.in.Clock.Now().Add(limit), true
+}
+
+// scheduled notes that a consolidation method ran a scheduling simulation.
+func (d *decider) scheduled(method string) {
+	if d.in.onSchedule != nil {
+		d.in.onSchedule(method)
+	}
+}
+
+// timedOut records that a consolidation search reached its time limit, having evaluated
+// evaluated (see SearchTimeout), in karpenter_voluntary_disruption_consolidation_timeouts_total.
+func (d *decider) timedOut(method string, evaluated int) {
+	metrics.ConsolidationTimedOut(consolidationType(method))
+	d.timeouts = append(d.timeouts, SearchTimeout{Method: method, Evaluated: evaluated})
+}
