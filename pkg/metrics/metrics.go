@@ -194,6 +194,7 @@ func eventMetrics() []prometheus.Collector {
 		PodsNominationsRefusedTotal, NodeClaimsTerminationDurationSeconds, NodeClaimsInstanceTerminationDurationSeconds, NodesCreatedTotal, NodesTerminatedTotal, NodesTerminationDurationSeconds,
 		NodesLifetimeDurationSeconds, NodesDrainedTotal, PodsDrainedTotal, PodsEvictionRequestsTotal,
 		VoluntaryDisruptionEligibleNodes, NodePoolsAllowedDisruptions, NodePoolsNodesConsumingBudgets, BuildInfo, gauges,
+		NodePoolsCostTrackerErrorsTotal,
 	}
 	out = append(out, podMetrics()...)
 	out = append(out, awsMetrics()...)

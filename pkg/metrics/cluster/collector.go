@@ -246,8 +246,12 @@ func collectNodePools(snap *state.Snapshot, ch chan<- prometheus.Metric) {
 
 // collectPrices reports the offerings of every NodePool's instance types and the cost of the
 // launched instances, each at its offering's price (in its zone, else the cheapest of its
-// capacity type). An instance whose price is unknown (its NodePool is gone, or its NodeClass
-// not ready) counts nothing.
+// capacity type). An instance whose price is unknown counts nothing. When that is because its
+// NodePool is gone or the NodePool's instance types could not be listed, its NodeClaim counts
+// in karpenter_nodepools_cost_tracker_errors_total, as Karpenter's cost tracker counts its
+// failures to add a NodeClaim; like Karpenter's, a NodeClaim without the instance type,
+// capacity type, zone and NodePool labels is left out, and an offering missing from its
+// instance types is no error.
 func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch chan<- prometheus.Metric) {
 	type offering struct{ instanceType, zone, capacityType string }
 	seen := map[offering]bool{}
@@ -282,11 +286,18 @@ func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch 
 			continue // not Karpenter's, or not launched
 		}
 		pool := sn.NodePool()
-		it := byPool[pool][claimLabel(sn, corev1.LabelInstanceTypeStable)]
+		name, zone, capacityType := claimLabel(sn, corev1.LabelInstanceTypeStable), claimLabel(sn, corev1.LabelTopologyZone), claimLabel(sn, karpv1.CapacityTypeLabelKey)
+		types, ok := byPool[pool]
+		if !ok {
+			if pool != "" && name != "" && zone != "" && capacityType != "" {
+				metrics.CostTrackerError(pool)
+			}
+			continue
+		}
+		it := types[name]
 		if it == nil {
 			continue
 		}
-		zone, capacityType := claimLabel(sn, corev1.LabelTopologyZone), claimLabel(sn, karpv1.CapacityTypeLabelKey)
 		o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType && o.Zone == zone })
 		if !ok {
 			o, ok = it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType })

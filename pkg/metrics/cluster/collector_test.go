@@ -18,6 +18,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
@@ -263,4 +264,67 @@ func collectText(t *testing.T, c *cluster.Collector) string {
 		t.Fatal(err)
 	}
 	return string(text)
+}
+
+// unlisted is an InstanceTypeProvider that cannot list instance types.
+type unlisted struct{}
+
+func (unlisted) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	return nil, errors.New("nodeclass not ready")
+}
+
+// TestCostTrackerErrors: as Karpenter's cost tracker, a launched NodeClaim whose NodePool is
+// gone or whose NodePool's instance types cannot be listed counts an error for its NodePool
+// (here at each scrape); one without the labels cost tracking needs, or whose offering is not
+// among its instance types, counts none.
+func TestCostTrackerErrors(t *testing.T) {
+	errorsOf := func(nodePool string) float64 {
+		return testutil.ToFloat64(metrics.NodePoolsCostTrackerErrorsTotal.WithLabelValues(nodePool))
+	}
+	scrape := func(c *cluster.Collector) { testutil.CollectAndCount(c) }
+	ctx := context.Background()
+
+	kube, c := fixture(t)
+	before := errorsOf("default")
+	scrape(c)
+	if got := errorsOf("default") - before; got != 0 {
+		t.Errorf("%v errors with every claim priced, want 0", got)
+	}
+
+	// An instance type the NodePool does not offer is priced at nothing, without an error.
+	node, claim := launched("node-c", "unknown", karpv1.CapacityTypeOnDemand, "zone-1", builders.Resources("cpu", "1"), builders.Resources("cpu", "1"))
+	// A launched claim without a zone label is not tracked yet.
+	nodeD, claimD := launched("node-d", "small", karpv1.CapacityTypeOnDemand, "zone-1", builders.Resources("cpu", "1"), builders.Resources("cpu", "1"))
+	delete(claimD.Labels, corev1.LabelTopologyZone)
+	delete(nodeD.Labels, corev1.LabelTopologyZone)
+	for _, obj := range []client.Object{node, claim, nodeD, claimD} {
+		if err := kube.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before = errorsOf("default")
+	scrape(c)
+	if got := errorsOf("default") - before; got != 0 {
+		t.Errorf("%v errors for an unknown offering and a claim without a zone, want 0", got)
+	}
+
+	// The NodePool's instance types cannot be listed: its three labelled launched claims
+	// count, at every scrape.
+	failing := cluster.NewCollector(state.NewCluster(kube, clock.RealClock{}), unlisted{})
+	before = errorsOf("default")
+	scrape(failing)
+	scrape(failing)
+	if got := errorsOf("default") - before; got != 6 {
+		t.Errorf("%v errors in two scrapes without instance types, want 6", got)
+	}
+
+	// The NodePool is gone.
+	if err := kube.Delete(ctx, &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	before = errorsOf("default")
+	scrape(c)
+	if got := errorsOf("default") - before; got != 3 {
+		t.Errorf("%v errors once the nodepool is gone, want 3", got)
+	}
 }
