@@ -60,10 +60,11 @@ const (
 // for a spot interruption it marks the offering out of capacity, so the replacement goes
 // elsewhere; for a spot interruption, a scheduled change or event, or a stop it deletes the
 // NodeClaim, which cordons and drains the node (the evicted pods are provisioned at once) and
-// terminates the instance; a rebalance recommendation is only recorded. A failed instance or system status check deletes the
-// NodeClaim too, first setting its karpenter.sh/nodeclaim-termination-timestamp to now, so
-// termination does not wait for pods to drain gracefully. Each notice is an Event on the
-// NodeClaim and its Node, and the deletion another, as Karpenter's.
+// terminates the instance; a rebalance recommendation is only recorded. A failed instance or
+// system status check deletes the NodeClaim too, first setting its
+// karpenter.sh/nodeclaim-termination-timestamp to now, so termination does not wait for pods
+// to drain gracefully. Each notice is an Event on the NodeClaim and its Node, and the deletion
+// another, as Karpenter's.
 type InterruptionHandler struct {
 	// Kube reads Nodes, and annotates and deletes NodeClaims.
 	Kube client.Client
@@ -95,12 +96,12 @@ func (h *InterruptionHandler) Handle(ctx context.Context, kind InterruptionKind,
 			h.Unavailable.MarkUnavailable(OfferingID{InstanceType: typ, Zone: zone, CapacityType: karpv1.CapacityTypeSpot})
 		}
 		h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonSpotInterrupted, "Spot interruption warning was triggered")...)
-	case InterruptionScheduledChange, InterruptionEventStatus:
+	case InterruptionScheduledChange, InterruptionEventStatus, InterruptionInstanceStatus, InterruptionSystemStatus:
 		h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonInstanceUnhealthy, "An unhealthy warning was triggered for the instance")...)
-	case InterruptionInstanceStatus, InterruptionSystemStatus:
-		h.Events.Publish(interruptionEvents(claim, node, corev1.EventTypeWarning, EventReasonInstanceUnhealthy, "An unhealthy warning was triggered for the instance")...)
-		if err := h.terminateNow(ctx, claim); err != nil {
-			return err
+		if kind == InterruptionInstanceStatus || kind == InterruptionSystemStatus {
+			if err := h.terminateNow(ctx, claim); err != nil {
+				return err
+			}
 		}
 	case InterruptionStateChange:
 		if instanceStopping(state) {
