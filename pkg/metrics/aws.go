@@ -20,6 +20,8 @@ const (
 	LabelZoneID = "zone_id"
 	// LabelNodeClass is the name of an EC2NodeClass.
 	LabelNodeClass = "nodeclass"
+	// LabelCategory is the kind of an unhealthy EC2 instance status (the Category* values).
+	LabelCategory = "category"
 )
 
 // Values of LabelMessageType, as Karpenter's AWS provider names the kinds of message.
@@ -38,6 +40,23 @@ const (
 	MessageTypeInstanceTerminated = "instance_terminated"
 	// MessageTypeNoOp: any other message, deleted without action.
 	MessageTypeNoOp = "no_op"
+	// MessageTypeInstanceStatus: the instance status check failed (DescribeInstanceStatus).
+	// Only a reason of karpenter_nodeclaims_disrupted_total: it does not come through the queue.
+	MessageTypeInstanceStatus = "instance_status"
+	// MessageTypeSystemStatus: the system status check failed (DescribeInstanceStatus).
+	MessageTypeSystemStatus = "system_status"
+	// MessageTypeEventStatus: a scheduled event of the instance (DescribeInstanceStatus).
+	MessageTypeEventStatus = "event_status"
+)
+
+// Values of LabelCategory, as Karpenter's AWS provider names the parts of an instance status.
+const (
+	// CategoryInstanceStatus: the instance status check, of the instance's virtual machine.
+	CategoryInstanceStatus = "InstanceStatus"
+	// CategorySystemStatus: the system status check, of the host the instance runs on.
+	CategorySystemStatus = "SystemStatus"
+	// CategoryEventStatus: the instance's scheduled events.
+	CategoryEventStatus = "EventStatus"
 )
 
 // The AWS provider's metrics. Read them in tests (prometheus/testutil); update them through
@@ -62,6 +81,13 @@ var (
 		Help:    "Time in seconds from an interruption message's arrival on the queue until Karpenter finished acting on it.",
 		Buckets: DurationBuckets(),
 	})
+	// InterruptionInstanceStatusUnhealthyTotal counts the unhealthy instance statuses found by
+	// polling DescribeInstanceStatus, by category (Category*): an instance of the cluster is
+	// counted once per category until it is no longer reported unhealthy in that category.
+	InterruptionInstanceStatusUnhealthyTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemInterruption, Name: "instance_status_unhealthy_total",
+		Help: "Unhealthy EC2 instance statuses found with DescribeInstanceStatus, each instance of the cluster counted once per category (InstanceStatus, SystemStatus, EventStatus) until healthy again.",
+	}, []string{LabelCategory})
 	// CloudProviderInstanceLaunchFailuresTotal counts the offerings a CreateFleet request
 	// reported failing (one fleet can fail several), by zone, zone ID, capacity type and
 	// reason.
@@ -95,10 +121,12 @@ var (
 	}, []string{LabelNodeClass})
 )
 
-// awsMetrics are the AWS provider's metrics: interruption messages, instance launch and termination failures, instance type facts, user data size.
+// awsMetrics are the AWS provider's metrics: interruption messages, unhealthy instance
+// statuses, instance launch and termination failures, instance type facts, user data size.
 func awsMetrics() []prometheus.Collector {
 	return []prometheus.Collector{
 		InterruptionReceivedMessagesTotal, InterruptionDeletedMessagesTotal, InterruptionMessageQueueDurationSeconds,
+		InterruptionInstanceStatusUnhealthyTotal,
 		CloudProviderInstanceLaunchFailuresTotal, CloudProviderInstanceTerminationFailuresTotal,
 		CloudProviderInstanceTypeCPUCores, CloudProviderInstanceTypeMemoryBytes, EC2NodeClassesUserDataBytes,
 	}
@@ -117,6 +145,12 @@ func InterruptionMessageDeleted() { InterruptionDeletedMessagesTotal.Inc() }
 // arrived on the queue.
 func ObserveInterruptionMessageQueueDuration(d time.Duration) {
 	InterruptionMessageQueueDurationSeconds.Observe(d.Seconds())
+}
+
+// InstanceStatusUnhealthy records an instance of the cluster newly found unhealthy in the
+// category (a Category* value).
+func InstanceStatusUnhealthy(category string) {
+	InterruptionInstanceStatusUnhealthyTotal.WithLabelValues(category).Inc()
 }
 
 // InstanceLaunchFailed records an offering a fleet failed to launch: in the zone (and zone ID,

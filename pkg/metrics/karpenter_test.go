@@ -28,7 +28,6 @@ type karpenterMetric struct {
 var notServedYet = map[string]string{
 	"karpenter_cloudprovider_batcher_batch_size":                       "no request batcher: each launch is one CreateFleet",
 	"karpenter_cloudprovider_batcher_batch_time_seconds":               "no request batcher",
-	"karpenter_interruption_instance_status_unhealthy_total":           "no instance status health checks: Karpenter polls DescribeInstanceStatus and force-terminates impaired instances, a node repair feature not built here",
 	"karpenter_nodeclaims_unhealthy_disrupted_total":                   "no node repair yet (issue 22)",
 	"karpenter_nodes_reboot_duration_seconds":                          "no node reboot",
 	"karpenter_nodes_reboot_recovery_duration_seconds":                 "no node reboot",

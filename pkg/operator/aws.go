@@ -24,7 +24,8 @@ import (
 )
 
 // newAWS builds the AWS provider and its controllers: NodeClass resolution, interruption
-// handling, launch template collection and instance tagging.
+// handling (the queue's, and EC2 instance status checks), launch template collection and
+// instance tagging.
 func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable *cloudprovider.UnavailableOfferings,
 	recorder record.EventRecorder, opts Options) (*awsprovider.Provider, []registrar, error) {
 	var awsCfg = opts.AWS.Config
@@ -64,6 +65,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 	return provider, []registrar{
 		awsprovider.NewNodeClassController(provider),
 		awsprovider.NewInterruptionController(provider, recorder),
+		awsprovider.NewInstanceStatusController(provider, recorder),
 		awsprovider.NewLaunchTemplateGC(provider),
 		awsprovider.NewInstanceTagger(provider),
 	}, nil

@@ -3,7 +3,8 @@
 // from the EC2 and Pricing APIs (with the shipped catalog as the offline fallback), launches
 // NodeClaims with one instant EC2 Fleet each from a launch template per NodeClass
 // configuration, finds and terminates instances by their tags, collects orphaned instances and
-// unused launch templates, and acts on the SQS interruption queue.
+// unused launch templates, and acts on the SQS interruption queue and on the instances that
+// EC2's status checks find broken or that have scheduled events (DescribeInstanceStatus).
 //
 // It talks to AWS only through the aws-sdk-go-v2 clients in Clients, so tests point the real
 // clients at the in-process far end in package fake. Every AWS API it calls is listed in the

@@ -231,6 +231,10 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 	if _, err := interruptions.Poll(f.ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The instance status checks, polled with or without a queue.
+	if err := NewInstanceStatusController(f.provider, nil).Poll(f.ctx); err != nil {
+		t.Fatal(err)
+	}
 	// A node with Elastic Fabric Adapters (network interfaces on two cards).
 	if _, err := f.provider.Create(f.ctx, claimFor(np, "general-purpose-efa", corev1.ResourceList{"vpc.amazonaws.com/efa": resource.MustParse("2")},
 		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c6in.32xlarge"))); err != nil {

@@ -63,6 +63,37 @@ func (a *AWS) authorize(r *http.Request, action, resource string, requestTags, r
 	a.authorizeLocked(r, action, resource, requestTags, resourceTags, context...)
 }
 
+// DenyEC2 makes every later call of the EC2 action (such as "DescribeInstanceStatus") fail
+// with UnauthorizedOperation (HTTP 403), as EC2 answers a caller whose IAM policy does not
+// allow it; the call is still counted and its permission check recorded. AllowEC2 undoes it.
+func (a *AWS) DenyEC2(action string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.denied == nil {
+		a.denied = map[string]bool{}
+	}
+	a.denied[action] = true
+}
+
+// AllowEC2 undoes DenyEC2 for the action.
+func (a *AWS) AllowEC2(action string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.denied, action)
+}
+
+// deniedEC2 is the error of a call of a denied EC2 action, nil for an allowed one.
+func (a *AWS) deniedEC2(action string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.denied[action] {
+		return nil
+	}
+	return errf(http.StatusForbidden, "UnauthorizedOperation",
+		"You are not authorized to perform this operation. User: arn:aws:sts::%s:assumed-role/KarpenterController/fake is not authorized to perform: ec2:%s because no identity-based policy allows the ec2:%s action",
+		a.opts.AccountID, action, action)
+}
+
 // requestedRegion is the region a request was signed for (its SigV4 credential scope,
 // AKID/date/REGION/service/aws4_request), else the fake's.
 func requestedRegion(r *http.Request, fallback string) string {

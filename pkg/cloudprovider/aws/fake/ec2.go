@@ -155,6 +155,10 @@ func (a *AWS) serveEC2(q *queryCall) {
 	if strings.HasPrefix(q.action, "Describe") {
 		a.authorize(q.r, "ec2:"+q.action, "*", nil, nil)
 	}
+	if err := a.deniedEC2(q.action); err != nil {
+		q.failErr(err)
+		return
+	}
 	var body any
 	var err error
 	switch q.action {
@@ -180,6 +184,8 @@ func (a *AWS) serveEC2(q *queryCall) {
 		body, err = a.createFleet(q)
 	case "DescribeInstances":
 		body, err = a.describeInstances(q)
+	case "DescribeInstanceStatus":
+		body, err = a.describeInstanceStatus(q)
 	case "TerminateInstances":
 		body, err = a.terminateInstances(q)
 	case "CreateTags":

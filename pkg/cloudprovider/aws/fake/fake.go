@@ -78,6 +78,11 @@ type AWS struct {
 	msgNotify chan struct{}
 	// authorizations are the permission checks of the requests served (see Authorizations).
 	authorizations []Authorization
+	// denied are the EC2 actions the caller is not allowed (see DenyEC2).
+	denied map[string]bool
+	// health are the status checks and scheduled events of instances, by ID (see
+	// SetStatusCheck, ScheduleEvent).
+	health map[string]*instanceHealth
 }
 
 type pool struct{ instanceType, zone, capacityType string }
