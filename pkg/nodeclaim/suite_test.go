@@ -146,6 +146,7 @@ type claimOptions struct {
 	labels        map[string]string
 	taints        []corev1.Taint
 	startupTaints []corev1.Taint
+	requests      corev1.ResourceList // the pods' requests (spec.resources.requests)
 }
 
 // createClaim creates a NodeClaim in the API server.
@@ -174,6 +175,7 @@ func (f *fixture) createClaim(name string, o claimOptions) *karpv1.NodeClaim {
 			},
 			Taints:        o.taints,
 			StartupTaints: o.startupTaints,
+			Resources:     karpv1.ResourceRequirements{Requests: o.requests},
 			NodeClassRef:  &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: o.nodeClass},
 		},
 	}

@@ -44,6 +44,7 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 		nodepool.NewStatusController(mgr.GetClient(), clk, recorder),
 		static,
 		lifecycle,
+		nodeclaim.NewConsistencyController(mgr.GetClient(), clk, recorder),
 		nodeclaim.NewGarbageCollector(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodeclaim.garbagecollection"), clk, recorder, nodeclaim.GarbageCollectorOptions{}),
 		termination.NewController(mgr.GetClient(), lifecycle, clk, recorder, termination.Options{}),
 		disruption.NewController(mgr.GetClient(), cluster, cloudprovider.WithMetrics(cp, metrics.ControllerDisruption), clk, recorder, disruption.Options{
