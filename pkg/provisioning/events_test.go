@@ -30,6 +30,10 @@ func TestEventTable(t *testing.T) {
 			{"Pod", "web-0", "Normal", "Nominated", "Pod should schedule on: node/ip-10-0-0-1"}}},
 		{"failed scheduling", []events.Event{failedSchedulingEvent(pod, errors.New("incompatible with every nodepool"))}, [][5]string{
 			{"Pod", "web-0", "Warning", "FailedScheduling", "Failed to schedule pod, incompatible with every nodepool"}}},
+		{"no compatible instance types", []events.Event{noCompatibleInstanceTypesEvent(np, false)}, [][5]string{
+			{"NodePool", "default", "Warning", "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types"}}},
+		{"no compatible instance types for minValues", []events.Event{noCompatibleInstanceTypesEvent(np, true)}, [][5]string{
+			{"NodePool", "default", "Warning", "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types due to minValues incompatibility"}}},
 		{"refused", refusalEvents(pod, np, EventReasonNominationRefused, "node ip-10-0-0-1 did not take it"), [][5]string{
 			{"Pod", "web-0", "Warning", "NominationRefused", "node ip-10-0-0-1 did not take it"},
 			{"NodePool", "default", "Warning", "NominationRefused", "pod default/web-0: node ip-10-0-0-1 did not take it"}}},

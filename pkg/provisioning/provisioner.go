@@ -229,17 +229,25 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 			log.FromContext(ctx).Error(err, "skipping nodepool with invalid requirements", "nodepool", np.Name)
 			continue
 		}
-		pools[np.Name] = np
-		typesByPool[np.Name] = its
-		in.NodePools = append(in.NodePools, &scheduler.NodePool{
+		pool := &scheduler.NodePool{
 			Name:          np.Name,
 			Weight:        weight(np),
 			Requirements:  reqs,
 			Labels:        np.Spec.Template.Labels,
 			Taints:        np.Spec.Template.Spec.Taints,
 			InstanceTypes: its,
-			Remaining:     remaining(np, snap, its),
-		})
+		}
+		// As Karpenter: a NodePool whose requirements leave no instance type to launch is
+		// left out, and says so.
+		if compatible, err := scheduler.CompatibleInstanceTypes(pool, p.opts.MinValuesBestEffort); len(compatible) == 0 || err != nil {
+			log.FromContext(ctx).Info("skipping, nodepool requirements filtered out all instance types", "nodepool", np.Name, "minValuesIncompatibleErr", err)
+			p.events.Publish(noCompatibleInstanceTypesEvent(np, err != nil))
+			continue
+		}
+		pool.Remaining = remaining(np, snap, its)
+		pools[np.Name] = np
+		typesByPool[np.Name] = its
+		in.NodePools = append(in.NodePools, pool)
 	}
 	// Initialized capacity first, then capacity still launching.
 	var launching []*scheduler.Node

@@ -209,3 +209,17 @@ func (ps *poolState) value(r cloudprovider.Resources) float64 {
 	ps.values[r] = best
 	return best
 }
+
+// CompatibleInstanceTypes returns the NodePool's instance types its own requirements allow
+// (labels, and an available offering in an allowed zone and capacity type), cheapest first, and
+// an error when they are too few to meet the requirements' minValues (never with
+// minValuesBestEffort). It is Karpenter's check, before any pod is considered, that a NodePool
+// can launch anything at all.
+func CompatibleInstanceTypes(np *NodePool, minValuesBestEffort bool) ([]*cloudprovider.InstanceType, error) {
+	candidates := newPoolState(np, nil).candidatesFor(np.Requirements)
+	its := make([]*cloudprovider.InstanceType, len(candidates))
+	for i, c := range candidates {
+		its[i] = c.it
+	}
+	return its, minValuesMet(np.Requirements, candidates, func(*candidate) bool { return true }, minValuesBestEffort)
+}
