@@ -20,8 +20,8 @@ const (
 	// EventReasonFailedScheduling (Pod, Warning): no NodePool can make a node for the pod.
 	EventReasonFailedScheduling = "FailedScheduling"
 	// EventReasonNoCompatibleInstanceTypes (NodePool, Warning): the NodePool's requirements
-	// leave no instance type it could launch (or too few for their minValues); it is left out
-	// of provisioning.
+	// leave no instance type it could launch (or too few for their minValues), so it launches
+	// nothing.
 	EventReasonNoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
 )
 

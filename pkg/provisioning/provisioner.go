@@ -236,15 +236,15 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 			Labels:        np.Spec.Template.Labels,
 			Taints:        np.Spec.Template.Spec.Taints,
 			InstanceTypes: its,
+			Remaining:     remaining(np, snap, its),
 		}
-		// As Karpenter: a NodePool whose requirements leave no instance type to launch is
-		// left out, and says so.
+		// As Karpenter: a NodePool whose requirements leave no instance type to launch says
+		// so. It stays in the scheduler's input, where it can launch nothing either, so that
+		// the pods' FailedScheduling says which of its requirements is at fault.
 		if compatible, err := scheduler.CompatibleInstanceTypes(pool, p.opts.MinValuesBestEffort); len(compatible) == 0 || err != nil {
-			log.FromContext(ctx).Info("skipping, nodepool requirements filtered out all instance types", "nodepool", np.Name, "minValuesIncompatibleErr", err)
+			log.FromContext(ctx).Info("nodepool requirements filtered out all instance types", "nodepool", np.Name, "minValuesIncompatibleErr", err)
 			p.events.Publish(noCompatibleInstanceTypesEvent(np, err != nil))
-			continue
 		}
-		pool.Remaining = remaining(np, snap, its)
 		pools[np.Name] = np
 		typesByPool[np.Name] = its
 		in.NodePools = append(in.NodePools, pool)

@@ -225,8 +225,8 @@ func TestUnschedulablePodGetsEvent(t *testing.T) {
 }
 
 // TestNodePoolWithoutInstanceTypesGetsEvent: a NodePool whose requirements leave no instance
-// type, or too few for their minValues, is left out of provisioning with Karpenter's
-// NoCompatibleInstanceTypes Event.
+// type, or too few for their minValues, launches nothing and says so with Karpenter's
+// NoCompatibleInstanceTypes Event; the pod says why in Karpenter's words.
 func TestNodePoolWithoutInstanceTypesGetsEvent(t *testing.T) {
 	f := newFixture(t,
 		nodePool("nothing", karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"x9.huge"}}),
@@ -243,7 +243,8 @@ func TestNodePoolWithoutInstanceTypesGetsEvent(t *testing.T) {
 	expectEvent(t, "NodePool", "nothing", corev1.EventTypeWarning, "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types")
 	expectEvent(t, "NodePool", "too-few", corev1.EventTypeWarning, "NoCompatibleInstanceTypes",
 		"NodePool requirements filtered out all compatible available instance types due to minValues incompatibility")
-	expectPodEvent(t, "stranded", corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod, ")
+	expectPodEvent(t, "stranded", corev1.EventTypeWarning, "FailedScheduling",
+		"Failed to schedule pod, incompatible with every nodepool: nodepool nothing: no instance type met the scheduling requirements or had enough resources or had a required offering, requirements=")
 }
 
 // TestNominatedEventNamesTheClaim: a pod a new NodeClaim is launched for gets Karpenter's

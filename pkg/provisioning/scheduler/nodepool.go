@@ -147,14 +147,22 @@ func (ps *poolState) withinLimits(it *cloudprovider.InstanceType, released *clou
 		}
 		need := capacityOf(it, name)
 		if need.Cmp(q) > 0 {
-			return fmt.Errorf("limits exceeded: %s %s of a %s, %s left under spec.limits", name, need.String(), it.Name, q.String())
+			// Karpenter's words first, then which limit.
+			if name == resourceNodes {
+				return fmt.Errorf("node limits have been exhausted for nodepool (NodePool=%s): %s left under spec.limits", ps.Name, q.String())
+			}
+			return fmt.Errorf("all available instance types exceed limits for nodepool (NodePool=%s): %s %s of a %s, %s left under spec.limits",
+				ps.Name, name, need.String(), it.Name, q.String())
 		}
 	}
 	return nil
 }
 
+// resourceNodes is the limits' count of nodes.
+const resourceNodes corev1.ResourceName = "nodes"
+
 func capacityOf(it *cloudprovider.InstanceType, name corev1.ResourceName) resource.Quantity {
-	if name == "nodes" {
+	if name == resourceNodes {
 		return *resource.NewQuantity(1, resource.DecimalSI)
 	}
 	return it.Capacity[name]
