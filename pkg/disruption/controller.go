@@ -173,6 +173,9 @@ func (c *Controller) Step(ctx context.Context) error {
 		// As Karpenter: the value is ignored, and the pod says so.
 		c.events.Publish(invalidDoNotDisruptEvent(p.Pod, p.Err))
 	}
+	for _, p := range decision.TimedProtections {
+		c.events.Publish(doNotDisruptTimedEvent(p.Pod, p.Until, now))
+	}
 	if err := c.writeConditions(ctx, in, decision); err != nil {
 		return err
 	}

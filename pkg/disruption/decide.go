@@ -186,8 +186,10 @@ type Decision struct {
 	Claims []ClaimStatus
 	// Blocked are the nodes a method wanted that are protected.
 	Blocked []Blocked
-	// Unconsolidatable are the nodes single-node consolidation tried and could neither delete
-	// nor replace, with why (Karpenter's Unconsolidatable events).
+	// Unconsolidatable are the unprotected nodes consolidation passes over whatever the
+	// cluster looks like (consolidation disabled, a WhenEmpty NodePool's node with pods, an
+	// instance type without a price), and those single-node consolidation tried and could
+	// neither delete nor replace, with why (Karpenter's Unconsolidatable events).
 	Unconsolidatable []Blocked
 	// BlockedPools are the NodePools with nodes whose budgets allow no disruption for a reason
 	// now (Karpenter's DisruptionBlocked events on NodePools).
@@ -197,6 +199,9 @@ type Decision struct {
 	Problems []error
 	// PodProblems are pods whose karpenter.sh/do-not-disrupt value is invalid and so ignored.
 	PodProblems []PodProblem
+	// TimedProtections are the pods of candidates protected by a karpenter.sh/do-not-disrupt
+	// duration, with when it ends (or ended): Karpenter tells each pod in an Event.
+	TimedProtections []TimedProtection
 	// NextChange is the earliest moment after Now at which the same cluster may be decided
 	// differently because time passed: a node's consolidateAfter or expireAfter running out, a
 	// pod's do-not-disrupt duration ending, a scheduled budget opening or closing. Zero when no
@@ -245,6 +250,14 @@ type PodProblem struct {
 	Err error
 }
 
+// TimedProtection is a pod's karpenter.sh/do-not-disrupt duration.
+type TimedProtection struct {
+	// Pod carries the annotation.
+	Pod *corev1.Pod
+	// Until is when the protection ends: the pod's start plus the duration.
+	Until time.Time
+}
+
 // Decide evaluates the cluster and returns at most one command: the first that drift,
 // expiration, emptiness, multi-node then single-node consolidation find. It is deterministic
 // and does not modify its input.
@@ -255,7 +268,7 @@ func Decide(in Input) *Decision {
 			d.wake(budgetChangesAt(b, in.Now))
 		}
 	}
-	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid, NextChange: d.next, BlockedPools: d.blockedPools()}
+	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid, TimedProtections: d.timed, NextChange: d.next, BlockedPools: d.blockedPools()}
 	for _, m := range []struct {
 		name   string
 		reason karpv1.DisruptionReason
@@ -346,6 +359,7 @@ type decider struct {
 	blocked    []Blocked
 	problems   []error
 	invalid    []PodProblem // pods with an invalid do-not-disrupt value
+	timed      []TimedProtection
 	// unconsolidatable are the candidates single-node consolidation could not act on, and why.
 	unconsolidatable []Blocked
 	timeouts         []SearchTimeout // Decision.Timeouts
@@ -425,6 +439,9 @@ func newDecider(in Input) *decider {
 			if p.Invalid != nil {
 				d.invalid = append(d.invalid, PodProblem{Pod: pod, Err: p.Invalid})
 			}
+			if !p.Until.IsZero() {
+				d.timed = append(d.timed, TimedProtection{Pod: pod, Until: p.Until})
+			}
 			d.wake(p.Until)
 		}
 		if at, ok := consolidatableAt(sn.NodeClaim, np); ok {
@@ -432,6 +449,11 @@ func newDecider(in Input) *decider {
 		}
 		if at, ok := expiresAt(sn.NodeClaim, np); ok {
 			d.wake(at)
+		}
+		if c.protected() == "" {
+			if why := consolidationPassesOver(c); why != "" {
+				d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: why})
+			}
 		}
 		if why := c.protected(); why != "" && !c.Expired {
 			if c.Drifted != "" && !c.mayDrift() || c.Consolidatable && d.mayConsolidate(c) {
@@ -575,6 +597,26 @@ func (d *decider) underutilized() []*Candidate {
 	return d.filter(func(c *Candidate) bool {
 		return c.Consolidatable && len(c.Pods) > 0 && underutilizedPolicy(c.NodePool) && c.protected() == ""
 	})
+}
+
+// consolidationPassesOver says, in Karpenter's words, why consolidation passes over the
+// candidate whatever the cluster looks like, checked in Karpenter's order; "" when it does not.
+func consolidationPassesOver(c *Candidate) string {
+	switch {
+	case c.Price <= 0:
+		return fmt.Sprintf("Instance Type %q not found", c.InstanceType)
+	case c.CapacityType == "":
+		return fmt.Sprintf("Node does not have label %q", karpv1.CapacityTypeLabelKey)
+	case c.Zone == "":
+		return fmt.Sprintf("Node does not have label %q", corev1.LabelTopologyZone)
+	}
+	if _, ok := consolidatableAt(c.NodeClaim, c.NodePool); !ok {
+		return fmt.Sprintf("NodePool %q has consolidation disabled", c.NodePool.Name)
+	}
+	if len(c.Pods) > 0 && !underutilizedPolicy(c.NodePool) {
+		return fmt.Sprintf("NodePool %q has consolidation policy WhenEmpty, but node is not empty", c.NodePool.Name)
+	}
+	return ""
 }
 
 // noCheaperNode is why consolidation cannot replace nodes when no replacement is cheaper

@@ -12,6 +12,17 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 )
 
+// Event reasons of a pod's karpenter.sh/do-not-disrupt duration, as Karpenter's (the others
+// are with the package's other reasons).
+const (
+	// EventReasonDoNotDisruptUntil: the pod's do-not-disrupt duration protects it until the
+	// time the message names.
+	EventReasonDoNotDisruptUntil = "DoNotDisruptUntil"
+	// EventReasonDoNotDisruptGracePeriodElapsed: the pod's do-not-disrupt duration has ended;
+	// it may be disrupted.
+	EventReasonDoNotDisruptGracePeriodElapsed = "DoNotDisruptGracePeriodElapsed"
+)
+
 // Dedupe timeouts of the disruption Events, as Karpenter's.
 const (
 	// unconsolidatableDedupe: an Unconsolidatable Event is not repeated for a node within it.
@@ -86,6 +97,20 @@ func invalidDoNotDisruptEvent(pod *corev1.Pod, err error) events.Event {
 	return events.Event{InvolvedObject: pod, Type: corev1.EventTypeWarning, Reason: EventReasonInvalidDoNotDisrupt,
 		Message:      fmt.Sprintf("Invalid %s annotation: %s, ignoring annotation", karpv1.DoNotDisruptAnnotationKey, message),
 		DedupeValues: []string{string(pod.UID), message}}
+}
+
+// doNotDisruptTimedEvent: the pod's karpenter.sh/do-not-disrupt duration protects it until
+// until (DoNotDisruptUntil), or has ended by now (DoNotDisruptGracePeriodElapsed).
+func doNotDisruptTimedEvent(pod *corev1.Pod, until, now time.Time) events.Event {
+	if !now.Before(until) {
+		return events.Event{InvolvedObject: pod, Type: corev1.EventTypeNormal, Reason: EventReasonDoNotDisruptGracePeriodElapsed,
+			Message:      fmt.Sprintf("The %s grace period has elapsed, pod is now disruptable", karpv1.DoNotDisruptAnnotationKey),
+			DedupeValues: []string{string(pod.UID)}}
+	}
+	at := until.Format(time.RFC3339)
+	return events.Event{InvolvedObject: pod, Type: corev1.EventTypeNormal, Reason: EventReasonDoNotDisruptUntil,
+		Message:      fmt.Sprintf("The %s grace period will elapse at %s", karpv1.DoNotDisruptAnnotationKey, at),
+		DedupeValues: []string{string(pod.UID), at}}
 }
 
 // abandonedEvent: the disruption of the node was given up and undone. Ours only.

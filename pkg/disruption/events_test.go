@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ func TestEventTable(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", UID: "n"}}
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", UID: "c"}}
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "np"}}
+	until := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
 		got  []events.Event
@@ -41,11 +43,80 @@ func TestEventTable(t *testing.T) {
 			{"NodePool", "default", "Normal", "DisruptionBlocked", "No allowed disruptions for disruption reason Empty due to blocking budget"}}},
 		{"invalid do-not-disrupt", []events.Event{invalidDoNotDisruptEvent(pod, errors.New(`invalid duration "forever"`))}, [][5]string{
 			{"Pod", "web-0", "Warning", "InvalidDoNotDisruptAnnotation", `Invalid karpenter.sh/do-not-disrupt annotation: invalid duration "forever", ignoring annotation`}}},
+		{"do-not-disrupt until", []events.Event{doNotDisruptTimedEvent(pod, until, until.Add(-time.Minute))}, [][5]string{
+			{"Pod", "web-0", "Normal", "DoNotDisruptUntil", "The karpenter.sh/do-not-disrupt grace period will elapse at 2026-03-02T14:00:00Z"}}},
+		{"do-not-disrupt elapsed", []events.Event{doNotDisruptTimedEvent(pod, until, until)}, [][5]string{
+			{"Pod", "web-0", "Normal", "DoNotDisruptGracePeriodElapsed", "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable"}}},
 		{"abandoned", []events.Event{abandonedEvent(node, "consolidating: deleting 1 node")}, [][5]string{
 			{"Node", "ip-10-0-0-1", "Warning", "DisruptionAbandoned", "abandoned: consolidating: deleting 1 node"}}},
 	} {
 		if got := events.FieldsOf(tc.got...); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got  %q\n want %q", tc.name, got, tc.want)
 		}
+	}
+
+	// Dedupe as Karpenter's: a DoNotDisruptUntil per pod and end, an elapsed one per pod.
+	for _, tc := range []struct {
+		name string
+		got  events.Event
+		want []string
+	}{
+		{"until", doNotDisruptTimedEvent(pod, until, until.Add(-time.Minute)), []string{"p", "2026-03-02T14:00:00Z"}},
+		{"elapsed", doNotDisruptTimedEvent(pod, until, until.Add(time.Minute)), []string{"p"}},
+	} {
+		if !reflect.DeepEqual(tc.got.DedupeValues, tc.want) || tc.got.DedupeTimeout != 0 {
+			t.Errorf("%s: dedupe %q for %s, want %q for the default", tc.name, tc.got.DedupeValues, tc.got.DedupeTimeout, tc.want)
+		}
+	}
+}
+
+// TestDecisionNamesKarpentersEventSituations: Decide reports the pods whose do-not-disrupt
+// duration runs or ran out, and the unprotected nodes consolidation passes over whatever the
+// cluster looks like, in Karpenter's words.
+func TestDecisionNamesKarpentersEventSituations(t *testing.T) {
+	never := readyPool("never", func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
+	whenEmpty := readyPool("when-empty", func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+	})
+	c := newCluster(catalog(), never, whenEmpty)
+	m := findType(c.types, "m.xlarge")
+	running, ended := pod("1", "1Gi"), pod("1", "1Gi")
+	for i, p := range []*corev1.Pod{running, ended} {
+		p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "1h"}
+		p.Status.StartTime = &metav1.Time{Time: c.in.Now.Add(-time.Duration(30+60*i) * time.Minute)}
+	}
+	c.add(stateNode(never, "timed", m, "on-demand", "test-zone-1", running))
+	c.add(stateNode(never, "disabled", m, "on-demand", "test-zone-1", ended))
+	c.add(stateNode(whenEmpty, "busy", m, "on-demand", "test-zone-1", pod("1", "1Gi")))
+	unpriced := stateNode(whenEmpty, "unpriced", m, "on-demand", "test-zone-1")
+	unpriced.Node.Labels[corev1.LabelInstanceTypeStable] = "z.huge"
+	c.add(unpriced)
+	unzoned := stateNode(whenEmpty, "unzoned", m, "on-demand", "test-zone-1")
+	delete(unzoned.Node.Labels, corev1.LabelTopologyZone)
+	c.add(unzoned)
+
+	d := Decide(c.in)
+	var timed []string
+	for _, p := range d.TimedProtections {
+		timed = append(timed, p.Pod.Spec.NodeName+" "+p.Until.Sub(c.in.Now).String())
+	}
+	if want := []string{"timed 30m0s", "disabled -30m0s"}; !reflect.DeepEqual(timed, want) {
+		t.Errorf("timed protections %q, want %q", timed, want)
+	}
+	got := map[string]string{}
+	for _, u := range d.Unconsolidatable {
+		if _, ok := got[u.Node]; !ok {
+			got[u.Node] = u.Reason
+		}
+	}
+	want := map[string]string{
+		// "timed" is protected by its pod: a DisruptionBlocked matter, not this one.
+		"disabled": `NodePool "never" has consolidation disabled`,
+		"busy":     `NodePool "when-empty" has consolidation policy WhenEmpty, but node is not empty`,
+		"unpriced": `Instance Type "z.huge" not found`,
+		"unzoned":  `Node does not have label "topology.kubernetes.io/zone"`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("unconsolidatable %q,\n want %q", got, want)
 	}
 }

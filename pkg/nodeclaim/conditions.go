@@ -2,6 +2,7 @@ package nodeclaim
 
 import (
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,13 +46,19 @@ var readinessConditions = []string{karpv1.ConditionTypeLaunched, karpv1.Conditio
 // setCondition sets a condition on the claim, with the transition time from the controller's
 // clock when its status changes.
 func (c *LifecycleController) setCondition(claim *karpv1.NodeClaim, condType string, status metav1.ConditionStatus, reason, message string) {
+	setCondition(claim, c.clock.Now(), condType, status, reason, message)
+}
+
+// setCondition sets a condition on the claim at the claim's generation; its transition time
+// becomes now only when its status changes.
+func setCondition(claim *karpv1.NodeClaim, now time.Time, condType string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{
 		Type:               condType,
 		Status:             status,
 		Reason:             reason,
 		Message:            truncate(message, 1024),
 		ObservedGeneration: claim.Generation,
-		LastTransitionTime: metav1.NewTime(c.clock.Now()),
+		LastTransitionTime: metav1.NewTime(now),
 	})
 }
 

@@ -43,11 +43,22 @@
 //  7. Liveness. A claim not Launched, or not Registered, within the registration TTL of its
 //     creation is deleted.
 //
+// LifecycleOptions.RegistrationHealth hears of each registration, and of each claim deleted
+// without having registered (liveness, or a launch error retrying cannot fix), for the
+// NodePools' NodeRegistrationHealthy condition.
+//
 // Events on the NodeClaim announce launches, launch failures, registration, initialization,
 // deletions for liveness or a deleted Node, and termination; those of transitions recorded in
 // the status are emitted only once the status write succeeded. A write that loses an
 // optimistic-concurrency race (a stale read from a cache) is retried after a second instead of
 // being reported as an error.
+//
+// # Consistency
+//
+// ConsistencyController checks, at most every ConsistencyScanPeriod per claim, that a launched
+// claim's Node is what the claim expected (its capacity, for the resources the claim's pods
+// requested), as Karpenter's consistency controller does, and records the outcome in the
+// ConsistentStateFound condition and FailedConsistencyCheck Events.
 //
 // # Garbage collection
 //

@@ -25,6 +25,9 @@ const (
 	// EventReasonNodeClassNotReady (Warning): the claim's NodeClass is missing or not ready;
 	// the launch waits.
 	EventReasonNodeClassNotReady = "NodeClassNotReady"
+	// EventReasonFailedConsistencyCheck (Warning): a consistency check found the claim's Node
+	// not as the claim expected; the message says how.
+	EventReasonFailedConsistencyCheck = "FailedConsistencyCheck"
 	// EventReasonUnregisteredTaintMissing (Warning): the claim's Node joined without the
 	// karpenter.sh/unregistered taint, so pods may have landed on it before registration.
 	EventReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
@@ -80,6 +83,13 @@ func unregisteredTaintMissingEvent(claim *karpv1.NodeClaim) events.Event {
 	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonUnregisteredTaintMissing,
 		Message:      fmt.Sprintf("Missing %s taint which prevents registration related race conditions on Karpenter-managed nodes", karpv1.UnregisteredTaintKey),
 		DedupeValues: []string{string(claim.UID)}}
+}
+
+// failedConsistencyCheckEvent: a consistency check found issue with the claim's Node; each
+// distinct issue is recorded once per dedupe window.
+func failedConsistencyCheckEvent(claim *karpv1.NodeClaim, issue string) events.Event {
+	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonFailedConsistencyCheck,
+		Message: issue, DedupeValues: []string{string(claim.UID), issue}}
 }
 
 // recorder publishes the package's Events; normal and warning record those of ours that

@@ -86,23 +86,35 @@ func (c *LifecycleController) launchFailed(ctx context.Context, claim *karpv1.No
 		res.requeue(NodeClassNotReadyRequeue)
 		return nil
 	case cloudprovider.IsTerminalCreateError(err):
+		reason, message := launchFailure(err)
+		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, message)
+		if err := c.registrationFailed(ctx, claim); err != nil {
+			return err
+		}
 		logger.Info("launch failed for good, deleting nodeclaim", "error", err.Error())
 		c.events.warning(claim, EventReasonLaunchFailed, "Deleting: %s", err)
 		res.deleted = true
 		return c.deleteClaim(ctx, claim)
 	default:
-		reason, message := ReasonLaunchFailed, err.Error()
-		var createErr *cloudprovider.CreateError
-		if errors.As(err, &createErr) && createErr.ConditionReason != "" {
-			reason = createErr.ConditionReason
-			if createErr.ConditionMessage != "" {
-				message = createErr.ConditionMessage
-			}
-		}
+		reason, message := launchFailure(err)
 		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, message)
 		c.events.warning(claim, EventReasonLaunchFailed, "Launch failed, retrying: %s", err)
 		return fmt.Errorf("launching nodeclaim: %w", err)
 	}
+}
+
+// launchFailure is the Launched condition's reason and message for a Create error: the
+// CreateError's own when it has them, else LaunchFailed and the error.
+func launchFailure(err error) (reason, message string) {
+	reason, message = ReasonLaunchFailed, err.Error()
+	var createErr *cloudprovider.CreateError
+	if errors.As(err, &createErr) && createErr.ConditionReason != "" {
+		reason = createErr.ConditionReason
+		if createErr.ConditionMessage != "" {
+			message = createErr.ConditionMessage
+		}
+	}
+	return reason, message
 }
 
 // mergeLabels sets labels on meta and reports whether that changed anything.

@@ -73,7 +73,7 @@ func (c *LifecycleController) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(LifecycleControllerName).
 		For(&karpv1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsForNode)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(claimsForNode(c.kube))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
 		Complete(c)
 }
@@ -208,28 +208,30 @@ func (c *LifecycleController) deleteClaim(ctx context.Context, claim *karpv1.Nod
 }
 
 // claimsForNode maps a Node to the NodeClaims it belongs to: those its owner references name,
-// else those with its provider ID.
-func (c *LifecycleController) claimsForNode(ctx context.Context, o client.Object) []reconcile.Request {
-	node, ok := o.(*corev1.Node)
-	if !ok {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, ref := range node.OwnerReferences {
-		if ref.Kind == "NodeClaim" && ref.APIVersion == karpv1.SchemeGroupVersion.String() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: ref.Name}})
+// else those with its provider ID (looked up through kube).
+func claimsForNode(kube client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		node, ok := o.(*corev1.Node)
+		if !ok {
+			return nil
 		}
-	}
-	if len(reqs) > 0 || node.Spec.ProviderID == "" {
+		var reqs []reconcile.Request
+		for _, ref := range node.OwnerReferences {
+			if ref.Kind == "NodeClaim" && ref.APIVersion == karpv1.SchemeGroupVersion.String() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: ref.Name}})
+			}
+		}
+		if len(reqs) > 0 || node.Spec.ProviderID == "" {
+			return reqs
+		}
+		claims, err := NodeClaimsByProviderID(ctx, kube, node.Spec.ProviderID)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "mapping node to nodeclaims", "node", node.Name)
+			return nil
+		}
+		for _, claim := range claims {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: claim.Name}})
+		}
 		return reqs
 	}
-	claims, err := NodeClaimsByProviderID(ctx, c.kube, node.Spec.ProviderID)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "mapping node to nodeclaims", "node", node.Name)
-		return nil
-	}
-	for _, claim := range claims {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: claim.Name}})
-	}
-	return reqs
 }

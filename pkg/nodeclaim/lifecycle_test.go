@@ -429,7 +429,7 @@ func TestDeletedNodeDeletesClaim(t *testing.T) {
 	if err := env.Client.Delete(f.ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	if reqs := f.lifecycle.claimsForNode(f.ctx, f.node(node.Name)); len(reqs) != 1 || reqs[0].Name != "userdelete" {
+	if reqs := claimsForNode(env.Client)(f.ctx, f.node(node.Name)); len(reqs) != 1 || reqs[0].Name != "userdelete" {
 		t.Errorf("node maps to %v, want the claim", reqs)
 	}
 	f.mustReconcile("userdelete")

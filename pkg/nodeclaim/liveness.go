@@ -3,6 +3,7 @@ package nodeclaim
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -29,6 +30,9 @@ func (c *LifecycleController) liveness(ctx context.Context, claim *karpv1.NodeCl
 	if !isTrue(claim, karpv1.ConditionTypeLaunched) {
 		what = "launched"
 	}
+	if err := c.registrationFailed(ctx, claim); err != nil {
+		return err
+	}
 	log.FromContext(ctx).Info("nodeclaim not "+what+" within the registration ttl, deleting it", "ttl", ttl.String())
 	c.events.warning(claim, EventReasonLivenessExpired, "Deleting: not %s within %s", what, ttl)
 	res.deleted = true
@@ -37,4 +41,17 @@ func (c *LifecycleController) liveness(ctx context.Context, claim *karpv1.NodeCl
 	}
 	metrics.NodeClaimDisrupted(metrics.ReasonLiveness, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
 	return nil
+}
+
+// registrationFailed tells the NodePool's registration health that the claim is deleted
+// without having registered. Claims that waited for their NodeClass do not count: Karpenter
+// deletes those at once, without counting them.
+func (c *LifecycleController) registrationFailed(ctx context.Context, claim *karpv1.NodeClaim) error {
+	if c.opts.RegistrationHealth == nil {
+		return nil
+	}
+	if launched := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeLaunched); launched != nil && launched.Reason == ReasonNodeClassNotReady {
+		return nil
+	}
+	return c.opts.RegistrationHealth.RegistrationFailed(ctx, claim)
 }

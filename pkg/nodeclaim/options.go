@@ -57,6 +57,21 @@ type LifecycleOptions struct {
 	// an InsufficientCapacityError Event when it cannot launch for want of capacity
 	// (state.Cluster.Nominees).
 	Nominees func(claimName string) map[types.UID]types.NamespacedName
+	// RegistrationHealth, when set, hears which NodeClaims registered and which were deleted
+	// for not launching or not registering in time, for their NodePool's
+	// NodeRegistrationHealthy condition (nodepool.RegistrationHealth).
+	RegistrationHealth RegistrationHealth
+}
+
+// RegistrationHealth hears how NodeClaims fare, for their NodePools' health. Each method is
+// called once per claim and outcome; an error means the outcome was not recorded.
+type RegistrationHealth interface {
+	// Registered: the claim's Node registered.
+	Registered(ctx context.Context, claim *karpv1.NodeClaim) error
+	// RegistrationFailed: the claim is about to be deleted for not launching or not
+	// registering in time, or for a launch error retrying cannot fix; its Launched condition
+	// says why when it did not launch.
+	RegistrationFailed(ctx context.Context, claim *karpv1.NodeClaim) error
 }
 
 // Validate reports the first invalid option.

@@ -81,6 +81,13 @@ func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.No
 		metrics.NodeRegistered(claim.Labels[karpv1.NodePoolLabelKey], updated.Labels[corev1.LabelTopologyZone])
 		log.FromContext(ctx).Info("registered nodeclaim", "node", updated.Name)
 		c.events.normal(claim, EventReasonRegistered, "Registered node %s", updated.Name)
+		if c.opts.RegistrationHealth != nil {
+			// The claim stays registered whatever happens here, so there is nothing to retry:
+			// the NodePool's health misses one outcome.
+			if err := c.opts.RegistrationHealth.Registered(ctx, claim); err != nil {
+				log.FromContext(ctx).Error(err, "recording the registration in the nodepool's health")
+			}
+		}
 	})
 	return updated, nil
 }

@@ -146,6 +146,8 @@ type claimOptions struct {
 	labels        map[string]string
 	taints        []corev1.Taint
 	startupTaints []corev1.Taint
+	requests      corev1.ResourceList // the pods' requests (spec.resources.requests)
+	owner         *karpv1.NodePool    // the NodePool owning the claim; default none
 }
 
 // createClaim creates a NodeClaim in the API server.
@@ -164,8 +166,12 @@ func (f *fixture) createClaim(name string, o claimOptions) *karpv1.NodeClaim {
 	for k, v := range o.labels {
 		labels[k] = v
 	}
+	var owners []metav1.OwnerReference
+	if o.owner != nil {
+		owners = []metav1.OwnerReference{{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodePool", Name: o.owner.Name, UID: o.owner.UID}}
+	}
 	claim := &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, OwnerReferences: owners},
 		Spec: karpv1.NodeClaimSpec{
 			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
 				{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}},
@@ -174,6 +180,7 @@ func (f *fixture) createClaim(name string, o claimOptions) *karpv1.NodeClaim {
 			},
 			Taints:        o.taints,
 			StartupTaints: o.startupTaints,
+			Resources:     karpv1.ResourceRequirements{Requests: o.requests},
 			NodeClassRef:  &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: o.nodeClass},
 		},
 	}

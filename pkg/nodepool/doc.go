@@ -7,7 +7,9 @@
 // (Validate, the checks the CRD schema cannot make) and Ready (both). Other controllers launch
 // from a NodePool only when IsReady. StaticController keeps a Ready static NodePool (replicas
 // set) at DesiredReplicas NodeClaims, spread over zones, deleting extras uninitialized and
-// newest first.
+// newest first. RegistrationHealth keeps the NodeRegistrationHealthy condition from what the
+// NodeClaim lifecycle reports of the NodePool's claims (registered, or deleted without having
+// registered), and resets it when the NodePool or its NodeClass changes.
 //
 // Both follow the project's controller shape: NewXController with explicit dependencies,
 // Reconcile callable directly (the simulator drives them on an in-memory client without a

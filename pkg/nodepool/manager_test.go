@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -43,6 +44,9 @@ func TestControllersInManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := nodepool.NewStaticController(mgr.GetClient(), newCloud(t)).Register(mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodepool.NewRegistrationHealth(mgr.GetClient(), clock.RealClock{}).Register(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,6 +84,23 @@ func TestControllersInManager(t *testing.T) {
 		claims := activeClaims(t, name)
 		if len(claims) != 2 || claims[0].Name == lost.Name || claims[1].Name == lost.Name {
 			return fmt.Errorf("nodeclaims %v, want two without %s", claimNames(claims), lost.Name)
+		}
+		return nil
+	})
+
+	// The NodeClass's spec changes (EC2NodeClass watch): its new generation is observed.
+	if err := env.Client.Get(testContext(t), client.ObjectKeyFromObject(nc), nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Spec.Tags = map[string]string{"team": name}
+	if err := env.Client.Update(testContext(t), nc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		np := getNodePool(t, name)
+		cond := meta.FindStatusCondition(np.Status.Conditions, karpv1.ConditionTypeNodeRegistrationHealthy)
+		if cond == nil || cond.Status != metav1.ConditionUnknown || np.Status.NodeClassObservedGeneration != nc.Generation {
+			return fmt.Errorf("NodeRegistrationHealthy = %+v at nodeclass generation %d, want Unknown at %d", cond, np.Status.NodeClassObservedGeneration, nc.Generation)
 		}
 		return nil
 	})

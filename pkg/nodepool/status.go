@@ -236,7 +236,7 @@ func (c *StatusController) Register(mgr manager.Manager) error {
 		Named("nodepool.status").
 		For(&karpv1.NodePool{}).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolOfClaim)).
-		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.nodePoolsOfNodeClass)).
+		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(nodePoolsOfNodeClass(c.kubeClient))).
 		Complete(c)
 }
 
@@ -249,20 +249,23 @@ func nodePoolOfClaim(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 }
 
-// nodePoolsOfNodeClass maps an EC2NodeClass to every NodePool that references it, by name.
-func (c *StatusController) nodePoolsOfNodeClass(ctx context.Context, o client.Object) []reconcile.Request {
-	nodePools := &karpv1.NodePoolList{}
-	if err := c.kubeClient.List(ctx, nodePools); err != nil {
-		log.FromContext(ctx).Error(err, "listing nodepools for nodeclass", "nodeclass", o.GetName())
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range nodePools.Items {
-		ref := nodePools.Items[i].Spec.Template.Spec.NodeClassRef
-		if ref != nil && ref.Group == awsv1.Group && ref.Kind == NodeClassKind && ref.Name == o.GetName() {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nodePools.Items[i].Name}})
+// nodePoolsOfNodeClass maps an EC2NodeClass to every NodePool that references it, by name,
+// listing NodePools through kube.
+func nodePoolsOfNodeClass(kube client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		nodePools := &karpv1.NodePoolList{}
+		if err := kube.List(ctx, nodePools); err != nil {
+			log.FromContext(ctx).Error(err, "listing nodepools for nodeclass", "nodeclass", o.GetName())
+			return nil
 		}
+		var out []reconcile.Request
+		for i := range nodePools.Items {
+			ref := nodePools.Items[i].Spec.Template.Spec.NodeClassRef
+			if ref != nil && ref.Group == awsv1.Group && ref.Kind == NodeClassKind && ref.Name == o.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nodePools.Items[i].Name}})
+			}
+		}
+		slices.SortFunc(out, func(a, b reconcile.Request) int { return strings.Compare(a.Name, b.Name) })
+		return out
 	}
-	slices.SortFunc(out, func(a, b reconcile.Request) int { return strings.Compare(a.Name, b.Name) })
-	return out
 }

@@ -32,8 +32,12 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 	); err != nil {
 		return nil, fmt.Errorf("indexing fields: %w", err)
 	}
+	// The NodePools' NodeRegistrationHealthy condition hears of registrations and of claims
+	// that never made it from the lifecycle controller.
+	registrationHealth := nodepool.NewRegistrationHealth(mgr.GetClient(), clk)
 	lifecycle := nodeclaim.NewLifecycleController(mgr.GetClient(), cloudprovider.WithMetrics(cp, nodeclaim.LifecycleControllerName), unavailable, clk, recorder,
-		nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, ExternalFinalization: true, BeforeRegister: nomination.BeforeRegister, Nominees: cluster.Nominees})
+		nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, ExternalFinalization: true, BeforeRegister: nomination.BeforeRegister, Nominees: cluster.Nominees,
+			RegistrationHealth: registrationHealth})
 	// Static NodePools (spec.replicas) are kept at their size only with the StaticCapacity
 	// feature gate on; off, they get no nodes and a Warning event says why.
 	var static registrar = &staticCapacityOff{kubeClient: mgr.GetClient(), recorder: recorder}
@@ -42,8 +46,10 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 	}
 	return []registrar{
 		nodepool.NewStatusController(mgr.GetClient(), clk, recorder),
+		registrationHealth,
 		static,
 		lifecycle,
+		nodeclaim.NewConsistencyController(mgr.GetClient(), clk, recorder),
 		nodeclaim.NewGarbageCollector(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodeclaim.garbagecollection"), clk, recorder, nodeclaim.GarbageCollectorOptions{}),
 		termination.NewController(mgr.GetClient(), lifecycle, clk, recorder, termination.Options{}),
 		disruption.NewController(mgr.GetClient(), cluster, cloudprovider.WithMetrics(cp, metrics.ControllerDisruption), clk, recorder, disruption.Options{

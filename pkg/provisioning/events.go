@@ -19,10 +19,20 @@ const (
 	EventReasonNominated = "Nominated"
 	// EventReasonFailedScheduling (Pod, Warning): no NodePool can make a node for the pod.
 	EventReasonFailedScheduling = "FailedScheduling"
+	// EventReasonNoCompatibleInstanceTypes (NodePool, Warning): the NodePool's requirements
+	// leave no instance type it could launch (or too few for their minValues), so it launches
+	// nothing.
+	EventReasonNoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
 )
 
-// failedSchedulingDedupe: a pod's FailedScheduling Event is not repeated within it.
-const failedSchedulingDedupe = 5 * time.Minute
+// Dedupe timeouts of the provisioning Events, as Karpenter's.
+const (
+	// failedSchedulingDedupe: a pod's FailedScheduling Event is not repeated within it.
+	failedSchedulingDedupe = 5 * time.Minute
+	// noCompatibleInstanceTypesDedupe: a NodePool's NoCompatibleInstanceTypes Event is not
+	// repeated within it.
+	noCompatibleInstanceTypesDedupe = time.Minute
+)
 
 // nominatedEvent: the pod should schedule on the claim and node named (either may be empty),
 // limited by limiter across pods.
@@ -42,6 +52,17 @@ func nominatedEvent(pod *corev1.Pod, claim, node string, limiter events.RateLimi
 func failedSchedulingEvent(pod *corev1.Pod, err error) events.Event {
 	return events.Event{InvolvedObject: pod, Type: corev1.EventTypeWarning, Reason: EventReasonFailedScheduling,
 		Message: fmt.Sprintf("Failed to schedule pod, %s", err), DedupeValues: []string{string(pod.UID)}, DedupeTimeout: failedSchedulingDedupe}
+}
+
+// noCompatibleInstanceTypesEvent: the NodePool's requirements filtered out every instance
+// type, or (minValues) left too few to meet their minValues.
+func noCompatibleInstanceTypesEvent(np *karpv1.NodePool, minValues bool) events.Event {
+	message := "NodePool requirements filtered out all compatible available instance types"
+	if minValues {
+		message += " due to minValues incompatibility"
+	}
+	return events.Event{InvolvedObject: np, Type: corev1.EventTypeWarning, Reason: EventReasonNoCompatibleInstanceTypes,
+		Message: message, DedupeValues: []string{string(np.UID)}, DedupeTimeout: noCompatibleInstanceTypesDedupe}
 }
 
 // refusalEvents: the node the pod was planned on turned it away, on the pod and on the NodePool

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,10 @@ func TestEventTable(t *testing.T) {
 			{"Pod", "web-0", "Normal", "Nominated", "Pod should schedule on: node/ip-10-0-0-1"}}},
 		{"failed scheduling", []events.Event{failedSchedulingEvent(pod, errors.New("incompatible with every nodepool"))}, [][5]string{
 			{"Pod", "web-0", "Warning", "FailedScheduling", "Failed to schedule pod, incompatible with every nodepool"}}},
+		{"no compatible instance types", []events.Event{noCompatibleInstanceTypesEvent(np, false)}, [][5]string{
+			{"NodePool", "default", "Warning", "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types"}}},
+		{"no compatible instance types for minValues", []events.Event{noCompatibleInstanceTypesEvent(np, true)}, [][5]string{
+			{"NodePool", "default", "Warning", "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types due to minValues incompatibility"}}},
 		{"refused", refusalEvents(pod, np, EventReasonNominationRefused, "node ip-10-0-0-1 did not take it"), [][5]string{
 			{"Pod", "web-0", "Warning", "NominationRefused", "node ip-10-0-0-1 did not take it"},
 			{"NodePool", "default", "Warning", "NominationRefused", "pod default/web-0: node ip-10-0-0-1 did not take it"}}},
@@ -37,5 +42,14 @@ func TestEventTable(t *testing.T) {
 		if got := events.FieldsOf(tc.got...); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\n got  %q\n want %q", tc.name, got, tc.want)
 		}
+	}
+	// Dedupe as Karpenter's: per NodePool for a minute, whichever the message.
+	for _, minValues := range []bool{false, true} {
+		if e := noCompatibleInstanceTypesEvent(np, minValues); !reflect.DeepEqual(e.DedupeValues, []string{"np"}) || e.DedupeTimeout != time.Minute {
+			t.Errorf("NoCompatibleInstanceTypes dedupe %q for %s, want the pool's UID for a minute", e.DedupeValues, e.DedupeTimeout)
+		}
+	}
+	if e := failedSchedulingEvent(pod, errors.New("x")); !reflect.DeepEqual(e.DedupeValues, []string{"p"}) || e.DedupeTimeout != 5*time.Minute {
+		t.Errorf("FailedScheduling dedupe %q for %s, want the pod's UID for 5 minutes", e.DedupeValues, e.DedupeTimeout)
 	}
 }

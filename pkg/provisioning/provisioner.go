@@ -229,9 +229,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 			log.FromContext(ctx).Error(err, "skipping nodepool with invalid requirements", "nodepool", np.Name)
 			continue
 		}
-		pools[np.Name] = np
-		typesByPool[np.Name] = its
-		in.NodePools = append(in.NodePools, &scheduler.NodePool{
+		pool := &scheduler.NodePool{
 			Name:          np.Name,
 			Weight:        weight(np),
 			Requirements:  reqs,
@@ -239,7 +237,17 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 			Taints:        np.Spec.Template.Spec.Taints,
 			InstanceTypes: its,
 			Remaining:     remaining(np, snap, its),
-		})
+		}
+		// As Karpenter: a NodePool whose requirements leave no instance type to launch says
+		// so. It stays in the scheduler's input, where it can launch nothing either, so that
+		// the pods' FailedScheduling says which of its requirements is at fault.
+		if compatible, err := scheduler.CompatibleInstanceTypes(pool, p.opts.MinValuesBestEffort); len(compatible) == 0 || err != nil {
+			log.FromContext(ctx).Info("nodepool requirements filtered out all instance types", "nodepool", np.Name, "minValuesIncompatibleErr", err)
+			p.events.Publish(noCompatibleInstanceTypesEvent(np, err != nil))
+		}
+		pools[np.Name] = np
+		typesByPool[np.Name] = its
+		in.NodePools = append(in.NodePools, pool)
 	}
 	// Initialized capacity first, then capacity still launching.
 	var launching []*scheduler.Node

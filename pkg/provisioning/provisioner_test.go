@@ -224,6 +224,29 @@ func TestUnschedulablePodGetsEvent(t *testing.T) {
 		"Failed to schedule pod, incompatible with every nodepool: nodepool default: requirement kubernetes.io/arch In [s390x] not compatible with kubernetes.io/arch In [amd64]")
 }
 
+// TestNodePoolWithoutInstanceTypesGetsEvent: a NodePool whose requirements leave no instance
+// type, or too few for their minValues, launches nothing and says so with Karpenter's
+// NoCompatibleInstanceTypes Event; the pod says why in Karpenter's words.
+func TestNodePoolWithoutInstanceTypesGetsEvent(t *testing.T) {
+	f := newFixture(t,
+		nodePool("nothing", karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"x9.huge"}}),
+		// amd64 instance types of categories c, m and r come from two CPU makers only.
+		nodePool("too-few", karpv1.NodeSelectorRequirementWithMinValues{Key: awsv1.LabelInstanceCPUManufacturer, Operator: corev1.NodeSelectorOpExists, MinValues: ptrTo(3)}))
+	pending(t, builders.Pod(builders.PodOptions{Name: "stranded", CPU: "1"}))
+	decision, err := f.provisioner.Provision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decision.Created) != 0 {
+		t.Fatalf("created %d claims, want none", len(decision.Created))
+	}
+	expectEvent(t, "NodePool", "nothing", corev1.EventTypeWarning, "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types")
+	expectEvent(t, "NodePool", "too-few", corev1.EventTypeWarning, "NoCompatibleInstanceTypes",
+		"NodePool requirements filtered out all compatible available instance types due to minValues incompatibility")
+	expectPodEvent(t, "stranded", corev1.EventTypeWarning, "FailedScheduling",
+		"Failed to schedule pod, incompatible with every nodepool: nodepool nothing: no instance type met the scheduling requirements or had enough resources or had a required offering, requirements=")
+}
+
 // TestNominatedEventNamesTheClaim: a pod a new NodeClaim is launched for gets Karpenter's
 // Nominated Event naming it.
 func TestNominatedEventNamesTheClaim(t *testing.T) {
@@ -243,9 +266,17 @@ func TestNominatedEventNamesTheClaim(t *testing.T) {
 // whose message starts with want.
 func expectPodEvent(t *testing.T, pod, eventType, reason, want string) {
 	t.Helper()
+	expectEvent(t, "Pod", pod, eventType, reason, want)
+}
+
+// expectEvent waits for an Event on the object of the kind and name (a pod of the default
+// namespace, or a cluster-scoped object) with the type and reason whose message starts with
+// want.
+func expectEvent(t *testing.T, kind, name, eventType, reason, want string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		events, err := env.Kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+		events, err := env.Kube.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -73,11 +73,11 @@ func (s *solver) admit(c *claimState, p *podInfo) (*plan, error) {
 // fits, else the cheapest type that does (an upgrade), within limits and minValues.
 func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, error) {
 	candidates := c.pool.candidatesFor(reqs)
-	if len(candidates) == 0 {
-		return nil, 0, fmt.Errorf("no instance type satisfies %s", reqs)
-	}
 	used := c.used.Add(p.res)
 	extended := scheduling.Merge(c.usedExtended, p.extended)
+	if len(candidates) == 0 {
+		return nil, 0, c.pool.instanceTypeFilterError(reqs, used, extended)
+	}
 	ports := c.ports
 	if len(p.hostPorts) > 0 {
 		ports = append(append([]scheduling.HostPort(nil), c.ports...), p.hostPorts...)
@@ -102,7 +102,7 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 		return fits(cand) && (cand == c.target || c.pool.withinLimits(cand.it, released) == nil)
 	}
 	if err := minValuesMet(reqs, candidates, launchable, s.opts.MinValuesBestEffort); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("%w, %s", err, filterDetail(reqs, used, extended))
 	}
 	if c.target != nil && fits(c.target) && containsCandidate(candidates, c.target.it) {
 		return c.target, 0, nil
@@ -136,7 +136,7 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 	if portErr != nil {
 		return nil, 0, portErr
 	}
-	return nil, 0, fmt.Errorf("no instance type has room for %s", describeRequests(used, extended))
+	return nil, 0, c.pool.instanceTypeFilterError(reqs, used, extended)
 }
 
 func containsCandidate(cands []*candidate, it *cloudprovider.InstanceType) bool {
@@ -187,14 +187,6 @@ func extendedFits(cand *candidate, extended corev1.ResourceList) bool {
 	return true
 }
 
-func describeRequests(r cloudprovider.Resources, extended corev1.ResourceList) string {
-	s := fmt.Sprintf("cpu %dm, memory %dMi, pods %d", r.MilliCPU, r.Memory>>20, r.Pods)
-	for name, q := range extended {
-		s += fmt.Sprintf(", %s %s", name, q.String())
-	}
-	return s
-}
-
 // othersKeepMinValues checks that reserving take (and releasing give) against the NodePool's
 // limits leaves every other claim of the NodePool enough types within limits for its
 // minValues: a claim's types are cut to those within limits when it is finished, and the
@@ -222,10 +214,12 @@ func (s *solver) othersKeepMinValues(c *claimState, take, give *cloudprovider.In
 }
 
 // minValuesMet checks each requirement's minValues against the instance types that would fit.
+// Its error names the labels whose minValues are not met, in Karpenter's words.
 func minValuesMet(reqs scheduling.Requirements, candidates []*candidate, fits func(*candidate) bool, bestEffort bool) error {
 	if bestEffort {
 		return nil
 	}
+	var short []string
 	for _, r := range reqs.All() {
 		if r.MinValues == nil {
 			continue
@@ -237,8 +231,12 @@ func minValuesMet(reqs scheduling.Requirements, candidates []*candidate, fits fu
 			}
 		}
 		if len(seen) < *r.MinValues {
-			return fmt.Errorf("minValues: %s needs %d values among fitting instance types, only %d fit", r.Key, *r.MinValues, len(seen))
+			short = append(short, r.Key)
 		}
+	}
+	if len(short) > 0 {
+		sort.Strings(short)
+		return fmt.Errorf("minValues requirement is not met for label(s) (label(s)=%v)", short)
 	}
 	return nil
 }

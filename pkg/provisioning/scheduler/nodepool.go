@@ -147,14 +147,22 @@ func (ps *poolState) withinLimits(it *cloudprovider.InstanceType, released *clou
 		}
 		need := capacityOf(it, name)
 		if need.Cmp(q) > 0 {
-			return fmt.Errorf("limits exceeded: %s %s of a %s, %s left under spec.limits", name, need.String(), it.Name, q.String())
+			// Karpenter's words first, then which limit.
+			if name == resourceNodes {
+				return fmt.Errorf("node limits have been exhausted for nodepool (NodePool=%s): %s left under spec.limits", ps.Name, q.String())
+			}
+			return fmt.Errorf("all available instance types exceed limits for nodepool (NodePool=%s): %s %s of a %s, %s left under spec.limits",
+				ps.Name, name, need.String(), it.Name, q.String())
 		}
 	}
 	return nil
 }
 
+// resourceNodes is the limits' count of nodes.
+const resourceNodes corev1.ResourceName = "nodes"
+
 func capacityOf(it *cloudprovider.InstanceType, name corev1.ResourceName) resource.Quantity {
-	if name == "nodes" {
+	if name == resourceNodes {
 		return *resource.NewQuantity(1, resource.DecimalSI)
 	}
 	return it.Capacity[name]
@@ -208,4 +216,18 @@ func (ps *poolState) value(r cloudprovider.Resources) float64 {
 	}
 	ps.values[r] = best
 	return best
+}
+
+// CompatibleInstanceTypes returns the NodePool's instance types its own requirements allow
+// (labels, and an available offering in an allowed zone and capacity type), cheapest first, and
+// an error when they are too few to meet the requirements' minValues (never with
+// minValuesBestEffort). It is Karpenter's check, before any pod is considered, that a NodePool
+// can launch anything at all.
+func CompatibleInstanceTypes(np *NodePool, minValuesBestEffort bool) ([]*cloudprovider.InstanceType, error) {
+	candidates := newPoolState(np, nil).candidatesFor(np.Requirements)
+	its := make([]*cloudprovider.InstanceType, len(candidates))
+	for i, c := range candidates {
+		its[i] = c.it
+	}
+	return its, minValuesMet(np.Requirements, candidates, func(*candidate) bool { return true }, minValuesBestEffort)
 }

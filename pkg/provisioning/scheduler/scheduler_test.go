@@ -236,7 +236,7 @@ func TestLimitsHitMidBatchSpillToLowerWeight(t *testing.T) {
 		t.Errorf("per pool = %v: capped (cpu 10, 4-cpu nodes) fits 2 nodes of one 3-cpu pod", perPool)
 	}
 	alone := Solve(Input{Pods: builders.Pods(3, builders.PodOptions{CPU: "3"}), NodePools: []*NodePool{capped}})
-	const want = "nodepool capped: limits exceeded: cpu 4 of a medium, 2 left under spec.limits"
+	const want = "nodepool capped: all available instance types exceed limits for nodepool (NodePool=capped): cpu 4 of a medium, 2 left under spec.limits"
 	if len(alone.PodErrors) != 1 || !strings.HasSuffix(alone.PodErrors[0].Err.Error(), want) {
 		t.Fatalf("want an error ending %q, got %+v", want, alone.PodErrors)
 	}
@@ -493,8 +493,8 @@ func TestLimitsOnMemoryAndNodes(t *testing.T) {
 		remaining corev1.ResourceList
 		want      string
 	}{
-		{"nodes", builders.Resources("nodes", "1"), "limits exceeded: nodes 1 of a"},
-		{"memory", builders.Resources("memory", "10Gi"), "limits exceeded: memory"},
+		{"nodes", builders.Resources("nodes", "1"), "node limits have been exhausted for nodepool (NodePool=capped): 0 left under spec.limits"},
+		{"memory", builders.Resources("memory", "10Gi"), "all available instance types exceed limits for nodepool (NodePool=capped): memory 8Gi of a medium, 2Gi left under spec.limits"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool := onDemandPool("capped", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "medium"))

@@ -32,12 +32,13 @@ func PodDoNotDisrupt(pod *corev1.Pod, now time.Time) DoNotDisruptProtection {
 	if value == "true" {
 		return DoNotDisruptProtection{Active: true}
 	}
+	// The errors are Karpenter's words, which its InvalidDoNotDisruptAnnotation Event quotes.
 	d, err := time.ParseDuration(value)
 	if err != nil {
-		return DoNotDisruptProtection{Invalid: fmt.Errorf("%s=%q is neither \"true\" nor a duration such as \"2h\"", DoNotDisruptAnnotationKey, value)}
+		return DoNotDisruptProtection{Invalid: fmt.Errorf("failed to parse %q as a duration: %w", value, err)}
 	}
 	if d <= 0 {
-		return DoNotDisruptProtection{Invalid: fmt.Errorf("%s=%q: the duration must be positive", DoNotDisruptAnnotationKey, value)}
+		return DoNotDisruptProtection{Invalid: fmt.Errorf("duration %q must be positive", value)}
 	}
 	if pod.Status.StartTime == nil {
 		return DoNotDisruptProtection{Active: true}

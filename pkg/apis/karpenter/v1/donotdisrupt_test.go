@@ -31,10 +31,10 @@ func TestPodDoNotDisrupt(t *testing.T) {
 		{name: "duration running", pod: pod("2h", true), at: 21 * time.Minute, active: true, until: 2 * time.Hour},
 		{name: "duration ended", pod: pod("2h", true), at: 2 * time.Hour, until: 2 * time.Hour},
 		{name: "not started yet", pod: pod("30m", false), at: 5 * time.Hour, active: true},
-		{name: "false is invalid", pod: pod("false", true), invalid: `"false" is neither`},
-		{name: "garbage is invalid", pod: pod("forever", true), invalid: `"forever" is neither`},
-		{name: "zero is invalid", pod: pod("0s", true), invalid: "must be positive"},
-		{name: "negative is invalid", pod: pod("-1h", true), invalid: "must be positive"},
+		{name: "false is invalid", pod: pod("false", true), invalid: `failed to parse "false" as a duration: time: invalid duration "false"`},
+		{name: "garbage is invalid", pod: pod("forever", true), invalid: `failed to parse "forever" as a duration: time: invalid duration "forever"`},
+		{name: "zero is invalid", pod: pod("0s", true), invalid: `duration "0s" must be positive`},
+		{name: "negative is invalid", pod: pod("-1h", true), invalid: `duration "-1h" must be positive`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := PodDoNotDisrupt(tc.pod, start.Add(tc.at))

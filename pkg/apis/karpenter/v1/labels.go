@@ -85,10 +85,17 @@ const (
 	ConditionTypeVolumesDetached = "VolumesDetached"
 	// ConditionTypeInstanceTerminating: the instance is being terminated.
 	ConditionTypeInstanceTerminating = "InstanceTerminating"
+	// ConditionTypeConsistentStateFound: the claim's Node passed the consistency checks (its
+	// capacity is what the claim expected); False when one failed.
+	ConditionTypeConsistentStateFound = "ConsistentStateFound"
 	// ConditionTypeReady is the roll-up condition of NodeClaims, NodePools and NodeClasses.
 	ConditionTypeReady = "Ready"
 	// ConditionTypeNodeClassReady: the NodePool's NodeClass exists and is ready.
 	ConditionTypeNodeClassReady = "NodeClassReady"
 	// ConditionTypeValidationSucceeded: the NodePool passed the checks the schema cannot make.
 	ConditionTypeValidationSucceeded = "ValidationSucceeded"
+	// ConditionTypeNodeRegistrationHealthy: the NodePool's recent NodeClaims launched and
+	// registered (False when too many failed to, which calls for a look at its configuration;
+	// Unknown after the NodePool or its NodeClass changed, until a claim tells).
+	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
 )

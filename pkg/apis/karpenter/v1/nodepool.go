@@ -209,7 +209,12 @@ type NodePoolStatus struct {
 	// Nodes is the number of nodes (NodeClaims) the NodePool has.
 	// +optional
 	Nodes *int64 `json:"nodes,omitempty"`
-	// Conditions: NodeClassReady, ValidationSucceeded and the roll-up Ready.
+	// NodeClassObservedGeneration is the generation of the referenced NodeClass last observed;
+	// when the NodeClass's generation differs, the NodeRegistrationHealthy condition is reset.
+	// +optional
+	NodeClassObservedGeneration int64 `json:"nodeClassObservedGeneration,omitempty"`
+	// Conditions: NodeClassReady, ValidationSucceeded, the roll-up Ready, and
+	// NodeRegistrationHealthy.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
