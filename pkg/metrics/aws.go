@@ -10,6 +10,7 @@ import (
 const (
 	subsystemInterruption   = "interruption"
 	subsystemEC2NodeClasses = "ec2nodeclasses"
+	subsystemBatcher        = "cloudprovider_batcher"
 )
 
 // Label names of the AWS provider's metrics, as Karpenter's AWS provider spells them.
@@ -22,6 +23,9 @@ const (
 	LabelNodeClass = "nodeclass"
 	// LabelCategory is the kind of an unhealthy EC2 instance status (the Category* values).
 	LabelCategory = "category"
+	// LabelBatcher is the request batcher, named for the EC2 call it merges (the Batcher*
+	// values).
+	LabelBatcher = "batcher"
 )
 
 // Values of LabelMessageType, as Karpenter's AWS provider names the kinds of message.
@@ -57,6 +61,16 @@ const (
 	CategorySystemStatus = "SystemStatus"
 	// CategoryEventStatus: the instance's scheduled events.
 	CategoryEventStatus = "EventStatus"
+)
+
+// Values of LabelBatcher, as Karpenter's AWS provider names its batchers.
+const (
+	// BatcherCreateFleet merges identical CreateFleet requests into one fleet.
+	BatcherCreateFleet = "create_fleet"
+	// BatcherDescribeInstances merges DescribeInstances requests by instance ID.
+	BatcherDescribeInstances = "describe_instances"
+	// BatcherTerminateInstances merges TerminateInstances requests.
+	BatcherTerminateInstances = "terminate_instances"
 )
 
 // The AWS provider's metrics. Read them in tests (prometheus/testutil); update them through
@@ -119,16 +133,46 @@ var (
 		Namespace: Namespace, Subsystem: subsystemEC2NodeClasses, Name: "userdata_bytes",
 		Help: "Size in bytes of the user data last rendered for a launch template of the EC2NodeClass, before base64 encoding.",
 	}, []string{LabelNodeClass})
+
+	// CloudProviderBatcherBatchTimeSeconds observes, for each batching window of a request
+	// batcher, the time from the window's first request to its close (idle or full).
+	CloudProviderBatcherBatchTimeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: subsystemBatcher, Name: "batch_time_seconds",
+		Help:    "Time in seconds each batching window of a request batcher stayed open, from its first request until it closed, by batcher (create_fleet, describe_instances, terminate_instances).",
+		Buckets: batchTimeBuckets(),
+	}, []string{LabelBatcher})
+	// CloudProviderBatcherBatchSize observes the number of requests merged into each EC2 call
+	// of a request batcher.
+	CloudProviderBatcherBatchSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: subsystemBatcher, Name: "batch_size",
+		Help:    "Requests merged into one EC2 call by a request batcher, by batcher (create_fleet, describe_instances, terminate_instances).",
+		Buckets: batchSizeBuckets(),
+	}, []string{LabelBatcher})
 )
 
+// batchTimeBuckets are the bounds of CloudProviderBatcherBatchTimeSeconds, Karpenter's duration
+// buckets (finer than DurationBuckets below one second, where batching windows close).
+func batchTimeBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+		1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60, 120, 150, 300, 450, 600}
+}
+
+// batchSizeBuckets are the bounds of CloudProviderBatcherBatchSize, as Karpenter's.
+func batchSizeBuckets() []float64 {
+	return []float64{1, 2, 4, 5, 10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200,
+		225, 250, 275, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000}
+}
+
 // awsMetrics are the AWS provider's metrics: interruption messages, unhealthy instance
-// statuses, instance launch and termination failures, instance type facts, user data size.
+// statuses, instance launch and termination failures, instance type facts, user data size,
+// request batching.
 func awsMetrics() []prometheus.Collector {
 	return []prometheus.Collector{
 		InterruptionReceivedMessagesTotal, InterruptionDeletedMessagesTotal, InterruptionMessageQueueDurationSeconds,
 		InterruptionInstanceStatusUnhealthyTotal,
 		CloudProviderInstanceLaunchFailuresTotal, CloudProviderInstanceTerminationFailuresTotal,
 		CloudProviderInstanceTypeCPUCores, CloudProviderInstanceTypeMemoryBytes, EC2NodeClassesUserDataBytes,
+		CloudProviderBatcherBatchTimeSeconds, CloudProviderBatcherBatchSize,
 	}
 }
 
@@ -180,4 +224,16 @@ func SetNodeClassUserDataBytes(nodeClass string, n int) {
 // were deleted.
 func ForgetNodeClassUserData(nodeClass string) {
 	EC2NodeClassesUserDataBytes.DeleteLabelValues(nodeClass)
+}
+
+// ObserveBatchWindow records a batching window of the batcher (a Batcher* value) that
+// stayed open for d.
+func ObserveBatchWindow(batcher string, d time.Duration) {
+	CloudProviderBatcherBatchTimeSeconds.WithLabelValues(batcher).Observe(d.Seconds())
+}
+
+// ObserveBatchSize records an EC2 call of the batcher (a Batcher* value) that merged n
+// requests.
+func ObserveBatchSize(batcher string, n int) {
+	CloudProviderBatcherBatchSize.WithLabelValues(batcher).Observe(float64(n))
 }

@@ -26,8 +26,6 @@ type karpenterMetric struct {
 // test fails when one of them becomes served, so the list only shrinks (docs/metrics.md
 // lists them too).
 var notServedYet = map[string]string{
-	"karpenter_cloudprovider_batcher_batch_size":                       "no request batcher: each launch is one CreateFleet",
-	"karpenter_cloudprovider_batcher_batch_time_seconds":               "no request batcher",
 	"karpenter_nodeclaims_unhealthy_disrupted_total":                   "no node repair yet (issue 22)",
 	"karpenter_nodes_reboot_duration_seconds":                          "no node reboot",
 	"karpenter_nodes_reboot_recovery_duration_seconds":                 "no node reboot",

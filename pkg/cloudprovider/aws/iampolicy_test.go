@@ -201,7 +201,6 @@ func TestGlobMatch(t *testing.T) {
 func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 	const queue = "karpenter-interruptions"
 	f := newFixture(t)
-	region, account := f.aws.Region(), f.aws.AccountID()
 	nc, np := f.seed004()
 	if nc.Status.InstanceProfile == "" {
 		t.Fatal("no instance profile was made for the role")
@@ -275,6 +274,17 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 		}
 	}
 
+	expectAllowed(t, f.aws, queue, checks)
+	t.Logf("%d permission checks evaluated", len(checks))
+}
+
+// expectAllowed evaluates the project's policy (docs/iam-policy.json) and Karpenter's
+// published one against each permission check, filled in for the far end's account and
+// region, the test cluster and the interruption queue, and fails the test for each check one
+// of them denies.
+func expectAllowed(t *testing.T, far *fake.AWS, queue string, checks []fake.Authorization) {
+	t.Helper()
+	region, account := far.Region(), far.AccountID()
 	nodeRoleARN := fmt.Sprintf("arn:aws:iam::%s:role/%s", account, testRole)
 	policies := map[string]iamPolicy{
 		"docs/iam-policy.json": loadPolicy(t, "../../../docs/iam-policy.json", map[string]string{
@@ -299,7 +309,6 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 			t.Errorf("%s denies %d× %s", name, denied[k], k)
 		}
 	}
-	t.Logf("%d permission checks evaluated", len(checks))
 }
 
 // TestPolicyEvaluatorDenies shows the evaluator refuses what IAM refuses: a launch whose

@@ -199,9 +199,9 @@ func TestLaunchFailureReasons(t *testing.T) {
 	}
 }
 
-// TestInstanceTerminationFailureMetric: a TerminateInstances call that fails (here throttled
-// past the retryer's attempts) is counted by the instance's zone and zone ID; a successful
-// retry is not.
+// TestInstanceTerminationFailureMetric: a termination that fails (here throttled past the
+// retryer's attempts, in the batched call and in the instance's own call that follows it) is
+// counted by the instance's zone and zone ID; a successful retry is not.
 func TestInstanceTerminationFailureMetric(t *testing.T) {
 	f := newFixture(t)
 	_, np := f.seed004()
@@ -212,7 +212,7 @@ func TestInstanceTerminationFailureMetric(t *testing.T) {
 	zone := launched.Labels[corev1.LabelTopologyZone]
 	failures := metrics.CloudProviderInstanceTerminationFailuresTotal.WithLabelValues(zone, seedZoneIDs[zone])
 	before := testutil.ToFloat64(failures)
-	f.aws.Throttle("TerminateInstances", MaxAttempts)
+	f.aws.Throttle("TerminateInstances", 2*MaxAttempts)
 	if err := f.provider.Delete(f.ctx, launched); err == nil {
 		t.Fatal("Delete succeeded while TerminateInstances was throttled")
 	}

@@ -24,6 +24,8 @@ var impliedActions = map[string]string{
 var (
 	directCall    = regexp.MustCompile(`clients\.(EC2|SSM|IAM|SQS|Pricing|EKS)\.([A-Z]\w+)\(`)
 	paginatorCall = regexp.MustCompile(`\b(ec2|ssm|iam|sqs|pricing|eks)\.New(\w+)Paginator\(`)
+	// batchedCall is an EC2 call made through the provider's batchers (ec2Batchers).
+	batchedCall = regexp.MustCompile(`\bbatch\.([A-Z]\w+)\(`)
 )
 
 // calledActions scans the provider's sources for AWS API calls.
@@ -48,6 +50,10 @@ func calledActions(t *testing.T) map[string][]string {
 		}
 		for _, m := range paginatorCall.FindAllStringSubmatch(string(src), -1) {
 			action := m[1] + ":" + m[2]
+			out[action] = append(out[action], f)
+		}
+		for _, m := range batchedCall.FindAllStringSubmatch(string(src), -1) {
+			action := "ec2:" + m[1]
 			out[action] = append(out[action], f)
 		}
 	}

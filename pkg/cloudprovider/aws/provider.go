@@ -16,6 +16,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -78,8 +79,10 @@ type Provider struct {
 	types           typeCatalog
 	refreshMu       sync.Mutex
 	launchTemplates *launchTemplates
-	started         time.Time
-	events          *kevents.Recorder
+	// batch launches, reads and terminates single instances, merging concurrent calls.
+	batch   *ec2Batchers
+	started time.Time
+	events  *kevents.Recorder
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -95,7 +98,9 @@ func New(clients *Clients, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the shipped instance-type catalog: %w", err)
 	}
-	p := &Provider{clients: clients, opts: opts, started: opts.Clock.Now(), events: kevents.NewRecorder(opts.Recorder, opts.Clock)}
+	// The batching windows are milliseconds of real time, whatever clock the rest runs on.
+	p := &Provider{clients: clients, opts: opts, batch: newEC2Batchers(clients.EC2, clock.RealClock{}), started: opts.Clock.Now(),
+		events: kevents.NewRecorder(opts.Recorder, opts.Clock)}
 	p.types.entries = entries
 	p.launchTemplates = &launchTemplates{provider: p, known: map[string]time.Time{}}
 	return p, nil
@@ -131,6 +136,8 @@ func instanceIDOf(providerID string) (string, error) {
 }
 
 // Create launches the claim's instance with one instant EC2 Fleet; see cloudprovider.Launcher.
+// Launches of the same shape (NodeClass, capacity type, instance types and zones, labels and
+// taints) that arrive together share one fleet, as in Karpenter (see ec2Batchers).
 //
 // The fleet holds every compatible instance type (the cheapest maxFleetInstanceTypes) in every
 // zone of the NodeClass's subnets, for the preferred capacity type: spot when the claim allows
@@ -301,11 +308,11 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			Overrides:                   g.overrides,
 		})
 	}
-	tags := p.instanceTags(nc, claim.Name, nodePool)
+	tags := p.instanceTags(nc, nodePool)
 	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet} {
 		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: rt, Tags: ec2Tags(tags)})
 	}
-	out, err := p.clients.EC2.CreateFleet(ctx, in)
+	out, err := p.batch.CreateFleet(ctx, in)
 	if err != nil {
 		if errorCode(err) == "InvalidLaunchTemplateName.NotFoundException" {
 			p.launchTemplates.forget()
@@ -434,9 +441,11 @@ func bootstrapLabels(labels map[string]string, nodePool string) map[string]strin
 	return out
 }
 
-// instanceTags are the tags of a claim's instance, volumes and fleet.
-func (p *Provider) instanceTags(nc *awsv1.EC2NodeClass, claimName, nodePool string) map[string]string {
-	own := map[string]string{p.clusterTag(): "owned", TagNodeClaim: claimName, TagNodeClass: nc.Name, TagEKSClusterName: p.opts.ClusterName}
+// instanceTags are the tags of a claim's instance, volumes and fleet. As in Karpenter, none
+// names the claim, so that the fleet requests of like claims are identical and merge: the
+// instance gets its karpenter.sh/nodeclaim tag once its node registers (InstanceTagger).
+func (p *Provider) instanceTags(nc *awsv1.EC2NodeClass, nodePool string) map[string]string {
+	own := map[string]string{p.clusterTag(): "owned", TagNodeClass: nc.Name, TagEKSClusterName: p.opts.ClusterName}
 	if nodePool != "" {
 		own[TagNodePool] = nodePool
 	}
@@ -478,7 +487,7 @@ func (i instance) gone() bool {
 	return s == ec2types.InstanceStateNameShuttingDown || s == ec2types.InstanceStateNameTerminated
 }
 
-// describe reads instances by ID or filters.
+// describe reads the instances the filters match.
 func (p *Provider) describe(ctx context.Context, in *ec2.DescribeInstancesInput) ([]instance, error) {
 	var out []instance
 	pages := ec2.NewDescribeInstancesPaginator(p.clients.EC2, in)
@@ -487,13 +496,20 @@ func (p *Provider) describe(ctx context.Context, in *ec2.DescribeInstancesInput)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range page.Reservations {
-			for _, i := range r.Instances {
-				out = append(out, instance{i})
-			}
-		}
+		out = append(out, instancesOf(page.Reservations)...)
 	}
 	return out, nil
+}
+
+// instancesOf are the instances of the reservations.
+func instancesOf(reservations []ec2types.Reservation) []instance {
+	var out []instance
+	for _, r := range reservations {
+		for _, i := range r.Instances {
+			out = append(out, instance{i})
+		}
+	}
+	return out
 }
 
 // get reads one live instance by provider ID.
@@ -502,7 +518,11 @@ func (p *Provider) get(ctx context.Context, providerID string) (instance, error)
 	if err != nil {
 		return instance{}, cloudprovider.NewNodeClaimNotFoundError(err)
 	}
-	found, err := p.describe(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	out, err := p.batch.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	var found []instance
+	if err == nil {
+		found = instancesOf(out.Reservations)
+	}
 	if isNotFound(err) || err == nil && (len(found) == 0 || found[0].gone()) {
 		return instance{}, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found or terminating", id))
 	}
@@ -539,8 +559,9 @@ func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	return out, nil
 }
 
-// claimOf is the NodeClaim view of an instance: its tags name the claim, NodePool and
-// NodeClass; its type's facts give labels, capacity and allocatable (with default settings).
+// claimOf is the NodeClaim view of an instance: its tags name the claim (once the tagger has
+// tagged it), NodePool and NodeClass; its type's facts give labels, capacity and allocatable
+// (with default settings).
 func (p *Provider) claimOf(i instance) *karpv1.NodeClaim {
 	tags := tagMap(i.Tags)
 	ct := karpv1.CapacityTypeOnDemand
@@ -585,14 +606,15 @@ func (p *Provider) entry(name string) (catalog.Entry, bool) {
 }
 
 // Delete terminates the claim's instance; see cloudprovider.Launcher. An instance already
-// gone or terminating gives *NodeClaimNotFoundError. Every failed TerminateInstances call
-// counts in karpenter_cloudprovider_instance_termination_failures_total, as in Karpenter.
+// gone or terminating gives *NodeClaimNotFoundError. Every failed termination (the batched
+// call failed, then the instance's own) counts in
+// karpenter_cloudprovider_instance_termination_failures_total, as in Karpenter.
 func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {
 		return err
 	}
-	if _, err := p.clients.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{i.id()}}); err != nil {
+	if _, err := p.batch.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{i.id()}}); err != nil {
 		metrics.InstanceTerminationFailed(i.zone(), i.zoneID())
 		if isNotFound(err) {
 			return cloudprovider.NewNodeClaimNotFoundError(err)

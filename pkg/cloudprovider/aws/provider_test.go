@@ -187,11 +187,16 @@ func TestCreateLaunchesThroughFleet(t *testing.T) {
 		launched.Labels[karpv1.CapacityTypeLabelKey] != "on-demand" || launched.Status.ImageID != "ami-0a2023a00d6400001" || in.ImageID != "ami-0a2023a00d6400001" {
 		t.Errorf("claim %v %s %s; instance %+v", launched.Labels, launched.Status.ProviderID, launched.Status.ImageID, in)
 	}
-	for k, v := range map[string]string{"karpenter.sh/nodepool": "general-purpose", "karpenter.sh/nodeclaim": claim.Name,
+	for k, v := range map[string]string{"karpenter.sh/nodepool": "general-purpose",
 		"karpenter.k8s.aws/ec2nodeclass": "default", "kubernetes.io/cluster/" + testCluster: "owned"} {
 		if in.Tags[k] != v {
 			t.Errorf("instance tag %s = %q, want %q", k, in.Tags[k], v)
 		}
+	}
+	// As in Karpenter, no tag names the claim at launch (the tagger adds it), so that like
+	// launches make identical fleet requests, which merge.
+	if v, ok := in.Tags[TagNodeClaim]; ok {
+		t.Errorf("instance launched with %s=%s", TagNodeClaim, v)
 	}
 	if in.InstanceProfile != nc.Status.InstanceProfile || !slices.Equal(in.SecurityGroupIDs, []string{"sg-0a00000000000000a"}) {
 		t.Errorf("instance profile %q, groups %v", in.InstanceProfile, in.SecurityGroupIDs)
@@ -223,7 +228,7 @@ func TestCreateLaunchesThroughFleet(t *testing.T) {
 	}
 	// Get, List and Delete see the instance by its tags and provider ID.
 	got, err := f.provider.Get(f.ctx, launched.Status.ProviderID)
-	if err != nil || got.Name != claim.Name || got.Labels[karpv1.NodePoolLabelKey] != "general-purpose" {
+	if err != nil || got.Status.ProviderID != launched.Status.ProviderID || got.Labels[karpv1.NodePoolLabelKey] != "general-purpose" {
 		t.Fatalf("Get: %v %+v", err, got)
 	}
 	list, err := f.provider.List(f.ctx)

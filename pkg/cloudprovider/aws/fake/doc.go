@@ -21,11 +21,12 @@
 // ErrorCode.
 //
 // Tests seed the fake (AddSubnet, AddImage, PutParameter, …), inject faults
-// (SetInsufficientCapacity, RemoveOffering, Throttle, DenyEC2, SetStatusCheck, ScheduleEvent)
-// and inspect what the provider did (Calls, Instances, LaunchTemplates, Fleets, …). Instance
-// types default to the project's catalog (pkg/cloudprovider/catalog) and spot prices to its
-// spot model. Time comes from Options.Clock, so tests can drive visibility timeouts, long
-// polls, instance retention and how long a status check has failed with a fake clock.
+// (SetInsufficientCapacity, SetPoolCapacity, RemoveOffering, Throttle, DenyEC2, SetStatusCheck,
+// ScheduleEvent) and inspect what the provider did (Calls, Instances, LaunchTemplates, Fleets,
+// …). Instance types default to the project's catalog (pkg/cloudprovider/catalog) and spot
+// prices to its spot model. Time comes from Options.Clock, so tests can drive visibility
+// timeouts, long polls, instance retention and how long a status check has failed with a fake
+// clock.
 //
 // An AWS is safe for concurrent use: one mutex guards its state.
 package fake

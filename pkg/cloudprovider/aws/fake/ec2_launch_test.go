@@ -344,6 +344,65 @@ func TestCreateFleetAndInstances(t *testing.T) {
 	}
 }
 
+// TestCreateFleetFillsPoolsWithRoom: a fleet of several instances fills its pools in order,
+// each as far as its room goes (SetPoolCapacity), reporting InsufficientInstanceCapacity for
+// each pool that fell short; when all fall short it launches fewer than asked for.
+func TestCreateFleetFillsPoolsWithRoom(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	c := ec2.NewFromConfig(f.Config())
+	f.AddRole("KarpenterNodeRole")
+	f.AddInstanceProfile("profile", "KarpenterNodeRole")
+	createTemplate(t, c, "lt-x86", "ami-00000000000000001", "profile")
+	// The same type in two zones: the same on-demand price, so the pools fill in this order.
+	fleet := func(n int32) *ec2.CreateFleetOutput {
+		t.Helper()
+		in := fleetInput("lt-x86", ec2types.DefaultTargetCapacityTypeOnDemand,
+			override("m5.large", "subnet-00000000000000001"), override("m5.large", "subnet-00000000000000002"))
+		in.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(n)
+		out, err := c.CreateFleet(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	type pool struct {
+		zone string
+		n    int
+	}
+	launched := func(out *ec2.CreateFleetOutput) (got []pool) {
+		for _, fi := range out.Instances {
+			got = append(got, pool{aws.ToString(fi.LaunchTemplateAndOverrides.Overrides.AvailabilityZone), len(fi.InstanceIds)})
+		}
+		return got
+	}
+	iced := func(out *ec2.CreateFleetOutput) (zones []string) {
+		for _, e := range out.Errors {
+			if aws.ToString(e.ErrorCode) == "InsufficientInstanceCapacity" {
+				zones = append(zones, aws.ToString(e.LaunchTemplateAndOverrides.Overrides.AvailabilityZone))
+			}
+		}
+		return zones
+	}
+
+	f.SetPoolCapacity("m5.large", "us-west-2a", "on-demand", 1)
+	out := fleet(3)
+	if got := launched(out); !slices.Equal(got, []pool{{"us-west-2a", 1}, {"us-west-2b", 2}}) || !slices.Equal(iced(out), []string{"us-west-2a"}) {
+		t.Errorf("launched %v, out of capacity in %v; want 1 in us-west-2a (then out) and 2 in us-west-2b", got, iced(out))
+	}
+	f.SetPoolCapacity("m5.large", "us-west-2b", "on-demand", 1)
+	out = fleet(3)
+	if got := launched(out); !slices.Equal(got, []pool{{"us-west-2b", 1}}) || !slices.Equal(iced(out), []string{"us-west-2a", "us-west-2b"}) {
+		t.Errorf("launched %v, out of capacity in %v; want 1 of 3 in us-west-2b, both pools out", got, iced(out))
+	}
+	if fl := f.Fleets(); fl[1].TotalTargetCapacity != 3 || len(fl[1].InstanceIDs) != 1 {
+		t.Errorf("fleet record %+v", fl[1])
+	}
+	f.SetPoolCapacity("m5.large", "us-west-2a", "on-demand", -1)
+	if got := launched(fleet(2)); !slices.Equal(got, []pool{{"us-west-2a", 2}}) {
+		t.Errorf("after lifting the limit: launched %v", got)
+	}
+}
+
 // TestLaunchTemplateNetworkAndCPUOptions: the fake reads a launch template's interface prefix
 // counts, IPv6 settings, connection tracking and CPU options, and refuses what EC2 refuses: IP
 // settings on an EFA-only interface, timeouts out of bounds, a primary IPv6 address without

@@ -60,6 +60,7 @@ type AWS struct {
 	typeIndex      map[string]int
 	removed        map[pool]bool // (type, zone) offerings removed
 	ice            map[pool]bool // (type, zone, capacity type) pools out of capacity
+	poolCapacity   map[pool]int  // instances the pools with a limit can still launch
 	noSpotRole     bool          // the account lacks the Spot service-linked role and may not create it
 	// processorFeatures are the ProcessorInfo.SupportedFeatures of instance types, which the
 	// catalog does not hold (see SetProcessorFeatures).
@@ -125,6 +126,7 @@ func New(opts Options) *AWS {
 		removed:           map[pool]bool{},
 		processorFeatures: map[string][]string{},
 		ice:               map[pool]bool{},
+		poolCapacity:      map[pool]int{},
 		fleetTokens:       map[string]*fleetResult{},
 		parameters:        map[string]*parameter{},
 		roles:             map[string]*Role{},

@@ -31,14 +31,15 @@ type FleetRequest struct {
 	SpotAllocationStrategy, OnDemandAllocationStrategy string
 	// TagSpecifications are the request's tag specifications.
 	TagSpecifications []TagSpecification
-	// LaunchTemplateName is the name of the template the instances launched from (or, when
-	// none launched, of the first configuration's template, if it exists).
+	// LaunchTemplateName is the name of the template the (first) instances launched from (or,
+	// when none launched, of the first configuration's template, if it exists).
 	LaunchTemplateName string
 	// UserData is that template's decoded user data.
 	UserData string
 	// InstanceIDs are the instances launched.
 	InstanceIDs []string
-	// InstanceType, Zone and SubnetID are the pool the instances launched in.
+	// InstanceType, Zone and SubnetID are the pool the (first) instances launched in: a fleet
+	// of several instances fills its pools in order, as far as each has room.
 	InstanceType, Zone, SubnetID string
 	// Errors are the errors the response reported.
 	Errors []FleetError
@@ -330,23 +331,37 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		return ci.order < cj.order
 	})
 	resp := xmlCreateFleet{FleetID: req.ID}
-	var chosen *candidate
+	// The pools fill in order, each with as many of the instances still wanted as it has room
+	// for; a pool short of room reports InsufficientInstanceCapacity.
+	type fill struct {
+		c    *candidate
+		pool pool
+		n    int
+	}
+	var fills []fill
 	var iceErrs []*candidate
+	wanted := int(req.TotalTargetCapacity)
 	for _, c := range valid {
+		if wanted == 0 {
+			break
+		}
 		if lifecycle == "spot" && a.noSpotRole {
 			c.err = &FleetError{Code: "AuthFailure.ServiceLinkedRoleCreationNotPermitted", Lifecycle: lifecycle,
 				Message: "The provided credentials do not have permission to create the service-linked role for EC2 Spot Instances."}
 			continue
 		}
-		if a.ice[pool{instanceType: c.override.InstanceType, zone: c.subnet.Zone, capacityType: lifecycle}] {
+		p := pool{instanceType: c.override.InstanceType, zone: c.subnet.Zone, capacityType: lifecycle}
+		n := a.poolRoomLocked(p, wanted)
+		if n < wanted {
 			c.err = &FleetError{Code: "InsufficientInstanceCapacity", Lifecycle: lifecycle,
 				Message: fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.",
 					c.override.InstanceType, c.subnet.Zone, c.override.InstanceType, strings.Join(otherZones(a.opts.Zones, c.subnet.Zone), ", "))}
 			iceErrs = append(iceErrs, c)
-			continue
 		}
-		chosen = c
-		break
+		if n > 0 {
+			fills = append(fills, fill{c: c, pool: p, n: n})
+			wanted -= n
+		}
 	}
 	// Errors: every invalid override, then the pools tried and found out of capacity.
 	for _, c := range cands {
@@ -361,18 +376,24 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		req.Errors = append(req.Errors, FleetError{Code: e.ErrorCode, Message: e.ErrorMessage, Lifecycle: e.Lifecycle,
 			InstanceType: e.LaunchTemplateAndOverrides.Overrides.InstanceType, SubnetID: e.LaunchTemplateAndOverrides.Overrides.SubnetID, Zone: e.LaunchTemplateAndOverrides.Overrides.AvailabilityZone})
 	}
-	if chosen != nil {
-		req.LaunchTemplateName, req.UserData = chosen.lt.Name, chosen.lt.UserData
-		req.InstanceType, req.Zone, req.SubnetID = chosen.override.InstanceType, chosen.subnet.Zone, chosen.subnet.ID
-		fi := xmlFleetInstance{LaunchTemplateAndOverrides: chosen.xml(cfgVersion(chosen)), Lifecycle: lifecycle, InstanceType: chosen.override.InstanceType}
+	if len(fills) > 0 {
+		first := fills[0].c
+		req.LaunchTemplateName, req.UserData = first.lt.Name, first.lt.UserData
+		req.InstanceType, req.Zone, req.SubnetID = first.override.InstanceType, first.subnet.Zone, first.subnet.ID
+	}
+	for _, f := range fills {
+		fi := xmlFleetInstance{LaunchTemplateAndOverrides: f.c.xml(cfgVersion(f.c)), Lifecycle: lifecycle, InstanceType: f.c.override.InstanceType}
 		reservation := a.hexIDLocked("r-", 17)
-		for range req.TotalTargetCapacity {
-			inst := a.launchLocked(req, chosen, reservation)
-			a.authorizeLaunchLocked(q.r, req, chosen, inst)
+		for range f.n {
+			inst := a.launchLocked(req, f.c, reservation)
+			a.authorizeLaunchLocked(q.r, req, f.c, inst)
 			fi.InstanceIDs = append(fi.InstanceIDs, inst.ID)
 			req.InstanceIDs = append(req.InstanceIDs, inst.ID)
 		}
-		resp.Instances = []xmlFleetInstance{fi}
+		if room, limited := a.poolCapacity[f.pool]; limited {
+			a.poolCapacity[f.pool] = room - f.n
+		}
+		resp.Instances = append(resp.Instances, fi)
 	}
 	if req.ClientToken != "" {
 		a.fleetTokens[req.ClientToken] = &fleetResult{body: resp}

@@ -69,6 +69,32 @@ func (a *AWS) SetInsufficientCapacity(instanceType, zone, capacityType string, o
 	}
 }
 
+// SetPoolCapacity limits the pool of the instance type in the zone for the capacity type to n
+// more instances: CreateFleet launches at most n there, then answers
+// InsufficientInstanceCapacity for it, as a pool running dry does, so a fleet asking for more
+// is partly fulfilled (from its other pools, or not at all). n < 0 lifts the limit.
+func (a *AWS) SetPoolCapacity(instanceType, zone, capacityType string, n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := pool{instanceType: instanceType, zone: zone, capacityType: capacityType}
+	if n < 0 {
+		delete(a.poolCapacity, p)
+	} else {
+		a.poolCapacity[p] = n
+	}
+}
+
+// poolRoomLocked is how many of want instances the pool can launch now.
+func (a *AWS) poolRoomLocked(p pool, want int) int {
+	if a.ice[p] {
+		return 0
+	}
+	if n, limited := a.poolCapacity[p]; limited {
+		return min(n, want)
+	}
+	return want
+}
+
 func (a *AWS) entry(name string) (catalog.Entry, bool) {
 	i, ok := a.typeIndex[name]
 	if !ok {
