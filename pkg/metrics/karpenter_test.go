@@ -29,7 +29,6 @@ var notServedYet = map[string]string{
 	"karpenter_cloudprovider_batcher_batch_size":                       "no request batcher: each launch is one CreateFleet",
 	"karpenter_cloudprovider_batcher_batch_time_seconds":               "no request batcher",
 	"karpenter_interruption_instance_status_unhealthy_total":           "no instance status health checks: Karpenter polls DescribeInstanceStatus and force-terminates impaired instances, a node repair feature not built here",
-	"karpenter_nodeclaims_unhealthy_disrupted_total":                   "no node repair yet (issue 22)",
 	"karpenter_nodepools_cost_tracker_errors_total":                    "costs are computed at each scrape from the cluster state; an instance whose price cannot be found counts nothing rather than an error",
 	"karpenter_nodes_reboot_duration_seconds":                          "no node reboot",
 	"karpenter_nodes_reboot_recovery_duration_seconds":                 "no node reboot",
