@@ -60,6 +60,9 @@ const (
 	DisruptionReasonDrifted       DisruptionReason = "Drifted"
 	DisruptionReasonExpired       DisruptionReason = "Expired"
 	DisruptionReasonInterrupted   DisruptionReason = "Interrupted"
+	// DisruptionReasonUnhealthy: node repair replaces a node whose condition says it is
+	// unhealthy (the NodeRepair feature gate).
+	DisruptionReasonUnhealthy DisruptionReason = "Unhealthy"
 )
 
 // NodeClaim and NodePool condition types.
