@@ -232,7 +232,7 @@ func (f *fixture) pod(name, node string, labels, annotations map[string]string) 
 	grace := int64(30)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns, Labels: labels, Annotations: annotations},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app:1"}}, TerminationGracePeriodSeconds: &grace},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app:1"}}, TerminationGracePeriodSeconds: &grace},
 	}
 	if err := env.Client.Create(f.ctx, pod); err != nil {
 		f.t.Fatalf("creating pod %s: %v", name, err)
