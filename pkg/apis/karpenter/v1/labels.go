@@ -49,8 +49,8 @@ const (
 // the keys in WellKnownKarpenterLabels.
 var RestrictedLabelDomains = []string{Group, "karpenter.k8s.aws"}
 
-// DisruptionReason says why Karpenter disrupts a node. The first three may appear in a
-// disruption budget's reasons.
+// DisruptionReason says why Karpenter disrupts a node. Underutilized, Empty, Drifted and
+// Unhealthy may appear in a disruption budget's reasons.
 type DisruptionReason string
 
 // The disruption reasons.
