@@ -3,7 +3,9 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +119,21 @@ func TestNodeRepairGate(t *testing.T) {
 				t.Errorf("with the gate off the NodeClaim was deleted (%v, %v)", err, claim.DeletionTimestamp)
 			}
 		})
+	}
+}
+
+// TestNodeFailureRateValidated: --sim-node-failure-rate must be a non-negative number.
+func TestNodeFailureRateValidated(t *testing.T) {
+	for _, rate := range []float64{-1, math.NaN(), math.Inf(1)} {
+		opts := operator.DefaultOptions()
+		opts.Sim.NodeFailureRate = rate
+		if err := opts.Validate(); err == nil || !strings.Contains(err.Error(), "--sim-node-failure-rate (SIM_NODE_FAILURE_RATE)") {
+			t.Errorf("rate %v: error %v, want one naming the flag", rate, err)
+		}
+	}
+	opts := operator.DefaultOptions()
+	opts.Sim.NodeFailureRate = 0.01
+	if err := opts.Validate(); err != nil {
+		t.Errorf("rate 0.01: %v", err)
 	}
 }
