@@ -41,8 +41,8 @@ const (
 	BlockedRequeue = 5 * time.Minute
 )
 
-// Repair is what the controller did about an unhealthy node, for observers.
-type Repair struct {
+// Outcome is what the controller did about an unhealthy node, for observers.
+type Outcome struct {
 	// Node, NodeClaim and NodePool name the node ("" for a NodeClaim without NodePool).
 	Node, NodeClaim, NodePool string
 	// Condition is the node's condition that matched a repair policy; Toleration the policy's.
@@ -63,7 +63,7 @@ type Controller struct {
 	events   *events.Recorder
 
 	mu      sync.Mutex
-	observe []func(Repair)
+	observe []func(Outcome)
 }
 
 // NewController returns a repair controller with the cloud's repair policies that reads and
@@ -78,13 +78,13 @@ func NewController(kubeClient client.Client, cloud cloudprovider.RepairPolicyPro
 
 // Observe calls fn with every repair the controller makes or the safety valve blocks, as it
 // happens (the simulator reports them).
-func (c *Controller) Observe(fn func(Repair)) {
+func (c *Controller) Observe(fn func(Outcome)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.observe = append(c.observe, fn)
 }
 
-func (c *Controller) notify(r Repair) {
+func (c *Controller) notify(r Outcome) {
 	c.mu.Lock()
 	observers := c.observe
 	c.mu.Unlock()
@@ -147,16 +147,16 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: left}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", node.Name, "nodeclaim", claim.Name))
-	repair := Repair{Node: node.Name, NodeClaim: claim.Name, NodePool: claim.Labels[karpv1.NodePoolLabelKey], Condition: *cond, Toleration: policy.TolerationDuration}
+	outcome := Outcome{Node: node.Name, NodeClaim: claim.Name, NodePool: claim.Labels[karpv1.NodePoolLabelKey], Condition: *cond, Toleration: policy.TolerationDuration}
 
-	blocked, err := c.blocked(ctx, node, claim, repair.NodePool)
+	blocked, err := c.blocked(ctx, node, claim, outcome.NodePool)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if blocked != "" {
 		log.FromContext(ctx).V(1).Info("node repair blocked", "reason", blocked)
-		repair.Blocked = blocked
-		c.notify(repair)
+		outcome.Blocked = blocked
+		c.notify(outcome)
 		return reconcile.Result{RequeueAfter: BlockedRequeue}, nil
 	}
 	if err := c.annotateTerminationTimestamp(ctx, claim); err != nil {
@@ -176,7 +176,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	metrics.NodeClaimRepaired(string(cond.Type), node.Labels[karpv1.NodePoolLabelKey], node.Labels[karpv1.CapacityTypeLabelKey], claim.Status.ImageID, metrics.TerminationMode(claim), pods)
 	c.events.Publish(terminatingEvents(node, claim)...)
-	c.notify(repair)
+	c.notify(outcome)
 	return reconcile.Result{}, nil
 }
 

@@ -44,7 +44,7 @@ type fixture struct {
 	lifecycle   *nodeclaim.LifecycleController
 	termination *termination.Controller
 	repair      *Controller
-	repairs     []Repair
+	repairs     []Outcome
 }
 
 var nsCounter atomic.Int32
@@ -82,7 +82,7 @@ func newFixture(t *testing.T) *fixture {
 		termination: termination.NewController(env.Client, lifecycle, clk, events, termination.Options{}),
 		repair:      NewController(env.Client, cloud, clk, events),
 	}
-	f.repair.Observe(func(r Repair) { f.repairs = append(f.repairs, r) })
+	f.repair.Observe(func(r Outcome) { f.repairs = append(f.repairs, r) })
 	return f
 }
 

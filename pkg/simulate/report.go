@@ -281,7 +281,7 @@ func (r *recorder) disrupted(cmd *disruption.Command) {
 const MethodRepair = "repair"
 
 // repaired logs node repair's deletions, and the first time the safety valve holds a node.
-func (r *recorder) repaired(rep repair.Repair) {
+func (r *recorder) repaired(rep repair.Outcome) {
 	cond := fmt.Sprintf("%s %s since t=%s", rep.Condition.Type, rep.Condition.Status, rep.Condition.LastTransitionTime.Sub(Start))
 	entry := LogEntry{Kind: LogDisruption, Method: MethodRepair, Reason: string(karpv1.DisruptionReasonUnhealthy), Nodes: []string{rep.Node}}
 	if rep.Blocked != "" {
