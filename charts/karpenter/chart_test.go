@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
@@ -429,8 +430,13 @@ func TestFeatureGates(t *testing.T) {
 	} {
 		var d appsv1.Deployment
 		find(t, decode(t, render(t, append(tc.args, "--set", "settings.clusterName=test", "--show-only", "templates/deployment.yaml")...)), "Deployment", &d)
-		if got := envOf(d.Spec.Template.Spec.Containers[0])["FEATURE_GATES"]; got != tc.want {
+		got := envOf(d.Spec.Template.Spec.Containers[0])["FEATURE_GATES"]
+		if got != tc.want {
 			t.Errorf("%v: FEATURE_GATES=%q, want %q", tc.args, got, tc.want)
+		}
+		// The controller starts with each of these: the gates they turn on work here.
+		if _, err := featuregate.Karpenter.Parse(got); err != nil {
+			t.Errorf("%v: the controller refuses FEATURE_GATES=%q: %v", tc.args, got, err)
 		}
 	}
 }

@@ -107,6 +107,7 @@ Karpenter's Helm chart uses.`,
 	fs.duration(&opts.Sim.StartupTaintDelay, "sim-startup-taint-delay", "SIM_STARTUP_TAINT_DELAY", opts.Sim.StartupTaintDelay, "simulated time from node Ready until the agents on it lift its NodePool's startupTaints")
 	fs.string(&opts.Sim.StateConfigMap, "sim-state-configmap", "SIM_STATE_CONFIGMAP", "karpenter-sim-state", "ConfigMap in the leader election namespace keeping the simulated instances across restarts and leader changes; empty keeps them in memory")
 	fs.bool(&opts.Sim.MarkPodsRunning, "sim-mark-pods-running", "SIM_MARK_PODS_RUNNING", opts.Sim.MarkPodsRunning, "report pods bound to simulated nodes as Running")
+	fs.float64(&opts.Sim.NodeFailureRate, "sim-node-failure-rate", "SIM_NODE_FAILURE_RATE", opts.Sim.NodeFailureRate, "expected failures per simulated node-hour: a failed node reports Ready Unknown, as when its kubelet stops, until node repair (FEATURE_GATES NodeRepair=true) replaces it 30 minutes later; 0 disables")
 	return cmd
 }
 
@@ -247,6 +248,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	}
 	opts.SpotToSpotConsolidation = gates.Enabled(featuregate.SpotToSpotConsolidation)
 	opts.StaticCapacity = gates.Enabled(featuregate.StaticCapacity)
+	opts.NodeRepair = gates.Enabled(featuregate.NodeRepair)
 	return nil
 }
 

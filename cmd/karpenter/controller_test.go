@@ -202,7 +202,7 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 		args, env []string
 		want      []string
 	}{
-		{env: []string{"FEATURE_GATES=NodeRepair=true"}, want: []string{"FEATURE_GATES", "NodeRepair=true", "not built yet"}},
+		{env: []string{"FEATURE_GATES=TerminateFirstDrift=true"}, want: []string{"FEATURE_GATES", "TerminateFirstDrift=true", "not built yet"}},
 		{args: []string{"--feature-gates", "SpotToSpotConsolidation=true,NodeOverlay=true"}, want: []string{"--feature-gates", "NodeOverlay=true", "not built yet"}},
 		{env: []string{"FEATURE_GATES=CapacityBuffer=true"}, want: []string{"CapacityBuffer=true", "not built yet"}},
 		{env: []string{"FEATURE_GATES=Drift=true"}, want: []string{`unknown feature gate "Drift"`, "NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer"}},
@@ -254,6 +254,13 @@ func TestApplyFeatureGates(t *testing.T) {
 		}
 		if opts.SpotToSpotConsolidation != tc.spotToSpot || opts.StaticCapacity != tc.staticPools {
 			t.Errorf("%q: SpotToSpotConsolidation=%t StaticCapacity=%t, want %t and %t", tc.gates, opts.SpotToSpotConsolidation, opts.StaticCapacity, tc.spotToSpot, tc.staticPools)
+		}
+	}
+	for gates, want := range map[string]bool{"": false, "NodeRepair=true": true, "NodeRepair=false": false} {
+		opts := operator.DefaultOptions()
+		opts.NodeRepair = !want
+		if err := applyFeatureGates(&opts, gates, ""); err != nil || opts.NodeRepair != want {
+			t.Errorf("%q: NodeRepair=%t (%v), want %t", gates, opts.NodeRepair, err, want)
 		}
 	}
 }

@@ -8,7 +8,8 @@ import (
 
 // CloudProvider is everything Karpenter asks of a cloud. It is composed of small interfaces so
 // that a component declares only what it uses (the provisioner needs an InstanceTypeProvider and
-// a Launcher; garbage collection an InstanceLister; disruption a DriftChecker).
+// a Launcher; garbage collection an InstanceLister; disruption a DriftChecker; node repair a
+// RepairPolicyProvider).
 //
 // Implementations must be safe for concurrent use. Every method that talks to the cloud takes a
 // context and returns promptly once it is cancelled.
@@ -18,6 +19,7 @@ type CloudProvider interface {
 	InstanceLister
 	InstanceTypeProvider
 	DriftChecker
+	RepairPolicyProvider
 	// Name is the provider's name, such as "aws" or "sim"; it prefixes metrics and logs.
 	Name() string
 }

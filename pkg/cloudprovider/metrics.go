@@ -34,6 +34,9 @@ var _ CloudProvider = (*instrumented)(nil)
 // Name implements CloudProvider; it is not instrumented.
 func (m *instrumented) Name() string { return m.cp.Name() }
 
+// RepairPolicies implements RepairPolicyProvider; it calls no cloud and is not instrumented.
+func (m *instrumented) RepairPolicies() []RepairPolicy { return m.cp.RepairPolicies() }
+
 // Create implements Launcher.
 func (m *instrumented) Create(ctx context.Context, claim *karpv1.NodeClaim) (_ *karpv1.NodeClaim, err error) {
 	defer m.observe("Create", claimNodePool(claim), time.Now(), &err)

@@ -20,6 +20,9 @@ import (
 type scripted struct{ err error }
 
 func (s scripted) Name() string { return "scripted" }
+func (s scripted) RepairPolicies() []cloudprovider.RepairPolicy {
+	return []cloudprovider.RepairPolicy{{ConditionType: "Scripted", ConditionStatus: "False"}}
+}
 func (s scripted) Create(context.Context, *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	return &karpv1.NodeClaim{}, s.err
 }
@@ -50,6 +53,9 @@ func TestWithMetricsTimesEveryCall(t *testing.T) {
 	cp := cloudprovider.WithMetrics(scripted{}, "test.times")
 	if cp.Name() != "scripted" {
 		t.Errorf("Name() = %q, want the provider's", cp.Name())
+	}
+	if p := cp.RepairPolicies(); len(p) != 1 || p[0].ConditionType != "Scripted" {
+		t.Errorf("RepairPolicies() = %v, want the provider's", p)
 	}
 	callAll(cp)
 	callAll(cp)

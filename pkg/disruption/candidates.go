@@ -118,19 +118,6 @@ type Blocked struct {
 	Reason string
 }
 
-// isReschedulable reports whether a pod must move when its node goes.
-func isReschedulable(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return false
-		}
-	}
-	return true
-}
-
 // pdbIndex finds the PodDisruptionBudgets that forbid evicting a pod.
 type pdbIndex struct {
 	pdbs      []*policyv1.PodDisruptionBudget

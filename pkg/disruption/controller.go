@@ -282,7 +282,7 @@ func (c *Controller) trackPodEvents(ctx context.Context, snap *state.Snapshot, n
 		}
 		uids := make([]string, 0, len(sn.Pods))
 		for _, pod := range sn.Pods {
-			if isReschedulable(pod) && pod.Spec.NodeName != "" {
+			if state.IsReschedulable(pod) && pod.Spec.NodeName != "" {
 				uids = append(uids, string(pod.UID))
 			}
 		}
@@ -557,7 +557,7 @@ func (c *Controller) volumeRequirements(ctx context.Context, snap *state.Snapsho
 			continue
 		}
 		for _, pod := range sn.Pods {
-			if !isReschedulable(pod) {
+			if !state.IsReschedulable(pod) {
 				continue
 			}
 			reqs, err := provisioning.VolumeRequirements(ctx, c.kube, pod)

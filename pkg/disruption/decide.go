@@ -414,7 +414,7 @@ func newDecider(in Input) *decider {
 		}
 		c := &Candidate{StateNode: sn, NodePool: np}
 		for _, pod := range sn.Pods {
-			if isReschedulable(pod) {
+			if state.IsReschedulable(pod) {
 				c.Pods = append(c.Pods, pod)
 			}
 		}

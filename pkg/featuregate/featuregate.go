@@ -76,8 +76,8 @@ type Table struct {
 var Karpenter = Table{
 	Setting: "--feature-gates (FEATURE_GATES)",
 	Gates: []Gate{
-		{Name: NodeRepair, Stage: "Alpha", Support: NotBuilt,
-			Here: "replacing nodes whose conditions say they are unhealthy is not built yet"},
+		{Name: NodeRepair, Stage: "Alpha", Support: Switches,
+			Here: "a node whose condition matches one of the cloud provider's repair policies (Ready False or Unknown, or a node monitoring agent's condition) for longer than it tolerates is replaced, forcefully (its pods deleted without waiting for PodDisruptionBudgets or do-not-disrupt), as Karpenter's node.health controller does (v1.15's --legacy-node-repair), unless more than 20% of its NodePool is unhealthy"},
 		{Name: ReservedCapacity, Default: true, Stage: "Beta", Support: RefusedPerObject,
 			Here: "launching into EC2 capacity reservations is not built yet: an EC2NodeClass with capacityReservationSelectorTerms is refused (ValidationSucceeded False, CapacityReservationsNotSupported) whatever the gate says"},
 		{Name: SpotToSpotConsolidation, Stage: "Alpha", Support: Switches,
@@ -91,7 +91,7 @@ var Karpenter = Table{
 		{Name: TerminateFirstDrift, Stage: "Alpha", Support: NotBuilt,
 			Here: "terminating a drifted node before its replacement can launch is not built yet"},
 		{Name: TerminateFirstRepair, Stage: "Alpha", Support: NotBuilt,
-			Here: "terminating an unhealthy node before its replacement can launch is not built yet (nor is node repair)"},
+			Here: "Karpenter v1.15's node repair as a disruption method, which replaces an unhealthy node before terminating it unless this gate lets it terminate first, is not built yet (node repair here always terminates first)"},
 		{Name: PodDeletionCostManagement, Stage: "Alpha", Support: NotBuilt,
 			Here: "setting controller.kubernetes.io/pod-deletion-cost on pods of nodes to consolidate is not built yet"},
 	},

@@ -29,23 +29,23 @@ func TestParse(t *testing.T) {
 		err     []string // substrings of the error; none means no error
 	}{
 		{in: "SpotToSpotConsolidation=true", enabled: []string{SpotToSpotConsolidation, ReservedCapacity}},
+		{in: "NodeRepair=true", enabled: []string{NodeRepair, ReservedCapacity}},
 		{in: " StaticCapacity = true , ReservedCapacity=false ,", enabled: []string{StaticCapacity}},
 		{in: "SpotToSpotConsolidation=false,SpotToSpotConsolidation=true", enabled: []string{SpotToSpotConsolidation, ReservedCapacity}},
 		// Off is what runs here, so the gates of features not built may be set off.
 		{in: "NodeRepair=false,NodeOverlay=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
 			enabled: []string{ReservedCapacity}},
-		{in: "NodeRepair=true", err: []string{"--feature-gates (FEATURE_GATES)", "NodeRepair=true", "not built yet", "set it to false"}},
+		{in: "PodDeletionCostManagement=true", err: []string{"--feature-gates (FEATURE_GATES)", "PodDeletionCostManagement=true", "not built yet", "set it to false"}},
 		{in: "NodeOverlay=true", err: []string{"NodeOverlay=true", "not built yet"}},
 		{in: "CapacityBuffer=true", err: []string{"CapacityBuffer=true", "not built yet"}},
 		{in: "TerminateFirstDrift=true", err: []string{"TerminateFirstDrift=true", "not built yet"}},
 		{in: "TerminateFirstRepair=true", err: []string{"TerminateFirstRepair=true", "not built yet"}},
-		{in: "PodDeletionCostManagement=true", err: []string{"PodDeletionCostManagement=true", "not built yet"}},
 		{in: "SpotToSpot=true", err: []string{`unknown feature gate "SpotToSpot"`, "the known gates are NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer,"}},
 		{in: "spotToSpotConsolidation=true", err: []string{`unknown feature gate "spotToSpotConsolidation"`}},
 		{in: "SpotToSpotConsolidation", err: []string{`"SpotToSpotConsolidation": want Name=true or Name=false`}},
 		{in: "SpotToSpotConsolidation=yes", err: []string{`"SpotToSpotConsolidation=yes"`}},
 		// Every bad item is reported, not only the first.
-		{in: "NodeRepair=true,Bogus=false", err: []string{"NodeRepair=true", `"Bogus"`}},
+		{in: "TerminateFirstDrift=true,Bogus=false", err: []string{"TerminateFirstDrift=true", `"Bogus"`}},
 	} {
 		gates, err := Karpenter.Parse(tc.in)
 		if len(tc.err) > 0 {
@@ -99,13 +99,13 @@ func TestFromMap(t *testing.T) {
 	if !gates.Enabled(StaticCapacity) || gates.Enabled(ReservedCapacity) || gates.Enabled(SpotToSpotConsolidation) {
 		t.Errorf("gates %s, want StaticCapacity on and the rest off", gates)
 	}
-	_, err = Karpenter.FromMap(map[string]bool{NodeRepair: true, "Aaa": true})
+	_, err = Karpenter.FromMap(map[string]bool{TerminateFirstDrift: true, "Aaa": true})
 	if err == nil {
-		t.Fatal("NodeRepair=true and an unknown gate accepted")
+		t.Fatal("TerminateFirstDrift=true and an unknown gate accepted")
 	}
 	msg := err.Error()
-	if i, j := strings.Index(msg, `"Aaa"`), strings.Index(msg, "NodeRepair=true"); i < 0 || j < 0 || i > j {
-		t.Errorf("error %q: want the unknown gate Aaa, then NodeRepair", msg)
+	if i, j := strings.Index(msg, `"Aaa"`), strings.Index(msg, "TerminateFirstDrift=true"); i < 0 || j < 0 || i > j {
+		t.Errorf("error %q: want the unknown gate Aaa, then TerminateFirstDrift", msg)
 	}
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -77,6 +78,11 @@ const (
 	LabelTerminationMode = "termination_mode"
 	// LabelCode is an HTTP response code.
 	LabelCode = "code"
+	// LabelCondition is the Node condition node repair replaced a node for, in snake case
+	// (ready, kernel_ready, accelerated_hardware_ready: see ConditionLabel).
+	LabelCondition = "condition"
+	// LabelImageID is the image a NodeClaim's instance booted (its status.imageID).
+	LabelImageID = "image_id"
 	// LabelVersion, LabelGoVersion, LabelGoArch and LabelCommit describe the build.
 	LabelVersion   = "version"
 	LabelGoVersion = "goversion"
@@ -138,6 +144,9 @@ const (
 	ReasonLiveness = "liveness"
 	// ReasonGarbageCollected: the NodeClaim's instance no longer exists in the cloud.
 	ReasonGarbageCollected = "garbage_collected"
+	// ReasonUnhealthy: node repair replaced the node, whose condition matched a repair policy
+	// for longer than the policy tolerates.
+	ReasonUnhealthy = "unhealthy"
 	// An interrupted NodeClaim's reason is its interruption message's kind (MessageType*).
 )
 
@@ -178,4 +187,19 @@ func DisruptionReason(r karpv1.DisruptionReason) string { return strings.ToLower
 // turned into underscores (ephemeral-storage becomes ephemeral_storage).
 func ResourceType(name string) string {
 	return strings.ReplaceAll(strings.ToLower(name), "-", "_")
+}
+
+// Karpenter's snake case: a capital that starts a word, then a capital after a lower-case
+// letter or digit, gets an underscore before it.
+var (
+	wordStart   = regexp.MustCompile("(.)([A-Z][a-z]+)")
+	capitalJoin = regexp.MustCompile("([a-z0-9])([A-Z])")
+)
+
+// ConditionLabel is the LabelCondition value of a Node condition type, in snake case as
+// Karpenter writes it: KernelReady becomes kernel_ready, AcceleratedHardwareReady
+// accelerated_hardware_ready, Ready ready.
+func ConditionLabel(conditionType string) string {
+	snake := wordStart.ReplaceAllString(conditionType, "${1}_${2}")
+	return strings.ToLower(capitalJoin.ReplaceAllString(snake, "${1}_${2}"))
 }

@@ -47,12 +47,19 @@ var (
 		Help: "NodeClaims whose instance Karpenter terminated and whose finalizer it removed, by owning nodepool, capacity type and zone.",
 	}, []string{LabelNodePool, LabelCapacityType, LabelZone})
 	// NodeClaimsDisruptedTotal counts the NodeClaims Karpenter deleted to disrupt them, by
-	// reason (a DisruptionReason, ReasonLiveness or ReasonGarbageCollected), NodePool and
-	// capacity type.
+	// reason (a DisruptionReason, ReasonLiveness, ReasonGarbageCollected or ReasonUnhealthy),
+	// NodePool and capacity type.
 	NodeClaimsDisruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: subsystemNodeClaims, Name: "disrupted_total",
-		Help: "NodeClaims Karpenter deleted to disrupt them, by reason (empty, underutilized, drifted, expired, interrupted, liveness, garbage_collected), owning nodepool and capacity type.",
+		Help: "NodeClaims Karpenter deleted to disrupt them, by reason (empty, underutilized, drifted, expired, interrupted, liveness, garbage_collected, unhealthy), owning nodepool and capacity type.",
 	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
+	// NodeClaimsUnhealthyDisruptedTotal counts the NodeClaims node repair deleted, by the
+	// condition that made their node unhealthy (ConditionLabel), NodePool, capacity type,
+	// image and termination mode.
+	NodeClaimsUnhealthyDisruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemNodeClaims, Name: "unhealthy_disrupted_total",
+		Help: "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node was disrupted on, the owning nodepool, the capacity type, the image ID, and the termination mode.",
+	}, []string{LabelCondition, LabelNodePool, LabelCapacityType, LabelImageID, LabelTerminationMode})
 	// VoluntaryDisruptionDecisionsTotal counts the disruption commands carried out, by
 	// decision, reason and consolidation type.
 	VoluntaryDisruptionDecisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -188,7 +195,7 @@ func lifetimeBuckets() []float64 {
 // eventMetrics are the metrics above, registered together.
 func eventMetrics() []prometheus.Collector {
 	out := []prometheus.Collector{
-		NodeClaimsCreatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal,
+		NodeClaimsCreatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, NodeClaimsUnhealthyDisruptedTotal,
 		VoluntaryDisruptionDecisionsTotal, SchedulingDurationSeconds,
 		CloudProviderDurationSeconds, CloudProviderErrorsTotal, PodStartupDurationSeconds,
 		PodsNominationsRefusedTotal, NodeClaimsTerminationDurationSeconds, NodeClaimsInstanceTerminationDurationSeconds, NodesCreatedTotal, NodesTerminatedTotal, NodesTerminationDurationSeconds,
@@ -247,6 +254,17 @@ func NodeClaimTerminated(nodePool, capacityType, zone string, terminating, insta
 // its drain is bounded (TerminationMode).
 func NodeClaimDisrupted(reason, nodePool, capacityType, consolidationPolicy, terminationMode string) {
 	NodeClaimsDisruptedTotal.WithLabelValues(reason, nodePool, capacityType, consolidationPolicy, terminationMode).Inc()
+}
+
+// NodeClaimRepaired records a NodeClaim node repair deleted, whose node's condition (its
+// type, as ConditionLabel writes it) matched a repair policy for longer than the policy
+// tolerates: in karpenter_nodeclaims_unhealthy_disrupted_total and, with reason
+// ReasonUnhealthy, karpenter_nodeclaims_disrupted_total; its reschedulable pods in
+// karpenter_pods_disruption_initiated_total.
+func NodeClaimRepaired(condition, nodePool, capacityType, imageID, terminationMode string, pods int) {
+	NodeClaimDisrupted(ReasonUnhealthy, nodePool, capacityType, "", terminationMode)
+	PodsDisruptionInitiated(pods, ReasonUnhealthy, nodePool, capacityType, "", terminationMode)
+	NodeClaimsUnhealthyDisruptedTotal.WithLabelValues(ConditionLabel(condition), nodePool, capacityType, imageID, terminationMode).Inc()
 }
 
 // NodeRegistered records a Node that registered for a NodeClaim of the NodePool in the zone.

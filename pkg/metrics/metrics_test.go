@@ -153,4 +153,13 @@ func TestLabelValues(t *testing.T) {
 			t.Errorf("DisruptionReason(%q) = %q, want %q", in, got, want)
 		}
 	}
+	// Karpenter's snake case (its pretty.ToSnakeCase): a run of capitals stays one word.
+	for in, want := range map[string]string{
+		"Ready": "ready", "KernelReady": "kernel_ready", "AcceleratedHardwareReady": "accelerated_hardware_ready",
+		"ContainerRuntimeReady": "container_runtime_ready", "EBSReady": "ebs_ready", "NVMe2Ready": "nv_me2_ready",
+	} {
+		if got := metrics.ConditionLabel(in); got != want {
+			t.Errorf("ConditionLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

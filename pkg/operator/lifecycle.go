@@ -15,11 +15,13 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/repair"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/termination"
 )
 
-// lifecycleControllers are the NodePool, NodeClaim, termination and disruption controllers.
+// lifecycleControllers are the NodePool, NodeClaim, termination, disruption and (with the
+// NodeRepair gate) repair controllers.
 // NodeClaims are finalized by termination, which drains their nodes first. Nodes, NodeClaims
 // and pods are indexed in the manager's cache first. Each controller calls the cloud through
 // its own metrics view of cp. A claim's Node takes pods only after nomination has pointed the
@@ -44,7 +46,7 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 	if opts.StaticCapacity {
 		static = nodepool.NewStaticController(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodepool.static"), nodepool.WithAPIReader(mgr.GetAPIReader()))
 	}
-	return []registrar{
+	out := []registrar{
 		nodepool.NewStatusController(mgr.GetClient(), clk, recorder),
 		registrationHealth,
 		static,
@@ -57,5 +59,11 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 			PollInterval:            opts.DisruptionPollInterval,
 			ValidationDelay:         opts.ConsolidationValidationDelay,
 		}),
-	}, nil
+	}
+	// Node repair runs only with the NodeRepair feature gate on, and only for a cloud that
+	// declares repair policies, as in Karpenter.
+	if opts.NodeRepair && len(cp.RepairPolicies()) > 0 {
+		out = append(out, repair.NewController(mgr.GetClient(), cp, clk, recorder))
+	}
+	return out, nil
 }

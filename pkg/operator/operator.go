@@ -100,7 +100,8 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 			if opts.Sim.StateConfigMap != "" {
 				store = sim.NewConfigMapStore(mgr.GetClient(), stateNamespace(opts), opts.Sim.StateConfigMap)
 			}
-			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency, Store: store}); err != nil {
+			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency, Store: store,
+				Faults: sim.FaultPlan{NodeFailureRate: opts.Sim.NodeFailureRate}}); err != nil {
 				return nil, err
 			}
 		}

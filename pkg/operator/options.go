@@ -3,6 +3,7 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,6 +48,10 @@ type Options struct {
 	// of that name in FEATURE_GATES). Off, as by Karpenter's default, they get no nodes and a
 	// Warning event (StaticCapacityDisabled) says why.
 	StaticCapacity bool
+	// NodeRepair replaces the nodes whose conditions match one of the cloud provider's repair
+	// policies for longer than it tolerates (the feature gate of that name in FEATURE_GATES;
+	// package repair).
+	NodeRepair bool
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool
@@ -87,6 +92,10 @@ type SimOptions struct {
 	// simulated instances, so that a restarted or newly elected replica finds them; empty keeps
 	// them in memory only.
 	StateConfigMap string
+	// NodeFailureRate is the expected number of node failures per simulated node-hour
+	// (sim.FaultPlan.NodeFailureRate): a failed node reports Ready Unknown, for node repair to
+	// replace.
+	NodeFailureRate float64
 	// Cloud, when set, is used instead of a new simulated cloud: the cloud outlives a
 	// controller restart, and tests and the simulator configure its faults and capacity.
 	Cloud *sim.Cloud
@@ -121,6 +130,7 @@ func DefaultOptions() Options {
 	return Options{
 		SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation),
 		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
+		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
 		CloudProvider:           CloudProviderSim,
 		BatchIdleDuration:       time.Second,
 		BatchMaxDuration:        10 * time.Second,
@@ -175,6 +185,9 @@ func (o Options) Validate() error {
 	}
 	if o.DisruptionPollInterval < 0 || o.ConsolidationValidationDelay < 0 {
 		errs = append(errs, errors.New("the disruption poll interval and consolidation validation delay must not be negative"))
+	}
+	if r := o.Sim.NodeFailureRate; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
+		errs = append(errs, fmt.Errorf("--sim-node-failure-rate (SIM_NODE_FAILURE_RATE) %v: must be a non-negative number", r))
 	}
 	if o.Sim.LaunchLatency < 0 || o.Sim.ReadyDelay < 0 || o.Sim.StartupTaintDelay < 0 {
 		errs = append(errs, errors.New("--sim-launch-latency, --sim-ready-delay and --sim-startup-taint-delay must not be negative"))

@@ -27,9 +27,11 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/repair"
 	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -87,6 +89,8 @@ type engine struct {
 	classStatus *sim.NodeClassStatusController
 	termination *termination.Controller
 	disruption  *disruption.Controller
+	// repair is node repair, nil unless the NodeRepair feature gate is on.
+	repair *repair.Controller
 
 	deployments map[string]*deploymentState
 	jobs        map[string]*jobsState
@@ -180,6 +184,14 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.rec = newRecorder(w, seed, e.clock.Now)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
+	gates, err := featuregate.Karpenter.FromMap(w.FeatureGates)
+	if err != nil {
+		return nil, err
+	}
+	if gates.Enabled(featuregate.NodeRepair) {
+		e.repair = repair.NewController(e.kube, e.cloud, e.clock, nil)
+		e.repair.Observe(e.rec.repaired)
+	}
 	if opts.BatchIdleDuration <= 0 {
 		e.opts.BatchIdleDuration = provisioning.DefaultBatchIdleDuration
 	}
@@ -353,6 +365,18 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 			return fmt.Errorf("nodepool %s replicas: %w", np.Name, err)
 		}
 	}
+	if e.repair != nil {
+		// Before the claims: a claim repair deletes is terminated in the same pass.
+		var nodes corev1.NodeList
+		if err := e.kube.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
+		for _, n := range nodes.Items {
+			if err := e.reconcile(ctx, e.repair, n.Name); err != nil && !apierrors.IsConflict(err) {
+				e.rec.warn(fmt.Sprintf("repairing node %s: %v", n.Name, err))
+			}
+		}
+	}
 	var claims karpv1.NodeClaimList
 	if err := e.kube.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
 		return err
@@ -522,6 +546,8 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 			if err := e.annotate(ctx, ev.Annotate); err != nil {
 				return err
 			}
+		case ev.Unhealthy != nil:
+			e.sicken(ev.Unhealthy)
 		}
 	}
 	kept := e.shortages[:0]
@@ -548,6 +574,31 @@ func (e *engine) interrupt(count int) {
 				count--
 			}
 		}
+	}
+}
+
+// sicken makes the oldest running instances (of the event's NodePool) whose Node does not
+// report the event's condition yet report it from now on.
+func (e *engine) sicken(u *Unhealthy) {
+	left := u.Count
+	for _, in := range e.cloud.Instances() {
+		if left == 0 {
+			return
+		}
+		if in.State != sim.InstanceStateRunning || (u.NodePool != "" && in.NodePoolName != u.NodePool) ||
+			slices.ContainsFunc(in.Conditions, func(c sim.NodeCondition) bool { return string(c.Type) == u.Condition }) {
+			continue
+		}
+		cond := sim.NodeCondition{Type: corev1.NodeConditionType(u.Condition), Status: corev1.ConditionStatus(u.Status), Reason: u.Reason}
+		if err := e.cloud.MakeUnhealthy(in.ProviderID, cond); err != nil {
+			e.rec.warn(fmt.Sprintf("making instance %s unhealthy: %v", in.ID, err))
+			continue
+		}
+		e.rec.log(LogEntry{Kind: LogUnhealthy, Message: fmt.Sprintf("node of instance %s (%s) reports %s %s", in.ID, in.InstanceType, u.Condition, u.Status), Nodes: []string{in.Hostname}})
+		left--
+	}
+	if left > 0 {
+		e.rec.warn(fmt.Sprintf("unhealthy: %d of %d nodes made unhealthy, the others are not running or already report %s", u.Count-left, u.Count, u.Condition))
 	}
 }
 

@@ -15,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/repair"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -120,12 +122,14 @@ type Sample struct {
 type LogEntry struct {
 	// AtSeconds is when, from the start.
 	AtSeconds int64 `json:"at"`
-	// Kind is timeline, launch, disruption, refusal, interruption or termination.
+	// Kind is timeline, launch, disruption, refusal, interruption, unhealthy or termination.
 	Kind string `json:"kind"`
 	// Message says what happened.
 	Message string `json:"message"`
-	// Method, Reason and Action (delete or replace) describe a disruption; Nodes are the nodes
-	// it removes, or the node of a refusal, an interruption or a termination.
+	// Method, Reason and Action (delete or replace) describe a disruption; node repair's are
+	// method repair, reason Unhealthy, and action delete, or blocked when the safety valve
+	// held it. Nodes are the nodes it removes, or the node of a refusal, an interruption, a
+	// fault or a termination.
 	Method string   `json:"method,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 	Action string   `json:"action,omitempty"`
@@ -139,7 +143,9 @@ const (
 	LogDisruption   = "disruption"
 	LogRefusal      = "refusal"
 	LogInterruption = "interruption"
-	LogTermination  = "termination"
+	// LogUnhealthy: a node began to report an unhealthy condition (the unhealthy event).
+	LogUnhealthy   = "unhealthy"
+	LogTermination = "termination"
 )
 
 // FleetNode is one node at the end, with how full it is.
@@ -173,6 +179,8 @@ type recorder struct {
 	interruptionsSeen int
 	decisions         int
 	commands          map[string]int
+	// repairBlocked are the nodes whose repair the safety valve holds, logged once each.
+	repairBlocked map[string]bool
 	// podErrors holds the provisioner's last error for each pod it could not place.
 	podErrors map[string]string
 	// now is the virtual clock; events the log so far.
@@ -182,7 +190,7 @@ type recorder struct {
 
 func newRecorder(w *Workload, seed int64, now func() time.Time) *recorder {
 	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, current: map[string]string{}, incarnations: map[string]int{},
-		jobEnds: map[string]time.Time{}, commands: map[string]int{}, podErrors: map[string]string{}, now: now}
+		jobEnds: map[string]time.Time{}, commands: map[string]int{}, repairBlocked: map[string]bool{}, podErrors: map[string]string{}, now: now}
 }
 
 // log appends an entry at the current virtual time.
@@ -266,6 +274,30 @@ func (r *recorder) disrupted(cmd *disruption.Command) {
 		action = "replace"
 	}
 	r.log(LogEntry{Kind: LogDisruption, Message: cmd.Message(), Method: cmd.Method, Reason: string(cmd.Reason), Action: action, Nodes: cmd.NodeNames()})
+}
+
+// MethodRepair is the method of node repair's entries in the log and the report's
+// disruptions.
+const MethodRepair = "repair"
+
+// repaired logs node repair's deletions, and the first time the safety valve holds a node.
+func (r *recorder) repaired(rep repair.Outcome) {
+	cond := fmt.Sprintf("%s %s since t=%s", rep.Condition.Type, rep.Condition.Status, rep.Condition.LastTransitionTime.Sub(Start))
+	entry := LogEntry{Kind: LogDisruption, Method: MethodRepair, Reason: string(karpv1.DisruptionReasonUnhealthy), Nodes: []string{rep.Node}}
+	if rep.Blocked != "" {
+		if r.repairBlocked[rep.Node] {
+			return
+		}
+		r.repairBlocked[rep.Node] = true
+		entry.Action, entry.Message = "blocked", fmt.Sprintf("repair of node %s (%s) blocked: %s", rep.Node, cond, rep.Blocked)
+		r.log(entry)
+		return
+	}
+	delete(r.repairBlocked, rep.Node)
+	r.commands[MethodRepair]++
+	entry.Action = "delete"
+	entry.Message = fmt.Sprintf("repairing node %s: %s, past the %s its repair policy tolerates; its pods are deleted at once", rep.Node, cond, rep.Toleration)
+	r.log(entry)
 }
 
 func (r *recorder) warn(msg string) {
@@ -485,6 +517,18 @@ func (rep *Report) WriteText(w io.Writer) error {
 			parts = append(parts, fmt.Sprintf("%s %d", k, rep.Disruptions[k]))
 		}
 		fmt.Fprintf(&b, "Removed   %s\n", strings.Join(parts, ", "))
+	}
+	var repairs []LogEntry
+	for _, e := range rep.Events {
+		if e.Kind == LogDisruption && e.Method == MethodRepair {
+			repairs = append(repairs, e)
+		}
+	}
+	if len(repairs) > 0 {
+		b.WriteString("\nNode repair\n")
+		for _, e := range repairs {
+			fmt.Fprintf(&b, "  %-9s %s\n", time.Duration(e.AtSeconds)*time.Second, e.Message)
+		}
 	}
 	if len(rep.Pods.Unscheduled) > 0 {
 		b.WriteString("\nPods never scheduled, by workload\n")

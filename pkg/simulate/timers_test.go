@@ -152,7 +152,8 @@ func TestWorkloadFeatureGates(t *testing.T) {
 	for _, tc := range []struct{ gates, workload, want string }{
 		{"featureGates: {SpotToSpotConsolidation: true}\n", timelineActions, ""},
 		{"featureGates: {NodeRepair: false, ReservedCapacity: true}\n", timelineActions, ""},
-		{"featureGates: {NodeRepair: true}\n", timelineActions, "featureGates.NodeRepair: feature gate NodeRepair=true: replacing nodes whose conditions say they are unhealthy is not built yet"},
+		{"featureGates: {NodeRepair: true}\n", timelineActions, ""},
+		{"featureGates: {PodDeletionCostManagement: true}\n", timelineActions, "featureGates.PodDeletionCostManagement: feature gate PodDeletionCostManagement=true: setting controller.kubernetes.io/pod-deletion-cost on pods of nodes to consolidate is not built yet"},
 		{"featureGates: {CapacityBuffer: true}\n", timelineActions, "featureGates.CapacityBuffer: feature gate CapacityBuffer=true"},
 		{"featureGates: {SpotToSpot: true}\n", timelineActions, `unknown feature gate "SpotToSpot": the known gates are NodeRepair, ReservedCapacity, SpotToSpotConsolidation`},
 		{"", staticManifest, "manifests: NodePool default sets spec.replicas (a static NodePool), which needs the StaticCapacity feature gate"},

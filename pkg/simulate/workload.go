@@ -24,6 +24,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
@@ -41,7 +42,8 @@ type Workload struct {
 	// FeatureGates are Karpenter's feature gates for the run, as FEATURE_GATES sets them in the
 	// controller (SpotToSpotConsolidation: true), checked against the same table
 	// (package featuregate): an unknown gate, or one turned on whose feature is not built, is
-	// refused. Static NodePools (spec.replicas) need StaticCapacity: true, as in Karpenter.
+	// refused. Static NodePools (spec.replicas) need StaticCapacity: true, as in Karpenter;
+	// node repair (the unhealthy timeline event) NodeRepair: true.
 	FeatureGates map[string]bool `yaml:"featureGates"`
 	// Manifests are Karpenter objects (NodePool, EC2NodeClass), and the StorageClasses,
 	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, as YAML documents,
@@ -97,6 +99,9 @@ type Event struct {
 	Apply string `yaml:"apply"`
 	// Annotate sets annotations on a deployment's pods or on nodes.
 	Annotate *Annotate `yaml:"annotate"`
+	// Unhealthy makes nodes report an unhealthy condition, for node repair (the NodeRepair
+	// feature gate) to replace them.
+	Unhealthy *Unhealthy `yaml:"unhealthy"`
 
 	applied []client.Object
 
@@ -190,6 +195,13 @@ func (e *Event) String() string {
 			parts[i] = k + "=" + e.Annotate.Annotations[k]
 		}
 		return fmt.Sprintf("annotate %s: %s", target, strings.Join(parts, ", "))
+	case e.Unhealthy != nil:
+		u := e.Unhealthy
+		target := plural(u.Count, "the oldest node", fmt.Sprintf("the %d oldest nodes", u.Count))
+		if u.NodePool != "" {
+			target += " of nodepool " + u.NodePool
+		}
+		return fmt.Sprintf("%s %s: %s %s", target, plural(u.Count, "falls", "fall"), u.Condition, u.Status)
 	}
 	return "nothing"
 }
@@ -201,6 +213,22 @@ type Annotate struct {
 	Deployment  string            `yaml:"deployment"`
 	Nodes       int               `yaml:"nodes"`
 	Annotations map[string]string `yaml:"annotations"`
+}
+
+// Unhealthy makes the Count oldest running nodes (of NodePool, when set) that do not report
+// Condition yet report it with Status from now on, as their kubelet (Ready False or Unknown) or
+// the EKS node monitoring agent (KernelReady, StorageReady, NetworkingReady,
+// ContainerRuntimeReady, AcceleratedHardwareReady False) would. With the NodeRepair feature
+// gate, node repair replaces them once the simulated cloud's repair policy (EC2's) has
+// tolerated the condition long enough: 30 minutes, 10 for AcceleratedHardwareReady.
+type Unhealthy struct {
+	Count     int    `yaml:"count"`
+	NodePool  string `yaml:"nodePool"`
+	Condition string `yaml:"condition"`
+	Status    string `yaml:"status"`
+	// Reason is the condition's reason (default: the kubelet's or node lifecycle controller's
+	// for Ready, SimulatedFault otherwise).
+	Reason string `yaml:"reason"`
 }
 
 // Interrupt sends interruption notices to Count running spot instances (oldest first).
@@ -335,13 +363,13 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		e := &w.Timeline[i]
 		field := fmt.Sprintf("timeline[%d]", i)
 		actions := 0
-		for _, set := range []bool{e.Deploy != nil, e.Scale != nil, e.Delete != nil, e.Jobs != nil, e.Interrupt != nil, e.CapacityShortage != nil, e.Apply != "", e.Annotate != nil} {
+		for _, set := range []bool{e.Deploy != nil, e.Scale != nil, e.Delete != nil, e.Jobs != nil, e.Interrupt != nil, e.CapacityShortage != nil, e.Apply != "", e.Annotate != nil, e.Unhealthy != nil} {
 			if set {
 				actions++
 			}
 		}
 		if actions != 1 {
-			add(e.line, field, "needs exactly one of deploy, scale, delete, jobs, interrupt, capacityShortage, apply, annotate (has %d)", actions)
+			add(e.line, field, "needs exactly one of deploy, scale, delete, jobs, interrupt, capacityShortage, apply, annotate, unhealthy (has %d)", actions)
 			continue
 		}
 		if i > 0 && e.At.Duration < w.Timeline[i-1].At.Duration {
@@ -429,12 +457,45 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			if len(a.Annotations) == 0 {
 				add(e.line, field+".annotate.annotations", "required, such as {karpenter.sh/do-not-disrupt: \"true\"}")
 			}
+		case e.Unhealthy != nil:
+			for _, msg := range e.Unhealthy.problems(append(slices.Clip(w.Objects), applied...)) {
+				add(e.line, field+".unhealthy"+msg[0], "%s", msg[1])
+			}
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return w, nil
+}
+
+// problems are what is wrong with the event, each as the field (".count", …) and the
+// message; objs are the NodePools it may name.
+func (u *Unhealthy) problems(objs []client.Object) [][2]string {
+	var out [][2]string
+	if u.Count <= 0 {
+		out = append(out, [2]string{".count", "must be positive"})
+	}
+	if u.NodePool != "" && !slices.ContainsFunc(objs, func(o client.Object) bool {
+		_, ok := o.(*karpv1.NodePool)
+		return ok && o.GetName() == u.NodePool
+	}) {
+		out = append(out, [2]string{".nodePool", fmt.Sprintf("no NodePool %q among the manifests or applied before this event", u.NodePool)})
+	}
+	policies := cloudprovider.EC2RepairPolicies()
+	var known []string
+	for _, p := range policies {
+		known = append(known, fmt.Sprintf("%s %s (%s)", p.ConditionType, p.ConditionStatus, p.TolerationDuration))
+	}
+	switch {
+	case u.Condition == "" || u.Status == "":
+		out = append(out, [2]string{"", "condition and status are required, one of: " + strings.Join(known, ", ")})
+	case !slices.ContainsFunc(policies, func(p cloudprovider.RepairPolicy) bool {
+		return string(p.ConditionType) == u.Condition && string(p.ConditionStatus) == u.Status
+	}):
+		out = append(out, [2]string{"", fmt.Sprintf("%s %s is not unhealthy to the simulated cloud's repair policies (EC2's): use one of %s", u.Condition, u.Status, strings.Join(known, ", "))})
+	}
+	return out
 }
 
 // template builds the pod template of a deployment or job.

@@ -546,6 +546,20 @@ func IsProvisionable(pod *corev1.Pod) bool {
 	return false
 }
 
+// IsReschedulable reports whether a pod must move when its node goes: it is not terminal or
+// being deleted, and not a daemonset or static pod.
+func IsReschedulable(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || isTerminal(pod) {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	return true
+}
+
 func isTerminal(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }

@@ -109,6 +109,11 @@ func New(clients *Clients, opts Options) (*Provider, error) {
 // Name returns "aws".
 func (p *Provider) Name() string { return Name }
 
+// RepairPolicies returns Karpenter's AWS provider's: cloudprovider.EC2RepairPolicies.
+func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return cloudprovider.EC2RepairPolicies()
+}
+
 // Unavailable is the offering cache the provider marks when fleets run out of capacity.
 func (p *Provider) Unavailable() *cloudprovider.UnavailableOfferings { return p.opts.Unavailable }
 

@@ -298,6 +298,9 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 		in.interruptAt = now.Add(durationOfHours(hours))
 		c.scheduleLocked(in.interruptAt)
 	}
+	if rate := c.faults.NodeFailureRate; rate > 0 {
+		in.failAt = in.runningTime.Add(durationOfHours(c.rng.ExpFloat64() / rate))
+	}
 	c.dirty = true
 	c.instances[id] = in
 	c.history = append(c.history, in)
@@ -582,7 +585,7 @@ func (c *Cloud) Instances() []Instance {
 	c.syncLocked(now)
 	out := make([]Instance, len(c.history))
 	for i, in := range c.history {
-		out[i] = in.snapshot(now)
+		out[i] = in.snapshot(now, c.nodeFailure())
 	}
 	return out
 }
@@ -619,6 +622,14 @@ func (c *Cloud) Spend() float64 {
 		}
 	}
 	return total
+}
+
+// nodeFailure is the condition the fault plan's failed nodes report.
+func (c *Cloud) nodeFailure() NodeCondition {
+	if c.faults.NodeFailure.Type == "" {
+		return defaultNodeFailure
+	}
+	return c.faults.NodeFailure
 }
 
 // liveByProviderIDLocked returns the live instance with the provider ID, or nil.
@@ -700,7 +711,7 @@ func (c *Cloud) snapshotLive(ctx context.Context) (time.Time, []Instance, error)
 	live := slices.SortedFunc(maps.Values(c.live), func(a, b *instance) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]Instance, len(live))
 	for i, in := range live {
-		out[i] = in.snapshot(now)
+		out[i] = in.snapshot(now, c.nodeFailure())
 	}
 	return now, out, nil
 }

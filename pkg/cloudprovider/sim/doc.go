@@ -34,7 +34,11 @@
 // capacity per offering (switchable at run time with SetOfferingAvailable), finite capacity
 // pools (SetCapacity), extra launch latency jitter, and spot interruptions, either requested
 // (Interrupt) or drawn at launch from a rate. An interrupted instance gets a two-minute notice,
-// visible through Interruptions, and is terminated when the notice runs out.
+// visible through Interruptions, and is terminated when the notice runs out. Nodes fall ill the
+// same two ways: MakeUnhealthy makes an instance's Node report a condition (Ready Unknown, a
+// node monitoring agent's KernelReady False, …) from a given time, and a failure rate draws
+// each instance's failure time at launch. The cloud's RepairPolicies are EC2's
+// (cloudprovider.EC2RepairPolicies), so node repair replaces such nodes as it would on AWS.
 //
 // # Determinism
 //
@@ -49,7 +53,7 @@
 // Kubelet plays the parts of a cluster that a cloud provides and a bare API server lacks: for
 // every running instance it registers a Node (named by the instance's private DNS name, with its
 // provider ID, labels, capacity and the karpenter.sh/unregistered, NodeClaim and not-ready
-// taints), marks it Ready after a delay, lifts the NodeClaim's startup taints a while later (as
+// taints), marks it Ready after a delay (or reports its faults: see Kubelet), lifts the NodeClaim's startup taints a while later (as
 // the agents they wait for, such as Cilium, would), optionally marks the pods bound to it
 // Running, and deletes Nodes whose instances are gone (as the cloud node-lifecycle controller
 // does, honouring finalizers). Step does one pass, for simulations on a virtual clock; Run steps

@@ -90,6 +90,12 @@ type Instance struct {
 	// SubnetHash and SecurityGroupHash identify the NodeClass's subnet and security group
 	// selector terms at launch; drift compares them with the current ones.
 	SubnetHash, SecurityGroupHash string
+	// Conditions are the faults its Node reports (Cloud.MakeUnhealthy, and the fault plan's
+	// node failure once it has happened); none while it is healthy.
+	Conditions []NodeCondition
+	// FailureTime is when the fault plan's node failure happens (or happened) to it; zero when
+	// none is due.
+	FailureTime time.Time
 }
 
 // Bootstrap is the kubelet configuration an instance's user data carries: the labels and taints
@@ -123,6 +129,10 @@ type instance struct {
 	capacity, allocatable            corev1.ResourceList
 	subnetHash, securityGroupHash    string
 	bootstrap                        Bootstrap
+	// conditions are the faults injected into its Node; failAt is when the fault plan's node
+	// failure happens (zero for never).
+	conditions []NodeCondition
+	failAt     time.Time
 }
 
 func (in *instance) offering() cloudprovider.OfferingID {
@@ -142,7 +152,8 @@ func (in *instance) state(now time.Time) InstanceState {
 	}
 }
 
-func (in *instance) snapshot(now time.Time) Instance {
+// snapshot copies the instance as it is at now; failure is the fault plan's node failure.
+func (in *instance) snapshot(now time.Time, failure NodeCondition) Instance {
 	return Instance{
 		ID:                in.id,
 		ProviderID:        in.providerID,
@@ -172,6 +183,8 @@ func (in *instance) snapshot(now time.Time) Instance {
 		},
 		SubnetHash:        in.subnetHash,
 		SecurityGroupHash: in.securityGroupHash,
+		Conditions:        in.nodeConditions(now, failure),
+		FailureTime:       in.failAt,
 	}
 }
 

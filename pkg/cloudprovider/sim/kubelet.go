@@ -86,13 +86,18 @@ func (o KubeletOptions) Validate() error {
 //  3. writes each Node's status through the status subresource: capacity and allocatable as
 //     the instance type says, Ready=False at first and Ready=True once ReadyDelay has passed
 //     since the instance started running, addresses and node info; and removes the not-ready
-//     taint once Ready;
+//     taint once Ready. The faults of the instance (Cloud.MakeUnhealthy, FaultPlan's node
+//     failures) are written as its conditions, with their time as lastTransitionTime; a Ready
+//     fault keeps the Node from turning Ready and gets the taint the node lifecycle controller
+//     adds, node.kubernetes.io/not-ready:NoSchedule (False) or
+//     node.kubernetes.io/unreachable:NoSchedule (Unknown);
 //  4. plays the agents that startup taints wait for: StartupTaintDelay after the Node is Ready,
 //     removes the NodeClaim's startup taints (as the instance's user data carried them), but
 //     not a taint the claim also has among its regular taints or RegisterWithTaints has, and
 //     again whenever one comes back (Karpenter's registration puts missing ones back);
 //  5. with MarkPodsRunning, sets the pods bound to Ready Nodes to Running, and deletes the pods
-//     being deleted from its Nodes as soon as asked (their containers stop at once).
+//     being deleted from its Nodes as soon as asked (their containers stop at once), except
+//     on Nodes whose Ready fault is Unknown: their kubelet is gone.
 //
 // Step reads time from the cloud's clock only, so a simulation drives it on a virtual clock.
 type Kubelet struct {
@@ -181,7 +186,12 @@ func (k *Kubelet) Step(ctx context.Context) error {
 			continue
 		}
 		node := byProviderID[inst.ProviderID]
-		isReady := !now.Before(inst.RunningTime.Add(k.opts.ReadyDelay))
+		readyFault := findFault(inst.Conditions, corev1.NodeReady)
+		isReady := !now.Before(inst.RunningTime.Add(k.opts.ReadyDelay)) && readyFault == nil
+		if readyFault != nil && readyFault.Status == corev1.ConditionUnknown {
+			// Its kubelet is gone: nothing finishes the deletion of its pods.
+			delete(byProviderID, inst.ProviderID)
+		}
 		if node == nil {
 			var err error
 			if node, err = k.register(ctx, inst, isReady, now); err != nil {
@@ -191,6 +201,10 @@ func (k *Kubelet) Step(ctx context.Context) error {
 		}
 		node, err := k.syncStatus(ctx, node, inst, isReady, now)
 		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if node, err = k.syncFaults(ctx, node, inst.Conditions, now); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -281,6 +295,68 @@ func (k *Kubelet) syncStatus(ctx context.Context, node *corev1.Node, inst Instan
 		if node, err = k.removeTaints(ctx, node, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }); err != nil {
 			return nil, fmt.Errorf("removing the not-ready taint of node %s: %w", node.Name, err)
 		}
+	}
+	return node, nil
+}
+
+// syncFaults writes the instance's faults onto the Node as its conditions, and gives a Node
+// with a Ready fault the taint the node lifecycle controller adds for it.
+func (k *Kubelet) syncFaults(ctx context.Context, node *corev1.Node, faults []NodeCondition, now time.Time) (*corev1.Node, error) {
+	if len(faults) == 0 {
+		return node, nil
+	}
+	base := node.DeepCopy()
+	changed := false
+	for _, f := range faults {
+		want := corev1.NodeCondition{Type: f.Type, Status: f.Status, Reason: f.Reason, Message: f.Message,
+			LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(f.Since)}
+		cond := findNodeCondition(node.Status.Conditions, f.Type)
+		switch {
+		case cond == nil:
+			node.Status.Conditions = append(node.Status.Conditions, want)
+		case cond.Status != want.Status || cond.Reason != want.Reason || cond.Message != want.Message || !cond.LastTransitionTime.Equal(&want.LastTransitionTime):
+			*cond = want
+		default:
+			continue
+		}
+		changed = true
+	}
+	if changed {
+		if err := k.kube.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+			return nil, fmt.Errorf("writing the faults of node %s: %w", node.Name, err)
+		}
+	}
+	readyFault := findFault(faults, corev1.NodeReady)
+	if readyFault == nil {
+		return node, nil
+	}
+	taint := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	if readyFault.Status == corev1.ConditionUnknown {
+		taint.Key = corev1.TaintNodeUnreachable
+	}
+	tainted := func(taints []corev1.Taint) bool {
+		return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) })
+	}
+	if tainted(node.Spec.Taints) {
+		return node, nil
+	}
+	key := client.ObjectKeyFromObject(node)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &corev1.Node{}
+		if err := k.kube.Get(ctx, key, fresh); err != nil {
+			return err
+		}
+		if !tainted(fresh.Spec.Taints) {
+			fresh.Spec.Taints = append(fresh.Spec.Taints, taint)
+			if err := k.kube.Update(ctx, fresh); err != nil {
+				return err
+			}
+		}
+		node = fresh
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tainting unhealthy node %s: %w", node.Name, err)
 	}
 	return node, nil
 }

@@ -112,6 +112,15 @@ type FaultPlan struct {
 	// spot instance draws its interruption time at launch (exponentially distributed). Zero
 	// means spot instances are interrupted only through Cloud.Interrupt.
 	SpotInterruptionRate float64
+	// NodeFailureRate is the expected number of node failures per instance-hour of running;
+	// each instance draws at launch when its Node fails (exponentially distributed), and from
+	// then on its Node reports NodeFailure, until the instance is gone. Zero means nodes fail
+	// only through Cloud.MakeUnhealthy.
+	NodeFailureRate float64
+	// NodeFailure is the condition a failed Node reports; the zero value is Ready Unknown (its
+	// kubelet stopped posting status), which every cloud's repair policies cover. Its Since is
+	// the failure's time and must be zero here.
+	NodeFailure NodeCondition
 }
 
 // Validate reports the first invalid option.
@@ -165,6 +174,17 @@ func (f FaultPlan) validate() error {
 	}
 	if math.IsNaN(f.SpotInterruptionRate) || math.IsInf(f.SpotInterruptionRate, 0) || f.SpotInterruptionRate < 0 {
 		return fmt.Errorf("spot interruption rate %v is not a non-negative number", f.SpotInterruptionRate)
+	}
+	if math.IsNaN(f.NodeFailureRate) || math.IsInf(f.NodeFailureRate, 0) || f.NodeFailureRate < 0 {
+		return fmt.Errorf("node failure rate %v is not a non-negative number", f.NodeFailureRate)
+	}
+	if f.NodeFailure != (NodeCondition{}) {
+		if err := f.NodeFailure.validate(); err != nil {
+			return fmt.Errorf("node failure: %w", err)
+		}
+		if !f.NodeFailure.Since.IsZero() {
+			return errors.New("node failure: since must be zero (it is each failure's time)")
+		}
 	}
 	for _, id := range f.Unavailable {
 		if id.CapacityType != "" && !validCapacityType(id.CapacityType) {

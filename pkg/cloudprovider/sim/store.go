@@ -165,6 +165,7 @@ func (c *Cloud) restoreLocked(ctx context.Context) error {
 			claimName: s.NodeClaimName, nodePoolName: s.NodePoolName, nodeClassName: s.NodeClassName,
 			labels: maps.Clone(s.Labels), capacity: s.Capacity.DeepCopy(), allocatable: s.Allocatable.DeepCopy(),
 			subnetHash: s.SubnetHash, securityGroupHash: s.SecurityGroupHash, bootstrap: s.Bootstrap,
+			conditions: slices.Clone(s.Conditions), failAt: s.FailureTime,
 		}
 		if ip, err := netip.ParseAddr(s.PrivateIP); err == nil && ip.Is4() {
 			b := ip.As4()
@@ -192,7 +193,7 @@ func (c *Cloud) persistLocked(ctx context.Context) error {
 	now := c.clock.Now()
 	st := State{Launches: c.launches, Addresses: maps.Clone(c.addresses), Instances: make([]Instance, len(live))}
 	for i, in := range live {
-		st.Instances[i] = in.snapshot(now)
+		st.Instances[i] = in.snapshot(now, c.nodeFailure())
 	}
 	if err := c.store.Save(ctx, st); err != nil {
 		return fmt.Errorf("saving the simulated cloud's instances: %w", err)

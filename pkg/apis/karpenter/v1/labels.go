@@ -49,8 +49,8 @@ const (
 // the keys in WellKnownKarpenterLabels.
 var RestrictedLabelDomains = []string{Group, "karpenter.k8s.aws"}
 
-// DisruptionReason says why Karpenter disrupts a node. The first three may appear in a
-// disruption budget's reasons.
+// DisruptionReason says why Karpenter disrupts a node. Underutilized, Empty, Drifted and
+// Unhealthy may appear in a disruption budget's reasons.
 type DisruptionReason string
 
 // The disruption reasons.
@@ -60,6 +60,9 @@ const (
 	DisruptionReasonDrifted       DisruptionReason = "Drifted"
 	DisruptionReasonExpired       DisruptionReason = "Expired"
 	DisruptionReasonInterrupted   DisruptionReason = "Interrupted"
+	// DisruptionReasonUnhealthy: node repair replaces a node whose condition says it is
+	// unhealthy (the NodeRepair feature gate).
+	DisruptionReasonUnhealthy DisruptionReason = "Unhealthy"
 )
 
 // NodeClaim and NodePool condition types.

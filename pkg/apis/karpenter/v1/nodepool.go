@@ -107,8 +107,9 @@ type Disruption struct {
 // only during a recurring window.
 type Budget struct {
 	// Reasons limits the budget to these disruption reasons; empty means all of them.
-	// Unhealthy (Karpenter's node repair) is accepted for compatibility; this project does not
-	// repair nodes, so a budget of only that reason never applies.
+	// Unhealthy (Karpenter's node repair) is accepted for compatibility; node repair here, as
+	// Karpenter's node.health controller, does not consult budgets, so a budget of only that
+	// reason never applies.
 	// +kubebuilder:validation:items:Enum:={Underutilized,Empty,Drifted,Unhealthy}
 	// +kubebuilder:validation:MaxItems=50
 	// +listType=set
