@@ -28,6 +28,7 @@ require (
 	k8s.io/apiserver v0.35.8
 	k8s.io/client-go v0.35.8
 	k8s.io/component-helpers v0.35.8
+	k8s.io/kubernetes v1.35.8
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	sigs.k8s.io/controller-runtime v0.23.3
 	sigs.k8s.io/yaml v1.6.0
@@ -48,23 +49,33 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.8 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/coreos/go-semver v0.3.1 // indirect
+	github.com/coreos/go-systemd/v22 v22.5.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/distribution/reference v0.6.0 // indirect
 	github.com/emicklei/go-restful/v3 v3.12.2 // indirect
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/fatih/color v1.18.0 // indirect
+	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/gobuffalo/flect v1.0.3 // indirect
+	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/cel-go v0.26.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/grpc-ecosystem/go-grpc-prometheus v1.2.0 // indirect
+	github.com/grpc-ecosystem/grpc-gateway/v2 v2.26.3 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -75,12 +86,25 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
+	go.etcd.io/etcd/api/v3 v3.6.5 // indirect
+	go.etcd.io/etcd/client/pkg/v3 v3.6.5 // indirect
+	go.etcd.io/etcd/client/v3 v3.6.5 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.60.0 // indirect
+	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.61.0 // indirect
 	go.opentelemetry.io/otel v1.41.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.34.0 // indirect
+	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.34.0 // indirect
+	go.opentelemetry.io/otel/metric v1.41.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.36.0 // indirect
 	go.opentelemetry.io/otel/trace v1.41.0 // indirect
+	go.opentelemetry.io/proto/otlp v1.5.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
@@ -96,6 +120,7 @@ require (
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a // indirect
+	google.golang.org/grpc v1.72.2 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -103,9 +128,12 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/code-generator v0.35.8 // indirect
 	k8s.io/component-base v0.35.8 // indirect
+	k8s.io/controller-manager v0.0.0 // indirect
 	k8s.io/gengo/v2 v2.0.0-20250922181213-ec3ebc5fd46b // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
+	k8s.io/kubelet v0.0.0 // indirect
+	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
 	sigs.k8s.io/controller-tools v0.20.1 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
@@ -113,3 +141,39 @@ require (
 )
 
 tool sigs.k8s.io/controller-tools/cmd/controller-gen
+
+// k8s.io/kubernetes (for Kubernetes' own validation of built-in objects, pkg/validation)
+// requires its staging modules at v0.0.0; they are replaced by their published versions.
+replace (
+	k8s.io/api => k8s.io/api v0.35.8
+	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.35.8
+	k8s.io/apimachinery => k8s.io/apimachinery v0.35.8
+	k8s.io/apiserver => k8s.io/apiserver v0.35.8
+	k8s.io/cli-runtime => k8s.io/cli-runtime v0.35.8
+	k8s.io/client-go => k8s.io/client-go v0.35.8
+	k8s.io/cloud-provider => k8s.io/cloud-provider v0.35.8
+	k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.35.8
+	k8s.io/code-generator => k8s.io/code-generator v0.35.8
+	k8s.io/component-base => k8s.io/component-base v0.35.8
+	k8s.io/component-helpers => k8s.io/component-helpers v0.35.8
+	k8s.io/controller-manager => k8s.io/controller-manager v0.35.8
+	k8s.io/cri-api => k8s.io/cri-api v0.35.8
+	k8s.io/cri-client => k8s.io/cri-client v0.35.8
+	k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.35.8
+	k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.35.8
+	k8s.io/endpointslice => k8s.io/endpointslice v0.35.8
+	k8s.io/externaljwt => k8s.io/externaljwt v0.35.8
+	k8s.io/kms => k8s.io/kms v0.35.8
+	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.35.8
+	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.35.8
+	k8s.io/kube-proxy => k8s.io/kube-proxy v0.35.8
+	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.35.8
+	k8s.io/kubectl => k8s.io/kubectl v0.35.8
+	k8s.io/kubelet => k8s.io/kubelet v0.35.8
+	k8s.io/metrics => k8s.io/metrics v0.35.8
+	k8s.io/mount-utils => k8s.io/mount-utils v0.35.8
+	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.35.8
+	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.35.8
+	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.35.8
+	k8s.io/sample-controller => k8s.io/sample-controller v0.35.8
+)
