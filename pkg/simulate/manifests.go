@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -233,6 +234,10 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			add(i, kind, name, "spec.replicas: %d is negative; give 0 or more", n)
 			return
 		}
+		if n > MaxPodsPerWorkload {
+			add(i, kind, name, "spec.replicas: %s", tooMany(n, MaxPodsPerWorkload, "pods"))
+			return
+		}
 		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl, stateful: stateful}})
 	}
 	for _, doc := range docs {
@@ -254,12 +259,17 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		if ignoredKinds[kind] {
 			continue
 		}
-		decode := func(into any) bool {
+		decode := func(into kruntime.Object) bool {
 			if err := decodeValue(raw, into); err != nil {
 				add(i, kind, name, "%v", err)
 				return false
 			}
-			return true
+			// What the API server would refuse is refused here too.
+			problems := builtinProblems(into, u.GroupVersionKind())
+			for _, fe := range problems {
+				add(i, kind, name, "%s", fe.Error())
+			}
+			return len(problems) == 0
 		}
 		switch u.GetAPIVersion() + "/" + kind {
 		case "apps/v1/Deployment":
@@ -315,6 +325,10 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			}
 			if count <= 0 {
 				add(i, kind, name, "spec.completions: must be positive")
+				continue
+			}
+			if count > MaxPodsPerWorkload {
+				add(i, kind, name, "spec.completions: %s", tooMany(int(count), MaxPodsPerWorkload, "pods"))
 				continue
 			}
 			tmpl := j.Spec.Template

@@ -166,7 +166,7 @@ func TestPlainManifestErrors(t *testing.T) {
 		{"bad runtime", strings.Replace(gettingStarted, "runtime: 20m", "runtime: soon", 1), `metadata.annotations[simulate.karpenter.sh/runtime]: "soon" is not a positive duration`},
 		{"unknown field", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 5\n  replica: 6\n", 1), `document 3 (Deployment inflate): json: unknown field "replica"`},
 		{"invalid nodepool", strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1), `spec.template.spec.requirements[3].operator: Unsupported value: "Above"`},
-		{"negative replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: -3\n", 1), `document 3 (Deployment inflate): spec.replicas: -3 is negative`},
+		{"negative replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: -3\n", 1), `document 3 (Deployment inflate): spec.replicas: Invalid value: -3: must be greater than or equal to 0`},
 		{"invalid nodepool after a deployment", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n---\n" + strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1),
 			`document 2 (NodePool default): NodePool.karpenter.sh "default" is invalid: spec.template.spec.requirements[3].operator`},
 		{"invalid nodepool in a list", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: default}\n  spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}, weight: 0}\n",

@@ -72,6 +72,12 @@ func storageObjects(docs []document, w *Workload) ([]client.Object, []error) {
 			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, kind, name, err))
 			continue
 		}
+		if problems := builtinProblems(obj, u.GroupVersionKind()); len(problems) > 0 {
+			for _, fe := range problems {
+				errs = append(errs, fmt.Errorf("%s (%s %s): %s", doc.where, kind, name, fe.Error()))
+			}
+			continue
+		}
 		if earlier, dup := seen[kind+"/"+name]; dup {
 			errs = append(errs, fmt.Errorf("%s (%s %s): metadata.name: %q is used by an earlier %s (%s); give each its own name", doc.where, kind, name, name, kind, earlier))
 			continue

@@ -25,6 +25,7 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
@@ -288,6 +289,12 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	if bad := fractionalCounts(&root); len(bad) > 0 {
+		for i := range bad {
+			bad[i] = file + ":" + bad[i]
+		}
+		return nil, errors.New(strings.Join(bad, "\n"))
+	}
 	w := &Workload{file: file}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -310,6 +317,26 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	}
 	if w.Duration.Duration <= 0 {
 		add(lineOf(&root, "duration"), "duration", "must be positive, such as 1h or 24h")
+	}
+	if w.Duration.Duration > MaxDuration {
+		add(lineOf(&root, "duration"), "duration", "%s is longer than the simulator's bound of %s (30 days)", w.Duration, MaxDuration)
+	}
+	eventNodes := yamlNodes(events)
+	// checkTemplate reports what the API server would refuse in the Deployment or Job that
+	// timeline event i (action deploy or jobs) stands for, at the line of the field as written
+	// in the event; count is the name of the event's pod count field.
+	checkTemplate := func(i int, action, count, name string, pods int, tmpl *corev1.PodTemplateSpec, template, job bool) {
+		base := fmt.Sprintf("timeline[%d].%s", i, action)
+		for _, fe := range workloadProblems(name, pods, tmpl, job) {
+			f, inPod := shapeField(fe.Field, template)
+			switch {
+			case inPod:
+				f = "pod." + f
+			case f == "":
+				f = count
+			}
+			add(lineOfField(eventNodes.at(i), action+"."+f), base+"."+f, "%s", fe.ErrorBody())
+		}
 	}
 	objs, err := decodeManifests(w.Manifests)
 	if err != nil {
@@ -353,6 +380,8 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		for _, o := range objs {
 			if np, ok := o.(*karpv1.NodePool); ok && !staticCapacity && np.Spec.Replicas != nil {
 				add(line, field, "NodePool %s sets spec.replicas (a static NodePool), which needs the StaticCapacity feature gate: add featureGates: {StaticCapacity: true}, or remove spec.replicas", np.Name)
+			} else if ok && np.Spec.Replicas != nil && *np.Spec.Replicas > MaxStaticReplicas {
+				add(line, field, "NodePool %s: spec.replicas: %s", np.Name, tooMany(int(*np.Spec.Replicas), MaxStaticReplicas, "nodes"))
 			}
 		}
 	}
@@ -387,9 +416,14 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			if d.Replicas < 0 {
 				add(e.line, field+".deploy.replicas", "%d is negative", d.Replicas)
 			}
+			if d.Replicas > MaxPodsPerWorkload {
+				add(lineOfField(eventNodes.at(i), "deploy.replicas"), field+".deploy.replicas", "%s", tooMany(d.Replicas, MaxPodsPerWorkload, "pods"))
+			}
 			tmpl, err := d.Pod.template(d.Name)
 			if err != nil {
 				add(e.line, field+".deploy.pod", "%v", err)
+			} else {
+				checkTemplate(i, "deploy", "replicas", d.Name, d.Replicas, tmpl, d.Pod.Template != nil, false)
 			}
 			d.template = tmpl
 		case e.Scale != nil:
@@ -398,6 +432,9 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			}
 			if e.Scale.Replicas < 0 {
 				add(e.line, field+".scale.replicas", "%d is negative", e.Scale.Replicas)
+			}
+			if e.Scale.Replicas > MaxPodsPerWorkload {
+				add(lineOfField(eventNodes.at(i), "scale.replicas"), field+".scale.replicas", "%s", tooMany(e.Scale.Replicas, MaxPodsPerWorkload, "pods"))
 			}
 		case e.Delete != nil:
 			if _, ok := known[e.Delete.Name]; !ok {
@@ -415,9 +452,14 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			if j.Runtime.Duration <= 0 {
 				add(e.line, field+".jobs.runtime", "must be positive, such as 30m")
 			}
+			if j.Count > MaxPodsPerWorkload {
+				add(lineOfField(eventNodes.at(i), "jobs.count"), field+".jobs.count", "%s", tooMany(j.Count, MaxPodsPerWorkload, "pods"))
+			}
 			tmpl, err := j.Pod.template(j.Name)
 			if err != nil {
 				add(e.line, field+".jobs.pod", "%v", err)
+			} else {
+				checkTemplate(i, "jobs", "count", j.Name, j.Count, tmpl, j.Pod.Template != nil, true)
 			}
 			j.template = tmpl
 		case e.Interrupt != nil:
@@ -425,8 +467,23 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 				add(e.line, field+".interrupt.count", "must be positive")
 			}
 		case e.CapacityShortage != nil:
-			if e.CapacityShortage.For.Duration <= 0 {
+			c := e.CapacityShortage
+			if c.For.Duration <= 0 {
 				add(e.line, field+".capacityShortage.for", "must be positive, such as 1h")
+			}
+			node := eventNodes.at(i)
+			if _, ok := catalog.Lookup(c.InstanceType); c.InstanceType != "" && !ok {
+				add(lineOfField(node, "capacityShortage.instanceType"), field+".capacityShortage.instanceType", "%q is not an EC2 instance type of the catalog (such as m6i.large); leave it out to match every type", c.InstanceType)
+			}
+			zones := w.Cloud.Zones
+			if len(zones) == 0 {
+				zones = defaultZones
+			}
+			if c.Zone != "" && !slices.Contains(zones, c.Zone) {
+				add(lineOfField(node, "capacityShortage.zone"), field+".capacityShortage.zone", "%q is not a zone of the simulated cloud (%s); leave it out to match every zone", c.Zone, strings.Join(zones, ", "))
+			}
+			if c.CapacityType != "" && c.CapacityType != karpv1.CapacityTypeSpot && c.CapacityType != karpv1.CapacityTypeOnDemand {
+				add(lineOfField(node, "capacityShortage.capacityType"), field+".capacityShortage.capacityType", "%q is not spot or on-demand; leave it out to match both", c.CapacityType)
 			}
 		case e.Apply != "":
 			docs, docErrs := readDocuments(e.Apply)

@@ -20,6 +20,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/storage/install" // the storage.k8s.io/v1 defaults and conversions
 	"k8s.io/kubernetes/pkg/registry/apps/daemonset"
 	"k8s.io/kubernetes/pkg/registry/apps/deployment"
+	"k8s.io/kubernetes/pkg/registry/apps/replicaset"
 	"k8s.io/kubernetes/pkg/registry/apps/statefulset"
 	"k8s.io/kubernetes/pkg/registry/batch/job"
 	"k8s.io/kubernetes/pkg/registry/core/persistentvolume"
@@ -29,28 +30,34 @@ import (
 	"k8s.io/kubernetes/pkg/registry/storage/storageclass"
 )
 
-// builtinStrategies are the API server's create strategies of the built-in kinds the
-// simulator reads, by group and kind.
-var builtinStrategies = map[schema.GroupKind]rest.RESTCreateStrategy{
-	{Kind: "Pod"}:                                   pod.Strategy,
-	{Kind: "PersistentVolumeClaim"}:                 persistentvolumeclaim.Strategy,
-	{Kind: "PersistentVolume"}:                      persistentvolume.Strategy,
-	{Group: "apps", Kind: "Deployment"}:             deployment.Strategy,
-	{Group: "apps", Kind: "StatefulSet"}:            statefulset.Strategy,
-	{Group: "apps", Kind: "DaemonSet"}:              daemonset.Strategy,
-	{Group: "batch", Kind: "Job"}:                   job.Strategy,
-	{Group: "policy", Kind: "PodDisruptionBudget"}:  poddisruptionbudget.Strategy,
-	{Group: "storage.k8s.io", Kind: "StorageClass"}: storageclass.Strategy,
+// builtinKind is a built-in kind's create strategy in the API server and its resource.
+type builtinKind struct {
+	strategy rest.RESTCreateStrategy
+	resource string
+}
+
+// builtinKinds are the built-in kinds the simulator reads, by group and kind.
+var builtinKinds = map[schema.GroupKind]builtinKind{
+	{Kind: "Pod"}:                                   {pod.Strategy, "pods"},
+	{Kind: "PersistentVolumeClaim"}:                 {persistentvolumeclaim.Strategy, "persistentvolumeclaims"},
+	{Kind: "PersistentVolume"}:                      {persistentvolume.Strategy, "persistentvolumes"},
+	{Group: "apps", Kind: "Deployment"}:             {deployment.Strategy, "deployments"},
+	{Group: "apps", Kind: "StatefulSet"}:            {statefulset.Strategy, "statefulsets"},
+	{Group: "apps", Kind: "DaemonSet"}:              {daemonset.Strategy, "daemonsets"},
+	{Group: "apps", Kind: "ReplicaSet"}:             {replicaset.Strategy, "replicasets"},
+	{Group: "batch", Kind: "Job"}:                   {job.Strategy, "jobs"},
+	{Group: "policy", Kind: "PodDisruptionBudget"}:  {poddisruptionbudget.Strategy, "poddisruptionbudgets"},
+	{Group: "storage.k8s.io", Kind: "StorageClass"}: {storageclass.Strategy, "storageclasses"},
 }
 
 // IsBuiltin reports whether ValidateBuiltin checks objects of gk.
 func IsBuiltin(gk schema.GroupKind) bool {
-	_, ok := builtinStrategies[gk]
+	_, ok := builtinKinds[gk]
 	return ok
 }
 
 // ValidateBuiltin checks a built-in object (a Pod, PersistentVolumeClaim, PersistentVolume,
-// Deployment, StatefulSet, DaemonSet, Job, PodDisruptionBudget or StorageClass, as its
+// Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, PodDisruptionBudget or StorageClass, as its
 // k8s.io/api type with its kind set) as the API server checks it on create, with the server's
 // own code from k8s.io/kubernetes: the version's defaults, the conversion to the internal
 // type, then the kind's registry strategy (PrepareForCreate, Validate) and the ObjectMeta
@@ -59,7 +66,8 @@ func IsBuiltin(gk schema.GroupKind) bool {
 // to the object.
 func ValidateBuiltin(obj runtime.Object) (field.ErrorList, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
-	strategy, ok := builtinStrategies[gvk.GroupKind()]
+	kind, ok := builtinKinds[gvk.GroupKind()]
+	strategy := kind.strategy
 	if !ok {
 		return nil, fmt.Errorf("%s %s: %w", gvk.GroupVersion(), gvk.Kind, ErrUnsupportedKind)
 	}
@@ -80,7 +88,12 @@ func ValidateBuiltin(obj runtime.Object) (field.ErrorList, error) {
 	if !strategy.NamespaceScoped() {
 		objectMeta.SetNamespace("")
 	}
+	// The request as the server sees a create (declarative validation reads it).
 	ctx := genericapirequest.WithNamespace(context.Background(), objectMeta.GetNamespace())
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: "create", APIGroup: gvk.Group, APIVersion: gvk.Version,
+		Resource: kind.resource, Namespace: objectMeta.GetNamespace(), Name: objectMeta.GetName(),
+	})
 	strategy.PrepareForCreate(ctx, internal)
 	errs := strategy.Validate(ctx, internal)
 	if len(errs) > 0 {

@@ -59,6 +59,18 @@ spec:
     spec:
       containers: [{name: main, image: registry.k8s.io/pause:3.10}]
 `,
+	"ReplicaSet": `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-5d4f, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: main, image: registry.k8s.io/pause:3.10}]
+`,
 	"Job": `
 apiVersion: batch/v1
 kind: Job
@@ -115,6 +127,8 @@ var builtinCases = []struct {
 	{name: "valid", kind: "StatefulSet"},
 	{name: "valid", kind: "DaemonSet"},
 	{name: "valid", kind: "Job"},
+	{name: "valid", kind: "ReplicaSet"},
+	{name: "negative replicas", kind: "ReplicaSet", invalid: true, patch: `{spec: {replicas: -2}}`},
 	{name: "valid", kind: "PodDisruptionBudget"},
 	{name: "valid", kind: "PersistentVolumeClaim"},
 	{name: "valid", kind: "PersistentVolume"},
