@@ -151,6 +151,35 @@ func TestKarpenterMetricsServed(t *testing.T) {
 	t.Logf("ours only: %v", ours)
 }
 
+// TestKarpenterReferencePageServed: every metric of Karpenter's metrics reference page (the 71
+// names of testdata/karpenter-reference-page.txt) is served, with Karpenter's type and labels
+// (TestKarpenterMetricsServed checks those).
+func TestKarpenterReferencePageServed(t *testing.T) {
+	data, err := os.ReadFile("testdata/karpenter-reference-page.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := servedMetrics(t)
+	var names []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			names = append(names, line)
+		}
+	}
+	found := 0
+	for _, name := range names {
+		if _, ok := served[name]; ok {
+			found++
+		} else {
+			t.Errorf("%s, on Karpenter's metrics reference page, is not served", name)
+		}
+	}
+	if len(names) != 71 {
+		t.Errorf("the page lists %d metrics, want the 71 of Karpenter v1.15's", len(names))
+	}
+	t.Logf("%d of the %d metrics of Karpenter's reference page served", found, len(names))
+}
+
 // TestKarpenterDashboardsRender loads Karpenter's published Grafana dashboards (capacity and
 // performance, testdata/dashboards, from its v1.14 getting-started guide) and checks that
 // every metric their panels query is served: ours, or controller-runtime's (served by the
