@@ -47,6 +47,10 @@ type Operator struct {
 	Sim *sim.Cloud
 	// AWS is the AWS cloud when CloudProvider is aws.
 	AWS *awsprovider.Provider
+
+	// checkState, when set, checks the simulated cloud's stored state before the controllers
+	// start (see Start).
+	checkState func(context.Context) error
 }
 
 // registrar is what every controller offers the operator.
@@ -98,7 +102,12 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		if cloud == nil {
 			var store sim.Store
 			if opts.Sim.StateConfigMap != "" {
-				store = sim.NewConfigMapStore(mgr.GetClient(), stateNamespace(opts), opts.Sim.StateConfigMap)
+				namespace, name, reader := stateNamespace(opts), opts.Sim.StateConfigMap, mgr.GetAPIReader()
+				store = sim.NewConfigMapStore(mgr.GetClient(), namespace, name)
+				op.checkState = func(ctx context.Context) error {
+					_, err := sim.LoadConfigMapState(ctx, reader, namespace, name)
+					return err
+				}
 			}
 			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency, Store: store,
 				Faults: sim.FaultPlan{NodeFailureRate: opts.Sim.NodeFailureRate}}); err != nil {
@@ -155,8 +164,19 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	return op, nil
 }
 
-// Start runs the manager until ctx is done.
-func (o *Operator) Start(ctx context.Context) error { return o.Manager.Start(ctx) }
+// Start runs the manager until ctx is done. With a simulated cloud whose stored state cannot be
+// its own (another program's ConfigMap, a corrupt state), it returns that error, which says
+// how to fix it, before starting anything: reported once, rather than by every controller
+// on every call. A state that cannot be read yet (the API server unreachable) is left to the
+// controllers, which retry.
+func (o *Operator) Start(ctx context.Context) error {
+	if o.checkState != nil {
+		if err := o.checkState(ctx); errors.Is(err, sim.ErrUnusableState) {
+			return err
+		}
+	}
+	return o.Manager.Start(ctx)
+}
 
 // stateNamespace is where the simulated cloud keeps its state: the leader election namespace,
 // else the namespace the process runs in, else "default".

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -57,16 +58,39 @@ func NewConfigMapStore(kube client.Client, namespace, name string) *ConfigMapSto
 	return &ConfigMapStore{kube: kube, namespace: namespace, name: name}
 }
 
+// ErrUnusableState is wrapped by the errors of a state ConfigMap that exists but cannot be
+// the simulated cloud's: another program's ConfigMap of the same name, or a corrupt state.
+// Unlike a failed read it does not pass by retrying; the error says how to fix it.
+var ErrUnusableState = errors.New("unusable simulated cloud state")
+
 // Load reads the ConfigMap; a missing one is an empty cloud.
 func (s *ConfigMapStore) Load(ctx context.Context) (State, error) {
+	return LoadConfigMapState(ctx, s.kube, s.namespace, s.name)
+}
+
+// LoadConfigMapState reads the state a ConfigMapStore keeps in the ConfigMap namespace/name
+// through reader; a missing ConfigMap is an empty cloud. A ConfigMap without the state, or with
+// a state that cannot be decoded, is an ErrUnusableState naming the fix: the simulated cloud
+// never takes another program's ConfigMap for an empty cloud and overwrites it.
+func LoadConfigMapState(ctx context.Context, reader client.Reader, namespace, name string) (State, error) {
 	cm := &corev1.ConfigMap{}
-	if err := s.kube.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.name}, cm); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return State{}, nil
 		}
-		return State{}, fmt.Errorf("reading configmap %s/%s: %w", s.namespace, s.name, err)
+		return State{}, fmt.Errorf("reading configmap %s/%s: %w", namespace, name, err)
 	}
-	return DecodeState(cm.BinaryData[ConfigMapStateKey])
+	fix := fmt.Sprintf("delete it (kubectl delete configmap -n %s %s) to start with an empty simulated cloud, or name another ConfigMap with --sim-state-configmap (SIM_STATE_CONFIGMAP)", namespace, name)
+	data, ok := cm.BinaryData[ConfigMapStateKey]
+	if !ok {
+		return State{}, fmt.Errorf("%w: configmap %s/%s has no binaryData key %s: it is not the simulated cloud's state (another program's ConfigMap of that name?); %s",
+			ErrUnusableState, namespace, name, ConfigMapStateKey, fix)
+	}
+	st, err := DecodeState(data)
+	if err != nil {
+		return State{}, fmt.Errorf("%w: configmap %s/%s: %v; %s", ErrUnusableState, namespace, name, err, fix)
+	}
+	return st, nil
 }
 
 // Save writes the ConfigMap, creating it when missing.
