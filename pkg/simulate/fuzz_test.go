@@ -1,0 +1,96 @@
+package simulate
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parseTimeLimit is how long parsing any input may take: far more than the largest example
+// needs, so that a slow input is found, not a slow machine.
+const parseTimeLimit = 10 * time.Second
+
+// FuzzParseWorkload: no input makes ParseWorkload panic, and whatever it accepts is within the
+// simulator's bounds. The seeds are the bundled examples and hostile inputs (make fuzz runs it
+// for a while; make test runs the seeds).
+func FuzzParseWorkload(f *testing.F) {
+	examples, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, path := range examples {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, seed := range []string{
+		"",
+		"\x00\x01\x02binary\xff",
+		"a: &a [*a, *a]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b, *b]\n",
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+		checkBase,
+		strings.Replace(checkBase, "replicas: 3", "replicas: 9223372036854775807", 1),
+		strings.Replace(checkBase, "replicas: 3", "replicas: -9223372036854775808", 1),
+		strings.Replace(checkBase, "replicas: 3", "replicas: 1e300", 1),
+		strings.Replace(checkBase, "duration: 1h", "duration: 9223372036854775807ns", 1),
+		strings.Replace(checkBase, "duration: 1h", "duration: 99999999999999h", 1),
+		strings.Replace(checkBase, "cpu: 500m", "cpu: 1e400", 1),
+		checkBase + "  - at: 1m\n    jobs: {name: j, count: 3, runtime: 1m, pod: {template: {spec: {containers: [{name: c, image: i}]}}}}\n",
+		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 2147483647, selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: i}]}}}\n",
+		"apiVersion: v1\nkind: List\nitems: [1, 2, {kind: Pod}]\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var w *Workload
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w, err = ParseWorkload("fuzz.yaml", data)
+		}()
+		select {
+		case <-done:
+		case <-time.After(parseTimeLimit):
+			t.Fatalf("ParseWorkload took more than %s on %q", parseTimeLimit, data)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.yaml") {
+				t.Errorf("the error does not name the file: %v", err)
+			}
+			return
+		}
+		if w.Duration.Duration <= 0 || w.Duration.Duration > MaxDuration {
+			t.Errorf("accepted a duration of %s", w.Duration)
+		}
+		for _, e := range w.Timeline {
+			switch {
+			case e.Deploy != nil && (e.Deploy.Replicas < 0 || e.Deploy.Replicas > MaxPodsPerWorkload):
+				t.Errorf("accepted %d replicas", e.Deploy.Replicas)
+			case e.Scale != nil && (e.Scale.Replicas < 0 || e.Scale.Replicas > MaxPodsPerWorkload):
+				t.Errorf("accepted scaling to %d", e.Scale.Replicas)
+			case e.Jobs != nil && (e.Jobs.Count <= 0 || e.Jobs.Count > MaxPodsPerWorkload):
+				t.Errorf("accepted %d jobs", e.Jobs.Count)
+			}
+		}
+	})
+}
+
+// FuzzDuration: a workload duration is a positive Go duration within MaxDuration or an
+// error, never a panic. (A Go-quoted string is a valid YAML double-quoted scalar.)
+func FuzzDuration(f *testing.F) {
+	for _, seed := range []string{"90s", "1h30m", "-1s", "", "1e9h", "9223372036854775807ns", "2562047h47m16.854775808s", "1.5h", "nonsense"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		w, err := ParseWorkload("fuzz.yaml", []byte(strings.Replace(checkBase, "duration: 1h", "duration: "+strconv.Quote(text), 1)))
+		if err == nil && (w.Duration.Duration <= 0 || w.Duration.Duration > MaxDuration) {
+			t.Errorf("accepted duration %q as %s", text, w.Duration)
+		}
+	})
+}
