@@ -94,7 +94,8 @@ func TestNodeRepairGate(t *testing.T) {
 			harness.Eventually(t, 30*time.Second, "the node to report Ready Unknown", func() (bool, string) {
 				node := &corev1.Node{}
 				if err := env.Client.Get(ctx, client.ObjectKey{Name: claim.Status.NodeName}, node); err != nil {
-					return false, err.Error()
+					// With the gate on, repair may have removed the node between two polls.
+					return on && apierrors.IsNotFound(err), err.Error()
 				}
 				for _, c := range node.Status.Conditions {
 					if c.Type == corev1.NodeReady {
