@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
 	"github.com/openkarpenter/karpenter/pkg/convert/eksctl"
@@ -49,7 +50,7 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			format, err := detectFormat(args, stdin)
+			format, err := detectFormat(cmd.Commands(), args, stdin)
 			if err != nil {
 				return usageError{err}
 			}
@@ -76,48 +77,37 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 }
 
 // detectFormat tells which converter the files are for from their documents' apiVersion and
-// kind (the items', for a List). Flags and their values are skipped by trying only the arguments that are readable
-// files ("-" is stdin).
-func detectFormat(args []string, stdin []byte) (string, error) {
+// kind (the items', for a List). The input files are the arguments that are neither flags nor
+// flag values, as the subcommands' flags (all of them, since the format is not known yet) tell
+// them apart; "-" is stdin. A file that cannot be read, or holds a bad document, is reported
+// (with every other) before any format is guessed.
+func detectFormat(subcommands []*cobra.Command, args []string, stdin []byte) (string, error) {
+	flags := pflag.NewFlagSet("convert", pflag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	for _, sub := range subcommands {
+		flags.AddFlagSet(sub.Flags())
+	}
+	if err := flags.Parse(args); err != nil {
+		return "", err
+	}
+	sources, err := convert.ReadFiles(flags.Args(), bytes.NewReader(stdin))
+	if err != nil {
+		return "", err
+	}
 	found := map[string][]string{}
-	for _, a := range args {
-		var data []byte
+	for _, src := range sources {
+		var format string
 		switch {
-		case a == "-":
-			data = stdin
-		case strings.HasPrefix(a, "-"):
-			continue
+		case src.Group() == "kops.k8s.io":
+			format = "kops"
+		case src.Group() == "eksctl.io":
+			format = "eksctl"
+		case src.APIVersion == "karpenter.sh/v1alpha5", src.APIVersion == "karpenter.k8s.aws/v1alpha1":
+			format = "legacy"
 		default:
-			info, err := os.Stat(a)
-			if err != nil || !info.Mode().IsRegular() {
-				continue // a flag's value, or a missing file the subcommand reports
-			}
-			d, err := os.ReadFile(a)
-			if err != nil {
-				return "", err
-			}
-			data = d
-		}
-		// The same reader the converters use, so a List (kubectl get -o yaml) and JSON count
-		// too; a file it cannot read is left for the subcommand to report.
-		sources, err := convert.ReadSources(a, bytes.NewReader(data))
-		if err != nil {
 			continue
 		}
-		for _, src := range sources {
-			var format string
-			switch {
-			case src.Group() == "kops.k8s.io":
-				format = "kops"
-			case src.Group() == "eksctl.io":
-				format = "eksctl"
-			case src.APIVersion == "karpenter.sh/v1alpha5", src.APIVersion == "karpenter.k8s.aws/v1alpha1":
-				format = "legacy"
-			default:
-				continue
-			}
-			found[format] = append(found[format], a)
-		}
+		found[format] = append(found[format], src.File)
 	}
 	switch len(found) {
 	case 1:
@@ -197,12 +187,7 @@ func (c *conversion) run(cmd *cobra.Command, files []string, convertFn func([]co
 
 // readSources reads the named files; "-" is standard input.
 func readSources(cmd *cobra.Command, files []string) ([]convert.Source, error) {
-	return convert.ReadSourcesFrom(files, func(name string) (io.ReadCloser, error) {
-		if name == "-" {
-			return io.NopCloser(cmd.InOrStdin()), nil
-		}
-		return os.Open(name)
-	})
+	return convert.ReadFiles(files, cmd.InOrStdin())
 }
 
 // filesArgs requires at least one input file, as a usage error.

@@ -4,7 +4,7 @@
 // command prints), errors.txt and warnings.txt (one message a line; absent when there are
 // none). `go test ./pkg/convert/... -update` rewrites the expected files from what the
 // converters now produce. Every Kubernetes object of an output must also pass the project's
-// CRD validation (pkg/validation) as printed, with no unknown fields.
+// CRD validation (the converters' own check, convert.Result.Validate) as printed.
 //
 // Every test package under pkg/convert imports this one, so that the -update flag exists in
 // each of them.
@@ -12,24 +12,20 @@ package golden
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/convert"
-	"github.com/openkarpenter/karpenter/pkg/validation"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (output.yaml, errors.txt, warnings.txt) of pkg/convert tests")
@@ -140,34 +136,13 @@ func OutcomeOf(t testing.TB, result *convert.Result, err error) Outcome {
 	return Outcome{Output: output, Warnings: result.Warnings}
 }
 
-// crdValidator is built once per test binary: it compiles the CRDs' schemas and CEL rules.
-var crdValidator = sync.OnceValues(validation.New)
-
-// Validate checks every Kubernetes object of a result as the command prints it: read back from
-// its YAML, it must have no field the CRD does not know and must pass the CRD's validation
-// (schema and CEL rules), as the API server would on create.
+// Validate checks every Kubernetes object of a result as the command prints it, with the
+// converters' own check (convert.Result.Validate): it must pass its CRD's validation (schema
+// and CEL rules) as the API server would on create, with no field the CRD does not define.
 func Validate(t testing.TB, result *convert.Result) {
 	t.Helper()
-	v, err := crdValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range result.Documents {
-		if _, ok := doc.Content.(runtime.Object); !ok {
-			continue
-		}
-		u, data := Unstructured(t, doc)
-		unknown, err := v.UnknownFields(u)
-		if err != nil {
-			t.Errorf("%s %s: %v", u.GetKind(), u.GetName(), err)
-			continue
-		}
-		if len(unknown) > 0 {
-			t.Errorf("%s %s has fields its CRD does not define: %s", u.GetKind(), u.GetName(), strings.Join(unknown, ", "))
-		}
-		if err := v.ValidateObject(u); err != nil {
-			t.Errorf("%s %s is refused by its CRD: %v\n%s", u.GetKind(), u.GetName(), err, data)
-		}
+	if err := result.Validate(); err != nil {
+		t.Errorf("an output the CRDs refuse: %v", err)
 	}
 }
 
@@ -235,16 +210,12 @@ func PoolAndClass(t testing.TB, result *convert.Result) (*karpv1.NodePool, *awsv
 // unstructured object; it returns the object and the rendering.
 func Unstructured(t testing.TB, doc convert.Document) (*unstructured.Unstructured, []byte) {
 	t.Helper()
+	u, err := doc.Unstructured()
+	if err != nil {
+		t.Fatal(err)
+	}
 	data, err := convert.Render(doc)
 	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(raw, &u.Object); err != nil {
 		t.Fatal(err)
 	}
 	return u, data
