@@ -105,7 +105,6 @@ func staticCapacityEnabled(k *Karpenter) bool {
 	return enabled
 }
 
-
 // validateMachineTypes applies kOps' rule that every machine type, of the comma-separated
 // spec.machineType and of spec.mixedInstancesPolicy.instances, is an EC2 instance type (an
 // empty one, as in "m5.large,," or ",,,,", is none), with kOps' message. kOps asks EC2; offline,
