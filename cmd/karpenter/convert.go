@@ -82,10 +82,24 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 // them apart; "-" is stdin. A file that cannot be read, or holds a bad document, is reported
 // (with every other) before any format is guessed.
 func detectFormat(subcommands []*cobra.Command, args []string, stdin []byte) (string, error) {
+	// Stand-ins for the subcommands' flags, parsed here without setting the real ones.
 	flags := pflag.NewFlagSet("convert", pflag.ContinueOnError)
 	flags.SetOutput(io.Discard)
 	for _, sub := range subcommands {
-		flags.AddFlagSet(sub.Flags())
+		sub.Flags().VisitAll(func(f *pflag.Flag) {
+			if flags.Lookup(f.Name) != nil {
+				return
+			}
+			shorthand := f.Shorthand
+			if flags.ShorthandLookup(shorthand) != nil {
+				shorthand = ""
+			}
+			if f.NoOptDefVal != "" {
+				flags.BoolP(f.Name, shorthand, false, f.Usage)
+			} else {
+				flags.StringArrayP(f.Name, shorthand, nil, f.Usage)
+			}
+		})
 	}
 	if err := flags.Parse(args); err != nil {
 		return "", err

@@ -1,6 +1,9 @@
 package convert
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -9,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 )
@@ -147,20 +151,113 @@ func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
 // the fork behind the strict decoder): what was found, the field's path and the Go type.
 var jsonTypeError = regexp.MustCompile(`json: cannot unmarshal (.+?) into Go (?:struct field [^.\s]+\.(\S+)|value) of type (\S+)`)
 
-// DecodeError returns an error about decoding the document, naming the file and line, the
-// object and the field: for a value of the wrong type (a string for a number, 4.5 or 1e20 for
-// a whole number that must fit 32 or 64 bits, a list for an object), what the field takes and
-// what it holds. Other errors are prefixed with the document and object.
-func (s Source) DecodeError(err error) error {
-	m := jsonTypeError.FindStringSubmatch(err.Error())
-	if m == nil {
-		return fmt.Errorf("%s: %s: %w", s, s.Object(), err)
+// DecodeError returns err, from decoding data (the document's JSON, or what was made of it)
+// into obj, as an error naming the file and line, the object and the field: for a value of the
+// wrong type (a string for a number, 4.5 or 1e20 for a whole number that must fit 32 or 64
+// bits, a list for an object), what the field takes and what it holds; for a value a type
+// parses itself (a quantity, a duration), the field that holds it, found by parsing each such
+// value of data again. Other errors are prefixed with the document and object.
+func (s Source) DecodeError(err error, obj any, data []byte) error {
+	if m := jsonTypeError.FindStringSubmatch(err.Error()); m != nil {
+		found, path, goType := m[1], m[2], m[3]
+		if path == "" {
+			return fmt.Errorf("%s: %s: want %s, got %s", s.At(""), s.Object(), describeGoType(goType), describeJSONValue(found))
+		}
+		return fmt.Errorf("%s: %s: %s: want %s, got %s", s.At(path), s.Object(), path, describeGoType(goType), describeJSONValue(found))
 	}
-	found, path, goType := m[1], m[2], m[3]
-	if path == "" {
-		return fmt.Errorf("%s: %s: want %s, got %s", s.At(""), s.Object(), describeGoType(goType), describeJSONValue(found))
+	var doc any
+	decoder := json.NewDecoder(bytes.NewReader(data))
+	decoder.UseNumber()
+	if obj != nil && decoder.Decode(&doc) == nil {
+		if path, perr := unparsableValue(reflect.TypeOf(obj), doc, ""); path != "" {
+			return fmt.Errorf("%s: %s: %s: %s", s.At(path), s.Object(), path, describeParseError(perr))
+		}
 	}
-	return fmt.Errorf("%s: %s: %s: want %s, got %s", s.At(path), s.Object(), path, describeGoType(goType), describeJSONValue(found))
+	return fmt.Errorf("%s: %s: %w", s, s.Object(), err)
+}
+
+// unparsableValue finds the first value of doc (decoded JSON) that a type of t's fields parses
+// itself (a json.Unmarshaler such as resource.Quantity) and refuses; it returns the value's
+// path and the type's error, or "".
+func unparsableValue(t reflect.Type, doc any, path string) (string, error) {
+	t = derefType(t)
+	if doc == nil {
+		return "", nil
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			return "", nil
+		}
+		if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+			return path, err
+		}
+		return "", nil
+	}
+	join := func(name string) string { return strings.TrimPrefix(path+"."+name, ".") }
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return "", nil
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			var p string
+			var err error
+			switch {
+			case name == "-" || !f.IsExported():
+				continue
+			case name == "" && f.Anonymous:
+				p, err = unparsableValue(f.Type, m, path)
+			case name == "":
+				p, err = unparsableValue(f.Type, m[f.Name], join(f.Name))
+			default:
+				p, err = unparsableValue(f.Type, m[name], join(name))
+			}
+			if p != "" {
+				return p, err
+			}
+		}
+	case reflect.Slice:
+		list, ok := doc.([]any)
+		if !ok {
+			return "", nil
+		}
+		for i, item := range list {
+			if p, err := unparsableValue(t.Elem(), item, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p, err
+			}
+		}
+	case reflect.Map:
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return "", nil
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if p, err := unparsableValue(t.Elem(), m[k], path+"["+k+"]"); p != "" {
+				return p, err
+			}
+		}
+	}
+	return "", nil
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// describeParseError says what a field parsed by its type takes, for the types whose own
+// messages do not (a quantity's shows a regular expression).
+func describeParseError(err error) string {
+	if errors.Is(err, resource.ErrFormatWrong) || errors.Is(err, resource.ErrNumeric) || errors.Is(err, resource.ErrSuffix) {
+		return fmt.Sprintf("want a quantity such as 500m, 2, 1.5 or 4Gi (%v)", err)
+	}
+	return err.Error()
 }
 
 // describeGoType says in words what values a Go type takes.

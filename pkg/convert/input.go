@@ -54,19 +54,24 @@ func (s Source) String() string {
 // the field (such as spec.requirements[0].operator) or, for a field the document lacks, of the
 // nearest parent it has; as String does when no line is known.
 func (s Source) At(path string) string {
+	if line := s.nearestLine(path); line > 0 {
+		return fmt.Sprintf("%s:%d", s.File, line)
+	}
+	return s.String()
+}
+
+// nearestLine is the line of a field, or of its nearest parent the document has, or of the
+// document; 0 when unknown.
+func (s Source) nearestLine(path string) int {
 	for {
 		if line := s.FieldLine(path); line > 0 {
-			return fmt.Sprintf("%s:%d", s.File, line)
+			return line
 		}
 		if path == "" {
-			break
+			return s.Line
 		}
 		path = parentPath(path)
 	}
-	if s.Line > 0 {
-		return fmt.Sprintf("%s:%d", s.File, s.Line)
-	}
-	return s.String()
 }
 
 // parentPath is a field path without its last step ("" for a top-level field).
@@ -78,10 +83,18 @@ func parentPath(path string) string {
 	return path[:cut]
 }
 
-// Object names the object for messages, such as `InstanceGroup "nodes"`.
+// Object names the object for messages, such as `InstanceGroup "nodes"`, or by its place
+// when it has no name, such as `InstanceGroup (document 2)`.
 func (s Source) Object() string {
-	if s.Name == "" {
-		return fmt.Sprintf("%s (%s)", s.Kind, s)
+	place := fmt.Sprintf("document %d", s.Document)
+	if s.Item > 0 {
+		place += fmt.Sprintf(", item %d", s.Item)
+	}
+	switch {
+	case s.Kind == "":
+		return fmt.Sprintf("an object without kind (%s)", place)
+	case s.Name == "":
+		return fmt.Sprintf("%s (%s)", s.Kind, place)
 	}
 	return fmt.Sprintf("%s %q", s.Kind, s.Name)
 }
@@ -308,12 +321,13 @@ func yamlError(file string, document int, text *documentText, err error) error {
 		value := strings.TrimPrefix(msg, "json: unsupported value: ")
 		msg = fmt.Sprintf("%s is not a number Kubernetes objects can hold (YAML's .nan and .inf have no JSON form)", value)
 		if path, l := text.nonFinite(); l > 0 {
-			msg = fmt.Sprintf("%s: %s", path, msg)
-			line = l
+			return fmt.Errorf("%s:%d: %s: %s", file, l, path, msg)
 		}
+	default:
+		msg = "invalid YAML: " + msg
 	}
 	if line > 0 {
-		msg = strings.TrimPrefix(msg, fmt.Sprintf("line %d: ", line))
+		msg = strings.Replace(msg, fmt.Sprintf("line %d: ", line), "", 1)
 		return fmt.Errorf("%s:%d: %s", file, line, msg)
 	}
 	return fmt.Errorf("%s: document %d: %s", file, document, msg)
@@ -333,7 +347,7 @@ func notAnObject(src Source, data []byte, err error) error {
 	case first[0] == '-' || (first[0] >= '0' && first[0] <= '9'):
 		what = "a number, not an object"
 	case first[0] == '{':
-		return src.DecodeError(err)
+		return src.DecodeError(err, &header{}, data)
 	}
 	return fmt.Errorf("%s: %s: want an object with apiVersion and kind", src.At(""), what)
 }

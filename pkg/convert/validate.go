@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -57,7 +58,7 @@ func (r *Result) Validate() error {
 	if err != nil {
 		return fmt.Errorf("loading the project's CRDs: %w", err)
 	}
-	var errs Errors
+	var problems []problem
 	written := map[string]*Document{}
 	for i := range r.Documents {
 		doc := &r.Documents[i]
@@ -66,22 +67,22 @@ func (r *Result) Validate() error {
 		}
 		u, err := doc.Unstructured()
 		if err != nil {
-			errs = append(errs, err)
+			problems = append(problems, problem{err: err})
 			continue
 		}
 		key := u.GetAPIVersion() + " " + u.GetKind() + " " + u.GetName()
 		if first, ok := written[key]; ok {
-			errs = append(errs, doc.problem(u, "metadata.name", fmt.Sprintf("Duplicate value: %q: %s also writes a %s of that name; rename one", u.GetName(), first.describeFrom(), u.GetKind())))
+			problems = append(problems, doc.problem(u, "metadata.name", fmt.Sprintf("Duplicate value: %q: %s also writes a %s of that name; rename one", u.GetName(), first.describeFrom(), u.GetKind())))
 			continue
 		}
 		written[key] = doc
 		unknown, err := v.UnknownFields(u)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %w", u.GetKind(), u.GetName(), err))
+			problems = append(problems, problem{err: fmt.Errorf("%s %q: %w", u.GetKind(), u.GetName(), err)})
 			continue
 		}
 		for _, path := range unknown {
-			errs = append(errs, doc.problem(u, path, "field not declared in schema"))
+			problems = append(problems, doc.problem(u, path, "field not declared in schema"))
 		}
 		err = v.ValidateObjectForUser(u)
 		var status apierrors.APIStatus
@@ -89,16 +90,52 @@ func (r *Result) Validate() error {
 		case err == nil:
 		case errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0:
 			for _, cause := range status.Status().Details.Causes {
-				errs = append(errs, doc.problem(u, cause.Field, cause.Message))
+				problems = append(problems, doc.problem(u, cause.Field, cause.Message))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("%s %q: %w", u.GetKind(), u.GetName(), err))
+			problems = append(problems, problem{err: fmt.Errorf("%s %q: %w", u.GetKind(), u.GetName(), err)})
 		}
 	}
-	if len(errs) > 0 {
-		return errs
+	return sortedErrors(problems)
+}
+
+// problem is one refused value, with where in the input it is (file and line, when known)
+// and what it is (the input field and message), to sort and de-duplicate by.
+type problem struct {
+	err  error
+	file string
+	line int
+	what string
+}
+
+// sortedErrors orders the problems by file and line (those placed nowhere last) and drops
+// repeats: one input value made into several objects is reported once.
+func sortedErrors(problems []problem) error {
+	sort.SliceStable(problems, func(i, j int) bool {
+		a, b := problems[i], problems[j]
+		if (a.file == "") != (b.file == "") {
+			return a.file != ""
+		}
+		if a.file != b.file {
+			return a.file < b.file
+		}
+		return a.line < b.line
+	})
+	var errs Errors
+	seen := map[string]bool{}
+	for _, p := range problems {
+		if p.what != "" {
+			if seen[p.what] {
+				continue
+			}
+			seen[p.what] = true
+		}
+		errs = append(errs, p.err)
 	}
-	return nil
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 // Unstructured renders the document as the command writes it and reads it back.
@@ -120,7 +157,7 @@ func (d *Document) Unstructured() (*unstructured.Unstructured, error) {
 
 // problem reports a refused field of the document's object u at the input field it was made
 // from: the traced origin that covers the most of the path, else the document's input object.
-func (d *Document) problem(u *unstructured.Unstructured, path, message string) error {
+func (d *Document) problem(u *unstructured.Unstructured, path, message string) problem {
 	// The schema's messages repeat the path ("spec.weight in body should be ..."): it is the
 	// output's, which the message names otherwise.
 	message = strings.ReplaceAll(message, path+" in body ", "")
@@ -132,21 +169,30 @@ func (d *Document) problem(u *unstructured.Unstructured, path, message string) e
 			best = o
 		}
 	}
-	if best != nil && best.Source.File == "" {
-		return fmt.Errorf("%s: %s (the %s written from it would be refused at %s)", best.Input, message, output, path)
-	}
-	if best != nil {
-		input := best.Input
+	switch {
+	case best != nil && best.Source.File == "":
+		return problem{
+			err:  fmt.Errorf("%s: %s (the %s written from it would be refused at %s)", best.Input, message, output, path),
+			what: best.Input + ": " + message,
+		}
+	case best != nil:
+		src, input := best.Source, best.Input
 		if !best.Parsed {
 			input = strings.TrimPrefix(input+strings.TrimPrefix(path, best.Output), ".")
 		}
-		return fmt.Errorf("%s: %s: %s: %s (the %s written from it would be refused at %s)",
-			best.Source.At(input), best.Source.Object(), input, message, output, path)
+		return problem{
+			err: fmt.Errorf("%s: %s: %s: %s (the %s written from it would be refused at %s)",
+				src.At(input), src.Object(), input, message, output, path),
+			file: src.File, line: src.nearestLine(input),
+			what: fmt.Sprintf("%s %d %d %s: %s", src.File, src.Document, src.Item, input, message),
+		}
+	case d.From != nil:
+		return problem{
+			err:  fmt.Errorf("%s: %s: the %s written from it would be refused: %s: %s", d.From.At(""), d.From.Object(), output, path, message),
+			file: d.From.File, line: d.From.nearestLine(""),
+		}
 	}
-	if d.From != nil {
-		return fmt.Errorf("%s: %s: the %s written from it would be refused: %s: %s", d.From, d.From.Object(), output, path, message)
-	}
-	return fmt.Errorf("%s would be refused: %s: %s", output, path, message)
+	return problem{err: fmt.Errorf("%s would be refused: %s: %s", output, path, message)}
 }
 
 // describeFrom names the input the document was made from, for messages.

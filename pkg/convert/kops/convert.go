@@ -121,7 +121,7 @@ func (g *generator) decode(sources []convert.Source) convert.Errors {
 		case "Cluster":
 			c := &Cluster{}
 			if err := json.Unmarshal(src.JSON, c); err != nil {
-				errs = append(errs, src.DecodeError(err))
+				errs = append(errs, src.DecodeError(err, c, src.JSON))
 				continue
 			}
 			if g.cluster != nil {
@@ -137,7 +137,7 @@ func (g *generator) decode(sources []convert.Source) convert.Errors {
 		case "InstanceGroup":
 			ig := &InstanceGroup{}
 			if err := json.Unmarshal(src.JSON, ig); err != nil {
-				errs = append(errs, src.DecodeError(err))
+				errs = append(errs, src.DecodeError(err, ig, src.JSON))
 				continue
 			}
 			if ig.Metadata.Name == "" {

@@ -203,18 +203,18 @@ func invalidValues(p *karpv1alpha5.Provisioner) field.ErrorList {
 func (c *converter) decodeObject(src convert.Source, obj legacyObject) bool {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(src.JSON, &m); err != nil {
-		c.errs = append(c.errs, src.DecodeError(err))
+		c.errs = append(c.errs, src.DecodeError(err, nil, src.JSON))
 		return false
 	}
 	delete(m, "status")
 	data, err := json.Marshal(m)
 	if err != nil {
-		c.errs = append(c.errs, src.DecodeError(err))
+		c.errs = append(c.errs, src.DecodeError(err, nil, src.JSON))
 		return false
 	}
 	unknown, err := convert.DecodeStrict(data, obj)
 	if err != nil {
-		c.errs = append(c.errs, src.DecodeError(err))
+		c.errs = append(c.errs, src.DecodeError(err, obj, data))
 		return false
 	}
 	if obj.GetName() == "" {
@@ -337,13 +337,13 @@ func (c *converter) inlineProvider(p *provisioner) (*awsv1alpha1.AWS, bool) {
 	}
 	data, err := json.Marshal(map[string]any{"spec": map[string]any{"provider": m}})
 	if err != nil {
-		c.errs = append(c.errs, p.src.DecodeError(err))
+		c.errs = append(c.errs, p.src.DecodeError(err, nil, p.obj.Spec.Provider.Raw))
 		return nil, false
 	}
 	holder := &providerHolder{}
 	unknown, err := convert.DecodeStrict(data, holder)
 	if err != nil {
-		c.errs = append(c.errs, p.src.DecodeError(err))
+		c.errs = append(c.errs, p.src.DecodeError(err, holder, data))
 		return nil, false
 	}
 	ok := true
