@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -25,7 +24,10 @@ func newConvertCommand() *cobra.Command {
 		Long: `convert reads YAML files (or - for standard input) and prints the objects this project
 reads, as one YAML stream, or with --output DIR as one file per object (written whole or not at
 all). Warnings (fields with no equivalent, values guessed offline, steps left to you) go to
-standard error. Invalid input lists every problem, writes nothing, and exits with status 2.
+standard error. Each FILE is a file of YAML or JSON of at most 16 MiB (not a directory). Every
+object is checked against the CRDs as the API server would check it before anything is written.
+Invalid input lists every problem (FILE:LINE: object: field: what is wrong), writes nothing,
+and exits with status 2.
 
 Name the format (kops, eksctl, legacy), or let convert tell it from the files' apiVersion and
 kind: karpenter convert FILE... runs the matching subcommand with the same flags.`,
@@ -77,7 +79,7 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 }
 
 // detectFormat tells which converter the files are for from their documents' apiVersion and
-// kind (the items', for a List). The input files are the arguments that are neither flags nor
+// kind (the items', for a List; see convert.DetectFormat). The input files are the arguments that are neither flags nor
 // flag values, as the subcommands' flags (all of them, since the format is not known yet) tell
 // them apart; "-" is stdin. A file that cannot be read, or holds a bad document, is reported
 // (with every other) before any format is guessed.
@@ -108,35 +110,7 @@ func detectFormat(subcommands []*cobra.Command, args []string, stdin []byte) (st
 	if err != nil {
 		return "", err
 	}
-	found := map[string][]string{}
-	for _, src := range sources {
-		var format string
-		switch {
-		case src.Group() == "kops.k8s.io":
-			format = "kops"
-		case src.Group() == "eksctl.io":
-			format = "eksctl"
-		case src.APIVersion == "karpenter.sh/v1alpha5", src.APIVersion == "karpenter.k8s.aws/v1alpha1":
-			format = "legacy"
-		default:
-			continue
-		}
-		found[format] = append(found[format], src.File)
-	}
-	switch len(found) {
-	case 1:
-		for f := range found {
-			return f, nil
-		}
-	case 0:
-		return "", errors.New("cannot tell the format: no kOps Cluster or InstanceGroup (kops.k8s.io), eksctl ClusterConfig (eksctl.io), or v1alpha5 Provisioner / v1alpha1 AWSNodeTemplate found; name it: karpenter convert kops|eksctl|legacy FILE...")
-	}
-	formats := make([]string, 0, len(found))
-	for f := range found {
-		formats = append(formats, f)
-	}
-	sort.Strings(formats)
-	return "", fmt.Errorf("the files mix formats (%s): convert each with its own subcommand, karpenter convert %s FILE...", strings.Join(formats, ", "), strings.Join(formats, "|"))
+	return convert.DetectFormat(sources)
 }
 
 // conversion is what the three subcommands share: input files, output directory, and a run.

@@ -225,7 +225,9 @@ func parseSources(file string, data []byte) ([]Source, error) {
 		if h.Kind == "List" || (strings.HasSuffix(h.Kind, "List") && h.Items != nil) {
 			for i, item := range h.Items {
 				itemSrc := Source{File: file, Document: document, Item: i + 1, Line: c.line, JSON: item, text: text}
-				itemSrc.Line = itemSrc.FieldLine("")
+				if line := itemSrc.FieldLine(""); line > 0 {
+					itemSrc.Line = line
+				}
 				var ih header
 				if err := json.Unmarshal(item, &ih); err != nil {
 					errs = append(errs, notAnObject(itemSrc, item, err))

@@ -74,13 +74,16 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	errs = append(errs, g.validate()...)
-	if len(errs) > 0 {
-		return nil, errs
-	}
+	invalid, problems := g.validate()
+	errs = append(errs, problems...)
 	g.warnDiscovery()
 	managed := g.karpenterGroups()
+	// The groups that break no rule are generated and checked even when others do (or the
+	// cluster does), so that one run lists everything.
 	for _, ig := range managed {
+		if invalid[ig] {
+			continue
+		}
 		var err error
 		if opts.Legacy {
 			err = g.addLegacy(ig)
@@ -91,11 +94,11 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 			errs = append(errs, g.place(ig, err))
 		}
 	}
+	if err := g.result.Validate(); err != nil {
+		errs = append(errs, convert.AsErrors(err)...)
+	}
 	if len(errs) > 0 {
 		return nil, errs
-	}
-	if err := g.result.Validate(); err != nil {
-		return nil, err
 	}
 	if !opts.Legacy {
 		g.warnModeSwitch(managed)
@@ -180,9 +183,10 @@ func describe(src convert.Source) string {
 	return src.Object()
 }
 
-// validate applies kOps' rules to the cluster and its Karpenter groups.
-func (g *generator) validate() convert.Errors {
-	var errs convert.Errors
+// validate applies kOps' rules to the cluster and its Karpenter groups, and returns the groups
+// that break one.
+func (g *generator) validate() (invalid map[*InstanceGroup]bool, errs convert.Errors) {
+	invalid = map[*InstanceGroup]bool{}
 	for _, err := range validateCluster(g.cluster, g.opts.Legacy) {
 		errs = append(errs, g.clusterSource.FieldError(err))
 	}
@@ -192,9 +196,10 @@ func (g *generator) validate() convert.Errors {
 		}
 		for _, err := range validateInstanceGroup(g.cluster, ig, g.opts.Legacy) {
 			errs = append(errs, g.sources[ig].FieldError(err))
+			invalid[ig] = true
 		}
 	}
-	return errs
+	return invalid, errs
 }
 
 // warnDiscovery reminds that IRSA, which Karpenter needs, needs a public OIDC discovery store

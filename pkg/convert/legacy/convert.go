@@ -97,11 +97,12 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 		c.result.Warnf("%s: no Provisioner uses it; converted on its own", t.label)
 		c.addNodeClass(&nodeClassPlan{nodeClassName: name, template: t})
 	}
+	// What was written despite the errors is checked too, so that one run lists everything.
+	if err := c.result.Validate(); err != nil {
+		c.errs = append(c.errs, convert.AsErrors(err)...)
+	}
 	if len(c.errs) > 0 {
 		return nil, c.errs
-	}
-	if err := c.result.Validate(); err != nil {
-		return nil, err
 	}
 	if len(c.result.Documents) == 0 {
 		c.result.Warnf("no Provisioner or AWSNodeTemplate in the input; nothing to write")
@@ -124,11 +125,8 @@ func (c *converter) decode(sources []convert.Source) {
 				continue
 			}
 			seenProvisioners[p.Name] = src
-			if problems := invalidValues(p); len(problems) > 0 {
-				for _, problem := range problems {
-					c.errs = append(c.errs, src.FieldError(problem))
-				}
-				continue
+			for _, problem := range dropInvalidValues(p) {
+				c.errs = append(c.errs, src.FieldError(problem))
 			}
 			c.provisioners = append(c.provisioners, &provisioner{obj: p, label: fmt.Sprintf("Provisioner %q", p.Name), src: src})
 		case src.Kind == "AWSNodeTemplate" && src.APIVersion == awsv1alpha1.SchemeGroupVersion.String():
@@ -157,31 +155,35 @@ func (c *converter) decode(sources []convert.Source) {
 // such durations, so a longer one, though its CRD pattern allows the digits, cannot be read.
 const maxTTLSeconds = int64(math.MaxInt64 / int64(time.Second))
 
-// invalidValues lists the values the Provisioner CRD refused (negative TTLs, a weight outside
-// 1 to 100), TTLs longer than v1 durations hold, and negative limits: the v1 NodePool written
-// from them would be refused too, or would launch nothing.
-func invalidValues(p *karpv1alpha5.Provisioner) field.ErrorList {
+// dropInvalidValues lists, and removes from p so that the rest still converts (and is checked),
+// the values the Provisioner CRD refused (negative TTLs, a weight outside 1 to 100), TTLs longer
+// than v1 durations hold, and negative limits: the v1 NodePool written from them would be
+// refused too, or would launch nothing.
+func dropInvalidValues(p *karpv1alpha5.Provisioner) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	for _, ttl := range []struct {
 		name, never string
-		value       *int64
+		value       **int64
 	}{
-		{"ttlSecondsAfterEmpty", "to never remove empty nodes", p.Spec.TTLSecondsAfterEmpty},
-		{"ttlSecondsUntilExpired", "to never expire nodes", p.Spec.TTLSecondsUntilExpired},
+		{"ttlSecondsAfterEmpty", "to never remove empty nodes", &p.Spec.TTLSecondsAfterEmpty},
+		{"ttlSecondsUntilExpired", "to never expire nodes", &p.Spec.TTLSecondsUntilExpired},
 	} {
-		switch {
-		case ttl.value == nil:
-		case *ttl.value < 0:
-			errs = append(errs, field.Invalid(spec.Child(ttl.name), *ttl.value, "must be 0 or more seconds"))
-		case *ttl.value > maxTTLSeconds:
-			errs = append(errs, field.Invalid(spec.Child(ttl.name), *ttl.value, fmt.Sprintf(
+		switch value := *ttl.value; {
+		case value == nil:
+		case *value < 0:
+			errs = append(errs, field.Invalid(spec.Child(ttl.name), *value, "must be 0 or more seconds"))
+			*ttl.value = nil
+		case *value > maxTTLSeconds:
+			errs = append(errs, field.Invalid(spec.Child(ttl.name), *value, fmt.Sprintf(
 				"must be at most %d seconds (%s, about 292 years), the longest duration Karpenter reads; leave it out %s",
 				maxTTLSeconds, secondsText(maxTTLSeconds), ttl.never)))
+			*ttl.value = nil
 		}
 	}
 	if w := p.Spec.Weight; w != nil && (*w < 1 || *w > 100) {
 		errs = append(errs, field.Invalid(spec.Child("weight"), *w, "must be from 1 to 100"))
+		p.Spec.Weight = nil
 	}
 	if p.Spec.Limits != nil {
 		names := make([]string, 0, len(p.Spec.Limits.Resources))
@@ -192,6 +194,7 @@ func invalidValues(p *karpv1alpha5.Provisioner) field.ErrorList {
 		for _, name := range names {
 			if q := p.Spec.Limits.Resources[corev1.ResourceName(name)]; q.Sign() < 0 {
 				errs = append(errs, field.Invalid(spec.Child("limits", "resources").Key(name), q.String(), "must not be negative (leave the resource out for no limit)"))
+				delete(p.Spec.Limits.Resources, corev1.ResourceName(name))
 			}
 		}
 	}

@@ -31,6 +31,8 @@ func (c *converter) nodePool(p *provisioner, nodeClassName string, doc *convert.
 	} {
 		doc.Trace(same.output, p.src, same.input)
 	}
+	// The list as a whole (its length); each requirement is traced on its own below.
+	doc.TraceParsed("spec.template.spec.requirements", p.src, "spec.requirements")
 	pool := &karpv1.NodePool{
 		TypeMeta: metav1.TypeMeta{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodePool"},
 		ObjectMeta: metav1.ObjectMeta{
