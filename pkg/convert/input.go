@@ -191,6 +191,9 @@ func parseSources(file string, data []byte) ([]Source, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: the file is empty: want YAML or JSON objects", file)
 	}
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return nil, fmt.Errorf("%s: UTF-16 text (as Windows PowerShell's > writes): save it as UTF-8", file)
+	}
 	if at := binaryAt(data); at >= 0 {
 		return nil, fmt.Errorf("%s: binary data (byte %d is not UTF-8 text): want YAML or JSON objects", file, at)
 	}

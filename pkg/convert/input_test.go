@@ -26,6 +26,7 @@ func TestReadSourcesRefusesWhatIsNoInput(t *testing.T) {
 		{"null documents", "---\nnull\n---\n~\n", "in.yaml: no document"},
 		{"binary", "kind: X\n\x00\x01\x02", "in.yaml: binary data (byte 8 is not UTF-8 text)"},
 		{"not UTF-8", "kind: \xff\xfe", "in.yaml: binary data (byte 6 is not UTF-8 text)"},
+		{"UTF-16", "\xff\xfek\x00i\x00n\x00d\x00", "in.yaml: UTF-16 text (as Windows PowerShell's > writes): save it as UTF-8"},
 		{"a list", "kind: X\n---\n- a\n- b\n", "in.yaml:3: a list, not an object: want an object with apiVersion and kind"},
 		{"a string", "hello\n", "in.yaml:1: a string, not an object"},
 		{"a number", "\n\n42\n", "in.yaml:3: a number, not an object"},
