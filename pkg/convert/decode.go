@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -252,10 +253,13 @@ func unparsableValue(t reflect.Type, doc any, path string) (string, error) {
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // describeParseError says what a field parsed by its type takes, for the types whose own
-// messages do not (a quantity's shows a regular expression).
+// messages do not (a quantity's shows a regular expression, a duration's not the bound).
 func describeParseError(err error) string {
-	if errors.Is(err, resource.ErrFormatWrong) || errors.Is(err, resource.ErrNumeric) || errors.Is(err, resource.ErrSuffix) {
+	switch {
+	case errors.Is(err, resource.ErrFormatWrong) || errors.Is(err, resource.ErrNumeric) || errors.Is(err, resource.ErrSuffix):
 		return fmt.Sprintf("want a quantity such as 500m, 2, 1.5 or 4Gi (%v)", err)
+	case strings.HasPrefix(err.Error(), "time: "):
+		return fmt.Sprintf("want a duration such as 30s, 5m or 720h (units h, m, s, ms), of at most %s (%v)", time.Duration(math.MaxInt64).Truncate(time.Second), err)
 	}
 	return err.Error()
 }
