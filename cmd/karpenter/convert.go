@@ -79,10 +79,10 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 }
 
 // detectFormat tells which converter the files are for from their documents' apiVersion and
-// kind (the items', for a List; see convert.DetectFormat). The input files are the arguments that are neither flags nor
-// flag values, as the subcommands' flags (all of them, since the format is not known yet) tell
-// them apart; "-" is stdin. A file that cannot be read, or holds a bad document, is reported
-// (with every other) before any format is guessed.
+// kind (the items', for a List; see convert.DetectFormat). The input files are the arguments
+// that are neither flags nor flag values, as the subcommands' flags (all of them, since the
+// format is not known yet) tell them apart; "-" is stdin. A file that cannot be read, or holds
+// a bad document, is reported (with every other) before any format is guessed.
 func detectFormat(subcommands []*cobra.Command, args []string, stdin []byte) (string, error) {
 	// Stand-ins for the subcommands' flags, parsed here without setting the real ones.
 	flags := pflag.NewFlagSet("convert", pflag.ContinueOnError)

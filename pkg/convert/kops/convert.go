@@ -295,7 +295,8 @@ func (g *generator) place(ig *InstanceGroup, err error) error {
 	return fmt.Errorf("%s: %w", g.sources[ig].At(path), err)
 }
 
-// documents returns the two documents of a group, each traced to the group's input.
+// documents returns a document for each kind of object made from a group (named as the
+// command writes them), each traced to the group's input.
 func (g *generator) documents(ig *InstanceGroup, kinds ...string) []convert.Document {
 	src := g.sources[ig]
 	docs := make([]convert.Document, len(kinds))
