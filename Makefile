@@ -5,7 +5,7 @@ export GOTOOLCHAIN ?= local
 K8S_ASSETS ?= $(CURDIR)/bin/k8s
 GO_TEST_FLAGS ?=
 
-.PHONY: all build test test-unit e2e conformance verify generate bench k8s-binaries k8s-full helm clean
+.PHONY: all build test test-unit e2e conformance verify generate bench fuzz k8s-binaries k8s-full helm clean
 
 # The conformance suite is its own module (test/conformance): it imports Karpenter v1.15.0, which
 # needs a newer Go than the product; only its commands use that toolchain.
@@ -41,6 +41,11 @@ helm:
 ## test: every test, against a real kube-apiserver + etcd (built first when missing)
 test: k8s-binaries helm
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) ./...
+
+## fuzz: every fuzz test for a bounded time, FUZZ_BUDGET seconds shared among them (at least
+## FUZZ_MIN_TIME each); their seed corpora in testdata/fuzz/ also run in make test (hack/fuzz.sh)
+fuzz:
+	hack/fuzz.sh
 
 ## e2e: the end-to-end suite on a whole control plane (etcd, kube-apiserver, kube-scheduler,
 ## kube-controller-manager) with the karpenter binary run as separate processes

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
 	"github.com/openkarpenter/karpenter/pkg/convert/eksctl"
@@ -24,7 +24,10 @@ func newConvertCommand() *cobra.Command {
 		Long: `convert reads YAML files (or - for standard input) and prints the objects this project
 reads, as one YAML stream, or with --output DIR as one file per object (written whole or not at
 all). Warnings (fields with no equivalent, values guessed offline, steps left to you) go to
-standard error. Invalid input lists every problem, writes nothing, and exits with status 2.
+standard error. Each FILE is a file of YAML or JSON of at most 16 MiB (not a directory). Every
+object is checked against the CRDs as the API server would check it before anything is written.
+Invalid input lists every problem (FILE:LINE: object: field: what is wrong), writes nothing,
+and exits with status 2.
 
 Name the format (kops, eksctl, legacy), or let convert tell it from the files' apiVersion and
 kind: karpenter convert FILE... runs the matching subcommand with the same flags.`,
@@ -49,7 +52,7 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			format, err := detectFormat(args, stdin)
+			format, err := detectFormat(cmd.Commands(), args, stdin)
 			if err != nil {
 				return usageError{err}
 			}
@@ -76,63 +79,38 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 }
 
 // detectFormat tells which converter the files are for from their documents' apiVersion and
-// kind (the items', for a List). Flags and their values are skipped by trying only the arguments that are readable
-// files ("-" is stdin).
-func detectFormat(args []string, stdin []byte) (string, error) {
-	found := map[string][]string{}
-	for _, a := range args {
-		var data []byte
-		switch {
-		case a == "-":
-			data = stdin
-		case strings.HasPrefix(a, "-"):
-			continue
-		default:
-			info, err := os.Stat(a)
-			if err != nil || !info.Mode().IsRegular() {
-				continue // a flag's value, or a missing file the subcommand reports
+// kind (the items', for a List; see convert.DetectFormat). The input files are the arguments
+// that are neither flags nor flag values, as the subcommands' flags (all of them, since the
+// format is not known yet) tell them apart; "-" is stdin. A file that cannot be read, or holds
+// a bad document, is reported (with every other) before any format is guessed.
+func detectFormat(subcommands []*cobra.Command, args []string, stdin []byte) (string, error) {
+	// Stand-ins for the subcommands' flags, parsed here without setting the real ones.
+	flags := pflag.NewFlagSet("convert", pflag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	for _, sub := range subcommands {
+		sub.Flags().VisitAll(func(f *pflag.Flag) {
+			if flags.Lookup(f.Name) != nil {
+				return
 			}
-			d, err := os.ReadFile(a)
-			if err != nil {
-				return "", err
+			shorthand := f.Shorthand
+			if flags.ShorthandLookup(shorthand) != nil {
+				shorthand = ""
 			}
-			data = d
-		}
-		// The same reader the converters use, so a List (kubectl get -o yaml) and JSON count
-		// too; a file it cannot read is left for the subcommand to report.
-		sources, err := convert.ReadSources(a, bytes.NewReader(data))
-		if err != nil {
-			continue
-		}
-		for _, src := range sources {
-			var format string
-			switch {
-			case src.Group() == "kops.k8s.io":
-				format = "kops"
-			case src.Group() == "eksctl.io":
-				format = "eksctl"
-			case src.APIVersion == "karpenter.sh/v1alpha5", src.APIVersion == "karpenter.k8s.aws/v1alpha1":
-				format = "legacy"
-			default:
-				continue
+			if f.NoOptDefVal != "" {
+				flags.BoolP(f.Name, shorthand, false, f.Usage)
+			} else {
+				flags.StringArrayP(f.Name, shorthand, nil, f.Usage)
 			}
-			found[format] = append(found[format], a)
-		}
+		})
 	}
-	switch len(found) {
-	case 1:
-		for f := range found {
-			return f, nil
-		}
-	case 0:
-		return "", errors.New("cannot tell the format: no kOps Cluster or InstanceGroup (kops.k8s.io), eksctl ClusterConfig (eksctl.io), or v1alpha5 Provisioner / v1alpha1 AWSNodeTemplate found; name it: karpenter convert kops|eksctl|legacy FILE...")
+	if err := flags.Parse(args); err != nil {
+		return "", err
 	}
-	formats := make([]string, 0, len(found))
-	for f := range found {
-		formats = append(formats, f)
+	sources, err := convert.ReadFiles(flags.Args(), bytes.NewReader(stdin))
+	if err != nil {
+		return "", err
 	}
-	sort.Strings(formats)
-	return "", fmt.Errorf("the files mix formats (%s): convert each with its own subcommand, karpenter convert %s FILE...", strings.Join(formats, ", "), strings.Join(formats, "|"))
+	return convert.DetectFormat(sources)
 }
 
 // conversion is what the three subcommands share: input files, output directory, and a run.
@@ -197,12 +175,7 @@ func (c *conversion) run(cmd *cobra.Command, files []string, convertFn func([]co
 
 // readSources reads the named files; "-" is standard input.
 func readSources(cmd *cobra.Command, files []string) ([]convert.Source, error) {
-	return convert.ReadSourcesFrom(files, func(name string) (io.ReadCloser, error) {
-		if name == "-" {
-			return io.NopCloser(cmd.InOrStdin()), nil
-		}
-		return os.Open(name)
-	})
+	return convert.ReadFiles(files, cmd.InOrStdin())
 }
 
 // filesArgs requires at least one input file, as a usage error.

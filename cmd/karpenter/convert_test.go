@@ -54,8 +54,8 @@ func TestConvertErrorsAreUsageErrorsAndWriteNothing(t *testing.T) {
 	if !errors.As(err, &usage) {
 		t.Fatalf("want a usage error (exit 2), got %v", err)
 	}
-	if n := strings.Count(err.Error(), "\n  "); n != 11 {
-		t.Errorf("want 11 problems listed, got %d:\n%v", n, err)
+	if n := strings.Count(err.Error(), "\n  "); n != 12 {
+		t.Errorf("want 12 problems listed, got %d:\n%v", n, err)
 	}
 	if stdout != "" {
 		t.Errorf("stdout: %q", stdout)
@@ -298,5 +298,107 @@ func TestConvertOutputIsNotAFormat(t *testing.T) {
 	}
 	if len(fileNames(t, "json")) == 0 {
 		t.Error("nothing written into the existing directory json")
+	}
+}
+
+// TestConvertReportsUnreadableFilesFirst: a file that cannot be read is reported as such, file
+// name first, as a usage error, not as a file of unknown format; every such file at once.
+func TestConvertReportsUnreadableFilesFirst(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(dir, "binary.yaml")
+	if err := os.WriteFile(binary, []byte{0x7f, 'E', 'L', 'F', 0, 1}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.yaml")
+	legacyIn := "../../pkg/convert/legacy/testdata/seed-003/input.yaml"
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"convert", missing}, []string{missing + ": no such file or directory"}},
+		{[]string{"convert", dir}, []string{dir + ": is a directory: convert reads files, not directories"}},
+		{[]string{"convert", empty}, []string{empty + ": the file is empty"}},
+		{[]string{"convert", binary}, []string{binary + ": binary data (byte 4 is not UTF-8 text)"}},
+		{[]string{"convert", legacyIn, missing, dir}, []string{"2 errors:", missing + ": no such file", dir + ": is a directory"}},
+		{[]string{"convert", "legacy", legacyIn, missing}, []string{missing + ": no such file or directory"}},
+		{[]string{"convert", "kops", empty}, []string{empty + ": the file is empty"}},
+	} {
+		stdout, _, err := run(t, "", tc.args...)
+		var usage usageError
+		if !errors.As(err, &usage) {
+			t.Errorf("%v: want a usage error (exit 2), got %v", tc.args, err)
+			continue
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: %v\nwant it to say %q", tc.args, err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "cannot tell the format") || stdout != "" {
+			t.Errorf("%v: %v, stdout %q", tc.args, err, stdout)
+		}
+	}
+}
+
+// TestConvertFlagValuesAreNotInputs: telling the format, convert reads only the input files,
+// not the values of the subcommands' flags (a device name, a directory), and passes each flag
+// once to the subcommand.
+func TestConvertFlagValuesAreNotInputs(t *testing.T) {
+	dir := filepath.Join(kopsTestdata, "static-seed-001")
+	stdout, stderr, err := run(t, "", "convert", filepath.Join(dir, "input.yaml"),
+		"--user-data-dir", filepath.Join(dir, "userdata"), "--root-device-name", "/dev/sda1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "output.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout != string(want) {
+		t.Errorf("stdout differs from %s:\n%s", dir, stdout)
+	}
+}
+
+// TestConvertRefusesWhatTheAPIServerWould: a legacy TTL longer than a duration holds, once a
+// panic, and values the v1 CRDs refuse are usage errors naming the file, line and field, and
+// nothing is written.
+func TestConvertRefusesWhatTheAPIServerWould(t *testing.T) {
+	for _, tc := range []struct {
+		input string
+		want  []string
+	}{
+		{"error-ttl-too-long", []string{
+			"input.yaml:8: Provisioner \"default\": spec.ttlSecondsAfterEmpty: Invalid value: 9223372037: must be at most 9223372036 seconds",
+			"input.yaml:9: Provisioner \"default\": spec.ttlSecondsUntilExpired: Invalid value: 9223372036854775807: must be at most 9223372036 seconds",
+		}},
+		{"error-refused-output", []string{
+			`input.yaml:14: Provisioner "default": spec.requirements[1].operator: Unsupported value: "Maybe"`,
+			`input.yaml:20: Provisioner "default": spec.kubeletConfiguration.maxPods: Invalid value: -1: should be greater than or equal to 0`,
+		}},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		input := filepath.Join("../../pkg/convert/legacy/testdata", tc.input, "input.yaml")
+		for _, args := range [][]string{{"convert", "legacy", input, "-o", out}, {"convert", input}} {
+			stdout, _, err := run(t, "", args...)
+			var usage usageError
+			if !errors.As(err, &usage) {
+				t.Fatalf("%v: want a usage error (exit 2), got %v", args, err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%v: %v\nwant it to say %q", args, err, want)
+				}
+			}
+			if stdout != "" {
+				t.Errorf("%v: stdout %q", args, stdout)
+			}
+			if _, statErr := os.Stat(out); !os.IsNotExist(statErr) {
+				t.Errorf("%v: output directory exists after an error: %v", args, statErr)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -67,9 +68,18 @@ func TestDecodeStrictReportsUnknownFields(t *testing.T) {
 	if pool.Name != "a" || *pool.Spec.Weight != 3 {
 		t.Errorf("decoded %+v", pool)
 	}
-	want := `unknown field "spec.template.spec.extra"|unknown field "spec.wieght"`
-	if got := strings.Join(problems, "|"); got != want {
-		t.Errorf("problems %q, want %q", got, want)
+	want := []convert.UnknownField{{Path: "spec.template.spec.extra"}, {Path: "spec.wieght", DidYouMean: "weight"}}
+	if !reflect.DeepEqual(problems, want) {
+		t.Errorf("problems %+v, want %+v", problems, want)
+	}
+	// A misspelling deep in a list of the type, whose index the path gives.
+	problems, err = convert.DecodeStrict([]byte(`{"spec":{"template":{"spec":{"requirements":[{"key":"a","operator":"In"},{"key":"b","oprator":"In"}]}}}}`), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []convert.UnknownField{{Path: "spec.template.spec.requirements[1].oprator", DidYouMean: "operator"}}
+	if !reflect.DeepEqual(problems, want) {
+		t.Errorf("problems %+v, want %+v", problems, want)
 	}
 	if _, err := convert.DecodeStrict([]byte(`{"spec":{"weight":"heavy"}}`), pool); err == nil {
 		t.Error("a wrong type: want an error")

@@ -1,31 +1,44 @@
 package convert
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
+
+// MaxInputBytes is the largest input file convert reads, 16 MiB: far more than any real set of
+// kOps, eksctl or Karpenter objects (the API server takes 3 MiB per request), and little enough
+// that a wrong file given by mistake is refused at once rather than read into memory.
+const MaxInputBytes = 16 << 20
 
 // Source is one input document: a Kubernetes-style object (or one item of a List) read from a
 // YAML stream, converted to JSON, with where it came from.
 type Source struct {
-	// File is the name of the file it was read from ("-" for standard input).
+	// File is the name of the file it was read from ("standard input" for "-").
 	File string
 	// Document is the 1-based position of the document in the file.
 	Document int
 	// Item is the 1-based position in the document's List, or 0 when the document is no List.
 	Item int
+	// Line is the line of the file the document starts on (1-based; 0 when unknown).
+	Line int
 	// APIVersion, Kind and Name are the object's, as read (empty when missing).
 	APIVersion, Kind, Name string
 	// JSON is the object itself.
 	JSON []byte
+	// text is the document's YAML, to find the line of a field in; nil when unknown.
+	text *documentText
 }
 
 // String names the document for messages, such as `cluster.yaml: document 2`.
@@ -37,10 +50,51 @@ func (s Source) String() string {
 	return where
 }
 
-// Object names the object for messages, such as `InstanceGroup "nodes"`.
+// At names the place of a field of the document for messages: `cluster.yaml:14`, the line of
+// the field (such as spec.requirements[0].operator) or, for a field the document lacks, of the
+// nearest parent it has; as String does when no line is known.
+func (s Source) At(path string) string {
+	if line := s.nearestLine(path); line > 0 {
+		return fmt.Sprintf("%s:%d", s.File, line)
+	}
+	return s.String()
+}
+
+// nearestLine is the line of a field, or of its nearest parent the document has, or of the
+// document; 0 when unknown.
+func (s Source) nearestLine(path string) int {
+	for {
+		if line := s.FieldLine(path); line > 0 {
+			return line
+		}
+		if path == "" {
+			return s.Line
+		}
+		path = parentPath(path)
+	}
+}
+
+// parentPath is a field path without its last step ("" for a top-level field).
+func parentPath(path string) string {
+	cut := strings.LastIndexAny(path, ".[")
+	if cut < 0 {
+		return ""
+	}
+	return path[:cut]
+}
+
+// Object names the object for messages, such as `InstanceGroup "nodes"`, or by its place
+// when it has no name, such as `InstanceGroup (document 2)`.
 func (s Source) Object() string {
-	if s.Name == "" {
-		return fmt.Sprintf("%s (%s)", s.Kind, s)
+	place := fmt.Sprintf("document %d", s.Document)
+	if s.Item > 0 {
+		place += fmt.Sprintf(", item %d", s.Item)
+	}
+	switch {
+	case s.Kind == "":
+		return fmt.Sprintf("an object without kind (%s)", place)
+	case s.Name == "":
+		return fmt.Sprintf("%s (%s)", s.Kind, place)
 	}
 	return fmt.Sprintf("%s %q", s.Kind, s.Name)
 }
@@ -64,75 +118,248 @@ type header struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-// ReadSources splits a YAML (or JSON) stream into documents. Empty documents are skipped; a
-// document whose kind is List or ends in "List" (as `kubectl get -o yaml` and `kops get -o
-// yaml` print) is replaced by its items. file names the stream in messages.
+// ReadSources splits a YAML (or JSON) stream of at most MaxInputBytes into documents. Empty
+// documents are skipped; a document whose kind is List or ends in "List" (as `kubectl get -o
+// yaml` and `kops get -o yaml` print) is replaced by its items. file names the stream in
+// messages. A stream that is empty, binary, too large or holds no document is an error; so is
+// every document that is not YAML, not an object, or holds a number JSON cannot (.nan, .inf),
+// each named with its line, all returned together as Errors.
 func ReadSources(file string, r io.Reader) ([]Source, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	var sources []Source
-	for document := 1; ; document++ {
-		chunk, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, readError(err))
+	}
+	if len(data) > MaxInputBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB, the most convert reads from one file: is it the right file? Split it if so", file, MaxInputBytes>>20)
+	}
+	return parseSources(file, data)
+}
+
+// ReadFiles reads every named file with ReadSources ("-" reads stdin) and returns their
+// documents in order. Every file that cannot be read (missing, unreadable, a directory, empty,
+// binary, too large) or holds a bad document is reported, file name first, all together as
+// Errors.
+func ReadFiles(files []string, stdin io.Reader) ([]Source, error) {
+	var all []Source
+	var errs Errors
+	for _, file := range files {
+		sources, err := readFile(file, stdin)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", file, err)
-		}
-		if len(bytes.TrimSpace(chunk)) == 0 {
-			document--
+			errs = append(errs, AsErrors(err)...)
 			continue
 		}
-		data, err := yaml.YAMLToJSON(chunk)
+		all = append(all, sources...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return all, nil
+}
+
+// readFile reads one named file, or stdin for "-".
+func readFile(file string, stdin io.Reader) ([]Source, error) {
+	if file == "-" {
+		return ReadSources("standard input", stdin)
+	}
+	info, err := os.Stat(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, readError(err))
+	}
+	if info.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory: convert reads files, not directories; name the files (such as %s)", file, strings.TrimRight(file, "/")+"/*.yaml")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, readError(err))
+	}
+	defer func() { _ = f.Close() }()
+	return ReadSources(file, f)
+}
+
+// readError is err without the file name an *fs.PathError repeats ("open x.yaml: no such file
+// or directory" becomes "no such file or directory"), for messages that name the file first.
+func readError(err error) error {
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return pathErr.Err
+	}
+	return err
+}
+
+// parseSources splits data into documents; see ReadSources.
+func parseSources(file string, data []byte) ([]Source, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: the file is empty: want YAML or JSON objects", file)
+	}
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return nil, fmt.Errorf("%s: UTF-16 text (as Windows PowerShell's > writes): save it as UTF-8", file)
+	}
+	if at := binaryAt(data); at >= 0 {
+		return nil, fmt.Errorf("%s: binary data (byte %d is not UTF-8 text): want YAML or JSON objects", file, at)
+	}
+	chunks, err := splitDocuments(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var sources []Source
+	var errs Errors
+	document := 0
+	for _, c := range chunks {
+		if len(bytes.TrimSpace(c.text)) == 0 {
+			continue
+		}
+		text := &documentText{yaml: c.text, line: c.line}
+		data, err := yaml.YAMLToJSONStrict(c.text)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, document, err)
+			errs = append(errs, yamlError(file, document+1, text, err))
+			document++
+			continue
 		}
 		if string(bytes.TrimSpace(data)) == "null" {
-			document--
 			continue
 		}
+		document++
+		src := Source{File: file, Document: document, Line: c.line, JSON: data, text: text}
 		var h header
 		if err := json.Unmarshal(data, &h); err != nil {
-			return nil, fmt.Errorf("%s: document %d is not an object: %w", file, document, err)
+			errs = append(errs, notAnObject(src, data, err))
+			continue
 		}
 		if h.Kind == "List" || (strings.HasSuffix(h.Kind, "List") && h.Items != nil) {
 			for i, item := range h.Items {
+				itemSrc := Source{File: file, Document: document, Item: i + 1, Line: c.line, JSON: item, text: text}
+				if line := itemSrc.FieldLine(""); line > 0 {
+					itemSrc.Line = line
+				}
 				var ih header
 				if err := json.Unmarshal(item, &ih); err != nil {
-					return nil, fmt.Errorf("%s: document %d, item %d is not an object: %w", file, document, i+1, err)
+					errs = append(errs, notAnObject(itemSrc, item, err))
+					continue
 				}
-				sources = append(sources, Source{
-					File: file, Document: document, Item: i + 1,
-					APIVersion: ih.APIVersion, Kind: ih.Kind, Name: ih.Metadata.Name, JSON: item,
-				})
+				itemSrc.APIVersion, itemSrc.Kind, itemSrc.Name = ih.APIVersion, ih.Kind, ih.Metadata.Name
+				sources = append(sources, itemSrc)
 			}
 			continue
 		}
-		sources = append(sources, Source{
-			File: file, Document: document,
-			APIVersion: h.APIVersion, Kind: h.Kind, Name: h.Metadata.Name, JSON: data,
-		})
+		src.APIVersion, src.Kind, src.Name = h.APIVersion, h.Kind, h.Metadata.Name
+		sources = append(sources, src)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if len(sources) == 0 {
+		return nil, fmt.Errorf("%s: no document, only comments or empty documents: want YAML or JSON objects", file)
 	}
 	return sources, nil
 }
 
-// ReadSourcesFrom reads every named file with ReadSources ("-" reads standard input, given as
-// stdin) and returns their documents in order.
-func ReadSourcesFrom(files []string, open func(name string) (io.ReadCloser, error)) ([]Source, error) {
-	var all []Source
-	for _, file := range files {
-		f, err := open(file)
-		if err != nil {
-			return nil, err
-		}
-		sources, err := ReadSources(file, f)
-		closeErr := f.Close()
-		if err != nil {
-			return nil, err
-		}
-		if closeErr != nil {
-			return nil, fmt.Errorf("closing %s: %w", file, closeErr)
-		}
-		all = append(all, sources...)
+// binaryAt returns the offset of the first byte that makes data binary rather than text (a
+// NUL, or bytes that are not UTF-8), or -1.
+func binaryAt(data []byte) int {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return i
 	}
-	return all, nil
+	if utf8.Valid(data) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// chunk is the text of one document of a stream and the line it starts on.
+type chunk struct {
+	text []byte
+	line int
+}
+
+// splitDocuments cuts a stream at its "---" lines, as Kubernetes' YAML reader does (a
+// separator may be followed by a comment, nothing else), keeping each document's first line.
+func splitDocuments(file string, data []byte) ([]chunk, error) {
+	var chunks []chunk
+	offset, start, startLine := 0, 0, 1
+	for n, line := range bytes.SplitAfter(data, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("---")) {
+			if rest := bytes.TrimSpace(line[3:]); len(rest) > 0 && rest[0] != '#' {
+				return nil, fmt.Errorf("%s:%d: %q after the document separator ---: put the document on the next line", file, n+1, rest)
+			}
+			chunks = append(chunks, chunk{text: data[start:offset], line: startLine})
+			start, startLine = offset+len(line), n+2
+		}
+		offset += len(line)
+	}
+	return append(chunks, chunk{text: data[start:], line: startLine}), nil
+}
+
+// yamlLine matches the line numbers in the YAML parser's messages.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// yamlError turns the YAML parser's error about a document into one naming the file and the
+// line in the file (the parser counts from the document's start), with a hint for the limits
+// it enforces.
+func yamlError(file string, document int, text *documentText, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+	msg = strings.ReplaceAll(msg, "\n  ", "; ")
+	line := 0
+	msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(strings.TrimPrefix(m, "line "))
+		n += text.line - 1
+		if line == 0 {
+			line = n
+		}
+		return fmt.Sprintf("line %d", n)
+	})
+	switch {
+	case strings.Contains(msg, "excessive aliasing"):
+		msg += " (its aliases, *name, expand to far more than the text: write the values out)"
+	case strings.Contains(msg, "exceeded max depth"):
+		msg += " (nesting of lists and objects)"
+	case strings.HasPrefix(msg, "json: unsupported value: "):
+		value := strings.TrimPrefix(msg, "json: unsupported value: ")
+		msg = fmt.Sprintf("%s is not a number Kubernetes objects can hold (YAML's .nan and .inf have no JSON form)", value)
+		if path, l := text.nonFinite(); l > 0 {
+			return fmt.Errorf("%s:%d: %s: %s", file, l, path, msg)
+		}
+	default:
+		msg = "invalid YAML: " + msg
+	}
+	if line > 0 {
+		msg = strings.Replace(msg, fmt.Sprintf("line %d: ", line), "", 1)
+		return fmt.Errorf("%s:%d: %s", file, line, msg)
+	}
+	return fmt.Errorf("%s: document %d: %s", file, document, msg)
+}
+
+// notAnObject explains why a document (or List item) is not a Kubernetes-style object.
+func notAnObject(src Source, data []byte, err error) error {
+	what := "not an object"
+	switch first := bytes.TrimSpace(data); {
+	case len(first) == 0:
+	case first[0] == '[':
+		what = "a list, not an object"
+	case first[0] == '"':
+		what = "a string, not an object"
+	case first[0] == 't' || first[0] == 'f':
+		what = "a boolean, not an object"
+	case first[0] == '-' || (first[0] >= '0' && first[0] <= '9'):
+		what = "a number, not an object"
+	case first[0] == '{':
+		return src.DecodeError(err, &header{}, data)
+	}
+	return fmt.Errorf("%s: %s: want an object with apiVersion and kind", src.At(""), what)
+}
+
+// FieldError returns a problem with a field of the document as an error naming the file and
+// line, the object, and the field, such as
+// `legacy.yaml:12: Provisioner "default": spec.weight: Invalid value: 0: must be from 1 to 100`.
+func (s Source) FieldError(err *field.Error) error {
+	return fmt.Errorf("%s: %s: %w", s.At(err.Field), s.Object(), err)
 }

@@ -25,6 +25,12 @@ type Document struct {
 	// Content is the document. A runtime.Object is written without its status and without
 	// server-set empty metadata; anything else is marshalled as it is.
 	Content any
+	// From is the input document a Kubernetes object was made from, named when the object is
+	// invalid; nil when it was made from no one document.
+	From *Source
+	// Origins tie parts of a Kubernetes object to the input fields they were made from, to
+	// report a refused value where the user wrote it (see Origin and Result.Validate).
+	Origins []Origin
 }
 
 // Result is what a converter produced: the documents in output order and the warnings (fields

@@ -84,22 +84,23 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 	result := &convert.Result{}
 	var errs convert.Errors
 	var cfg *ClusterConfig
+	var src convert.Source
 	var unknown convert.Errors
-	for _, src := range sources {
-		if src.APIVersion != APIVersion || src.Kind != Kind {
-			result.Warnf("%s: skipping %s %s, which is not an %s %s", src, src.APIVersion, src.Kind, APIVersion, Kind)
+	for _, s := range sources {
+		if s.APIVersion != APIVersion || s.Kind != Kind {
+			result.Warnf("%s: skipping %s %s, which is not an %s %s", s, s.APIVersion, s.Kind, APIVersion, Kind)
 			continue
 		}
 		if cfg != nil {
-			errs = append(errs, fmt.Errorf("%s: a second ClusterConfig; convert one cluster at a time", src))
+			errs = append(errs, fmt.Errorf("%s: a second ClusterConfig (the first is at %s): convert one cluster at a time", s.At(""), src.At("")))
 			continue
 		}
-		cfg = &ClusterConfig{}
-		if err := json.Unmarshal(src.JSON, cfg); err != nil {
-			errs = append(errs, fmt.Errorf("%s: decoding the ClusterConfig: %w", src, err))
+		cfg, src = &ClusterConfig{}, s
+		if err := json.Unmarshal(s.JSON, cfg); err != nil {
+			errs = append(errs, s.DecodeError(err, cfg, s.JSON))
 			continue
 		}
-		unknown = unknownKarpenterFields(src)
+		unknown = unknownKarpenterFields(s)
 	}
 	if cfg == nil && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("no %s %s in the input", APIVersion, Kind))
@@ -109,7 +110,9 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 	}
 	errs = append(errs, unknown...)
 	v, problems := validate(cfg)
-	errs = append(errs, problems...)
+	for _, p := range problems {
+		errs = append(errs, fmt.Errorf("%s: %w", src.At(p.path), p.err))
+	}
 	if opts.AccountID != "" && !accountID.MatchString(opts.AccountID) {
 		errs = append(errs, fmt.Errorf("account ID %q: want 12 digits", opts.AccountID))
 	}
@@ -133,12 +136,24 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 		result.Warnf("metadata.region is not set: assuming the aws partition; deploy the CloudFormation template in the cluster's region")
 	}
 	c.warn(result)
+	nodeClass := convert.Document{File: "nodepool.yaml", Comment: c.starterComment(), Content: c.ec2NodeClass(), From: &src}
+	nodeClass.TraceParsed("spec.role", src, "metadata.name")
+	for _, terms := range []string{"spec.subnetSelectorTerms", "spec.securityGroupSelectorTerms"} {
+		if _, tagged := cfg.Metadata.Tags[discoveryTag]; tagged {
+			nodeClass.TraceParsed(terms, src, "metadata.tags["+discoveryTag+"]")
+		} else {
+			nodeClass.TraceParsed(terms, src, "metadata.name")
+		}
+	}
 	result.Add(
 		convert.Document{File: "values.yaml", Comment: c.valuesComment(), Content: c.values()},
 		convert.Document{File: "cloudformation.yaml", Comment: c.templateComment(), Content: c.template()},
-		convert.Document{File: "nodepool.yaml", Comment: c.starterComment(), Content: c.ec2NodeClass()},
-		convert.Document{File: "nodepool.yaml", Content: c.nodePool()},
+		nodeClass,
+		convert.Document{File: "nodepool.yaml", Content: c.nodePool(), From: &src},
 	)
+	if err := result.Validate(); err != nil {
+		return nil, err
+	}
 	return result, nil
 }
 
@@ -208,7 +223,7 @@ func unknownKarpenterFields(src convert.Source) convert.Errors {
 		if slices.Contains(karpenterFields, name) {
 			continue
 		}
-		msg := fmt.Sprintf("%s: unknown field \"karpenter.%s\"", src, name)
+		msg := fmt.Sprintf("%s: unknown field \"karpenter.%s\"", src.At("karpenter."+name), name)
 		if near := convert.Suggest(name, karpenterFields); near != "" {
 			msg += fmt.Sprintf(": did you mean karpenter.%s?", near)
 		}

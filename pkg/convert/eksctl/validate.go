@@ -50,43 +50,51 @@ func karpenterConfigError(err error) error {
 	return fmt.Errorf("failed to validate Karpenter config: %w", err)
 }
 
+// problem is a broken rule and the field of the ClusterConfig it is about.
+type problem struct {
+	path string
+	err  error
+}
+
 // validate applies eksctl's rules for Karpenter, with eksctl's messages, and returns the
 // parsed Karpenter version. Unlike eksctl, which stops at the first, it returns every problem.
-func validate(cfg *ClusterConfig) (version, []error) {
-	var errs []error
+func validate(cfg *ClusterConfig) (version, []problem) {
+	var errs []problem
+	add := func(path string, err error) { errs = append(errs, problem{path: path, err: err}) }
 	if cfg.Metadata.Name == "" {
-		errs = append(errs, errors.New("metadata.name must be set"))
+		add("metadata.name", errors.New("metadata.name must be set"))
 	}
 	if cfg.Outpost != nil {
 		if cfg.Outpost.ControlPlaneOutpostARN == "" {
-			errs = append(errs, errors.New("outpost.controlPlaneOutpostARN is required for Outposts"))
+			add("outpost.controlPlaneOutpostARN", errors.New("outpost.controlPlaneOutpostARN is required for Outposts"))
 		} else if cfg.Karpenter != nil {
-			errs = append(errs, errors.New("Karpenter is not supported on Outposts"))
+			add("outpost", errors.New("Karpenter is not supported on Outposts"))
 		}
 	}
 	if cfg.Karpenter == nil {
-		return version{}, append(errs, errors.New("the ClusterConfig has no karpenter section: eksctl installs Karpenter only when it is there"))
+		add("", errors.New("the ClusterConfig has no karpenter section: eksctl installs Karpenter only when it is there"))
+		return version{}, errs
 	}
 	if withoutVPCCNI(cfg) {
-		errs = append(errs, errors.New(bareClusterMessage))
+		add("addonsConfig.disableDefaultAddons", errors.New(bareClusterMessage))
 	}
 	var v version
 	switch raw := cfg.Karpenter.Version; {
 	case raw == "":
-		errs = append(errs, karpenterConfigError(errors.New("version field is required if installing Karpenter is enabled")))
+		add("karpenter.version", karpenterConfigError(errors.New("version field is required if installing Karpenter is enabled")))
 	default:
 		parsed, err := parseVersion(raw)
 		switch {
 		case err != nil:
-			errs = append(errs, karpenterConfigError(fmt.Errorf("failed to parse Karpenter version %q: %w", raw, err)))
+			add("karpenter.version", karpenterConfigError(fmt.Errorf("failed to parse Karpenter version %q: %w", raw, err)))
 		case parsed.lessThan(minimumVersion):
-			errs = append(errs, karpenterConfigError(fmt.Errorf("minimum supported version is %s", minimumVersion.original)))
+			add("karpenter.version", karpenterConfigError(fmt.Errorf("minimum supported version is %s", minimumVersion.original)))
 		default:
 			v = parsed
 		}
 	}
 	if cfg.IAM != nil && cfg.IAM.WithOIDC != nil && !*cfg.IAM.WithOIDC {
-		errs = append(errs, karpenterConfigError(errors.New("iam.withOIDC must be enabled with Karpenter")))
+		add("iam.withOIDC", karpenterConfigError(errors.New("iam.withOIDC must be enabled with Karpenter")))
 	}
 	return v, errs
 }

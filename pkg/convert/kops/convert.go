@@ -2,9 +2,12 @@ package kops
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
 )
@@ -53,6 +56,9 @@ type generator struct {
 	cluster *Cluster
 	groups  []*InstanceGroup
 	result  *convert.Result
+	// clusterSource and sources are where the Cluster and each InstanceGroup were read.
+	clusterSource convert.Source
+	sources       map[*InstanceGroup]convert.Source
 	// misspelled says, for InstanceGroups without spec.manager, which key looks like it.
 	misspelled []string
 }
@@ -62,19 +68,22 @@ type generator struct {
 // kOps' rules, or kOps would fail to generate an object, Convert returns every problem as
 // convert.Errors and no documents.
 func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
-	g := &generator{opts: opts, result: &convert.Result{}}
+	g := &generator{opts: opts, result: &convert.Result{}, sources: map[*InstanceGroup]convert.Source{}}
 	errs := opts.validate()
 	errs = append(errs, g.decode(sources)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	errs = append(errs, g.validate()...)
-	if len(errs) > 0 {
-		return nil, errs
-	}
+	invalid, problems := g.validate()
+	errs = append(errs, problems...)
 	g.warnDiscovery()
 	managed := g.karpenterGroups()
+	// The groups that break no rule are generated and checked even when others do (or the
+	// cluster does), so that one run lists everything.
 	for _, ig := range managed {
+		if invalid[ig] {
+			continue
+		}
 		var err error
 		if opts.Legacy {
 			err = g.addLegacy(ig)
@@ -82,8 +91,11 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 			err = g.add(ig)
 		}
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, g.place(ig, err))
 		}
+	}
+	if err := g.result.Validate(); err != nil {
+		errs = append(errs, convert.AsErrors(err)...)
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -98,48 +110,51 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 // decode reads the Cluster and the InstanceGroups.
 func (g *generator) decode(sources []convert.Source) convert.Errors {
 	var errs convert.Errors
-	seen := map[string]bool{}
+	seen := map[string]convert.Source{}
 	for _, src := range sources {
 		if src.Group() != Group {
 			g.result.Warnf("%s: skipping %s, which is not a kOps object", src, describe(src))
 			continue
 		}
 		if v := strings.TrimPrefix(src.APIVersion, Group+"/"); v != "v1alpha2" && v != "v1alpha3" {
-			errs = append(errs, fmt.Errorf("%s: %s: apiVersion %s is not supported (want %s/v1alpha2 or %s/v1alpha3)", src, src.Object(), src.APIVersion, Group, Group))
+			errs = append(errs, src.FieldError(field.NotSupported(field.NewPath("apiVersion"), src.APIVersion, []string{Group + "/v1alpha2", Group + "/v1alpha3"})))
 			continue
 		}
 		switch src.Kind {
 		case "Cluster":
 			c := &Cluster{}
 			if err := json.Unmarshal(src.JSON, c); err != nil {
-				errs = append(errs, fmt.Errorf("%s: decoding %s: %w", src, src.Object(), err))
+				errs = append(errs, src.DecodeError(err, c, src.JSON))
 				continue
 			}
 			if g.cluster != nil {
-				errs = append(errs, fmt.Errorf("%s: a second Cluster %q; convert one cluster at a time", src, c.Metadata.Name))
+				errs = append(errs, fmt.Errorf("%s: a second Cluster %q (the first, %q, is at %s): convert one cluster at a time",
+					src.At(""), c.Metadata.Name, g.cluster.Metadata.Name, g.clusterSource.At("")))
 				continue
 			}
 			if c.Metadata.Name == "" {
-				errs = append(errs, fmt.Errorf("%s: the Cluster has no metadata.name", src))
+				errs = append(errs, src.FieldError(field.Required(field.NewPath("metadata", "name"), "the Cluster needs its name")))
 				continue
 			}
-			g.cluster = c
+			g.cluster, g.clusterSource = c, src
 		case "InstanceGroup":
 			ig := &InstanceGroup{}
 			if err := json.Unmarshal(src.JSON, ig); err != nil {
-				errs = append(errs, fmt.Errorf("%s: decoding %s: %w", src, src.Object(), err))
+				errs = append(errs, src.DecodeError(err, ig, src.JSON))
 				continue
 			}
 			if ig.Metadata.Name == "" {
-				errs = append(errs, fmt.Errorf("%s: the InstanceGroup has no metadata.name", src))
+				errs = append(errs, src.FieldError(field.Required(field.NewPath("metadata", "name"), "every InstanceGroup has a name")))
 				continue
 			}
-			if seen[ig.Metadata.Name] {
-				errs = append(errs, fmt.Errorf("%s: a second InstanceGroup %q", src, ig.Metadata.Name))
+			if first, ok := seen[ig.Metadata.Name]; ok {
+				errs = append(errs, src.FieldError(field.Invalid(field.NewPath("metadata", "name"), ig.Metadata.Name,
+					"a second InstanceGroup of that name (the first is at "+first.At("metadata.name")+"): rename one")))
 				continue
 			}
-			seen[ig.Metadata.Name] = true
+			seen[ig.Metadata.Name] = src
 			g.groups = append(g.groups, ig)
+			g.sources[ig] = src
 			if key := misspelledManager(src); key != "" {
 				g.misspelled = append(g.misspelled, fmt.Sprintf("InstanceGroup %q has spec.%s: did you mean spec.manager?", ig.Metadata.Name, key))
 			}
@@ -153,7 +168,8 @@ func (g *generator) decode(sources []convert.Source) convert.Errors {
 	if g.cluster != nil {
 		for _, ig := range g.groups {
 			if owner := ig.Metadata.Labels["kops.k8s.io/cluster"]; owner != "" && owner != g.cluster.Metadata.Name {
-				errs = append(errs, fmt.Errorf("InstanceGroup %q belongs to cluster %q, not %q", ig.Metadata.Name, owner, g.cluster.Metadata.Name))
+				errs = append(errs, g.sources[ig].FieldError(field.Invalid(field.NewPath("metadata", "labels").Key("kops.k8s.io/cluster"), owner,
+					fmt.Sprintf("the InstanceGroup belongs to another cluster than %q (at %s): convert each cluster with its own InstanceGroups", g.cluster.Metadata.Name, g.clusterSource.At("metadata.name")))))
 			}
 		}
 	}
@@ -167,17 +183,23 @@ func describe(src convert.Source) string {
 	return src.Object()
 }
 
-// validate applies kOps' rules to the cluster and its Karpenter groups.
-func (g *generator) validate() convert.Errors {
-	var errs convert.Errors
-	errs = append(errs, objectErrors(fmt.Sprintf("Cluster %q", g.cluster.Metadata.Name), validateCluster(g.cluster, g.opts.Legacy))...)
+// validate applies kOps' rules to the cluster and its Karpenter groups, and returns the groups
+// that break one.
+func (g *generator) validate() (invalid map[*InstanceGroup]bool, errs convert.Errors) {
+	invalid = map[*InstanceGroup]bool{}
+	for _, err := range validateCluster(g.cluster, g.opts.Legacy) {
+		errs = append(errs, g.clusterSource.FieldError(err))
+	}
 	for _, ig := range g.groups {
 		if ig.Spec.Manager != managerKarpenter {
 			continue
 		}
-		errs = append(errs, objectErrors(fmt.Sprintf("InstanceGroup %q", ig.Metadata.Name), validateInstanceGroup(g.cluster, ig, g.opts.Legacy))...)
+		for _, err := range validateInstanceGroup(g.cluster, ig, g.opts.Legacy) {
+			errs = append(errs, g.sources[ig].FieldError(err))
+			invalid[ig] = true
+		}
 	}
-	return errs
+	return invalid, errs
 }
 
 // warnDiscovery reminds that IRSA, which Karpenter needs, needs a public OIDC discovery store
@@ -251,35 +273,66 @@ func misspelledManager(src convert.Source) string {
 	return ""
 }
 
+// placedError is an error about one field of an InstanceGroup, placed at its line by place.
+type placedError struct {
+	path string
+	err  error
+}
+
+func (e *placedError) Error() string { return e.err.Error() }
+func (e *placedError) Unwrap() error { return e.err }
+
+// at marks err as being about the field path of the InstanceGroup being converted.
+func at(path string, err error) error { return &placedError{path: path, err: err} }
+
+// place names the file and line of an error converting ig: the field's, when at marked it.
+func (g *generator) place(ig *InstanceGroup, err error) error {
+	path := ""
+	var placed *placedError
+	if errors.As(err, &placed) {
+		path = placed.path
+	}
+	return fmt.Errorf("%s: %w", g.sources[ig].At(path), err)
+}
+
+// documents returns a document for each kind of object made from a group (named as the
+// command writes them), each traced to the group's input.
+func (g *generator) documents(ig *InstanceGroup, kinds ...string) []convert.Document {
+	src := g.sources[ig]
+	docs := make([]convert.Document, len(kinds))
+	for i, kind := range kinds {
+		docs[i] = convert.Document{File: kind + "-" + ig.Metadata.Name + ".yaml", From: &src}
+		docs[i].Trace("metadata.name", src, "metadata.name")
+	}
+	return docs
+}
+
 // add converts one group as kOps 1.36 does.
 func (g *generator) add(ig *InstanceGroup) error {
-	nodeClass, err := g.ec2NodeClass(ig)
+	docs := g.documents(ig, "ec2nodeclass", "nodepool")
+	nodeClass, err := g.ec2NodeClass(ig, &docs[0])
 	if err != nil {
 		return err
 	}
-	nodePool, err := g.nodePool(ig)
+	nodePool, err := g.nodePool(ig, &docs[1])
 	if err != nil {
 		return err
 	}
-	name := ig.Metadata.Name
-	g.result.Add(
-		convert.Document{File: "ec2nodeclass-" + name + ".yaml", Content: nodeClass},
-		convert.Document{File: "nodepool-" + name + ".yaml", Content: nodePool},
-	)
+	docs[0].Content, docs[1].Content = nodeClass, nodePool
+	g.result.Add(docs...)
 	return nil
 }
 
 // addLegacy converts one group as kOps ≤ 1.33 did.
 func (g *generator) addLegacy(ig *InstanceGroup) error {
-	provisioner, err := g.provisioner(ig)
+	docs := g.documents(ig, "awsnodetemplate", "provisioner")
+	provisioner, err := g.provisioner(ig, &docs[1])
 	if err != nil {
 		return err
 	}
 	name := ig.Metadata.Name
-	g.result.Add(
-		convert.Document{File: "awsnodetemplate-" + name + ".yaml", Content: g.awsNodeTemplate(ig)},
-		convert.Document{File: "provisioner-" + name + ".yaml", Content: provisioner},
-	)
+	docs[0].Content, docs[1].Content = g.awsNodeTemplate(ig), provisioner
+	g.result.Add(docs...)
 	g.result.Warnf("InstanceGroup %q: AWSNodeTemplate %q uses launch template %s.%s, which kOps ≤ 1.33 creates with `kops update cluster`",
 		name, name, name, g.cluster.Metadata.Name)
 	return nil

@@ -70,7 +70,7 @@ func ExistingNodePools(sources []convert.Source) (map[string]bool, error) {
 			} `json:"spec"`
 		}
 		if err := json.Unmarshal(src.JSON, &pool); err != nil {
-			return nil, fmt.Errorf("%s: decoding NodePool: %w", src, err)
+			return nil, src.DecodeError(err, &pool, src.JSON)
 		}
 		existing[pool.Metadata.Name] = pool.Spec.Replicas != nil
 	}

@@ -14,6 +14,7 @@ import (
 	awsv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1alpha1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	karpv1alpha5 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha5"
+	"github.com/openkarpenter/karpenter/pkg/convert"
 )
 
 // The labels kOps ≤ 1.33 used in Provisioner requirements.
@@ -43,26 +44,32 @@ func (g *generator) awsNodeTemplate(ig *InstanceGroup) *awsv1alpha1.AWSNodeTempl
 	}
 }
 
-// provisioner builds the Provisioner kOps ≤ 1.33 generated.
-func (g *generator) provisioner(ig *InstanceGroup) (*karpv1alpha5.Provisioner, error) {
+// provisioner builds the Provisioner kOps ≤ 1.33 generated, tracing in doc which of the
+// group's fields each part comes from.
+func (g *generator) provisioner(ig *InstanceGroup, doc *convert.Document) (*karpv1alpha5.Provisioner, error) {
 	name := ig.Metadata.Name
+	src := g.sources[ig]
 	requirements := []corev1.NodeSelectorRequirement{
 		{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand}},
 		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{g.arch(ig)}},
 	}
 	types, err := g.legacyInstanceTypes(ig)
 	if err != nil {
-		return nil, err
+		return nil, at(instanceTypesField(ig), err)
+	}
+	for i := range types {
+		doc.TraceParsed(fmt.Sprintf("spec.requirements[%d]", len(requirements)+i), src, instanceTypesField(ig))
 	}
 	requirements = append(requirements, types...)
+	doc.Trace("spec.labels", src, "spec.nodeLabels")
+	for i := range ig.Spec.Taints {
+		doc.TraceParsed(fmt.Sprintf("spec.taints[%d]", i), src, fmt.Sprintf("spec.taints[%d]", i))
+	}
+	doc.Trace("spec.kubeletConfiguration", src, "spec.kubelet")
 
-	var taints []corev1.Taint
-	for _, spec := range ig.Spec.Taints {
-		taint, err := parseTaint(spec)
-		if err != nil {
-			return nil, fmt.Errorf("parsing taint %q for %q: %w", spec, name, err)
-		}
-		taints = append(taints, taint)
+	taints, err := parseTaints(ig)
+	if err != nil {
+		return nil, err
 	}
 	var startupTaints []corev1.Taint
 	if g.externalCloudControllerManager() {
@@ -236,7 +243,7 @@ func resourceList(ig, field string, m map[string]string) (corev1.ResourceList, e
 	for _, k := range sortedKeys(m) {
 		q, err := resource.ParseQuantity(m[k])
 		if err != nil {
-			return nil, fmt.Errorf("InstanceGroup %q: spec.kubelet.%s[%s]: %w", ig, field, k, err)
+			return nil, at(fmt.Sprintf("spec.kubelet.%s[%s]", field, k), fmt.Errorf("InstanceGroup %q: spec.kubelet.%s[%s]: %w", ig, field, k, err))
 		}
 		list[corev1.ResourceName(k)] = q
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	"github.com/openkarpenter/karpenter/pkg/convert"
 )
 
 // Root volume defaults of kOps.
@@ -28,30 +29,42 @@ const (
 	nodeupScriptStatePathShape = "%s/igconfig/node/%s/nodeupscript.sh"
 )
 
-// ec2NodeClass builds the EC2NodeClass kOps 1.36 generates for a group.
-func (g *generator) ec2NodeClass(ig *InstanceGroup) (*awsv1.EC2NodeClass, error) {
+// ec2NodeClass builds the EC2NodeClass kOps 1.36 generates for a group, tracing in doc which
+// input field each part comes from.
+func (g *generator) ec2NodeClass(ig *InstanceGroup, doc *convert.Document) (*awsv1.EC2NodeClass, error) {
 	name := ig.Metadata.Name
 	cluster := g.cluster.Metadata.Name
+	src := g.sources[ig]
 
 	term, err := amiSelectorTerm(ig.Spec.Image)
 	if err != nil {
-		return nil, fmt.Errorf("building amiSelectorTerms for %q: %w", name, err)
+		return nil, at("spec.image", fmt.Errorf("building amiSelectorTerms for %q: %w", name, err))
 	}
+	doc.TraceParsed("spec.amiSelectorTerms", src, "spec.image")
 	profile, err := instanceProfile(g.cluster, ig)
 	if err != nil {
-		return nil, fmt.Errorf("building instance profile for %q: %w", name, err)
+		return nil, at("spec.iam.profile", fmt.Errorf("building instance profile for %q: %w", name, err))
 	}
+	doc.TraceParsed("spec.instanceProfile", src, "spec.iam.profile")
 	tags, warnings := nodeClassTags(g.cluster, ig)
 	g.result.Warnings = append(g.result.Warnings, warnings...)
+	if len(ig.Spec.CloudLabels) > 0 || len(g.cluster.Spec.CloudLabels) == 0 {
+		doc.Trace("spec.tags", src, "spec.cloudLabels")
+	} else {
+		doc.Trace("spec.tags", g.clusterSource, "spec.cloudLabels")
+	}
 	publicIP, err := g.associatePublicIP(ig)
 	if err != nil {
-		return nil, err
+		return nil, at("spec.subnets", err)
 	}
+	doc.Trace("spec.associatePublicIPAddress", src, "spec.associatePublicIp")
 	rootDevice := g.rootDeviceName(ig, term)
 	mappings := []*awsv1.BlockDeviceMapping{rootVolumeMapping(ig, rootDevice)}
+	traceRootVolume(doc, src, ig)
 
 	securityGroups := []awsv1.SecurityGroupSelectorTerm{}
 	if ig.Spec.SecurityGroupOverride != nil {
+		doc.TraceParsed("spec.securityGroupSelectorTerms[0]", src, "spec.securityGroupOverride")
 		securityGroups = append(securityGroups, awsv1.SecurityGroupSelectorTerm{ID: *ig.Spec.SecurityGroupOverride})
 	} else {
 		securityGroups = append(securityGroups, awsv1.SecurityGroupSelectorTerm{Tags: map[string]string{
@@ -59,9 +72,11 @@ func (g *generator) ec2NodeClass(ig *InstanceGroup) (*awsv1.EC2NodeClass, error)
 			"Name":         nodesName(cluster),
 		}})
 	}
-	for _, id := range ig.Spec.AdditionalSecurityGroups {
+	for i, id := range ig.Spec.AdditionalSecurityGroups {
+		doc.TraceParsed(fmt.Sprintf("spec.securityGroupSelectorTerms[%d]", len(securityGroups)), src, fmt.Sprintf("spec.additionalSecurityGroups[%d]", i))
 		securityGroups = append(securityGroups, awsv1.SecurityGroupSelectorTerm{ID: id})
 	}
+	doc.Trace("spec.kubelet", src, "spec.kubelet")
 
 	nodeClass := &awsv1.EC2NodeClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"},
@@ -196,6 +211,29 @@ func (g *generator) rootDeviceName(ig *InstanceGroup, term awsv1.AMISelectorTerm
 	g.result.Warnf("InstanceGroup %q: the root device name of image %q needs EC2 to resolve; assuming %s%s: set --root-device-name if the image uses another",
 		ig.Metadata.Name, strings.TrimSpace(ig.Spec.Image), defaultRootDeviceName, hint)
 	return defaultRootDeviceName
+}
+
+// traceRootVolume ties the root volume mapping to the fields it comes from: the v1alpha3
+// rootVolume block's, else the v1alpha2 rootVolume… fields.
+func traceRootVolume(doc *convert.Document, src convert.Source, ig *InstanceGroup) {
+	block := ig.Spec.RootVolume
+	for _, f := range []struct {
+		output, block, flat string
+		inBlock             bool
+	}{
+		{"volumeSize", "size", "rootVolumeSize", block != nil && block.Size != nil},
+		{"volumeType", "type", "rootVolumeType", block != nil && block.Type != nil},
+		{"iops", "iops", "rootVolumeIops", block != nil && block.IOPS != nil},
+		{"throughput", "throughput", "rootVolumeThroughput", block != nil && block.Throughput != nil},
+		{"kmsKeyID", "encryptionKey", "rootVolumeEncryptionKey", block != nil && block.EncryptionKey != nil},
+	} {
+		input := "spec." + f.flat
+		if f.inBlock {
+			input = "spec.rootVolume." + f.block
+		}
+		doc.TraceParsed("spec.blockDeviceMappings[0].ebs."+f.output, src, input)
+	}
+	doc.TraceParsed("spec.blockDeviceMappings[0].deviceName", convert.Source{}, "--root-device-name")
 }
 
 // rootVolumeMapping is the one block device mapping kOps generates, for the root volume.

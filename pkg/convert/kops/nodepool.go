@@ -14,21 +14,26 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/convert"
 )
 
-// nodePool builds the NodePool kOps 1.36 generates for a group.
-func (g *generator) nodePool(ig *InstanceGroup) (*karpv1.NodePool, error) {
+// nodePool builds the NodePool kOps 1.36 generates for a group, tracing in doc which of the
+// group's fields each part comes from.
+func (g *generator) nodePool(ig *InstanceGroup, doc *convert.Document) (*karpv1.NodePool, error) {
 	name := ig.Metadata.Name
+	src := g.sources[ig]
 	labels, warnings := templateLabels(name, nodeLabels(g.cluster, ig))
 	g.result.Warnings = append(g.result.Warnings, warnings...)
+	doc.Trace("spec.template.metadata.labels", src, "spec.nodeLabels")
+	for i := range ig.Spec.Taints {
+		doc.TraceParsed(fmt.Sprintf("spec.template.spec.taints[%d]", i), src, fmt.Sprintf("spec.taints[%d]", i))
+	}
+	doc.TraceParsed("spec.replicas", src, "spec.minSize")
+	doc.TraceParsed("spec.limits", src, "spec.maxSize")
 
-	var taints []corev1.Taint
-	for _, spec := range ig.Spec.Taints {
-		taint, err := parseTaint(spec)
-		if err != nil {
-			return nil, fmt.Errorf("parsing taint %q for %q: %w", spec, name, err)
-		}
-		taints = append(taints, taint)
+	taints, err := parseTaints(ig)
+	if err != nil {
+		return nil, err
 	}
 
 	capacityTypes := capacityTypes(ig)
@@ -36,6 +41,7 @@ func (g *generator) nodePool(ig *InstanceGroup) (*karpv1.NodePool, error) {
 		{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(corev1.Linux)}},
 	}
 	if types := instanceTypes(ig); len(types) > 0 {
+		doc.TraceParsed(fmt.Sprintf("spec.template.spec.requirements[%d]", len(requirements)), src, instanceTypesField(ig))
 		requirements = append(requirements, karpv1.NodeSelectorRequirementWithMinValues{
 			Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: types,
 		})
@@ -100,6 +106,27 @@ func instanceTypes(ig *InstanceGroup) []string {
 	}
 	sort.Strings(types)
 	return types
+}
+
+// instanceTypesField names the field the group's instance types come from, for messages.
+func instanceTypesField(ig *InstanceGroup) string {
+	if ig.Spec.MachineType == "" && ig.Spec.MixedInstancesPolicy != nil {
+		return "spec.mixedInstancesPolicy.instances"
+	}
+	return "spec.machineType"
+}
+
+// parseTaints reads the group's taints.
+func parseTaints(ig *InstanceGroup) ([]corev1.Taint, error) {
+	var taints []corev1.Taint
+	for i, spec := range ig.Spec.Taints {
+		taint, err := parseTaint(spec)
+		if err != nil {
+			return nil, at(fmt.Sprintf("spec.taints[%d]", i), fmt.Errorf("parsing taint %q for %q: %w", spec, ig.Metadata.Name, err))
+		}
+		taints = append(taints, taint)
+	}
+	return taints, nil
 }
 
 // capacityTypes: a max price or a spot duration means spot only; an on-demand share below 100%

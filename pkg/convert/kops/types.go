@@ -79,7 +79,7 @@ func (c *CloudProvider) UnmarshalJSON(data []byte) error {
 	}
 	var blocks map[string]json.RawMessage
 	if err := json.Unmarshal(data, &blocks); err != nil {
-		return fmt.Errorf("spec.cloudProvider must be a name such as aws or an object such as {aws: {}}")
+		return fmt.Errorf("want a name such as aws or an object such as {aws: {}}")
 	}
 	names := make([]string, 0, len(blocks))
 	for name := range blocks {
@@ -95,7 +95,7 @@ func (c *CloudProvider) UnmarshalJSON(data []byte) error {
 		c.AWS = &AWSSpec{}
 		if string(raw) != "null" {
 			if err := json.Unmarshal(raw, c.AWS); err != nil {
-				return fmt.Errorf("spec.cloudProvider.aws: %w", err)
+				return fmt.Errorf("aws: %w", err)
 			}
 		}
 	}

@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/convert"
 )
 
 // kOps' values of InstanceGroup spec.role and spec.manager that matter here.
@@ -44,8 +48,16 @@ func validateInstanceGroup(c *Cluster, ig *InstanceGroup, legacy bool) field.Err
 	if ig.Spec.Role != roleNode {
 		errs = append(errs, field.Forbidden(spec.Child("role"), "Karpenter InstanceGroups must have role Node"))
 	}
+	errs = append(errs, validateMachineTypes(ig)...)
 	if legacy {
 		return errs
+	}
+	if size := ig.Spec.rootVolume().Size; size != nil && *size > maxRootVolumeGiB {
+		path := spec.Child("rootVolumeSize")
+		if ig.Spec.RootVolume != nil && ig.Spec.RootVolume.Size != nil {
+			path = spec.Child("rootVolume", "size")
+		}
+		errs = append(errs, field.Invalid(path, *size, fmt.Sprintf("must be at most %d: the EC2NodeClass volumeSize it becomes (%d becomes %dGi) takes at most %dGi", maxRootVolumeGiB, *size, *size, maxRootVolumeGiB)))
 	}
 	if ig.Spec.MaxSize != nil && *ig.Spec.MaxSize <= 0 {
 		errs = append(errs, field.Invalid(spec.Child("maxSize"), *ig.Spec.MaxSize, "must be greater than zero"))
@@ -71,6 +83,10 @@ func validateInstanceGroup(c *Cluster, ig *InstanceGroup, legacy bool) field.Err
 	return errs
 }
 
+// maxRootVolumeGiB is the largest volumeSize, in Gi, the EC2NodeClass CRD accepts; kOps writes
+// the root volume size as that many Gi.
+const maxRootVolumeGiB = 59000
+
 // staticCapacityEnabled reads the StaticCapacity gate as kOps does: unset or empty feature gates
 // mean the addon's default (enabled); otherwise the last StaticCapacity=value item decides, and
 // only "true" (in any case) enables it.
@@ -89,11 +105,57 @@ func staticCapacityEnabled(k *Karpenter) bool {
 	return enabled
 }
 
-// objectErrors prefixes each field error with the object it is about.
-func objectErrors(object string, errs field.ErrorList) []error {
-	out := make([]error, 0, len(errs))
-	for _, err := range errs {
-		out = append(out, fmt.Errorf("%s: %w", object, err))
+// validateMachineTypes applies kOps' rule that every machine type, of the comma-separated
+// spec.machineType and of spec.mixedInstancesPolicy.instances, is an EC2 instance type (an
+// empty one, as in "m5.large,," or ",,,,", is none), with kOps' message. kOps asks EC2; offline,
+// the EC2 catalog built into this binary answers, and suggests the name meant.
+func validateMachineTypes(ig *InstanceGroup) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if ig.Spec.MachineType != "" {
+		reported := map[string]bool{}
+		for _, typ := range strings.Split(ig.Spec.MachineType, ",") {
+			if detail := machineTypeProblem(typ); detail != "" && !reported[detail] {
+				reported[detail] = true
+				errs = append(errs, field.Invalid(spec.Child("machineType"), ig.Spec.MachineType, detail))
+			}
+		}
 	}
-	return out
+	if p := ig.Spec.MixedInstancesPolicy; p != nil {
+		for i, typ := range p.Instances {
+			if detail := machineTypeProblem(typ); detail != "" {
+				errs = append(errs, field.Invalid(spec.Child("mixedInstancesPolicy", "instances").Index(i), typ, detail))
+			}
+		}
+	}
+	return errs
+}
+
+// instanceTypeNames are the names of the EC2 catalog's instance types.
+var instanceTypeNames = sync.OnceValue(func() []string {
+	entries, err := catalog.Load()
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	return names
+})
+
+// machineTypeProblem says why a machine type is not an EC2 instance type, or "" when it is.
+func machineTypeProblem(typ string) string {
+	typ = strings.TrimSpace(typ)
+	if typ == "" {
+		return "machine type specified is invalid: an empty name (a stray comma?): list instance types such as m6i.large,m5.large"
+	}
+	if _, ok := catalog.Lookup(typ); ok {
+		return ""
+	}
+	detail := fmt.Sprintf("machine type specified is invalid: %q is not an EC2 instance type (of the %d in this build's catalog)", typ, len(instanceTypeNames()))
+	if near := convert.Suggest(typ, instanceTypeNames()); near != "" {
+		detail += fmt.Sprintf(": did you mean %s?", near)
+	}
+	return detail
 }

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -39,6 +42,7 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 type provisioner struct {
 	obj   *karpv1alpha5.Provisioner
 	label string // `Provisioner "name"`
+	src   convert.Source
 }
 
 // template is a decoded AWSNodeTemplate.
@@ -46,6 +50,7 @@ type template struct {
 	obj   *awsv1alpha1.AWSNodeTemplate
 	label string
 	used  bool
+	src   convert.Source
 }
 
 // converter holds one conversion's input and output.
@@ -78,13 +83,11 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 		}
 		if !emitted[plan.nodeClassName] {
 			emitted[plan.nodeClassName] = true
-			if nodeClass := c.nodeClass(plan); nodeClass != nil {
-				c.result.Add(convert.Document{File: "ec2nodeclass-" + nodeClass.Name + ".yaml", Content: nodeClass})
-			}
+			c.addNodeClass(plan)
 		}
-		if nodePool := c.nodePool(p, plan.nodeClassName); nodePool != nil {
-			c.result.Add(convert.Document{File: "nodepool-" + nodePool.Name + ".yaml", Content: nodePool})
-		}
+		doc := convert.Document{File: "nodepool-" + p.obj.Name + ".yaml", From: &p.src}
+		doc.Content = c.nodePool(p, plan.nodeClassName, &doc)
+		c.result.Add(doc)
 	}
 	for _, name := range c.order {
 		t := c.templates[name]
@@ -92,9 +95,11 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 			continue
 		}
 		c.result.Warnf("%s: no Provisioner uses it; converted on its own", t.label)
-		if nodeClass := c.nodeClass(&nodeClassPlan{nodeClassName: name, template: t}); nodeClass != nil {
-			c.result.Add(convert.Document{File: "ec2nodeclass-" + name + ".yaml", Content: nodeClass})
-		}
+		c.addNodeClass(&nodeClassPlan{nodeClassName: name, template: t})
+	}
+	// What was written despite the errors is checked too, so that one run lists everything.
+	if err := c.result.Validate(); err != nil {
+		c.errs = append(c.errs, convert.AsErrors(err)...)
 	}
 	if len(c.errs) > 0 {
 		return nil, c.errs
@@ -107,7 +112,7 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 
 // decode reads the Provisioners and AWSNodeTemplates, reporting unknown fields.
 func (c *converter) decode(sources []convert.Source) {
-	seenProvisioners := map[string]bool{}
+	seenProvisioners := map[string]convert.Source{}
 	for _, src := range sources {
 		switch {
 		case src.Kind == "Provisioner" && src.APIVersion == karpv1alpha5.SchemeGroupVersion.String():
@@ -115,28 +120,25 @@ func (c *converter) decode(sources []convert.Source) {
 			if !c.decodeObject(src, p) {
 				continue
 			}
-			if seenProvisioners[p.Name] {
-				c.errs = append(c.errs, fmt.Errorf("%s: a second Provisioner %q", src, p.Name))
+			if first, ok := seenProvisioners[p.Name]; ok {
+				c.errs = append(c.errs, src.FieldError(field.Invalid(field.NewPath("metadata", "name"), p.Name, "a second Provisioner of that name (the first is at "+first.At("metadata.name")+"): rename one")))
 				continue
 			}
-			seenProvisioners[p.Name] = true
-			if problems := invalidValues(p); len(problems) > 0 {
-				for _, problem := range problems {
-					c.errs = append(c.errs, fmt.Errorf("Provisioner %q: %w", p.Name, problem))
-				}
-				continue
+			seenProvisioners[p.Name] = src
+			for _, problem := range dropInvalidValues(p) {
+				c.errs = append(c.errs, src.FieldError(problem))
 			}
-			c.provisioners = append(c.provisioners, &provisioner{obj: p, label: fmt.Sprintf("Provisioner %q", p.Name)})
+			c.provisioners = append(c.provisioners, &provisioner{obj: p, label: fmt.Sprintf("Provisioner %q", p.Name), src: src})
 		case src.Kind == "AWSNodeTemplate" && src.APIVersion == awsv1alpha1.SchemeGroupVersion.String():
 			t := &awsv1alpha1.AWSNodeTemplate{}
 			if !c.decodeObject(src, t) {
 				continue
 			}
-			if c.templates[t.Name] != nil {
-				c.errs = append(c.errs, fmt.Errorf("%s: a second AWSNodeTemplate %q", src, t.Name))
+			if first := c.templates[t.Name]; first != nil {
+				c.errs = append(c.errs, src.FieldError(field.Invalid(field.NewPath("metadata", "name"), t.Name, "a second AWSNodeTemplate of that name (the first is at "+first.src.At("metadata.name")+"): rename one")))
 				continue
 			}
-			c.templates[t.Name] = &template{obj: t, label: fmt.Sprintf("AWSNodeTemplate %q", t.Name)}
+			c.templates[t.Name] = &template{obj: t, label: fmt.Sprintf("AWSNodeTemplate %q", t.Name), src: src}
 			c.order = append(c.order, t.Name)
 		default:
 			what := "a document without kind"
@@ -148,22 +150,40 @@ func (c *converter) decode(sources []convert.Source) {
 	}
 }
 
-// invalidValues lists the values the Provisioner CRD refused (negative TTLs, a weight outside
-// 1 to 100) and negative limits: the v1 NodePool written from them would be refused too, or
-// would launch nothing.
-func invalidValues(p *karpv1alpha5.Provisioner) field.ErrorList {
+// maxTTLSeconds is the longest TTL that converts: the most whole seconds a Go time.Duration
+// holds (2562047h47m16s, about 292 years). Karpenter reads expireAfter and consolidateAfter as
+// such durations, so a longer one, though its CRD pattern allows the digits, cannot be read.
+const maxTTLSeconds = int64(math.MaxInt64 / int64(time.Second))
+
+// dropInvalidValues lists, and removes from p so that the rest still converts (and is checked),
+// the values the Provisioner CRD refused (negative TTLs, a weight outside 1 to 100), TTLs longer
+// than v1 durations hold, and negative limits: the v1 NodePool written from them would be
+// refused too, or would launch nothing.
+func dropInvalidValues(p *karpv1alpha5.Provisioner) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	for _, ttl := range []struct {
-		name  string
-		value *int64
-	}{{"ttlSecondsAfterEmpty", p.Spec.TTLSecondsAfterEmpty}, {"ttlSecondsUntilExpired", p.Spec.TTLSecondsUntilExpired}} {
-		if ttl.value != nil && *ttl.value < 0 {
-			errs = append(errs, field.Invalid(spec.Child(ttl.name), *ttl.value, "must be 0 or more seconds"))
+		name, never string
+		value       **int64
+	}{
+		{"ttlSecondsAfterEmpty", "to never remove empty nodes", &p.Spec.TTLSecondsAfterEmpty},
+		{"ttlSecondsUntilExpired", "to never expire nodes", &p.Spec.TTLSecondsUntilExpired},
+	} {
+		switch value := *ttl.value; {
+		case value == nil:
+		case *value < 0:
+			errs = append(errs, field.Invalid(spec.Child(ttl.name), *value, "must be 0 or more seconds"))
+			*ttl.value = nil
+		case *value > maxTTLSeconds:
+			errs = append(errs, field.Invalid(spec.Child(ttl.name), *value, fmt.Sprintf(
+				"must be at most %d seconds (%s, about 292 years), the longest duration Karpenter reads; leave it out %s",
+				maxTTLSeconds, secondsText(maxTTLSeconds), ttl.never)))
+			*ttl.value = nil
 		}
 	}
 	if w := p.Spec.Weight; w != nil && (*w < 1 || *w > 100) {
 		errs = append(errs, field.Invalid(spec.Child("weight"), *w, "must be from 1 to 100"))
+		p.Spec.Weight = nil
 	}
 	if p.Spec.Limits != nil {
 		names := make([]string, 0, len(p.Spec.Limits.Resources))
@@ -174,38 +194,47 @@ func invalidValues(p *karpv1alpha5.Provisioner) field.ErrorList {
 		for _, name := range names {
 			if q := p.Spec.Limits.Resources[corev1.ResourceName(name)]; q.Sign() < 0 {
 				errs = append(errs, field.Invalid(spec.Child("limits", "resources").Key(name), q.String(), "must not be negative (leave the resource out for no limit)"))
+				delete(p.Spec.Limits.Resources, corev1.ResourceName(name))
 			}
 		}
 	}
 	return errs
 }
 
-// decodeObject decodes a legacy object without its status, reporting unknown fields.
+// decodeObject decodes a legacy object without its status. An unknown field is an error when
+// it looks like a misspelling of a known one, and is otherwise dropped with a warning.
 func (c *converter) decodeObject(src convert.Source, obj legacyObject) bool {
-	var m map[string]any
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal(src.JSON, &m); err != nil {
-		c.errs = append(c.errs, fmt.Errorf("%s: %w", src, err))
+		c.errs = append(c.errs, src.DecodeError(err, nil, src.JSON))
 		return false
 	}
 	delete(m, "status")
 	data, err := json.Marshal(m)
 	if err != nil {
-		c.errs = append(c.errs, fmt.Errorf("%s: %w", src, err))
+		c.errs = append(c.errs, src.DecodeError(err, nil, src.JSON))
 		return false
 	}
-	problems, err := convert.DecodeStrict(data, obj)
+	unknown, err := convert.DecodeStrict(data, obj)
 	if err != nil {
-		c.errs = append(c.errs, fmt.Errorf("%s: %s: %w", src, src.Object(), err))
+		c.errs = append(c.errs, src.DecodeError(err, obj, data))
 		return false
 	}
 	if obj.GetName() == "" {
-		c.errs = append(c.errs, fmt.Errorf("%s: the %s has no metadata.name", src, src.Kind))
+		c.errs = append(c.errs, src.FieldError(field.Required(field.NewPath("metadata", "name"), "every "+src.Kind+" has a name")))
 		return false
 	}
-	for _, problem := range problems {
-		c.result.Warnf("%s: %s: dropped (not a field of %s)", src.Object(), problem, src.APIVersion)
+	ok := true
+	for _, f := range unknown {
+		if f.DidYouMean != "" {
+			c.errs = append(c.errs, src.FieldError(field.Invalid(field.NewPath(f.Path), field.OmitValueType{},
+				fmt.Sprintf("not a field of %s %s: did you mean %s?", src.APIVersion, src.Kind, f.DidYouMean))))
+			ok = false
+			continue
+		}
+		c.result.Warnf("%s: %s: %s: dropped (not a field of %s)", src.At(f.Path), src.Object(), f, src.APIVersion)
 	}
-	return true
+	return ok
 }
 
 // legacyObject is a decoded Provisioner or AWSNodeTemplate.
@@ -237,7 +266,7 @@ func (c *converter) plan() map[*provisioner]*nodeClassPlan {
 		kubelet := c.kubelet(p)
 		switch {
 		case spec.Provider != nil && spec.ProviderRef != nil:
-			c.errs = append(c.errs, fmt.Errorf("%s: %w", p.label, field.Forbidden(path.Child("provider"), "provider and providerRef are mutually exclusive")))
+			c.errs = append(c.errs, p.src.FieldError(field.Forbidden(path.Child("provider"), "provider and providerRef are mutually exclusive: keep one")))
 		case spec.Provider != nil:
 			aws, ok := c.inlineProvider(p)
 			if ok {
@@ -246,12 +275,12 @@ func (c *converter) plan() map[*provisioner]*nodeClassPlan {
 		case spec.ProviderRef != nil:
 			ref := spec.ProviderRef
 			if (ref.Kind != "" && ref.Kind != "AWSNodeTemplate") || (ref.APIVersion != "" && ref.APIVersion != awsv1alpha1.SchemeGroupVersion.String()) {
-				c.errs = append(c.errs, fmt.Errorf("%s: %w", p.label, field.NotSupported(path.Child("providerRef"), strings.TrimSpace(ref.APIVersion+" "+ref.Kind), []string{"karpenter.k8s.aws/v1alpha1 AWSNodeTemplate"})))
+				c.errs = append(c.errs, p.src.FieldError(field.NotSupported(path.Child("providerRef"), strings.TrimSpace(ref.APIVersion+" "+ref.Kind), []string{"karpenter.k8s.aws/v1alpha1 AWSNodeTemplate"})))
 				continue
 			}
 			t := c.templates[ref.Name]
 			if t == nil {
-				c.errs = append(c.errs, fmt.Errorf("%s: %w", p.label, field.Invalid(path.Child("providerRef", "name"), ref.Name, "no AWSNodeTemplate of that name in the input; give it too")))
+				c.errs = append(c.errs, p.src.FieldError(field.Invalid(path.Child("providerRef", "name"), ref.Name, "no AWSNodeTemplate of that name in the input; give it too")))
 				continue
 			}
 			t.used = true
@@ -272,7 +301,7 @@ func (c *converter) plan() map[*provisioner]*nodeClassPlan {
 			}
 			plans[p] = plan
 		default:
-			c.errs = append(c.errs, fmt.Errorf("%s: %w", p.label, field.Required(path.Child("providerRef"), "a Provisioner needs provider or providerRef for its AWS settings")))
+			c.errs = append(c.errs, p.src.FieldError(field.Required(path.Child("providerRef"), "a Provisioner needs provider or providerRef for its AWS settings")))
 		}
 	}
 	names := map[string]string{}
@@ -285,7 +314,7 @@ func (c *converter) plan() map[*provisioner]*nodeClassPlan {
 			continue
 		}
 		if other, taken := names[plan.nodeClassName]; taken {
-			c.errs = append(c.errs, fmt.Errorf("%s: its EC2NodeClass would be named %q, like the one from %s; rename one", p.label, plan.nodeClassName, other))
+			c.errs = append(c.errs, p.src.FieldError(field.Invalid(field.NewPath("metadata", "name"), p.obj.Name, fmt.Sprintf("its EC2NodeClass would be named %q, like the one from %s: rename one", plan.nodeClassName, other))))
 			continue
 		}
 		names[plan.nodeClassName] = p.label
@@ -297,7 +326,7 @@ func (c *converter) plan() map[*provisioner]*nodeClassPlan {
 func (c *converter) inlineProvider(p *provisioner) (*awsv1alpha1.AWS, bool) {
 	var m map[string]any
 	if err := json.Unmarshal(p.obj.Spec.Provider.Raw, &m); err != nil || m == nil {
-		c.errs = append(c.errs, fmt.Errorf("%s: spec.provider: not an object", p.label))
+		c.errs = append(c.errs, p.src.FieldError(field.Invalid(field.NewPath("spec", "provider"), field.OmitValueType{}, "want an object of AWS settings")))
 		return nil, false
 	}
 	// Very old inline providers carried their own type; it says nothing more.
@@ -309,20 +338,40 @@ func (c *converter) inlineProvider(p *provisioner) (*awsv1alpha1.AWS, bool) {
 			delete(m, key)
 		}
 	}
-	data, err := json.Marshal(map[string]any{"spec": m})
+	data, err := json.Marshal(map[string]any{"spec": map[string]any{"provider": m}})
 	if err != nil {
-		c.errs = append(c.errs, fmt.Errorf("%s: spec.provider: %w", p.label, err))
+		c.errs = append(c.errs, p.src.DecodeError(err, nil, p.obj.Spec.Provider.Raw))
 		return nil, false
 	}
-	holder := &awsv1alpha1.AWSNodeTemplate{}
-	problems, err := convert.DecodeStrict(data, holder)
+	holder := &providerHolder{}
+	unknown, err := convert.DecodeStrict(data, holder)
 	if err != nil {
-		c.errs = append(c.errs, fmt.Errorf("%s: spec.provider: %w", p.label, err))
+		c.errs = append(c.errs, p.src.DecodeError(err, holder, data))
 		return nil, false
 	}
-	for _, problem := range problems {
-		problem = strings.Replace(problem, `"spec.`, `"spec.provider.`, 1)
-		c.result.Warnf("%s: %s: dropped (not a field of an inline AWS provider)", p.label, problem)
+	ok := true
+	for _, f := range unknown {
+		if f.DidYouMean != "" {
+			c.errs = append(c.errs, p.src.FieldError(field.Invalid(field.NewPath(f.Path), field.OmitValueType{},
+				"not a field of an inline AWS provider: did you mean "+f.DidYouMean+"?")))
+			ok = false
+			continue
+		}
+		c.result.Warnf("%s: %s: %s: dropped (not a field of an inline AWS provider)", p.src.At(f.Path), p.label, f)
 	}
-	return &holder.Spec.AWS, true
+	return &holder.Spec.Provider, ok
+}
+
+// providerHolder decodes a Provisioner's inline spec.provider as the AWS settings, at its path.
+type providerHolder struct {
+	metav1.TypeMeta `json:",inline"`
+	Spec            struct {
+		Provider awsv1alpha1.AWS `json:"provider"`
+	} `json:"spec"`
+}
+
+// DeepCopyObject makes providerHolder a runtime.Object for the strict decoder; nothing copies it.
+func (h *providerHolder) DeepCopyObject() runtime.Object {
+	out := *h
+	return &out
 }

@@ -10,5 +10,7 @@
 // selector terms, instance profile, tags, block devices, metadata options, user data). What v1
 // cannot express is a warning, one line per field; what would make the output wrong or invalid
 // (a launch template, an Ubuntu or Custom family without an amiSelector, no instance profile,
-// a negative TTL or limit, a weight outside 1 to 100) is an error.
+// a negative TTL or limit, a TTL longer than a duration holds, a weight outside 1 to 100, a
+// misspelled field, selectors that expand to more terms than v1 holds) is an error, and so is
+// any value the v1 CRDs refuse, reported at the field it came from.
 package legacy

@@ -2,11 +2,14 @@ package legacy_test
 
 import (
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -85,5 +88,43 @@ func TestSeed003MeansTheSame(t *testing.T) {
 	}
 	if !reflect.DeepEqual(class.Spec.AMISelectorTerms, []awsv1.AMISelectorTerm{{Alias: "al2@latest"}}) {
 		t.Errorf("AMIs %+v, want the AL2 default of v0.x", class.Spec.AMISelectorTerms)
+	}
+}
+
+// TestLongestTTLsConvert: the longest TTLs v1 durations hold (see error-ttl-too-long for one
+// second more) convert to durations Karpenter reads back as the same number of seconds.
+func TestLongestTTLsConvert(t *testing.T) {
+	input := `apiVersion: karpenter.sh/v1alpha5
+kind: Provisioner
+metadata: {name: longest}
+spec:
+  ttlSecondsAfterEmpty: 9223372036
+  ttlSecondsUntilExpired: 9223372036
+  providerRef: {name: default}
+---
+apiVersion: karpenter.k8s.aws/v1alpha1
+kind: AWSNodeTemplate
+metadata: {name: default}
+spec:
+  subnetSelector: {karpenter.sh/discovery: my-cluster}
+  securityGroupSelector: {karpenter.sh/discovery: my-cluster}
+  instanceProfile: KarpenterNodeInstanceProfile-my-cluster
+`
+	sources, err := convert.ReadSources("longest.yaml", strings.NewReader(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, err := legacy.Convert(sources, legacy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, _ := golden.PoolAndClass(t, result)
+	u, data := golden.Unstructured(t, convert.Document{Content: pool})
+	for _, path := range [][]string{{"spec", "template", "spec", "expireAfter"}, {"spec", "disruption", "consolidateAfter"}} {
+		text, _, _ := unstructured.NestedString(u.Object, path...)
+		var read karpv1.NillableDuration
+		if err := read.UnmarshalJSON([]byte(strconv.Quote(text))); err != nil || read.Duration == nil || *read.Duration != 9223372036*time.Second {
+			t.Errorf("%s = %q reads back as %v (%v), want 9223372036s\n%s", strings.Join(path, "."), text, read, err, data)
+		}
 	}
 }

@@ -38,30 +38,68 @@ func ubuntuRootVolume() *awsv1.BlockDeviceMapping {
 	}
 }
 
+// addNodeClass adds the EC2NodeClass of a plan to the result, unless it has errors.
+func (c *converter) addNodeClass(plan *nodeClassPlan) {
+	doc := convert.Document{File: "ec2nodeclass-" + plan.nodeClassName + ".yaml"}
+	if nodeClass := c.nodeClass(plan, &doc); nodeClass != nil {
+		doc.Content = nodeClass
+		c.result.Add(doc)
+	}
+}
+
 // nodeClass translates the AWS settings of a plan: an AWSNodeTemplate or an inline provider,
-// with the kubelet settings of its Provisioners.
-func (c *converter) nodeClass(plan *nodeClassPlan) *awsv1.EC2NodeClass {
+// with the kubelet settings of its Provisioners. It traces in doc which input field each part
+// comes from.
+func (c *converter) nodeClass(plan *nodeClassPlan, doc *convert.Document) *awsv1.EC2NodeClass {
 	var (
 		spec   awsv1alpha1.AWSNodeTemplateSpec
 		label  string
+		src    convert.Source
 		path   = field.NewPath("spec")
 		labels map[string]string
 		notes  map[string]string
 	)
 	if plan.template != nil {
 		spec = plan.template.obj.Spec
-		label = plan.template.label
+		label, src = plan.template.label, plan.template.src
 		if plan.nodeClassName != plan.template.obj.Name {
 			label = fmt.Sprintf("%s (EC2NodeClass %q)", label, plan.nodeClassName)
+			doc.Trace("metadata.name", plan.kubeletFrom.src, "metadata.name")
 		}
 		labels, notes = plan.template.obj.Labels, withoutLastApplied(plan.template.obj.Annotations)
+		doc.Trace("metadata", src, "metadata")
 	} else {
 		spec = awsv1alpha1.AWSNodeTemplateSpec{AWS: *plan.inline}
-		label = plan.owner.label
+		label, src = plan.owner.label, plan.owner.src
 		path = path.Child("provider")
+		doc.Trace("metadata.name", src, "metadata.name")
+	}
+	doc.From = &src
+	for _, same := range []struct{ output, input string }{
+		{"userData", "userData"},
+		{"context", "context"},
+		{"detailedMonitoring", "detailedMonitoring"},
+		{"metadataOptions", "metadataOptions"},
+		{"blockDeviceMappings", "blockDeviceMappings"},
+		{"amiFamily", "amiFamily"},
+		{"instanceProfile", "instanceProfile"},
+		{"tags", "tags"},
+	} {
+		doc.Trace("spec."+same.output, src, path.Child(same.input).String())
+	}
+	// v0.x selectors are maps of comma-separated values; v1 terms are built from them.
+	for _, built := range []struct{ output, input string }{
+		{"subnetSelectorTerms", "subnetSelector"},
+		{"securityGroupSelectorTerms", "securityGroupSelector"},
+		{"amiSelectorTerms", "amiSelector"},
+	} {
+		doc.TraceParsed("spec."+built.output, src, path.Child(built.input).String())
+	}
+	if plan.kubeletFrom != nil {
+		doc.Trace("spec.kubelet", plan.kubeletFrom.src, "spec.kubeletConfiguration")
 	}
 	errorsBefore := len(c.errs)
-	fail := func(err *field.Error) { c.errs = append(c.errs, fmt.Errorf("%s: %w", label, err)) }
+	fail := func(err *field.Error) { c.errs = append(c.errs, src.FieldError(err)) }
 	report := func(p *field.Path, format string, args ...any) {
 		c.result.Warnf("%s: %s: %s", label, p, fmt.Sprintf(format, args...))
 	}
@@ -89,24 +127,24 @@ func (c *converter) nodeClass(plan *nodeClassPlan) *awsv1.EC2NodeClass {
 	if len(spec.SubnetSelector) == 0 {
 		fail(field.Required(path.Child("subnetSelector"), "EC2NodeClass needs subnetSelectorTerms"))
 	} else {
-		terms, dropped := subnetTerms(spec.SubnetSelector)
+		terms, dropped, err := subnetTerms(spec.SubnetSelector)
 		if dropped != "" {
 			report(path.Child("subnetSelector"), "%s", dropped)
 		}
-		if len(terms) > maxTerms {
-			fail(field.TooMany(path.Child("subnetSelector"), len(terms), maxTerms))
+		if err != nil {
+			fail(field.Invalid(path.Child("subnetSelector"), field.OmitValueType{}, err.Error()))
 		}
 		nodeClass.Spec.SubnetSelectorTerms = terms
 	}
 	if len(spec.SecurityGroupSelector) == 0 {
 		fail(field.Required(path.Child("securityGroupSelector"), "EC2NodeClass needs securityGroupSelectorTerms"))
 	} else {
-		terms, dropped := securityGroupTerms(spec.SecurityGroupSelector)
+		terms, dropped, err := securityGroupTerms(spec.SecurityGroupSelector)
 		if dropped != "" {
 			report(path.Child("securityGroupSelector"), "%s", dropped)
 		}
-		if len(terms) > maxTerms {
-			fail(field.TooMany(path.Child("securityGroupSelector"), len(terms), maxTerms))
+		if err != nil {
+			fail(field.Invalid(path.Child("securityGroupSelector"), field.OmitValueType{}, err.Error()))
 		}
 		nodeClass.Spec.SecurityGroupSelectorTerms = terms
 	}
@@ -137,11 +175,8 @@ func (c *converter) nodeClass(plan *nodeClassPlan) *awsv1.EC2NodeClass {
 		}
 	} else {
 		terms, dropped, err := amiTerms(spec.AMISelector)
-		switch {
-		case err != nil:
-			fail(field.Invalid(path.Child("amiSelector"), spec.AMISelector, err.Error()))
-		case len(terms) > maxTerms:
-			fail(field.TooMany(path.Child("amiSelector"), len(terms), maxTerms))
+		if err != nil {
+			fail(field.Invalid(path.Child("amiSelector"), field.OmitValueType{}, err.Error()))
 		}
 		if dropped != "" {
 			report(path.Child("amiSelector"), "%s", dropped)
@@ -165,8 +200,10 @@ func (c *converter) nodeClass(plan *nodeClassPlan) *awsv1.EC2NodeClass {
 		nodeClass.Spec.InstanceProfile = ptr.To(*spec.InstanceProfile)
 	case c.opts.InstanceProfile != "":
 		nodeClass.Spec.InstanceProfile = ptr.To(c.opts.InstanceProfile)
+		doc.TraceParsed("spec.instanceProfile", convert.Source{}, "--instance-profile")
 	case c.opts.Role != "":
 		nodeClass.Spec.Role = c.opts.Role
+		doc.TraceParsed("spec.role", convert.Source{}, "--role")
 	default:
 		fail(field.Required(path.Child("instanceProfile"),
 			"Karpenter v0.x used its aws.defaultInstanceProfile setting: give that instance profile (--instance-profile) or its role (--role)"))

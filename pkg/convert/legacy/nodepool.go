@@ -3,18 +3,36 @@ package legacy
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/convert"
 )
 
-// nodePool translates a Provisioner.
-func (c *converter) nodePool(p *provisioner, nodeClassName string) *karpv1.NodePool {
+// nodePool translates a Provisioner, tracing in doc which of its fields each part comes from.
+func (c *converter) nodePool(p *provisioner, nodeClassName string, doc *convert.Document) *karpv1.NodePool {
 	spec := p.obj.Spec
+	for _, same := range []struct{ output, input string }{
+		{"metadata", "metadata"},
+		{"spec.template.metadata.labels", "spec.labels"},
+		{"spec.template.metadata.annotations", "spec.annotations"},
+		{"spec.template.spec.taints", "spec.taints"},
+		{"spec.template.spec.startupTaints", "spec.startupTaints"},
+		{"spec.template.spec.expireAfter", "spec.ttlSecondsUntilExpired"},
+		{"spec.disruption.consolidateAfter", "spec.ttlSecondsAfterEmpty"},
+		{"spec.weight", "spec.weight"},
+		{"spec.limits", "spec.limits.resources"},
+	} {
+		doc.Trace(same.output, p.src, same.input)
+	}
+	// The list as a whole (its length); each requirement is traced on its own below.
+	doc.TraceParsed("spec.template.spec.requirements", p.src, "spec.requirements")
 	pool := &karpv1.NodePool{
 		TypeMeta: metav1.TypeMeta{APIVersion: karpv1.SchemeGroupVersion.String(), Kind: "NodePool"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -29,7 +47,7 @@ func (c *converter) nodePool(p *provisioner, nodeClassName string) *karpv1.NodeP
 					Annotations: c.templateAnnotations(p),
 				},
 				Spec: karpv1.NodeClaimTemplateSpec{
-					Requirements:  c.requirements(p),
+					Requirements:  c.requirements(p, doc),
 					Taints:        spec.Taints,
 					StartupTaints: spec.StartupTaints,
 					NodeClassRef:  &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nodeClassName},
@@ -70,9 +88,12 @@ func (c *converter) disruption(p *provisioner) karpv1.Disruption {
 	}
 }
 
-// seconds writes a number of seconds as a short duration, such as 30s, 2m or 720h.
+// seconds writes a number of seconds, from 0 to maxTTLSeconds, as a short duration, such as
+// 30s, 2m or 720h.
 func seconds(s int64) karpv1.NillableDuration {
-	return karpv1.MustParseNillableDuration(secondsText(s))
+	d := karpv1.NewNillableDuration(time.Duration(s) * time.Second)
+	d.Raw = []byte(strconv.Quote(secondsText(s)))
+	return d
 }
 
 // secondsText spells a number of seconds in hours, minutes and seconds, leaving out zeros.
@@ -149,8 +170,9 @@ func (c *converter) templateAnnotations(p *provisioner) map[string]string {
 	return annotations
 }
 
-// requirements maps the Provisioner's requirements and adds the defaults v0.x applied.
-func (c *converter) requirements(p *provisioner) []karpv1.NodeSelectorRequirementWithMinValues {
+// requirements maps the Provisioner's requirements, tracing each in doc, and adds the
+// defaults v0.x applied.
+func (c *converter) requirements(p *provisioner, doc *convert.Document) []karpv1.NodeSelectorRequirementWithMinValues {
 	var out []karpv1.NodeSelectorRequirementWithMinValues
 	has := map[string]bool{}
 	for i, r := range p.obj.Spec.Requirements {
@@ -160,6 +182,7 @@ func (c *converter) requirements(p *provisioner) []karpv1.NodeSelectorRequiremen
 			continue
 		}
 		has[key] = true
+		doc.Trace(fmt.Sprintf("spec.template.spec.requirements[%d]", len(out)), p.src, fmt.Sprintf("spec.requirements[%d]", i))
 		out = append(out, karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: r.Operator, Values: r.Values})
 	}
 	if c.opts.IgnoreDefaults {

@@ -2,6 +2,7 @@ package legacy
 
 import (
 	"fmt"
+	"math/big"
 	"sort"
 	"strings"
 
@@ -67,7 +68,8 @@ func parseSelector(selector map[string]string, amis bool) parsedSelector {
 }
 
 // tagCombinations expands tag filters with several values (ORed by EC2 within a filter) into
-// one tag map per combination, since a v1 term's tags must all match exactly.
+// one tag map per combination, since a v1 term's tags must all match exactly. The caller
+// checks termCount first: the combinations multiply.
 func (p parsedSelector) tagCombinations() []map[string]string {
 	if len(p.tagKeys) == 0 {
 		return nil
@@ -90,6 +92,29 @@ func (p parsedSelector) tagCombinations() []map[string]string {
 	return combos
 }
 
+// checkTermCount fails when the terms a selector makes, the product of the numbers of its
+// alternatives (lists count as one when empty), are more than a v1 field holds: checked before
+// expanding, since a few tags with many values each would make billions.
+func checkTermCount(alternatives ...int) error {
+	count := big.NewInt(1)
+	for _, n := range alternatives {
+		count.Mul(count, big.NewInt(int64(max(n, 1))))
+	}
+	if count.Cmp(big.NewInt(maxTerms)) <= 0 {
+		return nil
+	}
+	return fmt.Errorf("it makes %s v1 terms (one for each combination of its comma-separated values), more than the %d an EC2NodeClass holds: select with fewer values, or a shared tag", count, maxTerms)
+}
+
+// tagAlternatives are the numbers of values of each tag filter.
+func (p parsedSelector) tagAlternatives() []int {
+	counts := make([]int, 0, len(p.tagKeys))
+	for _, k := range p.tagKeys {
+		counts = append(counts, len(p.tagValues[k]))
+	}
+	return counts
+}
+
 // idsDropOthers reports the keys a selector with IDs also had: v0.x ANDed them with the IDs,
 // but a v1 id term stands alone.
 func (p parsedSelector) idsDropOthers() string {
@@ -108,43 +133,59 @@ func (p parsedSelector) idsDropOthers() string {
 }
 
 // subnetTerms translates a v0.x subnet selector.
-func subnetTerms(selector map[string]string) ([]awsv1.SubnetSelectorTerm, string) {
+func subnetTerms(selector map[string]string) ([]awsv1.SubnetSelectorTerm, string, error) {
 	p := parseSelector(selector, false)
 	var terms []awsv1.SubnetSelectorTerm
 	if len(p.ids) > 0 {
+		if err := checkTermCount(len(p.ids)); err != nil {
+			return nil, "", err
+		}
 		for _, id := range p.ids {
 			terms = append(terms, awsv1.SubnetSelectorTerm{ID: id})
 		}
-		return terms, p.idsDropOthers()
+		return terms, p.idsDropOthers(), nil
+	}
+	if err := checkTermCount(p.tagAlternatives()...); err != nil {
+		return nil, "", err
 	}
 	for _, tags := range p.tagCombinations() {
 		terms = append(terms, awsv1.SubnetSelectorTerm{Tags: tags})
 	}
-	return terms, ""
+	return terms, "", nil
 }
 
 // securityGroupTerms translates a v0.x security group selector.
-func securityGroupTerms(selector map[string]string) ([]awsv1.SecurityGroupSelectorTerm, string) {
+func securityGroupTerms(selector map[string]string) ([]awsv1.SecurityGroupSelectorTerm, string, error) {
 	p := parseSelector(selector, false)
 	var terms []awsv1.SecurityGroupSelectorTerm
 	if len(p.ids) > 0 {
+		if err := checkTermCount(len(p.ids)); err != nil {
+			return nil, "", err
+		}
 		for _, id := range p.ids {
 			terms = append(terms, awsv1.SecurityGroupSelectorTerm{ID: id})
 		}
-		return terms, p.idsDropOthers()
+		return terms, p.idsDropOthers(), nil
+	}
+	if err := checkTermCount(p.tagAlternatives()...); err != nil {
+		return nil, "", err
 	}
 	for _, tags := range p.tagCombinations() {
 		terms = append(terms, awsv1.SecurityGroupSelectorTerm{Tags: tags})
 	}
-	return terms, ""
+	return terms, "", nil
 }
 
 // amiTerms translates a v0.x AMI selector: IDs alone, or every combination of name, owner and
-// tag values. It fails for an owner without a name or tags, which v1 cannot express.
+// tag values. It fails for an owner without a name or tags, which v1 cannot express, and for
+// more combinations than v1 holds.
 func amiTerms(selector map[string]string) ([]awsv1.AMISelectorTerm, string, error) {
 	p := parseSelector(selector, true)
 	var terms []awsv1.AMISelectorTerm
 	if len(p.ids) > 0 {
+		if err := checkTermCount(len(p.ids)); err != nil {
+			return nil, "", err
+		}
 		for _, id := range p.ids {
 			terms = append(terms, awsv1.AMISelectorTerm{ID: id})
 		}
@@ -152,6 +193,9 @@ func amiTerms(selector map[string]string) ([]awsv1.AMISelectorTerm, string, erro
 	}
 	if len(p.names) == 0 && len(p.tagKeys) == 0 {
 		return nil, "", fmt.Errorf("selecting by %s alone has no v1 equivalent; add aws::name or tags", keyAMIOwners)
+	}
+	if err := checkTermCount(append(p.tagAlternatives(), len(p.names), len(p.owners))...); err != nil {
+		return nil, "", err
 	}
 	names := p.names
 	if len(names) == 0 {

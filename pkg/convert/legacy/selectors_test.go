@@ -8,12 +8,12 @@ import (
 )
 
 func TestSubnetTerms(t *testing.T) {
-	terms, dropped := subnetTerms(map[string]string{"aws::ids": "subnet-1, subnet-2,", "Name": "x"})
+	terms, dropped, _ := subnetTerms(map[string]string{"aws::ids": "subnet-1, subnet-2,", "Name": "x"})
 	want := []awsv1.SubnetSelectorTerm{{ID: "subnet-1"}, {ID: "subnet-2"}}
 	if !reflect.DeepEqual(terms, want) || dropped == "" {
 		t.Errorf("got %+v, %q", terms, dropped)
 	}
-	terms, dropped = subnetTerms(map[string]string{"a": "1,2", "b": "*", "c": "3"})
+	terms, dropped, _ = subnetTerms(map[string]string{"a": "1,2", "b": "*", "c": "3"})
 	want = []awsv1.SubnetSelectorTerm{
 		{Tags: map[string]string{"a": "1", "b": "*", "c": "3"}},
 		{Tags: map[string]string{"a": "2", "b": "*", "c": "3"}},

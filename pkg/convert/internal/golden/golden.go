@@ -4,7 +4,8 @@
 // command prints), errors.txt and warnings.txt (one message a line; absent when there are
 // none). `go test ./pkg/convert/... -update` rewrites the expected files from what the
 // converters now produce. Every Kubernetes object of an output must also pass the project's
-// CRD validation (pkg/validation) as printed, with no unknown fields.
+// CRD validation (pkg/validation) as printed, with no unknown fields: an oracle independent
+// of the converters' own check, convert.Result.Validate.
 //
 // Every test package under pkg/convert imports this one, so that the -update flag exists in
 // each of them.
@@ -23,7 +24,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
@@ -143,30 +143,45 @@ func OutcomeOf(t testing.TB, result *convert.Result, err error) Outcome {
 // crdValidator is built once per test binary: it compiles the CRDs' schemas and CEL rules.
 var crdValidator = sync.OnceValues(validation.New)
 
-// Validate checks every Kubernetes object of a result as the command prints it: read back from
-// its YAML, it must have no field the CRD does not know and must pass the CRD's validation
-// (schema and CEL rules), as the API server would on create.
+// Validate checks a result as the command prints it, independently of the converters' own
+// check (convert.Result.Validate): the YAML stream must read back, and every Kubernetes object
+// in it must have no field its CRD does not define and pass the CRD's validation (schema and
+// CEL rules) as the API server would on create.
 func Validate(t testing.TB, result *convert.Result) {
 	t.Helper()
 	v, err := crdValidator()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, doc := range result.Documents {
-		if _, ok := doc.Content.(runtime.Object); !ok {
-			continue
+	stream, err := convert.RenderStream(result.Documents)
+	if err != nil {
+		t.Fatalf("rendering the output: %v", err)
+	}
+	if len(stream) == 0 {
+		return
+	}
+	printed, err := convert.ReadSources("output", bytes.NewReader(stream))
+	if err != nil {
+		t.Fatalf("the output does not read back: %v\n%s", err, stream)
+	}
+	for _, src := range printed {
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(src.JSON, &u.Object); err != nil {
+			t.Fatal(err)
 		}
-		u, data := Unstructured(t, doc)
 		unknown, err := v.UnknownFields(u)
+		if errors.Is(err, validation.ErrUnsupportedKind) {
+			continue // Helm values, a CloudFormation template
+		}
 		if err != nil {
-			t.Errorf("%s %s: %v", u.GetKind(), u.GetName(), err)
+			t.Errorf("%s: %v", src.Object(), err)
 			continue
 		}
 		if len(unknown) > 0 {
-			t.Errorf("%s %s has fields its CRD does not define: %s", u.GetKind(), u.GetName(), strings.Join(unknown, ", "))
+			t.Errorf("%s has fields its CRD does not define: %s", src.Object(), strings.Join(unknown, ", "))
 		}
 		if err := v.ValidateObject(u); err != nil {
-			t.Errorf("%s %s is refused by its CRD: %v\n%s", u.GetKind(), u.GetName(), err, data)
+			t.Errorf("%s is refused by its CRD: %v\n%s", src.Object(), err, stream)
 		}
 	}
 }
@@ -235,17 +250,49 @@ func PoolAndClass(t testing.TB, result *convert.Result) (*karpv1.NodePool, *awsv
 // unstructured object; it returns the object and the rendering.
 func Unstructured(t testing.TB, doc convert.Document) (*unstructured.Unstructured, []byte) {
 	t.Helper()
+	u, err := doc.Unstructured()
+	if err != nil {
+		t.Fatal(err)
+	}
 	data, err := convert.Render(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(raw, &u.Object); err != nil {
-		t.Fatal(err)
-	}
 	return u, data
+}
+
+// FuzzFile is the name fuzz tests give their input, which every error must name.
+const FuzzFile = "fuzz.yaml"
+
+// CheckFuzzed runs one fuzzed input through the reader and a converter and checks what may
+// not happen whatever the input: a panic (the test fails with it), an error that does not name
+// the input file (only "no … in the input" is about the input as a whole), documents returned
+// with an error, or an accepted output that does not pass Validate.
+func CheckFuzzed(t *testing.T, data []byte, convertFn func([]convert.Source) (*convert.Result, error)) {
+	t.Helper()
+	sources, err := convert.ReadSources(FuzzFile, bytes.NewReader(data))
+	if err != nil {
+		checkNamesTheFile(t, err)
+		return
+	}
+	result, err := convertFn(sources)
+	if err != nil {
+		if result != nil && len(result.Documents) > 0 {
+			t.Errorf("documents returned with an error")
+		}
+		checkNamesTheFile(t, err)
+		return
+	}
+	Validate(t, result)
+}
+
+// checkNamesTheFile fails for every problem of err that names neither the fuzzed file nor
+// the input as a whole.
+func checkNamesTheFile(t *testing.T, err error) {
+	t.Helper()
+	for _, line := range convert.AsErrors(err).Lines() {
+		if !strings.HasPrefix(line, FuzzFile+":") && !strings.HasPrefix(line, "no ") {
+			t.Errorf("an error that does not start with the file name: %s", line)
+		}
+	}
 }

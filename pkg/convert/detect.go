@@ -1,0 +1,45 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// The formats convert reads, each the name of its subcommand and subpackage.
+const (
+	FormatKops   = "kops"
+	FormatEksctl = "eksctl"
+	FormatLegacy = "legacy"
+)
+
+// DetectFormat tells which converter the documents are for from their apiVersion and kind:
+// kops.k8s.io objects are kOps', eksctl.io objects eksctl's, and karpenter.sh/v1alpha5 and
+// karpenter.k8s.aws/v1alpha1 objects legacy Karpenter's. Other documents do not count. It fails
+// when no document, or documents of two formats, are found.
+func DetectFormat(sources []Source) (string, error) {
+	found := map[string]bool{}
+	for _, src := range sources {
+		switch {
+		case src.Group() == "kops.k8s.io":
+			found[FormatKops] = true
+		case src.Group() == "eksctl.io":
+			found[FormatEksctl] = true
+		case src.APIVersion == "karpenter.sh/v1alpha5", src.APIVersion == "karpenter.k8s.aws/v1alpha1":
+			found[FormatLegacy] = true
+		}
+	}
+	formats := make([]string, 0, len(found))
+	for f := range found {
+		formats = append(formats, f)
+	}
+	sort.Strings(formats)
+	switch len(formats) {
+	case 1:
+		return formats[0], nil
+	case 0:
+		return "", errors.New("cannot tell the format: no kOps Cluster or InstanceGroup (kops.k8s.io), eksctl ClusterConfig (eksctl.io), or v1alpha5 Provisioner / v1alpha1 AWSNodeTemplate found; name it: karpenter convert kops|eksctl|legacy FILE...")
+	}
+	return "", fmt.Errorf("the files mix formats (%s): convert each with its own subcommand, karpenter convert %s FILE...", strings.Join(formats, ", "), strings.Join(formats, "|"))
+}
