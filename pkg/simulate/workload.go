@@ -26,6 +26,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
@@ -477,7 +478,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			}
 			zones := w.Cloud.Zones
 			if len(zones) == 0 {
-				zones = defaultZones
+				zones = sim.DefaultZones(sim.DefaultRegion)
 			}
 			if c.Zone != "" && !slices.Contains(zones, c.Zone) {
 				add(lineOfField(node, "capacityShortage.zone"), field+".capacityShortage.zone", "%q is not a zone of the simulated cloud (%s); leave it out to match every zone", c.Zone, strings.Join(zones, ", "))

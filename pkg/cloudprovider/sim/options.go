@@ -212,6 +212,11 @@ func uniqueNonEmpty(what string, values []string) error {
 	return nil
 }
 
+// DefaultZones are the zones of a cloud in region whose Options name none: its a, b and c.
+func DefaultZones(region string) []string {
+	return []string{region + "a", region + "b", region + "c"}
+}
+
 // withDefaults fills the zero fields with their defaults.
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
@@ -221,7 +226,7 @@ func (o Options) withDefaults() Options {
 		o.Region = DefaultRegion
 	}
 	if o.Zones == nil {
-		o.Zones = []string{o.Region + "a", o.Region + "b", o.Region + "c"}
+		o.Zones = DefaultZones(o.Region)
 	}
 	o.Zones = slices.Sorted(slices.Values(o.Zones))
 	if o.CapacityTypes == nil {
