@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+
+	"github.com/openkarpenter/karpenter/pkg/yamlpath"
 )
 
 // strict decodes JSON into objects directly (no scheme: nothing is registered, so the serializer
@@ -66,13 +68,13 @@ func DecodeStrict(data []byte, obj runtime.Object) (unknown []UnknownField, err 
 // misspelledField returns the JSON name of the field of t, at the place path names, that the
 // last name of path likely misspells; "" when there is none.
 func misspelledField(t reflect.Type, path string) string {
-	segments, ok := splitPath(path)
+	segments, ok := yamlpath.Split(path)
 	if !ok || len(segments) == 0 {
 		return ""
 	}
 	for _, seg := range segments[:len(segments)-1] {
 		t = derefType(t)
-		if seg.bracketed {
+		if seg.Bracketed {
 			if t.Kind() != reflect.Slice && t.Kind() != reflect.Map {
 				return ""
 			}
@@ -83,7 +85,7 @@ func misspelledField(t reflect.Type, path string) string {
 		if t.Kind() != reflect.Struct {
 			return ""
 		}
-		f, ok := jsonField(t, seg.name)
+		f, ok := jsonField(t, seg.Name)
 		if !ok {
 			return ""
 		}
@@ -93,7 +95,7 @@ func misspelledField(t reflect.Type, path string) string {
 	if t.Kind() != reflect.Struct {
 		return ""
 	}
-	return Suggest(segments[len(segments)-1].name, jsonFieldNames(t))
+	return Suggest(segments[len(segments)-1].Name, jsonFieldNames(t))
 }
 
 // elemType is t without pointers, and the type of its elements when it is a list or a map.

@@ -2,8 +2,6 @@ package simulate
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -107,47 +105,6 @@ func shapeField(path string, template bool) (string, bool) {
 		return "name", false
 	}
 	return path, true
-}
-
-// fieldToken matches one step of a field path: a name, then any [index] or [key].
-var fieldToken = regexp.MustCompile(`([^.\[\]]+)|\[([^\]]*)\]`)
-
-// lineOfField is the line, in the YAML node n, of the field path (such as
-// "spec.containers[0].ports[0].hostPort"): the line of the deepest part of it that is
-// written, n's own line when none is.
-func lineOfField(n *yaml.Node, path string) int {
-	if n == nil {
-		return 0
-	}
-	line := n.Line
-	for _, m := range fieldToken.FindAllStringSubmatch(path, -1) {
-		key := m[1]
-		if key == "" {
-			key = m[2]
-		}
-		if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-			n = n.Content[0]
-		}
-		var next *yaml.Node
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == key {
-					next = n.Content[i+1]
-					break
-				}
-			}
-		case yaml.SequenceNode:
-			if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(n.Content) {
-				next = n.Content[i]
-			}
-		}
-		if next == nil {
-			break
-		}
-		n, line = next, next.Line
-	}
-	return line
 }
 
 // tooMany is the message for a count past a bound.

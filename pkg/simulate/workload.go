@@ -29,6 +29,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/validation"
+	"github.com/openkarpenter/karpenter/pkg/yamlpath"
 )
 
 // Workload is a simulation's input: the cluster's Karpenter objects and what happens over time.
@@ -336,7 +337,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			case f == "":
 				f = count
 			}
-			add(lineOfField(eventNodes.at(i), action+"."+f), base+"."+f, "%s", fe.ErrorBody())
+			add(yamlpath.Line(eventNodes.at(i), action+"."+f), base+"."+f, "%s", fe.ErrorBody())
 		}
 	}
 	objs, err := decodeManifests(w.Manifests)
@@ -418,7 +419,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 				add(e.line, field+".deploy.replicas", "%d is negative", d.Replicas)
 			}
 			if d.Replicas > MaxPodsPerWorkload {
-				add(lineOfField(eventNodes.at(i), "deploy.replicas"), field+".deploy.replicas", "%s", tooMany(d.Replicas, MaxPodsPerWorkload, "pods"))
+				add(yamlpath.Line(eventNodes.at(i), "deploy.replicas"), field+".deploy.replicas", "%s", tooMany(d.Replicas, MaxPodsPerWorkload, "pods"))
 			}
 			tmpl, err := d.Pod.template(d.Name)
 			if err != nil {
@@ -435,7 +436,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 				add(e.line, field+".scale.replicas", "%d is negative", e.Scale.Replicas)
 			}
 			if e.Scale.Replicas > MaxPodsPerWorkload {
-				add(lineOfField(eventNodes.at(i), "scale.replicas"), field+".scale.replicas", "%s", tooMany(e.Scale.Replicas, MaxPodsPerWorkload, "pods"))
+				add(yamlpath.Line(eventNodes.at(i), "scale.replicas"), field+".scale.replicas", "%s", tooMany(e.Scale.Replicas, MaxPodsPerWorkload, "pods"))
 			}
 		case e.Delete != nil:
 			if _, ok := known[e.Delete.Name]; !ok {
@@ -454,7 +455,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 				add(e.line, field+".jobs.runtime", "must be positive, such as 30m")
 			}
 			if j.Count > MaxPodsPerWorkload {
-				add(lineOfField(eventNodes.at(i), "jobs.count"), field+".jobs.count", "%s", tooMany(j.Count, MaxPodsPerWorkload, "pods"))
+				add(yamlpath.Line(eventNodes.at(i), "jobs.count"), field+".jobs.count", "%s", tooMany(j.Count, MaxPodsPerWorkload, "pods"))
 			}
 			tmpl, err := j.Pod.template(j.Name)
 			if err != nil {
@@ -474,17 +475,17 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			}
 			node := eventNodes.at(i)
 			if _, ok := catalog.Lookup(c.InstanceType); c.InstanceType != "" && !ok {
-				add(lineOfField(node, "capacityShortage.instanceType"), field+".capacityShortage.instanceType", "%q is not an EC2 instance type of the catalog (such as m6i.large); leave it out to match every type", c.InstanceType)
+				add(yamlpath.Line(node, "capacityShortage.instanceType"), field+".capacityShortage.instanceType", "%q is not an EC2 instance type of the catalog (such as m6i.large); leave it out to match every type", c.InstanceType)
 			}
 			zones := w.Cloud.Zones
 			if len(zones) == 0 {
 				zones = sim.DefaultZones(sim.DefaultRegion)
 			}
 			if c.Zone != "" && !slices.Contains(zones, c.Zone) {
-				add(lineOfField(node, "capacityShortage.zone"), field+".capacityShortage.zone", "%q is not a zone of the simulated cloud (%s); leave it out to match every zone", c.Zone, strings.Join(zones, ", "))
+				add(yamlpath.Line(node, "capacityShortage.zone"), field+".capacityShortage.zone", "%q is not a zone of the simulated cloud (%s); leave it out to match every zone", c.Zone, strings.Join(zones, ", "))
 			}
 			if c.CapacityType != "" && c.CapacityType != karpv1.CapacityTypeSpot && c.CapacityType != karpv1.CapacityTypeOnDemand {
-				add(lineOfField(node, "capacityShortage.capacityType"), field+".capacityShortage.capacityType", "%q is not spot or on-demand; leave it out to match both", c.CapacityType)
+				add(yamlpath.Line(node, "capacityShortage.capacityType"), field+".capacityShortage.capacityType", "%q is not spot or on-demand; leave it out to match both", c.CapacityType)
 			}
 		case e.Apply != "":
 			docs, docErrs := readDocuments(e.Apply)
