@@ -166,6 +166,7 @@ func (c *Controller) Step(ctx context.Context) error {
 	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools
 	logTimeouts(logger, decision)
 	recordDecisionGauges(decision)
+	recordEvaluation(decision)
 	for _, p := range decision.Problems {
 		logger.Error(p, "invalid disruption settings")
 	}
