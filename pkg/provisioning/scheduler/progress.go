@@ -108,18 +108,10 @@ func (s *solver) effectiveZone(p *podInfo, knownZones func() []string) string {
 }
 
 // requiredZone is the zone requirement of a pod's node selector, first required node affinity
-// term and volumes; Exists when they say nothing of zones.
+// term (its strictest variant's, without preferences) and volumes; Exists when they say nothing
+// of zones.
 func requiredZone(p *podInfo, volumes scheduling.Requirements) scheduling.Requirement {
-	reqs := scheduling.FromLabels(p.pod.Spec.NodeSelector)
-	if a := p.pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; len(terms) > 0 {
-			if more, err := scheduling.FromNodeSelectorRequirements(terms[0].MatchExpressions...); err == nil {
-				reqs = reqs.Intersect(more)
-			}
-		}
-	}
-	reqs = reqs.Intersect(volumes)
-	if r, ok := reqs.Get(corev1.LabelTopologyZone); ok {
+	if r, ok := p.variants[0].required.Intersect(volumes).Get(corev1.LabelTopologyZone); ok {
 		return r
 	}
 	return scheduling.MustRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpExists)
