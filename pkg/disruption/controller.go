@@ -499,9 +499,6 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 		c.events.Publish(abandonedEvent(cand.Node, cmd.Message()))
 	}
 	failed := 0
-	defer func() {
-		metrics.DisruptionQueueFailed(consolidationType(cmd.Method), decisionOf(cmd), metrics.DisruptionReason(cmd.Reason), failed)
-	}()
 	for _, name := range replacements {
 		var claim karpv1.NodeClaim
 		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, &claim); err != nil {
@@ -515,6 +512,7 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 			}
 		}
 	}
+	metrics.DisruptionQueueFailed(consolidationType(cmd.Method), decisionOf(cmd), metrics.DisruptionReason(cmd.Reason), failed)
 	c.inflight = nil
 }
 
