@@ -1,13 +1,11 @@
 package disruption
 
 import (
-	"maps"
 	"slices"
 	"sort"
 	"time"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // Karpenter's time limits on the consolidation searches of a pass, read on Input.Clock.
@@ -35,7 +33,8 @@ type SearchTimeout struct {
 // multiNode finds the longest prefix of the candidates (by disruption cost, within budgets)
 // whose pods fit on the other nodes plus at most one cheaper new node, by binary search. As
 // Karpenter's, the search is bounded by MultiNodeConsolidationTimeout: a simulation that ends
-// past it counts a timeout and the search returns the best command found before it, if any.
+// past it is a timeout (Decision.Timeouts) and the search returns the best command found
+// before it, if any.
 func (d *decider) multiNode() *Command {
 	cands := d.withinBudget(d.underutilized(), karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates)
 	deadline, bounded := d.searchDeadline(MultiNodeConsolidationTimeout)
@@ -48,7 +47,7 @@ func (d *decider) multiNode() *Command {
 		// Karpenter's simulation runs under a context with this deadline and fails once it
 		// passes, even on its last pod; its outcome is then never judged.
 		if bounded && !d.in.Clock.Now().Before(deadline) {
-			d.timedOut(MethodMultiNode, mid)
+			d.timeouts = append(d.timeouts, SearchTimeout{Method: MethodMultiNode, Evaluated: mid})
 			return best
 		}
 		if cmd, _ := d.command(MethodMultiNode, karpv1.DisruptionReasonUnderutilized, cands[:mid], 1, true, res); cmd != nil {
@@ -63,22 +62,19 @@ func (d *decider) multiNode() *Command {
 // singleNode deletes or replaces the first candidate it can, trying them in
 // singleNodeOrder and skipping those of NodePools whose budget allows no disruption. As
 // Karpenter's, it is bounded by SingleNodeConsolidationTimeout: past it, it stops before the
-// next candidate, counts a timeout, and leaves the NodePools it had not reached in
-// Decision.UnseenNodePools; having tried every candidate, it leaves none there.
+// next candidate, notes a timeout (Decision.Timeouts), and leaves the NodePools it had not
+// reached in Decision.UnseenNodePools; having tried every candidate, it leaves none there.
 func (d *decider) singleNode() *Command {
-	cands := singleNodeOrder(d.underutilized(), d.in.UnseenNodePools)
-	unseen := map[string]bool{}
-	for _, c := range cands {
-		unseen[c.NodePool.Name] = true
-	}
+	cands, pools := singleNodeOrder(d.underutilized(), d.in.UnseenNodePools)
 	deadline, bounded := d.searchDeadline(SingleNodeConsolidationTimeout)
 	for i, c := range cands {
 		if bounded && d.in.Clock.Now().After(deadline) {
-			d.timedOut(MethodSingleNode, i)
-			d.unseenPools = slices.Sorted(maps.Keys(unseen))
+			d.timeouts = append(d.timeouts, SearchTimeout{Method: MethodSingleNode, Evaluated: i})
+			// The first len(pools) candidates are one of each NodePool, in pools' order: those
+			// not reached are the rest of pools.
+			d.unseenPools = slices.Sorted(slices.Values(pools[min(i, len(pools)):]))
 			return nil
 		}
-		delete(unseen, c.NodePool.Name)
 		if d.budget(c.NodePool, karpv1.DisruptionReasonUnderutilized) == 0 {
 			continue // one node at a time: any budget above 0 allows it
 		}
@@ -97,10 +93,10 @@ func (d *decider) singleNode() *Command {
 // singleNodeOrder is the order in which single-node consolidation tries cands (given in
 // disruption-cost order), as Karpenter's: one candidate of each NodePool in turn, the
 // NodePools in unseen first, then the others, each group in the order of its first
-// candidate (Karpenter's order of NodePools within a group is a map's, so arbitrary).
-func singleNodeOrder(cands []*Candidate, unseen []string) []*Candidate {
+// candidate (Karpenter's order of NodePools within a group is a map's, so arbitrary). pools
+// are the NodePools of cands in the order of their turn.
+func singleNodeOrder(cands []*Candidate, unseen []string) (order []*Candidate, pools []string) {
 	byPool := map[string][]*Candidate{}
-	var pools []string
 	for _, c := range cands {
 		name := c.NodePool.Name
 		if _, ok := byPool[name]; !ok {
@@ -113,15 +109,15 @@ func singleNodeOrder(cands []*Candidate, unseen []string) []*Candidate {
 		first[name] = true
 	}
 	sort.SliceStable(pools, func(i, j int) bool { return first[pools[i]] && !first[pools[j]] })
-	out := make([]*Candidate, 0, len(cands))
-	for round := 0; len(out) < len(cands); round++ {
+	order = make([]*Candidate, 0, len(cands))
+	for round := 0; len(order) < len(cands); round++ {
 		for _, name := range pools {
 			if round < len(byPool[name]) {
-				out = append(out, byPool[name][round])
+				order = append(order, byPool[name][round])
 			}
 		}
 	}
-	return out
+	return order, pools
 }
 
 // searchDeadline is when a consolidation search starting now must stop, and false when
@@ -138,11 +134,4 @@ func (d *decider) scheduled(method string) {
 	if d.in.onSchedule != nil {
 		d.in.onSchedule(method)
 	}
-}
-
-// timedOut records that a consolidation search reached its time limit, having evaluated
-// evaluated (see SearchTimeout), in karpenter_voluntary_disruption_consolidation_timeouts_total.
-func (d *decider) timedOut(method string, evaluated int) {
-	metrics.ConsolidationTimedOut(consolidationType(method))
-	d.timeouts = append(d.timeouts, SearchTimeout{Method: method, Evaluated: evaluated})
 }

@@ -19,6 +19,13 @@ func timeouts() (multi, single float64) {
 		testutil.ToFloat64(metrics.VoluntaryDisruptionConsolidationTimeoutsTotal.WithLabelValues(metrics.ConsolidationTypeSingle))
 }
 
+// decideAndRecord decides, then records the decision's evaluation metrics, as the controller.
+func decideAndRecord(in Input) *Decision {
+	d := Decide(in)
+	recordEvaluation(d)
+	return d
+}
+
 // expectTimeouts fails unless the counters moved by multi and single since before.
 func expectTimeouts(t *testing.T, beforeMulti, beforeSingle, multi, single float64) {
 	t.Helper()
@@ -57,7 +64,7 @@ func TestMultiNodeConsolidationTimeoutReturnsBestSoFar(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	c.in.Clock = clk
 	multi, single := timeouts()
-	full := Decide(c.in)
+	full := decideAndRecord(c.in)
 	if full.Command == nil || full.Command.Method != MethodMultiNode || len(full.Command.Candidates) != 8 || len(full.Timeouts) != 0 {
 		t.Fatalf("without a timeout: command %+v, timeouts %+v; want all 8 nodes by multi-node consolidation", full.Command, full.Timeouts)
 	}
@@ -65,7 +72,7 @@ func TestMultiNodeConsolidationTimeoutReturnsBestSoFar(t *testing.T) {
 
 	// The binary search tries 5 nodes (at 40s), then 7 (at 80s: past the minute).
 	c.in.onSchedule = stepOnSchedule(clk, MethodMultiNode, 40*time.Second)
-	d := Decide(c.in)
+	d := decideAndRecord(c.in)
 	if d.Command == nil || d.Command.Method != MethodMultiNode || len(d.Command.Candidates) != 5 {
 		t.Fatalf("command = %+v, want the 5 nodes found before the timeout", d.Command)
 	}
@@ -83,7 +90,7 @@ func TestMultiNodeConsolidationTimeoutWithoutCommand(t *testing.T) {
 	c.in.Clock = clk
 	c.in.onSchedule = stepOnSchedule(clk, MethodMultiNode, time.Minute)
 	multi, single := timeouts()
-	d := Decide(c.in)
+	d := decideAndRecord(c.in)
 	if d.Command == nil || d.Command.Method != MethodSingleNode {
 		t.Fatalf("command = %+v, want single-node consolidation after multi-node's timeout", d.Command)
 	}
@@ -126,7 +133,7 @@ func TestSingleNodeConsolidationTimeout(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	c.in.Clock = clk
 	multi, single := timeouts()
-	full := Decide(c.in)
+	full := decideAndRecord(c.in)
 	if full.Command != nil || len(full.Timeouts) != 0 || full.UnseenNodePools != nil {
 		t.Fatalf("without a timeout: command %+v, timeouts %+v, unseen %v; want none", full.Command, full.Timeouts, full.UnseenNodePools)
 	}
@@ -137,7 +144,7 @@ func TestSingleNodeConsolidationTimeout(t *testing.T) {
 
 	// Two simulations take 4 minutes: a0 and b0 are tried, then the search stops.
 	c.in.onSchedule = stepOnSchedule(clk, MethodSingleNode, 2*time.Minute)
-	d := Decide(c.in)
+	d := decideAndRecord(c.in)
 	if d.Command != nil {
 		t.Fatalf("command = %s, want none", d.Command.Message())
 	}
@@ -154,7 +161,7 @@ func TestSingleNodeConsolidationTimeout(t *testing.T) {
 
 	// The next pass starts with NodePool c, and once it has tried every node, none is unseen.
 	c.in.onSchedule, c.in.UnseenNodePools = nil, d.UnseenNodePools
-	next := Decide(c.in)
+	next := decideAndRecord(c.in)
 	if got, want := unconsolidatableNodes(next), []string{"c0", "a0", "b0", "c1", "a1", "b1", "c2", "a2", "b2"}; !slices.Equal(got, want) {
 		t.Errorf("next pass tried %v, want %v", got, want)
 	}
@@ -222,7 +229,8 @@ func TestSingleNodeOrder(t *testing.T) {
 		{[]string{"c"}, []string{"c1", "b1", "a1", "b2", "a2", "b3"}},
 		{[]string{"a", "gone"}, []string{"a1", "b1", "c1", "a2", "b2", "b3"}},
 	} {
-		if got := names(singleNodeOrder(cands, tc.unseen)); !slices.Equal(got, tc.want) {
+		order, _ := singleNodeOrder(cands, tc.unseen)
+		if got := names(order); !slices.Equal(got, tc.want) {
 			t.Errorf("unseen %v: order %v, want %v", tc.unseen, got, tc.want)
 		}
 	}

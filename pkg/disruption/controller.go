@@ -166,6 +166,7 @@ func (c *Controller) Step(ctx context.Context) error {
 	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools
 	logTimeouts(logger, decision)
 	recordDecisionGauges(decision)
+	recordEvaluation(decision)
 	for _, p := range decision.Problems {
 		logger.Error(p, "invalid disruption settings")
 	}
@@ -498,9 +499,6 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 		c.events.Publish(abandonedEvent(cand.Node, cmd.Message()))
 	}
 	failed := 0
-	defer func() {
-		metrics.DisruptionQueueFailed(consolidationType(cmd.Method), decisionOf(cmd), metrics.DisruptionReason(cmd.Reason), failed)
-	}()
 	for _, name := range replacements {
 		var claim karpv1.NodeClaim
 		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, &claim); err != nil {
@@ -514,6 +512,7 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 			}
 		}
 	}
+	metrics.DisruptionQueueFailed(consolidationType(cmd.Method), decisionOf(cmd), metrics.DisruptionReason(cmd.Reason), failed)
 	c.inflight = nil
 }
 

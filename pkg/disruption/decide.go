@@ -2,6 +2,8 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,7 +17,6 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
@@ -212,13 +213,44 @@ type Decision struct {
 	Eligible map[karpv1.DisruptionReason]int
 	// Budgets are the NodePools' disruption budgets now, per reason.
 	Budgets []PoolBudget
-	// Timeouts are the consolidation searches that reached their time limit (each counted in
-	// karpenter_voluntary_disruption_consolidation_timeouts_total).
+	// Timeouts are the consolidation searches that reached their time limit (the controller
+	// counts each in karpenter_voluntary_disruption_consolidation_timeouts_total).
 	Timeouts []SearchTimeout
+	// Evaluations are how long each method tried took, in order (the controller observes them
+	// in karpenter_voluntary_disruption_decision_evaluation_duration_seconds). Real time, what
+	// the evaluation cost: the one part of a Decision its Input does not determine.
+	Evaluations []Evaluation
+	// Moves are the consolidation moves evaluated, once per NodePool of their candidates (the
+	// controller counts them in karpenter_consolidation_moves_total and observes their
+	// karpenter_consolidation_score).
+	Moves []Move
 	// UnseenNodePools are the NodePools to try first in the next single-node consolidation,
 	// for the next Input: those this one did not reach before its time limit; none once it
 	// tried every candidate; the Input's when it did not run or found a command.
 	UnseenNodePools []string
+}
+
+// Evaluation is the time one disruption method took to evaluate the cluster.
+type Evaluation struct {
+	// Method is the method (MethodDrift, …).
+	Method string
+	// Reason is the disruption reason the method acts for.
+	Reason karpv1.DisruptionReason
+	// Took is how long it took, in real time.
+	Took time.Duration
+}
+
+// Move is a consolidation move evaluated, as seen by one NodePool of its candidates.
+type Move struct {
+	// NodePool is the NodePool's name.
+	NodePool string
+	// Policy is the NodePool's consolidation policy.
+	Policy karpv1.ConsolidationPolicy
+	// Approved is false when the Balanced policy rejected the move.
+	Approved bool
+	// Score is the move's Balanced score (share of cost saved over share of pods moved) for a
+	// Balanced NodePool; negative when the move was not scored or the NodePool is not Balanced.
+	Score float64
 }
 
 // PoolBudget is how many of a NodePool's nodes may start disrupting for a reason, and how many
@@ -260,7 +292,7 @@ type TimedProtection struct {
 
 // Decide evaluates the cluster and returns at most one command: the first that drift,
 // expiration, emptiness, multi-node then single-node consolidation find. It is deterministic
-// and does not modify its input.
+// (but for Decision.Evaluations, real time), records nothing, and does not modify its input.
 func Decide(in Input) *Decision {
 	d := newDecider(in)
 	for _, np := range d.pools {
@@ -280,16 +312,16 @@ func Decide(in Input) *Decision {
 		{MethodMultiNode, karpv1.DisruptionReasonUnderutilized, d.multiNode},
 		{MethodSingleNode, karpv1.DisruptionReasonUnderutilized, d.singleNode},
 	} {
-		start := time.Now() // real time: the metric measures the evaluation's cost, not the cluster's clock
+		start := time.Now() // real time: the evaluation's cost, not the cluster's clock
 		cmd := m.decide()
-		metrics.ObserveDisruptionEvaluation(consolidationType(m.name), metrics.DisruptionReason(m.reason), time.Since(start))
+		out.Evaluations = append(out.Evaluations, Evaluation{Method: m.name, Reason: m.reason, Took: time.Since(start)})
 		if cmd != nil {
 			out.Command = cmd
 			break
 		}
 	}
 	out.Unconsolidatable = d.unconsolidatable
-	out.Timeouts, out.UnseenNodePools = d.timeouts, d.unseenPools
+	out.Timeouts, out.UnseenNodePools, out.Moves = d.timeouts, d.unseenPools, d.moves
 	out.Eligible = map[karpv1.DisruptionReason]int{
 		karpv1.DisruptionReasonDrifted:       len(d.driftable()),
 		karpv1.DisruptionReasonExpired:       len(d.expired()),
@@ -363,6 +395,7 @@ type decider struct {
 	// unconsolidatable are the candidates single-node consolidation could not act on, and why.
 	unconsolidatable []Blocked
 	timeouts         []SearchTimeout // Decision.Timeouts
+	moves            []Move          // Decision.Moves
 	unseenPools      []string        // Decision.UnseenNodePools
 	next             time.Time       // Decision.NextChange
 	sim              *simulator
@@ -857,9 +890,8 @@ func cheapestOffering(it *cloudprovider.InstanceType, reqs scheduling.Requiremen
 // share of those NodePools' cost saved must be at least BalancedThreshold times the share of
 // their pods moved.
 //
-// As Karpenter, every consolidation move evaluated is counted per NodePool of its candidates
-// (karpenter_consolidation_moves_total, approved or rejected), and the score of a move on
-// Balanced NodePools (cost share saved over pod share moved) observed.
+// As Karpenter, every consolidation move evaluated is noted per NodePool of its candidates
+// (Decision.Moves), approved or rejected, with its score on Balanced NodePools.
 func (d *decider) balancedAllows(cmd *Command) bool {
 	pools := map[string]*karpv1.NodePool{}
 	balanced := false
@@ -882,12 +914,12 @@ func (d *decider) balancedAllows(cmd *Command) bool {
 			allowed = score >= BalancedThreshold
 		}
 	}
-	for name, np := range pools {
-		policy := string(np.Spec.Disruption.ConsolidationPolicy)
-		metrics.ConsolidationMove(name, policy, allowed)
-		if score >= 0 && np.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyBalanced {
-			metrics.ObserveConsolidationScore(name, policy, allowed, score)
+	for _, name := range slices.Sorted(maps.Keys(pools)) {
+		m := Move{NodePool: name, Policy: pools[name].Spec.Disruption.ConsolidationPolicy, Approved: allowed, Score: -1}
+		if m.Policy == karpv1.ConsolidationPolicyBalanced {
+			m.Score = score
 		}
+		d.moves = append(d.moves, m)
 	}
 	return allowed
 }

@@ -380,7 +380,7 @@ func TestBalancedSkipsSmallSavings(t *testing.T) {
 			pods = append(pods, pod("100m", "400Mi"))
 		}
 		c.add(stateNode(np, "small", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pods...))
-		return Decide(c.in)
+		return decideAndRecord(c.in)
 	}
 	approved := metrics.ConsolidationMovesTotal.WithLabelValues(metrics.DecisionApproved, "default", string(karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized))
 	rejected := metrics.ConsolidationMovesTotal.WithLabelValues(metrics.DecisionRejected, "default", string(karpv1.ConsolidationPolicyBalanced))

@@ -48,3 +48,21 @@ func recordDecisionGauges(decision *Decision) {
 		metrics.SetNodePoolBudget(b.NodePool, metrics.DisruptionReason(b.Reason), b.Allowed, b.Disrupting)
 	}
 }
+
+// recordEvaluation records what a pass's searches measured: each method's evaluation time,
+// the consolidation moves evaluated with their Balanced scores, and the consolidation searches
+// that reached their time limit.
+func recordEvaluation(decision *Decision) {
+	for _, e := range decision.Evaluations {
+		metrics.ObserveDisruptionEvaluation(consolidationType(e.Method), metrics.DisruptionReason(e.Reason), e.Took)
+	}
+	for _, m := range decision.Moves {
+		metrics.ConsolidationMove(m.NodePool, string(m.Policy), m.Approved)
+		if m.Score >= 0 {
+			metrics.ObserveConsolidationScore(m.NodePool, string(m.Policy), m.Approved, m.Score)
+		}
+	}
+	for _, t := range decision.Timeouts {
+		metrics.ConsolidationTimedOut(consolidationType(t.Method))
+	}
+}

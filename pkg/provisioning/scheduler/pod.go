@@ -38,6 +38,8 @@ func (p *podInfo) variant() *variant { return p.variants[p.current] }
 type variant struct {
 	// requirements: nodeSelector ∧ one required node affinity term ∧ kept preferred terms.
 	requirements scheduling.Requirements
+	// required: nodeSelector ∧ the required node affinity term, without preferences or volumes.
+	required scheduling.Requirements
 	// requirementsErr is set when the node selector terms cannot be parsed.
 	requirementsErr error
 	// nextTerms are the required node affinity terms not tried yet (ORed alternatives).
@@ -168,6 +170,7 @@ func (v *variant) build(pod *corev1.Pod, term *corev1.NodeSelectorTerm) {
 			add(matchFieldsAsLabels(term.MatchFields))
 		}
 	}
+	v.required = reqs
 	// As in Karpenter, only the heaviest preferred node affinity term is held as required.
 	if len(v.preferredNode) > 0 {
 		add(v.preferredNode[0].Preference.MatchExpressions)

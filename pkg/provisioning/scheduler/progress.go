@@ -44,11 +44,13 @@ func (p *Progress) setQueued(n int) {
 // countEffectiveZones counts the pending pods of the run by effective zone, before any is
 // placed: the zone their zonal constraints leave (their required zones, their volumes' zones
 // and the zones their own topology groups admit), EffectiveZoneFlexible when several remain,
-// EffectiveZoneNone when none does. Pods of a shape share their zone, so it is worked out once
-// per shape; s.pending must hold the shapes of s.pods.
+// EffectiveZoneNone when none does. Pods of a shape share their topology groups, so those are
+// worked out once per shape; their required zones may differ (a shape's requirements hold a
+// preference that another pod of it requires), so those are read per pod. s.pending must
+// hold the shapes of s.pods.
 func (s *solver) countEffectiveZones() map[string]int {
 	out := map[string]int{}
-	byShape := make(map[*shapeCount]string, len(s.shapes))
+	byShape := make(map[*shapeCount]topologyZoneSet, len(s.shapes))
 	var known []string // the zones of the nodes and NodePools, read when first needed
 	knownZones := func() []string {
 		if known == nil {
@@ -61,39 +63,36 @@ func (s *solver) countEffectiveZones() map[string]int {
 			continue
 		}
 		sc := s.pending[p.shapeKey()]
-		zone, ok := byShape[sc]
+		topology, ok := byShape[sc]
 		if !ok {
-			zone = s.effectiveZone(sc.example, knownZones)
-			byShape[sc] = zone
+			topology = s.topologyZones(sc.example, knownZones)
+			byShape[sc] = topology
 		}
-		out[zone]++
+		out[effectiveZone(requiredZone(p, s.volumes[p.pod.UID]), topology)]++
 	}
 	return out
 }
 
-// effectiveZone is the effective zone of a pod read as its strictest variant (its topology
-// groups are those of that variant), with only its required node selection (not its
-// preferences) narrowing the zones, as Karpenter's. knownZones lists the zones pod affinity
-// and anti-affinity may choose from.
-func (s *solver) effectiveZone(p *podInfo, knownZones func() []string) string {
-	required := requiredZone(p, s.volumes[p.pod.UID])
-	topologyZones, constrained, satisfiable := s.topologyZones(p, knownZones)
-	if !satisfiable {
+// effectiveZone is the effective zone of a pod whose required node selection (not its
+// preferences) and volumes leave the zones required, and whose strictest variant's topology
+// groups leave topology, as Karpenter's.
+func effectiveZone(required scheduling.Requirement, topology topologyZoneSet) string {
+	if !topology.satisfiable {
 		return EffectiveZoneNone
 	}
 	var candidates []string
 	switch {
 	case required.IsFinite():
 		candidates = required.Values()
-	case constrained:
-		candidates = topologyZones
+	case topology.constrained:
+		candidates = topology.zones
 	default:
 		return EffectiveZoneFlexible
 	}
 	var match string
 	matches := 0
 	for _, zone := range candidates {
-		if !required.Has(zone) || constrained && !slices.Contains(topologyZones, zone) {
+		if !required.Has(zone) || topology.constrained && !slices.Contains(topology.zones, zone) {
 			continue
 		}
 		if matches++; matches > 1 {
@@ -108,33 +107,35 @@ func (s *solver) effectiveZone(p *podInfo, knownZones func() []string) string {
 }
 
 // requiredZone is the zone requirement of a pod's node selector, first required node affinity
-// term and volumes; Exists when they say nothing of zones.
+// term (its strictest variant's, without preferences) and volumes; Exists when they say nothing
+// of zones.
 func requiredZone(p *podInfo, volumes scheduling.Requirements) scheduling.Requirement {
-	reqs := scheduling.FromLabels(p.pod.Spec.NodeSelector)
-	if a := p.pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; len(terms) > 0 {
-			if more, err := scheduling.FromNodeSelectorRequirements(terms[0].MatchExpressions...); err == nil {
-				reqs = reqs.Intersect(more)
-			}
-		}
-	}
-	reqs = reqs.Intersect(volumes)
-	if r, ok := reqs.Get(corev1.LabelTopologyZone); ok {
+	if r, ok := p.variants[0].required.Intersect(volumes).Get(corev1.LabelTopologyZone); ok {
 		return r
 	}
 	return scheduling.MustRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpExists)
 }
 
+// topologyZoneSet is what a pod's zonal topology groups leave of the zones.
+type topologyZoneSet struct {
+	// zones are the zones every group admits the pod in, when constrained.
+	zones []string
+	// constrained is false when the pod has no zonal topology group.
+	constrained bool
+	// satisfiable is false when a group admits the pod nowhere.
+	satisfiable bool
+}
+
 // topologyZones are the zones that every zonal topology group of the pod's strictest variant
-// admits it in, before anything is placed; constrained is false when it has no such group,
-// satisfiable false when a group admits it nowhere.
+// admits it in, before anything is placed.
 //
 // It runs before the first round, so the pod's current variant is its strictest.
-func (s *solver) topologyZones(p *podInfo, knownZones func() []string) (zones []string, constrained, satisfiable bool) {
+func (s *solver) topologyZones(p *podInfo, knownZones func() []string) topologyZoneSet {
 	own, err := s.topology.owned(p)
 	if err != nil {
-		return nil, false, true
+		return topologyZoneSet{satisfiable: true}
 	}
+	var out topologyZoneSet
 	// As Karpenter, the zones a group admits are narrowed by the pod's requirements with its
 	// preferences held.
 	wanted, narrowed := p.variants[0].requirements.Get(corev1.LabelTopologyZone)
@@ -150,16 +151,17 @@ func (s *solver) topologyZones(p *podInfo, knownZones func() []string) (zones []
 		}
 		var admitted []string
 		for _, zone := range universe {
-			if (!narrowed || wanted.Has(zone)) && admits(p.pod, g, zone, true) == nil && (!constrained || slices.Contains(zones, zone)) {
+			if (!narrowed || wanted.Has(zone)) && admits(p.pod, g, zone, true) == nil && (!out.constrained || slices.Contains(out.zones, zone)) {
 				admitted = append(admitted, zone)
 			}
 		}
 		if len(admitted) == 0 {
-			return nil, true, false
+			return topologyZoneSet{constrained: true}
 		}
-		zones, constrained = admitted, true
+		out.zones, out.constrained = admitted, true
 	}
-	return zones, constrained, true
+	out.satisfiable = true
+	return out
 }
 
 // knownZones are the zones of the existing nodes and those the NodePools can create nodes in,

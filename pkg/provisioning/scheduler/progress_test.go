@@ -33,13 +33,15 @@ func TestPendingPodsByEffectiveZone(t *testing.T) {
 	pinned := builders.Pod(builders.PodOptions{CPU: "1", NodeSelector: map[string]string{corev1.LabelTopologyZone: zone2}})
 	twoZones := builders.Pod(builders.PodOptions{CPU: "1", Affinity: inZones(zone1, zone2)})
 	preferring := builders.Pod(builders.PodOptions{CPU: "1", Affinity: prefers})
+	// Of preferring's shape (the same requirements once its preference is held), but required.
+	requiring := builders.Pod(builders.PodOptions{CPU: "1", NodeSelector: map[string]string{corev1.LabelTopologyZone: zone1}})
 	volumeElsewhere := builders.Pod(builders.PodOptions{CPU: "1", Affinity: inZones(zone1)})
 	volumeNarrows := builders.Pod(builders.PodOptions{CPU: "1", Affinity: inZones(zone1, zone3)})
 	spread := builders.Pods(2, builders.PodOptions{Labels: app, CPU: "1", Spread: zonalSpread(app)})
 	spreadInTwo := builders.Pod(builders.PodOptions{Labels: app, CPU: "2", Spread: zonalSpread(app), Affinity: inZones(zone1, zone3)})
 	running := builders.Pod(builders.PodOptions{CPU: "1"})
 	running.Status.Phase = corev1.PodRunning // a pod moved by a disruption simulation: not pending
-	pods := append(append(plain, pinned, twoZones, preferring, volumeElsewhere, volumeNarrows, spreadInTwo, running), spread...)
+	pods := append(append(plain, pinned, twoZones, preferring, requiring, volumeElsewhere, volumeNarrows, spreadInTwo, running), spread...)
 	volumes := map[types.UID]scheduling.Requirements{
 		volumeElsewhere.UID: scheduling.NewRequirements(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone2)),
 		volumeNarrows.UID:   scheduling.NewRequirements(req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone3)),
@@ -48,6 +50,7 @@ func TestPendingPodsByEffectiveZone(t *testing.T) {
 		Options: Options{CountEffectiveZones: true}})
 	want := map[string]int{
 		EffectiveZoneFlexible: 2 + 1 + 1 + 2, // plain, twoZones, preferring, spread (zones 2 and 3)
+		zone1:                 1,             // requiring
 		zone2:                 1,             // pinned
 		zone3:                 2,             // volumeNarrows; spreadInTwo (zone 1 is over its skew)
 		EffectiveZoneNone:     1,             // volumeElsewhere
