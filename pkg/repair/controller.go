@@ -213,7 +213,9 @@ func (c *Controller) matches(node *corev1.Node) bool {
 // NodePool's nodes (the cluster's, without NodePool) are unhealthy. It publishes the
 // NodeRepairBlocked Events. It returns "" when the repair may go on.
 func (c *Controller) blocked(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, nodePool string) (string, error) {
-	var opts []client.ListOption
+	// The nodes are only read: no copy of each cached Node on every reconcile of an unhealthy
+	// one, as Karpenter lists them.
+	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
 	if nodePool != "" {
 		opts = append(opts, client.MatchingLabels{karpv1.NodePoolLabelKey: nodePool})
 	}
