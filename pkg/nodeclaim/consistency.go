@@ -67,8 +67,10 @@ type ConsistencyController struct {
 	events *events.Recorder
 
 	mu sync.Mutex
-	// scanned is when each claim was last scanned.
+	// scanned is when each claim was last scanned; swept is when scans a period old were last
+	// dropped from it.
 	scanned map[types.UID]time.Time
+	swept   time.Time
 }
 
 // NewConsistencyController returns a consistency controller that reads and writes through
@@ -157,21 +159,26 @@ func (c *ConsistencyController) untilNextScan(uid types.UID) time.Duration {
 	return 0
 }
 
-// markScanned records a scan of the claim now, and forgets scans older than a period.
+// markScanned records a scan of the claim now. Once a period it forgets the scans a period old
+// (those of claims that are gone among them), so that the map holds at most two periods of
+// scans and each scan does not walk it.
 func (c *ConsistencyController) markScanned(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	for k, at := range c.scanned {
-		if now.Sub(at) >= ConsistencyScanPeriod {
-			delete(c.scanned, k)
+	if now.Sub(c.swept) >= ConsistencyScanPeriod {
+		for k, at := range c.scanned {
+			if now.Sub(at) >= ConsistencyScanPeriod {
+				delete(c.scanned, k)
+			}
 		}
+		c.swept = now
 	}
 	c.scanned[uid] = now
 }
 
 // forget drops the scan of the claim with uid, so that the next reconcile scans it. Scans of
-// claims that are gone are dropped by markScanned once a period old.
+// claims that are gone are dropped by markScanned.
 func (c *ConsistencyController) forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

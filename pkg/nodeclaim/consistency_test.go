@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -166,5 +167,24 @@ func TestNodeShapeIssues(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The scans of claims that are gone are forgotten once a period old, not kept for ever.
+func TestConsistencyForgetsOldScans(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := NewConsistencyController(nil, clk, nil)
+	for i := range 3 {
+		c.markScanned(types.UID(fmt.Sprint("gone-", i)))
+	}
+	clk.Step(ConsistencyScanPeriod / 2)
+	c.markScanned("recent")
+	clk.Step(ConsistencyScanPeriod / 2)
+	c.markScanned("now")
+	if got := len(c.scanned); got != 2 {
+		t.Errorf("%d scans remembered, want 2 (recent and now): %v", got, c.scanned)
+	}
+	if wait := c.untilNextScan("recent"); wait != ConsistencyScanPeriod/2 {
+		t.Errorf("recent waits %s, want %s", wait, ConsistencyScanPeriod/2)
 	}
 }

@@ -292,7 +292,7 @@ func TestNodeClassNotReadyKeepsClaim(t *testing.T) {
 
 	// Once the NodeClass exists the launch goes ahead. It is deleted afterwards, so that a
 	// rerun (-count=2) starts without it again.
-	ensureNodeClass(t, "missing")
+	env.EnsureNodeClass(t, "missing")
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "missing"}})
 	})

@@ -22,7 +22,7 @@ import (
 // clock: a claim becomes Ready without anyone calling Reconcile, and deleting it terminates the
 // instance and releases the claim and its node.
 func TestUnderManager(t *testing.T) {
-	ensureNodeClass(t, "default")
+	env.EnsureNodeClass(t, "default")
 	t.Cleanup(func() { cleanup(t) })
 	cloud, err := sim.New(sim.Options{NodeClasses: env.Client, Catalog: testCatalog(t), LaunchLatency: 200 * time.Millisecond})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,7 +58,7 @@ type fixtureOptions struct {
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	ensureNodeClass(t, "default")
+	env.EnsureNodeClass(t, "default")
 	t.Cleanup(func() { cleanup(t) })
 
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -115,22 +114,6 @@ func testCatalog(t *testing.T) []catalog.Entry {
 		out = append(out, e)
 	}
 	return out
-}
-
-func ensureNodeClass(t *testing.T, name string) {
-	t.Helper()
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: awsv1.EC2NodeClassSpec{
-			Role:                       "KarpenterNodeRole",
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@v20250101"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "sim"}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "sim"}}},
-		},
-	}
-	if err := env.Client.Create(context.Background(), nc); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating ec2nodeclass: %v", err)
-	}
 }
 
 // cleanup removes every NodeClaim and Node, finalizers and all.
@@ -216,27 +199,13 @@ func (f *fixture) stepKubelet() {
 // claim reads a NodeClaim; nil when it does not exist.
 func (f *fixture) claim(name string) *karpv1.NodeClaim {
 	f.t.Helper()
-	claim := &karpv1.NodeClaim{}
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: name}, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		f.t.Fatalf("getting nodeclaim %s: %v", name, err)
-	}
-	return claim
+	return apiserver.Lookup[karpv1.NodeClaim](f.t, env.Client, client.ObjectKey{Name: name})
 }
 
 // node reads a Node; nil when it does not exist.
 func (f *fixture) node(name string) *corev1.Node {
 	f.t.Helper()
-	node := &corev1.Node{}
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		f.t.Fatalf("getting node %s: %v", name, err)
-	}
-	return node
+	return apiserver.Lookup[corev1.Node](f.t, env.Client, client.ObjectKey{Name: name})
 }
 
 // nodeOf returns the one Node with the claim's provider ID.

@@ -31,6 +31,26 @@ func poolClaim(np *karpv1.NodePool, launched bool) *karpv1.NodeClaim {
 	}
 }
 
+// registered tells health that claim registered, n times.
+func registered(t *testing.T, health *nodepool.RegistrationHealth, claim *karpv1.NodeClaim, n int) {
+	t.Helper()
+	for range n {
+		if err := health.Registered(testContext(t), claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// failed tells health that claim failed to register, n times.
+func failed(t *testing.T, health *nodepool.RegistrationHealth, claim *karpv1.NodeClaim, n int) {
+	t.Helper()
+	for range n {
+		if err := health.RegistrationFailed(testContext(t), claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // expectHealth checks the NodePool's NodeRegistrationHealthy condition.
 func expectHealth(t *testing.T, name string, status metav1.ConditionStatus, reason, message string) {
 	t.Helper()
@@ -60,9 +80,7 @@ func TestRegistrationHealthResetsOnChange(t *testing.T) {
 		t.Error("registration health wrote Ready")
 	}
 
-	if err := health.Registered(ctx, poolClaim(np, true)); err != nil {
-		t.Fatal(err)
-	}
+	registered(t, health, poolClaim(np, true), 1)
 	expectHealth(t, name, metav1.ConditionTrue, nodepool.ReasonNodeRegistrationHealthy, "")
 	// Nothing changed: reconciling keeps it.
 	mustReconcile(t, health, name)
@@ -83,9 +101,7 @@ func TestRegistrationHealthResetsOnChange(t *testing.T) {
 	}
 
 	// The NodePool changes (any spec field): Unknown again.
-	if err := health.Registered(ctx, poolClaim(np, true)); err != nil {
-		t.Fatal(err)
-	}
+	registered(t, health, poolClaim(np, true), 1)
 	expectHealth(t, name, metav1.ConditionTrue, nodepool.ReasonNodeRegistrationHealthy, "")
 	np = getNodePool(t, name)
 	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("14")}
@@ -96,9 +112,7 @@ func TestRegistrationHealthResetsOnChange(t *testing.T) {
 	expectHealth(t, name, metav1.ConditionUnknown, nodepool.ReasonAwaitingReconciliation, "object is awaiting reconciliation")
 
 	// The outcomes were forgotten with the change: one failure is not enough for False.
-	if err := health.RegistrationFailed(ctx, poolClaim(np, true)); err != nil {
-		t.Fatal(err)
-	}
+	failed(t, health, poolClaim(np, true), 1)
 	expectHealth(t, name, metav1.ConditionUnknown, nodepool.ReasonAwaitingReconciliation, "object is awaiting reconciliation")
 }
 
@@ -120,97 +134,63 @@ func TestRegistrationHealthIgnoresPoolsWithoutNodeClass(t *testing.T) {
 
 func TestRegistrationHealthThreshold(t *testing.T) {
 	const name = "health-threshold"
-	ctx := testContext(t)
 	ready := true
 	createNodeClass(t, name, &ready)
 	np := createNodePool(t, name, name, nil)
 	health := nodepool.NewRegistrationHealth(env.Client, newClock())
 	mustReconcile(t, health, name)
-	failed := func(launched bool) {
-		t.Helper()
-		if err := health.RegistrationFailed(ctx, poolClaim(np, launched)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	registered := func() {
-		t.Helper()
-		if err := health.Registered(ctx, poolClaim(np, true)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	launched, notLaunched := poolClaim(np, true), poolClaim(np, false)
 
 	// Half the window of four must fail.
-	failed(true)
+	failed(t, health, launched, 1)
 	expectHealth(t, name, metav1.ConditionUnknown, nodepool.ReasonAwaitingReconciliation, "object is awaiting reconciliation")
-	failed(true)
+	failed(t, health, launched, 1)
 	expectHealth(t, name, metav1.ConditionFalse, nodepool.ReasonRegistrationFailed, "Failed to register node")
 	// While two of the last four failed, a registration does not make it True.
-	registered()
-	registered()
+	registered(t, health, launched, 2)
 	expectHealth(t, name, metav1.ConditionFalse, nodepool.ReasonRegistrationFailed, "Failed to register node")
-	registered()
+	registered(t, health, launched, 1)
 	expectHealth(t, name, metav1.ConditionTrue, nodepool.ReasonNodeRegistrationHealthy, "")
 
 	// Claims that did not launch give their Launched condition's reason and message.
-	failed(false)
-	failed(false)
+	failed(t, health, notLaunched, 2)
 	expectHealth(t, name, metav1.ConditionFalse, "LaunchTemplateFailed", "rendering the launch template failed")
 
 	// A claim of an earlier NodePool of the same name counts for nothing.
 	other := poolClaim(np, true)
 	other.OwnerReferences[0].UID = types.UID("another")
-	for range 4 {
-		if err := health.Registered(ctx, other); err != nil {
-			t.Fatal(err)
-		}
-	}
+	registered(t, health, other, 4)
 	expectHealth(t, name, metav1.ConditionFalse, "LaunchTemplateFailed", "rendering the launch template failed")
 	// Neither does a claim of a NodePool that is gone.
 	gone := poolClaim(&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "health-gone", UID: "gone"}}, true)
-	if err := health.RegistrationFailed(ctx, gone); err != nil {
-		t.Errorf("a claim of a deleted nodepool: %v", err)
-	}
+	failed(t, health, gone, 1)
 }
 
 func TestRegistrationHealthAfterRestart(t *testing.T) {
 	const name = "health-restart"
-	ctx := testContext(t)
 	ready := true
 	createNodeClass(t, name, &ready)
 	np := createNodePool(t, name, name, nil)
 	health := nodepool.NewRegistrationHealth(env.Client, newClock())
 	mustReconcile(t, health, name)
-	for range 2 {
-		if err := health.RegistrationFailed(ctx, poolClaim(np, true)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	claim := poolClaim(np, true)
+	failed(t, health, claim, 2)
 	expectHealth(t, name, metav1.ConditionFalse, nodepool.ReasonRegistrationFailed, "Failed to register node")
 
 	// A restarted controller starts from the condition: one registration is not enough.
 	health = nodepool.NewRegistrationHealth(env.Client, newClock())
 	mustReconcile(t, health, name)
 	expectHealth(t, name, metav1.ConditionFalse, nodepool.ReasonRegistrationFailed, "Failed to register node")
-	if err := health.Registered(ctx, poolClaim(np, true)); err != nil {
-		t.Fatal(err)
-	}
+	registered(t, health, claim, 1)
 	expectHealth(t, name, metav1.ConditionFalse, nodepool.ReasonRegistrationFailed, "Failed to register node")
 
 	// Restarted again while True: one failure is not enough for False, two are.
-	for range 3 {
-		if err := health.Registered(ctx, poolClaim(np, true)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	registered(t, health, claim, 3)
 	expectHealth(t, name, metav1.ConditionTrue, nodepool.ReasonNodeRegistrationHealthy, "")
 	health = nodepool.NewRegistrationHealth(env.Client, newClock())
 	mustReconcile(t, health, name)
-	if err := health.RegistrationFailed(ctx, poolClaim(np, true)); err != nil {
-		t.Fatal(err)
-	}
+	failed(t, health, claim, 1)
 	expectHealth(t, name, metav1.ConditionTrue, nodepool.ReasonNodeRegistrationHealthy, "")
-	if err := health.RegistrationFailed(ctx, poolClaim(np, true)); err != nil {
-		t.Fatal(err)
-	}
+	failed(t, health, claim, 1)
 	expectHealth(t, name, metav1.ConditionFalse, nodepool.ReasonRegistrationFailed, "Failed to register node")
 }

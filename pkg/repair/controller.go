@@ -198,22 +198,13 @@ func (c *Controller) unhealthy(node *corev1.Node) (*corev1.NodeCondition, cloudp
 	return worst, policy
 }
 
-// matches reports whether any of the node's conditions matches a repair policy, however long
-// it has held.
-func (c *Controller) matches(node *corev1.Node) bool {
-	for _, p := range c.policies {
-		if cond := findCondition(node, p.ConditionType); cond != nil && cond.Status == p.ConditionStatus {
-			return true
-		}
-	}
-	return false
-}
-
 // blocked returns why the safety valve holds the repair: more than AllowedUnhealthy of the
 // NodePool's nodes (the cluster's, without NodePool) are unhealthy. It publishes the
 // NodeRepairBlocked Events. It returns "" when the repair may go on.
 func (c *Controller) blocked(ctx context.Context, node *corev1.Node, claim *karpv1.NodeClaim, nodePool string) (string, error) {
-	var opts []client.ListOption
+	// The nodes are only read: no copy of each cached Node on every reconcile of an unhealthy
+	// one, as Karpenter lists them.
+	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
 	if nodePool != "" {
 		opts = append(opts, client.MatchingLabels{karpv1.NodePoolLabelKey: nodePool})
 	}
@@ -221,9 +212,10 @@ func (c *Controller) blocked(ctx context.Context, node *corev1.Node, claim *karp
 	if err := c.kube.List(ctx, nodes, opts...); err != nil {
 		return "", fmt.Errorf("listing nodes: %w", err)
 	}
+	// A node is counted unhealthy when a condition matches a policy, however long it has held.
 	unhealthy := 0
 	for i := range nodes.Items {
-		if c.matches(&nodes.Items[i]) {
+		if cond, _ := c.unhealthy(&nodes.Items[i]); cond != nil {
 			unhealthy++
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,7 +51,7 @@ var nsCounter atomic.Int32
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	ensureNodeClass(t)
+	env.EnsureNodeClass(t, "default")
 	ns := fmt.Sprintf("repair-%d", nsCounter.Add(1))
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatalf("creating namespace: %v", err)
@@ -84,22 +83,6 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.repair.Observe(func(r Outcome) { f.repairs = append(f.repairs, r) })
 	return f
-}
-
-func ensureNodeClass(t *testing.T) {
-	t.Helper()
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: awsv1.EC2NodeClassSpec{
-			Role:                       "KarpenterNodeRole",
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@v20250101"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "sim"}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "sim"}}},
-		},
-	}
-	if err := env.Client.Create(context.Background(), nc); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating ec2nodeclass: %v", err)
-	}
 }
 
 // nodePool creates the NodePool of that name, for its NodeRepairBlocked Event.
@@ -206,16 +189,10 @@ func (f *fixture) terminate(name string) {
 	f.t.Fatalf("nodeclaim %s still exists", name)
 }
 
+// claim reads a NodeClaim; nil when it does not exist.
 func (f *fixture) claim(name string) *karpv1.NodeClaim {
 	f.t.Helper()
-	claim := &karpv1.NodeClaim{}
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: name}, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		f.t.Fatalf("getting nodeclaim %s: %v", name, err)
-	}
-	return claim
+	return apiserver.Lookup[karpv1.NodeClaim](f.t, env.Client, client.ObjectKey{Name: name})
 }
 
 // deleting reports whether the claim is being deleted (or gone).

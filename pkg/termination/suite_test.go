@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -65,7 +64,7 @@ var nsCounter atomic.Int32
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	ensureNodeClass(t)
+	env.EnsureNodeClass(t, "default")
 	ns := fmt.Sprintf("term-%d", nsCounter.Add(1))
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatalf("creating namespace: %v", err)
@@ -98,22 +97,6 @@ func testCatalog(t *testing.T) []catalog.Entry {
 		t.Fatal("catalog has no m5.large")
 	}
 	return []catalog.Entry{e}
-}
-
-func ensureNodeClass(t *testing.T) {
-	t.Helper()
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: awsv1.EC2NodeClassSpec{
-			Role:                       "KarpenterNodeRole",
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@v20250101"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "sim"}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "sim"}}},
-		},
-	}
-	if err := env.Client.Create(context.Background(), nc); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating ec2nodeclass: %v", err)
-	}
 }
 
 // cleanup removes every NodeClaim and Node, finalizers and all, and the namespace's pods.
@@ -287,41 +270,22 @@ func (f *fixture) finish(name string) {
 	f.t.Fatalf("nodeclaim %s still exists", name)
 }
 
+// claim reads a NodeClaim; nil when it does not exist.
 func (f *fixture) claim(name string) *karpv1.NodeClaim {
 	f.t.Helper()
-	claim := &karpv1.NodeClaim{}
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: name}, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		f.t.Fatalf("getting nodeclaim %s: %v", name, err)
-	}
-	return claim
+	return apiserver.Lookup[karpv1.NodeClaim](f.t, env.Client, client.ObjectKey{Name: name})
 }
 
+// node reads a Node; nil when it does not exist.
 func (f *fixture) node(name string) *corev1.Node {
 	f.t.Helper()
-	node := &corev1.Node{}
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		f.t.Fatalf("getting node %s: %v", name, err)
-	}
-	return node
+	return apiserver.Lookup[corev1.Node](f.t, env.Client, client.ObjectKey{Name: name})
 }
 
 // getPod reads a pod of the test's namespace; nil when it does not exist.
 func (f *fixture) getPod(name string) *corev1.Pod {
 	f.t.Helper()
-	pod := &corev1.Pod{}
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, pod); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		f.t.Fatalf("getting pod %s: %v", name, err)
-	}
-	return pod
+	return apiserver.Lookup[corev1.Pod](f.t, env.Client, client.ObjectKey{Namespace: f.ns, Name: name})
 }
 
 // evicted reports whether the pod is gone or being deleted.

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 )
 
 // kubeletFixture is a cloud and its kubelet on a virtual clock against the test API server,
@@ -84,14 +84,7 @@ func (f *kubeletFixture) step() {
 // node returns the Node with the name, or nil when there is none.
 func (f *kubeletFixture) node(name string) *corev1.Node {
 	f.t.Helper()
-	node := &corev1.Node{}
-	if err := f.kube.Get(f.ctx, client.ObjectKey{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		f.t.Fatal(err)
-	}
-	return node
+	return apiserver.Lookup[corev1.Node](f.t, f.kube, client.ObjectKey{Name: name})
 }
 
 // claim is a NodeClaim of the fixture's NodeClass for one on-demand m5.large.
