@@ -44,17 +44,6 @@ const (
 	InterruptionEventStatus InterruptionKind = "EventStatus"
 )
 
-// Reasons of the Events of interruption notices, on the NodeClaim and its Node, as Karpenter's
-// AWS provider's.
-const (
-	EventReasonSpotInterrupted           = "SpotInterrupted"
-	EventReasonRebalanceRecommendation   = "SpotRebalanceRecommendation"
-	EventReasonInstanceUnhealthy         = "InstanceUnhealthy"
-	EventReasonInstanceStopping          = "InstanceStopping"
-	EventReasonInstanceTerminating       = "InstanceTerminating"
-	EventReasonTerminatingOnInterruption = "TerminatingOnInterruption"
-)
-
 // InterruptionHandler acts on a cloud's notice about an instance, whichever way the notice came
 // (EC2's through the SQS queue or DescribeInstanceStatus, the simulated cloud's by polling it):
 // for a spot interruption it marks the offering out of capacity, so the replacement goes
@@ -171,27 +160,6 @@ func (h *InterruptionHandler) nodeOf(ctx context.Context, claim *karpv1.NodeClai
 		return nil, fmt.Errorf("getting node %s of nodeclaim %s: %w", claim.Status.NodeName, claim.Name, err)
 	}
 	return node, nil
-}
-
-// interruptionEvents: a notice about the instance of claim, on the claim and its node (nil for
-// none), each once in two minutes.
-func interruptionEvents(claim *karpv1.NodeClaim, node *corev1.Node, eventType, reason, message string) []events.Event {
-	out := []events.Event{{InvolvedObject: claim, Type: eventType, Reason: reason, Message: message, DedupeValues: []string{string(claim.UID)}}}
-	if node != nil {
-		out = append(out, events.Event{InvolvedObject: node, Type: eventType, Reason: reason, Message: message, DedupeValues: []string{string(node.UID)}})
-	}
-	return out
-}
-
-// terminatingOnInterruptionEvents: the claim was deleted for a notice.
-func terminatingOnInterruptionEvents(claim *karpv1.NodeClaim, node *corev1.Node) []events.Event {
-	out := []events.Event{{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonTerminatingOnInterruption,
-		Message: "Interruption triggered termination for the NodeClaim", DedupeValues: []string{string(claim.UID)}}}
-	if node != nil {
-		out = append(out, events.Event{InvolvedObject: node, Type: corev1.EventTypeWarning, Reason: EventReasonTerminatingOnInterruption,
-			Message: "Interruption triggered termination for the Node", DedupeValues: []string{string(node.UID)}})
-	}
-	return out
 }
 
 // InterruptionMessageType is a notice's kind as Karpenter's metrics label it

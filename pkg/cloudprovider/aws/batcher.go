@@ -103,13 +103,6 @@ func (b *batcher[In, Out]) add(ctx context.Context, input *In) (*Out, error) {
 	return r.out, r.err
 }
 
-// waiting is the number of requests in the open window.
-func (b *batcher[In, Out]) waiting() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.count
-}
-
 // collect waits for the open window to close, idle or full, then executes its groups.
 func (b *batcher[In, Out]) collect() {
 	for {

@@ -30,6 +30,13 @@ func (f *fixture) batchOnFakeClock() *clocktesting.FakeClock {
 	return clk
 }
 
+// waiting is the number of requests in the batcher's open window.
+func (b *batcher[In, Out]) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.count
+}
+
 // awaitWaiting waits until the batcher's open window holds n requests.
 func awaitWaiting[In, Out any](t *testing.T, b *batcher[In, Out], n int) {
 	t.Helper()

@@ -142,10 +142,6 @@ func execDescribeInstances(api ec2BatchAPI) func(context.Context, []*ec2.Describ
 		ids, byID := requestsByInstance(inputs, func(in *ec2.DescribeInstancesInput) string { return in.InstanceIds[0] })
 		merged := *inputs[0]
 		merged.InstanceIds = ids
-		missing := make(map[string]bool, len(ids))
-		for _, id := range ids {
-			missing[id] = true
-		}
 		for pages := ec2.NewDescribeInstancesPaginator(api, &merged); pages.HasMorePages(); {
 			page, err := pages.NextPage(ctx)
 			if err != nil {
@@ -153,25 +149,16 @@ func execDescribeInstances(api ec2BatchAPI) func(context.Context, []*ec2.Describ
 			}
 			for _, r := range page.Reservations {
 				for _, inst := range r.Instances {
-					id := aws.ToString(inst.InstanceId)
-					delete(missing, id)
-					for _, i := range byID[id] {
+					for _, i := range byID[aws.ToString(inst.InstanceId)] {
 						results[i].out = &ec2.DescribeInstancesOutput{ResultMetadata: page.ResultMetadata, Reservations: []ec2types.Reservation{{
 							OwnerId: r.OwnerId, RequesterId: r.RequesterId, ReservationId: r.ReservationId, Instances: []ec2types.Instance{inst}}}}
 					}
 				}
 			}
 		}
-		var wg sync.WaitGroup
-		for id := range missing {
-			wg.Go(func() {
-				out, err := api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: merged.Filters, InstanceIds: []string{id}})
-				for _, i := range byID[id] {
-					results[i] = batchResult[ec2.DescribeInstancesOutput]{out: out, err: err}
-				}
-			})
-		}
-		wg.Wait()
+		answerAlone(ids, byID, results, func(id string) (*ec2.DescribeInstancesOutput, error) {
+			return api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: merged.Filters, InstanceIds: []string{id}})
+		})
 		return results
 	}
 }
@@ -187,10 +174,6 @@ func execTerminateInstances(api ec2BatchAPI) func(context.Context, []*ec2.Termin
 		ids, byID := requestsByInstance(inputs, func(in *ec2.TerminateInstancesInput) string { return in.InstanceIds[0] })
 		merged := *inputs[0]
 		merged.InstanceIds = ids
-		remaining := make(map[string]bool, len(ids))
-		for _, id := range ids {
-			remaining[id] = true
-		}
 		out, err := api.TerminateInstances(ctx, &merged)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "terminating instances together failed; terminating them one by one", "instances", len(merged.InstanceIds))
@@ -200,22 +183,13 @@ func execTerminateInstances(api ec2BatchAPI) func(context.Context, []*ec2.Termin
 			if s := change.CurrentState; s == nil || s.Name != ec2types.InstanceStateNameShuttingDown && s.Name != ec2types.InstanceStateNameTerminated {
 				continue
 			}
-			id := aws.ToString(change.InstanceId)
-			delete(remaining, id)
-			for _, i := range byID[id] {
+			for _, i := range byID[aws.ToString(change.InstanceId)] {
 				results[i].out = &ec2.TerminateInstancesOutput{TerminatingInstances: []ec2types.InstanceStateChange{change}, ResultMetadata: out.ResultMetadata}
 			}
 		}
-		var wg sync.WaitGroup
-		for id := range remaining {
-			wg.Go(func() {
-				out, err := api.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
-				for _, i := range byID[id] {
-					results[i] = batchResult[ec2.TerminateInstancesOutput]{out: out, err: err}
-				}
-			})
-		}
-		wg.Wait()
+		answerAlone(ids, byID, results, func(id string) (*ec2.TerminateInstancesOutput, error) {
+			return api.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+		})
 		return results
 	}
 }
@@ -232,4 +206,22 @@ func requestsByInstance[In any](inputs []*In, instance func(*In) string) (ids []
 		byID[id] = append(byID[id], i)
 	}
 	return ids, byID
+}
+
+// answerAlone calls call for each of the instances whose requests the merged call left
+// without an answer, concurrently, and gives those requests that call's answer or error.
+func answerAlone[Out any](ids []string, byID map[string][]int, results []batchResult[Out], call func(id string) (*Out, error)) {
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		if results[byID[id][0]].out != nil {
+			continue
+		}
+		wg.Go(func() {
+			out, err := call(id)
+			for _, i := range byID[id] {
+				results[i] = batchResult[Out]{out: out, err: err}
+			}
+		})
+	}
+	wg.Wait()
 }

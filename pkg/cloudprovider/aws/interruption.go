@@ -127,7 +127,8 @@ type InterruptionController struct {
 
 // NewInterruptionController returns the controller; events may be nil.
 func NewInterruptionController(p *Provider, events record.EventRecorder) *InterruptionController {
-	handler := &cloudprovider.InterruptionHandler{Kube: p.opts.KubeClient, Unavailable: p.opts.Unavailable, Events: kevents.NewRecorder(events, p.opts.Clock)}
+	handler := &cloudprovider.InterruptionHandler{Kube: p.opts.KubeClient, Unavailable: p.opts.Unavailable,
+		Events: kevents.NewRecorder(events, p.opts.Clock), Clock: p.opts.Clock}
 	return &InterruptionController{provider: p, handler: handler, WaitTime: 20 * time.Second}
 }
 

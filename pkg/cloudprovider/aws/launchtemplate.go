@@ -110,17 +110,40 @@ type launchTemplates struct {
 	// clusterMu guards cluster, apart from mu, so that a slow or failing DescribeCluster does
 	// not hold up creating or collecting launch templates.
 	clusterMu sync.Mutex
-	cluster   *clusterInfo
+	// cluster and clusterErr are DescribeCluster's last answer: a success for good, a failure
+	// (clusterErr, or cluster.err) until clusterRetry.
+	cluster      *clusterInfo
+	clusterErr   error
+	clusterRetry time.Time
 }
 
-// cluster returns the endpoint, CA and service CIDR nodes join with: the options' values,
-// completed by EKS DescribeCluster.
+// clusterInfoRetry is how long a failed DescribeCluster is answered from memory before EKS is
+// asked again, so that the launch templates of a launch (one per image and pod limit) and
+// the launches and NodeClass reconciles that follow share one failed call instead of each
+// making its own. It is the retry of a NodeClass that is not ready, so one waiting for the
+// cluster's service CIDR asks EKS again at each of its retries.
+const clusterInfoRetry = nodeClassNotReadyRetry
+
+// clusterInfo returns the endpoint, CA and service CIDR nodes join with: the options' values,
+// completed by EKS DescribeCluster. A failure is remembered for clusterInfoRetry.
 func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error) {
 	l.clusterMu.Lock()
 	defer l.clusterMu.Unlock()
-	if l.cluster != nil {
-		return l.cluster, nil
+	now := l.provider.opts.Clock.Now()
+	if succeeded := l.cluster != nil && l.cluster.err == nil; succeeded || now.Before(l.clusterRetry) {
+		return l.cluster, l.clusterErr
 	}
+	l.cluster, l.clusterErr = l.describeCluster(ctx)
+	if ctx.Err() == nil { // a call cut short by its caller says nothing of EKS
+		l.clusterRetry = now.Add(clusterInfoRetry)
+	}
+	return l.cluster, l.clusterErr
+}
+
+// describeCluster asks EKS for the cluster's endpoint, CA and service CIDR, completing the
+// options' values. When it fails, the options' values are the answer (with the failure in
+// err), or, without an endpoint in the options, the error.
+func (l *launchTemplates) describeCluster(ctx context.Context) (*clusterInfo, error) {
 	o := l.provider.opts
 	info := &clusterInfo{endpoint: o.ClusterEndpoint, caBundle: o.ClusterCABundle}
 	out, err := l.provider.clients.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(o.ClusterName)})
@@ -128,8 +151,8 @@ func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error)
 		if info.endpoint == "" {
 			return nil, fmt.Errorf("describing EKS cluster %s for the node bootstrap (set --cluster-endpoint (CLUSTER_ENDPOINT) when it is not EKS): %w", o.ClusterName, err)
 		}
-		// What the options give, not remembered: the next call asks EKS again, so a transient
-		// failure does not leave nodes without the cluster's service CIDR for good.
+		// What the options give, remembered only for clusterInfoRetry: a transient failure
+		// does not leave nodes without the cluster's service CIDR for good.
 		info.err = err
 		return info, nil
 	}
@@ -150,7 +173,6 @@ func (l *launchTemplates) clusterInfo(ctx context.Context) (*clusterInfo, error)
 			}
 		}
 	}
-	l.cluster = info
 	return info, nil
 }
 
