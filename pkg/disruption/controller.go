@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -255,22 +256,40 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 	if err := c.volumeRequirements(ctx, snap, in); err != nil {
 		return nil, err
 	}
+	c.cloudDrift(ctx, snap, in)
+	return in, nil
+}
+
+// driftCheckParallelism is how many drift checks run at once: a cloud may answer each after a
+// batching window (the AWS provider's DescribeInstances batcher waits 100 ms for others to
+// join), so one after another a pass would take that long per node.
+const driftCheckParallelism = 100
+
+// cloudDrift asks the cloud provider, concurrently, which initialized nodes have drifted from
+// their NodeClass, into in.CloudDrift.
+func (c *Controller) cloudDrift(ctx context.Context, snap *state.Snapshot, in *Input) {
+	var claims []*karpv1.NodeClaim
 	for _, sn := range snap.Nodes {
-		if sn.NodeClaim == nil || sn.Node == nil || sn.MarkedForDeletion || !sn.Initialized() {
-			continue
-		}
-		reason, err := c.cloud.IsDrifted(ctx, sn.NodeClaim)
-		if err != nil {
-			if !cloudprovider.IsNodeClaimNotFoundError(err) {
-				log.FromContext(ctx).V(1).Info("cannot check drift", "nodeclaim", sn.NodeClaim.Name, "error", err.Error())
-			}
-			continue
-		}
-		if reason != "" {
-			in.CloudDrift[sn.NodeClaim.Name] = reason
+		if sn.NodeClaim != nil && sn.Node != nil && !sn.MarkedForDeletion && sn.Initialized() {
+			claims = append(claims, sn.NodeClaim)
 		}
 	}
-	return in, nil
+	reasons := make([]cloudprovider.DriftReason, len(claims))
+	workqueue.ParallelizeUntil(ctx, driftCheckParallelism, len(claims), func(i int) {
+		reason, err := c.cloud.IsDrifted(ctx, claims[i])
+		if err != nil {
+			if !cloudprovider.IsNodeClaimNotFoundError(err) {
+				log.FromContext(ctx).V(1).Info("cannot check drift", "nodeclaim", claims[i].Name, "error", err.Error())
+			}
+			return
+		}
+		reasons[i] = reason
+	})
+	for i, reason := range reasons {
+		if reason != "" {
+			in.CloudDrift[claims[i].Name] = reason
+		}
+	}
 }
 
 // trackPodEvents stamps status.lastPodEventTime on claims whose pods changed since the last

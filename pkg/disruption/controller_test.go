@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -561,5 +562,50 @@ func TestGoneReplacementAbandonsTheCommand(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(failures) - before; got != 1 {
 		t.Errorf("karpenter_voluntary_disruption_queue_failures_total rose by %v, want 1", got)
+	}
+}
+
+// concurrentDrift is a cloud whose drift checks each wait until want of them run at once (or
+// a time limit passes), and which records the most that ever ran at once.
+type concurrentDrift struct {
+	cloudprovider.CloudProvider
+	want int
+
+	mu                sync.Mutex
+	running, mostSeen int
+	all               chan struct{}
+}
+
+func (c *concurrentDrift) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
+	c.mu.Lock()
+	c.running++
+	c.mostSeen = max(c.mostSeen, c.running)
+	if c.running == c.want {
+		close(c.all)
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.all:
+	case <-time.After(5 * time.Second):
+	}
+	c.mu.Lock()
+	c.running--
+	c.mu.Unlock()
+	return "", nil
+}
+
+// TestDriftChecksRunConcurrently: a pass asks the cloud about every node's drift at once, not
+// one node after another (a cloud that batches its calls answers each after a window).
+func TestDriftChecksRunConcurrently(t *testing.T) {
+	np := pool(nil)
+	f := newFixture(t, np)
+	for _, name := range []string{"a", "b", "c"} {
+		f.node(np, name, "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
+	}
+	cloud := &concurrentDrift{CloudProvider: f.cloud, want: 3, all: make(chan struct{})}
+	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), cloud, f.clock, f.recorder, disruption.Options{})
+	f.step(10 * time.Second)
+	if cloud.mostSeen != 3 {
+		t.Fatalf("at most %d drift checks ran at once, want all 3", cloud.mostSeen)
 	}
 }
