@@ -147,4 +147,12 @@ func TestLabelValues(t *testing.T) {
 			t.Errorf("ConditionLabel(%q) = %q, want %q", in, got, want)
 		}
 	}
+	for in, want := range map[karpv1.ConsolidationPolicy]string{
+		karpv1.ConsolidationPolicyWhenEmpty: "when_empty", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized: "when_empty_or_underutilized",
+		karpv1.ConsolidationPolicyBalanced: "balanced",
+	} {
+		if got := metrics.ConsolidationPolicy(in); got != want {
+			t.Errorf("ConsolidationPolicy(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
