@@ -7,13 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
 
 // scripted is a CloudProvider whose every method returns err.
@@ -111,9 +110,6 @@ func TestWithMetricsDoesNotTimeTwice(t *testing.T) {
 // histogramCount is the number of calls the controller made to the method.
 func histogramCount(t *testing.T, controller, method string) uint64 {
 	t.Helper()
-	var m dto.Metric
-	if err := metrics.CloudProviderDurationSeconds.WithLabelValues(controller, method, "scripted").(prometheus.Metric).Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleCount()
+	n, _ := metricstest.Observations(t, metrics.CloudProviderDurationSeconds.WithLabelValues(controller, method, "scripted"))
+	return n
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +28,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
 
 var env *apiserver.Env
@@ -239,7 +239,7 @@ func TestUnderutilizedConsolidatedAndReplaced(t *testing.T) {
 	decisions := metrics.VoluntaryDisruptionDecisionsByNodePoolTotal.WithLabelValues(np.Name, metrics.DecisionReplace, "underutilized", metrics.ConsolidationTypeSingle)
 	podsDisrupted := metrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", np.Name, "on-demand", "when_empty_or_underutilized", metrics.TerminationModeGraceful)
 	decisionsBefore, podsBefore := testutil.ToFloat64(decisions), testutil.ToFloat64(podsDisrupted)
-	evaluationsBefore := histogramSamples(t, metrics.VoluntaryDisruptionEvaluationDurationSeconds)
+	evaluationsBefore := metricstest.Sum(metricstest.Collected(t, metrics.VoluntaryDisruptionEvaluationDurationSeconds, nil))
 	f.step(10 * time.Second)
 	f.step(20 * time.Second)
 	if len(f.commands) != 1 || len(f.commands[0].Replacements) != 1 {
@@ -282,27 +282,9 @@ func TestUnderutilizedConsolidatedAndReplaced(t *testing.T) {
 	if got := testutil.ToFloat64(podsDisrupted) - podsBefore; got != 1 {
 		t.Errorf("karpenter_pods_disruption_initiated_total rose by %v, want the node's one pod", got)
 	}
-	if histogramSamples(t, metrics.VoluntaryDisruptionEvaluationDurationSeconds) <= evaluationsBefore {
+	if metricstest.Sum(metricstest.Collected(t, metrics.VoluntaryDisruptionEvaluationDurationSeconds, nil)) <= evaluationsBefore {
 		t.Error("no disruption method evaluation observed")
 	}
-}
-
-// histogramSamples is the number of observations of every series of a histogram vector.
-func histogramSamples(t *testing.T, c prometheus.Collector) uint64 {
-	t.Helper()
-	r := prometheus.NewRegistry()
-	r.MustRegister(c)
-	families, err := r.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			n += m.GetHistogram().GetSampleCount()
-		}
-	}
-	return n
 }
 
 // TestConsolidationFailsValidation: a consolidation waiting out its validation delay that is not

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/test/eventlog"
 )
 
 // TestEventTable holds the package's Events to docs/events.md: object, type, reason and
@@ -21,53 +22,36 @@ func TestEventTable(t *testing.T) {
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", UID: "c"}}
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "np"}}
 	until := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		name string
-		got  []events.Event
-		want [][5]string
-	}{
-		{"launching", []events.Event{launchingEvent(claim, karpv1.DisruptionReasonUnderutilized)}, [][5]string{
+	eventlog.CheckTable(t, []eventlog.Case{
+		{Name: "launching", Events: []events.Event{launchingEvent(claim, karpv1.DisruptionReasonUnderutilized)}, Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Normal", "DisruptionLaunching", "Launching NodeClaim: Underutilized"}}},
-		{"waiting readiness", []events.Event{waitingOnReadinessEvent(claim)}, [][5]string{
+		{Name: "waiting readiness", Events: []events.Event{waitingOnReadinessEvent(claim)}, Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Normal", "DisruptionWaitingReadiness", "Waiting on readiness to continue disruption"}}},
-		{"terminating", terminatingEvents(node, claim, karpv1.DisruptionReasonDrifted), [][5]string{
+		{Name: "terminating", Events: terminatingEvents(node, claim, karpv1.DisruptionReasonDrifted), Want: [][5]string{
 			{"Node", "ip-10-0-0-1", "Normal", "DisruptionTerminating", "Disrupting Node: Drifted"},
 			{"NodeClaim", "default-abcde", "Normal", "DisruptionTerminating", "Disrupting NodeClaim: Drifted"}}},
-		{"unconsolidatable", unconsolidatableEvents(node, claim, noCheaperNode), [][5]string{
+		{Name: "unconsolidatable", Events: unconsolidatableEvents(node, claim, noCheaperNode), Want: [][5]string{
 			{"Node", "ip-10-0-0-1", "Normal", "Unconsolidatable", "Can't replace with a cheaper node"},
 			{"NodeClaim", "default-abcde", "Normal", "Unconsolidatable", "Can't replace with a cheaper node"}}},
-		{"blocked", blockedEvents(node, claim, `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/web-0)`), [][5]string{
+		{Name: "blocked", Events: blockedEvents(node, claim, `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/web-0)`), Want: [][5]string{
 			{"Node", "ip-10-0-0-1", "Normal", "DisruptionBlocked", `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/web-0)`},
 			{"NodeClaim", "default-abcde", "Normal", "DisruptionBlocked", `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/web-0)`}}},
-		{"nodepool blocked", []events.Event{nodePoolBlockedEvent(np, karpv1.DisruptionReasonEmpty)}, [][5]string{
+		{Name: "nodepool blocked", Events: []events.Event{nodePoolBlockedEvent(np, karpv1.DisruptionReasonEmpty)}, Want: [][5]string{
 			{"NodePool", "default", "Normal", "DisruptionBlocked", "No allowed disruptions for disruption reason Empty due to blocking budget"}}},
-		{"invalid do-not-disrupt", []events.Event{invalidDoNotDisruptEvent(pod, errors.New(`invalid duration "forever"`))}, [][5]string{
+		{Name: "invalid do-not-disrupt", Events: []events.Event{invalidDoNotDisruptEvent(pod, errors.New(`invalid duration "forever"`))}, Want: [][5]string{
 			{"Pod", "web-0", "Warning", "InvalidDoNotDisruptAnnotation", `Invalid karpenter.sh/do-not-disrupt annotation: invalid duration "forever", ignoring annotation`}}},
-		{"do-not-disrupt until", []events.Event{doNotDisruptTimedEvent(pod, until, until.Add(-time.Minute))}, [][5]string{
-			{"Pod", "web-0", "Normal", "DoNotDisruptUntil", "The karpenter.sh/do-not-disrupt grace period will elapse at 2026-03-02T14:00:00Z"}}},
-		{"do-not-disrupt elapsed", []events.Event{doNotDisruptTimedEvent(pod, until, until)}, [][5]string{
+		// Dedupe as Karpenter's: a DoNotDisruptUntil per pod and end, an elapsed one per pod.
+		{Name: "do-not-disrupt until", Events: []events.Event{doNotDisruptTimedEvent(pod, until, until.Add(-time.Minute))}, Want: [][5]string{
+			{"Pod", "web-0", "Normal", "DoNotDisruptUntil", "The karpenter.sh/do-not-disrupt grace period will elapse at 2026-03-02T14:00:00Z"}},
+			Dedupe: [][]string{{"p", "2026-03-02T14:00:00Z"}}},
+		{Name: "do-not-disrupt elapsed", Events: []events.Event{doNotDisruptTimedEvent(pod, until, until)}, Want: [][5]string{
 			{"Pod", "web-0", "Normal", "DoNotDisruptGracePeriodElapsed", "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable"}}},
-		{"abandoned", []events.Event{abandonedEvent(node, "consolidating: deleting 1 node")}, [][5]string{
+		{Name: "do-not-disrupt elapsed a minute ago", Events: []events.Event{doNotDisruptTimedEvent(pod, until, until.Add(time.Minute))}, Want: [][5]string{
+			{"Pod", "web-0", "Normal", "DoNotDisruptGracePeriodElapsed", "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable"}},
+			Dedupe: [][]string{{"p"}}},
+		{Name: "abandoned", Events: []events.Event{abandonedEvent(node, "consolidating: deleting 1 node")}, Want: [][5]string{
 			{"Node", "ip-10-0-0-1", "Warning", "DisruptionAbandoned", "abandoned: consolidating: deleting 1 node"}}},
-	} {
-		if got := events.FieldsOf(tc.got...); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s:\n got  %q\n want %q", tc.name, got, tc.want)
-		}
-	}
-
-	// Dedupe as Karpenter's: a DoNotDisruptUntil per pod and end, an elapsed one per pod.
-	for _, tc := range []struct {
-		name string
-		got  events.Event
-		want []string
-	}{
-		{"until", doNotDisruptTimedEvent(pod, until, until.Add(-time.Minute)), []string{"p", "2026-03-02T14:00:00Z"}},
-		{"elapsed", doNotDisruptTimedEvent(pod, until, until.Add(time.Minute)), []string{"p"}},
-	} {
-		if !reflect.DeepEqual(tc.got.DedupeValues, tc.want) || tc.got.DedupeTimeout != 0 {
-			t.Errorf("%s: dedupe %q for %s, want %q for the default", tc.name, tc.got.DedupeValues, tc.got.DedupeTimeout, tc.want)
-		}
-	}
+	})
 }
 
 // TestDecisionNamesKarpentersEventSituations: Decide reports the pods whose do-not-disrupt

@@ -3,7 +3,6 @@ package metrics
 import (
 	"regexp"
 	"strings"
-	"unicode"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
@@ -114,20 +113,9 @@ func TerminationMode(claim *karpv1.NodeClaim) string {
 	return TerminationModeEventual
 }
 
-// ConsolidationPolicy is a NodePool's consolidation policy as LabelConsolidationPolicy gives it.
-func ConsolidationPolicy(p karpv1.ConsolidationPolicy) string {
-	var b strings.Builder
-	for i, r := range string(p) {
-		if unicode.IsUpper(r) {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// ConsolidationPolicy is a NodePool's consolidation policy as LabelConsolidationPolicy gives it:
+// in Karpenter's snake case (when_empty, when_empty_or_underutilized).
+func ConsolidationPolicy(p karpv1.ConsolidationPolicy) string { return snakeCase(string(p)) }
 
 // Values of LabelReason for karpenter_nodeclaims_created_total besides the disruption reasons
 // (a replacement is created with the reason of the disruption it is for).
@@ -189,17 +177,20 @@ func ResourceType(name string) string {
 	return strings.ReplaceAll(strings.ToLower(name), "-", "_")
 }
 
-// Karpenter's snake case: a capital that starts a word, then a capital after a lower-case
-// letter or digit, gets an underscore before it.
+// Karpenter's snake case (its pretty.ToSnakeCase): a capital that starts a word, then a
+// capital after a lower-case letter or digit, gets an underscore before it.
 var (
 	wordStart   = regexp.MustCompile("(.)([A-Z][a-z]+)")
 	capitalJoin = regexp.MustCompile("([a-z0-9])([A-Z])")
 )
 
+// snakeCase is s in Karpenter's snake case: KernelReady becomes kernel_ready, EBSReady
+// ebs_ready.
+func snakeCase(s string) string {
+	return strings.ToLower(capitalJoin.ReplaceAllString(wordStart.ReplaceAllString(s, "${1}_${2}"), "${1}_${2}"))
+}
+
 // ConditionLabel is the LabelCondition value of a Node condition type, in snake case as
 // Karpenter writes it: KernelReady becomes kernel_ready, AcceleratedHardwareReady
 // accelerated_hardware_ready, Ready ready.
-func ConditionLabel(conditionType string) string {
-	snake := wordStart.ReplaceAllString(conditionType, "${1}_${2}")
-	return strings.ToLower(capitalJoin.ReplaceAllString(snake, "${1}_${2}"))
-}
+func ConditionLabel(conditionType string) string { return snakeCase(conditionType) }

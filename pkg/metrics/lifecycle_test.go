@@ -28,6 +28,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/operator"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
 
 var env *apiserver.Env
@@ -59,44 +60,13 @@ func scrapeMetrics(t *testing.T) scrape {
 
 // series returns the samples of the metric whose labels include want.
 func (s scrape) series(name string, want map[string]string) []*dto.Metric {
-	var out []*dto.Metric
-	f := s[name]
-	if f == nil {
-		return nil
-	}
-next:
-	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if labels[k] != v {
-				continue next
-			}
-		}
-		out = append(out, m)
-	}
-	return out
+	return metricstest.Matching(s[name], want)
 }
 
 // value sums the samples of the metric whose labels include want: counter and gauge values,
 // histogram and summary observation counts.
 func (s scrape) value(name string, want map[string]string) float64 {
-	total := 0.0
-	for _, m := range s.series(name, want) {
-		switch {
-		case m.Counter != nil:
-			total += m.GetCounter().GetValue()
-		case m.Gauge != nil:
-			total += m.GetGauge().GetValue()
-		case m.Histogram != nil:
-			total += float64(m.GetHistogram().GetSampleCount())
-		case m.Summary != nil:
-			total += float64(m.GetSummary().GetSampleCount())
-		}
-	}
-	return total
+	return metricstest.Sum(s.series(name, want))
 }
 
 // delta is how much the metric grew since before.

@@ -12,6 +12,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
 
 // fixedGauges is a state-gauge source reporting one node count.
@@ -27,17 +28,7 @@ func TestRegisteredOnControllerRuntimeRegistry(t *testing.T) {
 		t.Fatalf("registering again: %v", err)
 	}
 	metrics.NodeClaimCreated(metrics.ReasonProvisioned, "registered-test")
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, f := range families {
-		if f.GetName() == "karpenter_nodeclaims_created_total" {
-			found = true
-		}
-	}
-	if !found {
+	if len(metricstest.Gathered(t, crmetrics.Registry, "karpenter_nodeclaims_created_total", nil)) == 0 {
 		t.Error("karpenter_nodeclaims_created_total is not served by controller-runtime's Registry")
 	}
 }
@@ -108,14 +99,8 @@ func TestServeGaugesServesTheLatestSourceUntilItStops(t *testing.T) {
 	}
 	nodeCount := func() string {
 		t.Helper()
-		families, err := r.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range families {
-			if f.GetName() == "karpenter_cluster_state_node_count" {
-				return fmt.Sprint(f.GetMetric()[0].GetGauge().GetValue())
-			}
+		if s := metricstest.Gathered(t, r, "karpenter_cluster_state_node_count", nil); len(s) > 0 {
+			return fmt.Sprint(s[0].GetGauge().GetValue())
 		}
 		return "none"
 	}
@@ -160,6 +145,14 @@ func TestLabelValues(t *testing.T) {
 	} {
 		if got := metrics.ConditionLabel(in); got != want {
 			t.Errorf("ConditionLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[karpv1.ConsolidationPolicy]string{
+		karpv1.ConsolidationPolicyWhenEmpty: "when_empty", karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized: "when_empty_or_underutilized",
+		karpv1.ConsolidationPolicyBalanced: "balanced",
+	} {
+		if got := metrics.ConsolidationPolicy(in); got != want {
+			t.Errorf("ConsolidationPolicy(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

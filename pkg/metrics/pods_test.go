@@ -11,26 +11,16 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
 
 // runGauges are the scheduling run gauges served for a controller, by name.
 func runGauges(t *testing.T, r *prometheus.Registry, controller string) map[string][]float64 {
 	t.Helper()
-	families, err := r.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string][]float64{}
-	for _, f := range families {
-		if !strings.HasPrefix(f.GetName(), "karpenter_scheduler_queue_depth") && !strings.HasPrefix(f.GetName(), "karpenter_scheduler_unfinished_work_seconds") {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == metrics.LabelController && l.GetValue() == controller {
-					out[f.GetName()] = append(out[f.GetName()], m.GetGauge().GetValue())
-				}
-			}
+	for _, name := range []string{"karpenter_scheduler_queue_depth", "karpenter_scheduler_unfinished_work_seconds"} {
+		for _, m := range metricstest.Gathered(t, r, name, map[string]string{metrics.LabelController: controller}) {
+			out[name] = append(out[name], m.GetGauge().GetValue())
 		}
 	}
 	return out

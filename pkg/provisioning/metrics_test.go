@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -16,46 +14,8 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
-
-// gathered returns the samples of the metric served on controller-runtime's registry whose
-// labels include want.
-func gathered(t *testing.T, name string, want map[string]string) []*dto.Metric {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*dto.Metric
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue next
-				}
-			}
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func observations(t *testing.T, h prometheus.Histogram) (uint64, float64) {
-	t.Helper()
-	var m dto.Metric
-	if err := h.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
-}
 
 // A provisioning pass reports what it did in the scheduler metrics: the pods it ignored (a
 // missing volume), those it could place nowhere, its pending pods by effective zone and its
@@ -76,7 +36,7 @@ func TestProvisionReportsSchedulerMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	decisions0, decisionSum0 := observations(t, metrics.PodsSchedulingDecisionDurationSeconds)
+	decisions0, decisionSum0 := metricstest.Observations(t, metrics.PodsSchedulingDecisionDurationSeconds)
 	f.clock.Step(3 * time.Second)
 
 	decision, err := f.provisioner.Provision(ctx)
@@ -86,7 +46,7 @@ func TestProvisionReportsSchedulerMetrics(t *testing.T) {
 	if len(decision.Results.PodErrors) != 2 {
 		t.Fatalf("pod errors %v, want s390x's and stranded's", decision.Results.PodErrors)
 	}
-	if n, sum := observations(t, metrics.PodsSchedulingDecisionDurationSeconds); n-decisions0 != uint64(len(pods)) || sum-decisionSum0 != 3*float64(len(pods)) {
+	if n, sum := metricstest.Observations(t, metrics.PodsSchedulingDecisionDurationSeconds); n-decisions0 != uint64(len(pods)) || sum-decisionSum0 != 3*float64(len(pods)) {
 		t.Errorf("%d first decisions observed summing %vs, want %d of 3s", n-decisions0, sum-decisionSum0, len(pods))
 	}
 	if got := testutil.ToFloat64(metrics.SchedulerIgnoredPodsCount); got != 1 {
@@ -103,11 +63,11 @@ func TestProvisionReportsSchedulerMetrics(t *testing.T) {
 			t.Errorf("pending pods in effective zone %s: %v, want %v", zone, got, want)
 		}
 	}
-	depth := gathered(t, "karpenter_scheduler_queue_depth", map[string]string{metrics.LabelController: metrics.ControllerProvisioner})
+	depth := metricstest.Gathered(t, crmetrics.Registry, "karpenter_scheduler_queue_depth", map[string]string{metrics.LabelController: metrics.ControllerProvisioner})
 	if len(depth) != 1 || depth[0].GetGauge().GetValue() != 0 {
 		t.Errorf("queue depth after the run: %v, want one series (the run's) at 0", depth)
 	}
-	if s := gathered(t, "karpenter_scheduler_unfinished_work_seconds", map[string]string{metrics.LabelController: metrics.ControllerProvisioner}); len(s) != 0 {
+	if s := metricstest.Gathered(t, crmetrics.Registry, "karpenter_scheduler_unfinished_work_seconds", map[string]string{metrics.LabelController: metrics.ControllerProvisioner}); len(s) != 0 {
 		t.Errorf("unfinished work reported after the run: %v", s)
 	}
 	for _, pod := range pods {
@@ -122,23 +82,14 @@ func TestProvisionReportsSchedulerMetrics(t *testing.T) {
 	if _, err := f.provisioner.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := observations(t, metrics.PodsSchedulingDecisionDurationSeconds); n-decisions0 != uint64(len(pods)) {
+	if n, _ := metricstest.Observations(t, metrics.PodsSchedulingDecisionDurationSeconds); n-decisions0 != uint64(len(pods)) {
 		t.Errorf("%d first decisions observed after a second pass, want still %d", n-decisions0, len(pods))
 	}
-	again := gathered(t, "karpenter_scheduler_queue_depth", map[string]string{metrics.LabelController: metrics.ControllerProvisioner})
-	if len(again) != 1 || len(depth) != 1 || labelValue(again[0], metrics.LabelSchedulingID) == labelValue(depth[0], metrics.LabelSchedulingID) {
+	again := metricstest.Gathered(t, crmetrics.Registry, "karpenter_scheduler_queue_depth", map[string]string{metrics.LabelController: metrics.ControllerProvisioner})
+	if len(again) != 1 || len(depth) != 1 || metricstest.Label(again[0], metrics.LabelSchedulingID) == metricstest.Label(depth[0], metrics.LabelSchedulingID) {
 		t.Errorf("queue depth series %v after a second run, want one with a new scheduling id", again)
 	}
 	if got := testutil.ToFloat64(metrics.SchedulerPendingPodsByEffectiveZoneCount.WithLabelValues(metrics.ControllerProvisioner, metrics.EffectiveZoneFlexible)); got != 1 {
 		t.Errorf("pending pods in no particular zone after the second pass: %v, want 1 (s390x; the others are nominated)", got)
 	}
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }

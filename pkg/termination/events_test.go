@@ -1,7 +1,6 @@
 package termination
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/test/eventlog"
 )
 
 // TestEventTable holds the package's Events to docs/events.md: object, type, reason and
@@ -24,38 +24,30 @@ func TestEventTable(t *testing.T) {
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-1"}}
 	vas := []*storagev1.VolumeAttachment{va, va, va, va, va, va}
 	nodes := []*corev1.Node{node}
-	for _, tc := range []struct {
-		name string
-		got  []events.Event
-		want [][5]string
-	}{
-		{"evicted", []events.Event{evictedEvent(pod, "Underutilized")}, [][5]string{
+	eventlog.CheckTable(t, []eventlog.Case{
+		{Name: "evicted", Events: []events.Event{evictedEvent(pod, "Underutilized")}, Want: [][5]string{
 			{"Pod", "web-0", "Normal", "Evicted", "Evicted pod: Underutilized"}}},
-		{"disrupted", []events.Event{disruptedEvent(pod, 12, deadline)}, [][5]string{
+		{Name: "disrupted", Events: []events.Event{disruptedEvent(pod, 12, deadline)}, Want: [][5]string{
 			{"Pod", "web-0", "Normal", "Disrupted", "Deleting the pod to accommodate the terminationTime 2026-01-02 03:04:05 +0000 UTC of the node. The pod was granted 12 seconds of grace-period of its 30 terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation."}}},
-		{"failed draining, waiting", failedDrainingEvents(claim, nodes, nil, waitingForEvictionDetail(3)), [][5]string{
+		{Name: "failed draining, waiting", Events: failedDrainingEvents(claim, nodes, nil, waitingForEvictionDetail(3)), Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Warning", "FailedDraining", "Failed to drain node, 3 pods are waiting to be evicted"},
 			{"Node", "ip-10-0-0-1", "Warning", "FailedDraining", "Failed to drain node, 3 pods are waiting to be evicted"}}},
-		{"failed draining, pdb", failedDrainingEvents(claim, nil, pod, podDetail(pdbViolationDetail, pod, "PodDisruptionBudget", "default/web")), [][5]string{
+		{Name: "failed draining, pdb", Events: failedDrainingEvents(claim, nil, pod, podDetail(pdbViolationDetail, pod, "PodDisruptionBudget", "default/web")), Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Warning", "FailedDraining", "Failed to drain node, evicting pod violates a PDB (Pod=default/web-0, PodDisruptionBudget=default/web)"}}},
-		{"failed draining, multiple pdbs", failedDrainingEvents(claim, nil, pod, podDetail(multiplePDBsDetail, pod)), [][5]string{
+		{Name: "failed draining, multiple pdbs", Events: failedDrainingEvents(claim, nil, pod, podDetail(multiplePDBsDetail, pod)), Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Warning", "FailedDraining", "Failed to drain node, eviction does not support multiple PDBs (Pod=default/web-0)"}}},
-		{"grace period expiring", gracePeriodExpiringEvents(claim, nodes, "2026-01-02T03:04:05Z"), [][5]string{
+		{Name: "grace period expiring", Events: gracePeriodExpiringEvents(claim, nodes, "2026-01-02T03:04:05Z"), Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Warning", "TerminationGracePeriodExpiring", "All pods will be deleted by 2026-01-02T03:04:05Z"},
 			{"Node", "ip-10-0-0-1", "Warning", "TerminationGracePeriodExpiring", "All pods will be deleted by 2026-01-02T03:04:05Z"}}},
-		{"awaiting volume detachment", []events.Event{awaitingVolumeDetachmentEvent(node, vas)}, [][5]string{
+		{Name: "awaiting volume detachment", Events: []events.Event{awaitingVolumeDetachmentEvent(node, vas)}, Want: [][5]string{
 			{"Node", "ip-10-0-0-1", "Normal", "AwaitingVolumeDetachment", "Awaiting deletion of bound volumeattachments (csi-1, csi-1, csi-1, csi-1, csi-1 and 1 other(s))"}}},
-		{"draining", drainingEvents(claim, node), [][5]string{
+		{Name: "draining", Events: drainingEvents(claim, node), Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Normal", "Draining", "Draining node ip-10-0-0-1"},
 			{"Node", "ip-10-0-0-1", "Normal", "Draining", "Draining node ip-10-0-0-1"}}},
-		{"node deleted", []events.Event{nodeDeletedEvent(claim, node)}, [][5]string{
+		{Name: "node deleted", Events: []events.Event{nodeDeletedEvent(claim, node)}, Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Normal", "NodeDeleted", "Node ip-10-0-0-1 was deleted; terminating its nodeclaim"}}},
-		{"terminated", terminatedEvents(claim, nodes), [][5]string{
+		{Name: "terminated", Events: terminatedEvents(claim, nodes), Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Normal", "Terminated", "Terminated nodeclaim default-abcde"},
 			{"Node", "ip-10-0-0-1", "Normal", "Terminated", "Terminated node ip-10-0-0-1"}}},
-	} {
-		if got := events.FieldsOf(tc.got...); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s:\n got  %q\n want %q", tc.name, got, tc.want)
-		}
-	}
+	})
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -20,6 +19,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
 
 // batchOnFakeClock makes the provider's batchers run their windows on a fake clock of their
@@ -86,8 +86,8 @@ type batcherTotals struct {
 func readBatcherTotals(t *testing.T, name string) batcherTotals {
 	t.Helper()
 	var b batcherTotals
-	b.windows, b.seconds = histogramTotals(t, metrics.CloudProviderBatcherBatchTimeSeconds.WithLabelValues(name).(prometheus.Histogram))
-	b.calls, b.size = histogramTotals(t, metrics.CloudProviderBatcherBatchSize.WithLabelValues(name).(prometheus.Histogram))
+	b.windows, b.seconds = metricstest.Observations(t, metrics.CloudProviderBatcherBatchTimeSeconds.WithLabelValues(name))
+	b.calls, b.size = metricstest.Observations(t, metrics.CloudProviderBatcherBatchSize.WithLabelValues(name))
 	return b
 }
 

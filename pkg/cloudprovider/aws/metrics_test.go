@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -16,17 +14,8 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
-
-// histogramTotals are a histogram's sample count and sum.
-func histogramTotals(t *testing.T, h prometheus.Histogram) (count uint64, sum float64) {
-	t.Helper()
-	var m dto.Metric
-	if err := h.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
-}
 
 // seedZoneIDs are the zone IDs of seed 004's subnets, as the fake was seeded with them.
 var seedZoneIDs = map[string]string{"us-west-2a": "usw2-az1", "us-west-2b": "usw2-az2", "us-west-2c": "usw2-az3"}
@@ -52,7 +41,7 @@ func TestInterruptionMessageMetrics(t *testing.T) {
 		return out
 	}
 	receivedBefore, deletedBefore := received(), testutil.ToFloat64(metrics.InterruptionDeletedMessagesTotal)
-	observedBefore, secondsBefore := histogramTotals(t, metrics.InterruptionMessageQueueDurationSeconds)
+	observedBefore, secondsBefore := metricstest.Observations(t, metrics.InterruptionMessageQueueDurationSeconds)
 
 	const other = "i-0notours000000000"
 	stateChange := func(instance, state string) string {
@@ -92,7 +81,7 @@ func TestInterruptionMessageMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(metrics.InterruptionDeletedMessagesTotal) - deletedBefore; got != 8 {
 		t.Errorf("deleted: %v more, want 8 (every message, the unreadable one too)", got)
 	}
-	observed, seconds := histogramTotals(t, metrics.InterruptionMessageQueueDurationSeconds)
+	observed, seconds := metricstest.Observations(t, metrics.InterruptionMessageQueueDurationSeconds)
 	if n := observed - observedBefore; n != 7 {
 		t.Errorf("queue durations: %d more observed, want 7 (every readable message)", n)
 	}
@@ -279,7 +268,7 @@ func TestUserDataBytesGauge(t *testing.T) {
 	if got, want := testutil.ToFloat64(metrics.EC2NodeClassesUserDataBytes.WithLabelValues(nc.Name)), len(lts[len(lts)-1].UserData); got != float64(want) {
 		t.Errorf("user data of %s: %v bytes, want %d (the template's, decoded)", nc.Name, got, want)
 	}
-	if !recorded(t, metrics.EC2NodeClassesUserDataBytes, metrics.LabelNodeClass, nc.Name) {
+	if len(metricstest.Collected(t, metrics.EC2NodeClassesUserDataBytes, map[string]string{metrics.LabelNodeClass: nc.Name})) == 0 {
 		t.Fatal("no user data series for the NodeClass")
 	}
 
@@ -292,25 +281,7 @@ func TestUserDataBytesGauge(t *testing.T) {
 	if n := len(f.aws.LaunchTemplates()); n != 0 {
 		t.Fatalf("%d launch templates left after the NodeClass was deleted", n)
 	}
-	if recorded(t, metrics.EC2NodeClassesUserDataBytes, metrics.LabelNodeClass, nc.Name) {
+	if len(metricstest.Collected(t, metrics.EC2NodeClassesUserDataBytes, map[string]string{metrics.LabelNodeClass: nc.Name})) > 0 {
 		t.Errorf("user data of the deleted %s still recorded", nc.Name)
 	}
-}
-
-// recorded says whether the collector has a series whose label has the value.
-func recorded(t *testing.T, c prometheus.Collector, label, value string) bool {
-	t.Helper()
-	ch := make(chan prometheus.Metric, 64)
-	go func() { c.Collect(ch); close(ch) }()
-	found := false
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range d.GetLabel() {
-			found = found || l.GetName() == label && l.GetValue() == value
-		}
-	}
-	return found
 }

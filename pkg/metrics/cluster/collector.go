@@ -120,15 +120,7 @@ func (c *Collector) unsynced(synced bool) float64 {
 // collectNodes reports the node gauges of every registered node, and the cluster's
 // utilization: its pods' requests over its nodes' allocatable.
 func (c *Collector) collectNodes(snap *state.Snapshot, ch chan<- prometheus.Metric) {
-	allocatable, requested := corev1.ResourceList{}, corev1.ResourceList{}
-	defer func() {
-		for name, a := range allocatable {
-			if total := a.AsApproximateFloat64(); total > 0 {
-				r := requested[name]
-				ch <- metrics.Utilization(metrics.ResourceType(string(name)), 100*r.AsApproximateFloat64()/total)
-			}
-		}
-	}()
+	var allocatables, requests []corev1.ResourceList // every node's, for the utilization
 	now := c.Clock.Now()
 	for _, sn := range snap.Nodes {
 		node := sn.Node
@@ -148,26 +140,29 @@ func (c *Collector) collectNodes(snap *state.Snapshot, ch chan<- prometheus.Metr
 				daemonRequests, daemonLimits = append(daemonRequests, requests), append(daemonLimits, limits)
 			}
 		}
+		nodeRequests := scheduling.Merge(podRequests...)
+		allocatables, requests = append(allocatables, node.Status.Allocatable), append(requests, nodeRequests)
 		for _, g := range []struct {
 			desc *prometheus.Desc
 			list corev1.ResourceList
 		}{
 			{metrics.NodesAllocatable, node.Status.Allocatable},
 			{metrics.NodesSystemOverhead, scheduling.Subtract(node.Status.Capacity, node.Status.Allocatable)},
-			{metrics.NodesTotalPodRequests, scheduling.Merge(podRequests...)},
+			{metrics.NodesTotalPodRequests, nodeRequests},
 			{metrics.NodesTotalPodLimits, scheduling.Merge(podLimits...)},
 			{metrics.NodesTotalDaemonRequests, scheduling.Merge(daemonRequests...)},
 			{metrics.NodesTotalDaemonLimits, scheduling.Merge(daemonLimits...)},
 		} {
-			if g.desc == metrics.NodesAllocatable {
-				allocatable = scheduling.Merge(allocatable, g.list)
-			}
-			if g.desc == metrics.NodesTotalPodRequests {
-				requested = scheduling.Merge(requested, g.list)
-			}
 			for name, q := range g.list {
 				ch <- metrics.NodeGauge(g.desc, labels, metrics.ResourceType(string(name)), q.AsApproximateFloat64())
 			}
+		}
+	}
+	requested := scheduling.Merge(requests...)
+	for name, a := range scheduling.Merge(allocatables...) {
+		if total := a.AsApproximateFloat64(); total > 0 {
+			r := requested[name]
+			ch <- metrics.Utilization(metrics.ResourceType(string(name)), 100*r.AsApproximateFloat64()/total)
 		}
 	}
 }

@@ -129,6 +129,21 @@ karpenter_nodes_system_overhead{arch="",capacity_type="",instance_type="byo",man
 	}
 }
 
+// The cluster's utilization is every bound pod's requests over every node's allocatable, the
+// unmanaged node's too: cpu 1.85 (0.6 + 1 + 0.25) of 7, pods 4 of 35.
+func TestCollectorReportsUtilization(t *testing.T) {
+	_, c := fixture(t)
+	const expected = `
+# HELP karpenter_cluster_utilization_percent Utilization of the nodes' allocatable resources by pod requests, in percent, by resource type.
+# TYPE karpenter_cluster_utilization_percent gauge
+karpenter_cluster_utilization_percent{resource_type="cpu"} 26.428571428571427
+karpenter_cluster_utilization_percent{resource_type="pods"} 11.428571428571429
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(expected), "karpenter_cluster_utilization_percent"); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestCollectorReportsPodsNodePoolsAndCost(t *testing.T) {
 	_, c := fixture(t)
 	const expected = `

@@ -123,18 +123,19 @@ func (c *PodController) observe(key types.NamespacedName, pod *corev1.Pod, dynam
 	}
 	// Conditions have a resolution of a second: a transition in the second we started counts.
 	since := c.since.Truncate(time.Second)
-	if bound := condition(pod, corev1.PodScheduled); bound != nil && bound.Status == corev1.ConditionTrue && !o.bound {
+	scheduled, ready := condition(pod, corev1.PodScheduled), condition(pod, corev1.PodReady)
+	boundNow := scheduled != nil && scheduled.Status == corev1.ConditionTrue
+	readyNow := ready != nil && ready.Status == corev1.ConditionTrue
+	if boundNow && !o.bound {
 		o.bound = true
-		if at := bound.LastTransitionTime.Time; !at.Before(since) {
+		if at := scheduled.LastTransitionTime.Time; !at.Before(since) {
 			metrics.ObservePodBound(at.Sub(pod.CreationTimestamp.Time), dynamicResources)
 			if wait, ok := waitSince(moments.Schedulable, at); ok {
 				metrics.ObservePodProvisioningBound(wait, dynamicResources)
 			}
 		}
 	}
-	ready := condition(pod, corev1.PodReady)
-	isReady := ready != nil && ready.Status == corev1.ConditionTrue
-	if isReady && !o.started {
+	if readyNow && !o.started {
 		o.started = true
 		if at := ready.LastTransitionTime.Time; !at.Before(since) {
 			metrics.ObservePodStartup(at.Sub(pod.CreationTimestamp.Time))
@@ -151,20 +152,19 @@ func (c *PodController) observe(key types.NamespacedName, pod *corev1.Pod, dynam
 	}
 	pending := pod.Status.Phase == corev1.PodPending
 	switch {
-	case isReady:
+	case readyNow:
 		o.waitingToStart = false
 	case pending:
 		o.waitingToStart = true
 	}
 	created := pod.CreationTimestamp.Time
-	scheduled := condition(pod, corev1.PodScheduled)
-	if pending && (scheduled == nil || scheduled.Status != corev1.ConditionTrue) {
+	if pending && !boundNow {
 		waits.Unbound, waits.ProvisioningUnbound = created, moments.Schedulable
 	}
 	if o.waitingToStart {
 		waits.Unstarted, waits.ProvisioningUnstarted = created, moments.Schedulable
 	}
-	if moments.Decided.IsZero() && pod.Spec.NodeName == "" && (scheduled == nil || scheduled.Status != corev1.ConditionTrue) {
+	if moments.Decided.IsZero() && pod.Spec.NodeName == "" && !boundNow {
 		waits.Undecided = moments.Acknowledged
 	}
 	return waits

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,17 +18,8 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
 	"github.com/openkarpenter/karpenter/pkg/state"
+	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
-
-// startups is the number and sum of the startup durations observed so far.
-func startups(t *testing.T) (uint64, float64) {
-	t.Helper()
-	var m dto.Metric
-	if err := metrics.PodStartupDurationSeconds.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetSummary().GetSampleCount(), m.GetSummary().GetSampleSum()
-}
 
 func readyPod(name string, uid types.UID, created, ready time.Time) *corev1.Pod {
 	return &corev1.Pod{
@@ -63,7 +53,7 @@ func TestPodStartupIsObservedOncePerPodThatBecomesReady(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	count0, sum0 := startups(t)
+	count0, sum0 := metricstest.Observations(t, metrics.PodStartupDurationSeconds)
 
 	// Ready before the controller looked: a restart or another leader saw it.
 	upsert(readyPod("old", "uid-old", start.Add(-time.Hour), start.Add(-50*time.Minute)))
@@ -71,21 +61,21 @@ func TestPodStartupIsObservedOncePerPodThatBecomesReady(t *testing.T) {
 	pending.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	upsert(pending)
 	reconcileAll("old", "web", "gone")
-	if count, _ := startups(t); count != count0 {
+	if count, _ := metricstest.Observations(t, metrics.PodStartupDurationSeconds); count != count0 {
 		t.Fatalf("%d startups observed before any pod became ready, want none", count-count0)
 	}
 
 	// web becomes ready 15s after its creation: observed once, however often it is reconciled.
 	upsert(readyPod("web", "uid-web", start.Add(-10*time.Second), start.Add(5*time.Second)))
 	reconcileAll("web", "web", "old")
-	if count, sum := startups(t); count-count0 != 1 || sum-sum0 != 15 {
+	if count, sum := metricstest.Observations(t, metrics.PodStartupDurationSeconds); count-count0 != 1 || sum-sum0 != 15 {
 		t.Fatalf("after web became ready: %d observations summing %vs, want 1 of 15s", count-count0, sum-sum0)
 	}
 
 	// A new pod of the same name is a new startup.
 	upsert(readyPod("web", "uid-web-2", start.Add(time.Minute), start.Add(time.Minute+3*time.Second)))
 	reconcileAll("web")
-	if count, sum := startups(t); count-count0 != 2 || sum-sum0 != 18 {
+	if count, sum := metricstest.Observations(t, metrics.PodStartupDurationSeconds); count-count0 != 2 || sum-sum0 != 18 {
 		t.Errorf("after web was recreated: %d observations summing %vs, want 2 summing 18s", count-count0, sum-sum0)
 	}
 }
@@ -94,32 +84,11 @@ func TestPodStartupIsObservedOncePerPodThatBecomesReady(t *testing.T) {
 // create it).
 func gauge(t *testing.T, vec *prometheus.GaugeVec, pod string) (float64, bool) {
 	t.Helper()
-	ch := make(chan prometheus.Metric, 64)
-	vec.Collect(ch)
-	close(ch)
-	found, value := false, 0.0
-	for m := range ch {
-		var d dto.Metric
-		if err := m.Write(&d); err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range d.GetLabel() {
-			if l.GetName() == metrics.LabelName && l.GetValue() == pod {
-				found, value = true, d.GetGauge().GetValue()
-			}
-		}
+	series := metricstest.Collected(t, vec, map[string]string{metrics.LabelName: pod})
+	if len(series) == 0 {
+		return 0, false
 	}
-	return value, found
-}
-
-// histogram is the number and sum of the observations of h.
-func histogram(t *testing.T, h prometheus.Observer) (uint64, float64) {
-	t.Helper()
-	var m dto.Metric
-	if err := h.(prometheus.Metric).Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	return series[len(series)-1].GetGauge().GetValue(), true
 }
 
 // A pod waits for capacity: the provisioner acknowledges it, a pass places it, it is bound and
@@ -184,10 +153,10 @@ func TestPodMetricsFollowAPodFromPendingToReady(t *testing.T) {
 			}
 		}
 	}
-	bound0, boundSum0 := histogram(t, metrics.PodsBoundDurationSeconds.WithLabelValues("false"))
-	provBound0, provBoundSum0 := histogram(t, metrics.PodsProvisioningBoundDurationSeconds.WithLabelValues("false"))
-	provStart0, provStartSum0 := histogram(t, metrics.PodsProvisioningStartupDurationSeconds)
-	decisions0, decisionSum0 := histogram(t, metrics.PodsSchedulingDecisionDurationSeconds)
+	bound0, boundSum0 := metricstest.Observations(t, metrics.PodsBoundDurationSeconds.WithLabelValues("false"))
+	provBound0, provBoundSum0 := metricstest.Observations(t, metrics.PodsProvisioningBoundDurationSeconds.WithLabelValues("false"))
+	provStart0, provStartSum0 := metricstest.Observations(t, metrics.PodsProvisioningStartupDurationSeconds)
+	decisions0, decisionSum0 := metricstest.Observations(t, metrics.PodsSchedulingDecisionDurationSeconds)
 
 	// Created 10s ago and not seen by the provisioner yet: waiting to be bound and to start.
 	if r := reconcileWeb(); r.RequeueAfter != cluster.PodRefreshInterval {
@@ -204,7 +173,7 @@ func TestPodMetricsFollowAPodFromPendingToReady(t *testing.T) {
 	// A pass places it 5s after the acknowledgement; 3s later it is still unbound.
 	clk.Step(time.Second)
 	metrics.ObserveSchedulingDecisions(memory.MarkSchedulingDecisions([]*corev1.Pod{pod}, nil))
-	if n, sum := histogram(t, metrics.PodsSchedulingDecisionDurationSeconds); n-decisions0 != 1 || sum-decisionSum0 != 5 {
+	if n, sum := metricstest.Observations(t, metrics.PodsSchedulingDecisionDurationSeconds); n-decisions0 != 1 || sum-decisionSum0 != 5 {
 		t.Errorf("%d scheduling decisions observed summing %vs, want 1 of 5s", n-decisions0, sum-decisionSum0)
 	}
 	clk.Step(3 * time.Second)
@@ -220,10 +189,10 @@ func TestPodMetricsFollowAPodFromPendingToReady(t *testing.T) {
 	reconcileWeb()
 	reconcileWeb() // observed once, however often it is reconciled
 	expect("bound, starting", want{-1, -1, 27, 12, -1})
-	if n, sum := histogram(t, metrics.PodsBoundDurationSeconds.WithLabelValues("false")); n-bound0 != 1 || sum-boundSum0 != 25 {
+	if n, sum := metricstest.Observations(t, metrics.PodsBoundDurationSeconds.WithLabelValues("false")); n-bound0 != 1 || sum-boundSum0 != 25 {
 		t.Errorf("%d bindings observed summing %vs, want 1 of 25s (creation to binding)", n-bound0, sum-boundSum0)
 	}
-	if n, sum := histogram(t, metrics.PodsProvisioningBoundDurationSeconds.WithLabelValues("false")); n-provBound0 != 1 || sum-provBoundSum0 != 10 {
+	if n, sum := metricstest.Observations(t, metrics.PodsProvisioningBoundDurationSeconds.WithLabelValues("false")); n-provBound0 != 1 || sum-provBoundSum0 != 10 {
 		t.Errorf("%d provisioning bindings observed summing %vs, want 1 of 10s (placement to binding)", n-provBound0, sum-provBoundSum0)
 	}
 
@@ -239,7 +208,7 @@ func TestPodMetricsFollowAPodFromPendingToReady(t *testing.T) {
 		t.Errorf("a ready pod is requeued after %v", r.RequeueAfter)
 	}
 	expect("ready", want{-1, -1, -1, -1, -1})
-	if n, sum := histogram(t, metrics.PodsProvisioningStartupDurationSeconds); n-provStart0 != 1 || sum-provStartSum0 != 15 {
+	if n, sum := metricstest.Observations(t, metrics.PodsProvisioningStartupDurationSeconds); n-provStart0 != 1 || sum-provStartSum0 != 15 {
 		t.Errorf("%d provisioning startups observed summing %vs, want 1 of 15s (placement to ready)", n-provStart0, sum-provStartSum0)
 	}
 

@@ -1,6 +1,8 @@
 // Package eventlog is a record.EventRecorder for tests that keeps every Event with the object
 // it is about, so that tests can check an Event's object as well as its type, reason and
-// message (client-go's FakeRecorder keeps neither the object's kind nor its name).
+// message (client-go's FakeRecorder keeps neither the object's kind nor its name), and the
+// check of each package's events table test (CheckTable), which holds the Events the package
+// builds to docs/events.md.
 package eventlog
 
 import (
@@ -34,10 +36,7 @@ type Log struct {
 
 // Event records an event about object.
 func (l *Log) Event(object runtime.Object, eventType, reason, message string) {
-	e := Event{Kind: kindOf(object), Type: eventType, Reason: reason, Message: message}
-	if m, err := meta.Accessor(object); err == nil {
-		e.Name = m.GetName()
-	}
+	e := Event{Kind: kindOf(object), Name: nameOf(object), Type: eventType, Reason: reason, Message: message}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, e)
@@ -86,4 +85,12 @@ func kindOf(object runtime.Object) string {
 	}
 	t := fmt.Sprintf("%T", object)
 	return t[strings.LastIndex(t, ".")+1:]
+}
+
+// nameOf is the object's name, "" when it has no ObjectMeta.
+func nameOf(object runtime.Object) string {
+	if m, err := meta.Accessor(object); err == nil {
+		return m.GetName()
+	}
+	return ""
 }
