@@ -107,6 +107,10 @@ type Results struct {
 	// zonal constraints left before the run placed any: the zone, EffectiveZoneFlexible or
 	// EffectiveZoneNone. Only with Options.CountEffectiveZones.
 	PendingByEffectiveZone map[string]int
+	// Refusals count how often each stage of the pipeline turned pods away, per NodePool
+	// (existing nodes and in-flight claims first, under ""), in pipeline order; only stages
+	// that refused.
+	Refusals []Refusal
 }
 
 // Placement binds a pod to an existing node or in-flight claim.
