@@ -41,9 +41,9 @@ type plan struct {
 // cost, or the refusal (counted against the claim's NodePool).
 func (s *solver) admit(c *claimState, p *podInfo) (*plan, refusal) {
 	t := trial{p: p, v: p.variant(), claim: c, reqs: c.requirements}
-	if r := s.feasible(&t); r.refused() {
-		refusedByPool(c.pool, r)
-		return nil, r
+	if !s.feasible(&t) {
+		refusedByPool(c.pool, t.why)
+		return nil, t.why
 	}
 	return &plan{requirements: t.reqs, domains: t.domains, target: t.target, extraCost: t.extra}, refusal{}
 }

@@ -15,9 +15,18 @@ import (
 // short) and is formatted only for a pod that stays unplaced. The zero refusal is none.
 type refusal struct {
 	stage Stage
-	err   error
-	short corev1.ResourceName // StageRoom: the first resource short
+	// dim is, for StageRoom, the first resource short: an index of roomDims, or extendedDim
+	// with ext naming the extended resource.
+	dim uint8
+	err error
+	ext corev1.ResourceName
 }
+
+// roomDims are the resources every pod requests, in the order the room stage checks them.
+var roomDims = [...]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage}
+
+// extendedDim is a refusal's dim for an extended resource.
+const extendedDim = uint8(len(roomDims))
 
 func (r refusal) refused() bool { return r.stage != 0 }
 
@@ -26,32 +35,45 @@ func (r refusal) asError() error {
 	switch {
 	case r.err != nil:
 		return r.err
+	case r.stage == StageRoom && r.dim == extendedDim:
+		return errors.New("too little " + string(r.ext))
 	case r.stage == StageRoom:
-		return errors.New("too little " + string(r.short))
+		return errors.New("too little " + string(roomDims[r.dim]))
 	case r.stage == StageAvoid:
 		return errors.New("it turned the pod away before")
 	}
 	return nil
 }
 
-// tallyEntry counts the nodes that refused the pod being placed for one reason (a stage, and
-// for room the resource short), with the first of them.
+// tallyEntry counts the nodes that refused the pod being placed for one reason, with the
+// first of them.
 type tallyEntry struct {
 	first refusal
 	count int
 }
 
+// tallyKey is a refusal's reason as the tally groups them: its stage, and for room the
+// resource short (cpu, memory, pods, ephemeral storage, or any extended resource, named by
+// the first).
+func tallyKey(r refusal) int {
+	if r.stage != StageRoom {
+		return int(r.stage)
+	}
+	return numStages + int(r.dim)
+}
+
+// tallyKeys sizes the tally: one key per stage, and one per room dimension.
+const tallyKeys = numStages + int(extendedDim) + 1
+
 // refusedByNode counts a refusal by an existing node or in-flight claim: in the run's totals,
 // and in the tally of the pod being placed (reset by placeOnNode).
 func (s *solver) refusedByNode(r refusal) {
 	s.nodeRefused[r.stage]++
-	for i := range s.nodeTally {
-		if e := &s.nodeTally[i]; e.first.stage == r.stage && e.first.short == r.short {
-			e.count++
-			return
-		}
+	e := &s.nodeTally[tallyKey(r)]
+	if e.count == 0 {
+		e.first = r
 	}
-	s.nodeTally = append(s.nodeTally, tallyEntry{first: r, count: 1})
+	e.count++
 }
 
 // refusedByPool counts a refusal by a claim of the NodePool in the run's totals.
@@ -59,12 +81,11 @@ func refusedByPool(ps *poolState, r refusal) { ps.refused[r.stage]++ }
 
 // nodeRefusals is the tally of the pod just placed, most frequent reason first.
 func (s *solver) nodeRefusals() []NodeRefusals {
-	if len(s.nodeTally) == 0 {
-		return nil
-	}
-	out := make([]NodeRefusals, len(s.nodeTally))
-	for i, e := range s.nodeTally {
-		out[i] = NodeRefusals{Stage: e.first.stage, Count: e.count, Reason: e.first.asError().Error()}
+	var out []NodeRefusals
+	for _, e := range s.nodeTally {
+		if e.count > 0 {
+			out = append(out, NodeRefusals{Stage: e.first.stage, Count: e.count, Reason: e.first.asError().Error()})
+		}
 	}
 	slices.SortStableFunc(out, func(a, b NodeRefusals) int {
 		if a.Count != b.Count {

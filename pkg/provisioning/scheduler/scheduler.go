@@ -52,7 +52,7 @@ type solver struct {
 	// nodeRefused counts the refusals of existing nodes and in-flight claims, by stage;
 	// nodeTally those of the pod being placed, by reason.
 	nodeRefused [numStages]int
-	nodeTally   []tallyEntry
+	nodeTally   [tallyKeys]tallyEntry
 }
 
 // nodeState is an existing node or in-flight claim during a run.
@@ -260,12 +260,15 @@ func (s *solver) placeNew(p *podInfo) error {
 // placeOnNode tries existing nodes and in-flight claims, in input order, tallying why each
 // that did not take the pod refused it.
 func (s *solver) placeOnNode(p *podInfo) bool {
-	s.nodeTally = s.nodeTally[:0]
+	if len(s.nodes) > 0 {
+		clear(s.nodeTally[:])
+	}
 	v := p.variant()
+	t := trial{p: p, v: v}
 	for _, n := range s.nodes {
-		t := trial{p: p, v: v, node: n, reqs: n.reqs}
-		if r := s.feasible(&t); r.refused() {
-			s.refusedByNode(r)
+		t.node = n
+		if !s.feasible(&t) {
+			s.refusedByNode(t.why)
 			continue
 		}
 		domains := t.domains
@@ -549,7 +552,7 @@ func (s *solver) shareable(ps *poolState, reqs scheduling.Requirements) []*shape
 			continue
 		}
 		t := trial{p: example, v: example.variant(), pool: ps, reqs: reqs}
-		if !s.feasible(&t).refused() {
+		if s.feasible(&t) {
 			out = append(out, sc)
 		}
 	}

@@ -97,8 +97,9 @@ type trial struct {
 	claim *claimState
 	pool  *poolState
 
-	// reqs are the target's requirements; for a claim, the requirements stage narrows them by
-	// the pod's, and the topology stage pins the domains it chooses in them.
+	// reqs are the requirements of a claim or a prospective node (a node's are its own): for a
+	// claim, the requirements stage narrows them by the pod's, and the topology stage pins the
+	// domains it chooses in them.
 	reqs scheduling.Requirements
 	// domains are the topology domains chosen for the pod.
 	domains []domainChoice
@@ -106,85 +107,99 @@ type trial struct {
 	// increase over its current one.
 	target *candidate
 	extra  float64
+	// why is the refusal of the stage that turned the pod away.
+	why refusal
 }
 
-// feasible runs the pipeline on a trial and returns the first stage's refusal, or the zero
-// refusal when every stage admits the pod.
-func (s *solver) feasible(t *trial) refusal {
-	for _, stage := range pipeline {
-		var r refusal
-		switch stage {
-		case StageAvoid:
-			r = avoidStage(t)
-		case StageRoom:
-			r = roomStage(t)
-		case StageTaints:
-			r = taintStage(t)
-		case StageRequirements:
-			r = requirementStage(t)
-		case StageHostPorts:
-			r = hostPortStage(t)
-		case StageTopology:
-			r = s.topologyStage(t)
-		case StageInstanceType:
-			r = s.instanceTypeStage(t)
-		}
-		if r.stage != 0 {
-			return r
-		}
-	}
-	return refusal{}
+// feasible runs the pipeline on a trial: true when every stage admits the pod, else false with
+// the first refusal in t.why. Each stage returns whether it admits the pod, and writes its
+// refusal only when it does not. The stages are called in the order of pipeline
+// (TestFeasibleRunsPipelineInOrder holds them to it), written out rather than looped over so
+// that a node refused by an early stage costs a few comparisons, no more.
+func (s *solver) feasible(t *trial) bool {
+	return avoidStage(t) &&
+		roomStage(t) &&
+		taintStage(t) &&
+		requirementStage(t) &&
+		hostPortStage(t) &&
+		s.topologyStage(t) &&
+		s.instanceTypeStage(t)
+}
+
+// refuse records why a stage turned the pod away, and returns false for the stage to return.
+func (t *trial) refuse(stage Stage, err error) bool {
+	t.why = refusal{stage: stage, err: err}
+	return false
 }
 
 // avoidStage: an existing node or in-flight claim the pod avoids. Claims of this run are
 // never avoided.
-func avoidStage(t *trial) refusal {
+func avoidStage(t *trial) bool {
 	if t.node != nil && len(t.p.avoid) > 0 && slices.Contains(t.p.avoid, t.node.Name) {
-		return refusal{stage: StageAvoid}
+		return t.refuse(StageAvoid, nil)
 	}
-	return refusal{}
+	return true
 }
 
 // roomStage: a node's free room, or what a claim holding pods could still take at most (the
 // room of its NodePool's largest instance type less its pods'). An empty claim's room is what
 // its instance type will have: the instance type stage judges it, under the pod's
-// requirements, in Karpenter's words.
-func roomStage(t *trial) refusal {
-	switch {
-	case t.node != nil:
-		if short := shortOf(t.p.res, t.node.available); short != "" {
-			return refusal{stage: StageRoom, short: short}
+// requirements, in Karpenter's words. Small enough to be inlined: most nodes a pod is tried
+// on are full.
+func roomStage(t *trial) bool {
+	if n := t.node; n != nil {
+		if !t.p.res.Fits(n.available) {
+			t.why = refusal{stage: StageRoom, dim: shortOf(t.p.res, n.available)}
+			return false
 		}
-		for name, q := range t.p.extended {
-			if have := t.node.extended[name]; q.Cmp(have) > 0 {
-				return refusal{stage: StageRoom, short: name}
-			}
-		}
-	case t.claim != nil && len(t.claim.pods) > 0:
-		if short := shortOf(t.p.res, t.claim.roomUnderLargest()); short != "" {
-			return refusal{stage: StageRoom, short: short}
-		}
+		return len(t.p.extended) == 0 || extendedRoomStage(t)
 	}
-	return refusal{}
+	return claimRoomStage(t)
 }
 
-// shortOf names the first resource of which r asks more than room has, or "" when r fits.
-func shortOf(r, room cloudprovider.Resources) corev1.ResourceName {
+// claimRoomStage: the room stage for a claim.
+func claimRoomStage(t *trial) bool {
+	if t.claim != nil && len(t.claim.pods) > 0 {
+		if room := t.claim.roomUnderLargest(); !t.p.res.Fits(room) {
+			return t.refuseRoom(room)
+		}
+	}
+	return true
+}
+
+// refuseRoom records that room is short of the pod's requests.
+func (t *trial) refuseRoom(room cloudprovider.Resources) bool {
+	t.why = refusal{stage: StageRoom, dim: shortOf(t.p.res, room)}
+	return false
+}
+
+// extendedRoomStage: the node's free extended resources.
+func extendedRoomStage(t *trial) bool {
+	for name, q := range t.p.extended {
+		if have := t.node.extended[name]; q.Cmp(have) > 0 {
+			t.why = refusal{stage: StageRoom, dim: extendedDim, ext: name}
+			return false
+		}
+	}
+	return true
+}
+
+// shortOf is the first resource (an index of roomDims) of which r asks more than room has;
+// r must not fit.
+func shortOf(r, room cloudprovider.Resources) uint8 {
 	switch {
 	case r.MilliCPU > room.MilliCPU:
-		return corev1.ResourceCPU
+		return 0
 	case r.Memory > room.Memory:
-		return corev1.ResourceMemory
+		return 1
 	case r.Pods > room.Pods:
-		return corev1.ResourcePods
-	case r.EphemeralStorage > room.EphemeralStorage:
-		return corev1.ResourceEphemeralStorage
+		return 2
 	}
-	return ""
+	return 3
 }
 
 // taintStage: the node's taints, or the NodePool's for a claim or a prospective node.
-func taintStage(t *trial) refusal {
+func taintStage(t *trial) bool {
 	var taints []corev1.Taint
 	switch {
 	case t.node != nil:
@@ -194,20 +209,23 @@ func taintStage(t *trial) refusal {
 	default:
 		taints = t.pool.Taints
 	}
-	if err := t.v.tolerates(t.p.pod, taints); err != nil {
-		return refusal{stage: StageTaints, err: err}
+	if len(taints) == 0 {
+		return true
 	}
-	return refusal{}
+	if err := t.v.tolerates(t.p.pod, taints); err != nil {
+		return t.refuse(StageTaints, err)
+	}
+	return true
 }
 
 // requirementStage: the pod's requirements against a registered node's labels; against an
 // in-flight claim's or a prospective node's requirements, compatible and jointly
 // satisfiable; against a claim's, compatible, narrowing the claim's by them (an intersection
 // no instance type satisfies is the instance type stage's to say, in Karpenter's words).
-func requirementStage(t *trial) refusal {
+func requirementStage(t *trial) bool {
 	v := t.v
 	if v.requirementsErr != nil {
-		return refusal{stage: StageRequirements, err: v.requirementsErr}
+		return t.refuse(StageRequirements, v.requirementsErr)
 	}
 	var err error
 	switch {
@@ -218,32 +236,36 @@ func requirementStage(t *trial) refusal {
 			t.reqs = t.reqs.Intersect(v.requirements)
 		}
 	default:
-		if err = v.requirements.Compatible(t.reqs, scheduling.IsWellKnownLabel); err == nil {
-			err = t.reqs.Intersect(v.requirements).Satisfiable()
+		reqs := t.reqs
+		if t.node != nil {
+			reqs = t.node.reqs
+		}
+		if err = v.requirements.Compatible(reqs, scheduling.IsWellKnownLabel); err == nil {
+			err = reqs.Intersect(v.requirements).Satisfiable()
 		}
 	}
 	if err != nil {
-		return refusal{stage: StageRequirements, err: err}
+		return t.refuse(StageRequirements, err)
 	}
-	return refusal{}
+	return true
 }
 
 // hostPortStage: the host ports in use on the node or by the claim's pods. A prospective
 // node has none (the look-ahead leaves pods with host ports out).
-func hostPortStage(t *trial) refusal {
+func hostPortStage(t *trial) bool {
 	var used []scheduling.HostPort
 	switch {
 	case len(t.p.hostPorts) == 0:
-		return refusal{}
+		return true
 	case t.node != nil:
 		used = t.node.ports
 	case t.claim != nil:
 		used = t.claim.ports
 	}
 	if err := scheduling.HostPortConflict(used, t.p.hostPorts); err != nil {
-		return refusal{stage: StageHostPorts, err: err}
+		return t.refuse(StageHostPorts, err)
 	}
-	return refusal{}
+	return true
 }
 
 // topologyStage: a domain for every topology key the pod's spread and (anti-)affinity use,
@@ -251,37 +273,31 @@ func hostPortStage(t *trial) refusal {
 // its requirements pin or else the best a new node could have. Prospective nodes are not
 // checked (the look-ahead leaves pods with node-level constraints out, and zonal ones are
 // settled when their claims are).
-func (s *solver) topologyStage(t *trial) refusal {
-	var (
-		domains []domainChoice
-		err     error
-	)
+func (s *solver) topologyStage(t *trial) bool {
+	var err error
 	switch {
 	case t.node != nil:
-		domains, _, err = s.chooseDomains(t.p, t.node.reqs, t.node.Node, "", nil)
+		t.domains, _, err = s.chooseDomains(t.p, t.node.reqs, t.node.Node, "", nil)
 	case t.claim != nil:
-		domains, t.reqs, err = s.chooseDomains(t.p, t.reqs, nil, t.claim.hostname, t.claim.pool)
-	default:
-		return refusal{}
+		t.domains, t.reqs, err = s.chooseDomains(t.p, t.reqs, nil, t.claim.hostname, t.claim.pool)
 	}
 	if err != nil {
-		return refusal{stage: StageTopology, err: err}
+		return t.refuse(StageTopology, err)
 	}
-	t.domains = domains
-	return refusal{}
+	return true
 }
 
 // instanceTypeStage: for a claim, the instance type it needs with the pod (see resize).
-func (s *solver) instanceTypeStage(t *trial) refusal {
+func (s *solver) instanceTypeStage(t *trial) bool {
 	if t.claim == nil {
-		return refusal{}
+		return true
 	}
 	target, extra, err := s.resize(t.claim, t.p, t.reqs)
 	if err != nil {
-		return refusal{stage: StageInstanceType, err: err}
+		return t.refuse(StageInstanceType, err)
 	}
 	t.target, t.extra = target, extra
-	return refusal{}
+	return true
 }
 
 // typeRefusal is the instance type stage's check of one instance type for a claim: a node of

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
@@ -156,5 +158,72 @@ func TestClaimRefusalsAreCounted(t *testing.T) {
 	}
 	if got := r.Refusals[0].String(); got != "default/topology=2" {
 		t.Errorf("String() = %q", got)
+	}
+}
+
+// TestFeasibleRunsPipelineInOrder holds feasible, which calls the stages one after another, to
+// the order of pipeline: with a fault for a stage and every later one, that stage refuses. The
+// instance type stage, claims only, is tried on a NodePool whose types are all too small.
+func TestFeasibleRunsPipelineInOrder(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	anti := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: web}, TopologyKey: corev1.LabelHostname}}}}
+	build := func(faulty func(Stage) bool) Input {
+		node := &Node{Name: "n", Labels: map[string]string{corev1.LabelHostname: "n", corev1.LabelArchStable: "arm64"},
+			Available: builders.Resources("cpu", "8", "memory", "16Gi", "pods", "100")}
+		pool := onDemandPool("default")
+		pool.InstanceTypes = []*cloudprovider.InstanceType{builders.InstanceType(builders.InstanceTypeOptions{Name: "big", CPU: 8, MemoryGiB: 16, Arch: "arm64", PricePerHour: 1})}
+		pod := builders.Pod(builders.PodOptions{Name: "p", CPU: "2", Labels: web, Affinity: anti, HostPorts: []int32{8080},
+			NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}})
+		in := Input{Pods: []*corev1.Pod{pod}, Nodes: []*Node{node}, NodePools: []*NodePool{pool}}
+		for _, stage := range pipeline {
+			if !faulty(stage) {
+				continue
+			}
+			switch stage {
+			case StageAvoid:
+				in.Avoid = map[types.UID][]string{pod.UID: {"n"}}
+			case StageRoom:
+				node.Available = builders.Resources("cpu", "0", "memory", "16Gi", "pods", "100")
+			case StageTaints:
+				node.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+				pool.Taints = node.Taints
+			case StageRequirements:
+				node.Labels[corev1.LabelArchStable] = "amd64"
+			case StageHostPorts:
+				node.HostPorts = []scheduling.HostPort{{Protocol: corev1.ProtocolTCP, Port: 8080}}
+			case StageTopology:
+				node.Pods = []*corev1.Pod{builders.Pod(builders.PodOptions{Name: "web-0", Labels: web})}
+			case StageInstanceType:
+				pool.InstanceTypes = []*cloudprovider.InstanceType{builders.InstanceType(builders.InstanceTypeOptions{Name: "tiny", CPU: 1, MemoryGiB: 1, Arch: "arm64", PricePerHour: 1})}
+			}
+		}
+		return in
+	}
+	for i, stage := range pipeline {
+		faulty := func(s Stage) bool { return slices.Index(pipeline[:], s) >= i }
+		if stage == StageInstanceType {
+			// Claims only: the node is kept off by avoiding it.
+			faulty = func(s Stage) bool { return s == StageAvoid || s == StageInstanceType }
+		}
+		r := Solve(build(faulty))
+		if len(r.PodErrors) != 1 {
+			t.Fatalf("faults from %s on: the pod was placed", stage)
+		}
+		var ue *UnschedulableError
+		if !errors.As(r.PodErrors[0].Err, &ue) || len(ue.Nodes) != 1 {
+			t.Fatalf("faults from %s on: %v", stage, r.PodErrors[0].Err)
+		}
+		if got := ue.Nodes[0].Stage; stage != StageInstanceType && got != stage {
+			t.Errorf("faults from %s on: the node refused at %s (%v)", stage, got, r.PodErrors[0].Err)
+		}
+		// The NodePool's refusal: the taints stage comes before the instance type stage.
+		if want := map[Stage]string{StageTaints: "did not tolerate taint", StageInstanceType: "no instance type has enough resources"}[stage]; want != "" &&
+			!strings.Contains(r.PodErrors[0].Err.Error(), "nodepool default: "+want) {
+			t.Errorf("faults from %s on: the NodePool says %v", stage, r.PodErrors[0].Err)
+		}
+	}
+	if r := Solve(build(func(Stage) bool { return false })); len(r.PodErrors) > 0 || len(r.ExistingPlacements) != 1 {
+		t.Errorf("without faults the pod should land on the node: %+v", r)
 	}
 }
