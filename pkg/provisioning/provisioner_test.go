@@ -224,6 +224,21 @@ func TestUnschedulablePodGetsEvent(t *testing.T) {
 		"Failed to schedule pod, incompatible with every nodepool: nodepool default: requirement kubernetes.io/arch In [s390x] not compatible with kubernetes.io/arch In [amd64]")
 }
 
+// TestFailedSchedulingSaysWhichNodesRefused: a pod no existing node takes says how many nodes
+// refused it and why, before why each NodePool cannot take it.
+func TestFailedSchedulingSaysWhichNodesRefused(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	createNode(t, "no-arch")
+	pod := builders.Pod(builders.PodOptions{Name: "s390x-again", CPU: "1", NodeSelector: map[string]string{corev1.LabelArchStable: "s390x"}})
+	pending(t, pod)
+	if _, err := f.provisioner.Provision(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	expectPodEvent(t, "s390x-again", corev1.EventTypeWarning, "FailedScheduling",
+		"Failed to schedule pod, 1 node refused: 1 requirements: label kubernetes.io/arch is missing, required by kubernetes.io/arch In [s390x]; "+
+			"incompatible with every nodepool: nodepool default: requirement kubernetes.io/arch In [s390x] not compatible with kubernetes.io/arch In [amd64]")
+}
+
 // TestNodePoolWithoutInstanceTypesGetsEvent: a NodePool whose requirements leave no instance
 // type, or too few for their minValues, launches nothing and says so with Karpenter's
 // NoCompatibleInstanceTypes Event; the pod says why in Karpenter's words.
