@@ -74,14 +74,15 @@ var pipeline = [...]Stage{
 	StageRequirements,
 	// A loop over the pod's host ports, which most pods do not have.
 	StageHostPorts,
-	// Reads and may pin topology domains: the costliest check, and the only one whose
-	// answer changes as other pods are placed, so it runs only on targets that pass every
-	// static check. It chooses the domains the placement then records.
+	// Reads group counts per domain and may pin a domain: costly, and stateful (its answer
+	// depends on where the other pods went, and can turn either way, where room only
+	// shrinks), so it runs only on targets that pass every other check of theirs. It
+	// chooses the domains the placement then records.
 	StageTopology,
 	// Claims only: searches the NodePool's instance types for one that holds the claim's
 	// pods and this one beside the daemonsets, within limits and minValues, under the
 	// requirements the stages before narrowed. Last because it needs them, and it is the
-	// costliest: a search over instance types.
+	// costliest check: a search over instance types.
 	StageInstanceType,
 }
 
