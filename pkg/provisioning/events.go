@@ -1,14 +1,17 @@
 package provisioning
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
@@ -52,6 +55,20 @@ func nominatedEvent(pod *corev1.Pod, claim, node string, limiter events.RateLimi
 func failedSchedulingEvent(pod *corev1.Pod, err error) events.Event {
 	return events.Event{InvolvedObject: pod, Type: corev1.EventTypeWarning, Reason: EventReasonFailedScheduling,
 		Message: fmt.Sprintf("Failed to schedule pod, %s", err), DedupeValues: []string{string(pod.UID)}, DedupeTimeout: failedSchedulingDedupe}
+}
+
+// logRefusals logs, at debug level, how often each stage of the scheduler's pipeline turned
+// pods away in the pass, per NodePool ("existing" for existing nodes and in-flight claims):
+// the totals behind the pods' FailedScheduling Events.
+func logRefusals(ctx context.Context, results *scheduler.Results) {
+	if len(results.Refusals) == 0 {
+		return
+	}
+	counts := make([]string, len(results.Refusals))
+	for i, r := range results.Refusals {
+		counts[i] = r.String()
+	}
+	log.FromContext(ctx).V(1).Info("scheduling refusals", "unplaced", len(results.PodErrors), "refusals", counts)
 }
 
 // noCompatibleInstanceTypesEvent: the NodePool's requirements filtered out every instance

@@ -10,6 +10,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/test/eventlog"
 )
 
@@ -29,6 +30,17 @@ func TestEventTable(t *testing.T) {
 		// per NodePool for a minute, whichever the message.
 		{Name: "failed scheduling", Events: []events.Event{failedSchedulingEvent(pod, errors.New("incompatible with every nodepool"))}, Want: [][5]string{
 			{"Pod", "web-0", "Warning", "FailedScheduling", "Failed to schedule pod, incompatible with every nodepool"}},
+			Dedupe: [][]string{{"p"}}, DedupeTimeout: 5 * time.Minute},
+		// Ours before Karpenter's words: the existing nodes that refused the pod, by reason.
+		{Name: "failed scheduling, nodes refused", Events: []events.Event{failedSchedulingEvent(pod, &scheduler.UnschedulableError{
+			Nodes: []scheduler.NodeRefusals{
+				{Stage: scheduler.StageTaints, Count: 2, Reason: "did not tolerate taint dedicated=db:NoSchedule"},
+				{Stage: scheduler.StageRoom, Count: 1, Reason: "too little memory"},
+			},
+			Reasons: []error{errors.New("nodepool default: no instance type has enough resources")},
+		})}, Want: [][5]string{
+			{"Pod", "web-0", "Warning", "FailedScheduling", "Failed to schedule pod, 3 nodes refused: 2 taints: did not tolerate taint dedicated=db:NoSchedule, 1 too little memory; " +
+				"incompatible with every nodepool: nodepool default: no instance type has enough resources"}},
 			Dedupe: [][]string{{"p"}}, DedupeTimeout: 5 * time.Minute},
 		{Name: "no compatible instance types", Events: []events.Event{noCompatibleInstanceTypesEvent(np, false)}, Want: [][5]string{
 			{"NodePool", "default", "Warning", "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types"}},

@@ -119,6 +119,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	}
 	metrics.SetIgnoredPods(len(unschedulable))
 	results := p.solve(input)
+	logRefusals(ctx, results)
 	results.PodErrors = append(results.PodErrors, unschedulable...)
 	p.markDecisions(results)
 	decision := &Decision{Results: results, Refused: refused}

@@ -224,6 +224,22 @@ func TestUnschedulablePodGetsEvent(t *testing.T) {
 		"Failed to schedule pod, incompatible with every nodepool: nodepool default: requirement kubernetes.io/arch In [s390x] not compatible with kubernetes.io/arch In [amd64]")
 }
 
+// TestFailedSchedulingSaysWhichNodesRefused: a pod no existing node takes says how many nodes
+// refused it and why (here the first stage that refuses: room), before why each NodePool
+// cannot take it.
+func TestFailedSchedulingSaysWhichNodesRefused(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	createNode(t, "sixteen-cpus")
+	pod := builders.Pod(builders.PodOptions{Name: "big-s390x", CPU: "32", NodeSelector: map[string]string{corev1.LabelArchStable: "s390x"}})
+	pending(t, pod)
+	if _, err := f.provisioner.Provision(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	expectPodEvent(t, "big-s390x", corev1.EventTypeWarning, "FailedScheduling",
+		"Failed to schedule pod, 1 node refused: 1 too little cpu; "+
+			"incompatible with every nodepool: nodepool default: requirement kubernetes.io/arch In [s390x] not compatible with kubernetes.io/arch In [amd64]")
+}
+
 // TestNodePoolWithoutInstanceTypesGetsEvent: a NodePool whose requirements leave no instance
 // type, or too few for their minValues, launches nothing and says so with Karpenter's
 // NoCompatibleInstanceTypes Event; the pod says why in Karpenter's words.

@@ -136,7 +136,10 @@ func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []R
 // Mismatch says what keeps a node from taking a pod, as the kube-scheduler judges it: a label
 // its node selection requires (volume zones included), a taint it does not tolerate, a
 // resource short of its requests, or a host port in use. It returns the kind (a metrics.Refusal*
-// constant) and a sentence naming what differs, or "" when the node fits the pod.
+// constant) and a sentence naming what differs, or "" when the node fits the pod. Its order is
+// not the scheduler pipeline's (which checks room before taints because it is cheaper): the
+// differences that last (labels, taints) come first, because judgeMisses penalizes a node for
+// them even when the kube-scheduler did not report the refusal.
 func Mismatch(pod *corev1.Pod, sn *state.StateNode, volumes scheduling.Requirements) (kind, why string) {
 	var (
 		labels map[string]string

@@ -37,36 +37,15 @@ type plan struct {
 	promise      map[cloudprovider.Resources]int // pending pods a new claim's look-ahead counted on
 }
 
-// admit checks whether a pod can join the claim, and at what extra cost.
-func (s *solver) admit(c *claimState, p *podInfo) (*plan, error) {
-	v := p.variant()
-	if err := v.tolerates(p.pod, c.pool.Taints); err != nil {
-		return nil, err
+// admit runs the pipeline for a pod joining the claim: whether it can, and at what extra
+// cost, or the refusal (counted against the claim's NodePool).
+func (s *solver) admit(c *claimState, p *podInfo) (*plan, refusal) {
+	t := trial{p: p, v: p.variant(), claim: c, reqs: c.requirements}
+	if !s.feasible(&t) {
+		refusedByPool(c.pool, t.why)
+		return nil, t.why
 	}
-	if v.requirementsErr != nil {
-		return nil, v.requirementsErr
-	}
-	if err := v.requirements.Compatible(c.requirements, scheduling.IsWellKnownLabel); err != nil {
-		return nil, err
-	}
-	reqs := c.requirements.Intersect(v.requirements)
-	if err := scheduling.HostPortConflict(c.ports, p.hostPorts); err != nil {
-		return nil, err
-	}
-	domains, reqs, err := s.chooseDomains(p, reqs, func(key string) (string, bool) {
-		if key == corev1.LabelHostname {
-			return c.hostname, true
-		}
-		return "", false
-	}, c.pool)
-	if err != nil {
-		return nil, err
-	}
-	target, extra, err := s.resize(c, p, reqs)
-	if err != nil {
-		return nil, err
-	}
-	return &plan{requirements: reqs, domains: domains, target: target, extraCost: extra}, nil
+	return &plan{requirements: t.reqs, domains: t.domains, target: t.target, extraCost: t.extra}, refusal{}
 }
 
 // resize finds the instance type the claim needs once the pod joins: its target if that still
@@ -109,17 +88,16 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 	}
 	var limitErr error
 	for _, cand := range candidates {
-		if !fits(cand) {
-			continue
-		}
-		if err := c.pool.withinLimits(cand.it, released); err != nil {
-			if limitErr == nil {
-				limitErr = err // the cheapest type's: the one a user would raise the limit for
+		switch err := s.typeRefusal(c, cand, used, extended, ports, released); err.(type) {
+		case nil:
+		case *daemonPortError:
+			if portErr == nil {
+				portErr = err
 			}
 			continue
-		}
-		if err := s.othersKeepMinValues(c, cand.it, released); err != nil {
-			if limitErr == nil {
+		default:
+			// The cheapest type's limit: the one a user would raise the limit for.
+			if limitErr == nil && err != errNoRoom {
 				limitErr = err
 			}
 			continue
@@ -320,9 +298,10 @@ func (s *solver) trimPromises(c *claimState) {
 }
 
 // chooseDomains picks, for every topology key the pod's groups use, a domain that satisfies
-// them all, and pins it in the requirements. fixed says the domain when the target already has
-// one (a node's label, a claim's hostname); pool is nil for existing nodes.
-func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, fixed func(key string) (string, bool), pool *poolState) ([]domainChoice, scheduling.Requirements, error) {
+// them all, and pins it in the requirements. The target fixes some domains: an existing node
+// (node) its labels' and its name as hostname; a claim its hostname (pool is then the claim's
+// NodePool, nil for an existing node).
+func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *Node, hostname string, pool *poolState) ([]domainChoice, scheduling.Requirements, error) {
 	own, err := s.topology.owned(p)
 	if err != nil {
 		return nil, reqs, err
@@ -345,7 +324,7 @@ func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, fixed f
 			continue
 		}
 		onKey := checksOn(checks[i:], key)
-		if d, ok := fixed(key); ok {
+		if d, ok := fixedDomain(node, hostname, key); ok {
 			if err := admitAll(p.pod, onKey, d); err != nil {
 				return nil, reqs, err
 			}
@@ -377,6 +356,18 @@ func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, fixed f
 		reqs = reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, d))
 	}
 	return domains, reqs, nil
+}
+
+// fixedDomain is the domain of key an existing node (node) or a claim (with hostname) already
+// has.
+func fixedDomain(node *Node, hostname, key string) (string, bool) {
+	if node != nil {
+		return existingDomain(node, key)
+	}
+	if key == corev1.LabelHostname {
+		return hostname, true
+	}
+	return "", false
 }
 
 // domainChoice is the domain chosen for a pod on one topology key.

@@ -4,18 +4,48 @@
 // and a reason for every pod it could not place. No I/O, no goroutines, no clock, no map-order
 // dependence: the same input gives the same output.
 //
-// The flow, for each pod in a fixed order (higher priority first, then pods with node-level
-// topology constraints, then larger requests):
+// # Feasibility: one pipeline
 //
-//  1. Existing nodes and in-flight claims: the first whose labels, taints, free room, host
-//     ports, topology spread and pod (anti-)affinity all admit the pod.
+// Every target a pod is tried on (an existing node or in-flight claim, a claim opened earlier
+// in the batch, a new claim on a NodePool, and the prospective node the look-ahead sizes) goes
+// through one ordered list of feasibility stages (stages.go). A stage that does not apply to a
+// kind of target passes it; the first that refuses ends the trial and says why. The stages, in
+// order:
+//
+//   - avoid: an existing node or in-flight claim the pod avoids, as it turned the pod away
+//     before.
+//   - room: free cpu, memory, pods, ephemeral storage and extended resources on a node; on a
+//     claim holding pods, the room its NodePool's largest instance type would leave.
+//   - taints: the node's or the NodePool's taints, tolerated by the pod.
+//   - requirements: the pod's node selector, required node affinity (and the preferences
+//     still held) and volume zones, against a node's labels or a claim's requirements, which
+//     they narrow.
+//   - host ports: the host ports in use on the node or by the claim's pods.
+//   - topology: topology spread, pod affinity and anti-affinity, and other pods'
+//     anti-affinity, in a domain the target has or, for a claim, can still choose.
+//   - instance type: claims only: an instance type that holds the claim's pods with this one
+//     beside the daemonsets, within the NodePool's limits and minValues.
+//
+// Cheap and selective stages come first; topology is last of the shared checks because it is
+// costly and stateful, and the instance type search last because it needs what the others
+// narrowed. Each refusal is counted per NodePool (existing nodes under "") and stage in
+// Results.Refusals; a pod that stays unplaced gets an UnschedulableError saying how many
+// existing nodes refused it for which reasons, then why each NodePool could not take it.
+//
+// # Ranking and the flow
+//
+// For each pod in a fixed order (higher priority first, then pods with node-level topology
+// constraints, then larger requests):
+//
+//  1. Existing nodes and in-flight claims: the first the pipeline admits the pod on.
 //  2. Claims opened earlier in this batch: the first that admits the pod at no extra cost;
 //     failing that, the one whose upgrade to a larger instance type costs least, if that is no
 //     more than the pod's worth at market prices.
 //  3. A new claim on the highest-weight NodePool that admits the pod. Its target instance type
 //     is the one that would hold the pending pods most cheaply per unit of value (a greedy
-//     look-ahead over the remaining pods), valued with per-resource market prices derived from
-//     the instance types (the dual of covering the batch's total demand).
+//     look-ahead over the remaining pods the pipeline admits on such a node), valued with
+//     per-resource market prices derived from the instance types (the dual of covering the
+//     batch's total demand).
 //
 // Pods that fit nowhere are retried with their preferences relaxed one at a time (preferred node
 // affinity, preferred pod (anti-)affinity, ScheduleAnyway spread), as Karpenter does, unless the

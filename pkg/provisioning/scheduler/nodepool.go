@@ -27,6 +27,8 @@ type poolState struct {
 	// values caches value() per request vector.
 	values      map[cloudprovider.Resources]float64
 	largestRoom *cloudprovider.Resources
+	// refused counts the refusals of the NodePool's claims in the run, by stage.
+	refused [numStages]int
 }
 
 // candidate is an instance type as a claim under some requirements sees it.

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +49,10 @@ type solver struct {
 	errs            map[*podInfo]error
 	progress        *Progress
 	volumes         map[types.UID]scheduling.Requirements // Input.VolumeRequirements
+	// nodeRefused counts the refusals of existing nodes and in-flight claims, by stage;
+	// nodeTally those of the pod being placed, by reason.
+	nodeRefused [numStages]int
+	nodeTally   [tallyKeys]tallyEntry
 }
 
 // nodeState is an existing node or in-flight claim during a run.
@@ -227,6 +230,15 @@ func (s *solver) place(p *podInfo) error {
 	if s.placeOnNode(p) {
 		return nil
 	}
+	err := s.placeNew(p)
+	if ue, ok := err.(*UnschedulableError); ok {
+		ue.Nodes = s.nodeRefusals()
+	}
+	return err
+}
+
+// placeNew puts a pod that no existing node took on an open claim or a new claim.
+func (s *solver) placeNew(p *podInfo) error {
 	upgrade, upgradePlan, placed := s.placeOnClaim(p)
 	if placed {
 		return nil
@@ -245,33 +257,21 @@ func (s *solver) place(p *podInfo) error {
 	}
 }
 
-// placeOnNode tries existing nodes and in-flight claims, in input order.
+// placeOnNode tries existing nodes and in-flight claims, in input order, tallying why each
+// that did not take the pod refused it.
 func (s *solver) placeOnNode(p *podInfo) bool {
-	v := p.variant()
-	if v.requirementsErr != nil {
-		return false
+	if len(s.nodes) > 0 {
+		clear(s.nodeTally[:])
 	}
+	v := p.variant()
+	t := trial{p: p, v: v}
 	for _, n := range s.nodes {
-		if !p.res.Fits(n.available) || !extendedAvailable(n.extended, p.extended) || slices.Contains(p.avoid, n.Name) {
+		t.node = n
+		if !s.feasible(&t) {
+			s.refusedByNode(t.why)
 			continue
 		}
-		if v.tolerates(p.pod, n.Taints) != nil {
-			continue
-		}
-		if n.Requirements == nil {
-			if v.requirements.Matches(n.Labels) != nil {
-				continue
-			}
-		} else if v.requirements.Compatible(n.reqs, scheduling.IsWellKnownLabel) != nil || n.reqs.Intersect(v.requirements).Satisfiable() != nil {
-			continue
-		}
-		if scheduling.HostPortConflict(n.ports, p.hostPorts) != nil {
-			continue
-		}
-		domains, _, err := s.chooseDomains(p, n.reqs, func(key string) (string, bool) { return existingDomain(n.Node, key) }, nil)
-		if err != nil {
-			continue
-		}
+		domains := t.domains
 		n.available = n.available.Sub(p.res)
 		for name, q := range p.extended {
 			left := n.extended[name]
@@ -285,15 +285,6 @@ func (s *solver) placeOnNode(p *podInfo) bool {
 		return true
 	}
 	return false
-}
-
-func extendedAvailable(available, want corev1.ResourceList) bool {
-	for name, q := range want {
-		if q.Cmp(available[name]) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // placeOnClaim tries the claims opened in this run. It commits to the first that takes the pod
@@ -318,13 +309,14 @@ func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
 		if i/64 < len(rejected) && rejected[i/64]&(1<<(i%64)) != 0 {
 			continue
 		}
-		underTarget := p.res.Fits(c.target.room.Sub(c.used))
-		if !underTarget && (priced >= upgradesPriced && !s.opts.GrowClaims || !p.res.Fits(c.roomUnderLargest())) {
+		// Ranking, not feasibility: past a few priced upgrades, only claims with room
+		// under their target are tried.
+		if priced >= upgradesPriced && !s.opts.GrowClaims && !p.res.Fits(c.target.room.Sub(c.used)) {
 			continue
 		}
-		pl, err := s.admit(c, p)
-		if err != nil {
-			if permanent(err) {
+		pl, r := s.admit(c, p)
+		if r.refused() {
+			if permanent(r) {
 				for len(rejected) <= i/64 {
 					rejected = append(rejected, 0)
 				}
@@ -361,7 +353,7 @@ func (s *solver) promisedClaim(p *podInfo) (*claimState, *plan) {
 	clear(list[len(kept):])
 	s.promisedTo[p.res] = kept
 	for _, c := range kept {
-		if pl, err := s.admit(c, p); err == nil && pl.extraCost <= 0 {
+		if pl, r := s.admit(c, p); !r.refused() && pl.extraCost <= 0 {
 			return c, pl
 		}
 	}
@@ -369,12 +361,18 @@ func (s *solver) promisedClaim(p *podInfo) (*claimState, *plan) {
 }
 
 // permanent reports whether a claim that refused a pod for this reason will refuse pods of its
-// shape for the rest of the run. Only pod affinity and spread over zone-like keys can change
-// their mind (as other domains fill); everything else only gets stricter as claims fill.
-func permanent(err error) bool {
-	var te *topologyError
-	if errors.As(err, &te) {
-		return te.g.kind == antiAffinityGroup || te.g.key == corev1.LabelHostname && te.g.kind == spreadGroup
+// shape for the rest of the run, so that it is not asked again. Only pod affinity and spread
+// over zone-like keys can change their mind (as other domains fill); everything else only gets
+// stricter as claims fill. Room is not remembered: checking it costs no more than the memo.
+func permanent(r refusal) bool {
+	switch r.stage {
+	case StageRoom:
+		return false
+	case StageTopology:
+		var te *topologyError
+		if errors.As(r.err, &te) {
+			return te.g.kind == antiAffinityGroup || te.g.key == corev1.LabelHostname && te.g.kind == spreadGroup
+		}
 	}
 	return true
 }
@@ -405,12 +403,13 @@ func (ps *poolState) largest() cloudprovider.Resources {
 // it would cost because of this pod: its price less the value of the pending pods it would hold.
 func (s *solver) newClaim(p *podInfo) (*claimState, *plan, float64, error) {
 	if len(s.pools) == 0 {
-		return nil, nil, 0, errors.New("no NodePool can launch nodes")
+		return nil, nil, 0, &UnschedulableError{}
 	}
 	var errs []error
 	for _, ps := range s.pools {
 		c := &claimState{pool: ps, requirements: ps.Requirements, hostname: "hostname-placeholder-" + strconv.Itoa(len(s.claims))}
-		pl, err := s.admit(c, p)
+		pl, r := s.admit(c, p)
+		err := r.asError()
 		if err == nil {
 			err = ps.Requirements.Satisfiable()
 		}
@@ -467,7 +466,7 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 	)
 	bestEff, bestRoom, bestOthers := -1.0, int64(0), 0.0
 	for _, cand := range candidates {
-		if cand.price <= 0 || cand.admits(p.res, p.extended, p.hostPorts) != nil || c.pool.withinLimits(cand.it, nil) != nil || s.othersKeepMinValues(c, cand.it, nil) != nil {
+		if cand.price <= 0 || s.typeRefusal(c, cand, p.res, p.extended, p.hostPorts, nil) != nil {
 			continue
 		}
 		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) && c.pool.withinLimits(x.it, nil) == nil }, s.opts.MinValuesBestEffort) != nil {
@@ -538,8 +537,9 @@ type sizeCount struct {
 }
 
 // shareable returns the pending free shapes whose pods could join a claim of the NodePool with
-// these requirements: requirements compatible, taints tolerated, no host ports, no extended
-// resources (those are sized pod by pod).
+// these requirements: the pipeline admits them on such a node (its taints and requirements:
+// the stages that apply to a node not launched yet), and they have no host ports and no
+// extended resources (those are sized pod by pod).
 func (s *solver) shareable(ps *poolState, reqs scheduling.Requirements) []*shapeCount {
 	key := ps.Name + "\x00" + reqs.String()
 	if cached, ok := s.shareableShapes[key]; ok {
@@ -548,11 +548,11 @@ func (s *solver) shareable(ps *poolState, reqs scheduling.Requirements) []*shape
 	var out []*shapeCount
 	for _, sc := range s.shapes {
 		example := sc.example
-		v := example.variant()
-		if sc.free && len(example.extended) == 0 && len(example.hostPorts) == 0 && v.requirementsErr == nil &&
-			v.tolerates(example.pod, ps.Taints) == nil &&
-			v.requirements.Compatible(reqs, scheduling.IsWellKnownLabel) == nil &&
-			reqs.Intersect(v.requirements).Satisfiable() == nil {
+		if !sc.free || len(example.extended) > 0 || len(example.hostPorts) > 0 {
+			continue
+		}
+		t := trial{p: example, v: example.variant(), pool: ps, reqs: reqs}
+		if s.feasible(&t) {
 			out = append(out, sc)
 		}
 	}
@@ -592,6 +592,7 @@ func (s *solver) results() *Results {
 			out.PodErrors = append(out.PodErrors, PodError{Pod: p.pod, Err: err})
 		}
 	}
+	out.Refusals = s.refusals()
 	return out
 }
 
@@ -637,21 +638,3 @@ func requestsOf(c *claimState) corev1.ResourceList {
 	}
 	return scheduling.Merge(lists...)
 }
-
-// UnschedulableError says why no NodePool could take a pod, one reason per NodePool.
-type UnschedulableError struct {
-	// Reasons, one per NodePool tried, in the order tried.
-	Reasons []error
-}
-
-// Error lists why the pod fits nowhere.
-func (e *UnschedulableError) Error() string {
-	parts := make([]string, len(e.Reasons))
-	for i, r := range e.Reasons {
-		parts[i] = r.Error()
-	}
-	return "incompatible with every nodepool: " + strings.Join(parts, "; ")
-}
-
-// Unwrap returns the per-NodePool reasons.
-func (e *UnschedulableError) Unwrap() []error { return e.Reasons }

@@ -43,9 +43,19 @@ type Options struct {
 	IgnorePreferences bool
 	// MinValuesBestEffort relaxes minValues when it cannot be met instead of failing the pod.
 	MinValuesBestEffort bool
-	// GrowClaims packs as Karpenter does: a claim takes every pod that still leaves some
-	// instance type fitting, with no regard to the cost of the type that ends up fitting. It
-	// exists to compare against; it is not a better policy.
+	// GrowClaims packs as Karpenter's scheduler does: a pod joins the first open claim for
+	// which some instance type still fits all its pods (Karpenter tries the claims with the
+	// fewest pods first, this scheduler in the order they were opened), with no regard to the
+	// cost of the type that ends up fitting, and no look-ahead sizes new claims. Batches so
+	// packed become a few large claims, costlier than the default's (about 1.5× the per-pod
+	// lower bound on the EC2 catalog), so provisioning never uses it; the benchmarks do, to
+	// compare.
+	//
+	// Disruption uses it on purpose: when the default packing would replace consolidation
+	// candidates with more new nodes than the method allows (one for single-node and
+	// multi-node consolidation), it asks again with GrowClaims, because the question there is
+	// whether the pods fit in that few nodes at all, which growing claims answers; whether
+	// the replacement is cheaper is judged afterwards, on the instance types it names.
 	GrowClaims bool
 	// CountEffectiveZones counts the pending pods by effective zone in
 	// Results.PendingByEffectiveZone.
@@ -107,6 +117,10 @@ type Results struct {
 	// zonal constraints left before the run placed any: the zone, EffectiveZoneFlexible or
 	// EffectiveZoneNone. Only with Options.CountEffectiveZones.
 	PendingByEffectiveZone map[string]int
+	// Refusals count how often each stage of the pipeline turned pods away, per NodePool
+	// (existing nodes and in-flight claims first, under ""), in pipeline order; only stages
+	// that refused.
+	Refusals []Refusal
 }
 
 // Placement binds a pod to an existing node or in-flight claim.
