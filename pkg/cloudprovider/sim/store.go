@@ -185,7 +185,7 @@ func (c *Cloud) restoreLocked(ctx context.Context) error {
 			instanceType: s.InstanceType, zone: s.Zone, capacityType: s.CapacityType,
 			arch: s.Labels[corev1.LabelArchStable], price: s.Price, imageID: s.ImageID,
 			hostname: s.Hostname, privateIP: s.PrivateIP,
-			launchTime: s.LaunchTime, runningTime: s.RunningTime, interruptAt: s.InterruptionTime,
+			launchTime: s.LaunchTime, runningTime: s.RunningTime, interruptAt: s.InterruptionTime, lossAt: s.LossTime,
 			claimName: s.NodeClaimName, nodePoolName: s.NodePoolName, nodeClassName: s.NodeClassName,
 			labels: maps.Clone(s.Labels), capacity: s.Capacity.DeepCopy(), allocatable: s.Allocatable.DeepCopy(),
 			subnetHash: s.SubnetHash, securityGroupHash: s.SecurityGroupHash, bootstrap: s.Bootstrap,
@@ -202,6 +202,9 @@ func (c *Cloud) restoreLocked(ctx context.Context) error {
 		c.used[in.offering()]++
 		if !in.interruptAt.IsZero() {
 			c.scheduleLocked(in.interruptAt)
+		}
+		if !in.lossAt.IsZero() {
+			c.scheduleLocked(in.lossAt)
 		}
 	}
 	c.restored = true
