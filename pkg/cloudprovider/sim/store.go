@@ -95,7 +95,7 @@ func LoadConfigMapState(ctx context.Context, reader client.Reader, namespace, na
 
 // Save writes the ConfigMap, creating it when missing.
 func (s *ConfigMapStore) Save(ctx context.Context, st State) error {
-	data, err := encodeState(st)
+	data, err := EncodeState(st)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,9 @@ func DecodeState(data []byte) (State, error) {
 	return st, nil
 }
 
-func encodeState(st State) ([]byte, error) {
+// EncodeState writes the stored form of a State (gzipped JSON), which DecodeState reads: what
+// a ConfigMapStore keeps under ConfigMapStateKey.
+func EncodeState(st State) ([]byte, error) {
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
