@@ -11,6 +11,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 )
 
 // The retries of a list or watch while the API server is unreachable: the first after
@@ -39,12 +40,13 @@ func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Du
 // its context ends. Answers, errors included (403, 404, 410, 429, 500...), go to the caller
 // unchanged: the reflector's handling of each stays as it is.
 func retryUnreachable(lw toolscache.ListerWatcher, first, most time.Duration) *unreachableRetrier {
-	return &unreachableRetrier{lw: toolscache.ToListerWatcherWithContext(lw), first: first, most: most}
+	return &unreachableRetrier{inner: lw, lw: toolscache.ToListerWatcherWithContext(lw), first: first, most: most}
 }
 
 // unreachableRetrier is the ListerWatcher retryUnreachable returns; it has the methods of both
 // the older interface and the one with contexts, which reflectors use.
 type unreachableRetrier struct {
+	inner       toolscache.ListerWatcher
 	lw          toolscache.ListerWatcherWithContext
 	first, most time.Duration
 }
@@ -67,6 +69,12 @@ func (r *unreachableRetrier) List(opts metav1.ListOptions) (runtime.Object, erro
 // Watch is WatchWithContext without a deadline, for callers of the older interface.
 func (r *unreachableRetrier) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	return r.WatchWithContext(context.Background(), opts)
+}
+
+// IsWatchListSemanticsUnSupported forwards the wrapped ListerWatcher's answer, so that the
+// reflector streams its initial list over a watch exactly when it would without the wrapper.
+func (r *unreachableRetrier) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(r.inner)
 }
 
 // retryWhileUnreachable calls call until it returns anything but an unreachable error, waiting

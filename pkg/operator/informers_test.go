@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 )
 
 // refusedError is what a client gets from an API server that is down: a real dial to a port
@@ -156,29 +157,41 @@ func (o *outageLW) isUp() bool {
 	}
 }
 
+// node is the one node the server has: it registered during the outage.
+func (o *outageLW) node() *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "registered-meanwhile", ResourceVersion: "2"}}
+}
+
 func (o *outageLW) List(metav1.ListOptions) (runtime.Object, error) {
 	if !o.isUp() {
 		return nil, o.refused
 	}
-	return &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "2"}, Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "registered-meanwhile", ResourceVersion: "2"}}}}, nil
+	return &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "2"}, Items: []corev1.Node{*o.node()}}, nil
 }
 
-func (o *outageLW) Watch(metav1.ListOptions) (watch.Interface, error) {
+// Watch answers as kube-apiserver 1.35 does: a watch asked for its initial events (client-go's
+// watch-list, on by default) streams them and a bookmark that marks their end.
+func (o *outageLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	if !o.isUp() {
 		return nil, o.refused
 	}
-	return watch.NewFake(), nil
+	w := watch.NewFakeWithChanSize(2, false)
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		w.Add(o.node())
+		w.Action(watch.Bookmark, &corev1.Node{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "2", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+	}
+	return w, nil
 }
 
 // TestInformerCatchesUpAfterOutage: an informer from newInformer, started while the API server
-// refuses connections for 5 s, has the node that registered meanwhile within about a second
-// of the server's return. (client-go's reflector alone would then be waiting 3 to 13 s more:
+// refuses connections for 8 s, has the node that registered meanwhile within about a second
+// of the server's return. (client-go's reflector alone would then be waiting up to 13 s more:
 // its backoff doubles from 0.8 s with every refusal.)
 func TestInformerCatchesUpAfterOutage(t *testing.T) {
 	lw := &outageLW{refused: refusedError(t), up: make(chan struct{})}
 	informer := newInformer(lw, &corev1.Node{}, 0, toolscache.Indexers{})
 	go informer.RunWithContext(t.Context())
-	time.Sleep(5 * time.Second)
+	time.Sleep(8 * time.Second)
 	close(lw.up)
 	back := time.Now()
 	for !informer.HasSynced() {
@@ -195,4 +208,20 @@ func TestInformerCatchesUpAfterOutage(t *testing.T) {
 		t.Errorf("the informer saw the node %s after the server's return, want within 1 s and a little", took)
 	}
 	t.Logf("node seen %s after the API server's return", took.Round(time.Millisecond))
+}
+
+// noWatchListLW is a ListerWatcher that says it cannot stream a list over a watch.
+type noWatchListLW struct{ scriptedLW }
+
+func (*noWatchListLW) IsWatchListSemanticsUnSupported() bool { return true }
+
+// TestRetryUnreachableKeepsWatchListSupport: the wrapper claims watch-list support exactly
+// when what it wraps does, so the reflector lists the same way with it as without.
+func TestRetryUnreachableKeepsWatchListSupport(t *testing.T) {
+	if watchlist.DoesClientNotSupportWatchListSemantics(retryUnreachable(&scriptedLW{}, time.Millisecond, time.Millisecond)) {
+		t.Error("the wrapper of a ListerWatcher supporting watch-list says it does not")
+	}
+	if !watchlist.DoesClientNotSupportWatchListSemantics(retryUnreachable(&noWatchListLW{}, time.Millisecond, time.Millisecond)) {
+		t.Error("the wrapper of a ListerWatcher without watch-list says it has it")
+	}
 }
