@@ -383,6 +383,7 @@ func apiServerOutage(t *testing.T, r *replica) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("kube-apiserver SIGKILLed, restarted after %s, ready %s after the kill", chaosOutage, back.Sub(down).Round(time.Millisecond))
 	var seen time.Duration
 	harness.Eventually(t, 2*time.Minute, "the controller to see the node created during the outage", func() (bool, string) {
 		if !reportsNode(r.scrape(t), probe) {
