@@ -39,8 +39,9 @@ var chaosFaults = []string{
 const chaosOutage = 15 * time.Second
 
 // TestChaos: the controller keeps the fleet right through crashes and faults. It is killed
-// with SIGKILL at least ten times, at random (seeded) points of launches, of deletions and of
-// the termination of a Node deleted by hand, and restarted each time, as its Deployment would;
+// with SIGKILL at least ten times, at random (seeded) points of launches, of deletions
+// (consolidation's, and NodeClaims deleted by hand) and of the termination of a Node deleted by
+// hand, and restarted each time, as its Deployment would;
 // kube-apiserver is killed and restarted once; the cloud fails a fifth of launches, throttles
 // a tenth of calls, adds up to 2 s to launches and loses instances; one instance is terminated
 // out of band and one Node is deleted by hand. Then: no instance leaked, none launched twice
@@ -67,6 +68,7 @@ func TestChaos(t *testing.T) {
 	ctl.start()
 	workloadNamespace(t, workload)
 	audit := auditCloud(t, namespace)
+	second := startSecondAPIServer(t) // in the background, ready for the outage
 
 	// Launches: 8 pods that each want a node of their own, and 16 small ones.
 	kubectlApply(t, strings.Join([]string{
@@ -97,23 +99,28 @@ func TestChaos(t *testing.T) {
 
 	// kube-apiserver crashes; a Node registers meanwhile through a second API server on the
 	// same etcd, as in a highly available control plane.
-	seen := apiServerOutage(t, ctl.current)
+	seen := apiServerOutage(t, ctl.current, second)
 	t.Logf("API server outage of %s: the controller saw the Node created during it %s after kube-apiserver was back",
 		chaosOutage, seen.Round(time.Millisecond))
 	if seen > 10*time.Second {
 		t.Errorf("the controller saw the Node created during the outage %s after kube-apiserver was back, want under 10s", seen.Round(time.Millisecond))
 	}
 
-	// Deletions: scaled down, consolidation removes nodes; the controller crashes mid-way.
-	kubectl(t, "-n", workload, "scale", "deployment", "solo", "--replicas=3")
-	kubectl(t, "-n", workload, "scale", "deployment", "fill", "--replicas=4")
-	for range 3 {
-		harness.Eventually(t, 2*time.Minute, "a NodeClaim being deleted", func() (bool, string) {
-			phase := claimPhase(t)
-			return phase.deleting > 0, phase.String()
-		})
-		time.Sleep(randomDuration(rng, 0, 2*time.Second))
-		ctl.killAndRestart("deletions", claimPhase(t))
+	// Deletions: scaled down, consolidation removes nodes, and the controller crashes while it
+	// does; then two NodeClaims deleted by hand, a crash during each one's termination.
+	kubectl(t, "-n", workload, "scale", "deployment", "solo", "--replicas=4")
+	kubectl(t, "-n", workload, "scale", "deployment", "fill", "--replicas=6")
+	harness.Eventually(t, 2*time.Minute, "consolidation to delete a NodeClaim", func() (bool, string) {
+		phase := claimPhase(t)
+		return phase.deleting > 0, phase.String()
+	})
+	time.Sleep(randomDuration(rng, 0, 500*time.Millisecond))
+	ctl.killAndRestart("consolidation's deletions", claimPhase(t))
+	for range 2 {
+		claim := randomClaim(t, rng)
+		kubectl(t, "delete", "nodeclaim", claim, "--wait=false")
+		time.Sleep(randomDuration(rng, 0, time.Second))
+		ctl.killAndRestart("hand-deleted nodeclaim "+claim, claimPhase(t))
 	}
 	lastFault := time.Now()
 
@@ -137,6 +144,7 @@ func TestChaos(t *testing.T) {
 
 	// Teardown, faults still on: every node, claim and instance goes.
 	kubectl(t, "-n", workload, "delete", "deployment", "solo", "fill")
+	kubectl(t, "delete", "nodeclaims", "--all", "--wait=false")
 	harness.Eventually(t, 3*time.Minute, "no nodes, NodeClaims or instances left", func() (bool, string) {
 		n, c, st := len(nodes(t)), len(claims(t)), cloudState(t, namespace)
 		return n == 0 && c == 0 && len(st.Instances) == 0, fmt.Sprintf("%d nodes, %d nodeclaims, %d instances", n, c, len(st.Instances))
@@ -294,6 +302,22 @@ func randomKarpenterNode(t *testing.T, rng *rand.Rand) string {
 	return names[rng.IntN(len(names))]
 }
 
+// randomClaim picks a NodeClaim not being deleted.
+func randomClaim(t *testing.T, rng *rand.Rand) string {
+	t.Helper()
+	var names []string
+	for _, c := range claims(t) {
+		if c.DeletionTimestamp == nil {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no NodeClaim to delete")
+	}
+	sort.Strings(names)
+	return names[rng.IntN(len(names))]
+}
+
 // terminateOutOfBand removes a random instance of a registered claim from the simulated
 // cloud's stored state, as if it had been terminated from the console while the controller was
 // down, and returns its ID.
@@ -337,31 +361,57 @@ func terminateOutOfBand(t *testing.T, namespace string, rng *rand.Rand) string {
 	return fmt.Sprintf("%s (claim %s)", victim.ID, victim.NodeClaimName)
 }
 
-// apiServerOutage kills kube-apiserver for chaosOutage and restarts it. A second API server on
-// the same etcd, started beforehand, takes a Node's registration while the first is down. It
-// returns how long after the restarted kube-apiserver was ready the controller r reported that
-// Node in its metrics (0 if it already did).
-func apiServerOutage(t *testing.T, r *replica) time.Duration {
+// secondAPIServer is a second kube-apiserver on the suite's etcd, as in a highly available
+// control plane; ready is closed once it answers or has failed (err says which).
+type secondAPIServer struct {
+	port  int
+	proc  *process
+	err   error
+	ready chan struct{}
+}
+
+// startSecondAPIServer starts a second kube-apiserver, with the suite's flags but its own port,
+// audit log and no claim on the kubernetes Service's endpoints, in the background. It is
+// stopped when the test ends.
+func startSecondAPIServer(t *testing.T) *secondAPIServer {
 	t.Helper()
 	_, argv, err := cp.apiServerProcess()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := harness.FreePort(t)
-	second, _, err := cp.startAPIServer("kube-apiserver-second", argv, fmt.Sprintf("--secure-port=%d", port),
-		"--endpoint-reconciler-type=none", "--audit-log-path="+cp.dir+"/audit-second.log")
-	if err != nil {
-		t.Fatal(err)
+	s := &secondAPIServer{port: harness.FreePort(t), ready: make(chan struct{})}
+	go func() {
+		defer close(s.ready)
+		s.proc, _, s.err = cp.startAPIServer("kube-apiserver-second", argv, fmt.Sprintf("--secure-port=%d", s.port),
+			"--endpoint-reconciler-type=none", "--audit-log-path="+cp.dir+"/audit-second.log")
+	}()
+	t.Cleanup(func() {
+		<-s.ready
+		if s.proc != nil {
+			s.proc.stop()
+		}
+	})
+	return s
+}
+
+// apiServerOutage kills kube-apiserver for chaosOutage and restarts it. The second API server,
+// on the same etcd, takes a Node's registration while the first is down. It returns how long
+// after the restarted kube-apiserver was ready the controller r reported that Node in its
+// metrics (0 if it already did).
+func apiServerOutage(t *testing.T, r *replica, second *secondAPIServer) time.Duration {
+	t.Helper()
+	<-second.ready
+	if second.err != nil {
+		t.Fatal(second.err)
 	}
-	defer second.stop()
 	cfg := rest.CopyConfig(cp.env.Config)
-	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", port)
+	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", second.port)
 	secondClient, err := client.New(cfg, client.Options{Scheme: cp.env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	argv, err = cp.killAPIServer()
+	argv, err := cp.killAPIServer()
 	if err != nil {
 		t.Fatal(err)
 	}
