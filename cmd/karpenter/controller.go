@@ -107,6 +107,10 @@ Karpenter's Helm chart uses.`,
 	fs.duration(&opts.Sim.StartupTaintDelay, "sim-startup-taint-delay", "SIM_STARTUP_TAINT_DELAY", opts.Sim.StartupTaintDelay, "simulated time from node Ready until the agents on it lift its NodePool's startupTaints")
 	fs.string(&opts.Sim.StateConfigMap, "sim-state-configmap", "SIM_STATE_CONFIGMAP", "karpenter-sim-state", "ConfigMap in the leader election namespace keeping the simulated instances across restarts and leader changes; empty keeps them in memory")
 	fs.bool(&opts.Sim.MarkPodsRunning, "sim-mark-pods-running", "SIM_MARK_PODS_RUNNING", opts.Sim.MarkPodsRunning, "report pods bound to simulated nodes as Running")
+	fs.float64(&opts.Sim.LaunchErrorRate, "sim-launch-error-rate", "SIM_LAUNCH_ERROR_RATE", opts.Sim.LaunchErrorRate, "share of simulated launches, in [0, 1], that fail with a retryable error; 0 disables")
+	fs.duration(&opts.Sim.LaunchJitter, "sim-launch-jitter", "SIM_LAUNCH_JITTER", opts.Sim.LaunchJitter, "extra random launch latency, uniform in [0, jitter), added to --sim-launch-latency")
+	fs.float64(&opts.Sim.InstanceLossRate, "sim-instance-loss-rate", "SIM_INSTANCE_LOSS_RATE", opts.Sim.InstanceLossRate, "expected simulated instances vanishing out of band per instance-hour (each loss time is drawn at launch and kept in --sim-state-configmap); 0 disables")
+	fs.float64(&opts.Sim.APIThrottleRate, "sim-api-throttle-rate", "SIM_API_THROTTLE_RATE", opts.Sim.APIThrottleRate, "share of simulated cloud API calls, in [0, 1], refused with a retryable RequestLimitExceeded error; 0 disables")
 	fs.float64(&opts.Sim.NodeFailureRate, "sim-node-failure-rate", "SIM_NODE_FAILURE_RATE", opts.Sim.NodeFailureRate, "expected failures per simulated node-hour: a failed node reports Ready Unknown, as when its kubelet stops, until node repair (FEATURE_GATES NodeRepair=true) replaces it 30 minutes later; 0 disables")
 	return cmd
 }

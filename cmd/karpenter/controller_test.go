@@ -149,6 +149,27 @@ func TestControllerRejectsBadSettings(t *testing.T) {
 		t.Errorf("output does not name %s:\n%s", want, out)
 	}
 
+	// Each simulated-cloud fault setting out of range is named, by flag and environment
+	// variable alike.
+	cmd = exec.Command(bin, "controller", "--sim-launch-error-rate", "1.5", "--sim-api-throttle-rate", "-0.1",
+		"--sim-launch-jitter", "-2s", "--sim-instance-loss-rate", "NaN")
+	out, err = cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitCodeUsage {
+		t.Errorf("bad fault settings: want exit code %d, got %v\n%s", exitCodeUsage, err, out)
+	}
+	for _, want := range []string{"--sim-launch-error-rate (SIM_LAUNCH_ERROR_RATE) 1.5", "--sim-api-throttle-rate (SIM_API_THROTTLE_RATE) -0.1",
+		"--sim-launch-jitter (SIM_LAUNCH_JITTER) -2s", "--sim-instance-loss-rate (SIM_INSTANCE_LOSS_RATE) NaN"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not name %q:\n%s", want, out)
+		}
+	}
+	cmd = exec.Command(bin, "controller")
+	cmd.Env = append(os.Environ(), "SIM_API_THROTTLE_RATE=often")
+	out, err = cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitCodeUsage || !strings.Contains(string(out), "SIM_API_THROTTLE_RATE") {
+		t.Errorf("SIM_API_THROTTLE_RATE=often: want exit code %d naming SIM_API_THROTTLE_RATE, got %v\n%s", exitCodeUsage, err, out)
+	}
+
 	cmd = exec.Command(bin, "controller")
 	cmd.Env = append(os.Environ(), "METRICS_PORT=70000")
 	out, err = cmd.CombinedOutput()

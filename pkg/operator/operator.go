@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -81,6 +82,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		// The one ConfigMap read (the simulated cloud's state) is read directly: caching would
 		// watch every ConfigMap in the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}},
+		// The informers ride out an API server outage without growing their backoff, so the
+		// caches catch up within a second of its return (see newInformer).
+		Cache: cache.Options{NewInformer: newInformer},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -110,7 +114,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 				}
 			}
 			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency, Store: store,
-				Faults: sim.FaultPlan{NodeFailureRate: opts.Sim.NodeFailureRate}}); err != nil {
+				Faults: opts.Sim.faultPlan()}); err != nil {
 				return nil, err
 			}
 		}

@@ -96,6 +96,19 @@ type SimOptions struct {
 	// (sim.FaultPlan.NodeFailureRate): a failed node reports Ready Unknown, for node repair to
 	// replace.
 	NodeFailureRate float64
+	// LaunchErrorRate is the share of launches that fail with a retryable error
+	// (sim.FaultPlan.CreateErrorRate), in [0, 1].
+	LaunchErrorRate float64
+	// LaunchJitter adds a uniformly random delay in [0, LaunchJitter) to each launch's latency
+	// (sim.FaultPlan.LaunchJitter).
+	LaunchJitter time.Duration
+	// InstanceLossRate is the expected number of instances vanishing out of band per
+	// instance-hour (sim.FaultPlan.InstanceLossRate); their loss times are kept in the state
+	// ConfigMap, so a restarted controller agrees on them.
+	InstanceLossRate float64
+	// APIThrottleRate is the share of cloud API calls refused with a retryable
+	// RequestLimitExceeded error before doing anything (sim.FaultPlan.ThrottleRate), in [0, 1].
+	APIThrottleRate float64
 	// Cloud, when set, is used instead of a new simulated cloud: the cloud outlives a
 	// controller restart, and tests and the simulator configure its faults and capacity.
 	Cloud *sim.Cloud
@@ -186,11 +199,44 @@ func (o Options) Validate() error {
 	if o.DisruptionPollInterval < 0 || o.ConsolidationValidationDelay < 0 {
 		errs = append(errs, errors.New("the disruption poll interval and consolidation validation delay must not be negative"))
 	}
-	if r := o.Sim.NodeFailureRate; math.IsNaN(r) || math.IsInf(r, 0) || r < 0 {
-		errs = append(errs, fmt.Errorf("--sim-node-failure-rate (SIM_NODE_FAILURE_RATE) %v: must be a non-negative number", r))
+	for _, r := range []struct {
+		flag, env string
+		rate      float64
+	}{
+		{"--sim-node-failure-rate", "SIM_NODE_FAILURE_RATE", o.Sim.NodeFailureRate},
+		{"--sim-instance-loss-rate", "SIM_INSTANCE_LOSS_RATE", o.Sim.InstanceLossRate},
+	} {
+		if math.IsNaN(r.rate) || math.IsInf(r.rate, 0) || r.rate < 0 {
+			errs = append(errs, fmt.Errorf("%s (%s) %v: must be a non-negative number of events per instance-hour", r.flag, r.env, r.rate))
+		}
+	}
+	for _, r := range []struct {
+		flag, env string
+		share     float64
+	}{
+		{"--sim-launch-error-rate", "SIM_LAUNCH_ERROR_RATE", o.Sim.LaunchErrorRate},
+		{"--sim-api-throttle-rate", "SIM_API_THROTTLE_RATE", o.Sim.APIThrottleRate},
+	} {
+		if math.IsNaN(r.share) || r.share < 0 || r.share > 1 {
+			errs = append(errs, fmt.Errorf("%s (%s) %v: must be a share in [0, 1], such as 0.2", r.flag, r.env, r.share))
+		}
+	}
+	if o.Sim.LaunchJitter < 0 {
+		errs = append(errs, fmt.Errorf("--sim-launch-jitter (SIM_LAUNCH_JITTER) %s: must not be negative", o.Sim.LaunchJitter))
 	}
 	if o.Sim.LaunchLatency < 0 || o.Sim.ReadyDelay < 0 || o.Sim.StartupTaintDelay < 0 {
 		errs = append(errs, errors.New("--sim-launch-latency, --sim-ready-delay and --sim-startup-taint-delay must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// faultPlan is the simulated cloud's fault plan the options ask for.
+func (o SimOptions) faultPlan() sim.FaultPlan {
+	return sim.FaultPlan{
+		NodeFailureRate:  o.NodeFailureRate,
+		CreateErrorRate:  o.LaunchErrorRate,
+		LaunchJitter:     o.LaunchJitter,
+		InstanceLossRate: o.InstanceLossRate,
+		ThrottleRate:     o.APIThrottleRate,
+	}
 }

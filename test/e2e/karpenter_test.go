@@ -31,11 +31,27 @@ type replica struct {
 }
 
 // startKarpenter runs a controller replica with the simulated cloud, electing its leader and
-// keeping its cloud's state in namespace, as the Helm chart's Deployment does.
+// keeping its cloud's state in namespace, as the Helm chart's Deployment does; it is stopped
+// when the test ends.
 func startKarpenter(t *testing.T, namespace, name string) *replica {
 	t.Helper()
+	r := launchKarpenter(t, namespace, name)
+	t.Cleanup(func() {
+		r.stop()
+		if t.Failed() {
+			t.Log(r.tail())
+		}
+	})
+	r.waitReady(t)
+	return r
+}
+
+// launchKarpenter starts a controller replica as startKarpenter does, with the extra flags
+// after the suite's (a later flag wins), and returns at once; stopping it is the caller's.
+func launchKarpenter(t *testing.T, namespace, name string, extra ...string) *replica {
+	t.Helper()
 	metrics, health := harness.FreePort(t), harness.FreePort(t)
-	p, err := cp.start(name, cp.karpenter, "controller",
+	args := append([]string{"controller",
 		"--kubeconfig", cp.kubeconfig,
 		"--cloud-provider", "sim", "--cluster-name", "e2e",
 		"--leader-elect", "--leader-election-namespace", namespace,
@@ -43,20 +59,20 @@ func startKarpenter(t *testing.T, namespace, name string) *replica {
 		"--sim-launch-latency", "2s", "--sim-ready-delay", "1s",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", health),
-		"--log-level", "debug")
+		"--log-level", "debug"}, extra...)
+	p, err := cp.start(name, cp.karpenter, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{process: p, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics), healthURL: fmt.Sprintf("http://127.0.0.1:%d", health)}
-	t.Cleanup(func() {
-		r.stop()
-		if t.Failed() {
-			t.Log(r.tail())
-		}
-	})
-	harness.Eventually(t, 30*time.Second, name+" ready", func() (bool, string) {
+	return &replica{process: p, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics), healthURL: fmt.Sprintf("http://127.0.0.1:%d", health)}
+}
+
+// waitReady waits for the replica's /readyz, failing the test if it exits first.
+func (r *replica) waitReady(t *testing.T) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, r.name+" ready", func() (bool, string) {
 		if r.exited() {
-			t.Fatalf("%s exited:\n%s", name, r.tail())
+			t.Fatalf("%s exited:\n%s", r.name, r.tail())
 		}
 		resp, err := http.Get(r.healthURL + "/readyz")
 		if err != nil {
@@ -65,7 +81,6 @@ func startKarpenter(t *testing.T, namespace, name string) *replica {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
-	return r
 }
 
 // scrape reads the replica's /metrics.

@@ -35,7 +35,43 @@ const (
 	ReasonInvalidRequirements = "InvalidRequirements"
 	// ReasonNoCompatibleInstanceTypes: no instance type and offering meets the claim.
 	ReasonNoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
+	// ReasonRequestLimitExceeded: the launch was throttled (FaultPlan.ThrottleRate), named
+	// as EC2's error code.
+	ReasonRequestLimitExceeded = "RequestLimitExceeded"
 )
+
+// ThrottlingError is the cloud refusing a call for the rate of calls, as EC2 answers
+// RequestLimitExceeded (FaultPlan.ThrottleRate). Nothing was done; retrying later succeeds.
+type ThrottlingError struct {
+	// Operation is the refused call: Create, Delete, Get, List or IsDrifted.
+	Operation string
+}
+
+// Error implements error.
+func (e *ThrottlingError) Error() string {
+	return e.Operation + ": " + ReasonRequestLimitExceeded + ": request limit exceeded (simulated throttling); retry later"
+}
+
+// IsThrottlingError reports whether err is, or wraps, a *ThrottlingError.
+func IsThrottlingError(err error) bool {
+	var target *ThrottlingError
+	return errors.As(err, &target)
+}
+
+// throttle draws whether the call named op is throttled, returning its error if so.
+func (c *Cloud) throttle(op string) error {
+	rate := c.faults.ThrottleRate
+	if rate <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	throttled := c.rng.Float64() < rate
+	c.mu.Unlock()
+	if throttled {
+		return &ThrottlingError{Operation: op}
+	}
+	return nil
+}
 
 // Cloud is the simulated cloud. It implements cloudprovider.CloudProvider and is safe for
 // concurrent use. Build it with New.
@@ -161,14 +197,18 @@ func (c *Cloud) Clock() clock.Clock { return c.clock }
 //
 // It returns *NodeClassNotReadyError when the claim's EC2NodeClass is missing or unusable, a
 // terminal *CreateError when no instance type and offering meets the claim, a retryable
-// *CreateError for injected transient failures, and *InsufficientCapacityError, naming every
-// offering tried, when all compatible offerings are out of capacity.
+// *CreateError for injected transient failures (wrapping a *ThrottlingError when the call is
+// throttled), and *InsufficientCapacityError, naming every offering tried, when all compatible
+// offerings are out of capacity.
 func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	if claim == nil {
 		return nil, errors.New("creating instance: nil nodeclaim")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if err := c.throttle("Create"); err != nil {
+		return nil, cloudprovider.NewCreateError(err, ReasonRequestLimitExceeded, "the cloud throttled the launch request")
 	}
 	if existing, err := c.existing(ctx, claim.Name); err != nil || existing != nil {
 		if err != nil {
@@ -301,6 +341,10 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 	if rate := c.faults.NodeFailureRate; rate > 0 {
 		in.failAt = in.runningTime.Add(durationOfHours(c.rng.ExpFloat64() / rate))
 	}
+	if rate := c.faults.InstanceLossRate; rate > 0 {
+		in.lossAt = now.Add(durationOfHours(c.rng.ExpFloat64() / rate))
+		c.scheduleLocked(in.lossAt)
+	}
 	c.dirty = true
 	c.instances[id] = in
 	c.history = append(c.history, in)
@@ -321,12 +365,15 @@ func durationOfHours(hours float64) time.Duration {
 
 // Delete terminates the claim's instance, found by status.providerID or, when the claim has
 // none yet, by its name. It returns *NodeClaimNotFoundError when there is no such live
-// instance, so deleting twice is harmless.
+// instance, so deleting twice is harmless, and *ThrottlingError when the call is throttled.
 func (c *Cloud) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	if claim == nil {
 		return errors.New("deleting instance: nil nodeclaim")
 	}
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.throttle("Delete"); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -350,9 +397,12 @@ func (c *Cloud) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 }
 
 // Get returns the NodeClaim view of the live instance with the provider ID, or
-// *NodeClaimNotFoundError.
+// *NodeClaimNotFoundError; *ThrottlingError when the call is throttled.
 func (c *Cloud) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.throttle("Get"); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -368,9 +418,13 @@ func (c *Cloud) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, 
 	return in.nodeClaim(), nil
 }
 
-// List returns the NodeClaim view of every live instance, sorted by provider ID.
+// List returns the NodeClaim view of every live instance, sorted by provider ID, or
+// *ThrottlingError when the call is throttled.
 func (c *Cloud) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.throttle("List"); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -418,11 +472,14 @@ func (c *Cloud) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool)
 //   - DriftReasonSubnet: subnetSelectorTerms changed since launch;
 //   - DriftReasonSecurityGroup: securityGroupSelectorTerms changed since launch.
 //
-// It returns *NodeClaimNotFoundError when the instance is gone and *NodeClassNotReadyError when
-// the NodeClass cannot be read.
+// It returns *NodeClaimNotFoundError when the instance is gone, *NodeClassNotReadyError when
+// the NodeClass cannot be read, and *ThrottlingError when the call is throttled.
 func (c *Cloud) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	if claim == nil {
 		return "", errors.New("checking drift: nil nodeclaim")
+	}
+	if err := c.throttle("IsDrifted"); err != nil {
+		return "", err
 	}
 	c.mu.Lock()
 	if err := c.restoreLocked(ctx); err != nil {
@@ -668,28 +725,37 @@ func (c *Cloud) scheduleLocked(t time.Time) {
 }
 
 // syncLocked applies what the passing of time has done by now: interruption notices whose
-// time has come and terminations whose notice has run out. Pending instances need nothing:
-// their state is read from the clock.
+// time has come, terminations whose notice has run out, and instances lost out of band.
+// Pending instances need nothing: their state is read from the clock.
 func (c *Cloud) syncLocked(now time.Time) {
 	if c.nextEvent.IsZero() || now.Before(c.nextEvent) {
 		return
 	}
 	var next time.Time
+	later := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
 	for _, in := range c.live {
-		if in.interruptAt.IsZero() {
+		if in.interruptAt.IsZero() && in.lossAt.IsZero() {
 			continue
 		}
-		deadline := in.interruptAt.Add(c.notice)
-		if !now.Before(deadline) {
-			c.terminateLocked(in, deadline, TerminationReasonInterrupted)
+		// Whichever ends the instance first: the interruption's deadline or its loss.
+		end, reason := time.Time{}, ""
+		if !in.interruptAt.IsZero() {
+			end, reason = in.interruptAt.Add(c.notice), TerminationReasonInterrupted
+		}
+		if !in.lossAt.IsZero() && (end.IsZero() || in.lossAt.Before(end)) {
+			end, reason = in.lossAt, TerminationReasonLost
+		}
+		if !now.Before(end) {
+			c.terminateLocked(in, end, reason)
 			continue
 		}
-		event := deadline
-		if now.Before(in.interruptAt) {
-			event = in.interruptAt
-		}
-		if next.IsZero() || event.Before(next) {
-			next = event
+		later(end)
+		if !in.interruptAt.IsZero() && now.Before(in.interruptAt) {
+			later(in.interruptAt)
 		}
 	}
 	c.nextEvent = next

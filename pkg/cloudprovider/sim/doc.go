@@ -30,10 +30,12 @@
 //
 // # Faults
 //
-// The fault plan injects what real clouds do: a rate of transient launch errors, insufficient
+// The fault plan injects what real clouds do: a rate of transient launch errors, API throttling
+// (a share of calls refused with a *ThrottlingError, EC2's RequestLimitExceeded), insufficient
 // capacity per offering (switchable at run time with SetOfferingAvailable), finite capacity
-// pools (SetCapacity), extra launch latency jitter, and spot interruptions, either requested
-// (Interrupt) or drawn at launch from a rate. An interrupted instance gets a two-minute notice,
+// pools (SetCapacity), extra launch latency jitter, instances lost out of band at a rate per
+// instance-hour (their loss time drawn at launch and stored with them, so a restored cloud
+// agrees), and spot interruptions, either requested (Interrupt) or drawn at launch from a rate. An interrupted instance gets a two-minute notice,
 // visible through Interruptions, and is terminated when the notice runs out. Nodes fall ill the
 // same two ways: MakeUnhealthy makes an instance's Node report a condition (Ready Unknown, a
 // node monitoring agent's KernelReady False, …) from a given time, and a failure rate draws

@@ -41,6 +41,8 @@ const (
 	TerminationReasonDeleted = "Deleted"
 	// TerminationReasonInterrupted: a spot interruption's notice ran out.
 	TerminationReasonInterrupted = "SpotInterruption"
+	// TerminationReasonLost: it vanished out of band (FaultPlan.InstanceLossRate).
+	TerminationReasonLost = "Lost"
 )
 
 // Instance is a snapshot of one simulated instance, for inspection and reports. It is a copy:
@@ -74,6 +76,9 @@ type Instance struct {
 	// InterruptionTime is when it receives (or received) a spot interruption notice; zero when
 	// none is due.
 	InterruptionTime time.Time
+	// LossTime is when it vanishes (or vanished) out of band, drawn at launch from
+	// FaultPlan.InstanceLossRate; zero when no loss is due.
+	LossTime time.Time
 	// NodeClaimName is the NodeClaim it was launched for.
 	NodeClaimName string
 	// NodePoolName is the NodeClaim's NodePool, if known.
@@ -123,6 +128,7 @@ type instance struct {
 	terminationTime                  time.Time
 	terminationReason                string
 	interruptAt                      time.Time
+	lossAt                           time.Time
 	claimName, nodePoolName          string
 	nodeClassName                    string
 	labels                           map[string]string
@@ -170,6 +176,7 @@ func (in *instance) snapshot(now time.Time, failure NodeCondition) Instance {
 		TerminationTime:   in.terminationTime,
 		TerminationReason: in.terminationReason,
 		InterruptionTime:  in.interruptAt,
+		LossTime:          in.lossAt,
 		NodeClaimName:     in.claimName,
 		NodePoolName:      in.nodePoolName,
 		NodeClassName:     in.nodeClassName,

@@ -117,6 +117,18 @@ type FaultPlan struct {
 	// then on its Node reports NodeFailure, until the instance is gone. Zero means nodes fail
 	// only through Cloud.MakeUnhealthy.
 	NodeFailureRate float64
+	// InstanceLossRate is the expected number of instances lost per instance-hour: each
+	// instance draws at launch when it vanishes out of band (exponentially distributed), as an
+	// instance stopped from the console or lost to a host failure does; at that time it is
+	// terminated (TerminationReasonLost) without any call. The time is kept with the instance
+	// (Instance.LossTime), so a cloud restored from a Store loses it at the same moment. Zero
+	// means instances are never lost.
+	InstanceLossRate float64
+	// ThrottleRate is the probability, in [0, 1], that a call to the cloud's API (Create,
+	// Delete, Get, List, IsDrifted) is refused with a *ThrottlingError before it does anything,
+	// as EC2 answers RequestLimitExceeded; retrying later succeeds. GetInstanceTypes is not
+	// throttled: a provider serves it from its cache.
+	ThrottleRate float64
 	// NodeFailure is the condition a failed Node reports; the zero value is Ready Unknown (its
 	// kubelet stopped posting status), which every cloud's repair policies cover. Its Since is
 	// the failure's time and must be zero here.
@@ -168,6 +180,12 @@ func (o Options) Validate() error {
 func (f FaultPlan) validate() error {
 	if math.IsNaN(f.CreateErrorRate) || f.CreateErrorRate < 0 || f.CreateErrorRate > 1 {
 		return fmt.Errorf("create error rate %v is not in [0, 1]", f.CreateErrorRate)
+	}
+	if math.IsNaN(f.ThrottleRate) || f.ThrottleRate < 0 || f.ThrottleRate > 1 {
+		return fmt.Errorf("throttle rate %v is not in [0, 1]", f.ThrottleRate)
+	}
+	if math.IsNaN(f.InstanceLossRate) || math.IsInf(f.InstanceLossRate, 0) || f.InstanceLossRate < 0 {
+		return fmt.Errorf("instance loss rate %v is not a non-negative number", f.InstanceLossRate)
 	}
 	if f.LaunchJitter < 0 {
 		return fmt.Errorf("launch jitter %s is negative", f.LaunchJitter)

@@ -95,7 +95,7 @@ func LoadConfigMapState(ctx context.Context, reader client.Reader, namespace, na
 
 // Save writes the ConfigMap, creating it when missing.
 func (s *ConfigMapStore) Save(ctx context.Context, st State) error {
-	data, err := encodeState(st)
+	data, err := EncodeState(st)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,9 @@ func DecodeState(data []byte) (State, error) {
 	return st, nil
 }
 
-func encodeState(st State) ([]byte, error) {
+// EncodeState writes the stored form of a State (gzipped JSON), which DecodeState reads: what
+// a ConfigMapStore keeps under ConfigMapStateKey.
+func EncodeState(st State) ([]byte, error) {
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
@@ -185,7 +187,7 @@ func (c *Cloud) restoreLocked(ctx context.Context) error {
 			instanceType: s.InstanceType, zone: s.Zone, capacityType: s.CapacityType,
 			arch: s.Labels[corev1.LabelArchStable], price: s.Price, imageID: s.ImageID,
 			hostname: s.Hostname, privateIP: s.PrivateIP,
-			launchTime: s.LaunchTime, runningTime: s.RunningTime, interruptAt: s.InterruptionTime,
+			launchTime: s.LaunchTime, runningTime: s.RunningTime, interruptAt: s.InterruptionTime, lossAt: s.LossTime,
 			claimName: s.NodeClaimName, nodePoolName: s.NodePoolName, nodeClassName: s.NodeClassName,
 			labels: maps.Clone(s.Labels), capacity: s.Capacity.DeepCopy(), allocatable: s.Allocatable.DeepCopy(),
 			subnetHash: s.SubnetHash, securityGroupHash: s.SecurityGroupHash, bootstrap: s.Bootstrap,
@@ -202,6 +204,9 @@ func (c *Cloud) restoreLocked(ctx context.Context) error {
 		c.used[in.offering()]++
 		if !in.interruptAt.IsZero() {
 			c.scheduleLocked(in.interruptAt)
+		}
+		if !in.lossAt.IsZero() {
+			c.scheduleLocked(in.lossAt)
 		}
 	}
 	c.restored = true

@@ -1,0 +1,59 @@
+package operator_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openkarpenter/karpenter/pkg/operator"
+)
+
+// TestValidateSimFaults: every fault setting of the simulated cloud out of range is reported,
+// naming its flag and environment variable; the ranges' ends are accepted.
+func TestValidateSimFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*operator.SimOptions)
+		want   string // empty: valid
+	}{
+		{"all at their ends", func(o *operator.SimOptions) {
+			o.LaunchErrorRate, o.APIThrottleRate, o.InstanceLossRate, o.LaunchJitter = 1, 1, 1000, time.Hour
+		}, ""},
+		{"launch error rate above 1", func(o *operator.SimOptions) { o.LaunchErrorRate = 1.01 }, "--sim-launch-error-rate (SIM_LAUNCH_ERROR_RATE) 1.01: must be a share in [0, 1]"},
+		{"launch error rate NaN", func(o *operator.SimOptions) { o.LaunchErrorRate = math.NaN() }, "--sim-launch-error-rate (SIM_LAUNCH_ERROR_RATE) NaN"},
+		{"negative throttle rate", func(o *operator.SimOptions) { o.APIThrottleRate = -0.5 }, "--sim-api-throttle-rate (SIM_API_THROTTLE_RATE) -0.5: must be a share in [0, 1]"},
+		{"negative jitter", func(o *operator.SimOptions) { o.LaunchJitter = -time.Second }, "--sim-launch-jitter (SIM_LAUNCH_JITTER) -1s: must not be negative"},
+		{"infinite loss rate", func(o *operator.SimOptions) { o.InstanceLossRate = math.Inf(1) }, "--sim-instance-loss-rate (SIM_INSTANCE_LOSS_RATE) +Inf: must be a non-negative number"},
+		{"negative node failure rate", func(o *operator.SimOptions) { o.NodeFailureRate = -1 }, "--sim-node-failure-rate (SIM_NODE_FAILURE_RATE) -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := operator.DefaultOptions()
+			tc.change(&opts.Sim)
+			err := opts.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSimFaultsReachTheCloud: the controller's simulated cloud injects the faults its options
+// ask for: at a throttle rate of 1 every call is refused with RequestLimitExceeded.
+func TestSimFaultsReachTheCloud(t *testing.T) {
+	opts := operator.DefaultOptions()
+	opts.LeaderElection = false
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	opts.SkipControllerNameValidation = true
+	opts.Sim.APIThrottleRate = 1
+	op, err := operator.New(env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Sim.List(t.Context()); err == nil || !strings.Contains(err.Error(), "RequestLimitExceeded") {
+		t.Errorf("List at a throttle rate of 1 = %v, want RequestLimitExceeded", err)
+	}
+}
