@@ -44,4 +44,17 @@
 // as Karpenter does; the AWS provider then launches a prioritized fleet whose overrides carry
 // the adjusted prices as priorities, and the simulated cloud launches and bills the adjusted
 // price.
+//
+// # Differences from Karpenter, on purpose
+//
+//   - A capacity conflict is a resource set twice at the same weight by any two overlays;
+//     Karpenter compares an overlay only with the last one of its weight, so of three equal
+//     overlays setting the same resource it may apply two.
+//   - The Store is replaced before the statuses are written, so a status write that fails
+//     (a conflict, the API server away) does not hold back the evaluation; Karpenter writes
+//     the statuses first and retries the whole evaluation on a conflict.
+//   - A conflict's message names the other overlay, the weight, and the offering or resource
+//     both set ("conflict with another overlay" in Karpenter).
+//   - `karpenter simulate` refuses a workload with a NodeOverlay while the gate is off, where
+//     Karpenter would leave it unread.
 package nodeoverlay
