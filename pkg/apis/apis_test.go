@@ -528,7 +528,7 @@ func TestCRDsComplete(t *testing.T) {
 		names = append(names, item.GetName())
 	}
 	sort.Strings(names)
-	want := []string{"awsnodetemplates.karpenter.k8s.aws", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh", "provisioners.karpenter.sh"}
+	want := []string{"awsnodetemplates.karpenter.k8s.aws", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh", "nodepools.karpenter.sh", "provisioners.karpenter.sh"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("CRDs = %v, want %v", names, want)
 	}
