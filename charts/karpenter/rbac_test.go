@@ -29,10 +29,12 @@ import (
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/operator"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
@@ -516,6 +518,9 @@ func runSimScenario(t *testing.T, chart chartRBAC) map[apiCall]int {
 	})
 	opts.Sim.LaunchLatency, opts.Sim.ReadyDelay = 100*time.Millisecond, 100*time.Millisecond
 	opts.DisruptionPollInterval, opts.ConsolidationValidationDelay = 300*time.Millisecond, 500*time.Millisecond
+	// The NodeOverlay controller reads the overlays and writes their status (the overlay below
+	// selects no instance type, so the rest of the scenario runs as without it).
+	opts.NodeOverlay = true
 	op := startOperator(t, chart.account, opts)
 	harness.StartBinder(t, env.Client)
 
@@ -527,6 +532,13 @@ func runSimScenario(t *testing.T, chart chartRBAC) map[apiCall]int {
 	zero := int64(0)
 	mustCreate(t,
 		nodeClass(),
+		&karpv1alpha1.NodeOverlay{
+			ObjectMeta: metav1.ObjectMeta{Name: "rbac"},
+			Spec: karpv1alpha1.NodeOverlaySpec{
+				Requirements:    []karpv1alpha1.NodeSelectorRequirement{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"none.large"}}},
+				PriceAdjustment: ptr.To("-10%"),
+			},
+		},
 		&karpv1.NodePool{
 			ObjectMeta: metav1.ObjectMeta{Name: "default"},
 			Spec: karpv1.NodePoolSpec{
@@ -829,6 +841,6 @@ func purge(t *testing.T) {
 	env.Purge(t, []client.ObjectList{
 		&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{},
 		&corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}, &storagev1.StorageClassList{},
-		&policyv1.PodDisruptionBudgetList{}, &appsv1.DaemonSetList{},
+		&policyv1.PodDisruptionBudgetList{}, &appsv1.DaemonSetList{}, &karpv1alpha1.NodeOverlayList{},
 	}, "default")
 }

@@ -60,6 +60,7 @@ func constraints() []constraint {
 		nodePools    = "karpenter.sh_nodepools.yaml"
 		nodeClaims   = "karpenter.sh_nodeclaims.yaml"
 		nodeClasses  = "karpenter.k8s.aws_ec2nodeclasses.yaml"
+		nodeOverlays = "karpenter.sh_nodeoverlays.yaml"
 		templateSpec = "spec.template.spec"
 	)
 	out := []constraint{
@@ -71,6 +72,14 @@ func constraints() []constraint {
 		// shared, so the rule is added here, on the key as Karpenter does, naming the key.
 		{file: nodePools, path: templateSpec + ".requirements[].key", rules: apiextensionsv1.ValidationRules{
 			{Rule: `self != "karpenter.sh/nodepool"`, Message: `label "karpenter.sh/nodepool" is restricted`},
+		}},
+		// A NodeOverlay's requirement keys are label keys, of which Karpenter's own domain
+		// offers only the capacity type and the NodePool. (Karpenter also sets maxLength and
+		// a pattern on the values array, where the API server ignores them; the controller
+		// checks the values, as Karpenter's does, and says so in ValidationSucceeded.)
+		{file: nodeOverlays, path: "spec.requirements[].key", maxLength: 316, pattern: qualifiedNamePattern, rules: apiextensionsv1.ValidationRules{
+			{Rule: `self in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !self.find("^([^/]+)").endsWith("karpenter.sh")`, Message: `label domain "karpenter.sh" is restricted`},
+			{Rule: `self != "kubernetes.io/hostname"`, Message: `label "kubernetes.io/hostname" is restricted`},
 		}},
 		{file: nodeClasses, path: "spec.kubelet.evictionHard{}", pattern: evictionThresholdPattern},
 		{file: nodeClasses, path: "spec.kubelet.evictionSoft{}", pattern: evictionThresholdPattern},

@@ -1,4 +1,4 @@
-// Package apis gathers the project's API groups: karpenter.sh (v1 NodePool and NodeClaim,
+// Package apis gathers the project's API groups: karpenter.sh (v1 NodePool and NodeClaim, v1alpha1 NodeOverlay,
 // legacy v1alpha5 Provisioner) and karpenter.k8s.aws (v1 EC2NodeClass, legacy v1alpha1
 // AWSNodeTemplate). Subpackages hold the types; this one registers them together.
 package apis
@@ -10,11 +10,13 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	awsv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1alpha1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
 	karpv1alpha5 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha5"
 )
 
 var builder = runtime.SchemeBuilder{
 	karpv1.AddToScheme,
+	karpv1alpha1.AddToScheme,
 	karpv1alpha5.AddToScheme,
 	awsv1.AddToScheme,
 	awsv1alpha1.AddToScheme,

@@ -301,6 +301,15 @@ spec:
   requirements:
     - {key: kubernetes.io/os, operator: In, values: [linux]}
 `
+	baseNodeOverlay = `
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: invalid}
+spec:
+  requirements:
+    - {key: node.kubernetes.io/instance-type, operator: In, values: [m7i.large]}
+  priceAdjustment: "-10%"
+`
 )
 
 var invalids = []invalid{
@@ -400,7 +409,7 @@ var invalids = []invalid{
 
 func baseFor(t *testing.T, kind string) map[string]any {
 	t.Helper()
-	src := map[string]string{"NodePool": baseNodePool, "EC2NodeClass": baseEC2NodeClass, "NodeClaim": baseNodeClaim}[kind]
+	src := map[string]string{"NodePool": baseNodePool, "EC2NodeClass": baseEC2NodeClass, "NodeClaim": baseNodeClaim, "NodeOverlay": baseNodeOverlay}[kind]
 	out := map[string]any{}
 	if err := yaml.Unmarshal([]byte(src), &out); err != nil {
 		t.Fatal(err)
@@ -519,7 +528,7 @@ func TestCRDsComplete(t *testing.T) {
 		names = append(names, item.GetName())
 	}
 	sort.Strings(names)
-	want := []string{"awsnodetemplates.karpenter.k8s.aws", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh", "provisioners.karpenter.sh"}
+	want := []string{"awsnodetemplates.karpenter.k8s.aws", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh", "nodepools.karpenter.sh", "provisioners.karpenter.sh"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("CRDs = %v, want %v", names, want)
 	}

@@ -23,7 +23,7 @@ import (
 // over it (null deletes a field).
 type compatCase struct {
 	name  string
-	kind  string // NodePool, NodeClaim or EC2NodeClass
+	kind  string // NodePool, NodeClaim, EC2NodeClass or NodeOverlay
 	patch string
 }
 
@@ -310,6 +310,27 @@ var refusedByKarpenter = []compatCase{
 	{"imageGCLowThresholdPercent negative", "EC2NodeClass", `{spec: {kubelet: {imageGCLowThresholdPercent: -1}}}`},
 	{"maxPods negative", "EC2NodeClass", `{spec: {kubelet: {maxPods: -1}}}`},
 	{"podsPerCore negative", "EC2NodeClass", `{spec: {kubelet: {podsPerCore: -1}}}`},
+	// NodeOverlay.
+	{"overlay without spec", "NodeOverlay", `{spec: null}`},
+	{"overlay price and priceAdjustment", "NodeOverlay", `{spec: {price: "1.5"}}`},
+	{"overlay priceAdjustment without sign", "NodeOverlay", `{spec: {priceAdjustment: "10%"}}`},
+	{"overlay priceAdjustment below -100%", "NodeOverlay", `{spec: {priceAdjustment: "-101%"}}`},
+	{"overlay priceAdjustment not a number", "NodeOverlay", `{spec: {priceAdjustment: "-ten"}}`},
+	{"overlay negative price", "NodeOverlay", `{spec: {priceAdjustment: null, price: "-1"}}`},
+	{"overlay price percent", "NodeOverlay", `{spec: {priceAdjustment: null, price: "10%"}}`},
+	{"overlay capacity cpu", "NodeOverlay", `{spec: {capacity: {cpu: "2"}}}`},
+	{"overlay capacity pods", "NodeOverlay", `{spec: {capacity: {pods: "10", example.com/device: "1"}}}`},
+	{"overlay weight 0", "NodeOverlay", `{spec: {weight: 0}}`},
+	{"overlay weight 10001", "NodeOverlay", `{spec: {weight: 10001}}`},
+	{"overlay In without values", "NodeOverlay", `{spec: {requirements: [{key: a, operator: In}]}}`},
+	{"overlay NotIn without values", "NodeOverlay", `{spec: {requirements: [{key: a, operator: NotIn, values: []}]}}`},
+	{"overlay Gt not an integer", "NodeOverlay", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: [many]}]}}`},
+	{"overlay Lte two values", "NodeOverlay", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lte, values: ["1", "2"]}]}}`},
+	{"overlay unknown operator", "NodeOverlay", `{spec: {requirements: [{key: a, operator: Like, values: [b]}]}}`},
+	{"overlay key in karpenter.sh", "NodeOverlay", `{spec: {requirements: [{key: karpenter.sh/team, operator: Exists}]}}`},
+	{"overlay key hostname", "NodeOverlay", `{spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [a]}]}}`},
+	{"overlay bad key", "NodeOverlay", `{spec: {requirements: [{key: "bad key", operator: Exists}]}}`},
+	{"overlay 101 requirements", "NodeOverlay", `{spec: {requirements: ` + many(101, "{key: k%d, operator: Exists}") + `}}`},
 }
 
 // acceptedByKarpenter: objects both Karpenter's CRDs and ours accept.
@@ -427,6 +448,18 @@ spec:
 	{"EC2NodeClass placementGroupSelector", "EC2NodeClass", `{spec: {placementGroupSelector: {name: pg}}}`},
 	{"EC2NodeClass ipPrefixCount", "EC2NodeClass", `{spec: {ipPrefixCount: 1}}`},
 	{"EC2NodeClass cpuOptions", "EC2NodeClass", `{spec: {cpuOptions: {nestedVirtualization: enabled}}}`},
+	{"NodeOverlay base", "NodeOverlay", `{}`},
+	{"NodeOverlay absolute discount", "NodeOverlay", `{spec: {priceAdjustment: "-0.05"}}`},
+	{"NodeOverlay absolute increase", "NodeOverlay", `{spec: {priceAdjustment: "+1.2"}}`},
+	{"NodeOverlay percent increase", "NodeOverlay", `{spec: {priceAdjustment: "+10.5%"}}`},
+	{"NodeOverlay -100%", "NodeOverlay", `{spec: {priceAdjustment: "-100%"}}`},
+	{"NodeOverlay price", "NodeOverlay", `{spec: {priceAdjustment: null, price: "0.25"}}`},
+	{"NodeOverlay capacity", "NodeOverlay", `{spec: {priceAdjustment: null, capacity: {hugepages-2Mi: 1Gi, example.com/device: "2"}}}`},
+	{"NodeOverlay weight", "NodeOverlay", `{spec: {weight: 10000}}`},
+	{"NodeOverlay nodepool and capacity type", "NodeOverlay", `{spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [default]}, {key: karpenter.sh/capacity-type, operator: NotIn, values: [spot]}]}}`},
+	{"NodeOverlay Gte", "NodeOverlay", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}]}}`},
+	{"NodeOverlay no requirements", "NodeOverlay", `{spec: {requirements: []}}`},
+	{"NodeOverlay value of 64 characters", "NodeOverlay", `{spec: {requirements: [{key: team, operator: In, values: [` + letters(64) + `]}]}}`},
 }
 
 // refusedOnlyByUs: objects Karpenter's CRDs accept and ours refuse, each on purpose.
@@ -483,7 +516,7 @@ var compatUpdates = []compatUpdate{
 }
 
 // startKarpenterServer starts an API server of its own (the project's helper) and replaces the
-// project's NodePool, NodeClaim and EC2NodeClass CRDs on it by Karpenter's from
+// project's NodePool, NodeClaim, NodeOverlay and EC2NodeClass CRDs on it by Karpenter's from
 // testdata/karpenter: they share names, so they cannot be served side by side.
 func startKarpenterServer(t *testing.T) *apiserver.Env {
 	t.Helper()
@@ -493,7 +526,7 @@ func startKarpenterServer(t *testing.T) *apiserver.Env {
 	}
 	t.Cleanup(func() { _ = karpenter.Stop() })
 	published := envtest.CRDInstallOptions{Paths: []string{"testdata/karpenter"}, ErrorIfPathMissing: true}
-	if err := envtest.ReadCRDFiles(&published); err != nil || len(published.CRDs) != 3 {
+	if err := envtest.ReadCRDFiles(&published); err != nil || len(published.CRDs) != 4 {
 		t.Fatalf("reading testdata/karpenter: %d CRDs, %v", len(published.CRDs), err)
 	}
 	crds := published.CRDs

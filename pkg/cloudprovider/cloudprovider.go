@@ -2,6 +2,7 @@ package cloudprovider
 
 import (
 	"context"
+	"sync/atomic"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
@@ -102,3 +103,60 @@ const (
 	// kubelet, metadata options, …) changed since the node was launched.
 	DriftReasonNodeClass DriftReason = "NodeClassDrift"
 )
+
+// Overlay adjusts a NodePool's instance types as the cluster's NodeOverlays say (prices of
+// offerings, extended resources of capacity); package nodeoverlay implements it. A cloud that
+// is given one launches a NodeClaim of that NodePool from the adjusted types, so that it
+// chooses, and a simulated cloud bills, by the prices the scheduler chose by.
+type Overlay interface {
+	// Apply returns the NodePool's instance types with the overlays applied; types no overlay
+	// changes are returned as they are. It returns an error when the overlays have not been
+	// evaluated for the NodePool yet.
+	Apply(nodePool string, its []*InstanceType) ([]*InstanceType, error)
+}
+
+// OverlayHolder holds a cloud's Overlay, set once while wiring (SetOverlay) and read by every
+// launch; its zero value holds none. It is safe for concurrent use.
+type OverlayHolder struct {
+	overlay atomic.Pointer[Overlay]
+}
+
+// SetOverlay makes launches of NodeClaims of a NodePool use the instance types as o adjusts
+// them; nil stops that.
+func (h *OverlayHolder) SetOverlay(o Overlay) {
+	if o == nil {
+		h.overlay.Store(nil)
+		return
+	}
+	h.overlay.Store(&o)
+}
+
+// Apply returns the NodePool's instance types as the overlay adjusts them, and their index by
+// name (byName itself when nothing changed). Without an overlay, or for a claim of no
+// NodePool (Karpenter applies overlays to NodePools' types only), the types are returned as
+// they are. An overlay that has not evaluated the NodePool yet is a retryable CreateError.
+func (h *OverlayHolder) Apply(nodePool string, its []*InstanceType, byName map[string]*InstanceType) ([]*InstanceType, map[string]*InstanceType, error) {
+	o := h.overlay.Load()
+	if o == nil || nodePool == "" {
+		return its, byName, nil
+	}
+	adjusted, err := (*o).Apply(nodePool, its)
+	if err != nil {
+		return nil, nil, NewCreateError(err, "NodeOverlaysNotEvaluated", "the NodeOverlays are not evaluated for the NodePool yet")
+	}
+	changed := false
+	for i := range adjusted {
+		if adjusted[i] != its[i] {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return its, byName, nil
+	}
+	index := make(map[string]*InstanceType, len(adjusted))
+	for _, it := range adjusted {
+		index[it.Name] = it
+	}
+	return adjusted, index, nil
+}

@@ -31,6 +31,11 @@ type InstanceType struct {
 	Overhead InstanceTypeOverhead
 	// Offerings are the zones and capacity types it can be bought in, with prices.
 	Offerings Offerings
+	// PriceOverlaid says a NodeOverlay changed the price of some of its offerings (package
+	// nodeoverlay); a NodeClaim that may launch it is annotated so, and launched by those prices.
+	PriceOverlaid bool
+	// CapacityOverlaid says a NodeOverlay added extended resources to its Capacity.
+	CapacityOverlaid bool
 
 	once                 sync.Once
 	allocatable          corev1.ResourceList

@@ -27,6 +27,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -432,6 +433,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 	var created []string
 	for _, r := range cmd.Replacements {
 		claim := nodepool.NewNodeClaim(r.NodePool, r.Claim.NodeSelectorRequirements(), r.Claim.Requests)
+		nodeoverlay.Annotate(claim, r.Claim.InstanceTypes)
 		if err := c.kube.Create(ctx, claim); err != nil {
 			c.abandon(ctx, cmd, created)
 			return fmt.Errorf("creating replacement nodeclaim for nodepool %s: %w", r.NodePool.Name, err)

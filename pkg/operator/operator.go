@@ -26,6 +26,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
+	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
@@ -141,7 +142,22 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		op.CloudProvider, op.AWS = provider, provider
 		registrars = append(registrars, aws...)
 	}
-	op.Provisioner = provisioning.NewProvisioner(mgr.GetClient(), op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerProvisioner), unavailable, recorder, clk, provisioning.Options{
+	// cloud is what the controllers see: with the NodeOverlay gate on, the provider with the
+	// NodeOverlays applied to its instance types (the overlay controller itself reads the
+	// provider's own), and the provider launches by them too.
+	cloud := op.CloudProvider
+	if opts.NodeOverlay {
+		store := nodeoverlay.NewStore()
+		registrars = append(registrars, nodeoverlay.NewController(mgr.GetClient(), op.CloudProvider, store, clk))
+		if op.Sim != nil {
+			op.Sim.SetOverlay(store)
+		}
+		if op.AWS != nil {
+			op.AWS.SetOverlay(store)
+		}
+		cloud = nodeoverlay.Decorate(op.CloudProvider, store)
+	}
+	op.Provisioner = provisioning.NewProvisioner(mgr.GetClient(), op.Cluster, cloudprovider.WithMetrics(cloud, metrics.ControllerProvisioner), unavailable, recorder, clk, provisioning.Options{
 		BatchIdleDuration:   opts.BatchIdleDuration,
 		BatchMaxDuration:    opts.BatchMaxDuration,
 		IgnorePreferences:   opts.PreferencePolicy == "Ignore",
@@ -152,10 +168,10 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if !opts.DisableClusterStateObservability {
 		// The state gauges, served while this replica leads, and the pod metrics.
 		registrars = append(registrars,
-			cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),
+			cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(cloud, metrics.ControllerMetrics)),
 			cluster.NewPodController(mgr.GetClient(), op.Cluster, clk))
 	}
-	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, op.Cluster, nomination, clk, recorder, opts)
+	lifecycle, err := lifecycleControllers(mgr, cloud, unavailable, op.Cluster, nomination, clk, recorder, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,10 @@ type Options struct {
 	// policies for longer than it tolerates (the feature gate of that name in FEATURE_GATES;
 	// package repair).
 	NodeRepair bool
+	// NodeOverlay applies the cluster's NodeOverlays to the instance types every controller
+	// sees and the cloud launches (the feature gate of that name in FEATURE_GATES; package
+	// nodeoverlay). Off, as by Karpenter's default, they are not read.
+	NodeOverlay bool
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool
@@ -144,6 +148,7 @@ func DefaultOptions() Options {
 		SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation),
 		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
 		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
+		NodeOverlay:             gates.Enabled(featuregate.NodeOverlay),
 		CloudProvider:           CloudProviderSim,
 		BatchIdleDuration:       time.Second,
 		BatchMaxDuration:        10 * time.Second,

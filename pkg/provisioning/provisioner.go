@@ -20,6 +20,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -126,6 +127,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	for _, c := range results.NewClaims {
 		np := pools[c.NodePool]
 		claim := nodepool.NewNodeClaim(np, c.NodeSelectorRequirements(), c.Requests)
+		nodeoverlay.Annotate(claim, c.InstanceTypes)
 		if err := p.kubeClient.Create(ctx, claim); err != nil {
 			return decision, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
 		}

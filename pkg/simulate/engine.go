@@ -24,11 +24,13 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis"
 	ec2v1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/repair"
@@ -91,6 +93,12 @@ type engine struct {
 	disruption  *disruption.Controller
 	// repair is node repair, nil unless the NodeRepair feature gate is on.
 	repair *repair.Controller
+	// overlays evaluates the NodeOverlays, nil unless the NodeOverlay feature gate is on;
+	// overlaysSeen is what it last evaluated (see reconcileOverlays).
+	overlays     *nodeoverlay.Controller
+	overlaysSeen string
+	// overlaysWarned is the last evaluation error warned of, so that it is warned of once.
+	overlaysWarned string
 
 	deployments map[string]*deploymentState
 	jobs        map[string]*jobsState
@@ -173,21 +181,30 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.nomination = provisioning.NewNominationController(e.kube, cluster, e.clock)
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
-	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
-	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
-	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
-	e.disruption = disruption.NewController(e.kube, cluster, e.cloud, e.clock, nil, disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]})
-	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
-	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
-	e.poolStatic = nodepool.NewStaticController(e.kube, e.cloud)
-	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
-	e.rec = newRecorder(w, seed, e.clock.Now)
-	e.provisioner.Observe(e.rec.decision)
-	e.disruption.Observe(e.rec.disrupted)
 	gates, err := featuregate.Karpenter.FromMap(w.FeatureGates)
 	if err != nil {
 		return nil, err
 	}
+	// cloud is what scheduling sees: with the NodeOverlay gate on, the cloud's instance types
+	// with the NodeOverlays applied, which the cloud also launches and bills by.
+	var cloud cloudprovider.CloudProvider = e.cloud
+	if gates.Enabled(featuregate.NodeOverlay) {
+		store := nodeoverlay.NewStore()
+		e.overlays = nodeoverlay.NewController(e.kube, e.cloud, store, e.clock)
+		e.cloud.SetOverlay(store)
+		cloud = nodeoverlay.Decorate(e.cloud, store)
+	}
+	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, cloud, unavailable, nil, e.clock, provisioning.Options{})
+	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
+	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
+	e.disruption = disruption.NewController(e.kube, cluster, cloud, e.clock, nil, disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]})
+	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
+	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
+	e.poolStatic = nodepool.NewStaticController(e.kube, cloud)
+	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
+	e.rec = newRecorder(w, seed, e.clock.Now)
+	e.provisioner.Observe(e.rec.decision)
+	e.disruption.Observe(e.rec.disrupted)
 	if gates.Enabled(featuregate.NodeRepair) {
 		e.repair = repair.NewController(e.kube, e.cloud, e.clock, nil)
 		e.repair.Observe(e.rec.repaired)
@@ -357,6 +374,9 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 	if err := e.kube.List(ctx, &pools, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
+	if err := e.reconcileOverlays(ctx, classes.Items, pools.Items); err != nil {
+		return err
+	}
 	for _, np := range pools.Items {
 		if err := e.reconcile(ctx, e.poolStatus, np.Name); err != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("nodepool %s status: %w", np.Name, err)
@@ -396,6 +416,46 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 			}
 		}
 	}
+	return nil
+}
+
+// reconcileOverlays evaluates the NodeOverlays again, as the controller's watches would, when
+// an overlay or a NodePool changed generation or an EC2NodeClass changed at all since the last
+// evaluation (or it left a NodePool unevaluated), before the NodePools are used.
+func (e *engine) reconcileOverlays(ctx context.Context, classes []ec2v1.EC2NodeClass, pools []karpv1.NodePool) error {
+	if e.overlays == nil {
+		return nil
+	}
+	var overlays karpv1alpha1.NodeOverlayList
+	if err := e.kube.List(ctx, &overlays, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	var seen strings.Builder
+	for _, o := range overlays.Items {
+		fmt.Fprintf(&seen, "o/%s/%d ", o.Name, o.Generation)
+	}
+	for _, np := range pools {
+		fmt.Fprintf(&seen, "p/%s/%d ", np.Name, np.Generation)
+	}
+	for _, c := range classes {
+		fmt.Fprintf(&seen, "c/%s/%s ", c.Name, c.ResourceVersion)
+	}
+	if seen.String() == e.overlaysSeen {
+		return nil
+	}
+	if _, err := e.overlays.Reconcile(ctx, request("nodeoverlays")); err != nil {
+		// A NodePool whose NodeClass is not ready yet is evaluated again next pass.
+		e.overlaysSeen = ""
+		if apierrors.IsConflict(err) {
+			return nil
+		}
+		if msg := fmt.Sprintf("evaluating nodeoverlays: %v", err); msg != e.overlaysWarned {
+			e.rec.warn(msg)
+			e.overlaysWarned = msg
+		}
+		return nil
+	}
+	e.overlaysSeen = seen.String()
 	return nil
 }
 

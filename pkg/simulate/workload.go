@@ -24,6 +24,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
@@ -369,11 +370,21 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		}
 	}
 	staticCapacity := featuregate.Karpenter.Defaults().Enabled(featuregate.StaticCapacity)
+	nodeOverlay := featuregate.Karpenter.Defaults().Enabled(featuregate.NodeOverlay)
 	for _, name := range slices.Sorted(maps.Keys(w.FeatureGates)) {
 		if err := featuregate.Karpenter.Check(name, w.FeatureGates[name]); err != nil {
 			add(lineOf(&root, "featureGates"), "featureGates."+name, "%v", err)
 		} else if name == featuregate.StaticCapacity {
 			staticCapacity = w.FeatureGates[name]
+		} else if name == featuregate.NodeOverlay {
+			nodeOverlay = w.FeatureGates[name]
+		}
+	}
+	// Without the NodeOverlay gate Karpenter does not read NodeOverlays; the simulator refuses
+	// one rather than run as if it applied (or silently not).
+	for _, o := range w.Objects {
+		if _, ok := o.(*karpv1alpha1.NodeOverlay); ok && !nodeOverlay {
+			add(manifestsLine, "manifests", "NodeOverlay %s needs the NodeOverlay feature gate, which is off by default as in Karpenter: add featureGates: {NodeOverlay: true}, or remove the NodeOverlay", o.GetName())
 		}
 	}
 	// Without the StaticCapacity gate Karpenter launches nothing for a static NodePool; the
@@ -679,7 +690,7 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 		gvk := u.GroupVersionKind()
 		obj, err := scheme.New(gvk)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s %s): unknown kind; use NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1), and for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1)", doc.where, gvk.Kind, u.GetName()))
+			errs = append(errs, fmt.Errorf("%s (%s %s): unknown kind; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), and for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1)", doc.where, gvk.Kind, u.GetName()))
 			continue
 		}
 		data, _ := json.Marshal(raw)

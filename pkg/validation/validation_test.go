@@ -217,6 +217,7 @@ func TestNew(t *testing.T) {
 		{Group: "karpenter.k8s.aws", Version: "v1alpha1", Kind: "AWSNodeTemplate"},
 		{Group: "karpenter.k8s.aws", Version: "v1", Kind: "EC2NodeClass"},
 		{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaim"},
+		{Group: "karpenter.sh", Version: "v1alpha1", Kind: "NodeOverlay"},
 		{Group: "karpenter.sh", Version: "v1", Kind: "NodePool"},
 		{Group: "karpenter.sh", Version: "v1alpha5", Kind: "Provisioner"},
 	}

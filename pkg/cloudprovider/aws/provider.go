@@ -20,6 +20,7 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	kevents "github.com/openkarpenter/karpenter/pkg/events"
@@ -71,7 +72,15 @@ type Provider struct {
 	batch   *ec2Batchers
 	started time.Time
 	events  *kevents.Recorder
+	// overlay, when set (SetOverlay), adjusts the instance types a NodePool's claims launch by.
+	overlay cloudprovider.OverlayHolder
 }
+
+// SetOverlay makes a NodePool's claims launch by the instance types o adjusts (package
+// nodeoverlay): candidates ordered by the adjusted prices and, for a claim annotated
+// karpenter.sh/price-overlay-applied, a fleet with the prioritized allocation strategy whose
+// overrides carry those prices as priorities, as Karpenter's AWS provider does.
+func (p *Provider) SetOverlay(o cloudprovider.Overlay) { p.overlay.SetOverlay(o) }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
 
@@ -161,6 +170,9 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 	byName := make(map[string]*cloudprovider.InstanceType, len(its))
 	for _, it := range its {
 		byName[it.Name] = it
+	}
+	if its, byName, err = p.overlay.Apply(nodePool, its, byName); err != nil {
+		return nil, err
 	}
 	cands := cloudprovider.LaunchCandidates(its, byName, cloudprovider.LaunchRequest{Requirements: reqs, Requests: claim.Spec.Resources.Requests, Fixed: fixed})
 	if len(cands) == 0 {
@@ -289,10 +301,27 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		// spec.context: the reserved capacity (an Outpost, a placement) launches go to.
 		Context: nc.Spec.Context,
 	}
-	if capacityType == karpv1.CapacityTypeSpot {
+	// A claim priced by NodeOverlays launches by those prices, not EC2's: each override's
+	// priority is its adjusted price (lower is preferred), as in Karpenter's AWS provider.
+	overlaid := claim.Annotations[karpv1alpha1.PriceOverlayAppliedAnnotationKey] == "true"
+	switch {
+	case capacityType == karpv1.CapacityTypeSpot && overlaid:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
+	case capacityType == karpv1.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case overlaid:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	if overlaid {
+		for _, g := range groups {
+			for i := range g.overrides {
+				o := &g.overrides[i]
+				c := byOverride[[2]string{string(o.InstanceType), aws.ToString(o.AvailabilityZone)}]
+				o.Priority = aws.Float64(c.Offering.Price)
+			}
+		}
 	}
 	for _, key := range order {
 		g := groups[key]

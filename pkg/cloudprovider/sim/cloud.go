@@ -88,6 +88,9 @@ type Cloud struct {
 	faults        FaultPlan
 	entries       []catalog.Entry
 	prices        cloudprovider.Prices
+	// overlay, when set (SetOverlay), adjusts the instance types a NodePool's claims launch,
+	// and are billed, by.
+	overlay cloudprovider.OverlayHolder
 
 	// mu guards the state below.
 	mu        sync.Mutex
@@ -237,7 +240,11 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	if nodePool != "" {
 		fixed[karpv1.NodePoolLabelKey] = nodePool
 	}
-	cands := cloudprovider.LaunchCandidates(set.base, set.byName, cloudprovider.LaunchRequest{Requirements: reqs, Requests: claim.Spec.Resources.Requests, Fixed: fixed})
+	base, byName, err := c.overlay.Apply(nodePool, set.base, set.byName)
+	if err != nil {
+		return nil, err
+	}
+	cands := cloudprovider.LaunchCandidates(base, byName, cloudprovider.LaunchRequest{Requirements: reqs, Requests: claim.Spec.Resources.Requests, Fixed: fixed})
 	if len(cands) == 0 {
 		return nil, cloudprovider.NewTerminalCreateError(
 			fmt.Errorf("no instance type in zones %s meets requirements %s and requests %s", strings.Join(set.zones, ","), reqs, formatResources(claim.Spec.Resources.Requests)),
@@ -272,6 +279,11 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	return nil, cloudprovider.NewInsufficientCapacityError(
 		fmt.Errorf("all %d compatible offerings are out of capacity", len(tried)), tried...)
 }
+
+// SetOverlay makes a NodePool's claims launch by the instance types o adjusts (package
+// nodeoverlay): the cheapest offering by the adjusted prices, billed at its adjusted price,
+// with the extended resources added to its capacity. Call it before the cloud is used.
+func (c *Cloud) SetOverlay(o cloudprovider.Overlay) { c.overlay.SetOverlay(o) }
 
 // existing returns the live instance of the claim name, if any.
 func (c *Cloud) existing(ctx context.Context, claimName string) (*instance, error) {
