@@ -97,7 +97,7 @@ func TestWorkloadRefusals(t *testing.T) {
 func TestPlainManifestBounds(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 2000000\n", 1), "spec.replicas: 2000000 is more than the simulator's bound of 100000 pods"},
-		{"fractional replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 4.5\n", 1), "Deployment inflate"},
+		{"fractional replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 4.5\n", 1), `m.yaml:52: Deployment "inflate": spec.replicas: want a whole number from -2147483648 to 2147483647, got 4.5`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseWorkload("m.yaml", []byte(tc.text))
