@@ -245,10 +245,6 @@ func ParseSources(file string, data []byte, firstLine int) ([]Source, error) {
 		}
 		document++
 		src := Source{File: file, Document: document, Line: c.line, JSON: data, text: text}
-		if len(data) > MaxObjectBytes {
-			errs = append(errs, fmt.Errorf("%s: document %d is %s as JSON, more than the %s the API server (etcd) stores in one object: split it", src.At(""), document, mebibytes(len(data)), mebibytes(MaxObjectBytes)))
-			continue
-		}
 		var h header
 		if err := json.Unmarshal(data, &h); err != nil {
 			errs = append(errs, notAnObject(src, data, err))
@@ -260,6 +256,10 @@ func ParseSources(file string, data []byte, firstLine int) ([]Source, error) {
 				if line := itemSrc.FieldLine(""); line > 0 {
 					itemSrc.Line = line
 				}
+				if err := tooLarge(itemSrc); err != nil {
+					errs = append(errs, err)
+					continue
+				}
 				var ih header
 				if err := json.Unmarshal(item, &ih); err != nil {
 					errs = append(errs, notAnObject(itemSrc, item, err))
@@ -268,6 +268,10 @@ func ParseSources(file string, data []byte, firstLine int) ([]Source, error) {
 				itemSrc.APIVersion, itemSrc.Kind, itemSrc.Name = ih.APIVersion, ih.Kind, ih.Metadata.Name
 				sources = append(sources, itemSrc)
 			}
+			continue
+		}
+		if err := tooLarge(src); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		src.APIVersion, src.Kind, src.Name = h.APIVersion, h.Kind, h.Metadata.Name
@@ -280,6 +284,18 @@ func ParseSources(file string, data []byte, firstLine int) ([]Source, error) {
 		return nil, fmt.Errorf("%s: no document, only comments or empty documents: want YAML or JSON objects", file)
 	}
 	return sources, nil
+}
+
+// tooLarge refuses an object (a document or a List item) larger than MaxObjectBytes.
+func tooLarge(src Source) error {
+	if len(src.JSON) <= MaxObjectBytes {
+		return nil
+	}
+	what := fmt.Sprintf("document %d", src.Document)
+	if src.Item > 0 {
+		what += fmt.Sprintf(", item %d", src.Item)
+	}
+	return fmt.Errorf("%s: %s is %s as JSON, more than the %s the API server (etcd) stores in one object: split it", src.At(""), what, mebibytes(len(src.JSON)), mebibytes(MaxObjectBytes))
 }
 
 // mebibytes writes a size such as 1.5 MiB.

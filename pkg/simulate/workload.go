@@ -394,9 +394,9 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		}
 	}
 	refuseStatic(manifestsLine, "manifests", w.Objects)
-	known := map[string]string{} // name -> "deployment" or "jobs"
-	var applied []client.Object  // by apply events so far
-	replicas := map[string]int{} // of each deployment, as of the event
+	known := map[string]string{}  // name -> "deployment" or "jobs"
+	var applied []client.Object   // by apply events so far
+	replicas := map[string]int{}  // of each deployment, as of the event
 	pods, refusedPods := 0, false // of the run so far; whether the bound was reported
 	// addPods adds pods made by event i to the run's, and reports once the bound they pass.
 	addPods := func(i int, f, path string, n int) {
