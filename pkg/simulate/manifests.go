@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	yaml "go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,23 +46,46 @@ var ignoredKinds = map[string]bool{
 }
 
 // isPlainManifests reports whether data is Kubernetes documents rather than a workload file:
-// its first document that is not empty has apiVersion and kind. Only that document is read.
+// its first document that is not empty has apiVersion and kind. It reads only the top-level
+// keys of that document, without parsing it, so that telling the two apart costs nothing even
+// for a hostile file (whichever reader then reads it refuses what it must). A document in flow
+// style or JSON ({...}) is parsed with convert's reader.
 func isPlainManifests(data []byte) bool {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
-		var head struct {
-			APIVersion any            `yaml:"apiVersion"`
-			Kind       any            `yaml:"kind"`
-			Other      map[string]any `yaml:",inline"`
+	var apiVersion, kind, content bool
+	for rest := data; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
 		}
-		if err := dec.Decode(&head); err != nil {
-			return false
+		trimmed := bytes.TrimSpace(line)
+		switch {
+		case bytes.HasPrefix(line, []byte("---")):
+			if content {
+				return apiVersion && kind
+			}
+		case len(trimmed) == 0 || trimmed[0] == '#' || trimmed[0] == '%':
+		case line[0] == ' ' || line[0] == '\t':
+			content = true
+		case trimmed[0] == '{' || trimmed[0] == '[':
+			if content {
+				continue
+			}
+			sources, err := convert.ParseSources("", data, 1)
+			return err != nil || (len(sources) > 0 && sources[0].APIVersion != "" && sources[0].Kind != "")
+		default:
+			content = true
+			key, _, _ := bytes.Cut(trimmed, []byte(":"))
+			switch string(bytes.Trim(bytes.TrimSpace(key), `"'`)) {
+			case "apiVersion":
+				apiVersion = true
+			case "kind":
+				kind = true
+			}
 		}
-		if head.APIVersion == nil && head.Kind == nil && len(head.Other) == 0 {
-			continue
-		}
-		return head.APIVersion != nil && head.Kind != nil
 	}
+	return apiVersion && kind
 }
 
 // document is one object of a stream of Kubernetes documents: where it was read, which names
@@ -382,7 +404,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 	volumes, storageErrs := storageObjects(storage, w)
 	errs = append(errs, storageErrs...)
 	w.Objects = append(append(objs, daemonSets...), volumes...)
-	if !hasNodePool(objs) && err == nil {
+	if !hasNodePool(objs) && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no NodePool: add at least one NodePool (karpenter.sh/v1) and its EC2NodeClass", file))
 	}
 	// A budget is matched to the workloads once they are all valid: one refused would make it
