@@ -71,6 +71,7 @@ func TestWorkloadRefusals(t *testing.T) {
                 image: x
                 ports: [{containerPort: 80, hostPort: 99999}]
 `, 1), "w.yaml:32: timeline[0].deploy.pod.template.spec.containers[0].ports[0].hostPort: Invalid value: 99999: must be between 1 and 65535, inclusive"},
+		{"negative cpu", strings.Replace(checkBase, "cpu: 500m", "cpu: -1", 1), `w.yaml:27: timeline[0].deploy.pod: cpu: "-1" is negative`},
 		{"fractional replicas", strings.Replace(checkBase, "replicas: 3", "replicas: 4.5", 1), "w.yaml:25: replicas: 4.5 is not a whole number"},
 		{"replicas past the bound", strings.Replace(checkBase, "replicas: 3", "replicas: 1000000000000", 1), "w.yaml:25: timeline[0].deploy.replicas: 1000000000000 is more than the simulator's bound of 100000 pods"},
 		{"scale past the bound", checkBase + "  - at: 1m\n    scale: {name: web, replicas: 200000}\n", "w.yaml:30: timeline[1].scale.replicas: 200000 is more than the simulator's bound"},

@@ -173,6 +173,14 @@ func TestPlainManifestErrors(t *testing.T) {
 			`m.yaml:7: NodePool "default": spec.weight: Invalid value: 0: should be greater than or equal to 1`},
 		{"duplicate nodepool", gettingStarted + "---\n" + strings.Split(gettingStarted, "\n---\n")[0] + "\n",
 			`m.yaml:108: NodePool "default": metadata.name: Duplicate value: "default": used by an earlier NodePool (m.yaml:1)`},
+		{"negative cpu request", strings.Replace(gettingStarted, "              cpu: 1\n", "              cpu: -1\n", 1),
+			`m.yaml:67: Deployment "inflate": spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
+		{"budget with minAvailable and maxUnavailable", strings.Replace(gettingStarted, "  maxUnavailable: 1\n", "  maxUnavailable: 1\n  minAvailable: 2\n", 1),
+			`m.yaml:82: PodDisruptionBudget "inflate": spec: Invalid value: `},
+		{"completions past 32 bits", strings.Replace(gettingStarted, "  completions: 4\n", "  completions: 1000000000000\n", 1),
+			`m.yaml:92: Job "crunch": spec.completions: want a whole number from -2147483648 to 2147483647, got 1000000000000`},
+		{"completions past the bound", strings.Replace(gettingStarted, "  completions: 4\n", "  completions: 200000\n  parallelism: 1\n", 1),
+			`m.yaml:92: Job "crunch": spec.completions: 200000 is more than the simulator's bound of 100000 pods`},
 		{"duplicate name", gettingStarted + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: inflate}\nspec: {containers: [{name: c, image: i}]}\n", `m.yaml:107: Pod "inflate": metadata.name: Duplicate value: "inflate": used by an earlier Deployment (m.yaml:47)`},
 	}
 	for _, tc := range cases {

@@ -441,7 +441,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			replicas[d.Name] = d.Replicas
 			tmpl, err := d.Pod.template(d.Name)
 			if err != nil {
-				add(e.line, field+".deploy.pod", "%v", err)
+				add(shapeLine(eventNodes.at(i), "deploy", err), field+".deploy.pod", "%v", err)
 			} else {
 				checkTemplate(i, "deploy", "replicas", d.Name, d.Replicas, tmpl, d.Pod.Template != nil, false)
 			}
@@ -483,7 +483,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			}
 			tmpl, err := j.Pod.template(j.Name)
 			if err != nil {
-				add(e.line, field+".jobs.pod", "%v", err)
+				add(shapeLine(eventNodes.at(i), "jobs", err), field+".jobs.pod", "%v", err)
 			} else {
 				checkTemplate(i, "jobs", "count", j.Name, j.Count, tmpl, j.Pod.Template != nil, true)
 			}
@@ -604,6 +604,17 @@ func (u *Unhealthy) problems(objs []client.Object) [][2]string {
 		out = append(out, [2]string{"", fmt.Sprintf("%s %s is not unhealthy to the simulated cloud's repair policies (EC2's): use one of %s", u.Condition, u.Status, strings.Join(known, ", "))})
 	}
 	return out
+}
+
+// shapeLine is the line of the field of an event's pod shape that an error of template names
+// first ("cpu: ..."), under the event's node at action.pod; the nearest line written when the
+// error names no field.
+func shapeLine(event *yaml.Node, action string, err error) int {
+	path, _, _ := strings.Cut(err.Error(), ": ")
+	if strings.Contains(path, " ") {
+		path = ""
+	}
+	return yamlpath.Line(event, strings.TrimSuffix(action+".pod."+path, "."))
 }
 
 // template builds the pod template of a deployment or job.
