@@ -42,9 +42,9 @@ kind: karpenter convert FILE... runs the matching subcommand with the same flags
 					return cmd.Help()
 				}
 				if a == "-" && stdin == nil {
-					data, err := io.ReadAll(cmd.InOrStdin())
+					data, err := convert.ReadLimited("standard input", cmd.InOrStdin())
 					if err != nil {
-						return fmt.Errorf("reading standard input: %w", err)
+						return usageError{err}
 					}
 					stdin = append([]byte{}, data...)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/openkarpenter/karpenter/pkg/convert"
 	"github.com/openkarpenter/karpenter/pkg/simulate"
 )
 
@@ -42,7 +43,6 @@ and .json files), as for kubectl apply -f.`,
 			// The controllers' logs are not the simulation's output: the report says what
 			// happened (and its warnings what went wrong).
 			ctrl.SetLogger(logr.Discard())
-			tuneGC()
 			if output != "text" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: must be text or json", output)}
 			}
@@ -56,17 +56,19 @@ and .json files), as for kubectl apply -f.`,
 				}
 				w, err = simulate.LoadManifests(args)
 			} else if args[0] == "-" {
-				data, readErr := io.ReadAll(cmd.InOrStdin())
+				data, readErr := convert.ReadLimited("standard input", cmd.InOrStdin())
 				if readErr != nil {
-					return fmt.Errorf("reading standard input: %w", readErr)
+					return usageError{readErr}
 				}
-				w, err = simulate.ParseWorkload("stdin", data)
+				w, err = simulate.ParseWorkload("standard input", data)
 			} else {
 				w, err = simulate.LoadWorkload(args[0])
 			}
 			if err != nil {
 				return usageError{err}
 			}
+			// Only now: parsing a hostile input must not run with the heap let grow 5x.
+			tuneGC()
 			opts := simulate.Options{}
 			if cmd.Flags().Changed("seed") {
 				opts.Seed = &seed

@@ -1,8 +1,8 @@
 package convert
 
 import (
-	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -17,7 +17,8 @@ const (
 // DetectFormat tells which converter the documents are for from their apiVersion and kind:
 // kops.k8s.io objects are kOps', eksctl.io objects eksctl's, and karpenter.sh/v1alpha5 and
 // karpenter.k8s.aws/v1alpha1 objects legacy Karpenter's. Other documents do not count. It fails
-// when no document, or documents of two formats, are found.
+// when no document, or documents of two formats, are found, with an error that starts with the
+// names of the files.
 func DetectFormat(sources []Source) (string, error) {
 	found := map[string]bool{}
 	for _, src := range sources {
@@ -30,6 +31,13 @@ func DetectFormat(sources []Source) (string, error) {
 			found[FormatLegacy] = true
 		}
 	}
+	var files []string
+	for _, src := range sources {
+		if !slices.Contains(files, src.File) {
+			files = append(files, src.File)
+		}
+	}
+	named := strings.Join(files, ", ")
 	formats := make([]string, 0, len(found))
 	for f := range found {
 		formats = append(formats, f)
@@ -39,7 +47,7 @@ func DetectFormat(sources []Source) (string, error) {
 	case 1:
 		return formats[0], nil
 	case 0:
-		return "", errors.New("cannot tell the format: no kOps Cluster or InstanceGroup (kops.k8s.io), eksctl ClusterConfig (eksctl.io), or v1alpha5 Provisioner / v1alpha1 AWSNodeTemplate found; name it: karpenter convert kops|eksctl|legacy FILE...")
+		return "", fmt.Errorf("%s: cannot tell the format: no kOps Cluster or InstanceGroup (kops.k8s.io), eksctl ClusterConfig (eksctl.io), or v1alpha5 Provisioner / v1alpha1 AWSNodeTemplate found; name it: karpenter convert kops|eksctl|legacy FILE...", named)
 	}
-	return "", fmt.Errorf("the files mix formats (%s): convert each with its own subcommand, karpenter convert %s FILE...", strings.Join(formats, ", "), strings.Join(formats, "|"))
+	return "", fmt.Errorf("%s: the files mix formats (%s): convert each with its own subcommand, karpenter convert %s FILE...", named, strings.Join(formats, ", "), strings.Join(formats, "|"))
 }

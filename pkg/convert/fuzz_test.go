@@ -35,7 +35,7 @@ func FuzzDetectFormat(f *testing.F) {
 		format, err := convert.DetectFormat(sources)
 		switch {
 		case err != nil:
-			if !strings.HasPrefix(err.Error(), "cannot tell the format") && !strings.HasPrefix(err.Error(), "the files mix formats") {
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml: cannot tell the format") && !strings.HasPrefix(err.Error(), "fuzz.yaml: the files mix formats") {
 				t.Errorf("detection: %v", err)
 			}
 		case format != convert.FormatKops && format != convert.FormatEksctl && format != convert.FormatLegacy:

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -21,6 +23,11 @@ import (
 // kOps, eksctl or Karpenter objects (the API server takes 3 MiB per request), and little enough
 // that a wrong file given by mistake is refused at once rather than read into memory.
 const MaxInputBytes = 16 << 20
+
+// MaxObjectBytes is the largest object (a document, or one item of a List) read, 1.5 MiB as
+// JSON: the most etcd stores in one value, so the API server could not hold a larger one. A
+// document whose text is more than twice that is refused before it is parsed.
+const MaxObjectBytes = 3 << 19
 
 // Source is one input document: a Kubernetes-style object (or one item of a List) read from a
 // YAML stream, converted to JSON, with where it came from.
@@ -118,21 +125,27 @@ type header struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-// ReadSources splits a YAML (or JSON) stream of at most MaxInputBytes into documents. Empty
-// documents are skipped; a document whose kind is List or ends in "List" (as `kubectl get -o
-// yaml` and `kops get -o yaml` print) is replaced by its items. file names the stream in
-// messages. A stream that is empty, binary, too large or holds no document is an error; so is
-// every document that is not YAML, not an object, or holds a number JSON cannot (.nan, .inf),
-// each named with its line, all returned together as Errors.
+// ReadSources splits a YAML (or JSON) stream of at most MaxInputBytes into documents, as
+// ParseSources does; file names it in messages.
 func ReadSources(file string, r io.Reader) ([]Source, error) {
+	data, err := ReadLimited(file, r)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSources(file, data, 1)
+}
+
+// ReadLimited reads all of r, the contents of file, but no more than MaxInputBytes: a larger
+// stream is refused after reading MaxInputBytes+1 bytes of it, however large it is.
+func ReadLimited(file string, r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, readError(err))
 	}
 	if len(data) > MaxInputBytes {
-		return nil, fmt.Errorf("%s: larger than %d MiB, the most convert reads from one file: is it the right file? Split it if so", file, MaxInputBytes>>20)
+		return nil, fmt.Errorf("%s: larger than %d MiB, the most one input file may hold: is it the right file? Split it if so", file, MaxInputBytes>>20)
 	}
-	return parseSources(file, data)
+	return data, nil
 }
 
 // ReadFiles reads every named file with ReadSources ("-" reads stdin) and returns their
@@ -186,8 +199,15 @@ func readError(err error) error {
 	return err
 }
 
-// parseSources splits data into documents; see ReadSources.
-func parseSources(file string, data []byte) ([]Source, error) {
+// ParseSources splits data, a YAML (or JSON) stream, into documents. Empty documents are
+// skipped; a document whose kind is List or ends in "List" (as `kubectl get -o yaml` and `kops
+// get -o yaml` print) is replaced by its items. file names the stream in messages, and
+// firstLine is the line of file that data starts on (1 for a whole file; for YAML embedded in
+// another file as a literal block, the block's first line), so that every line named is the
+// file's. Data that is empty, binary or holds no document is an error; so is every document that
+// is not YAML, not an object, larger than MaxObjectBytes, or holds a number JSON cannot (.nan,
+// .inf), each named with its line, all returned together as Errors.
+func ParseSources(file string, data []byte, firstLine int) ([]Source, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: the file is empty: want YAML or JSON objects", file)
 	}
@@ -197,7 +217,7 @@ func parseSources(file string, data []byte) ([]Source, error) {
 	if at := binaryAt(data); at >= 0 {
 		return nil, fmt.Errorf("%s: binary data (byte %d is not UTF-8 text): want YAML or JSON objects", file, at)
 	}
-	chunks, err := splitDocuments(file, data)
+	chunks, err := splitDocuments(file, data, firstLine)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +229,11 @@ func parseSources(file string, data []byte) ([]Source, error) {
 			continue
 		}
 		text := &documentText{yaml: c.text, line: c.line}
+		if len(c.text) > 2*MaxObjectBytes {
+			errs = append(errs, fmt.Errorf("%s:%d: document %d is %s of text, more than twice the %s the API server (etcd) stores in one object: split it", file, c.line, document+1, mebibytes(len(c.text)), mebibytes(MaxObjectBytes)))
+			document++
+			continue
+		}
 		data, err := yaml.YAMLToJSONStrict(c.text)
 		if err != nil {
 			errs = append(errs, yamlError(file, document+1, text, err))
@@ -231,6 +256,10 @@ func parseSources(file string, data []byte) ([]Source, error) {
 				if line := itemSrc.FieldLine(""); line > 0 {
 					itemSrc.Line = line
 				}
+				if err := tooLarge(itemSrc); err != nil {
+					errs = append(errs, err)
+					continue
+				}
 				var ih header
 				if err := json.Unmarshal(item, &ih); err != nil {
 					errs = append(errs, notAnObject(itemSrc, item, err))
@@ -239,6 +268,10 @@ func parseSources(file string, data []byte) ([]Source, error) {
 				itemSrc.APIVersion, itemSrc.Kind, itemSrc.Name = ih.APIVersion, ih.Kind, ih.Metadata.Name
 				sources = append(sources, itemSrc)
 			}
+			continue
+		}
+		if err := tooLarge(src); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		src.APIVersion, src.Kind, src.Name = h.APIVersion, h.Kind, h.Metadata.Name
@@ -251,6 +284,23 @@ func parseSources(file string, data []byte) ([]Source, error) {
 		return nil, fmt.Errorf("%s: no document, only comments or empty documents: want YAML or JSON objects", file)
 	}
 	return sources, nil
+}
+
+// tooLarge refuses an object (a document or a List item) larger than MaxObjectBytes.
+func tooLarge(src Source) error {
+	if len(src.JSON) <= MaxObjectBytes {
+		return nil
+	}
+	what := fmt.Sprintf("document %d", src.Document)
+	if src.Item > 0 {
+		what += fmt.Sprintf(", item %d", src.Item)
+	}
+	return fmt.Errorf("%s: %s is %s as JSON, more than the %s the API server (etcd) stores in one object: split it", src.At(""), what, mebibytes(len(src.JSON)), mebibytes(MaxObjectBytes))
+}
+
+// mebibytes writes a size such as 1.5 MiB.
+func mebibytes(n int) string {
+	return strconv.FormatFloat(math.Round(float64(n)/(1<<20)*10)/10, 'f', -1, 64) + " MiB"
 }
 
 // binaryAt returns the offset of the first byte that makes data binary rather than text (a
@@ -278,18 +328,19 @@ type chunk struct {
 	line int
 }
 
-// splitDocuments cuts a stream at its "---" lines, as Kubernetes' YAML reader does (a
-// separator may be followed by a comment, nothing else), keeping each document's first line.
-func splitDocuments(file string, data []byte) ([]chunk, error) {
+// splitDocuments cuts a stream that starts on line firstLine of file at its "---" lines, as
+// Kubernetes' YAML reader does (a separator may be followed by a comment, nothing else),
+// keeping each document's first line.
+func splitDocuments(file string, data []byte, firstLine int) ([]chunk, error) {
 	var chunks []chunk
-	offset, start, startLine := 0, 0, 1
+	offset, start, startLine := 0, 0, firstLine
 	for n, line := range bytes.SplitAfter(data, []byte("\n")) {
 		if bytes.HasPrefix(line, []byte("---")) {
 			if rest := bytes.TrimSpace(line[3:]); len(rest) > 0 && rest[0] != '#' {
-				return nil, fmt.Errorf("%s:%d: %q after the document separator ---: put the document on the next line", file, n+1, rest)
+				return nil, fmt.Errorf("%s:%d: %q after the document separator ---: put the document on the next line", file, firstLine+n, rest)
 			}
 			chunks = append(chunks, chunk{text: data[start:offset], line: startLine})
-			start, startLine = offset+len(line), n+2
+			start, startLine = offset+len(line), firstLine+n+1
 		}
 		offset += len(line)
 	}
@@ -362,4 +413,46 @@ func notAnObject(src Source, data []byte, err error) error {
 // `legacy.yaml:12: Provisioner "default": spec.weight: Invalid value: 0: must be from 1 to 100`.
 func (s Source) FieldError(err *field.Error) error {
 	return fmt.Errorf("%s: %s: %w", s.At(err.Field), s.Object(), err)
+}
+
+// UnknownFieldError reports a field of the document that its type does not have, at the
+// field's line, with the field it likely misspells, such as
+// `m.yaml:53: Deployment "inflate": spec.replica: unknown field; did you mean replicas?`.
+func (s Source) UnknownFieldError(f UnknownField) error {
+	msg := "unknown field"
+	if f.DidYouMean != "" {
+		msg += "; did you mean " + f.DidYouMean + "?"
+	}
+	return fmt.Errorf("%s: %s: %s: %s", s.At(f.Path), s.Object(), f.Path, msg)
+}
+
+// StatusErrors returns err, the API server's refusal of the document's object (or the same
+// from pkg/validation), as one error per cause, each at the line of its field, such as
+// `web.yaml:13: NodePool "default": spec.template.spec.requirements[0].operator: Unsupported
+// value: "Maybe": ...`; an error with no causes is returned as one, at the document's line.
+func (s Source) StatusErrors(err error) Errors {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil || len(status.Status().Details.Causes) == 0 {
+		return Errors{fmt.Errorf("%s: %s: %w", s.At(""), s.Object(), err)}
+	}
+	var errs Errors
+	for _, cause := range status.Status().Details.Causes {
+		// The schema's messages repeat the path ("spec.weight in body should be ...").
+		msg := strings.ReplaceAll(cause.Message, cause.Field+" in body ", "")
+		if cause.Field == "" {
+			errs = append(errs, fmt.Errorf("%s: %s: %s", s.At(""), s.Object(), msg))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %s: %s: %s", s.At(cause.Field), s.Object(), cause.Field, msg))
+	}
+	return errs
+}
+
+// FieldErrors is FieldError for each problem of a list.
+func (s Source) FieldErrors(list field.ErrorList) Errors {
+	errs := make(Errors, 0, len(list))
+	for _, fe := range list {
+		errs = append(errs, s.FieldError(fe))
+	}
+	return errs
 }

@@ -38,6 +38,12 @@ func TestReadSourcesRefusesWhatIsNoInput(t *testing.T) {
 		{"deep nesting", "a: " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000), "in.yaml: document 1: exceeded max depth of 10000"},
 		{"NaN", "kind: X\nspec:\n  items:\n  - weight: .nan\n", "in.yaml:4: spec.items[0].weight: NaN is not a number Kubernetes objects can hold"},
 		{"infinity", "kind: X\nspec: {limit: -.Inf}\n", "in.yaml:2: spec.limit: -Inf is not a number"},
+		{"object past etcd's limit", "kind: X\n---\nkind: Big\ndata: {a: " + strings.Repeat("x", 2<<20) + "}\n",
+			"in.yaml:3: document 2 is 2 MiB as JSON, more than the 1.5 MiB the API server (etcd) stores in one object: split it"},
+		{"document text past twice etcd's limit", "kind: Big\ndata:\n" + strings.Repeat("  - [x]\n", 1<<19),
+			"in.yaml:1: document 1 is 4 MiB of text, more than twice the 1.5 MiB the API server (etcd) stores in one object: split it"},
+		{"List item past etcd's limit", "kind: List\nitems:\n- {kind: A}\n- {kind: B, data: {a: " + strings.Repeat("x", 2<<20) + "}}\n",
+			"in.yaml:4: document 1, item 2 is 2 MiB as JSON, more than the 1.5 MiB"},
 	} {
 		_, err := convert.ReadSources("in.yaml", strings.NewReader(tc.input))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -47,6 +53,22 @@ func TestReadSourcesRefusesWhatIsNoInput(t *testing.T) {
 	big := bytes.Repeat([]byte("# padding\n"), convert.MaxInputBytes/10+1)
 	if _, err := convert.ReadSources("big.yaml", bytes.NewReader(big)); err == nil || !strings.HasPrefix(err.Error(), "big.yaml: larger than 16 MiB") {
 		t.Errorf("a file over the limit: got %v", err)
+	}
+}
+
+// TestParseSourcesFromALine: YAML embedded in a file from a line on (a workload's manifests:
+// block) is named by the file's lines, in its documents' fields and in the parser's messages.
+func TestParseSourcesFromALine(t *testing.T) {
+	text := "apiVersion: v1\nkind: A\nmetadata: {name: a}\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n"
+	sources, err := convert.ParseSources("w.yaml", []byte(text), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sources) != 2 || sources[0].Line != 10 || sources[1].Line != 14 || sources[1].At("metadata.name") != "w.yaml:17" {
+		t.Errorf("got %+v", sources)
+	}
+	if _, err := convert.ParseSources("w.yaml", []byte("kind: A\n---\nkind: B\nfoo: [\n"), 10); err == nil || !strings.HasPrefix(err.Error(), "w.yaml:13: invalid YAML") {
+		t.Errorf("a YAML error: got %v", err)
 	}
 }
 

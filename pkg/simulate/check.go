@@ -26,6 +26,9 @@ const (
 	// MaxPodsPerWorkload bounds the pods of one deployment, scale or jobs event, and of one
 	// workload of plain manifests (replicas, completions).
 	MaxPodsPerWorkload = 100_000
+	// MaxPodsPerRun bounds the pods a run makes, summed over its whole timeline: deployments,
+	// scale-ups and jobs (or the replicas and completions of plain manifests).
+	MaxPodsPerRun = 1_000_000
 	// MaxStaticReplicas bounds a static NodePool's spec.replicas.
 	MaxStaticReplicas = 10_000
 )
@@ -110,6 +113,11 @@ func shapeField(path string, template bool) (string, bool) {
 // tooMany is the message for a count past a bound.
 func tooMany(n, bound int, what string) string {
 	return fmt.Sprintf("%d is more than the simulator's bound of %d %s", n, bound, what)
+}
+
+// tooManyInRun is the message for a run whose pods add up past MaxPodsPerRun.
+func tooManyInRun(pods int) string {
+	return fmt.Sprintf("the run's pods add up to %d here, more than the simulator's bound of %d pods per run (summed over deployments, scale-ups and jobs)", pods, MaxPodsPerRun)
 }
 
 // yamlNodes are YAML nodes by index, for lines of fields.

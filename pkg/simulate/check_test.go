@@ -71,6 +71,7 @@ func TestWorkloadRefusals(t *testing.T) {
                 image: x
                 ports: [{containerPort: 80, hostPort: 99999}]
 `, 1), "w.yaml:32: timeline[0].deploy.pod.template.spec.containers[0].ports[0].hostPort: Invalid value: 99999: must be between 1 and 65535, inclusive"},
+		{"negative cpu", strings.Replace(checkBase, "cpu: 500m", "cpu: -1", 1), `w.yaml:27: timeline[0].deploy.pod: cpu: "-1" is negative`},
 		{"fractional replicas", strings.Replace(checkBase, "replicas: 3", "replicas: 4.5", 1), "w.yaml:25: replicas: 4.5 is not a whole number"},
 		{"replicas past the bound", strings.Replace(checkBase, "replicas: 3", "replicas: 1000000000000", 1), "w.yaml:25: timeline[0].deploy.replicas: 1000000000000 is more than the simulator's bound of 100000 pods"},
 		{"scale past the bound", checkBase + "  - at: 1m\n    scale: {name: web, replicas: 200000}\n", "w.yaml:30: timeline[1].scale.replicas: 200000 is more than the simulator's bound"},
@@ -97,7 +98,7 @@ func TestWorkloadRefusals(t *testing.T) {
 func TestPlainManifestBounds(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 2000000\n", 1), "spec.replicas: 2000000 is more than the simulator's bound of 100000 pods"},
-		{"fractional replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 4.5\n", 1), "Deployment inflate"},
+		{"fractional replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 4.5\n", 1), `m.yaml:52: Deployment "inflate": spec.replicas: want a whole number from -2147483648 to 2147483647, got 4.5`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseWorkload("m.yaml", []byte(tc.text))

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -16,19 +15,24 @@ import (
 // plain manifests (its Karpenter objects are taken, its workloads ignored). The workload's
 // DaemonSets stay.
 func (w *Workload) WithManifests(path string) (*Workload, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	text := string(data)
-	var probe map[string]any
-	if yaml.Unmarshal(data, &probe) == nil {
-		if m, ok := probe["manifests"].(string); ok {
-			text = m
+	text, line := string(data), 1
+	if !isPlainManifests(data) {
+		var root yaml.Node
+		if err := yaml.Unmarshal(data, &root); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		n := findValue(&root, "manifests")
+		if n == nil || n.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf("%s: neither Kubernetes manifests nor a workload file with manifests", path)
+		}
+		text, line = n.Value, blockLine(n)
 	}
 	// Only Karpenter's objects are taken: the workloads of a plain-manifest file are not.
-	docs, errs := readDocuments(text)
+	docs, errs := readDocuments(path, text, line)
 	var karpenter []document
 	for _, doc := range docs {
 		if doc.isKarpenter() {
@@ -37,7 +41,7 @@ func (w *Workload) WithManifests(path string) (*Workload, error) {
 	}
 	objs, err := decodeObjects(karpenter)
 	if err := errors.Join(append(errs, err)...); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if len(objs) == 0 {
 		return nil, fmt.Errorf("%s: no NodePool or EC2NodeClass", path)

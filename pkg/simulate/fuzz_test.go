@@ -1,8 +1,10 @@
 package simulate
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +40,10 @@ func FuzzParseWorkload(f *testing.F) {
 		checkBase + "  - at: 1m\n    jobs: {name: j, count: 3, runtime: 1m, pod: {template: {spec: {containers: [{name: c, image: i}]}}}}\n",
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 2147483647, selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: i}]}}}\n",
 		"apiVersion: v1\nkind: List\nitems: [1, 2, {kind: Pod}]\n",
+		strings.Replace(checkBase, "requirements: []", "requirements: [{key: k, operator: Maybe}]", 1),
+		strings.Replace(checkBase, "duration: 1h\n", "duration: 1h\ncloud: {createErrorRate: 2, zones: [a, a, '']}\n", 1),
+		checkBase + "  - at: 1m\n    apply: |\n      apiVersion: karpenter.sh/v1\n      kind: NodePool\n      metadata: {name: b}\n      spec: {weight: 0}\n",
+		`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -46,6 +52,14 @@ func FuzzParseWorkload(f *testing.F) {
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz.yaml") {
 				t.Errorf("the error does not name the file: %v", err)
+			}
+			// Every line named is one of the file's (an empty value may sit on the line after
+			// the last; YAML breaks lines at \r too).
+			lines := 2 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r"))
+			for _, m := range errorLine.FindAllSubmatch([]byte(err.Error()), -1) {
+				if n, _ := strconv.Atoi(string(m[1])); n < 1 || n > lines {
+					t.Errorf("the error names line %d of a file of %d: %v", n, lines, err)
+				}
 			}
 			return
 		}
@@ -64,6 +78,9 @@ func FuzzParseWorkload(f *testing.F) {
 		}
 	})
 }
+
+// errorLine finds the lines errors name.
+var errorLine = regexp.MustCompile(`fuzz\.yaml:(\d+):`)
 
 // FuzzDuration: a workload duration is a positive Go duration within MaxDuration or an
 // error, never a panic. (A Go-quoted string is a valid YAML double-quoted scalar.)

@@ -1,6 +1,8 @@
 package simulate
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/openkarpenter/karpenter/pkg/convert"
 )
 
 // Plain-manifest workloads: a file of Kubernetes documents, such as Karpenter's getting-started
@@ -42,83 +46,103 @@ var ignoredKinds = map[string]bool{
 }
 
 // isPlainManifests reports whether data is Kubernetes documents rather than a workload file:
-// its first document has apiVersion and kind.
+// its first document that is not empty has apiVersion and kind. It reads only the top-level
+// keys of that document, without parsing it, so that telling the two apart costs nothing even
+// for a hostile file (whichever reader then reads it refuses what it must). A document in flow
+// style or JSON ({...}) is parsed with convert's reader.
 func isPlainManifests(data []byte) bool {
-	for _, doc := range splitDocuments(string(data)) {
-		head := map[string]any{}
-		if err := sigsyaml.Unmarshal([]byte(doc), &head); err != nil || len(head) == 0 {
-			continue
+	var apiVersion, kind, content bool
+	for rest := data; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
 		}
-		_, hasKind := head["kind"]
-		_, hasAPIVersion := head["apiVersion"]
-		return hasKind && hasAPIVersion
-	}
-	return false
-}
-
-func splitDocuments(text string) []string {
-	var out []string
-	for _, doc := range strings.Split("\n"+text, "\n---") {
-		if strings.TrimSpace(doc) != "" {
-			out = append(out, doc)
-		}
-	}
-	return out
-}
-
-// document is one object of a file of Kubernetes documents, with where it is for messages.
-type document struct {
-	// where is "document 3", or "document 1, item 2" for an item of a List, after the name of
-	// its file when it has one ("web.yaml: document 3").
-	where string
-	// file is the name of its file, or empty.
-	file string
-	raw  map[string]any
-}
-
-// readFileDocuments is readDocuments for the text of a file: each document and error names it.
-func readFileDocuments(file, text string) ([]document, []error) {
-	docs, errs := readDocuments(text)
-	for i := range docs {
-		docs[i].file, docs[i].where = file, file+": "+docs[i].where
-	}
-	for i, err := range errs {
-		errs[i] = fmt.Errorf("%s: %w", file, err)
-	}
-	return docs, errs
-}
-
-// readDocuments splits YAML (or JSON) documents into objects, skipping empty ones. A List (as
-// kubectl get -o yaml prints) stands for its items.
-func readDocuments(text string) ([]document, []error) {
-	var docs []document
-	var errs []error
-	for i, doc := range splitDocuments(text) {
-		where := fmt.Sprintf("document %d", i+1)
-		raw := map[string]any{}
-		if err := sigsyaml.Unmarshal([]byte(doc), &raw); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
-			continue
-		}
-		if len(raw) == 0 {
-			continue
-		}
-		items, isList := raw["items"].([]any)
-		if kind, _ := raw["kind"].(string); !isList || !strings.HasSuffix(kind, "List") {
-			docs = append(docs, document{where: where, raw: raw})
-			continue
-		}
-		for j, item := range items {
-			itemWhere := fmt.Sprintf("%s, item %d", where, j+1)
-			obj, ok := item.(map[string]any)
-			if !ok {
-				errs = append(errs, fmt.Errorf("%s: not an object", itemWhere))
+		trimmed := bytes.TrimSpace(line)
+		switch {
+		case bytes.HasPrefix(line, []byte("---")):
+			if content {
+				return apiVersion && kind
+			}
+		case len(trimmed) == 0 || trimmed[0] == '#' || trimmed[0] == '%':
+		case line[0] == ' ' || line[0] == '\t':
+			content = true
+		case trimmed[0] == '{' || trimmed[0] == '[':
+			if content {
 				continue
 			}
-			docs = append(docs, document{where: itemWhere, raw: obj})
+			sources, err := convert.ParseSources("", data, 1)
+			return err != nil || (len(sources) > 0 && sources[0].APIVersion != "" && sources[0].Kind != "")
+		default:
+			content = true
+			key, _, _ := bytes.Cut(trimmed, []byte(":"))
+			switch string(bytes.Trim(bytes.TrimSpace(key), `"'`)) {
+			case "apiVersion":
+				apiVersion = true
+			case "kind":
+				kind = true
+			}
 		}
 	}
+	return apiVersion && kind
+}
+
+// document is one object of a stream of Kubernetes documents: where it was read, which names
+// the line of each of its fields in messages, and its fields.
+type document struct {
+	src convert.Source
+	raw map[string]any
+}
+
+// readDocuments splits YAML (or JSON) documents into objects with the reader convert uses
+// (convert.ParseSources), skipping empty ones; a List (as kubectl get -o yaml prints) stands for
+// its items. file names the stream in messages and firstLine is the line of file it starts on,
+// so that each error names the line of its field in file.
+func readDocuments(file string, text string, firstLine int) ([]document, []error) {
+	sources, err := convert.ParseSources(file, []byte(text), firstLine)
+	if err != nil {
+		return nil, convert.AsErrors(err)
+	}
+	var docs []document
+	var errs []error
+	for _, src := range sources {
+		raw := map[string]any{}
+		if err := json.Unmarshal(src.JSON, &raw); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s: %w", src.At(""), src.Object(), err))
+			continue
+		}
+		docs = append(docs, document{src: src, raw: raw})
+	}
 	return docs, errs
+}
+
+// errorf is a problem with a field of the document (the object itself when field is empty),
+// at the field's line: `web.yaml:13: Deployment "web": spec.replicas: ...`.
+func (d document) errorf(field, format string, args ...any) error {
+	if field == "" {
+		return fmt.Errorf("%s: %s: %s", d.src.At(""), d.src.Object(), fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("%s: %s: %s: %s", d.src.At(field), d.src.Object(), field, fmt.Sprintf(format, args...))
+}
+
+// duplicate reports a document whose kind and name an earlier one has.
+func duplicate(doc, earlier document) error {
+	return doc.errorf("metadata.name", "Duplicate value: %q: used by an earlier %s (%s); give each its own name", doc.src.Name, earlier.src.Kind, earlier.src.At(""))
+}
+
+// decode decodes the document strictly into obj: every unknown field (with the field it likely
+// misspells) and every value of the wrong type is an error at its line.
+func (d document) decode(obj kruntime.Object) []error {
+	unknown, err := convert.DecodeStrict(d.src.JSON, obj)
+	if err != nil {
+		return []error{d.src.DecodeError(err, obj, d.src.JSON)}
+	}
+	var errs []error
+	for _, f := range unknown {
+		errs = append(errs, d.src.UnknownFieldError(f))
+	}
+	return errs
 }
 
 // isKarpenter reports whether a document is one of Karpenter's objects (NodePool,
@@ -135,13 +159,14 @@ func (d document) isKarpenter() bool {
 // whose pods it selects, and StorageClasses, PersistentVolumes and PersistentVolumeClaims are
 // created for the pods' volumes (a StatefulSet's volumeClaimTemplates give each pod its own).
 func parsePlainManifests(file string, data []byte) (*Workload, error) {
-	docs, errs := readFileDocuments(file, string(data))
+	docs, errs := readDocuments(file, string(data), 1)
 	return plainWorkload(file, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), docs, errs)
 }
 
 // LoadManifests reads files of plain Kubernetes manifests, and the .yaml, .yml and .json files
 // of directories (not of their subdirectories), as kubectl apply -f takes them, into one
-// workload as parsePlainManifests does; errors name the file and document.
+// workload as parsePlainManifests does; errors name the file and line. Each file holds at most
+// convert.MaxInputBytes.
 func LoadManifests(paths []string) (*Workload, error) {
 	var files, names []string
 	for _, path := range paths {
@@ -180,11 +205,12 @@ func LoadManifests(paths []string) (*Workload, error) {
 			}
 			seen[abs] = true
 		}
-		data, err := os.ReadFile(file)
+		data, err := readFile(file)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
-		d, e := readFileDocuments(file, string(data))
+		d, e := readDocuments(file, string(data), 1)
 		if len(d) > 0 && !isPlainManifests(data) {
 			errs = append(errs, fmt.Errorf("%s: not Kubernetes manifests (apiVersion and kind): a workload file with a timeline is simulated on its own", file))
 			continue
@@ -194,43 +220,68 @@ func LoadManifests(paths []string) (*Workload, error) {
 	return plainWorkload(strings.Join(paths, ", "), strings.Join(names, "+"), docs, errs)
 }
 
+// readFile reads a file of at most convert.MaxInputBytes.
+func readFile(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return convert.ReadLimited(file, f)
+}
+
 // plainWorkload makes the workload of plain-manifest documents; source names them all in
 // messages, name in reports.
 func plainWorkload(source, name string, docs []document, errs []error) (*Workload, error) {
 	file := source
 	w := &Workload{file: file, Name: name, Duration: Duration{PlainManifestsDuration}}
 	var karpenter, storage []document
-	var pdbs []*policyv1.PodDisruptionBudget
-	var daemonSets []client.Object
-	add := func(doc document, kind, name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s (%s %s): %s", doc.where, kind, name, fmt.Sprintf(format, args...)))
+	type pdb struct {
+		doc document
+		pdb *policyv1.PodDisruptionBudget
 	}
-	used := map[string]bool{}
+	var pdbs []pdb
+	var daemonSets []client.Object
+	add := func(doc document, field, format string, args ...any) {
+		errs = append(errs, doc.errorf(field, format, args...))
+	}
+	used := map[string]document{}
+	pods := 0 // of the whole run
 	// claim reserves a workload's name and completes its pod template (already checked as the
 	// API server checks it), or reports why not.
-	claim := func(i document, kind, name string, tmpl *corev1.PodTemplateSpec) bool {
-		if used[name] {
-			add(i, kind, name, "metadata.name: %q is used by an earlier document; give each workload its own name", name)
+	claim := func(i document, tmpl *corev1.PodTemplateSpec) bool {
+		name := i.src.Name
+		if earlier, ok := used[name]; ok {
+			add(i, "metadata.name", "Duplicate value: %q: used by an earlier %s (%s); give each workload its own name", name, earlier.src.Kind, earlier.src.At(""))
 			return false
 		}
-		used[name] = true
+		used[name] = i
 		if tmpl.Labels == nil {
 			tmpl.Labels = map[string]string{"app": name}
 		}
 		return true
 	}
-	deploy := func(i document, kind, name string, replicas *int32, tmpl corev1.PodTemplateSpec, stateful *statefulSet) {
-		if !claim(i, kind, name, &tmpl) {
-			return
+	// count adds a workload's pods to the run's, or reports the bound it passes.
+	count := func(i document, field string, n int) bool {
+		if n > MaxPodsPerWorkload {
+			add(i, field, "%s", tooMany(n, MaxPodsPerWorkload, "pods"))
+			return false
 		}
+		if pods += n; pods > MaxPodsPerRun {
+			add(i, field, "%s", tooManyInRun(pods))
+			return false
+		}
+		return true
+	}
+	deploy := func(i document, replicas *int32, tmpl corev1.PodTemplateSpec, stateful *statefulSet) {
 		n := 1
 		if replicas != nil {
 			n = int(*replicas)
 		}
-		if n > MaxPodsPerWorkload {
-			add(i, kind, name, "spec.replicas: %s", tooMany(n, MaxPodsPerWorkload, "pods"))
+		if !count(i, "spec.replicas", n) || !claim(i, &tmpl) {
 			return
 		}
+		name := i.src.Name
 		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl, stateful: stateful}})
 	}
 	for _, doc := range docs {
@@ -238,7 +289,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		u := &unstructured.Unstructured{Object: raw}
 		kind, name := u.GetKind(), u.GetName()
 		if convertible(u.GetAPIVersion(), kind) {
-			add(i, kind, name, "an older or foreign format: convert the file first (karpenter convert %s > nodepools.yaml) and simulate the NodePools it prints", doc.file)
+			add(i, "", "an older or foreign format: convert the file first (karpenter convert %s > nodepools.yaml) and simulate the NodePools it prints", doc.src.File)
 			continue
 		}
 		if doc.isKarpenter() {
@@ -253,22 +304,20 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			continue
 		}
 		decode := func(into kruntime.Object) bool {
-			if err := decodeValue(raw, into); err != nil {
-				add(i, kind, name, "%v", err)
+			if decodeErrs := i.decode(into); len(decodeErrs) > 0 {
+				errs = append(errs, decodeErrs...)
 				return false
 			}
 			// What the API server would refuse is refused here too.
 			problems := builtinProblems(into, u.GroupVersionKind())
-			for _, fe := range problems {
-				add(i, kind, name, "%s", fe.Error())
-			}
+			errs = append(errs, i.src.FieldErrors(problems)...)
 			return len(problems) == 0
 		}
 		switch u.GetAPIVersion() + "/" + kind {
 		case "apps/v1/Deployment":
 			var d appsv1.Deployment
 			if decode(&d) {
-				deploy(i, kind, name, d.Spec.Replicas, d.Spec.Template, nil)
+				deploy(i, d.Spec.Replicas, d.Spec.Template, nil)
 			}
 		case "apps/v1/StatefulSet":
 			var s appsv1.StatefulSet
@@ -277,31 +326,31 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			}
 			stateful, err := newStatefulSet(&s)
 			if err != nil {
-				add(i, kind, name, "%v", err)
+				add(i, "", "%v", err)
 				continue
 			}
-			deploy(i, kind, name, s.Spec.Replicas, s.Spec.Template, stateful)
+			deploy(i, s.Spec.Replicas, s.Spec.Template, stateful)
 		case "apps/v1/ReplicaSet":
 			var r appsv1.ReplicaSet
 			if decode(&r) {
-				deploy(i, kind, name, r.Spec.Replicas, r.Spec.Template, nil)
+				deploy(i, r.Spec.Replicas, r.Spec.Template, nil)
 			}
 		case "v1/Pod":
 			var p corev1.Pod
 			if decode(&p) {
 				one := int32(1)
-				deploy(i, kind, name, &one, corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, nil)
+				deploy(i, &one, corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}, nil)
 			}
 		case "batch/v1/Job":
 			var j batchv1.Job
 			if !decode(&j) {
 				continue
 			}
-			count := int32(1)
+			n, countField := int32(1), "spec.completions"
 			if j.Spec.Completions != nil {
-				count = *j.Spec.Completions
+				n = *j.Spec.Completions
 			} else if j.Spec.Parallelism != nil {
-				count = *j.Spec.Parallelism
+				n, countField = *j.Spec.Parallelism, "spec.parallelism"
 			}
 			runtime := DefaultJobRuntime
 			text := j.Annotations[JobRuntimeAnnotation]
@@ -311,24 +360,24 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			if text != "" {
 				d, err := time.ParseDuration(text)
 				if err != nil || d <= 0 {
-					add(i, kind, name, "metadata.annotations[%s]: %q is not a positive duration such as 30m", JobRuntimeAnnotation, text)
+					field := "metadata.annotations[" + JobRuntimeAnnotation + "]"
+					if j.Annotations[JobRuntimeAnnotation] == "" {
+						field = "spec.template." + field
+					}
+					add(i, field, "%q is not a positive duration such as 30m", text)
 					continue
 				}
 				runtime = d
 			}
-			if count <= 0 {
-				add(i, kind, name, "spec.completions: must be positive")
-				continue
-			}
-			if count > MaxPodsPerWorkload {
-				add(i, kind, name, "spec.completions: %s", tooMany(int(count), MaxPodsPerWorkload, "pods"))
+			if n <= 0 {
+				add(i, countField, "must be positive")
 				continue
 			}
 			tmpl := j.Spec.Template
-			if !claim(i, kind, name, &tmpl) {
+			if !count(i, countField, int(n)) || !claim(i, &tmpl) {
 				continue
 			}
-			w.Timeline = append(w.Timeline, Event{Jobs: &Jobs{Name: name, Count: int(count), Runtime: Duration{runtime}, template: &tmpl}})
+			w.Timeline = append(w.Timeline, Event{Jobs: &Jobs{Name: name, Count: int(n), Runtime: Duration{runtime}, template: &tmpl}})
 		case "apps/v1/DaemonSet":
 			// No pods are made for it, but its pods' requests reserve room on every new node.
 			var ds appsv1.DaemonSet
@@ -342,10 +391,10 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		case "policy/v1/PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
 			if decode(&p) {
-				pdbs = append(pdbs, &p)
+				pdbs = append(pdbs, pdb{doc: i, pdb: &p})
 			}
 		default:
-			add(i, kind, name, "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job, PodDisruptionBudget, StorageClass, PersistentVolume or PersistentVolumeClaim")
+			add(i, "", "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job, PodDisruptionBudget, StorageClass, PersistentVolume or PersistentVolumeClaim")
 		}
 	}
 	objs, err := decodeObjects(karpenter)
@@ -355,12 +404,18 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 	volumes, storageErrs := storageObjects(storage, w)
 	errs = append(errs, storageErrs...)
 	w.Objects = append(append(objs, daemonSets...), volumes...)
-	if !hasNodePool(objs) && err == nil {
+	if !hasNodePool(objs) && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no NodePool: add at least one NodePool (karpenter.sh/v1) and its EC2NodeClass", file))
 	}
+	// A budget is matched to the workloads once they are all valid: one refused would make it
+	// seem to select nothing.
+	valid := len(errs) == 0
 	for _, p := range pdbs {
-		if err := guard(w, p); err != nil {
-			errs = append(errs, fmt.Errorf("%s: PodDisruptionBudget %s: %w", file, p.Name, err))
+		if !valid {
+			break
+		}
+		if fe := guard(w, p.pdb); fe != nil {
+			errs = append(errs, p.doc.src.FieldError(fe))
 		}
 	}
 	if len(errs) > 0 {
@@ -380,13 +435,13 @@ func hasNodePool(objs []client.Object) bool {
 
 // guard applies a PodDisruptionBudget to the deployments whose pods it selects, as the
 // minimum of their replicas that must stay available.
-func guard(w *Workload, p *policyv1.PodDisruptionBudget) error {
+func guard(w *Workload, p *policyv1.PodDisruptionBudget) *field.Error {
 	if p.Spec.Selector == nil {
-		return errors.New("spec.selector: required")
+		return field.Required(field.NewPath("spec", "selector"), "a PodDisruptionBudget of the simulator selects the pods it guards")
 	}
 	sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
 	if err != nil {
-		return fmt.Errorf("spec.selector: %w", err)
+		return field.Invalid(field.NewPath("spec", "selector"), p.Spec.Selector, err.Error())
 	}
 	matched := false
 	for _, e := range w.Timeline {
@@ -408,19 +463,19 @@ func guard(w *Workload, p *policyv1.PodDisruptionBudget) error {
 			}
 			scaled, err := intstr.GetScaledValueFromIntOrPercent(v, d.Replicas, true)
 			if err != nil {
-				return err
+				return field.Invalid(field.NewPath("spec", "minAvailable"), v.String(), err.Error())
 			}
 			minAvailable = scaled
 			if p.Spec.MinAvailable == nil {
 				minAvailable = max(d.Replicas-scaled, 0)
 			}
 		default:
-			return errors.New("spec: set minAvailable or maxUnavailable")
+			return field.Required(field.NewPath("spec", "minAvailable"), "set minAvailable or maxUnavailable")
 		}
 		d.MinAvailable = &minAvailable
 	}
 	if !matched {
-		return errors.New("spec.selector: selects no Deployment, StatefulSet, ReplicaSet or Pod of this file")
+		return field.Invalid(field.NewPath("spec", "selector"), metav1.FormatLabelSelector(p.Spec.Selector), "selects no Deployment, StatefulSet, ReplicaSet or Pod of this file")
 	}
 	return nil
 }

@@ -154,26 +154,34 @@ func TestPlainManifestsAreAWorkload(t *testing.T) {
 func TestPlainManifestErrors(t *testing.T) {
 	cases := []struct{ name, text, want string }{
 		{"unsupported kind", gettingStarted + "---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\n",
-			"document 8 (CronJob nightly): not simulated; use NodePool, EC2NodeClass, Deployment"},
+			`m.yaml:105: CronJob "nightly": not simulated; use NodePool, EC2NodeClass, Deployment`},
 		{"legacy provisioner", "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\nspec: {}\n",
-			"document 1 (Provisioner default): an older or foreign format: convert the file first (karpenter convert m.yaml > nodepools.yaml)"},
-		{"kops", "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {name: nodes}\nspec: {}\n", "document 1 (InstanceGroup nodes): an older or foreign format"},
+			`m.yaml:1: Provisioner "default": an older or foreign format: convert the file first (karpenter convert m.yaml > nodepools.yaml)`},
+		{"kops", "apiVersion: kops.k8s.io/v1alpha2\nkind: InstanceGroup\nmetadata: {name: nodes}\nspec: {}\n", `m.yaml:1: InstanceGroup "nodes": an older or foreign format`},
 		{"missing nodeclass", strings.Replace(gettingStarted, "kind: EC2NodeClass\nmetadata:\n  name: default", "kind: EC2NodeClass\nmetadata:\n  name: other", 1),
-			`m.yaml: document 1 (NodePool default): spec.template.spec.nodeClassRef: EC2NodeClass "default" is not among the manifests`},
+			`m.yaml:24: NodePool "default": spec.template.spec.nodeClassRef.name: EC2NodeClass "default" is not among the manifests`},
 		{"no nodepool", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n", "no NodePool: add at least one NodePool"},
 		{"pdb selects nothing", gettingStarted + "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: ghost}\nspec: {minAvailable: 1, selector: {matchLabels: {app: ghost}}}\n",
-			"PodDisruptionBudget ghost: spec.selector: selects no Deployment"},
+			`m.yaml:108: PodDisruptionBudget "ghost": spec.selector: Invalid value: "app=ghost": selects no Deployment`},
 		{"bad runtime", strings.Replace(gettingStarted, "runtime: 20m", "runtime: soon", 1), `metadata.annotations[simulate.karpenter.sh/runtime]: "soon" is not a positive duration`},
-		{"unknown field", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 5\n  replica: 6\n", 1), `document 3 (Deployment inflate): json: unknown field "replica"`},
+		{"unknown field", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: 5\n  replica: 6\n", 1), `m.yaml:53: Deployment "inflate": spec.replica: unknown field; did you mean replicas?`},
 		{"invalid nodepool", strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1), `spec.template.spec.requirements[3].operator: Unsupported value: "Above"`},
-		{"negative replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: -3\n", 1), `document 3 (Deployment inflate): spec.replicas: Invalid value: -3: must be greater than or equal to 0`},
+		{"negative replicas", strings.Replace(gettingStarted, "  replicas: 5\n", "  replicas: -3\n", 1), `m.yaml:52: Deployment "inflate": spec.replicas: Invalid value: -3: must be greater than or equal to 0`},
 		{"invalid nodepool after a deployment", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n---\n" + strings.Replace(gettingStarted, "operator: Gt", "operator: Above", 1),
-			`document 2 (NodePool default): NodePool.karpenter.sh "default" is invalid: spec.template.spec.requirements[3].operator`},
+			`m.yaml:24: NodePool "default": spec.template.spec.requirements[3].operator: Unsupported value: "Above"`},
 		{"invalid nodepool in a list", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: default}\n  spec: {template: {spec: {requirements: [], nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}}, weight: 0}\n",
-			`document 1, item 1 (NodePool default): NodePool.karpenter.sh "default" is invalid: spec.weight`},
+			`m.yaml:7: NodePool "default": spec.weight: Invalid value: 0: should be greater than or equal to 1`},
 		{"duplicate nodepool", gettingStarted + "---\n" + strings.Split(gettingStarted, "\n---\n")[0] + "\n",
-			`m.yaml: document 8 (NodePool default): metadata.name: "default" is used by an earlier NodePool (m.yaml: document 1)`},
-		{"duplicate name", gettingStarted + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: inflate}\nspec: {containers: [{name: c, image: i}]}\n", `metadata.name: "inflate" is used by an earlier document`},
+			`m.yaml:108: NodePool "default": metadata.name: Duplicate value: "default": used by an earlier NodePool (m.yaml:1)`},
+		{"negative cpu request", strings.Replace(gettingStarted, "              cpu: 1\n", "              cpu: -1\n", 1),
+			`m.yaml:67: Deployment "inflate": spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
+		{"budget with minAvailable and maxUnavailable", strings.Replace(gettingStarted, "  maxUnavailable: 1\n", "  maxUnavailable: 1\n  minAvailable: 2\n", 1),
+			`m.yaml:82: PodDisruptionBudget "inflate": spec: Invalid value: `},
+		{"completions past 32 bits", strings.Replace(gettingStarted, "  completions: 4\n", "  completions: 1000000000000\n", 1),
+			`m.yaml:92: Job "crunch": spec.completions: want a whole number from -2147483648 to 2147483647, got 1000000000000`},
+		{"completions past the bound", strings.Replace(gettingStarted, "  completions: 4\n", "  completions: 200000\n  parallelism: 1\n", 1),
+			`m.yaml:92: Job "crunch": spec.completions: 200000 is more than the simulator's bound of 100000 pods`},
+		{"duplicate name", gettingStarted + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: inflate}\nspec: {containers: [{name: c, image: i}]}\n", `m.yaml:107: Pod "inflate": metadata.name: Duplicate value: "inflate": used by an earlier Deployment (m.yaml:47)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,7 +200,7 @@ func TestPlainManifestsInAList(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := "apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n"
-	for _, doc := range splitDocuments(gettingStarted) {
+	for _, doc := range strings.Split(gettingStarted, "\n---\n") {
 		list += "- " + strings.ReplaceAll(strings.TrimSpace(doc), "\n", "\n  ") + "\n"
 	}
 	got, err := ParseWorkload("m.yaml", []byte(list))

@@ -105,10 +105,10 @@ func TestWorkloadErrors(t *testing.T) {
 		{"two actions", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    scale: {name: a, replicas: 2}\n    delete: {name: a}\n", "timeline[0]: needs exactly one of"},
 		{"bad quantity", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    deploy: {name: web, replicas: 1, pod: {cpu: lots}}\n", `timeline[0].deploy.pod: cpu: "lots" is not a quantity`},
 		{"no nodepool", "name: x\nduration: 1h\n", "manifests: no NodePool"},
-		{"unknown operator", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "operator: In, values: [c, m]", "operator: Like, values: [c, m]", 1), `small.yaml:3: manifests: document 1 (NodePool default): NodePool.karpenter.sh "default" is invalid: spec.template.spec.requirements[0].operator: Unsupported value: "Like"`},
+		{"unknown operator", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "operator: In, values: [c, m]", "operator: Like, values: [c, m]", 1), `small.yaml:11: NodePool "default": spec.template.spec.requirements[0].operator: Unsupported value: "Like"`},
 		{"restricted label", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    template:\n      metadata: {labels: {karpenter.sh/team: a}}\n", 1), `spec.template.metadata.labels: Invalid value: label domain "karpenter.sh" is restricted`},
-		{"bad consolidateAfter", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    disruption: {consolidateAfter: 1 minute}\n    template:\n", 1), `document 1 (NodePool default): spec.disruption.consolidateAfter: "1 minute" is not a duration: write a Go duration such as 30s, 5m or 720h`},
-		{"unknown manifest field", "name: x\nduration: 1h\nmanifests: |\n  apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: a}\n  spec: {template: {spec: {nodeClassRef: {group: g, kind: k, name: n}}}, bogus: 1}\n", `document 1 (NodePool a): json: unknown field "bogus"`},
+		{"bad consolidateAfter", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    disruption: {consolidateAfter: 1 minute}\n    template:\n", 1), `small.yaml:8: NodePool "default": spec.disruption.consolidateAfter: "1 minute" is not a duration: write a Go duration such as 30s, 5m or 720h`},
+		{"unknown manifest field", "name: x\nduration: 1h\nmanifests: |\n  apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: a}\n  spec: {template: {spec: {nodeClassRef: {group: g, kind: k, name: x}}}, bogus: 1}\n", `small.yaml:7: NodePool "a": spec.bogus: unknown field`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -32,7 +31,7 @@ func isStorageKind(apiVersion, kind string) bool {
 
 // decodeStorage decodes a StorageClass, PersistentVolume or PersistentVolumeClaim document
 // strictly; a claim goes to the simulated pods' namespace, whatever it names.
-func decodeStorage(doc document) (client.Object, error) {
+func decodeStorage(doc document) (client.Object, []error) {
 	var obj client.Object
 	gvk := corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
 	switch doc.raw["kind"] {
@@ -43,11 +42,11 @@ func decodeStorage(doc document) (client.Object, error) {
 	default:
 		obj, gvk = &storagev1.StorageClass{}, storagev1.SchemeGroupVersion.WithKind("StorageClass")
 	}
-	if err := decodeValue(doc.raw, obj); err != nil {
-		return nil, err
+	if errs := doc.decode(obj); len(errs) > 0 {
+		return nil, errs
 	}
 	if obj.GetName() == "" {
-		return nil, errors.New("metadata.name: required")
+		return nil, []error{doc.errorf("metadata.name", "Required value")}
 	}
 	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {
 		pvc.Namespace = namespace
@@ -63,26 +62,24 @@ func decodeStorage(doc document) (client.Object, error) {
 func storageObjects(docs []document, w *Workload) ([]client.Object, []error) {
 	var out []client.Object
 	var errs []error
-	seen := map[string]string{} // kind/name -> where
+	seen := map[string]document{} // kind/name -> the first
 	for _, doc := range docs {
 		u := &unstructured.Unstructured{Object: doc.raw}
 		kind, name := u.GetKind(), u.GetName()
-		obj, err := decodeStorage(doc)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, kind, name, err))
+		obj, decodeErrs := decodeStorage(doc)
+		if len(decodeErrs) > 0 {
+			errs = append(errs, decodeErrs...)
 			continue
 		}
 		if problems := builtinProblems(obj, u.GroupVersionKind()); len(problems) > 0 {
-			for _, fe := range problems {
-				errs = append(errs, fmt.Errorf("%s (%s %s): %s", doc.where, kind, name, fe.Error()))
-			}
+			errs = append(errs, doc.src.FieldErrors(problems)...)
 			continue
 		}
 		if earlier, dup := seen[kind+"/"+name]; dup {
-			errs = append(errs, fmt.Errorf("%s (%s %s): metadata.name: %q is used by an earlier %s (%s); give each its own name", doc.where, kind, name, name, kind, earlier))
+			errs = append(errs, duplicate(doc, earlier))
 			continue
 		}
-		seen[kind+"/"+name] = doc.where
+		seen[kind+"/"+name] = doc
 		out = append(out, obj)
 	}
 	// The newest default class wins, as in Kubernetes: here the last one written.

@@ -260,9 +260,9 @@ func TestVolumeManifestErrors(t *testing.T) {
 	head := strings.Join(strings.Split(gettingStarted, "\n---\n")[:2], "\n---\n") + "\n---\n"
 	claim := "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n"
 	for _, tc := range []struct{ name, text, want string }{
-		{"unknown claim field", head + strings.Replace(claim, "spec: {", "spec: {bogus: 1, ", 1), `document 3 (PersistentVolumeClaim data): json: unknown field "bogus"`},
-		{"duplicate claim", head + claim + "---\n" + claim, `document 4 (PersistentVolumeClaim data): metadata.name: "data" is used by an earlier PersistentVolumeClaim (m.yaml: document 3)`},
-		{"nameless class", head + "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nprovisioner: x\n", "document 3 (StorageClass ): metadata.name: required"},
+		{"unknown claim field", head + strings.Replace(claim, "spec: {", "spec: {bogus: 1, ", 1), `m.yaml:50: PersistentVolumeClaim "data": spec.bogus: unknown field`},
+		{"duplicate claim", head + claim + "---\n" + claim, `m.yaml:54: PersistentVolumeClaim "data": metadata.name: Duplicate value: "data": used by an earlier PersistentVolumeClaim (m.yaml:47)`},
+		{"nameless class", head + "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nprovisioner: x\n", "m.yaml:47: StorageClass (document 3): metadata.name: Required value"},
 		{"nameless claim template", head + `apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: db}
@@ -270,9 +270,9 @@ spec:
   selector: {matchLabels: {app: db}}
   template: {metadata: {labels: {app: db}}, spec: {containers: [{name: db, image: db}]}}
   volumeClaimTemplates: [{spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
-`, "document 3 (StatefulSet db): spec.template.spec.volumes[0].name: Required value"}, // the API server's words
+`, `m.yaml:52: StatefulSet "db": spec.template.spec.volumes[0].name: Required value`}, // the API server's words
 		{"claim without access modes (the API server's check)", head + strings.Replace(claim, "accessModes: [ReadWriteOnce], ", "", 1),
-			"document 3 (PersistentVolumeClaim data): spec.accessModes: Required value: at least 1 access mode is required"},
+			"m.yaml:50: PersistentVolumeClaim \"data\": spec.accessModes: Required value: at least 1 access mode is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseWorkload("m.yaml", []byte(tc.text))

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -271,10 +271,11 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// LoadWorkload reads and validates a workload file. Every problem is reported with the file,
-// line and field, and nothing is run unless the whole file is valid.
+// LoadWorkload reads and validates a workload file of at most convert.MaxInputBytes. Every
+// problem is reported with the file, line and field, and nothing is run unless the whole file
+// is valid.
 func LoadWorkload(path string) (*Workload, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -341,14 +342,19 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			add(yamlpath.Line(eventNodes.at(i), action+"."+f), base+"."+f, "%s", fe.ErrorBody())
 		}
 	}
-	objs, err := decodeManifests(w.Manifests)
-	if err != nil {
-		add(manifestsLine, "manifests", "%v", err)
+	var objs []client.Object
+	var err error
+	if strings.TrimSpace(w.Manifests) != "" {
+		objs, err = decodeManifests(file, w.Manifests, blockLine(findValue(&root, "manifests")))
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	w.Objects = objs
 	if !hasNodePool(objs) && err == nil {
 		add(manifestsLine, "manifests", "no NodePool: add at least one NodePool and its EC2NodeClass")
 	}
+	errs = append(errs, w.Cloud.problems(file, &root)...)
 	for i, v := range w.Cloud.RegisterWithTaints {
 		field := fmt.Sprintf("cloud.registerWithTaints[%d]", i)
 		line := lineOf(&root, "cloud")
@@ -399,8 +405,17 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		}
 	}
 	refuseStatic(manifestsLine, "manifests", w.Objects)
-	known := map[string]string{} // name -> "deployment" or "jobs"
-	var applied []client.Object  // by apply events so far
+	known := map[string]string{}  // name -> "deployment" or "jobs"
+	var applied []client.Object   // by apply events so far
+	replicas := map[string]int{}  // of each deployment, as of the event
+	pods, refusedPods := 0, false // of the run so far; whether the bound was reported
+	// addPods adds pods made by event i to the run's, and reports once the bound they pass.
+	addPods := func(i int, f, path string, n int) {
+		if pods += max(n, 0); pods > MaxPodsPerRun && !refusedPods {
+			refusedPods = true
+			add(yamlpath.Line(eventNodes.at(i), path), f, "%s", tooManyInRun(pods))
+		}
+	}
 	for i := range w.Timeline {
 		e := &w.Timeline[i]
 		field := fmt.Sprintf("timeline[%d]", i)
@@ -431,10 +446,13 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			}
 			if d.Replicas > MaxPodsPerWorkload {
 				add(yamlpath.Line(eventNodes.at(i), "deploy.replicas"), field+".deploy.replicas", "%s", tooMany(d.Replicas, MaxPodsPerWorkload, "pods"))
+			} else {
+				addPods(i, field+".deploy.replicas", "deploy.replicas", d.Replicas)
 			}
+			replicas[d.Name] = d.Replicas
 			tmpl, err := d.Pod.template(d.Name)
 			if err != nil {
-				add(e.line, field+".deploy.pod", "%v", err)
+				add(shapeLine(eventNodes.at(i), "deploy", err), field+".deploy.pod", "%v", err)
 			} else {
 				checkTemplate(i, "deploy", "replicas", d.Name, d.Replicas, tmpl, d.Pod.Template != nil, false)
 			}
@@ -448,7 +466,11 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			}
 			if e.Scale.Replicas > MaxPodsPerWorkload {
 				add(yamlpath.Line(eventNodes.at(i), "scale.replicas"), field+".scale.replicas", "%s", tooMany(e.Scale.Replicas, MaxPodsPerWorkload, "pods"))
+			} else {
+				// A scale-up makes the pods it adds.
+				addPods(i, field+".scale.replicas", "scale.replicas", e.Scale.Replicas-replicas[e.Scale.Name])
 			}
+			replicas[e.Scale.Name] = e.Scale.Replicas
 		case e.Delete != nil:
 			if _, ok := known[e.Delete.Name]; !ok {
 				add(e.line, field+".delete.name", "no deployment or jobs %q exist before this event", e.Delete.Name)
@@ -467,10 +489,12 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			}
 			if j.Count > MaxPodsPerWorkload {
 				add(yamlpath.Line(eventNodes.at(i), "jobs.count"), field+".jobs.count", "%s", tooMany(j.Count, MaxPodsPerWorkload, "pods"))
+			} else {
+				addPods(i, field+".jobs.count", "jobs.count", j.Count)
 			}
 			tmpl, err := j.Pod.template(j.Name)
 			if err != nil {
-				add(e.line, field+".jobs.pod", "%v", err)
+				add(shapeLine(eventNodes.at(i), "jobs", err), field+".jobs.pod", "%v", err)
 			} else {
 				checkTemplate(i, "jobs", "count", j.Name, j.Count, tmpl, j.Pod.Template != nil, true)
 			}
@@ -499,10 +523,10 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 				add(yamlpath.Line(node, "capacityShortage.capacityType"), field+".capacityShortage.capacityType", "%q is not spot or on-demand; leave it out to match both", c.CapacityType)
 			}
 		case e.Apply != "":
-			docs, docErrs := readDocuments(e.Apply)
+			docs, docErrs := readDocuments(file, e.Apply, blockLine(yamlpath.MappingValue(eventNodes.at(i), "apply")))
 			objs, err := decodeObjects(docs, append(slices.Clip(w.Objects), applied...)...)
 			if err = errors.Join(append(docErrs, err)...); err != nil {
-				add(e.line, field+".apply", "%v", err)
+				errs = append(errs, err)
 			}
 			applied = append(applied, objs...)
 			refuseStatic(e.line, field+".apply", objs)
@@ -539,6 +563,31 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	return w, nil
 }
 
+// problems are what is wrong with the simulated cloud's settings of the workload file (its
+// YAML is root), each with the file, line and field.
+func (c *CloudSettings) problems(file string, root *yaml.Node) []error {
+	var errs []error
+	add := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s:%d: %s: %s", file, yamlpath.Line(root, path), path, fmt.Sprintf(format, args...)))
+	}
+	if r := c.CreateErrorRate; math.IsNaN(r) || r < 0 || r > 1 {
+		add("cloud.createErrorRate", "%v is not a share of launches from 0 to 1 (such as 0.1 for one in ten)", r)
+	}
+	if zones, _ := yamlpath.Find(root, "cloud.zones"); zones != nil && len(c.Zones) == 0 {
+		add("cloud.zones", "empty: name at least one zone, or leave zones out for %s", strings.Join(sim.DefaultZones(sim.DefaultRegion), ", "))
+	}
+	for i, z := range c.Zones {
+		path := fmt.Sprintf("cloud.zones[%d]", i)
+		switch {
+		case strings.TrimSpace(z) == "":
+			add(path, "empty: name a zone such as us-east-1a")
+		case slices.Index(c.Zones, z) < i:
+			add(path, "%q is given twice (also at cloud.zones[%d])", z, slices.Index(c.Zones, z))
+		}
+	}
+	return errs
+}
+
 // problems are what is wrong with the event, each as the field (".count", …) and the
 // message; objs are the NodePools it may name.
 func (u *Unhealthy) problems(objs []client.Object) [][2]string {
@@ -566,6 +615,17 @@ func (u *Unhealthy) problems(objs []client.Object) [][2]string {
 		out = append(out, [2]string{"", fmt.Sprintf("%s %s is not unhealthy to the simulated cloud's repair policies (EC2's): use one of %s", u.Condition, u.Status, strings.Join(known, ", "))})
 	}
 	return out
+}
+
+// shapeLine is the line of the field of an event's pod shape that an error of template names
+// first ("cpu: ..."), under the event's node at action.pod; the nearest line written when the
+// error names no field.
+func shapeLine(event *yaml.Node, action string, err error) int {
+	path, _, _ := strings.Cut(err.Error(), ": ")
+	if strings.Contains(path, " ") {
+		path = ""
+	}
+	return yamlpath.Line(event, strings.TrimSuffix(action+".pod."+path, "."))
 }
 
 // template builds the pod template of a deployment or job.
@@ -660,13 +720,12 @@ func decodeValue(v any, into any) error {
 }
 
 // decodeManifests reads YAML documents into the project's typed objects and the storage
-// objects, strictly.
-func decodeManifests(text string) ([]client.Object, error) {
-	docs, errs := readDocuments(text)
+// objects, strictly; text starts on line firstLine of file.
+func decodeManifests(file, text string, firstLine int) ([]client.Object, error) {
+	docs, errs := readDocuments(file, text, firstLine)
 	var karpenter, storage []document
 	for _, doc := range docs {
-		u := &unstructured.Unstructured{Object: doc.raw}
-		if isStorageKind(u.GetAPIVersion(), u.GetKind()) {
+		if isStorageKind(doc.src.APIVersion, doc.src.Kind) {
 			storage = append(storage, doc)
 		} else {
 			karpenter = append(karpenter, doc)
@@ -678,50 +737,47 @@ func decodeManifests(text string) ([]client.Object, error) {
 }
 
 // decodeObjects decodes documents into the project's typed objects, strictly, with the CRDs'
-// defaults and validation; errors name each document by where it is.
+// defaults and validation; each error names the line of its field. known are objects read
+// before, which a NodePool's nodeClassRef may name.
 func decodeObjects(docs []document, known ...client.Object) ([]client.Object, error) {
 	scheme := apis.NewScheme()
+	validator, err := crdValidator()
+	if err != nil {
+		return nil, err
+	}
 	var out []client.Object
 	var errs []error
-	seen := map[string]string{} // kind/name -> where
+	seen := map[string]document{} // kind/name -> the first
 	for _, doc := range docs {
-		raw := doc.raw
-		u := &unstructured.Unstructured{Object: raw}
-		gvk := u.GroupVersionKind()
+		gvk := (&unstructured.Unstructured{Object: doc.raw}).GroupVersionKind()
 		obj, err := scheme.New(gvk)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s %s): unknown kind; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), and for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1)", doc.where, gvk.Kind, u.GetName()))
+			errs = append(errs, doc.errorf("kind", "unknown kind %s; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), and for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1)", gvk.GroupKind()))
 			continue
 		}
-		data, _ := json.Marshal(raw)
-		if err := sigsyaml.UnmarshalStrict(data, obj); err != nil {
-			err = karpv1.NameDurationField(err, raw)
-			errs = append(errs, fmt.Errorf("%s (%s %s): %s", doc.where, gvk.Kind, u.GetName(), strings.TrimPrefix(err.Error(), "error unmarshaling JSON: while decoding JSON: ")))
+		if decodeErrs := doc.decode(obj); len(decodeErrs) > 0 {
+			errs = append(errs, decodeErrs...)
 			continue
 		}
 		co, ok := obj.(client.Object)
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s: %s is not an object", doc.where, gvk.Kind))
+			errs = append(errs, doc.errorf("kind", "%s is not an object", gvk.Kind))
 			continue
 		}
 		// The same schema, defaults and CEL rules the API server would apply.
-		validator, err := crdValidator()
-		if err != nil {
-			return nil, err
-		}
 		if err := validator.DefaultObject(co); err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, gvk.Kind, u.GetName(), err))
+			errs = append(errs, doc.src.StatusErrors(err)...)
 			continue
 		}
 		if err := validator.ValidateObjectForUser(co); err != nil {
-			errs = append(errs, fmt.Errorf("%s (%s %s): %w", doc.where, gvk.Kind, u.GetName(), err))
+			errs = append(errs, doc.src.StatusErrors(err)...)
 			continue
 		}
 		if earlier, dup := seen[gvk.Kind+"/"+co.GetName()]; dup {
-			errs = append(errs, fmt.Errorf("%s (%s %s): metadata.name: %q is used by an earlier %s (%s); give each its own name", doc.where, gvk.Kind, u.GetName(), co.GetName(), gvk.Kind, earlier))
+			errs = append(errs, duplicate(doc, earlier))
 			continue
 		}
-		seen[gvk.Kind+"/"+co.GetName()] = doc.where
+		seen[gvk.Kind+"/"+co.GetName()] = doc
 		co.GetObjectKind().SetGroupVersionKind(gvk)
 		out = append(out, co)
 	}
@@ -749,7 +805,7 @@ func missingNodeClasses(objs []client.Object, docs []document, known []client.Ob
 		}
 		ref := np.Spec.Template.Spec.NodeClassRef
 		if ref.Kind == "EC2NodeClass" && !classes[ref.Name] {
-			errs = append(errs, fmt.Errorf("%s (NodePool %s): spec.template.spec.nodeClassRef: EC2NodeClass %q is not among the manifests; add it (as in examples/getting-started.yaml), or the NodePool never becomes ready", docs[i].where, np.Name, ref.Name))
+			errs = append(errs, docs[i].errorf("spec.template.spec.nodeClassRef.name", "EC2NodeClass %q is not among the manifests; add it (as in examples/getting-started.yaml), or the NodePool never becomes ready", ref.Name))
 		}
 	}
 	return errs
@@ -759,6 +815,19 @@ var _ runtime.Object = (*corev1.Pod)(nil)
 
 // crdValidator is built once: it compiles the CRDs' schemas and CEL rules.
 var crdValidator = sync.OnceValues(validation.New)
+
+// blockLine is the line of its file that the text of a YAML string starts on: the line after
+// the indicator of a literal block (manifests: |), whose lines are the file's one for one, else
+// the line of the string (0 for nil).
+func blockLine(n *yaml.Node) int {
+	switch {
+	case n == nil:
+		return 0
+	case n.Style&yaml.LiteralStyle != 0:
+		return n.Line + 1
+	}
+	return n.Line
+}
 
 // findValue returns the value node of a top-level key.
 func findValue(root *yaml.Node, key string) *yaml.Node {

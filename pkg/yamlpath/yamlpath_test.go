@@ -1,6 +1,7 @@
 package yamlpath
 
 import (
+	"strings"
 	"testing"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -50,4 +51,31 @@ func TestFindAndLine(t *testing.T) {
 	if Line(nil, "a") != 0 {
 		t.Error("Line(nil) is not 0")
 	}
+}
+
+// FuzzFind: no document and field path make Find or Line panic, and a line found is one of
+// the document's.
+func FuzzFind(f *testing.F) {
+	f.Add(doc, "spec.requirements[1].operator")
+	f.Add(doc, "spec.copy.containers[0].name")
+	f.Add(doc, "spec.requirements.operator")
+	f.Add("a: &a [*a]\n", "a[0][0]")
+	f.Add("[1, 2]\n", "[5]")
+	f.Add("a: {b: c}\n", "a[b")
+	f.Add("a:\n  - [x]\n", "a[-1]")
+	f.Fuzz(func(t *testing.T, text, path string) {
+		var node yaml.Node
+		if yaml.Unmarshal([]byte(text), &node) != nil {
+			return
+		}
+		// An empty value is placed on the line after the last. YAML breaks lines at \n, \r (alone), and NEL, LS and PS.
+		lines := 1 + strings.Count(strings.ReplaceAll(text, "\r\n", "\n"), "\n") + strings.Count(strings.ReplaceAll(text, "\r\n", "\n"), "\r") +
+			strings.Count(text, "\u0085") + strings.Count(text, "\u2028") + strings.Count(text, "\u2029")
+		if n, line := Find(&node, path); n != nil && (line < 0 || line > lines+1) {
+			t.Errorf("Find(%q) found line %d of %d", path, line, lines)
+		}
+		if line := Line(&node, path); line < 0 || line > lines+1 {
+			t.Errorf("Line(%q) = %d of %d", path, line, lines)
+		}
+	})
 }
