@@ -174,14 +174,15 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
-	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
+	e.rec = newRecorder(w, seed, e.clock.Now)
+	e.kube.OnChange(e.rec.hist.observe)
+	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, recordingLauncher{Launcher: e.cloud, rec: e.rec}, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
 	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
 	e.disruption = disruption.NewController(e.kube, cluster, e.cloud, e.clock, nil, disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]})
 	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
 	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
 	e.poolStatic = nodepool.NewStaticController(e.kube, e.cloud)
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
-	e.rec = newRecorder(w, seed, e.clock.Now)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
 	gates, err := featuregate.Karpenter.FromMap(w.FeatureGates)
@@ -504,7 +505,7 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 	for e.next < len(e.w.Timeline) && !Start.Add(e.w.Timeline[e.next].At.Duration).After(now) {
 		ev := e.w.Timeline[e.next]
 		e.next++
-		e.rec.log(LogEntry{Kind: LogTimeline, Message: ev.String()})
+		e.rec.log(timelineEntry(&ev))
 		switch {
 		case ev.Deploy != nil:
 			e.deployments[ev.Deploy.Name] = &deploymentState{spec: ev.Deploy, template: ev.Deploy.template, replicas: ev.Deploy.Replicas}
