@@ -277,8 +277,10 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	// The disruption loop at its in-cluster cadence: a pass every PollInterval.
 	if e.lastDisruption.IsZero() || now.Sub(e.lastDisruption) >= disruption.DefaultPollInterval {
 		e.lastDisruption = now
+		// An error here (a command abandoned because its replacement could not launch, among
+		// them) is what the controller would log before its next pass: the run goes on.
 		if err := e.disruption.Step(ctx); err != nil {
-			return fmt.Errorf("disruption: %w", err)
+			e.rec.warn(fmt.Sprintf("disruption: %v", err))
 		}
 		e.disruptionSaw = e.kube.ResourceVersion()
 	}

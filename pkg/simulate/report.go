@@ -474,10 +474,14 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fleet == nil {
+		fleet = []FleetNode{} // an empty list in JSON, not null
+	}
 	rep := &Report{Workload: r.w.Name, Seed: r.seed, Duration: r.w.Duration.String(), Series: r.samples, Fleet: fleet, Warnings: r.warnings,
 		DisruptionMethods: maps.Clone(r.commands)}
 	instances := e.cloud.Instances()
 	byType := map[[2]string]*TypeCount{}
+	rep.Nodes.ByType = []TypeCount{}
 	for _, in := range instances {
 		rep.Nodes.Launched++
 		key := [2]string{in.InstanceType, in.CapacityType}
