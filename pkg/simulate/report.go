@@ -152,7 +152,8 @@ type LogEntry struct {
 	Event string `json:"event,omitempty"`
 	// Message says what happened.
 	Message string `json:"message"`
-	// Method, Reason and Action (delete or replace) describe a disruption; node repair's are
+	// Method, Reason and Action (delete or replace) describe a disruption (a termination's
+	// Reason is why its node was removed, as in the node history); node repair's are
 	// method repair, reason Unhealthy, and action delete, or blocked when the safety valve
 	// held it. Nodes are the nodes it removes, or the node of a refusal, an interruption, a
 	// fault or a termination.
@@ -505,7 +506,7 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	if rep.NodePools, err = nodePools(ctx, e.kube, rep.NodeHistory, r.samples, rep.FailedLaunches); err != nil {
 		return nil, err
 	}
-	rep.Events = r.eventLog(instances)
+	rep.Events = r.eventLog(instances, rep.NodeHistory)
 	for _, tc := range byType {
 		rep.Nodes.ByType = append(rep.Nodes.ByType, *tc)
 	}
@@ -672,14 +673,15 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// eventLog is the log with each instance's termination merged in at its time, in order.
-func (r *recorder) eventLog(instances []sim.Instance) []LogEntry {
+// eventLog is the log with each instance's termination merged in at its time, in order, with
+// the reason its node was removed (nodes are the node history, in the same order as instances).
+func (r *recorder) eventLog(instances []sim.Instance, nodes []NodeRecord) []LogEntry {
 	out := append([]LogEntry{}, r.events...)
-	for _, in := range instances {
+	for i, in := range instances {
 		if in.State != sim.InstanceStateTerminated {
 			continue
 		}
-		out = append(out, LogEntry{AtSeconds: int64(in.TerminationTime.Sub(Start) / time.Second), Kind: LogTermination,
+		out = append(out, LogEntry{AtSeconds: int64(in.TerminationTime.Sub(Start) / time.Second), Kind: LogTermination, Reason: nodes[i].RemovalReason,
 			Message: fmt.Sprintf("instance %s (%s %s in %s) terminated: %s", in.ID, in.InstanceType, in.CapacityType, in.Zone, in.TerminationReason), Nodes: []string{in.Hostname}})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].AtSeconds < out[j].AtSeconds })
