@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -17,7 +18,8 @@ import (
 const schemaPath = "../../docs/simulate-output.schema.json"
 
 // TestJSONMatchesSchema runs every example and checks its JSON report, and the comparison of
-// web.yaml with compare/on-demand-only.yaml, against docs/simulate-output.schema.json.
+// getting-started.yaml with compare/on-demand-only.yaml, against
+// docs/simulate-output.schema.json.
 func TestJSONMatchesSchema(t *testing.T) {
 	schema := loadSchema(t)
 	examples, err := filepath.Glob("../../examples/*.yaml")
@@ -27,9 +29,9 @@ func TestJSONMatchesSchema(t *testing.T) {
 	reports := map[string]*Report{}
 	for _, path := range examples {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			rep := runFile(t, path)
+			rep := *sharedReport(t, path)
 			rep.Version = "test"
-			reports[filepath.Base(path)] = rep
+			reports[filepath.Base(path)] = &rep
 			var buf bytes.Buffer
 			if err := rep.WriteJSON(&buf); err != nil {
 				t.Fatal(err)
@@ -39,11 +41,11 @@ func TestJSONMatchesSchema(t *testing.T) {
 			}
 		})
 	}
-	web := reports["web.yaml"]
-	if web == nil {
-		t.Fatal("no report of examples/web.yaml")
+	base := reports["getting-started.yaml"]
+	if base == nil {
+		t.Fatal("no report of examples/getting-started.yaml")
 	}
-	w, err := LoadWorkload("../../examples/web.yaml")
+	w, err := LoadWorkload("../../examples/getting-started.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +58,7 @@ func TestJSONMatchesSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := Compare("examples/web.yaml", "examples/compare/on-demand-only.yaml", web, otherRep).WriteJSON(&buf); err != nil {
+	if err := Compare("examples/getting-started.yaml", "examples/compare/on-demand-only.yaml", base, otherRep).WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
 	if errs := schema.validate(decodeJSON(t, buf.Bytes())); len(errs) > 0 {
@@ -103,16 +105,17 @@ func TestSchemaValidatorRejects(t *testing.T) {
 	}
 }
 
-// TestJSONByteIdentical: the same workload and seed give the same bytes, history included.
+// TestJSONByteIdentical: the same workload and seed give the same bytes, history included
+// (examples/disruption.yaml: drift, an interruption, emptiness and do-not-disrupt).
 func TestJSONByteIdentical(t *testing.T) {
 	var outs [2]bytes.Buffer
 	for i := range outs {
-		if err := runFile(t, "../../examples/web.yaml").WriteJSON(&outs[i]); err != nil {
+		if err := runFile(t, "../../examples/disruption.yaml").WriteJSON(&outs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) {
-		t.Fatal("two runs of examples/web.yaml gave different JSON")
+		t.Fatal("two runs of examples/disruption.yaml gave different JSON")
 	}
 	rep := decodeJSON(t, outs[0].Bytes()).(map[string]any)
 	for _, key := range []string{"nodeHistory", "podHistory", "events", "nodePools"} {
@@ -126,7 +129,7 @@ func TestJSONByteIdentical(t *testing.T) {
 // node launched is there with its facts, removed nodes have Karpenter's reasons, pods have
 // their nodes, and the per-NodePool results add up.
 func TestHistory(t *testing.T) {
-	rep := runFile(t, "../../examples/web.yaml")
+	rep := sharedReport(t, "../../examples/web.yaml")
 	if len(rep.NodeHistory) != rep.Nodes.Launched {
 		t.Fatalf("%d nodes in the history, %d launched", len(rep.NodeHistory), rep.Nodes.Launched)
 	}
@@ -268,6 +271,26 @@ manifests: |
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
 	}
+}
+
+// exampleReports are the examples' reports, each run once for the tests that read it.
+var exampleReports = struct {
+	sync.Mutex
+	reports map[string]*Report
+}{reports: map[string]*Report{}}
+
+// sharedReport returns the report of an example, run once for every test that asks: read it,
+// never modify it.
+func sharedReport(t *testing.T, path string) *Report {
+	t.Helper()
+	exampleReports.Lock()
+	defer exampleReports.Unlock()
+	if rep, ok := exampleReports.reports[path]; ok {
+		return rep
+	}
+	rep := runFile(t, path)
+	exampleReports.reports[path] = rep
+	return rep
 }
 
 func runFile(t *testing.T, path string) *Report {
