@@ -91,20 +91,20 @@ and .json files), as for kubectl apply -f.`,
 				}
 			}
 			report, err := simulate.Run(cmd.Context(), w, opts)
+			var otherReport *simulate.Report
 			if err == nil && other != nil {
-				var otherReport *simulate.Report
-				if otherReport, err = simulate.Run(cmd.Context(), other, opts); err == nil {
-					if interactive {
-						fmt.Fprint(os.Stderr, "\r\033[K")
-					}
-					return simulate.WriteComparison(cmd.OutOrStdout(), strings.Join(args, " "), compare, report, otherReport)
-				}
+				otherReport, err = simulate.Run(cmd.Context(), other, opts)
 			}
 			if interactive {
 				fmt.Fprint(os.Stderr, "\r\033[K")
 			}
 			if err != nil {
 				return err
+			}
+			report.Version = version
+			if otherReport != nil {
+				otherReport.Version = version
+				return writeComparison(cmd.OutOrStdout(), simulate.Compare(strings.Join(args, " "), compare, report, otherReport), output, htmlReport)
 			}
 			if htmlReport != "" {
 				if err := writeFile(htmlReport, report.WriteHTML); err != nil {
@@ -126,8 +126,27 @@ and .json files), as for kubectl apply -f.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed of the simulated cloud (default: the workload's)")
 	cmd.Flags().StringVar(&htmlReport, "report", "", "also write a self-contained HTML report with charts to this file")
-	cmd.Flags().StringVar(&compare, "compare", "", "run the same timeline with the NodePools and NodeClasses of this file too, and print the difference")
+	cmd.Flags().StringVar(&compare, "compare", "", "run the same timeline with the NodePools and NodeClasses of this file too, and report the difference (as text, --output json, and the --report page)")
 	return cmd
+}
+
+// writeComparison writes a comparison as text or JSON, and as a page when asked.
+func writeComparison(out io.Writer, c *simulate.Comparison, output, htmlReport string) error {
+	if htmlReport != "" {
+		if err := writeFile(htmlReport, c.WriteHTML); err != nil {
+			return err
+		}
+	}
+	if output == "json" {
+		return c.WriteJSON(out)
+	}
+	if err := c.WriteText(out); err != nil {
+		return err
+	}
+	if htmlReport != "" {
+		fmt.Fprintf(out, "\nReport with charts: %s\n", htmlReport)
+	}
+	return nil
 }
 
 func progressBar(done, total time.Duration, width int) string {

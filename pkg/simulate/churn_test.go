@@ -36,7 +36,7 @@ func churnWorkload(duration string) string {
 func TestNoChurnOverAWeek(t *testing.T) {
 	settled := run(t, churnWorkload("6h"))
 	week := run(t, churnWorkload("174h"))
-	if settled.Disruptions["multi-node consolidation"]+settled.Disruptions["single-node consolidation"] == 0 {
+	if settled.DisruptionMethods["multi-node consolidation"]+settled.DisruptionMethods["single-node consolidation"] == 0 {
 		t.Errorf("the scale-down consolidated nothing: %v", settled.Disruptions)
 	}
 	if fmt.Sprint(week.Disruptions) != fmt.Sprint(settled.Disruptions) {

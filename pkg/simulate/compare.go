@@ -1,9 +1,12 @@
 package simulate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -58,33 +61,183 @@ func (w *Workload) WithManifests(path string) (*Workload, error) {
 	return &other, nil
 }
 
-// WriteComparison prints two reports side by side with the difference.
-func WriteComparison(out io.Writer, baseName, otherName string, base, other *Report) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Comparing %s (A) with %s (B) over %s\n\n", baseName, otherName, base.Duration)
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tA\tB\tB − A\t")
-	row := func(name string, a, bv float64, format string) {
-		fmt.Fprintf(tw, "%s\t"+format+"\t"+format+"\t%+"+format[1:]+"\t\n", name, a, bv, bv-a)
+// Comparison is two runs of the same timeline with different NodePools: the figures that
+// differ first, then both reports.
+type Comparison struct {
+	// A and B say what each run simulated.
+	A string `json:"a"`
+	B string `json:"b"`
+	// Differences are the figures that differ and Unchanged those equal in both runs, each in
+	// the same order: cost, nodes, pending time, utilization, launches refused, removals.
+	Differences []Difference `json:"differences"`
+	Unchanged   []Difference `json:"unchanged"`
+	RunA        *Report      `json:"runA"`
+	RunB        *Report      `json:"runB"`
+}
+
+// Difference is one figure in both runs.
+type Difference struct {
+	Metric string  `json:"metric"`
+	A      float64 `json:"a"`
+	B      float64 `json:"b"`
+	// Change is B − A.
+	Change float64 `json:"change"`
+}
+
+// Relative is the change as a share of A, such as "+12.5%" ("new" when A is zero).
+func (d Difference) Relative() string {
+	if d.A == 0 {
+		return "new"
 	}
-	row("total cost ($)", base.Cost.Total, other.Cost.Total, "%.2f")
-	row("peak $/hour", base.Cost.PeakPerHour, other.Cost.PeakPerHour, "%.2f")
-	row("final $/hour", base.Cost.FinalPerHour, other.Cost.FinalPerHour, "%.2f")
-	row("nodes launched", float64(base.Nodes.Launched), float64(other.Nodes.Launched), "%.0f")
-	row("peak nodes", float64(base.Nodes.Peak), float64(other.Nodes.Peak), "%.0f")
-	row("pending mean (s)", base.Pods.PendingMeanS, other.Pods.PendingMeanS, "%.1f")
-	row("pending p95 (s)", base.Pods.PendingP95S, other.Pods.PendingP95S, "%.1f")
-	row("never scheduled", float64(base.Pods.NeverScheduled), float64(other.Pods.NeverScheduled), "%.0f")
-	row("cpu requested (%)", 100*base.Util.CPUMean, 100*other.Util.CPUMean, "%.1f")
-	row("memory requested (%)", 100*base.Util.MemoryMean, 100*other.Util.MemoryMean, "%.1f")
+	return fmt.Sprintf("%+.1f%%", 100*d.Change/abs(d.A))
+}
+
+// Compare compares run B with run A.
+func Compare(aName, bName string, a, b *Report) *Comparison {
+	c := &Comparison{A: aName, B: bName, RunA: a, RunB: b, Differences: []Difference{}, Unchanged: []Difference{}}
+	for _, f := range figures(a, b) {
+		if f.A == f.B {
+			c.Unchanged = append(c.Unchanged, f)
+		} else {
+			c.Differences = append(c.Differences, f)
+		}
+	}
+	return c
+}
+
+// figures are the figures compared, rounded as printed.
+func figures(a, b *Report) []Difference {
+	var out []Difference
+	add := func(metric string, av, bv float64, decimals int) {
+		p := math.Pow(10, float64(decimals))
+		av, bv = math.Round(av*p)/p, math.Round(bv*p)/p
+		out = append(out, Difference{Metric: metric, A: av, B: bv, Change: math.Round((bv-av)*p) / p})
+	}
+	add("total cost ($)", a.Cost.Total, b.Cost.Total, 2)
+	add("peak $/hour", a.Cost.PeakPerHour, b.Cost.PeakPerHour, 2)
+	add("final $/hour", a.Cost.FinalPerHour, b.Cost.FinalPerHour, 2)
+	add("nodes launched", float64(a.Nodes.Launched), float64(b.Nodes.Launched), 0)
+	add("peak nodes", float64(a.Nodes.Peak), float64(b.Nodes.Peak), 0)
+	add("final nodes", float64(a.Nodes.Final), float64(b.Nodes.Final), 0)
+	add("spot nodes launched", float64(launched(a, "spot")), float64(launched(b, "spot")), 0)
+	add("on-demand nodes launched", float64(launched(a, "on-demand")), float64(launched(b, "on-demand")), 0)
+	add("pending mean (s)", a.Pods.PendingMeanS, b.Pods.PendingMeanS, 1)
+	add("pending p95 (s)", a.Pods.PendingP95S, b.Pods.PendingP95S, 1)
+	add("pending max (s)", a.Pods.PendingMaxS, b.Pods.PendingMaxS, 1)
+	add("never scheduled", float64(a.Pods.NeverScheduled), float64(b.Pods.NeverScheduled), 0)
+	add("cpu requested (%)", 100*a.Util.CPUMean, 100*b.Util.CPUMean, 1)
+	add("memory requested (%)", 100*a.Util.MemoryMean, 100*b.Util.MemoryMean, 1)
+	add("launches refused", float64(len(a.FailedLaunches)), float64(len(b.FailedLaunches)), 0)
+	for _, r := range RemovalReasons {
+		if a.Disruptions[r]+b.Disruptions[r] > 0 {
+			add("removed "+r, float64(a.Disruptions[r]), float64(b.Disruptions[r]), 0)
+		}
+	}
+	return out
+}
+
+// launched counts the nodes of a capacity type a run launched.
+func launched(rep *Report, capacityType string) int {
+	n := 0
+	for _, tc := range rep.Nodes.ByType {
+		if tc.CapacityType == capacityType {
+			n += tc.Count
+		}
+	}
+	return n
+}
+
+// WriteJSON writes the comparison as indented JSON.
+func (c *Comparison) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(c)
+}
+
+// WriteText prints the figures side by side, those that differ first, and how much more or
+// less B costs.
+func (c *Comparison) WriteText(out io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Comparing %s (A) with %s (B) over %s\n\n", c.A, c.B, c.RunA.Duration)
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tA\tB\tB − A\t\t")
+	for _, d := range c.Differences {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", d.Metric, trim(d.A), trim(d.B), signedTrim(d.Change), d.Relative())
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if base.Cost.Total > 0 {
-		fmt.Fprintf(&b, "\nB costs %.1f%% %s than A.\n", 100*abs(other.Cost.Total-base.Cost.Total)/base.Cost.Total, map[bool]string{true: "less", false: "more"}[other.Cost.Total <= base.Cost.Total])
+	if len(c.Differences) == 0 {
+		b.WriteString("No difference.\n")
+	}
+	if len(c.Unchanged) > 0 {
+		fmt.Fprintf(&b, "\nThe same in both: %s.\n", strings.Join(c.UnchangedNames(), ", "))
+	}
+	if base, other := c.RunA.Cost.Total, c.RunB.Cost.Total; base > 0 {
+		fmt.Fprintf(&b, "\nB costs %.1f%% %s than A.\n", 100*abs(other-base)/base, map[bool]string{true: "less", false: "more"}[other <= base])
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// UnchangedNames are the figures equal in both runs, with their value.
+func (c *Comparison) UnchangedNames() []string {
+	out := make([]string, len(c.Unchanged))
+	for i, d := range c.Unchanged {
+		out[i] = fmt.Sprintf("%s %s", d.Metric, trim(d.A))
+	}
+	return out
+}
+
+func signedTrim(v float64) string {
+	if v > 0 {
+		return "+" + trim(v)
+	}
+	return trim(v)
+}
+
+// WriteHTML writes the comparison as one self-contained page: the differences first, then
+// both runs on the same charts (A solid, B in pink), then each run's report side by side.
+func (c *Comparison) WriteHTML(w io.Writer) error {
+	data := struct {
+		*Comparison
+		Charts       []template.HTML
+		ViewA, ViewB *view
+	}{Comparison: c, ViewA: newView(c.RunA), ViewB: newView(c.RunB)}
+	// The two runs share the timeline, so A's markers are B's.
+	ms := data.ViewA.Markers
+	both := func(title, unit string, f func(Sample) float64) template.HTML {
+		xs := hours(c.RunA.Series)
+		if len(c.RunB.Series) > len(c.RunA.Series) {
+			xs = hours(c.RunB.Series)
+		}
+		return lineChart(title, unit, xs, ms, []series{
+			{"A", colorNodes, resample(c.RunA.Series, xs, f), false}, {"B", colorB, resample(c.RunB.Series, xs, f), false}})
+	}
+	data.Charts = []template.HTML{
+		both("Nodes", "nodes", func(s Sample) float64 { return float64(s.Nodes) }),
+		both("Cost", "$/hour", func(s Sample) float64 { return s.CostPerHour }),
+		both("Pending pods", "pods", func(s Sample) float64 { return float64(s.Pending) }),
+		both("Spot nodes", "nodes", func(s Sample) float64 { return float64(s.SpotNodes) }),
+		both("Requested share of allocatable cpu", "%", func(s Sample) float64 { return 100 * s.CPUUtil }),
+	}
+	return page.ExecuteTemplate(w, "compare", data)
+}
+
+// resample reads a run's series at the given hours: the value of the last sample at or
+// before each (the runs sample at their own moments).
+func resample(samples []Sample, xs []float64, f func(Sample) float64) []float64 {
+	out := make([]float64, len(xs))
+	j := -1
+	for i, x := range xs {
+		for j+1 < len(samples) && float64(samples[j+1].AtSeconds)/3600 <= x {
+			j++
+		}
+		if j >= 0 {
+			out[i] = f(samples[j])
+		}
+	}
+	return out
 }
 
 func abs(v float64) float64 {

@@ -181,6 +181,8 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.nomination = provisioning.NewNominationController(e.kube, cluster, e.clock)
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
+	e.rec = newRecorder(w, seed, e.clock.Now)
+	e.kube.OnChange(e.rec.hist.observe)
 	gates, err := featuregate.Karpenter.FromMap(w.FeatureGates)
 	if err != nil {
 		return nil, err
@@ -195,14 +197,13 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		cloud = nodeoverlay.Decorate(e.cloud, store)
 	}
 	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, cloud, unavailable, nil, e.clock, provisioning.Options{})
-	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
+	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, recordingLauncher{Launcher: e.cloud, rec: e.rec}, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
 	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
 	e.disruption = disruption.NewController(e.kube, cluster, cloud, e.clock, nil, disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]})
 	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
 	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
 	e.poolStatic = nodepool.NewStaticController(e.kube, cloud)
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
-	e.rec = newRecorder(w, seed, e.clock.Now)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
 	if gates.Enabled(featuregate.NodeRepair) {
@@ -293,8 +294,10 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	// The disruption loop at its in-cluster cadence: a pass every PollInterval.
 	if e.lastDisruption.IsZero() || now.Sub(e.lastDisruption) >= disruption.DefaultPollInterval {
 		e.lastDisruption = now
+		// An error here (a command abandoned because its replacement could not launch, among
+		// them) is what the controller would log before its next pass: the run goes on.
 		if err := e.disruption.Step(ctx); err != nil {
-			return fmt.Errorf("disruption: %w", err)
+			e.rec.warn(fmt.Sprintf("disruption: %v", err))
 		}
 		e.disruptionSaw = e.kube.ResourceVersion()
 	}
@@ -564,7 +567,7 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 	for e.next < len(e.w.Timeline) && !Start.Add(e.w.Timeline[e.next].At.Duration).After(now) {
 		ev := e.w.Timeline[e.next]
 		e.next++
-		e.rec.log(LogEntry{Kind: LogTimeline, Message: ev.String()})
+		e.rec.log(timelineEntry(&ev))
 		switch {
 		case ev.Deploy != nil:
 			e.deployments[ev.Deploy.Name] = &deploymentState{spec: ev.Deploy, template: ev.Deploy.template, replicas: ev.Deploy.Replicas}

@@ -6,43 +6,140 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 )
 
 // WriteHTML writes the report as one self-contained HTML page (no scripts, no network): the
-// summary, charts of nodes and $/hour, pending pods and utilization over time, and a packing
-// picture of the final fleet.
+// summary and inputs, charts over time (nodes by capacity type and by NodePool, $/hour,
+// pending pods, utilization) with the timeline's events marked and numbered on each, the
+// distribution of pending time, nodes removed by reason, launches refused, a packing picture
+// of the final fleet, and the event log.
 func (rep *Report) WriteHTML(w io.Writer) error {
-	data := struct {
-		*Report
-		Charts []template.HTML
-		Fleet  template.HTML
-	}{Report: rep}
-	xs := make([]float64, len(rep.Series))
-	nodes, cost, pending, cpu, mem := make([]float64, len(xs)), make([]float64, len(xs)), make([]float64, len(xs)), make([]float64, len(xs)), make([]float64, len(xs))
-	for i, s := range rep.Series {
-		xs[i] = float64(s.AtSeconds) / 3600
-		nodes[i], cost[i], pending[i] = float64(s.Nodes), s.CostPerHour, float64(s.Pending)
-		cpu[i], mem[i] = 100*s.CPUUtil, 100*s.MemUtil
+	return page.ExecuteTemplate(w, "single", newView(rep))
+}
+
+// view is a report with its drawings, as the page template reads it.
+type view struct {
+	*Report
+	// Markers are the timeline's events, numbered as on the charts.
+	Markers   []marker
+	Charts    []template.HTML
+	Histogram template.HTML
+	Fleet     template.HTML
+	// Removals are the removal counts in RemovalReasons' order.
+	Removals []reasonCount
+	// Log is the event log, at most maxLogEntries of it.
+	Log []LogEntry
+}
+
+type reasonCount struct {
+	Reason string
+	Count  int
+}
+
+// marker is a timeline event drawn on the charts: a numbered dashed line at its time.
+type marker struct {
+	N     int
+	Hours float64
+	At    string
+	Event string
+	Text  string
+}
+
+// maxLogEntries bounds the event log on the page; the JSON has all of it.
+const maxLogEntries = 1000
+
+// Colours of the charts' lines. The Chromium test looks for the first two.
+const (
+	colorNodes    = "#2563eb"
+	colorCost     = "#16a34a"
+	colorPending  = "#dc2626"
+	colorCPU      = "#7c3aed"
+	colorMemory   = "#ea580c"
+	colorSpot     = "#f59e0b"
+	colorOnDemand = "#0891b2"
+	colorB        = "#db2777"
+)
+
+// poolColors colour the NodePools, in name order, cycling.
+var poolColors = []string{"#0d9488", "#9333ea", "#ca8a04", "#e11d48", "#4f46e5", "#65a30d", "#c2410c", "#0284c7"}
+
+func newView(rep *Report) *view {
+	v := &view{Report: rep, Markers: markers(rep.Events)}
+	xs := hours(rep.Series)
+	nodes, spot, onDemand, cost, pending, cpu, mem := pick(rep.Series, func(s Sample) float64 { return float64(s.Nodes) }),
+		pick(rep.Series, func(s Sample) float64 { return float64(s.SpotNodes) }), pick(rep.Series, func(s Sample) float64 { return float64(s.OnDemandNodes) }),
+		pick(rep.Series, func(s Sample) float64 { return s.CostPerHour }), pick(rep.Series, func(s Sample) float64 { return float64(s.Pending) }),
+		pick(rep.Series, func(s Sample) float64 { return 100 * s.CPUUtil }), pick(rep.Series, func(s Sample) float64 { return 100 * s.MemUtil })
+	var pools []series
+	for i, np := range rep.NodePools {
+		name := np.Name
+		pools = append(pools, series{name, poolColors[i%len(poolColors)], pick(rep.Series, func(s Sample) float64 { return float64(s.NodePools[name]) }), false})
 	}
-	data.Charts = []template.HTML{
-		lineChart("Nodes", "nodes", xs, []series{{"nodes", "#2563eb", nodes}}),
-		lineChart("Cost", "$/hour", xs, []series{{"$/hour", "#16a34a", cost}}),
-		lineChart("Pending pods", "pods", xs, []series{{"pending", "#dc2626", pending}}),
-		lineChart("Requested share of allocatable", "%", xs, []series{{"cpu", "#7c3aed", cpu}, {"memory", "#ea580c", mem}}),
+	v.Charts = []template.HTML{
+		lineChart("Nodes, spot and on-demand", "nodes", xs, v.Markers, []series{{"spot", colorSpot, spot, false}, {"on-demand", colorOnDemand, onDemand, false}, {"all", colorNodes, nodes, true}}),
+		lineChart("Cost", "$/hour", xs, v.Markers, []series{{"$/hour", colorCost, cost, false}}),
+		lineChart("Pending pods", "pods", xs, v.Markers, []series{{"pending", colorPending, pending, false}}),
+		lineChart("Requested share of allocatable", "%", xs, v.Markers, []series{{"cpu", colorCPU, cpu, false}, {"memory", colorMemory, mem, false}}),
+		lineChart("Nodes by NodePool", "nodes", xs, v.Markers, pools),
 	}
-	data.Fleet = fleetChart(rep.Fleet)
-	return page.Execute(w, data)
+	v.Histogram = histogramChart(rep.Pods.PendingHistogram)
+	v.Fleet = fleetChart(rep.Fleet)
+	for _, r := range orderedReasons(rep.Disruptions) {
+		v.Removals = append(v.Removals, reasonCount{r, rep.Disruptions[r]})
+	}
+	v.Log = rep.Events[:min(len(rep.Events), maxLogEntries)]
+	return v
+}
+
+// markers numbers the timeline's events.
+func markers(events []LogEntry) []marker {
+	var out []marker
+	for _, e := range events {
+		if e.Kind != LogTimeline {
+			continue
+		}
+		out = append(out, marker{N: len(out) + 1, Hours: float64(e.AtSeconds) / 3600, At: clock(e.AtSeconds), Event: e.Event, Text: e.Message})
+	}
+	return out
+}
+
+// clock formats seconds from the start as h:mm:ss.
+func clock(s int64) string {
+	return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+}
+
+func hours(samples []Sample) []float64 {
+	return pick(samples, func(s Sample) float64 { return float64(s.AtSeconds) / 3600 })
+}
+
+func pick(samples []Sample, f func(Sample) float64) []float64 {
+	out := make([]float64, len(samples))
+	for i, s := range samples {
+		out[i] = f(s)
+	}
+	return out
 }
 
 type series struct {
 	name, color string
 	ys          []float64
+	// dashed draws the line dashed, so that a total drawn over its parts shows through.
+	dashed bool
 }
 
-const chartW, chartH, pad = 560.0, 200.0, 40.0
+// The charts' geometry: the plot spans [left, chartW-right] × [top, chartH-bottom]; markers'
+// numbers sit above it, the legend below the axis.
+const (
+	chartW, chartH              = 520.0, 240.0
+	left, right, top, bottom    = 44.0, 16.0, 40.0, 52.0
+	markerRadius, markerMinGapX = 7.0, 16.0
+)
 
-// lineChart draws step lines (values hold until the next sample) with axes and a legend.
-func lineChart(title, unit string, xs []float64, ss []series) template.HTML {
+// lineChart draws step lines (values hold until the next sample) with axes, a legend and the
+// markers: a dashed line at each event's time, numbered in a circle above the plot (staggered
+// over three rows where they crowd).
+func lineChart(title, unit string, xs []float64, ms []marker, ss []series) template.HTML {
 	var b strings.Builder
 	maxX, maxY := 0.0, 0.0
 	for _, x := range xs {
@@ -60,22 +157,38 @@ func lineChart(title, unit string, xs []float64, ss []series) template.HTML {
 		maxY = 1
 	}
 	maxY = niceCeil(maxY)
-	px := func(x float64) float64 { return pad + x/maxX*(chartW-2*pad) }
-	py := func(y float64) float64 { return chartH - pad + -y/maxY*(chartH-2*pad) }
-	fmt.Fprintf(&b, `<figure><figcaption>%s</figcaption><svg viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s">`,
-		template.HTMLEscapeString(title), chartW, chartH, chartW, chartH, template.HTMLEscapeString(title))
-	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`, pad, chartH-pad, chartW-pad, chartH-pad)
-	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`, pad, pad, pad, chartH-pad)
+	px := func(x float64) float64 { return left + x/maxX*(chartW-left-right) }
+	py := func(y float64) float64 { return chartH - bottom - y/maxY*(chartH-top-bottom) }
+	esc := template.HTMLEscapeString
+	fmt.Fprintf(&b, `<figure><figcaption>%s <span class="muted">(%s)</span></figcaption><svg viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="%s">`,
+		esc(title), esc(unit), chartW, chartH, chartW, chartH, esc(title))
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`, left, chartH-bottom, chartW-right, chartH-bottom)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`, left, top, left, chartH-bottom)
 	for i := 0; i <= 4; i++ {
 		y := maxY * float64(i) / 4
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end">%s</text>`, pad-4, py(y)+3, trim(y))
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, pad, py(y), chartW-pad, py(y))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end">%s</text>`, left-4, py(y)+3, trim(y))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, left, py(y), chartW-right, py(y))
 	}
 	for i := 0; i <= 4; i++ {
 		x := maxX * float64(i) / 4
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%sh</text>`, px(x), chartH-pad+14, trim(x))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%sh</text>`, px(x), chartH-bottom+14, trim(x))
 	}
-	for si, s := range ss {
+	lastX, row := math.Inf(-1), 0
+	for _, m := range ms {
+		x := px(math.Min(m.Hours, maxX))
+		if x-lastX < markerMinGapX {
+			row = (row + 1) % 3
+		} else {
+			row = 0
+		}
+		lastX = x
+		cy := top - markerRadius - 1 - float64(row)*(2*markerRadius-1)
+		fmt.Fprintf(&b, `<g class="marker"><title>%d. %s %s</title><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#6b7280" stroke-dasharray="3,3"/>`,
+			m.N, m.At, esc(m.Text), x, cy+markerRadius, x, chartH-bottom)
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="%.0f" fill="#374151"/><text x="%.1f" y="%.1f" font-size="9" fill="#fff" text-anchor="middle">%d</text></g>`,
+			x, cy, markerRadius, x, cy+3, m.N)
+	}
+	for _, s := range ss {
 		var pts []string
 		for i := range xs {
 			if i > 0 {
@@ -83,12 +196,65 @@ func lineChart(title, unit string, xs []float64, ss []series) template.HTML {
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xs[i]), py(s.ys[i])))
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`, s.color, strings.Join(pts, " "))
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" font-size="11">%s</text>`,
-			chartW-pad-90, pad-28+float64(si)*14, s.color, chartW-pad-76, pad-19+float64(si)*14, template.HTMLEscapeString(s.name))
+		dash := ""
+		if s.dashed {
+			dash = ` stroke-dasharray="6,3"`
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`, s.color, dash, strings.Join(pts, " "))
 	}
-	fmt.Fprintf(&b, `<text x="4" y="14" font-size="11">%s</text></svg></figure>`, template.HTMLEscapeString(unit))
+	lx := left
+	for _, s := range ss {
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" font-size="11">%s</text>`,
+			lx, chartH-18, s.color, lx+14, chartH-9, esc(s.name))
+		lx += 30 + 6.5*float64(len(s.name))
+	}
+	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String())
+}
+
+// histogramChart draws the distribution of pending time: a bar per bucket, its count above.
+func histogramChart(buckets []PendingBucket) template.HTML {
+	total := 0
+	maxN := 0
+	for _, bk := range buckets {
+		total += bk.Pods
+		maxN = max(maxN, bk.Pods)
+	}
+	if total == 0 {
+		return template.HTML("<p>No pod was scheduled.</p>")
+	}
+	const w, h, l, r, t, bt = 520.0, 200.0, 44.0, 16.0, 16.0, 40.0
+	var b strings.Builder
+	fmt.Fprintf(&b, `<figure><figcaption>Time pods waited for a node</figcaption><svg viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="pending time distribution">`, w, h, w, h)
+	slot := (w - l - r) / float64(len(buckets))
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`, l, h-bt, w-r, h-bt)
+	prev := int64(0)
+	for i, bk := range buckets {
+		x := l + float64(i)*slot
+		bh := float64(bk.Pods) / float64(maxN) * (h - t - bt - 12)
+		label := fmt.Sprintf("≤%s", short(bk.UpToSeconds))
+		if bk.UpToSeconds == 0 {
+			label = fmt.Sprintf(">%s", short(prev))
+		}
+		prev = bk.UpToSeconds
+		fmt.Fprintf(&b, `<g><title>%s: %d pods</title><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, label, bk.Pods, x+3, h-bt-bh, slot-6, bh, colorPending)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%d</text>`, x+slot/2, h-bt-bh-3, bk.Pods)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text></g>`, x+slot/2, h-bt+14, label)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle">waited, from creation to binding</text></svg></figure>`, (l+w-r)/2, h-8)
+	return template.HTML(b.String())
+}
+
+// short formats seconds as 30s, 2m, 1h.
+func short(s int64) string {
+	d := time.Duration(s) * time.Second
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", s/3600)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", s/60)
+	}
+	return fmt.Sprintf("%ds", s)
 }
 
 // fleetChart draws each final node as a box whose fill shows requested cpu (left half) and
@@ -97,7 +263,7 @@ func fleetChart(fleet []FleetNode) template.HTML {
 	if len(fleet) == 0 {
 		return template.HTML("<p>No nodes at the end of the run.</p>")
 	}
-	const box, gap, perRow = 46.0, 8.0, 12
+	const box, gap, perRow = 46.0, 8.0, 10
 	rows := (len(fleet) + perRow - 1) / perRow
 	width, height := perRow*(box+gap)+gap, float64(rows)*(box+gap+14)+gap
 	var b strings.Builder
@@ -109,8 +275,8 @@ func fleetChart(fleet []FleetNode) template.HTML {
 		fmt.Fprintf(&b, `<g><title>%s %s %s: %d pods, cpu %.1f/%.1f, memory %.1f/%.1f GiB, $%.4f/h</title>`,
 			template.HTMLEscapeString(n.Name), n.InstanceType, n.CapacityType, n.Pods, n.CPURequested, n.CPUAllocatable, n.MemRequestedGiB, n.MemAllocGiB, n.PricePerHour)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f3f4f6" stroke="#6b7280"/>`, x, y, box, box)
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#7c3aed"/>`, x, y+box*(1-cpu), box/2, box*cpu)
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#ea580c"/>`, x+box/2, y+box*(1-mem), box/2, box*mem)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x, y+box*(1-cpu), box/2, box*cpu, colorCPU)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x+box/2, y+box*(1-mem), box/2, box*mem, colorMemory)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="8" text-anchor="middle">%s</text></g>`, x+box/2, y+box+10, template.HTMLEscapeString(n.InstanceType))
 	}
 	b.WriteString(`</svg>`)
@@ -141,20 +307,51 @@ func trim(v float64) string {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct":  func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
-	"secs": seconds,
-}).Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>karpenter simulate: {{.Workload}}</title>
-<style>
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#111;max-width:1200px}
-h1{font-size:20px} .cards{display:flex;flex-wrap:wrap;gap:12px;margin:12px 0}
-.card{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:150px} .card b{display:block;font-size:20px}
+	"pct":     func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
+	"secs":    seconds,
+	"clock":   clock,
+	"join":    strings.Join,
+	"removed": removals,
+	"sub":     func(a, b int) int { return a - b },
+	"offerings": func(os []Offering) string {
+		parts := make([]string, len(os))
+		for i, o := range os {
+			parts[i] = o.InstanceType + " " + o.CapacityType + " " + o.Zone
+		}
+		return strings.Join(parts, ", ")
+	},
+	"trim":   trim,
+	"signed": signedTrim,
+	"limits": func(m map[string]string) string {
+		var parts []string
+		for _, k := range sortedKeys(m) {
+			parts = append(parts, k+" "+m[k])
+		}
+		return strings.Join(parts, ", ")
+	},
+}).Parse(pageTemplate))
+
+const pageTemplate = `{{define "style"}}<style>
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#111}
+h1{font-size:20px} h2{font-size:16px;margin-top:24px} h3{font-size:14px} .cards{display:flex;flex-wrap:wrap;gap:12px;margin:12px 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:130px} .card b{display:block;font-size:20px}
 .charts{display:flex;flex-wrap:wrap;gap:16px} figure{margin:0;border:1px solid #eee;border-radius:6px;padding:8px}
 figcaption{font-weight:600;font-size:13px;margin-bottom:4px} table{border-collapse:collapse;font-size:13px}
-td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left} .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}
-</style></head><body>
+td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-align:top} .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}
+.num{display:inline-block;min-width:18px;height:18px;border-radius:9px;background:#374151;color:#fff;text-align:center;font-size:11px;line-height:18px}
+.side{display:flex;gap:24px;align-items:flex-start} .side>div{flex:1;min-width:0} .muted{color:#6b7280}
+.better{color:#15803d} .worse{color:#b91c1c} ul.reqs{margin:0;padding-left:16px}
+</style>{{end}}
+
+{{define "single"}}<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>karpenter simulate: {{.Workload}}</title>
+{{template "style"}}<style>body{max-width:1200px}</style></head><body>
 <h1>karpenter simulate: {{.Workload}}</h1>
-<p>{{.Duration}} of virtual time, seed {{.Seed}}.</p>
+{{template "body" .}}
+</body></html>
+{{end}}
+
+{{define "body"}}<p>{{.Duration}} of virtual time, seed {{.Seed}}{{if .Version}}, karpenter {{.Version}}{{end}}.</p>
 <div class="cards">
 <div class="card">peak cost<b>${{printf "%.2f" .Cost.PeakPerHour}}/h</b></div>
 <div class="card">final cost<b>${{printf "%.2f" .Cost.FinalPerHour}}/h</b></div>
@@ -169,7 +366,35 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left} .legend spa
 <table><tr><th>workload</th><th>pods</th><th>reason</th></tr>
 {{range .Pods.Unscheduled}}<tr><td>{{.Workload}}</td><td>{{.Pods}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>{{end}}
+{{if .Markers}}<h2>Timeline</h2>
+<table><tr><th></th><th>at</th><th>event</th></tr>
+{{range .Markers}}<tr><td><span class="num">{{.N}}</span></td><td>{{.At}}</td><td>{{.Text}}</td></tr>
+{{end}}</table>{{end}}
+<h2>Over time</h2>
+<p class="muted">Numbered lines mark the timeline's events above.</p>
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
+<h2>Pending time</h2>
+<p>{{.Pods.Scheduled}} pods scheduled: mean {{secs .Pods.PendingMeanS}}, p95 {{secs .Pods.PendingP95S}}, max {{secs .Pods.PendingMaxS}}{{if .Pods.NeverScheduled}}; {{.Pods.NeverScheduled}} never scheduled{{end}}.</p>
+<div class="charts">{{.Histogram}}</div>
+<h2>NodePools</h2>
+<table><tr><th>NodePool</th><th>settings</th><th>launched</th><th>spot / on-demand</th><th>peak</th><th>final</th><th>$/hour at end</th><th>spent</th><th>no capacity</th><th>removed</th></tr>
+{{range .NodePools}}<tr><td><b>{{.Name}}</b></td><td>{{if not .Inputs.Found}}<span class="muted">gone at the end of the run</span>{{else}}<ul class="reqs">
+{{range .Inputs.Requirements}}<li>{{.}}</li>{{end}}
+{{if .Inputs.Weight}}<li>weight {{.Inputs.Weight}}</li>{{end}}{{if .Inputs.Limits}}<li>limits {{limits .Inputs.Limits}}</li>{{end}}
+{{range .Inputs.Taints}}<li>taint {{.}}</li>{{end}}
+<li>consolidation {{or .Inputs.ConsolidationPolicy "default"}}{{if .Inputs.ConsolidateAfter}} after {{.Inputs.ConsolidateAfter}}{{end}}{{if .Inputs.ExpireAfter}}, expire after {{.Inputs.ExpireAfter}}{{end}}</li>
+{{range .Inputs.Budgets}}<li>budget {{.}}</li>{{end}}
+<li>nodeclass {{.Inputs.NodeClass}}</li></ul>{{end}}</td>
+<td>{{.Results.Launched}}</td><td>{{.Results.LaunchedSpot}} / {{.Results.LaunchedOnDemand}}</td><td>{{.Results.Peak}}</td><td>{{.Results.Final}}</td>
+<td>{{printf "%.4f" .Results.FinalPerHour}}</td><td>${{printf "%.2f" .Results.Cost}}</td><td>{{.Results.FailedLaunches}}</td><td>{{removed .Results.Removed}}</td></tr>
+{{end}}</table>
+<h2>Nodes removed</h2>
+{{if .Removals}}<table><tr><th>reason</th><th>nodes</th></tr>{{range .Removals}}<tr><td>{{.Reason}}</td><td>{{.Count}}</td></tr>{{end}}</table>
+{{else}}<p>None.</p>{{end}}
+<h2>Launches refused for want of capacity</h2>
+{{if .FailedLaunches}}<table><tr><th>at</th><th>nodeclaim</th><th>NodePool</th><th>offerings tried</th></tr>
+{{range .FailedLaunches}}<tr><td>{{clock .AtSeconds}}</td><td>{{.NodeClaim}}</td><td>{{.NodePool}}</td><td>{{offerings .Offerings}}</td></tr>
+{{end}}</table>{{else}}<p>None.</p>{{end}}
 <h2>Final fleet</h2>
 <p class="legend">Each box is a node; its fill is the requested share of<span style="background:#7c3aed"></span>cpu<span style="background:#ea580c"></span>memory.</p>
 {{.Fleet}}
@@ -177,6 +402,27 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left} .legend spa
 <table><tr><th>instance type</th><th>capacity</th><th>count</th><th>$/hour each</th></tr>
 {{range .Nodes.ByType}}<tr><td>{{.InstanceType}}</td><td>{{.CapacityType}}</td><td>{{.Count}}</td><td>{{printf "%.4f" .PricePerHour}}</td></tr>
 {{end}}</table>
-{{if .Disruptions}}<h2>Nodes removed</h2><table>{{range $k, $v := .Disruptions}}<tr><td>{{$k}}</td><td>{{$v}}</td></tr>{{end}}</table>{{end}}
+{{if .Warnings}}<h2>Warnings</h2><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<h2>Event log</h2>
+<details><summary>{{len .Events}} entries{{if gt (len .Events) (len .Log)}} (the first {{len .Log}} here; all of them in --output json){{end}}</summary>
+<table><tr><th>at</th><th>kind</th><th>what happened</th></tr>
+{{range .Log}}<tr><td>{{clock .AtSeconds}}</td><td>{{.Kind}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Message}}</td></tr>
+{{end}}</table></details>
+{{end}}
+
+{{define "compare"}}<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>karpenter simulate: {{.A}} vs {{.B}}</title>
+{{template "style"}}</head><body>
+<h1>karpenter simulate: A vs B</h1>
+<p><b>A</b> {{.A}}<br><b>B</b> {{.B}}<br>{{.RunA.Duration}} of virtual time, seed {{.RunA.Seed}}{{if .RunA.Version}}, karpenter {{.RunA.Version}}{{end}}.</p>
+<h2>Differences</h2>
+{{if .Differences}}<table><tr><th>figure</th><th>A</th><th>B</th><th>B − A</th><th></th></tr>
+{{range .Differences}}<tr><td>{{.Metric}}</td><td>{{trim .A}}</td><td>{{trim .B}}</td><td>{{signed .Change}}</td><td>{{.Relative}}</td></tr>
+{{end}}</table>{{else}}<p>None: the two runs agree on every figure.</p>{{end}}
+{{if .Unchanged}}<p class="muted">The same in both: {{join .UnchangedNames ", "}}.</p>{{end}}
+<h2>A and B over time</h2>
+<div class="charts">{{range .Charts}}{{.}}{{end}}</div>
+<h2>Each run</h2>
+<div class="side"><div><h2>A: {{.A}}</h2>{{template "body" .ViewA}}</div><div><h2>B: {{.B}}</h2>{{template "body" .ViewB}}</div></div>
 </body></html>
-`))
+{{end}}`

@@ -77,8 +77,8 @@ func TestNodeRepairExample(t *testing.T) {
 			t.Errorf("repair %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if rep.Disruptions[MethodRepair] != 3 {
-		t.Errorf("disruptions %v, want 3 repairs", rep.Disruptions)
+	if rep.DisruptionMethods[MethodRepair] != 3 {
+		t.Errorf("disruptions %v, want 3 repairs", rep.DisruptionMethods)
 	}
 	// Each repaired node's instance is gone at the repair: its pods held nothing.
 	repairedAt := map[string]time.Duration{}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +31,8 @@ const sampleInterval = time.Minute
 // Report is what a simulation produced. It holds no wall-clock figures, so the same workload
 // and seed give a byte-identical JSON report.
 type Report struct {
+	// Version is the version of karpenter that ran it (set by the command; empty otherwise).
+	Version string `json:"version"`
 	// Workload is the workload's name; Seed the seed used; Duration the virtual time simulated.
 	Workload string `json:"workload"`
 	Seed     int64  `json:"seed"`
@@ -37,15 +41,27 @@ type Report struct {
 	Nodes    Nodes  `json:"nodes"`
 	Pods     Pods   `json:"pods"`
 	Util     Util   `json:"utilization"`
-	// Disruptions counts node terminations by reason (interrupted, deleted, …).
+	// Disruptions counts the nodes removed, by reason in Karpenter's words (RemovalReasons:
+	// Empty, Underutilized, Drifted, Expired, Interrupted, Unhealthy, and Deleted).
 	Disruptions map[string]int `json:"disruptions"`
+	// DisruptionMethods counts the nodes disruption and node repair chose to remove, by
+	// method (emptiness, single-node consolidation, drift, repair, …).
+	DisruptionMethods map[string]int `json:"disruptionMethods"`
+	// NodePools are each NodePool's settings and results, by name.
+	NodePools []NodePoolReport `json:"nodePools"`
 	// Series samples the cluster every minute of virtual time.
 	Series []Sample `json:"series"`
 	// Fleet is the final set of nodes.
 	Fleet []FleetNode `json:"fleet"`
-	// Events is what happened, in order: the timeline's events, launches, disruptions (with
-	// their method, reason and whether they delete or replace), pods turned away by their
-	// nodes, interruption notices and instance terminations.
+	// NodeHistory is every node launched, in launch order.
+	NodeHistory []NodeRecord `json:"nodeHistory"`
+	// PodHistory is every pod created, in creation order.
+	PodHistory []PodRecord `json:"podHistory"`
+	// FailedLaunches are the launches the cloud refused for want of capacity, in order.
+	FailedLaunches []FailedLaunch `json:"failedLaunches"`
+	// Events is what happened, in order: the timeline's events, launches and launches
+	// refused, disruptions (with their method, reason and whether they delete or replace),
+	// pods turned away by their nodes, interruption notices and instance terminations.
 	Events []LogEntry `json:"events"`
 	// Warnings are controller errors seen along the way.
 	Warnings []string `json:"warnings,omitempty"`
@@ -82,6 +98,8 @@ type Pods struct {
 	PendingMeanS   float64 `json:"pendingMeanSeconds"`
 	PendingP95S    float64 `json:"pendingP95Seconds"`
 	PendingMaxS    float64 `json:"pendingMaxSeconds"`
+	// PendingHistogram is the distribution of the scheduled pods' waits.
+	PendingHistogram []PendingBucket `json:"pendingHistogram"`
 	// Unscheduled says, per workload, why the pods still without a node at the end have none.
 	Unscheduled []Unscheduled `json:"unscheduled,omitempty"`
 }
@@ -116,17 +134,26 @@ type Sample struct {
 	Running     int     `json:"running"`
 	CPUUtil     float64 `json:"cpuUtilization"`
 	MemUtil     float64 `json:"memoryUtilization"`
+	// SpotNodes and OnDemandNodes split Nodes by capacity type; NodePools by NodePool.
+	SpotNodes     int            `json:"spotNodes"`
+	OnDemandNodes int            `json:"onDemandNodes"`
+	NodePools     map[string]int `json:"nodePools,omitempty"`
 }
 
 // LogEntry is one thing that happened during a run.
 type LogEntry struct {
 	// AtSeconds is when, from the start.
 	AtSeconds int64 `json:"at"`
-	// Kind is timeline, launch, disruption, refusal, interruption, unhealthy or termination.
+	// Kind is timeline, launch, launchFailed, disruption, refusal, interruption, unhealthy or
+	// termination.
 	Kind string `json:"kind"`
+	// Event is a timeline entry's event: deploy, scale, delete, jobs, interrupt,
+	// capacityShortage, apply, annotate or unhealthy.
+	Event string `json:"event,omitempty"`
 	// Message says what happened.
 	Message string `json:"message"`
-	// Method, Reason and Action (delete or replace) describe a disruption; node repair's are
+	// Method, Reason and Action (delete or replace) describe a disruption (a termination's
+	// Reason is why its node was removed, as in the node history); node repair's are
 	// method repair, reason Unhealthy, and action delete, or blocked when the safety valve
 	// held it. Nodes are the nodes it removes, or the node of a refusal, an interruption, a
 	// fault or a termination.
@@ -138,8 +165,10 @@ type LogEntry struct {
 
 // Kinds of log entry.
 const (
-	LogTimeline     = "timeline"
-	LogLaunch       = "launch"
+	LogTimeline = "timeline"
+	LogLaunch   = "launch"
+	// LogLaunchFailed: the cloud had no capacity for a NodeClaim.
+	LogLaunchFailed = "launchFailed"
 	LogDisruption   = "disruption"
 	LogRefusal      = "refusal"
 	LogInterruption = "interruption"
@@ -186,17 +215,24 @@ type recorder struct {
 	// now is the virtual clock; events the log so far.
 	now    func() time.Time
 	events []LogEntry
+	// hist follows nodes and pods through the store's changes.
+	hist *history
 }
 
 func newRecorder(w *Workload, seed int64, now func() time.Time) *recorder {
 	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, current: map[string]string{}, incarnations: map[string]int{},
-		jobEnds: map[string]time.Time{}, commands: map[string]int{}, repairBlocked: map[string]bool{}, podErrors: map[string]string{}, now: now}
+		jobEnds: map[string]time.Time{}, commands: map[string]int{}, repairBlocked: map[string]bool{}, podErrors: map[string]string{}, now: now, hist: newHistory(now)}
 }
 
 // log appends an entry at the current virtual time.
 func (r *recorder) log(e LogEntry) {
 	e.AtSeconds = int64(r.now().Sub(Start) / time.Second)
 	r.events = append(r.events, e)
+	if e.Kind == LogInterruption {
+		for _, n := range e.Nodes {
+			r.hist.removing(n, string(karpv1.DisruptionReasonInterrupted))
+		}
+	}
 }
 
 // decision counts the provisioner's decisions and keeps, per pod, why it could not be placed;
@@ -274,6 +310,9 @@ func (r *recorder) disrupted(cmd *disruption.Command) {
 		action = "replace"
 	}
 	r.log(LogEntry{Kind: LogDisruption, Message: cmd.Message(), Method: cmd.Method, Reason: string(cmd.Reason), Action: action, Nodes: cmd.NodeNames()})
+	for _, n := range cmd.NodeNames() {
+		r.hist.removing(n, string(cmd.Reason))
+	}
 }
 
 // MethodRepair is the method of node repair's entries in the log and the report's
@@ -296,6 +335,7 @@ func (r *recorder) repaired(rep repair.Outcome) {
 	delete(r.repairBlocked, rep.Node)
 	r.commands[MethodRepair]++
 	entry.Action = "delete"
+	r.hist.removing(rep.Node, string(karpv1.DisruptionReasonUnhealthy))
 	entry.Message = fmt.Sprintf("repairing node %s: %s, past the %s its repair policy tolerates; its pods are deleted at once", rep.Node, cond, rep.Toleration)
 	r.log(entry)
 }
@@ -315,6 +355,7 @@ func (r *recorder) podCreated(p *corev1.Pod) {
 	}
 	r.current[p.Name] = key
 	r.created[key] = p.CreationTimestamp.Time
+	r.hist.created(p, key)
 }
 
 // bound notes when a pod was bound to a node.
@@ -403,6 +444,18 @@ func snapshot(ctx context.Context, e *engine) (Sample, []FleetNode, error) {
 		cpuReq, cpuAlloc, memReq, memAlloc = cpuReq+f.CPURequested, cpuAlloc+f.CPUAllocatable, memReq+f.MemRequestedGiB, memAlloc+f.MemAllocGiB
 	}
 	s.Nodes = len(instances)
+	for _, in := range instances {
+		switch in.CapacityType {
+		case karpv1.CapacityTypeSpot:
+			s.SpotNodes++
+		case karpv1.CapacityTypeOnDemand:
+			s.OnDemandNodes++
+		}
+		if s.NodePools == nil {
+			s.NodePools = map[string]int{}
+		}
+		s.NodePools[in.NodePoolName]++
+	}
 	s.CostPerHour = round(e.cloud.Cost())
 	if cpuAlloc > 0 {
 		s.CPUUtil = round(cpuReq / cpuAlloc)
@@ -422,23 +475,38 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Workload: r.w.Name, Seed: r.seed, Duration: r.w.Duration.String(), Series: r.samples, Fleet: fleet, Warnings: r.warnings, Disruptions: map[string]int{}}
+	if fleet == nil {
+		fleet = []FleetNode{} // an empty list in JSON, not null
+	}
+	rep := &Report{Workload: r.w.Name, Seed: r.seed, Duration: r.w.Duration.String(), Series: r.samples, Fleet: fleet, Warnings: r.warnings,
+		DisruptionMethods: maps.Clone(r.commands)}
+	instances := e.cloud.Instances()
 	byType := map[[2]string]*TypeCount{}
-	for _, in := range e.cloud.Instances() {
+	rep.Nodes.ByType = []TypeCount{}
+	for _, in := range instances {
 		rep.Nodes.Launched++
 		key := [2]string{in.InstanceType, in.CapacityType}
 		if byType[key] == nil {
 			byType[key] = &TypeCount{InstanceType: in.InstanceType, CapacityType: in.CapacityType, PricePerHour: in.Price}
 		}
 		byType[key].Count++
-		if in.State == sim.InstanceStateTerminated && in.TerminationReason != sim.TerminationReasonDeleted {
-			rep.Disruptions[in.TerminationReason]++
-		}
 	}
-	for method, n := range r.commands {
-		rep.Disruptions[method] += n
+	interrupted := map[string]bool{}
+	for _, n := range e.cloud.Interruptions() {
+		interrupted[n.ProviderID] = true
 	}
-	rep.Events = r.eventLog(e.cloud.Instances())
+	end := r.now()
+	rep.NodeHistory = r.hist.nodeHistory(instances, interrupted, end)
+	rep.PodHistory = r.hist.podHistory(end)
+	rep.FailedLaunches = slices.Clone(r.hist.launches)
+	if rep.FailedLaunches == nil {
+		rep.FailedLaunches = []FailedLaunch{}
+	}
+	rep.Disruptions = removalCounts(rep.NodeHistory)
+	if rep.NodePools, err = nodePools(ctx, e.kube, rep.NodeHistory, r.samples, rep.FailedLaunches); err != nil {
+		return nil, err
+	}
+	rep.Events = r.eventLog(instances, rep.NodeHistory)
 	for _, tc := range byType {
 		rep.Nodes.ByType = append(rep.Nodes.ByType, *tc)
 	}
@@ -471,6 +539,7 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 		waits = append(waits, d.Seconds())
 	}
 	sort.Float64s(waits)
+	rep.Pods.PendingHistogram = pendingHistogram(waits)
 	rep.Pods.Scheduled = len(waits)
 	rep.Pods.NeverScheduled = final.Pending
 	if final.Pending > 0 {
@@ -512,11 +581,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "Requested %.0f%% of cpu and %.0f%% of memory on average (%.0f%% and %.0f%% at the end)\n",
 		100*rep.Util.CPUMean, 100*rep.Util.MemoryMean, 100*rep.Util.CPUFinal, 100*rep.Util.MemFinal)
 	if len(rep.Disruptions) > 0 {
-		var parts []string
-		for _, k := range sortedKeys(rep.Disruptions) {
-			parts = append(parts, fmt.Sprintf("%s %d", k, rep.Disruptions[k]))
-		}
-		fmt.Fprintf(&b, "Removed   %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "Removed   %s\n", removals(rep.Disruptions))
 	}
 	var repairs []LogEntry
 	for _, e := range rep.Events {
@@ -536,6 +601,20 @@ func (rep *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s: %d %s: %s\n", u.Workload, u.Pods, plural(u.Pods, "pod", "pods"), u.Reason)
 		}
 	}
+	if len(rep.NodePools) > 0 {
+		b.WriteString("\nBy NodePool\n")
+		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NODEPOOL\tLAUNCHED\tSPOT\tON-DEMAND\tPEAK\tFINAL\t$/HOUR AT END\tSPENT ($)\tNO CAPACITY\tREMOVED")
+		for _, np := range rep.NodePools {
+			r := np.Results
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.2f\t%d\t%s\n", np.Name, r.Launched, r.LaunchedSpot, r.LaunchedOnDemand, r.Peak, r.Final,
+				r.FinalPerHour, r.Cost, r.FailedLaunches, removals(r.Removed))
+		}
+		_ = tw.Flush()
+	}
+	if n := len(rep.FailedLaunches); n > 0 {
+		fmt.Fprintf(&b, "\n%d %s refused for want of capacity (the offerings tried are in --output json)\n", n, plural(n, "launch", "launches"))
+	}
 	b.WriteString("\nNodes launched by instance type\n")
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TYPE\tCAPACITY\tCOUNT\t$/HOUR EACH")
@@ -553,6 +632,36 @@ func (rep *Report) WriteText(w io.Writer) error {
 	return err
 }
 
+// removals lists removal counts as "Empty 3, Underutilized 2", in RemovalReasons' order (any
+// other reason after them, by name); "none" when there are none.
+func removals(byReason map[string]int) string {
+	var parts []string
+	for _, k := range orderedReasons(byReason) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, byReason[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// orderedReasons are the reasons of the map with a count, in RemovalReasons' order, others
+// after them by name.
+func orderedReasons(byReason map[string]int) []string {
+	var out []string
+	for _, r := range RemovalReasons {
+		if byReason[r] > 0 {
+			out = append(out, r)
+		}
+	}
+	for _, k := range sortedKeys(byReason) {
+		if byReason[k] > 0 && !slices.Contains(RemovalReasons, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func seconds(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
 }
@@ -564,14 +673,15 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// eventLog is the log with each instance's termination merged in at its time, in order.
-func (r *recorder) eventLog(instances []sim.Instance) []LogEntry {
+// eventLog is the log with each instance's termination merged in at its time, in order, with
+// the reason its node was removed (nodes are the node history, in the same order as instances).
+func (r *recorder) eventLog(instances []sim.Instance, nodes []NodeRecord) []LogEntry {
 	out := append([]LogEntry{}, r.events...)
-	for _, in := range instances {
+	for i, in := range instances {
 		if in.State != sim.InstanceStateTerminated {
 			continue
 		}
-		out = append(out, LogEntry{AtSeconds: int64(in.TerminationTime.Sub(Start) / time.Second), Kind: LogTermination,
+		out = append(out, LogEntry{AtSeconds: int64(in.TerminationTime.Sub(Start) / time.Second), Kind: LogTermination, Reason: nodes[i].RemovalReason,
 			Message: fmt.Sprintf("instance %s (%s %s in %s) terminated: %s", in.ID, in.InstanceType, in.CapacityType, in.Zone, in.TerminationReason), Nodes: []string{in.Hostname}})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].AtSeconds < out[j].AtSeconds })

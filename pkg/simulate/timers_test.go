@@ -133,8 +133,8 @@ manifests: |
 
 func TestTimelineApplyDriftsAndAnnotateProtects(t *testing.T) {
 	rep := run(t, timelineActions)
-	if got := rep.Disruptions["drift"]; got != 2 {
-		t.Errorf("disruptions %v, want the two nodes drifted by the 20m change, and none by the 1h10m change (their pods protected)", rep.Disruptions)
+	if got := rep.DisruptionMethods["drift"]; got != 2 {
+		t.Errorf("disruptions %v, want the two nodes drifted by the 20m change, and none by the 1h10m change (their pods protected)", rep.DisruptionMethods)
 	}
 	if rep.Nodes.Launched != 4 {
 		t.Errorf("%d nodes launched, want the first two and their drift replacements", rep.Nodes.Launched)
