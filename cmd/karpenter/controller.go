@@ -249,6 +249,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.SpotToSpotConsolidation = gates.Enabled(featuregate.SpotToSpotConsolidation)
 	opts.StaticCapacity = gates.Enabled(featuregate.StaticCapacity)
 	opts.NodeRepair = gates.Enabled(featuregate.NodeRepair)
+	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
 	return nil
 }
 

@@ -30,6 +30,7 @@ func TestParse(t *testing.T) {
 	}{
 		{in: "SpotToSpotConsolidation=true", enabled: []string{SpotToSpotConsolidation, ReservedCapacity}},
 		{in: "NodeRepair=true", enabled: []string{NodeRepair, ReservedCapacity}},
+		{in: "CapacityBuffer=true", enabled: []string{CapacityBuffer, ReservedCapacity}},
 		{in: " StaticCapacity = true , ReservedCapacity=false ,", enabled: []string{StaticCapacity}},
 		{in: "SpotToSpotConsolidation=false,SpotToSpotConsolidation=true", enabled: []string{SpotToSpotConsolidation, ReservedCapacity}},
 		// Off is what runs here, so the gates of features not built may be set off.
@@ -37,7 +38,6 @@ func TestParse(t *testing.T) {
 			enabled: []string{ReservedCapacity}},
 		{in: "PodDeletionCostManagement=true", err: []string{"--feature-gates (FEATURE_GATES)", "PodDeletionCostManagement=true", "not built yet", "set it to false"}},
 		{in: "NodeOverlay=true", err: []string{"NodeOverlay=true", "not built yet"}},
-		{in: "CapacityBuffer=true", err: []string{"CapacityBuffer=true", "not built yet"}},
 		{in: "TerminateFirstDrift=true", err: []string{"TerminateFirstDrift=true", "not built yet"}},
 		{in: "TerminateFirstRepair=true", err: []string{"TerminateFirstRepair=true", "not built yet"}},
 		{in: "SpotToSpot=true", err: []string{`unknown feature gate "SpotToSpot"`, "the known gates are NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer,"}},

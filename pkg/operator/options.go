@@ -52,6 +52,9 @@ type Options struct {
 	// policies for longer than it tolerates (the feature gate of that name in FEATURE_GATES;
 	// package repair).
 	NodeRepair bool
+	// CapacityBuffer keeps the spare capacity CapacityBuffers ask for (the feature gate of that
+	// name in FEATURE_GATES; package capacitybuffer).
+	CapacityBuffer bool
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool
@@ -131,6 +134,7 @@ func DefaultOptions() Options {
 		SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation),
 		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
 		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
+		CapacityBuffer:          gates.Enabled(featuregate.CapacityBuffer),
 		CloudProvider:           CloudProviderSim,
 		BatchIdleDuration:       time.Second,
 		BatchMaxDuration:        10 * time.Second,
