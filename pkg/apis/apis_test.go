@@ -301,6 +301,14 @@ spec:
   requirements:
     - {key: kubernetes.io/os, operator: In, values: [linux]}
 `
+	baseCapacityBuffer = `
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: invalid, namespace: default}
+spec:
+  podTemplateRef: {name: spare}
+  replicas: 2
+`
 )
 
 var invalids = []invalid{
@@ -400,7 +408,7 @@ var invalids = []invalid{
 
 func baseFor(t *testing.T, kind string) map[string]any {
 	t.Helper()
-	src := map[string]string{"NodePool": baseNodePool, "EC2NodeClass": baseEC2NodeClass, "NodeClaim": baseNodeClaim}[kind]
+	src := map[string]string{"NodePool": baseNodePool, "EC2NodeClass": baseEC2NodeClass, "NodeClaim": baseNodeClaim, "CapacityBuffer": baseCapacityBuffer}[kind]
 	out := map[string]any{}
 	if err := yaml.Unmarshal([]byte(src), &out); err != nil {
 		t.Fatal(err)

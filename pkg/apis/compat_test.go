@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ import (
 // over it (null deletes a field).
 type compatCase struct {
 	name  string
-	kind  string // NodePool, NodeClaim or EC2NodeClass
+	kind  string // NodePool, NodeClaim, EC2NodeClass or CapacityBuffer
 	patch string
 }
 
@@ -310,6 +311,15 @@ var refusedByKarpenter = []compatCase{
 	{"imageGCLowThresholdPercent negative", "EC2NodeClass", `{spec: {kubelet: {imageGCLowThresholdPercent: -1}}}`},
 	{"maxPods negative", "EC2NodeClass", `{spec: {kubelet: {maxPods: -1}}}`},
 	{"podsPerCore negative", "EC2NodeClass", `{spec: {kubelet: {podsPerCore: -1}}}`},
+	// CapacityBuffer (autoscaling.x-k8s.io/v1beta1).
+	{"CapacityBuffer podTemplateRef without replicas or limits", "CapacityBuffer", `{spec: {replicas: null}}`},
+	{"CapacityBuffer podTemplateRef and scalableRef", "CapacityBuffer", `{spec: {scalableRef: {apiGroup: apps, kind: Deployment, name: web}}}`},
+	{"CapacityBuffer negative replicas", "CapacityBuffer", `{spec: {replicas: -1}}`},
+	{"CapacityBuffer negative percentage", "CapacityBuffer", `{spec: {podTemplateRef: null, scalableRef: {kind: Deployment, name: web}, replicas: null, percentage: -5}}`},
+	{"CapacityBuffer podTemplateRef without name", "CapacityBuffer", `{spec: {podTemplateRef: {name: ""}}}`},
+	{"CapacityBuffer scalableRef without kind", "CapacityBuffer", `{spec: {podTemplateRef: null, scalableRef: {name: web}}}`},
+	{"CapacityBuffer limits not a quantity", "CapacityBuffer", `{spec: {limits: {cpu: lots}}}`},
+	{"CapacityBuffer without spec", "CapacityBuffer", `{spec: null}`},
 }
 
 // acceptedByKarpenter: objects both Karpenter's CRDs and ours accept.
@@ -427,6 +437,13 @@ spec:
 	{"EC2NodeClass placementGroupSelector", "EC2NodeClass", `{spec: {placementGroupSelector: {name: pg}}}`},
 	{"EC2NodeClass ipPrefixCount", "EC2NodeClass", `{spec: {ipPrefixCount: 1}}`},
 	{"EC2NodeClass cpuOptions", "EC2NodeClass", `{spec: {cpuOptions: {nestedVirtualization: enabled}}}`},
+	{"CapacityBuffer base", "CapacityBuffer", `{}`},
+	{"CapacityBuffer limits only", "CapacityBuffer", `{spec: {replicas: null, limits: {cpu: "10", memory: 20Gi}}}`},
+	{"CapacityBuffer scalableRef percentage", "CapacityBuffer", `{spec: {podTemplateRef: null, replicas: null, scalableRef: {apiGroup: apps, kind: Deployment, name: web}, percentage: 20}}`},
+	{"CapacityBuffer scalableRef alone", "CapacityBuffer", `{spec: {podTemplateRef: null, replicas: null, scalableRef: {kind: StatefulSet, name: db}}}`},
+	{"CapacityBuffer neither ref", "CapacityBuffer", `{spec: {podTemplateRef: null}}`},
+	{"CapacityBuffer zero replicas", "CapacityBuffer", `{spec: {replicas: 0}}`},
+	{"CapacityBuffer other strategy", "CapacityBuffer", `{spec: {provisioningStrategy: example.com/other}}`},
 }
 
 // refusedOnlyByUs: objects Karpenter's CRDs accept and ours refuse, each on purpose.
@@ -483,7 +500,7 @@ var compatUpdates = []compatUpdate{
 }
 
 // startKarpenterServer starts an API server of its own (the project's helper) and replaces the
-// project's NodePool, NodeClaim and EC2NodeClass CRDs on it by Karpenter's from
+// project's NodePool, NodeClaim, EC2NodeClass and CapacityBuffer CRDs on it by Karpenter's from
 // testdata/karpenter: they share names, so they cannot be served side by side.
 func startKarpenterServer(t *testing.T) *apiserver.Env {
 	t.Helper()
@@ -493,7 +510,8 @@ func startKarpenterServer(t *testing.T) *apiserver.Env {
 	}
 	t.Cleanup(func() { _ = karpenter.Stop() })
 	published := envtest.CRDInstallOptions{Paths: []string{"testdata/karpenter"}, ErrorIfPathMissing: true}
-	if err := envtest.ReadCRDFiles(&published); err != nil || len(published.CRDs) != 3 {
+	files, _ := filepath.Glob("testdata/karpenter/*.yaml")
+	if err := envtest.ReadCRDFiles(&published); err != nil || len(published.CRDs) != len(files) {
 		t.Fatalf("reading testdata/karpenter: %d CRDs, %v", len(published.CRDs), err)
 	}
 	crds := published.CRDs
