@@ -80,7 +80,9 @@ func TestStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	templateRef := func(name string) *autoscalingv1beta1.LocalObjectRef { return &autoscalingv1beta1.LocalObjectRef{Name: name} }
+	templateRef := func(name string) *autoscalingv1beta1.LocalObjectRef {
+		return &autoscalingv1beta1.LocalObjectRef{Name: name}
+	}
 	deployRef := func(name string) *autoscalingv1beta1.ScalableRef {
 		return &autoscalingv1beta1.ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: name}
 	}
