@@ -65,7 +65,7 @@ func ready(cb *autoscalingv1beta1.CapacityBuffer) bool {
 // BuildVirtualPods returns the buffer's status.replicas virtual pods of the template: its
 // labels (so topology spread and affinity count them), its spec without a node name or the
 // volumes that need a PersistentVolumeClaim (which a virtual pod has none of), at
-// VirtualPodPriority, unschedulable as a pending pod is. Names and UIDs follow from the buffer,
+// VirtualPodPriority, unschedulable (PodScheduled False) as a pending pod is. Names and UIDs follow from the buffer,
 // so each pass builds the same pods.
 func BuildVirtualPods(cb *autoscalingv1beta1.CapacityBuffer, template corev1.PodTemplateSpec, created metav1.Time) []*corev1.Pod {
 	if cb.Status.Replicas == nil || *cb.Status.Replicas <= 0 {
@@ -114,8 +114,8 @@ func BuildVirtualPods(cb *autoscalingv1beta1.CapacityBuffer, template corev1.Pod
 				CreationTimestamp: created,
 			},
 			Spec: spec,
+			// No phase, as Karpenter's: the pending-pod counts (by effective zone) leave them out.
 			Status: corev1.PodStatus{
-				Phase:      corev1.PodPending,
 				Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}},
 			},
 		}
