@@ -99,7 +99,7 @@ func TestRBACCapacityBuffer(t *testing.T) {
 			}}},
 		},
 		template, buffer)
-	eventually(t, op, 30*time.Second, "the buffer provisioned on a node launched for it", func() (bool, string) {
+	eventually(t, op, 60*time.Second, "the buffer provisioned on a node launched for it", func() (bool, string) {
 		got := &autoscalingv1beta1.CapacityBuffer{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(buffer), got); err != nil {
 			t.Fatal(err)
