@@ -72,6 +72,12 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 func TestStatus(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "cb-status")
+	// Other tests' provisioners would place these buffers too.
+	t.Cleanup(func() {
+		if err := env.Client.DeleteAllOf(context.Background(), &autoscalingv1beta1.CapacityBuffer{}, client.InNamespace(ns)); err != nil {
+			t.Error(err)
+		}
+	})
 	for _, obj := range []client.Object{
 		podTemplate(ns, "small", "1"), podTemplate(ns, "large", "3"),
 		deployment(ns, "web", 10), deployment(ns, "tiny", 2),
@@ -109,7 +115,7 @@ func TestStatus(t *testing.T) {
 		{"another strategy", autoscalingv1beta1.CapacityBufferSpec{PodTemplateRef: templateRef("small"), Replicas: ptr.To[int32](1), ProvisioningStrategy: ptr.To("example.com/passive")}, metav1.ConditionFalse, "UnsupportedProvisioningStrategy", 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			name := strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "-"), ",", "")
+			name := strings.ToLower(strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "-"), ",", ""))
 			cb := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: tc.spec}
 			if err := env.Client.Create(ctx, cb); err != nil {
 				t.Fatal(err)
