@@ -514,7 +514,7 @@ func TestInvalidUpdates(t *testing.T) {
 	}
 }
 
-// TestCRDsComplete: the committed CRDs are the five kinds, each with a status subresource.
+// TestCRDsComplete: the committed CRDs are the six kinds, each with a status subresource.
 func TestCRDsComplete(t *testing.T) {
 	var names []string
 	list := &unstructured.UnstructuredList{}
@@ -527,7 +527,7 @@ func TestCRDsComplete(t *testing.T) {
 		names = append(names, item.GetName())
 	}
 	sort.Strings(names)
-	want := []string{"awsnodetemplates.karpenter.k8s.aws", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh", "provisioners.karpenter.sh"}
+	want := []string{"awsnodetemplates.karpenter.k8s.aws", "capacitybuffers.autoscaling.x-k8s.io", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodepools.karpenter.sh", "provisioners.karpenter.sh"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("CRDs = %v, want %v", names, want)
 	}
