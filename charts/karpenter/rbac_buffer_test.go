@@ -75,6 +75,9 @@ func TestRBACCapacityBuffer(t *testing.T) {
 	})
 	opts.Sim.LaunchLatency, opts.Sim.ReadyDelay = 100*time.Millisecond, 100*time.Millisecond
 	opts.DisruptionPollInterval, opts.ConsolidationValidationDelay = 300*time.Millisecond, 500*time.Millisecond
+	// Informers list then watch (the API server may stream the list instead, 1.32+, when
+	// only watch would be asked for; TestRBACMatchesCalls runs both ways).
+	setWatchListClient(t, false)
 	op := startOperator(t, buf.account, opts)
 
 	template := &corev1.PodTemplate{
