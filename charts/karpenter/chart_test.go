@@ -425,6 +425,7 @@ func TestFeatureGates(t *testing.T) {
 		{nil, defaults},
 		{[]string{"--set", "settings.featureGates.spotToSpotConsolidation=true"}, strings.Replace(defaults, "SpotToSpotConsolidation=false", "SpotToSpotConsolidation=true", 1)},
 		{[]string{"--set", "settings.featureGates.nodeRepair=true"}, strings.Replace(defaults, "NodeRepair=false", "NodeRepair=true", 1)},
+		{[]string{"--set", "settings.featureGates.capacityBuffer=true"}, strings.Replace(defaults, "CapacityBuffer=false", "CapacityBuffer=true", 1)},
 		{[]string{"--set", "settings.featureGates.reservedCapacity=false"}, strings.Replace(defaults, "ReservedCapacity=true", "ReservedCapacity=false", 1)},
 		{[]string{"--set", "settings.featureGates=null"}, ""},
 	} {

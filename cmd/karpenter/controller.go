@@ -254,6 +254,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.StaticCapacity = gates.Enabled(featuregate.StaticCapacity)
 	opts.NodeRepair = gates.Enabled(featuregate.NodeRepair)
 	opts.NodeOverlay = gates.Enabled(featuregate.NodeOverlay)
+	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
 	return nil
 }
 

@@ -1,12 +1,14 @@
-// Package apis gathers the project's API groups: karpenter.sh (v1 NodePool and NodeClaim, v1alpha1 NodeOverlay,
-// legacy v1alpha5 Provisioner) and karpenter.k8s.aws (v1 EC2NodeClass, legacy v1alpha1
-// AWSNodeTemplate). Subpackages hold the types; this one registers them together.
+// Package apis gathers the project's API groups: karpenter.sh (v1 NodePool and NodeClaim,
+// v1alpha1 NodeOverlay, legacy v1alpha5 Provisioner), karpenter.k8s.aws (v1 EC2NodeClass,
+// legacy v1alpha1 AWSNodeTemplate) and autoscaling.x-k8s.io (v1beta1 CapacityBuffer).
+// Subpackages hold the types; this one registers them together.
 package apis
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	awsv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1alpha1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -20,6 +22,7 @@ var builder = runtime.SchemeBuilder{
 	karpv1alpha5.AddToScheme,
 	awsv1.AddToScheme,
 	awsv1alpha1.AddToScheme,
+	autoscalingv1beta1.AddToScheme,
 }
 
 // AddToScheme adds every API group of the project to a scheme.

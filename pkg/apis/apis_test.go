@@ -310,6 +310,14 @@ spec:
     - {key: node.kubernetes.io/instance-type, operator: In, values: [m7i.large]}
   priceAdjustment: "-10%"
 `
+	baseCapacityBuffer = `
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: invalid, namespace: default}
+spec:
+  podTemplateRef: {name: spare}
+  replicas: 2
+`
 )
 
 var invalids = []invalid{
@@ -409,7 +417,7 @@ var invalids = []invalid{
 
 func baseFor(t *testing.T, kind string) map[string]any {
 	t.Helper()
-	src := map[string]string{"NodePool": baseNodePool, "EC2NodeClass": baseEC2NodeClass, "NodeClaim": baseNodeClaim, "NodeOverlay": baseNodeOverlay}[kind]
+	src := map[string]string{"NodePool": baseNodePool, "EC2NodeClass": baseEC2NodeClass, "NodeClaim": baseNodeClaim, "NodeOverlay": baseNodeOverlay, "CapacityBuffer": baseCapacityBuffer}[kind]
 	out := map[string]any{}
 	if err := yaml.Unmarshal([]byte(src), &out); err != nil {
 		t.Fatal(err)
@@ -515,7 +523,7 @@ func TestInvalidUpdates(t *testing.T) {
 	}
 }
 
-// TestCRDsComplete: the committed CRDs are the five kinds, each with a status subresource.
+// TestCRDsComplete: the committed CRDs are the six kinds, each with a status subresource.
 func TestCRDsComplete(t *testing.T) {
 	var names []string
 	list := &unstructured.UnstructuredList{}
@@ -528,7 +536,7 @@ func TestCRDsComplete(t *testing.T) {
 		names = append(names, item.GetName())
 	}
 	sort.Strings(names)
-	want := []string{"awsnodetemplates.karpenter.k8s.aws", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh", "nodepools.karpenter.sh", "provisioners.karpenter.sh"}
+	want := []string{"awsnodetemplates.karpenter.k8s.aws", "capacitybuffers.autoscaling.x-k8s.io", "ec2nodeclasses.karpenter.k8s.aws", "nodeclaims.karpenter.sh", "nodeoverlays.karpenter.sh", "nodepools.karpenter.sh", "provisioners.karpenter.sh"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("CRDs = %v, want %v", names, want)
 	}

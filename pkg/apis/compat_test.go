@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ import (
 // over it (null deletes a field).
 type compatCase struct {
 	name  string
-	kind  string // NodePool, NodeClaim, EC2NodeClass or NodeOverlay
+	kind  string // NodePool, NodeClaim, EC2NodeClass, NodeOverlay or CapacityBuffer
 	patch string
 }
 
@@ -331,6 +332,15 @@ var refusedByKarpenter = []compatCase{
 	{"overlay key hostname", "NodeOverlay", `{spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [a]}]}}`},
 	{"overlay bad key", "NodeOverlay", `{spec: {requirements: [{key: "bad key", operator: Exists}]}}`},
 	{"overlay 101 requirements", "NodeOverlay", `{spec: {requirements: ` + many(101, "{key: k%d, operator: Exists}") + `}}`},
+	// CapacityBuffer (autoscaling.x-k8s.io/v1beta1).
+	{"CapacityBuffer podTemplateRef without replicas or limits", "CapacityBuffer", `{spec: {replicas: null}}`},
+	{"CapacityBuffer podTemplateRef and scalableRef", "CapacityBuffer", `{spec: {scalableRef: {apiGroup: apps, kind: Deployment, name: web}}}`},
+	{"CapacityBuffer negative replicas", "CapacityBuffer", `{spec: {replicas: -1}}`},
+	{"CapacityBuffer negative percentage", "CapacityBuffer", `{spec: {podTemplateRef: null, scalableRef: {kind: Deployment, name: web}, replicas: null, percentage: -5}}`},
+	{"CapacityBuffer podTemplateRef without name", "CapacityBuffer", `{spec: {podTemplateRef: {name: ""}}}`},
+	{"CapacityBuffer scalableRef without kind", "CapacityBuffer", `{spec: {podTemplateRef: null, scalableRef: {name: web}}}`},
+	{"CapacityBuffer limits not a quantity", "CapacityBuffer", `{spec: {limits: {cpu: lots}}}`},
+	{"CapacityBuffer without spec", "CapacityBuffer", `{spec: null}`},
 }
 
 // acceptedByKarpenter: objects both Karpenter's CRDs and ours accept.
@@ -460,6 +470,13 @@ spec:
 	{"NodeOverlay Gte", "NodeOverlay", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}]}}`},
 	{"NodeOverlay no requirements", "NodeOverlay", `{spec: {requirements: []}}`},
 	{"NodeOverlay value of 64 characters", "NodeOverlay", `{spec: {requirements: [{key: team, operator: In, values: [` + letters(64) + `]}]}}`},
+	{"CapacityBuffer base", "CapacityBuffer", `{}`},
+	{"CapacityBuffer limits only", "CapacityBuffer", `{spec: {replicas: null, limits: {cpu: "10", memory: 20Gi}}}`},
+	{"CapacityBuffer scalableRef percentage", "CapacityBuffer", `{spec: {podTemplateRef: null, replicas: null, scalableRef: {apiGroup: apps, kind: Deployment, name: web}, percentage: 20}}`},
+	{"CapacityBuffer scalableRef alone", "CapacityBuffer", `{spec: {podTemplateRef: null, replicas: null, scalableRef: {kind: StatefulSet, name: db}}}`},
+	{"CapacityBuffer neither ref", "CapacityBuffer", `{spec: {podTemplateRef: null}}`},
+	{"CapacityBuffer zero replicas", "CapacityBuffer", `{spec: {replicas: 0}}`},
+	{"CapacityBuffer other strategy", "CapacityBuffer", `{spec: {provisioningStrategy: example.com/other}}`},
 }
 
 // refusedOnlyByUs: objects Karpenter's CRDs accept and ours refuse, each on purpose.
@@ -516,7 +533,7 @@ var compatUpdates = []compatUpdate{
 }
 
 // startKarpenterServer starts an API server of its own (the project's helper) and replaces the
-// project's NodePool, NodeClaim, NodeOverlay and EC2NodeClass CRDs on it by Karpenter's from
+// project's NodePool, NodeClaim, EC2NodeClass, NodeOverlay and CapacityBuffer CRDs on it by Karpenter's from
 // testdata/karpenter: they share names, so they cannot be served side by side.
 func startKarpenterServer(t *testing.T) *apiserver.Env {
 	t.Helper()
@@ -526,7 +543,8 @@ func startKarpenterServer(t *testing.T) *apiserver.Env {
 	}
 	t.Cleanup(func() { _ = karpenter.Stop() })
 	published := envtest.CRDInstallOptions{Paths: []string{"testdata/karpenter"}, ErrorIfPathMissing: true}
-	if err := envtest.ReadCRDFiles(&published); err != nil || len(published.CRDs) != 4 {
+	files, _ := filepath.Glob("testdata/karpenter/*.yaml")
+	if err := envtest.ReadCRDFiles(&published); err != nil || len(published.CRDs) != len(files) {
 		t.Fatalf("reading testdata/karpenter: %d CRDs, %v", len(published.CRDs), err)
 	}
 	crds := published.CRDs

@@ -42,7 +42,7 @@ func (d *decider) multiNode() *Command {
 	lo, hi := 2, len(cands)
 	for lo <= hi {
 		mid := (lo + hi) / 2
-		res := d.schedule(cands[:mid], 1)
+		res := d.schedule(cands[:mid], 1, true)
 		d.scheduled(MethodMultiNode)
 		// Karpenter's simulation runs under a context with this deadline and fails once it
 		// passes, even on its last pod; its outcome is then never judged.
@@ -78,7 +78,7 @@ func (d *decider) singleNode() *Command {
 		if d.budget(c.NodePool, karpv1.DisruptionReasonUnderutilized) == 0 {
 			continue // one node at a time: any budget above 0 allows it
 		}
-		res := d.schedule([]*Candidate{c}, 1)
+		res := d.schedule([]*Candidate{c}, 1, true)
 		d.scheduled(MethodSingleNode)
 		cmd, why := d.command(MethodSingleNode, karpv1.DisruptionReasonUnderutilized, []*Candidate{c}, 1, true, res)
 		if cmd != nil {

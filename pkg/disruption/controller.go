@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
@@ -52,6 +53,16 @@ type Controller struct {
 	nextChange time.Time
 	// unseenNodePools is the last decision's UnseenNodePools, for the next.
 	unseenNodePools []string
+	// buffers, when set (the CapacityBuffer feature gate), supplies Input.BufferPods.
+	buffers *capacitybuffer.Buffers
+}
+
+// KeepBuffers makes consolidation keep the room of the CapacityBuffers' virtual pods (see
+// Input.BufferPods).
+func (c *Controller) KeepBuffers(b *capacitybuffer.Buffers) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buffers = b
 }
 
 type pendingCommand struct {
@@ -241,6 +252,11 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 	}
 	for i := range pdbs.Items {
 		in.PDBs = append(in.PDBs, &pdbs.Items[i])
+	}
+	if c.buffers != nil {
+		if in.BufferPods, err = c.buffers.VirtualPods(ctx); err != nil {
+			return nil, err
+		}
 	}
 	for _, np := range snap.NodePools {
 		if np.DeletionTimestamp != nil || nodepool.IsStatic(np) {

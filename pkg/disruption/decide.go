@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
@@ -60,6 +61,11 @@ type Input struct {
 	// SingleNodeConsolidationTimeout): each reads it as it starts and as it goes. The
 	// controller passes its own; nil never times out.
 	Clock clock.PassiveClock
+	// BufferPods are the virtual pods of the CapacityBuffers (capacitybuffer.Buffers): every
+	// consolidation simulation places them with the candidates' pods, so the room they hold is
+	// kept or replaced (that they fit nowhere blocks nothing, as for a pending pod), and an
+	// empty node they occupy is not empty (Karpenter's "Node ... has buffer pods").
+	BufferPods []*corev1.Pod
 	// UnseenNodePools are the NodePools the previous single-node consolidation did not reach
 	// before its time limit (the previous Decision's UnseenNodePools): this one tries their
 	// candidates first.
@@ -399,6 +405,8 @@ type decider struct {
 	unseenPools      []string        // Decision.UnseenNodePools
 	next             time.Time       // Decision.NextChange
 	sim              *simulator
+	// holdsBuffer are the nodes the buffers' virtual pods occupy (see bufferNodes).
+	holdsBuffer map[string]bool
 }
 
 // wake notes a moment after now at which the decision may change on its own.
@@ -506,7 +514,48 @@ func newDecider(in Input) *decider {
 		return a.Name() < b.Name()
 	})
 	d.sim = newSimulator(in, d.pools)
+	d.holdsBuffer = d.bufferNodes()
+	for _, c := range d.candidates {
+		if d.holdsBuffer[c.Name()] && len(c.Pods) == 0 && c.protected() == "" && consolidationPassesOver(c) == "" {
+			d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: fmt.Sprintf("Node %q has buffer pods", c.Name())})
+		}
+	}
 	return d
+}
+
+// bufferNodes places the buffers' virtual pods on the cluster as it is, as a provisioning pass
+// would (and only there: no new nodes), but on the nodes without pods to move last, so the
+// room of nodes that stay anyway is used first; the nodes that receive some hold the buffer,
+// and emptiness leaves them.
+func (d *decider) bufferNodes() map[string]bool {
+	if len(d.in.BufferPods) == 0 {
+		return nil
+	}
+	empty := map[string]bool{}
+	for _, c := range d.candidates {
+		if len(c.Pods) == 0 {
+			empty[c.Name()] = true
+		}
+	}
+	nodes := make([]*scheduler.Node, 0, len(d.sim.targets))
+	for _, n := range d.sim.targets {
+		if !empty[n.Name] {
+			copied := *n
+			nodes = append(nodes, &copied)
+		}
+	}
+	for _, n := range d.sim.targets {
+		if empty[n.Name] {
+			copied := *n
+			nodes = append(nodes, &copied)
+		}
+	}
+	res := scheduler.Solve(scheduler.Input{Pods: d.in.BufferPods, Nodes: nodes, VolumeRequirements: d.sim.volumes})
+	held := map[string]bool{}
+	for name := range capacitybuffer.Split(res).Nodes {
+		held[name] = true
+	}
+	return held
 }
 
 // mayConsolidate reports whether the node's NodePool lets consolidation act on it now.
@@ -619,9 +668,12 @@ func (d *decider) expired() []*Candidate {
 	return d.filter(func(c *Candidate) bool { return c.Expired })
 }
 
-// empty are the consolidatable, unprotected candidates without pods to move.
+// empty are the consolidatable, unprotected candidates without pods to move, but for those
+// holding a CapacityBuffer's room.
 func (d *decider) empty() []*Candidate {
-	return d.filter(func(c *Candidate) bool { return c.Consolidatable && len(c.Pods) == 0 && c.protected() == "" })
+	return d.filter(func(c *Candidate) bool {
+		return c.Consolidatable && len(c.Pods) == 0 && c.protected() == "" && !d.holdsBuffer[c.Name()]
+	})
 }
 
 // underutilized are the consolidatable, unprotected candidates with pods, of NodePools whose
@@ -687,18 +739,19 @@ func sumPrices(cands []*Candidate) float64 {
 // new ones (negative: any number), then judges the outcome (see command). It returns the
 // command, or why there is none.
 func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands []*Candidate, maxClaims int, consolidation bool) (*Command, string) {
-	return d.command(method, reason, cands, maxClaims, consolidation, d.schedule(cands, maxClaims))
+	return d.command(method, reason, cands, maxClaims, consolidation, d.schedule(cands, maxClaims, consolidation))
 }
 
 // schedule places the pods of cands with cands removed, on the remaining nodes and new ones,
-// trying for at most maxClaims new ones (negative: any number).
-func (d *decider) schedule(cands []*Candidate, maxClaims int) *scheduler.Results {
-	res := d.sim.solve(cands, false)
+// trying for at most maxClaims new ones (negative: any number); with buffers, the
+// CapacityBuffers' virtual pods too.
+func (d *decider) schedule(cands []*Candidate, maxClaims int, buffers bool) *scheduler.Results {
+	res := d.sim.solve(cands, false, buffers)
 	if maxClaims >= 0 && len(res.NewClaims) > maxClaims {
 		// The cost-aware packing may prefer several well-filled nodes; a consolidation wants
 		// the fewest, so look again packing into as few new nodes as fit (the replacement is
 		// still required to be strictly cheaper below).
-		res = d.sim.solve(cands, true)
+		res = d.sim.solve(cands, true, buffers)
 	}
 	return res
 }
@@ -934,11 +987,13 @@ type simulator struct {
 	capacity map[string]corev1.ResourceList // capacity per node name
 	volumes  map[types.UID]scheduling.Requirements
 	daemons  []*corev1.Pod // what the daemonsets would run on a new node
+	buffer   []*corev1.Pod // the CapacityBuffers' virtual pods
 }
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{}}
 	s.daemons = provisioning.DaemonPods(in.DaemonSets)
+	s.buffer = in.BufferPods
 	names := make([]string, 0, len(pools))
 	for name := range pools {
 		names = append(names, name)
@@ -1002,13 +1057,17 @@ func withNodes(rl corev1.ResourceList, n int64) corev1.ResourceList {
 }
 
 // solve places the pods of cands with cands removed. fewestNodes packs as Karpenter does, into
-// as few new nodes as fit.
-func (s *simulator) solve(cands []*Candidate, fewestNodes bool) *scheduler.Results {
+// as few new nodes as fit. With buffers, the buffers' virtual pods are placed too, after the
+// others; they are taken out of the results (where they went shows as replacements).
+func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool) *scheduler.Results {
 	removed := make(map[string]bool, len(cands))
 	var pods []*corev1.Pod
 	for _, c := range cands {
 		removed[c.Name()] = true
 		pods = append(pods, c.Pods...)
+	}
+	if buffers {
+		pods = append(pods, s.buffer...)
 	}
 	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), VolumeRequirements: s.volumes, DaemonPods: s.daemons, Options: scheduler.Options{GrowClaims: fewestNodes}}
 	for _, n := range s.targets {
@@ -1024,7 +1083,11 @@ func (s *simulator) solve(cands []*Candidate, fewestNodes bool) *scheduler.Resul
 		}
 		in.NodePools = append(in.NodePools, &pool)
 	}
-	return scheduler.Solve(in)
+	res := scheduler.Solve(in)
+	if buffers {
+		capacitybuffer.Split(res)
+	}
+	return res
 }
 
 // remaining is what a NodePool's limits allow once cands are gone.

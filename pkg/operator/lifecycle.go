@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
@@ -21,7 +22,8 @@ import (
 )
 
 // lifecycleControllers are the NodePool, NodeClaim, termination, disruption and (with the
-// NodeRepair gate) repair controllers.
+// NodeRepair gate) repair controllers; with the CapacityBuffer gate, disruption keeps the
+// buffers' room.
 // NodeClaims are finalized by termination, which drains their nodes first. Nodes, NodeClaims
 // and pods are indexed in the manager's cache first. Each controller calls the cloud through
 // its own metrics view of cp. A claim's Node takes pods only after nomination has pointed the
@@ -54,12 +56,16 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 		nodeclaim.NewConsistencyController(mgr.GetClient(), clk, recorder),
 		nodeclaim.NewGarbageCollector(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodeclaim.garbagecollection"), clk, recorder, nodeclaim.GarbageCollectorOptions{}),
 		termination.NewController(mgr.GetClient(), lifecycle, clk, recorder, termination.Options{}),
-		disruption.NewController(mgr.GetClient(), cluster, cloudprovider.WithMetrics(cp, metrics.ControllerDisruption), clk, recorder, disruption.Options{
-			SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
-			PollInterval:            opts.DisruptionPollInterval,
-			ValidationDelay:         opts.ConsolidationValidationDelay,
-		}),
 	}
+	disrupt := disruption.NewController(mgr.GetClient(), cluster, cloudprovider.WithMetrics(cp, metrics.ControllerDisruption), clk, recorder, disruption.Options{
+		SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
+		PollInterval:            opts.DisruptionPollInterval,
+		ValidationDelay:         opts.ConsolidationValidationDelay,
+	})
+	if opts.CapacityBuffer {
+		disrupt.KeepBuffers(capacitybuffer.NewBuffers(mgr.GetClient(), clk))
+	}
+	out = append(out, disrupt)
 	// Node repair runs only with the NodeRepair feature gate on, and only for a cloud that
 	// declares repair policies, as in Karpenter.
 	if opts.NodeRepair && len(cp.RepairPolicies()) > 0 {

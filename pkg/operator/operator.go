@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
+	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
@@ -163,6 +164,12 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		IgnorePreferences:   opts.PreferencePolicy == "Ignore",
 		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
 	})
+	if opts.CapacityBuffer {
+		// The buffers' virtual pods are placed by every provisioning pass; their controller
+		// resolves each buffer and wakes the provisioner.
+		op.Provisioner.KeepBuffers(capacitybuffer.NewBuffers(mgr.GetClient(), clk))
+		registrars = append(registrars, capacitybuffer.NewController(mgr.GetClient(), clk, op.Provisioner))
+	}
 	nomination := provisioning.NewNominationController(mgr.GetClient(), op.Cluster, clk)
 	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), nomination)
 	if !opts.DisableClusterStateObservability {

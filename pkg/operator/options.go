@@ -56,6 +56,9 @@ type Options struct {
 	// sees and the cloud launches (the feature gate of that name in FEATURE_GATES; package
 	// nodeoverlay). Off, as by Karpenter's default, they are not read.
 	NodeOverlay bool
+	// CapacityBuffer keeps the spare capacity CapacityBuffers ask for (the feature gate of that
+	// name in FEATURE_GATES; package capacitybuffer).
+	CapacityBuffer bool
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool
@@ -149,6 +152,7 @@ func DefaultOptions() Options {
 		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
 		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
 		NodeOverlay:             gates.Enabled(featuregate.NodeOverlay),
+		CapacityBuffer:          gates.Enabled(featuregate.CapacityBuffer),
 		CloudProvider:           CloudProviderSim,
 		BatchIdleDuration:       time.Second,
 		BatchMaxDuration:        10 * time.Second,

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
@@ -52,7 +53,15 @@ type Provisioner struct {
 	batcher   *Batcher
 	opts      Options
 	observers []func(*Decision)
+	// buffers, when set (the CapacityBuffer feature gate), adds the buffers' virtual pods to
+	// every pass.
+	buffers *capacitybuffer.Buffers
 }
+
+// KeepBuffers makes every pass place the virtual pods of the CapacityBuffers too, after the
+// pending pods: nodes launch for those that fit nowhere, but none is nominated or reported,
+// and each buffer's Provisioning condition says where they went (package capacitybuffer).
+func (p *Provisioner) KeepBuffers(b *capacitybuffer.Buffers) { p.buffers = b }
 
 // Observe registers a function called with every decision after it is carried out (for
 // metrics, the simulator's report and tests). It must not block.
@@ -103,7 +112,14 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		return nil, err
 	}
 	refused := p.judgeMisses(ctx, snap)
-	if len(snap.Pending) == 0 {
+	var virtual []*corev1.Pod
+	if p.buffers != nil {
+		if virtual, err = p.buffers.VirtualPods(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if len(snap.Pending) == 0 && len(virtual) == 0 {
+		p.recordBuffers(ctx, capacitybuffer.Outcome{})
 		metrics.SetIgnoredPods(0)
 		metrics.SetSchedulingOutcome(metrics.ControllerProvisioner, 0, nil)
 		decision := &Decision{Results: &scheduler.Results{}, Refused: refused}
@@ -119,9 +135,11 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		return nil, err
 	}
 	metrics.SetIgnoredPods(len(unschedulable))
+	input.Pods = append(input.Pods, virtual...)
 	results := p.solve(input)
 	logRefusals(ctx, results)
 	results.PodErrors = append(results.PodErrors, unschedulable...)
+	p.recordBuffers(ctx, capacitybuffer.Split(results))
 	p.markDecisions(results)
 	decision := &Decision{Results: results, Refused: refused}
 	for _, c := range results.NewClaims {
@@ -157,6 +175,17 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		fn(decision)
 	}
 	return decision, nil
+}
+
+// recordBuffers sets the buffers' Provisioning condition from where the pass put their virtual
+// pods (which are no longer in its results).
+func (p *Provisioner) recordBuffers(ctx context.Context, o capacitybuffer.Outcome) {
+	if p.buffers == nil {
+		return
+	}
+	if err := p.buffers.Provisioned(ctx, o); err != nil {
+		log.FromContext(ctx).Error(err, "updating CapacityBuffer provisioning status")
+	}
 }
 
 // solve runs the scheduler on the input, reporting the run's progress and outcome in the

@@ -11,12 +11,16 @@ import (
 	"text/tabwriter"
 
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
+	"github.com/openkarpenter/karpenter/pkg/featuregate"
 )
 
-// WithManifests returns a copy of the workload whose NodePools and NodeClasses are those of
-// path instead: either a workload file (its manifests are taken, the rest ignored) or a file of
-// plain manifests (its Karpenter objects are taken, its workloads ignored). The workload's
-// DaemonSets stay.
+// WithManifests returns a copy of the workload whose NodePools, NodeClasses and
+// CapacityBuffers (with their PodTemplates) are those of path instead: either a workload file
+// (its manifests are taken, the rest ignored) or a file of plain manifests (its Karpenter
+// objects are taken, its workloads ignored). The workload's DaemonSets and volumes stay.
 func (w *Workload) WithManifests(path string) (*Workload, error) {
 	data, err := readFile(path)
 	if err != nil {
@@ -36,14 +40,23 @@ func (w *Workload) WithManifests(path string) (*Workload, error) {
 	}
 	// Only Karpenter's objects are taken: the workloads of a plain-manifest file are not.
 	docs, errs := readDocuments(path, text, line)
-	var karpenter []document
+	var karpenter, templates []document
 	for _, doc := range docs {
-		if doc.isKarpenter() {
+		u := &unstructured.Unstructured{Object: doc.raw}
+		switch {
+		case doc.isKarpenter() || u.GroupVersionKind().Group == autoscalingv1beta1.Group:
 			karpenter = append(karpenter, doc)
+		case isPodTemplate(u.GetAPIVersion(), u.GetKind()):
+			templates = append(templates, doc)
 		}
 	}
 	objs, err := decodeObjects(karpenter)
-	if err := errors.Join(append(errs, err)...); err != nil {
+	pts, templateErrs := decodePodTemplates(templates)
+	objs = append(objs, pts...)
+	if problems := bufferProblems(objs, w.FeatureGates[featuregate.CapacityBuffer]); len(problems) > 0 {
+		errs = append(errs, fmt.Errorf("%s: %s", path, strings.Join(problems, "; ")))
+	}
+	if err := errors.Join(append(append(errs, err), templateErrs...)...); err != nil {
 		return nil, err
 	}
 	if len(objs) == 0 {
@@ -51,7 +64,8 @@ func (w *Workload) WithManifests(path string) (*Workload, error) {
 	}
 	// The workload's other objects (its DaemonSets) stay.
 	for _, o := range w.Objects {
-		if group := o.GetObjectKind().GroupVersionKind().Group; group != "karpenter.sh" && group != "karpenter.k8s.aws" {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		if g := gvk.Group; g != "karpenter.sh" && g != "karpenter.k8s.aws" && g != autoscalingv1beta1.Group && !isPodTemplate(gvk.GroupVersion().String(), gvk.Kind) {
 			objs = append(objs, o)
 		}
 	}

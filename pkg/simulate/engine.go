@@ -22,9 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis"
+	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
 	ec2v1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
+	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
@@ -99,6 +101,12 @@ type engine struct {
 	overlaysSeen string
 	// overlaysWarned is the last evaluation error warned of, so that it is warned of once.
 	overlaysWarned string
+	// buffers resolves CapacityBuffers, nil unless the CapacityBuffer feature gate is on;
+	// bufferDue is when each is resolved again (its RequeueAfter), and bufferWanted says it
+	// woke the provisioner, which then runs even without pending pods.
+	buffers      *capacitybuffer.Controller
+	bufferDue    map[types.NamespacedName]time.Time
+	bufferWanted bool
 
 	deployments map[string]*deploymentState
 	jobs        map[string]*jobsState
@@ -209,6 +217,12 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if gates.Enabled(featuregate.NodeRepair) {
 		e.repair = repair.NewController(e.kube, e.cloud, e.clock, nil)
 		e.repair.Observe(e.rec.repaired)
+	}
+	if gates.Enabled(featuregate.CapacityBuffer) {
+		b := capacitybuffer.NewBuffers(e.kube, e.clock)
+		e.provisioner.KeepBuffers(b)
+		e.disruption.KeepBuffers(b)
+		e.buffers, e.bufferDue = capacitybuffer.NewController(e.kube, e.clock, bufferTrigger{e}), map[types.NamespacedName]time.Time{}
 	}
 	if opts.BatchIdleDuration <= 0 {
 		e.opts.BatchIdleDuration = provisioning.DefaultBatchIdleDuration
@@ -336,7 +350,14 @@ func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
 	}
 	if pending == 0 {
 		e.batchStart, e.batchPending = time.Time{}, 0
-		return nil
+		if e.bufferWanted {
+			// The buffers' controller woke the provisioner (as its 30s resync does in a
+			// cluster): their virtual pods are placed again, launching for those whose room
+			// real pods took.
+			e.bufferWanted = false
+			_, err = e.provisioner.Provision(ctx)
+		}
+		return err
 	}
 	if e.batchStart.IsZero() {
 		e.batchStart, e.batchLastChange, e.batchPending = now, now, pending
@@ -348,9 +369,40 @@ func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
 	if now.Sub(e.batchLastChange) < e.opts.BatchIdleDuration && now.Sub(e.batchStart) < e.opts.BatchMaxDuration {
 		return nil
 	}
-	e.batchStart = time.Time{}
+	e.batchStart, e.bufferWanted = time.Time{}, false
 	_, err = e.provisioner.Provision(ctx)
 	return err
+}
+
+// bufferTrigger is the provisioner's Trigger for the buffers' controller in a simulation.
+type bufferTrigger struct{ e *engine }
+
+// Trigger asks for a provisioning pass at the next pass.
+func (t bufferTrigger) Trigger() { t.e.bufferWanted = true }
+
+// reconcileBuffers resolves each CapacityBuffer when it is due: first seen, then after the
+// controller's RequeueAfter, as its watch and resync would in a cluster.
+func (e *engine) reconcileBuffers(ctx context.Context) error {
+	var list autoscalingv1beta1.CapacityBufferList
+	if err := e.kube.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	now := e.clock.Now()
+	for _, cb := range list.Items {
+		key := client.ObjectKeyFromObject(&cb)
+		if due, ok := e.bufferDue[key]; ok && now.Before(due) {
+			continue
+		}
+		res, err := e.buffers.Reconcile(ctx, reconcile.Request{NamespacedName: key})
+		if err != nil {
+			e.rec.warn(fmt.Sprintf("capacitybuffer %s: %v", cb.Name, err))
+		}
+		e.bufferDue[key] = now.Add(res.RequeueAfter)
+		if res.RequeueAfter > 0 && (e.requeueAt.IsZero() || e.bufferDue[key].Before(e.requeueAt)) {
+			e.requeueAt = e.bufferDue[key]
+		}
+	}
+	return nil
 }
 
 // unboundPods lists the pods no node has taken yet (through the store's spec.nodeName index,
@@ -386,6 +438,11 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		}
 		if err := e.reconcile(ctx, e.poolStatic, np.Name); err != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("nodepool %s replicas: %w", np.Name, err)
+		}
+	}
+	if e.buffers != nil {
+		if err := e.reconcileBuffers(ctx); err != nil {
+			return err
 		}
 	}
 	if e.repair != nil {

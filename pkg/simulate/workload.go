@@ -22,6 +22,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
+	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
@@ -49,9 +50,10 @@ type Workload struct {
 	// refused. Static NodePools (spec.replicas) need StaticCapacity: true, as in Karpenter;
 	// node repair (the unhealthy timeline event) NodeRepair: true.
 	FeatureGates map[string]bool `yaml:"featureGates"`
-	// Manifests are Karpenter objects (NodePool, EC2NodeClass), and the StorageClasses,
-	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, as YAML documents,
-	// exactly as they would be applied to a cluster.
+	// Manifests are Karpenter objects (NodePool, EC2NodeClass), the StorageClasses,
+	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, and CapacityBuffers
+	// (autoscaling.x-k8s.io/v1beta1, with the CapacityBuffer feature gate) with the PodTemplates
+	// they name, as YAML documents, exactly as they would be applied to a cluster.
 	Manifests string `yaml:"manifests"`
 	// Timeline is what happens when.
 	Timeline []Event `yaml:"timeline"`
@@ -405,6 +407,9 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		}
 	}
 	refuseStatic(manifestsLine, "manifests", w.Objects)
+	for _, msg := range bufferProblems(w.Objects, w.FeatureGates[featuregate.CapacityBuffer]) {
+		add(manifestsLine, "manifests", "%s", msg)
+	}
 	known := map[string]string{}  // name -> "deployment" or "jobs"
 	var applied []client.Object   // by apply events so far
 	replicas := map[string]int{}  // of each deployment, as of the event
@@ -719,21 +724,26 @@ func decodeValue(v any, into any) error {
 	return nil
 }
 
-// decodeManifests reads YAML documents into the project's typed objects and the storage
-// objects, strictly; text starts on line firstLine of file.
+// decodeManifests reads YAML documents into the project's typed objects (CapacityBuffers among
+// them), the storage objects and PodTemplates, strictly; text starts on line firstLine of file.
 func decodeManifests(file, text string, firstLine int) ([]client.Object, error) {
 	docs, errs := readDocuments(file, text, firstLine)
-	var karpenter, storage []document
+	var karpenter, storage, templates []document
 	for _, doc := range docs {
-		if isStorageKind(doc.src.APIVersion, doc.src.Kind) {
+		switch {
+		case isStorageKind(doc.src.APIVersion, doc.src.Kind):
 			storage = append(storage, doc)
-		} else {
+		case isPodTemplate(doc.src.APIVersion, doc.src.Kind):
+			templates = append(templates, doc)
+		default:
 			karpenter = append(karpenter, doc)
 		}
 	}
 	objs, err := decodeObjects(karpenter)
 	more, storageErrs := storageObjects(storage, nil)
-	return append(objs, more...), errors.Join(append(append(errs, err), storageErrs...)...)
+	pts, templateErrs := decodePodTemplates(templates)
+	objs = append(append(objs, more...), pts...)
+	return objs, errors.Join(append(append(append(errs, err), storageErrs...), templateErrs...)...)
 }
 
 // decodeObjects decodes documents into the project's typed objects, strictly, with the CRDs'
@@ -752,7 +762,7 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 		gvk := (&unstructured.Unstructured{Object: doc.raw}).GroupVersionKind()
 		obj, err := scheme.New(gvk)
 		if err != nil {
-			errs = append(errs, doc.errorf("kind", "unknown kind %s; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), and for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1)", gvk.GroupKind()))
+			errs = append(errs, doc.errorf("kind", "unknown kind %s; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1), and for spare capacity CapacityBuffer (autoscaling.x-k8s.io/v1beta1) and PodTemplate (v1)", gvk.GroupKind()))
 			continue
 		}
 		if decodeErrs := doc.decode(obj); len(decodeErrs) > 0 {
@@ -763,6 +773,9 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 		if !ok {
 			errs = append(errs, doc.errorf("kind", "%s is not an object", gvk.Kind))
 			continue
+		}
+		if _, ok := co.(*autoscalingv1beta1.CapacityBuffer); ok {
+			co.SetNamespace(namespace) // with the simulated pods, whatever it names
 		}
 		// The same schema, defaults and CEL rules the API server would apply.
 		if err := validator.DefaultObject(co); err != nil {

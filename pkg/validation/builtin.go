@@ -26,6 +26,7 @@ import (
 	"k8s.io/kubernetes/pkg/registry/core/persistentvolume"
 	"k8s.io/kubernetes/pkg/registry/core/persistentvolumeclaim"
 	"k8s.io/kubernetes/pkg/registry/core/pod"
+	"k8s.io/kubernetes/pkg/registry/core/podtemplate"
 	"k8s.io/kubernetes/pkg/registry/policy/poddisruptionbudget"
 	"k8s.io/kubernetes/pkg/registry/storage/storageclass"
 )
@@ -41,6 +42,7 @@ var builtinKinds = map[schema.GroupKind]builtinKind{
 	{Kind: "Pod"}:                                   {pod.Strategy, "pods"},
 	{Kind: "PersistentVolumeClaim"}:                 {persistentvolumeclaim.Strategy, "persistentvolumeclaims"},
 	{Kind: "PersistentVolume"}:                      {persistentvolume.Strategy, "persistentvolumes"},
+	{Kind: "PodTemplate"}:                           {podtemplate.Strategy, "podtemplates"},
 	{Group: "apps", Kind: "Deployment"}:             {deployment.Strategy, "deployments"},
 	{Group: "apps", Kind: "StatefulSet"}:            {statefulset.Strategy, "statefulsets"},
 	{Group: "apps", Kind: "DaemonSet"}:              {daemonset.Strategy, "daemonsets"},
@@ -56,7 +58,7 @@ func IsBuiltin(gk schema.GroupKind) bool {
 	return ok
 }
 
-// ValidateBuiltin checks a built-in object (a Pod, PersistentVolumeClaim, PersistentVolume,
+// ValidateBuiltin checks a built-in object (a Pod, PodTemplate, PersistentVolumeClaim, PersistentVolume,
 // Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, PodDisruptionBudget or StorageClass, as its
 // k8s.io/api type with its kind set) as the API server checks it on create, with the server's
 // own code from k8s.io/kubernetes: the version's defaults, the conversion to the internal

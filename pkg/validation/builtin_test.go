@@ -108,6 +108,15 @@ spec:
   accessModes: [ReadWriteOnce]
   csi: {driver: ebs.csi.aws.com, volumeHandle: vol-0123}
 `,
+	"PodTemplate": `
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: spare, namespace: default}
+template:
+  metadata: {labels: {app: web}}
+  spec:
+    containers: [{name: main, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}]
+`,
 	"StorageClass": `
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
@@ -133,6 +142,9 @@ var builtinCases = []struct {
 	{name: "valid", kind: "PersistentVolumeClaim"},
 	{name: "valid", kind: "PersistentVolume"},
 	{name: "valid", kind: "StorageClass"},
+	{name: "valid", kind: "PodTemplate"},
+	{name: "no containers", kind: "PodTemplate", invalid: true, patch: `{template: {spec: {containers: []}}}`},
+	{name: "request above limit", kind: "PodTemplate", invalid: true, patch: `{template: {spec: {containers: [{name: main, image: pause, resources: {requests: {cpu: "2"}, limits: {cpu: "1"}}}]}}}`},
 	{name: "negative cpu request", kind: "Deployment", invalid: true,
 		patch: `{spec: {template: {spec: {containers: [{name: main, image: x, resources: {requests: {cpu: "-500m"}}}]}}}}`},
 	{name: "limit below request", kind: "Deployment", invalid: true,

@@ -215,6 +215,7 @@ func TestNew(t *testing.T) {
 	t.Logf("New built %d kinds in %v", len(validator.Kinds()), built)
 	want := []schema.GroupVersionKind{
 		{Group: "karpenter.k8s.aws", Version: "v1alpha1", Kind: "AWSNodeTemplate"},
+		{Group: "autoscaling.x-k8s.io", Version: "v1beta1", Kind: "CapacityBuffer"},
 		{Group: "karpenter.k8s.aws", Version: "v1", Kind: "EC2NodeClass"},
 		{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaim"},
 		{Group: "karpenter.sh", Version: "v1alpha1", Kind: "NodeOverlay"},

@@ -1,0 +1,125 @@
+package chart_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/operator"
+)
+
+// bufferOnly are the grants settings.featureGates.capacityBuffer adds to the sim rendering.
+var bufferOnly = []string{
+	"ClusterRole: list capacitybuffers.autoscaling.x-k8s.io",
+	"ClusterRole: list deployments.apps",
+	"ClusterRole: list podtemplates",
+	"ClusterRole: list replicasets.apps",
+	"ClusterRole: list statefulsets.apps",
+	"ClusterRole: patch capacitybuffers/status.autoscaling.x-k8s.io",
+	"ClusterRole: watch capacitybuffers.autoscaling.x-k8s.io",
+	"ClusterRole: watch deployments.apps",
+	"ClusterRole: watch podtemplates",
+	"ClusterRole: watch replicasets.apps",
+	"ClusterRole: watch statefulsets.apps",
+}
+
+// TestRBACCapacityBuffer runs the controllers with the CapacityBuffer gate as the ServiceAccount
+// of the rendering that turns it on: a buffer is resolved, launches a node for its virtual pods
+// and gets its Provisioning condition. What the gate adds to the RBAC is exactly what that
+// needed, and nothing the run did is refused.
+func TestRBACCapacityBuffer(t *testing.T) {
+	ctx := context.Background()
+	plain := renderRBAC(t, "--set", "cloudProvider=sim")
+	buf := renderRBAC(t, "--set", "cloudProvider=sim", "--set", "settings.featureGates.capacityBuffer=true")
+	added := minus(names(buf.grants), names(plain.grants))
+	slices.Sort(added)
+	if !slices.Equal(added, bufferOnly) {
+		t.Fatalf("the capacityBuffer gate adds %v, want %v (bufferOnly)", added, bufferOnly)
+	}
+	ensureNamespace(t, namespace)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: operator.LeaderElectionID}}
+	if err := env.Client.Delete(ctx, lease); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	buf.apply(t)
+	t.Cleanup(func() {
+		for _, o := range buf.objects {
+			if err := env.Client.Delete(context.Background(), o.DeepCopy()); client.IgnoreNotFound(err) != nil {
+				t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	})
+	t.Cleanup(func() { purge(t) })
+
+	opts := operator.DefaultOptions()
+	opts.CloudProvider, opts.CapacityBuffer = operator.CloudProviderSim, true
+	opts.Sim.StateConfigMap = buf.env["SIM_STATE_CONFIGMAP"]
+	t.Cleanup(func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: opts.Sim.StateConfigMap}}
+		if err := env.Client.Delete(context.Background(), cm); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting the simulated cloud's state: %v", err)
+		}
+	})
+	opts.Sim.LaunchLatency, opts.Sim.ReadyDelay = 100*time.Millisecond, 100*time.Millisecond
+	opts.DisruptionPollInterval, opts.ConsolidationValidationDelay = 300*time.Millisecond, 500*time.Millisecond
+	// Informers list then watch (the API server may stream the list instead, 1.32+, when
+	// only watch would be asked for; TestRBACMatchesCalls runs both ways).
+	setWatchListClient(t, false)
+	op := startOperator(t, buf.account, opts)
+
+	template := &corev1.PodTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "spare", Namespace: "default"},
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}},
+	}
+	buffer := &autoscalingv1beta1.CapacityBuffer{
+		ObjectMeta: metav1.ObjectMeta{Name: "spare", Namespace: "default"},
+		Spec:       autoscalingv1beta1.CapacityBufferSpec{PodTemplateRef: &autoscalingv1beta1.LocalObjectRef{Name: "spare"}, Replicas: ptr.To[int32](2)},
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), buffer)
+		_ = env.Client.Delete(context.Background(), template)
+	})
+	mustCreate(t, nodeClass(),
+		&karpv1.NodePool{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m"}}},
+				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+			}}},
+		},
+		template, buffer)
+	eventually(t, op, 60*time.Second, "the buffer provisioned on a node launched for it", func() (bool, string) {
+		got := &autoscalingv1beta1.CapacityBuffer{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(buffer), got); err != nil {
+			t.Fatal(err)
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, autoscalingv1beta1.ConditionProvisioning)
+		claims := countClaims(t)
+		return claims > 0 && cond != nil && cond.Reason == "FitsExistingCapacity", fmt.Sprintf("%d nodeclaims, Provisioning %v", claims, cond)
+	})
+	calls := op.shutdown(t)
+	for _, g := range buf.grants {
+		if slices.Contains(bufferOnly, g.String()) && !usedBy(g, calls) {
+			t.Errorf("%s: the run did not need it", g)
+		}
+	}
+	for c := range calls {
+		if !slices.ContainsFunc(buf.grants, func(g grant) bool { return g.allows(c) }) {
+			t.Errorf("the chart does not allow %s", c)
+		}
+	}
+}
