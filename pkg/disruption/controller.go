@@ -38,9 +38,12 @@ type Controller struct {
 	kube    client.Client
 	cluster *state.Cluster
 	cloud   cloudprovider.CloudProvider
-	clock   clock.Clock
-	events  *events.Recorder
-	opts    Options
+	// unavailable are the offerings that recently ran out of capacity: a replacement is
+	// not planned on them (nil: none are known).
+	unavailable *cloudprovider.UnavailableOfferings
+	clock       clock.Clock
+	events      *events.Recorder
+	opts        Options
 
 	mu        sync.Mutex
 	pending   *pendingCommand // consolidation waiting for validation
@@ -65,11 +68,11 @@ type inflightCommand struct {
 	disrupted    map[string]bool // candidates' NodeClaims deleted (and counted) so far
 }
 
-// NewController wires a disruption controller. recorder may be nil.
-func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider, clk clock.Clock,
-	recorder record.EventRecorder, opts Options) *Controller {
+// NewController wires a disruption controller. recorder and unavailable may be nil.
+func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings,
+	clk clock.Clock, recorder record.EventRecorder, opts Options) *Controller {
 	return &Controller{
-		kube: kube, cluster: cluster, cloud: cp, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
+		kube: kube, cluster: cluster, cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
 		podSets: map[string]string{},
 	}
 }
@@ -249,6 +252,9 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		if err != nil {
 			log.FromContext(ctx).Error(err, "cannot list instance types", "nodepool", np.Name)
 			continue
+		}
+		if c.unavailable != nil {
+			its = c.unavailable.Apply(its) // as the provisioner: no replacement on what just ran out
 		}
 		in.InstanceTypes[np.Name] = its
 	}

@@ -54,7 +54,7 @@ func lifecycleControllers(mgr manager.Manager, cp cloudprovider.CloudProvider, u
 		nodeclaim.NewConsistencyController(mgr.GetClient(), clk, recorder),
 		nodeclaim.NewGarbageCollector(mgr.GetClient(), cloudprovider.WithMetrics(cp, "nodeclaim.garbagecollection"), clk, recorder, nodeclaim.GarbageCollectorOptions{}),
 		termination.NewController(mgr.GetClient(), lifecycle, clk, recorder, termination.Options{}),
-		disruption.NewController(mgr.GetClient(), cluster, cloudprovider.WithMetrics(cp, metrics.ControllerDisruption), clk, recorder, disruption.Options{
+		disruption.NewController(mgr.GetClient(), cluster, cloudprovider.WithMetrics(cp, metrics.ControllerDisruption), unavailable, clk, recorder, disruption.Options{
 			SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
 			PollInterval:            opts.DisruptionPollInterval,
 			ValidationDelay:         opts.ConsolidationValidationDelay,

@@ -6,9 +6,7 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/record"
@@ -208,7 +206,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		Options:            scheduler.Options{IgnorePreferences: p.opts.IgnorePreferences, MinValuesBestEffort: p.opts.MinValuesBestEffort},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{},
 		Avoid:              snap.Avoid,
-		DaemonPods:         DaemonPods(snap.DaemonSets),
+		DaemonPods:         state.DaemonPods(snap.DaemonSets),
 	}
 	pools := map[string]*karpv1.NodePool{}
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
@@ -224,20 +222,12 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		if p.unavailable != nil {
 			its = p.unavailable.Apply(its)
 		}
-		reqs, err := nodepool.Requirements(np)
+		pool, err := state.SchedulerNodePool(np, its)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool with invalid requirements", "nodepool", np.Name)
 			continue
 		}
-		pool := &scheduler.NodePool{
-			Name:          np.Name,
-			Weight:        weight(np),
-			Requirements:  reqs,
-			Labels:        np.Spec.Template.Labels,
-			Taints:        np.Spec.Template.Spec.Taints,
-			InstanceTypes: its,
-			Remaining:     remaining(np, snap, its),
-		}
+		pool.Remaining = state.NodePoolRemaining(np, snap.Nodes, its)
 		// As Karpenter: a NodePool whose requirements leave no instance type to launch says
 		// so. It stays in the scheduler's input, where it can launch nothing either, so that
 		// the pods' FailedScheduling says which of its requirements is at fault.
@@ -250,22 +240,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		in.NodePools = append(in.NodePools, pool)
 	}
 	// Initialized capacity first, then capacity still launching.
-	var launching []*scheduler.Node
-	for _, sn := range snap.Nodes {
-		if sn.MarkedForDeletion {
-			continue
-		}
-		n := schedulerNode(sn)
-		for _, ds := range sn.DaemonSets {
-			n.HostPorts = append(n.HostPorts, scheduling.PodHostPorts(&corev1.Pod{Spec: ds.Spec.Template.Spec})...)
-		}
-		if sn.Initialized() {
-			in.Nodes = append(in.Nodes, n)
-		} else {
-			launching = append(launching, n)
-		}
-	}
-	in.Nodes = append(in.Nodes, launching...)
+	in.Nodes = snap.SchedulerNodes()
 	var unschedulable []scheduler.PodError
 	for _, pod := range snap.Pending {
 		reqs, err := VolumeRequirements(ctx, p.kubeClient, pod)
@@ -283,111 +258,4 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		}
 	}
 	return in, pools, unschedulable, nil
-}
-
-func weight(np *karpv1.NodePool) int32 {
-	if np.Spec.Weight == nil {
-		return 0
-	}
-	return *np.Spec.Weight
-}
-
-// schedulerNode describes a node or in-flight claim to the scheduler. Startup taints and
-// Karpenter's own lifecycle taints are left out: they go away once the node initializes.
-func schedulerNode(sn *state.StateNode) *scheduler.Node {
-	n := &scheduler.Node{Name: sn.Name(), Available: sn.Available(), Pods: sn.Pods, NodePool: sn.NodePool()}
-	var taints []corev1.Taint
-	if sn.Node != nil {
-		n.Labels = sn.Node.Labels
-		taints = sn.Node.Spec.Taints
-	} else {
-		n.InFlight = true
-		n.Labels = map[string]string{}
-		for k, v := range sn.NodeClaim.Labels {
-			n.Labels[k] = v
-		}
-		if reqs, err := scheduling.FromNodePoolRequirements(sn.NodeClaim.Spec.Requirements...); err == nil {
-			n.Requirements = &reqs
-			for k, v := range reqs.Labels() {
-				n.Labels[k] = v
-			}
-		}
-		n.Labels[corev1.LabelHostname] = sn.NodeClaim.Name
-		taints = sn.NodeClaim.Spec.Taints
-	}
-	startup := map[string]bool{karpv1.UnregisteredTaintKey: true}
-	if sn.NodeClaim != nil && !sn.Initialized() {
-		for _, t := range sn.NodeClaim.Spec.StartupTaints {
-			startup[t.Key] = true
-		}
-	}
-	for _, t := range taints {
-		if !startup[t.Key] {
-			n.Taints = append(n.Taints, t)
-		}
-	}
-	return n
-}
-
-// remaining is what a NodePool's limits still allow: limits less the capacity of its nodes.
-// A claim not launched yet counts as its largest allowed instance type.
-func remaining(np *karpv1.NodePool, snap *state.Snapshot, its []*cloudprovider.InstanceType) corev1.ResourceList {
-	if len(np.Spec.Limits) == 0 {
-		return nil
-	}
-	used := corev1.ResourceList{}
-	nodes := int64(0)
-	for _, sn := range snap.Nodes {
-		if sn.NodePool() != np.Name || sn.NodeClaim == nil {
-			continue
-		}
-		nodes++
-		capacity := sn.NodeClaim.Status.Capacity
-		if len(capacity) == 0 {
-			capacity = largestAllowed(sn.NodeClaim, its)
-		}
-		used = scheduling.Merge(used, capacity)
-	}
-	used["nodes"] = *resource.NewQuantity(nodes, resource.DecimalSI)
-	out := corev1.ResourceList{}
-	for name, limit := range np.Spec.Limits {
-		left := limit.DeepCopy()
-		left.Sub(used[name])
-		out[name] = left
-	}
-	return out
-}
-
-func largestAllowed(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
-	reqs, err := scheduling.FromNodePoolRequirements(claim.Spec.Requirements...)
-	if err != nil {
-		return claim.Spec.Resources.Requests
-	}
-	allowed, _ := reqs.Get(corev1.LabelInstanceTypeStable)
-	var best corev1.ResourceList
-	for _, it := range its {
-		if allowed.Key != "" && !allowed.Has(it.Name) {
-			continue
-		}
-		if best == nil || it.Capacity.Cpu().Cmp(*best.Cpu()) > 0 {
-			best = it.Capacity
-		}
-	}
-	if best == nil {
-		return claim.Spec.Resources.Requests
-	}
-	return best
-}
-
-// DaemonPods are the pods the DaemonSets would run on a new node, one per DaemonSet, built from
-// its pod template; the scheduler decides per NodePool and instance type which of them run
-// there.
-func DaemonPods(daemonSets []*appsv1.DaemonSet) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(daemonSets))
-	for _, ds := range daemonSets {
-		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
-		pod.Namespace, pod.Name = ds.Namespace, ds.Name
-		out = append(out, pod)
-	}
-	return out
 }
