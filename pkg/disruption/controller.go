@@ -35,9 +35,10 @@ import (
 
 // Controller decides and carries out disruptions, one command at a time.
 type Controller struct {
-	kube    client.Client
-	cluster *state.Cluster
-	cloud   cloudprovider.CloudProvider
+	kube     client.Client
+	cluster  *state.Cluster
+	launcher *provisioning.Launcher
+	cloud    cloudprovider.CloudProvider
 	// unavailable are the offerings that recently ran out of capacity: a replacement is
 	// not planned on them (nil: none are known).
 	unavailable *cloudprovider.UnavailableOfferings
@@ -72,7 +73,7 @@ type inflightCommand struct {
 func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings,
 	clk clock.Clock, recorder record.EventRecorder, opts Options) *Controller {
 	return &Controller{
-		kube: kube, cluster: cluster, cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
+		kube: kube, cluster: cluster, launcher: provisioning.NewLauncher(kube, cluster), cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
 		podSets: map[string]string{},
 	}
 }
@@ -437,16 +438,13 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 	}
 	var created []string
 	for _, r := range cmd.Replacements {
-		claim := nodepool.NewNodeClaim(r.NodePool, r.Claim.NodeSelectorRequirements(), r.Claim.Requests)
-		if err := c.kube.Create(ctx, claim); err != nil {
+		claim, err := c.launcher.Launch(ctx, r.NodePool, r.Claim, metrics.DisruptionReason(cmd.Reason))
+		if err != nil {
 			c.abandon(ctx, cmd, created)
-			return fmt.Errorf("creating replacement nodeclaim for nodepool %s: %w", r.NodePool.Name, err)
+			return fmt.Errorf("replacing for %s: %w", cmd.Method, err)
 		}
-		c.cluster.RecordCreated(claim)
-		metrics.NodeClaimCreated(metrics.DisruptionReason(cmd.Reason), r.NodePool.Name)
 		created = append(created, claim.Name)
 		c.events.Publish(launchingEvent(claim, cmd.Reason))
-		logger.Info("created replacement nodeclaim", "nodeclaim", claim.Name, "instance-type", r.InstanceType(), "price", r.Price)
 	}
 	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}}
 	if len(created) == 0 {

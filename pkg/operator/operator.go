@@ -23,10 +23,14 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/controllers"
+	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
+	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
+	"github.com/openkarpenter/karpenter/pkg/termination"
 )
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -137,25 +141,41 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		op.CloudProvider, op.AWS = provider, provider
 		registrars = append(registrars, aws...)
 	}
-	op.Provisioner = provisioning.NewProvisioner(mgr.GetClient(), op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerProvisioner), unavailable, recorder, clk, provisioning.Options{
-		BatchIdleDuration:   opts.BatchIdleDuration,
-		BatchMaxDuration:    opts.BatchMaxDuration,
-		IgnorePreferences:   opts.PreferencePolicy == "Ignore",
-		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
+	if err := errors.Join(
+		nodeclaim.IndexFields(context.Background(), mgr.GetFieldIndexer()),
+		termination.IndexFields(context.Background(), mgr.GetFieldIndexer()),
+	); err != nil {
+		return nil, fmt.Errorf("indexing fields: %w", err)
+	}
+	set := controllers.New(controllers.Deps{
+		Kube: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cluster: op.Cluster, Cloud: op.CloudProvider,
+		Unavailable: unavailable, Clock: clk, Recorder: recorder,
+	}, controllers.Options{
+		Provisioning: provisioning.Options{
+			BatchIdleDuration:   opts.BatchIdleDuration,
+			BatchMaxDuration:    opts.BatchMaxDuration,
+			IgnorePreferences:   opts.PreferencePolicy == "Ignore",
+			MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
+		},
+		Disruption: disruption.Options{
+			SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
+			PollInterval:            opts.DisruptionPollInterval,
+			ValidationDelay:         opts.ConsolidationValidationDelay,
+		},
+		RegistrationTTL:    opts.RegistrationTTL,
+		RegistrationHealth: true,
+		NodeRepair:         opts.NodeRepair,
+		CloudMetrics:       true,
 	})
-	nomination := provisioning.NewNominationController(mgr.GetClient(), op.Cluster, clk)
-	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), nomination)
+	op.Provisioner = set.Provisioner
+	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), set.Nomination)
 	if !opts.DisableClusterStateObservability {
 		// The state gauges, served while this replica leads, and the pod metrics.
 		registrars = append(registrars,
 			cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(op.CloudProvider, metrics.ControllerMetrics)),
 			cluster.NewPodController(mgr.GetClient(), op.Cluster, clk))
 	}
-	lifecycle, err := lifecycleControllers(mgr, op.CloudProvider, unavailable, op.Cluster, nomination, clk, recorder, opts)
-	if err != nil {
-		return nil, err
-	}
-	registrars = append(registrars, lifecycle...)
+	registrars = append(registrars, lifecycleControllers(mgr, set, recorder, opts)...)
 	for _, r := range registrars {
 		if err := r.Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering %T: %w", r, err)

@@ -2,8 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +39,7 @@ type Options struct {
 type Provisioner struct {
 	kubeClient    client.Client
 	cluster       *state.Cluster
+	launcher      *Launcher
 	cloudProvider cloudprovider.CloudProvider
 	unavailable   *cloudprovider.UnavailableOfferings
 	events        *events.Recorder
@@ -59,7 +58,7 @@ func (p *Provisioner) Observe(fn func(*Decision)) { p.observers = append(p.obser
 func NewProvisioner(kubeClient client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider,
 	unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, c clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{
-		kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, unavailable: unavailable,
+		kubeClient: kubeClient, cluster: cluster, launcher: NewLauncher(kubeClient, cluster), cloudProvider: cp, unavailable: unavailable,
 		events: events.NewRecorder(recorder, c), podEvents: events.NewRateLimiter(5, 10, c),
 		batcher: NewBatcher(c, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
 	}
@@ -121,16 +120,11 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	p.markDecisions(results)
 	decision := &Decision{Results: results, Refused: refused}
 	for _, c := range results.NewClaims {
-		np := pools[c.NodePool]
-		claim := nodepool.NewNodeClaim(np, c.NodeSelectorRequirements(), c.Requests)
-		if err := p.kubeClient.Create(ctx, claim); err != nil {
-			return decision, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
+		claim, err := p.launcher.Launch(ctx, pools[c.NodePool], c, metrics.ReasonProvisioned)
+		if err != nil {
+			return decision, err
 		}
-		p.cluster.RecordCreated(claim)
-		metrics.NodeClaimCreated(metrics.ReasonProvisioned, np.Name)
 		decision.Created = append(decision.Created, claim)
-		log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", claim.Name, "nodepool", np.Name,
-			"pods", len(c.Pods), "instance-types", instanceTypeNames(c.InstanceTypes, 5), "price", c.Price)
 		for _, pod := range c.Pods {
 			p.cluster.Nominate(pod, claim.Name, true)
 			p.events.Publish(nominatedEvent(pod, claim.Name, "", p.podEvents))
@@ -183,18 +177,6 @@ func (p *Provisioner) markDecisions(results *scheduler.Results) {
 		failed[i] = pe.Pod
 	}
 	metrics.ObserveSchedulingDecisions(p.cluster.MarkSchedulingDecisions(placed, failed))
-}
-
-func instanceTypeNames(types []*cloudprovider.InstanceType, n int) string {
-	names := make([]string, 0, n)
-	for i, it := range types {
-		if i == n {
-			names = append(names, fmt.Sprintf("and %d more", len(types)-n))
-			break
-		}
-		names = append(names, it.Name)
-	}
-	return strings.Join(names, ", ")
 }
 
 // input builds the scheduler's input from a snapshot. The pending pods no node would take

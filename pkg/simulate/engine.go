@@ -26,6 +26,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/controllers"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
@@ -170,26 +171,24 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones()})
 	cluster := state.NewCluster(e.kube, e.clock)
 	e.cluster = cluster
-	e.nomination = provisioning.NewNominationController(e.kube, cluster, e.clock)
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
-	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, e.cloud, unavailable, nil, e.clock, provisioning.Options{})
-	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, e.cloud, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
-	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
-	e.disruption = disruption.NewController(e.kube, cluster, e.cloud, unavailable, e.clock, nil, disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]})
-	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
-	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
-	e.poolStatic = nodepool.NewStaticController(e.kube, e.cloud)
-	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
-	e.rec = newRecorder(w, seed, e.clock.Now)
-	e.provisioner.Observe(e.rec.decision)
-	e.disruption.Observe(e.rec.disrupted)
 	gates, err := featuregate.Karpenter.FromMap(w.FeatureGates)
 	if err != nil {
 		return nil, err
 	}
-	if gates.Enabled(featuregate.NodeRepair) {
-		e.repair = repair.NewController(e.kube, e.cloud, e.clock, nil)
+	set := controllers.New(controllers.Deps{Kube: e.kube, Cluster: cluster, Cloud: e.cloud, Unavailable: unavailable, Clock: e.clock},
+		controllers.Options{
+			Disruption: disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]},
+			NodeRepair: gates.Enabled(featuregate.NodeRepair),
+		})
+	e.provisioner, e.nomination, e.lifecycle, e.termination, e.disruption = set.Provisioner, set.Nomination, set.Lifecycle, set.Termination, set.Disruption
+	e.gc, e.poolStatus, e.poolStatic, e.repair = set.GarbageCollector, set.NodePoolStatus, set.Static, set.Repair
+	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
+	e.rec = newRecorder(w, seed, e.clock.Now)
+	e.provisioner.Observe(e.rec.decision)
+	e.disruption.Observe(e.rec.disrupted)
+	if e.repair != nil {
 		e.repair.Observe(e.rec.repaired)
 	}
 	if opts.BatchIdleDuration <= 0 {
