@@ -38,9 +38,6 @@ const (
 	// EventReasonLivenessExpired: the claim did not launch or register within the registration
 	// TTL and is deleted. Ours only.
 	EventReasonLivenessExpired = "LivenessExpired"
-	// EventReasonNodeDeleted: the registered Node was deleted, so the claim is deleted too.
-	// Ours only.
-	EventReasonNodeDeleted = "NodeDeleted"
 	// EventReasonTerminatingInstance: the claim is deleting and its instance is terminating.
 	// Ours only; not Karpenter's InstanceTerminating, which reports an instance terminated
 	// by someone else (an interruption).

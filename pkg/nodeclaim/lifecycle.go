@@ -89,10 +89,7 @@ func (c *LifecycleController) Reconcile(ctx context.Context, req reconcile.Reque
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", claim.Name))
 
 	if claim.DeletionTimestamp != nil {
-		if c.opts.ExternalFinalization {
-			return reconcile.Result{}, nil
-		}
-		return c.Finalize(ctx, claim)
+		return reconcile.Result{}, nil // termination drains it and calls Finalize
 	}
 
 	if !controllerutil.ContainsFinalizer(claim, karpv1.TerminationFinalizer) {
@@ -121,7 +118,7 @@ func (c *LifecycleController) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 
 	node, err := c.registration(ctx, claim, &res)
-	if res.deleted {
+	if res.nodeGone {
 		return reconcile.Result{}, err
 	}
 	if err != nil {
@@ -166,6 +163,9 @@ func (c *LifecycleController) done(res result, errs ...error) (reconcile.Result,
 type result struct {
 	// deleted: the claim was deleted; nothing more is done with it.
 	deleted bool
+	// nodeGone: the registered claim's Node is deleting or gone; the termination controller
+	// deletes the claim, and nothing more is done with it here.
+	nodeGone bool
 	// requeueAfter is the soonest time a step wants to look again; zero means none.
 	requeueAfter time.Duration
 	// announce are the Events and log lines of transitions made in memory, to be emitted once

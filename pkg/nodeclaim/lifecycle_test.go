@@ -368,7 +368,10 @@ func TestDeletionTerminatesInstanceAndRemovesFinalizers(t *testing.T) {
 	if err := env.Client.Delete(f.ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	res := f.mustReconcile("delete")
+	res, err := f.lifecycle.Finalize(f.ctx, f.claim("delete"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.RequeueAfter != InstanceTerminatingRequeue {
 		t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, InstanceTerminatingRequeue)
 	}
@@ -381,7 +384,9 @@ func TestDeletionTerminatesInstanceAndRemovesFinalizers(t *testing.T) {
 		t.Errorf("%d instances, want 0", f.liveInstances())
 	}
 
-	f.mustReconcile("delete")
+	if _, err := f.lifecycle.Finalize(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
 	if f.claim("delete") != nil {
 		t.Error("the claim still exists")
 	}
@@ -391,8 +396,10 @@ func TestDeletionTerminatesInstanceAndRemovesFinalizers(t *testing.T) {
 	f.expectEvent("Normal " + EventReasonFinalized)
 }
 
-func TestExternalFinalization(t *testing.T) {
-	f := newFixture(t, fixtureOptions{opts: LifecycleOptions{ExternalFinalization: true}})
+// TestReconcileLeavesDeletingClaimsToTermination: a deleting claim is finalized only when the
+// termination controller, once it has drained the node, calls Finalize.
+func TestReconcileLeavesDeletingClaimsToTermination(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
 	f.createClaim("external", claimOptions{})
 	f.mustReconcile("external")
 	claim := f.claim("external")
@@ -401,23 +408,18 @@ func TestExternalFinalization(t *testing.T) {
 	}
 	f.mustReconcile("external")
 	if f.liveInstances() != 1 {
-		t.Fatal("Reconcile finalized although finalization is external")
+		t.Fatal("Reconcile finalized a deleting claim: termination owns that")
 	}
-	for range 3 {
-		claim = f.claim("external")
-		if claim == nil {
-			break
-		}
-		if _, err := f.lifecycle.Finalize(f.ctx, claim); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if f.claim("external") != nil || f.liveInstances() != 0 {
-		t.Error("Finalize did not terminate the instance and release the claim")
+	f.finish("external")
+	if f.liveInstances() != 0 {
+		t.Error("Finalize did not terminate the instance")
 	}
 }
 
-func TestDeletedNodeDeletesClaim(t *testing.T) {
+// TestDeletedNodeIsLeftToTermination: a registered claim whose Node a user deletes is not
+// deleted by the lifecycle controller (termination does it, after draining); the Node still
+// maps to the claim, so the lifecycle hears of it.
+func TestDeletedNodeIsLeftToTermination(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.createClaim("userdelete", claimOptions{})
 	f.mustReconcile("userdelete")
@@ -433,11 +435,8 @@ func TestDeletedNodeDeletesClaim(t *testing.T) {
 		t.Errorf("node maps to %v, want the claim", reqs)
 	}
 	f.mustReconcile("userdelete")
-	f.expectDeleting("userdelete")
-	f.expectEvent("Normal " + EventReasonNodeDeleted)
-	f.finish("userdelete")
-	if f.node(node.Name) != nil || f.liveInstances() != 0 {
-		t.Error("the node or the instance survived")
+	if claim := f.claim("userdelete"); claim == nil || claim.DeletionTimestamp != nil {
+		t.Error("the lifecycle controller deleted the claim of a deleted node: termination owns that")
 	}
 }
 

@@ -270,14 +270,16 @@ func (f *fixture) expectDeleting(name string) {
 	}
 }
 
-// finish reconciles a deleting claim until it is gone.
+// finish finalizes a deleting claim until it is gone, as the termination controller does
+// once the node is drained.
 func (f *fixture) finish(name string) {
 	f.t.Helper()
 	for range 5 {
-		if f.claim(name) == nil {
+		claim := f.claim(name)
+		if claim == nil {
 			return
 		}
-		if _, err := f.reconcile(name); err != nil {
+		if _, err := f.lifecycle.Finalize(f.ctx, claim); err != nil {
 			f.t.Fatalf("finalizing %s: %v", name, err)
 		}
 	}

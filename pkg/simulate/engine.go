@@ -384,10 +384,12 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		if err := e.reconcile(ctx, e.lifecycle, c.Name); err != nil && !apierrors.IsConflict(err) && !cloudprovider.IsRetryable(err) {
 			e.rec.warn(fmt.Sprintf("nodeclaim %s: %v", c.Name, err))
 		}
+		// Termination follows a deleted Node for every claim, and drains and finalizes the
+		// deleting ones.
+		if err := e.reconcile(ctx, e.termination, c.Name); err != nil && !apierrors.IsConflict(err) {
+			e.rec.warn(fmt.Sprintf("terminating nodeclaim %s: %v", c.Name, err))
+		}
 		if c.DeletionTimestamp != nil {
-			if err := e.reconcile(ctx, e.termination, c.Name); err != nil && !apierrors.IsConflict(err) {
-				e.rec.warn(fmt.Sprintf("terminating nodeclaim %s: %v", c.Name, err))
-			}
 			// As the provisioner's NodeClaim watch: a claim finalized now (a launch that failed
 			// at once among them) releases its pods.
 			if err := e.kube.Get(ctx, client.ObjectKey{Name: c.Name}, &karpv1.NodeClaim{}); apierrors.IsNotFound(err) {
