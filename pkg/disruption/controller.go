@@ -468,7 +468,7 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 			return true, fmt.Errorf("replacement nodeclaim %s is gone; abandoned disrupting %v", name, f.cmd.NodeNames())
 		case err != nil:
 			return false, fmt.Errorf("getting replacement nodeclaim %s: %w", name, err)
-		case !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized):
+		case !claim.IsInitialized():
 			ready = false
 			c.events.Publish(waitingOnReadinessEvent(&claim))
 		}
@@ -528,7 +528,7 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 			failed++ // gone, or unreadable: not initialized either way
 			continue
 		}
-		if !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized) {
+		if !claim.IsInitialized() {
 			failed++
 			if err := c.kube.Delete(ctx, &claim); err != nil && !apierrors.IsNotFound(err) {
 				logger.Error(err, "cannot delete replacement", "nodeclaim", name)

@@ -24,6 +24,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // LifecycleControllerName names the lifecycle controller in logs and metrics.
@@ -138,17 +139,13 @@ func (c *LifecycleController) Reconcile(ctx context.Context, req reconcile.Reque
 	return c.done(res, errs...)
 }
 
-// conflictRequeue is how soon a reconcile that lost an optimistic-concurrency race looks
-// again. The write that won normally brings it back sooner, through the watch.
-const conflictRequeue = time.Second
-
 // done turns the outcome of a reconcile into its result. Conflicts (a stale read, usually from
 // the cache) are not errors worth a backoff and a log line: they requeue shortly instead.
 func (c *LifecycleController) done(res result, errs ...error) (reconcile.Result, error) {
 	var kept []error
 	for _, err := range errs {
-		if apierrors.IsConflict(err) {
-			res.requeue(conflictRequeue)
+		if requeue.IsConflict(err) {
+			res.requeue(requeue.ConflictDelay)
 			continue
 		}
 		kept = append(kept, err)

@@ -434,7 +434,7 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, c := range claims.Items {
-		if c.DeletionTimestamp != nil || !nodeclaimInitialized(&c) {
+		if c.DeletionTimestamp != nil || !c.IsInitialized() {
 			return false, nil
 		}
 	}
@@ -884,15 +884,6 @@ func (e *engine) deleteOwnedPods(ctx context.Context, owner string) error {
 		}
 	}
 	return nil
-}
-
-func nodeclaimInitialized(c *karpv1.NodeClaim) bool {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == karpv1.ConditionTypeInitialized {
-			return cond.Status == metav1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

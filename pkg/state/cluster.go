@@ -223,7 +223,7 @@ func (n *StateNode) Available() corev1.ResourceList {
 // or Ready for nodes Karpenter does not manage).
 func (n *StateNode) Initialized() bool {
 	if n.NodeClaim != nil {
-		return meta.IsStatusConditionTrue(n.NodeClaim.Status.Conditions, karpv1.ConditionTypeInitialized)
+		return n.NodeClaim.IsInitialized()
 	}
 	return NodeReady(n.Node)
 }

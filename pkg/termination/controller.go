@@ -2,7 +2,6 @@ package termination
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // ControllerName names the termination controller in logs and metrics.
@@ -322,30 +322,9 @@ func (c *Controller) claimsForNode(ctx context.Context, o client.Object) []recon
 	return reqs
 }
 
-// done turns the outcome of a reconcile into its result: a conflict (a stale read) is not worth
-// a backoff and an error log, and requeues shortly instead.
+// done turns the outcome of a reconcile into its result (requeue.OnConflict).
 func done(res reconcile.Result, err error) (reconcile.Result, error) {
-	if err == nil {
-		return res, nil
-	}
-	if isConflict(err) {
-		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
-	}
-	return reconcile.Result{}, err
-}
-
-// isConflict reports whether every error err joins is a conflict.
-func isConflict(err error) bool {
-	var joined interface{ Unwrap() []error }
-	if errors.As(err, &joined) {
-		for _, e := range joined.Unwrap() {
-			if !isConflict(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return apierrors.IsConflict(err)
+	return requeue.OnConflict(res, err)
 }
 
 // ReasonDraining is the reason (and message) of the Drained condition while the drain runs
