@@ -228,7 +228,7 @@ func logTimeouts(logger logr.Logger, d *Decision) {
 
 // input reads what Decide needs.
 func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
-	snap, err := c.cluster.Snapshot(ctx)
+	snap, err := c.cluster.SyncSnapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("taking snapshot: %w", err)
 	}

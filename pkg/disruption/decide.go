@@ -32,7 +32,7 @@ const (
 )
 
 // Input is everything one decision looks at. Decide does no I/O: the caller reads the cluster
-// (state.Cluster.Snapshot), the PodDisruptionBudgets, each NodePool's instance types and the
+// (state.Cluster.SyncSnapshot), the PodDisruptionBudgets, each NodePool's instance types and the
 // cloud provider's drift verdicts.
 type Input struct {
 	// Now is the decision's time.

@@ -35,7 +35,7 @@ const LifecycleControllerName = "nodeclaim.lifecycle"
 // safe for concurrent reconciles of different claims.
 type LifecycleController struct {
 	kube        client.Client
-	cloud       cloudprovider.Launcher
+	cloud       cloudprovider.InstanceLifecycle
 	unavailable *cloudprovider.UnavailableOfferings
 	clock       clock.Clock
 	events      recorder
@@ -50,7 +50,7 @@ type LifecycleController struct {
 // unavailable (which may be nil), takes all time from clk (the real clock when nil) and records
 // Events with rec (which may be nil). Zero options take their defaults; options that fail
 // Validate are the caller's bug.
-func NewLifecycleController(kube client.Client, cloud cloudprovider.Launcher, unavailable *cloudprovider.UnavailableOfferings,
+func NewLifecycleController(kube client.Client, cloud cloudprovider.InstanceLifecycle, unavailable *cloudprovider.UnavailableOfferings,
 	clk clock.Clock, rec record.EventRecorder, opts LifecycleOptions) *LifecycleController {
 	if clk == nil {
 		clk = clock.RealClock{}

@@ -44,7 +44,7 @@ func TestUnderManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
-	creates := &countingLauncher{Launcher: cloud}
+	creates := &countingLauncher{InstanceLifecycle: cloud}
 	lifecycle := NewLifecycleController(mgr.GetClient(), creates, unavailable, nil, nil, LifecycleOptions{})
 	if err := lifecycle.Register(mgr); err != nil {
 		t.Fatal(err)

@@ -77,7 +77,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	}
 	f := &fixture{
 		t: t, ctx: ctx, clock: clk, cloud: cloud, kubelet: kubelet,
-		creates:     &countingLauncher{Launcher: cloud},
+		creates:     &countingLauncher{InstanceLifecycle: cloud},
 		unavailable: cloudprovider.NewUnavailableOfferings(clk, 0),
 		events:      record.NewFakeRecorder(1000),
 		opts:        o.opts,
@@ -94,13 +94,13 @@ func (f *fixture) newLifecycle() *LifecycleController {
 
 // countingLauncher counts Create calls.
 type countingLauncher struct {
-	cloudprovider.Launcher
+	cloudprovider.InstanceLifecycle
 	n atomic.Int32
 }
 
 func (c *countingLauncher) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	c.n.Add(1)
-	return c.Launcher.Create(ctx, claim)
+	return c.InstanceLifecycle.Create(ctx, claim)
 }
 
 func testCatalog(t *testing.T) []catalog.Entry {

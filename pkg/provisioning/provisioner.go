@@ -94,7 +94,7 @@ type Decision struct {
 
 // Provision runs one pass: snapshot, schedule, create NodeClaims, nominate, explain.
 func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
-	snap, err := p.cluster.Snapshot(ctx)
+	snap, err := p.cluster.SyncSnapshot(ctx)
 	if err != nil {
 		return nil, err
 	}

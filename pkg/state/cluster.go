@@ -266,8 +266,20 @@ type Snapshot struct {
 	Avoid map[types.UID][]string
 }
 
-// Snapshot reads the cluster and joins in what only this process knows.
-func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
+// SyncSnapshot reads the cluster and joins in what only this process knows. It is not a pure
+// read: it also brings that knowledge up to date with what it reads, and so changes the
+// Cluster:
+//   - a created NodeClaim the reader now shows, or older than CreatedClaimTTL, is forgotten;
+//   - the nomination of a pod that is bound, being deleted or gone is forgotten, and so is
+//     its record of refusals once it is bound;
+//   - a nomination whose node was ready for the pod for the whole grace period without taking
+//     it is recorded as a miss (for the provisioner to judge, see TakeMisses) and forgotten;
+//   - refusals of pods that are gone and lapsed node avoidances, and the scheduling records
+//     of pods that are gone or done, are pruned, and so is the cache of pods' requests.
+//
+// Call it once per pass (the provisioner, disruption, the metrics collector each do), not to
+// peek.
+func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	var (
 		nodes      corev1.NodeList
 		claims     karpv1.NodeClaimList
