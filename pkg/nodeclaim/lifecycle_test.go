@@ -53,7 +53,7 @@ func TestLaunchWritesStatusAndLabels(t *testing.T) {
 	expectCondition(t, claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound)
 	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingRegistration)
 	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeNotFound)
-	f.expectEvent("Normal " + EventReasonLaunched)
+	f.expectEvent("Normal", EventReasonLaunched)
 	if res.RequeueAfter <= 0 || res.RequeueAfter > DefaultRegistrationTTL {
 		t.Errorf("RequeueAfter %s, want within the registration ttl", res.RequeueAfter)
 	}
@@ -177,7 +177,7 @@ func TestRegistrationSyncsNode(t *testing.T) {
 		(node.OwnerReferences[0].Controller != nil && *node.OwnerReferences[0].Controller) {
 		t.Errorf("owner references %+v, want one non-controller reference to the claim", node.OwnerReferences)
 	}
-	f.expectEvent("Normal " + EventReasonRegistered)
+	f.expectEvent("Normal", EventReasonRegistered)
 }
 
 func TestInitializationWaitsForReadyAndStartupTaints(t *testing.T) {
@@ -213,7 +213,7 @@ func TestInitializationWaitsForReadyAndStartupTaints(t *testing.T) {
 	if f.nodeOf(claim).Labels[karpv1.NodeInitializedLabelKey] != "true" {
 		t.Error("node not labelled initialized")
 	}
-	f.expectEvent("Normal " + EventReasonInitialized)
+	f.expectEvent("Normal", EventReasonInitialized)
 	ready := claim.Status.Conditions
 	if got := conditionTime(ready, karpv1.ConditionTypeReady); !got.Equal(f.clock.Now().Truncate(time.Second)) {
 		t.Errorf("Ready transitioned at %s, want the fake clock's %s", got, f.clock.Now())
@@ -253,8 +253,8 @@ func TestInsufficientCapacityMarksOfferingsAndDeletes(t *testing.T) {
 	f.createClaim("ice", claimOptions{})
 	f.mustReconcile("ice")
 	f.expectDeleting("ice")
-	f.expectEvent("Warning " + EventReasonInsufficientCapacityError + " NodeClaim ice event: ")
-	f.expectEvent("Warning " + EventReasonInsufficientCapacityError + " NodeClaim ice nominated for this pod failed to launch: ")
+	f.expectEvent("Warning", EventReasonInsufficientCapacityError+" NodeClaim ice event: ")
+	f.expectEvent("Warning", EventReasonInsufficientCapacityError+" NodeClaim ice nominated for this pod failed to launch: ")
 	if len(asked) != 1 || asked[0] != "ice" {
 		t.Errorf("nominees asked for %q, want the claim", asked)
 	}
@@ -288,7 +288,7 @@ func TestNodeClassNotReadyKeepsClaim(t *testing.T) {
 	}
 	expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonNodeClassNotReady)
 	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeClassNotReady)
-	f.expectEvent("Warning " + EventReasonNodeClassNotReady)
+	f.expectEvent("Warning", EventReasonNodeClassNotReady)
 
 	// Once the NodeClass exists the launch goes ahead. It is deleted afterwards, so that a
 	// rerun (-count=2) starts without it again.
@@ -306,7 +306,7 @@ func TestCreateErrors(t *testing.T) {
 		f.createClaim("terminal", claimOptions{instanceType: "x9.huge"})
 		f.mustReconcile("terminal")
 		f.expectDeleting("terminal")
-		f.expectEvent("Warning " + EventReasonLaunchFailed)
+		f.expectEvent("Warning", EventReasonLaunchFailed)
 		f.finish("terminal")
 	})
 	t.Run("other errors are retried", func(t *testing.T) {
@@ -345,7 +345,7 @@ func TestLivenessDeletesUnregisteredClaim(t *testing.T) {
 	f.mustReconcile("unlaunched")
 	f.expectDeleting("liveness")
 	f.expectDeleting("unlaunched")
-	f.expectEvent("Warning " + EventReasonLivenessExpired)
+	f.expectEvent("Warning", EventReasonLivenessExpired)
 
 	// Deleting a launched claim terminates its instance.
 	f.finish("liveness")
@@ -393,7 +393,7 @@ func TestDeletionTerminatesInstanceAndRemovesFinalizers(t *testing.T) {
 	if f.node(node.Name) != nil {
 		t.Error("the node still exists")
 	}
-	f.expectEvent("Normal " + EventReasonFinalized)
+	f.expectEvent("Normal", EventReasonFinalized)
 }
 
 // TestReconcileLeavesDeletingClaimsToTermination: a deleting claim is finalized only when the

@@ -22,6 +22,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 )
 
@@ -244,8 +245,9 @@ func expectCondition(t *testing.T, claim *karpv1.NodeClaim, condType string, sta
 
 // expectEvent checks that an event starting with prefix ("Normal Launched") was recorded, and
 // consumes the events up to it.
-func (f *fixture) expectEvent(prefix string) {
+func (f *fixture) expectEvent(eventType string, reason events.Reason, message ...string) {
 	f.t.Helper()
+	prefix := strings.Join(append([]string{eventType, string(reason)}, message...), " ")
 	var seen []string
 	for {
 		select {
