@@ -9,13 +9,13 @@ import (
 
 // CloudProvider is everything Karpenter asks of a cloud. It is composed of small interfaces so
 // that a component declares only what it uses (the provisioner needs an InstanceTypeProvider and
-// a Launcher; garbage collection an InstanceLister; disruption a DriftChecker; node repair a
+// an InstanceLifecycle; garbage collection an InstanceLister; disruption a DriftChecker; node repair a
 // RepairPolicyProvider).
 //
 // Implementations must be safe for concurrent use. Every method that talks to the cloud takes a
 // context and returns promptly once it is cancelled.
 type CloudProvider interface {
-	Launcher
+	InstanceLifecycle
 	InstanceGetter
 	InstanceLister
 	InstanceTypeProvider
@@ -25,8 +25,9 @@ type CloudProvider interface {
 	Name() string
 }
 
-// Launcher launches and terminates instances.
-type Launcher interface {
+// InstanceLifecycle launches and terminates instances: Create and Delete bracket an
+// instance's life.
+type InstanceLifecycle interface {
 	// Create launches one instance that meets the claim's requirements (instance types, zones,
 	// capacity types, …) and resource requests, choosing among the compatible offerings
 	// (typically the cheapest available). It returns a copy of the claim whose status says what

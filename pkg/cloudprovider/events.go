@@ -10,17 +10,17 @@ import (
 // Reasons of the Events of interruption notices, on the NodeClaim and its Node, as Karpenter's
 // AWS provider's.
 const (
-	EventReasonSpotInterrupted           = "SpotInterrupted"
-	EventReasonRebalanceRecommendation   = "SpotRebalanceRecommendation"
-	EventReasonInstanceUnhealthy         = "InstanceUnhealthy"
-	EventReasonInstanceStopping          = "InstanceStopping"
-	EventReasonInstanceTerminating       = "InstanceTerminating"
-	EventReasonTerminatingOnInterruption = "TerminatingOnInterruption"
+	EventReasonSpotInterrupted           events.Reason = "SpotInterrupted"
+	EventReasonRebalanceRecommendation   events.Reason = "SpotRebalanceRecommendation"
+	EventReasonInstanceUnhealthy         events.Reason = "InstanceUnhealthy"
+	EventReasonInstanceStopping          events.Reason = "InstanceStopping"
+	EventReasonInstanceTerminating       events.Reason = "InstanceTerminating"
+	EventReasonTerminatingOnInterruption events.Reason = "TerminatingOnInterruption"
 )
 
 // interruptionEvents: a notice about the instance of claim, on the claim and its node (nil for
 // none), each once in two minutes.
-func interruptionEvents(claim *karpv1.NodeClaim, node *corev1.Node, eventType, reason, message string) []events.Event {
+func interruptionEvents(claim *karpv1.NodeClaim, node *corev1.Node, eventType string, reason events.Reason, message string) []events.Event {
 	out := []events.Event{{InvolvedObject: claim, Type: eventType, Reason: reason, Message: message, DedupeValues: []string{string(claim.UID)}}}
 	if node != nil {
 		out = append(out, events.Event{InvolvedObject: node, Type: eventType, Reason: reason, Message: message, DedupeValues: []string{string(node.UID)}})

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
 // InstanceType is a kind of machine the cloud sells: its facts as node labels, its resources,
@@ -170,4 +171,16 @@ func (r Resources) Sub(s Resources) Resources {
 		Pods:             r.Pods - s.Pods,
 		EphemeralStorage: r.EphemeralStorage - s.EphemeralStorage,
 	}
+}
+
+// CheapestOffering returns the cheapest available offering of the instance type in a zone and
+// capacity type reqs allow (either unconstrained when reqs do not name it): the offering a
+// launch of it would choose. Ties go as in Offerings.CheapestWhere. It is false when no such
+// offering is available.
+func (it *InstanceType) CheapestOffering(reqs scheduling.Requirements) (Offering, bool) {
+	zones, hasZones := reqs.Get(corev1.LabelTopologyZone)
+	capacityTypes, hasCapacityTypes := reqs.Get(karpv1.CapacityTypeLabelKey)
+	return it.Offerings.CheapestWhere(func(o Offering) bool {
+		return o.Available && (!hasZones || zones.Has(o.Zone)) && (!hasCapacityTypes || capacityTypes.Has(o.CapacityType))
+	})
 }

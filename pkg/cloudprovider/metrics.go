@@ -37,13 +37,13 @@ func (m *instrumented) Name() string { return m.cp.Name() }
 // RepairPolicies implements RepairPolicyProvider; it calls no cloud and is not instrumented.
 func (m *instrumented) RepairPolicies() []RepairPolicy { return m.cp.RepairPolicies() }
 
-// Create implements Launcher.
+// Create implements InstanceLifecycle.
 func (m *instrumented) Create(ctx context.Context, claim *karpv1.NodeClaim) (_ *karpv1.NodeClaim, err error) {
 	defer m.observe("Create", claimNodePool(claim), time.Now(), &err)
 	return m.cp.Create(ctx, claim)
 }
 
-// Delete implements Launcher.
+// Delete implements InstanceLifecycle.
 func (m *instrumented) Delete(ctx context.Context, claim *karpv1.NodeClaim) (err error) {
 	defer m.observe("Delete", claimNodePool(claim), time.Now(), &err)
 	return m.cp.Delete(ctx, claim)

@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
@@ -34,19 +35,19 @@ const (
 const (
 	// EventReasonInvalidDoNotDisrupt: a pod's karpenter.sh/do-not-disrupt value is neither
 	// "true" nor a positive duration, and is ignored.
-	EventReasonInvalidDoNotDisrupt = "InvalidDoNotDisruptAnnotation"
+	EventReasonInvalidDoNotDisrupt events.Reason = "InvalidDoNotDisruptAnnotation"
 	// EventReasonBlocked: a node (do-not-disrupt, PDB) or a NodePool (budget) holds disruption.
-	EventReasonBlocked = "DisruptionBlocked"
+	EventReasonBlocked events.Reason = "DisruptionBlocked"
 	// EventReasonUnconsolidatable: consolidation can neither delete nor replace the node.
-	EventReasonUnconsolidatable = "Unconsolidatable"
+	EventReasonUnconsolidatable events.Reason = "Unconsolidatable"
 	// EventReasonLaunching: a replacement is launched for a disruption.
-	EventReasonLaunching = "DisruptionLaunching"
+	EventReasonLaunching events.Reason = "DisruptionLaunching"
 	// EventReasonWaitingReadiness: a disruption waits for its replacement to initialize.
-	EventReasonWaitingReadiness = "DisruptionWaitingReadiness"
+	EventReasonWaitingReadiness events.Reason = "DisruptionWaitingReadiness"
 	// EventReasonTerminating: the node is being deleted for a disruption.
-	EventReasonTerminating = "DisruptionTerminating"
+	EventReasonTerminating events.Reason = "DisruptionTerminating"
 	// EventReasonAbandoned: a disruption was given up (its replacement failed) and undone.
-	EventReasonAbandoned = "DisruptionAbandoned"
+	EventReasonAbandoned events.Reason = "DisruptionAbandoned"
 )
 
 // Candidate is a node disruption may act on: initialized, of a dynamic NodePool, not being

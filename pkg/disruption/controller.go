@@ -28,7 +28,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
-	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -37,12 +36,16 @@ import (
 
 // Controller decides and carries out disruptions, one command at a time.
 type Controller struct {
-	kube    client.Client
-	cluster *state.Cluster
-	cloud   cloudprovider.CloudProvider
-	clock   clock.Clock
-	events  *events.Recorder
-	opts    Options
+	kube     client.Client
+	cluster  *state.Cluster
+	launcher *provisioning.Launcher
+	cloud    cloudprovider.CloudProvider
+	// unavailable are the offerings that recently ran out of capacity: a replacement is
+	// not planned on them (nil: none are known).
+	unavailable *cloudprovider.UnavailableOfferings
+	clock       clock.Clock
+	events      *events.Recorder
+	opts        Options
 
 	mu        sync.Mutex
 	pending   *pendingCommand // consolidation waiting for validation
@@ -77,11 +80,11 @@ type inflightCommand struct {
 	disrupted    map[string]bool // candidates' NodeClaims deleted (and counted) so far
 }
 
-// NewController wires a disruption controller. recorder may be nil.
-func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider, clk clock.Clock,
-	recorder record.EventRecorder, opts Options) *Controller {
+// NewController wires a disruption controller. recorder and unavailable may be nil.
+func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings,
+	clk clock.Clock, recorder record.EventRecorder, opts Options) *Controller {
 	return &Controller{
-		kube: kube, cluster: cluster, cloud: cp, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
+		kube: kube, cluster: cluster, launcher: provisioning.NewLauncher(kube, cluster), cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
 		podSets: map[string]string{},
 	}
 }
@@ -236,7 +239,7 @@ func logTimeouts(logger logr.Logger, d *Decision) {
 
 // input reads what Decide needs.
 func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
-	snap, err := c.cluster.Snapshot(ctx)
+	snap, err := c.cluster.SyncSnapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("taking snapshot: %w", err)
 	}
@@ -266,6 +269,9 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		if err != nil {
 			log.FromContext(ctx).Error(err, "cannot list instance types", "nodepool", np.Name)
 			continue
+		}
+		if c.unavailable != nil {
+			its = c.unavailable.Apply(its) // as the provisioner: no replacement on what just ran out
 		}
 		in.InstanceTypes[np.Name] = its
 	}
@@ -448,17 +454,13 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 	}
 	var created []string
 	for _, r := range cmd.Replacements {
-		claim := nodepool.NewNodeClaim(r.NodePool, r.Claim.NodeSelectorRequirements(), r.Claim.Requests)
-		nodeoverlay.Annotate(claim, r.Claim.InstanceTypes)
-		if err := c.kube.Create(ctx, claim); err != nil {
+		claim, err := c.launcher.Launch(ctx, r.NodePool, r.Claim, metrics.DisruptionReason(cmd.Reason))
+		if err != nil {
 			c.abandon(ctx, cmd, created)
-			return fmt.Errorf("creating replacement nodeclaim for nodepool %s: %w", r.NodePool.Name, err)
+			return fmt.Errorf("replacing for %s: %w", cmd.Method, err)
 		}
-		c.cluster.RecordCreated(claim)
-		metrics.NodeClaimCreated(metrics.DisruptionReason(cmd.Reason), r.NodePool.Name)
 		created = append(created, claim.Name)
 		c.events.Publish(launchingEvent(claim, cmd.Reason))
-		logger.Info("created replacement nodeclaim", "nodeclaim", claim.Name, "instance-type", r.InstanceType(), "price", r.Price)
 	}
 	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}}
 	if len(created) == 0 {
@@ -482,7 +484,7 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 			return true, fmt.Errorf("replacement nodeclaim %s is gone; abandoned disrupting %v", name, f.cmd.NodeNames())
 		case err != nil:
 			return false, fmt.Errorf("getting replacement nodeclaim %s: %w", name, err)
-		case !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized):
+		case !claim.IsInitialized():
 			ready = false
 			c.events.Publish(waitingOnReadinessEvent(&claim))
 		}
@@ -542,7 +544,7 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 			failed++ // gone, or unreadable: not initialized either way
 			continue
 		}
-		if !meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized) {
+		if !claim.IsInitialized() {
 			failed++
 			if err := c.kube.Delete(ctx, &claim); err != nil && !apierrors.IsNotFound(err) {
 				logger.Error(err, "cannot delete replacement", "nodeclaim", name)

@@ -67,7 +67,7 @@ func newFixture(t *testing.T, np *karpv1.NodePool) *fixture {
 	if f.cloud, err = sim.New(sim.Options{Clock: f.clock, NodeClasses: env.Client, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), f.cloud, f.clock, f.recorder, disruption.Options{})
+	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), f.cloud, nil, f.clock, f.recorder, disruption.Options{})
 	f.controller.Observe(func(c *disruption.Command) { f.commands = append(f.commands, c) })
 	t.Cleanup(func() { cleanup(t) })
 	return f
@@ -585,7 +585,7 @@ func TestDriftChecksRunConcurrently(t *testing.T) {
 		f.node(np, name, "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
 	}
 	cloud := &concurrentDrift{CloudProvider: f.cloud, want: 3, all: make(chan struct{})}
-	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), cloud, f.clock, f.recorder, disruption.Options{})
+	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), cloud, nil, f.clock, f.recorder, disruption.Options{})
 	f.step(10 * time.Second)
 	if cloud.mostSeen != 3 {
 		t.Fatalf("at most %d drift checks ran at once, want all 3", cloud.mostSeen)

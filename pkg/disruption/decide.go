@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
-	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -35,7 +33,7 @@ const (
 )
 
 // Input is everything one decision looks at. Decide does no I/O: the caller reads the cluster
-// (state.Cluster.Snapshot), the PodDisruptionBudgets, each NodePool's instance types and the
+// (state.Cluster.SyncSnapshot), the PodDisruptionBudgets, each NodePool's instance types and the
 // cloud provider's drift verdicts.
 type Input struct {
 	// Now is the decision's time.
@@ -101,7 +99,7 @@ func (r *Replacement) CapacityType() string {
 	if len(r.Claim.InstanceTypes) == 0 {
 		return "?"
 	}
-	o, ok := cheapestOffering(r.Claim.InstanceTypes[0], r.Claim.Requirements)
+	o, ok := r.Claim.InstanceTypes[0].CheapestOffering(r.Claim.Requirements)
 	if !ok {
 		return "?"
 	}
@@ -853,35 +851,11 @@ func (d *decider) cheaperReplacement(claim *scheduler.Claim, cands []*Candidate,
 		if n := len(claim.InstanceTypes); n < MinInstanceTypesForSpotToSpot {
 			return 0, fmt.Sprintf("SpotToSpotConsolidation requires %d cheaper instance type options than the current candidate to consolidate, got %d", MinInstanceTypesForSpotToSpot, n)
 		}
-		claim.InstanceTypes = claim.InstanceTypes[:max(MinInstanceTypesForSpotToSpot, minValuesPrefix(claim))]
+		claim.InstanceTypes = claim.InstanceTypes[:max(MinInstanceTypesForSpotToSpot, cloudprovider.MinValuesPrefix(claim.Requirements, claim.InstanceTypes))]
 	case !spotToSpot && maySpot && mayOnDemand:
 		claim.Requirements = claim.Requirements.With(spotOnly)
 	}
 	return price, ""
-}
-
-// minValuesPrefix is how many of a claim's instance types, in order, it takes to meet every
-// minValues of its requirements (all of them when they never do).
-func minValuesPrefix(claim *scheduler.Claim) int {
-	need := 0
-	for _, r := range claim.Requirements.All() {
-		if r.MinValues == nil {
-			continue
-		}
-		values := map[string]bool{}
-		n := len(claim.InstanceTypes)
-		for i, it := range claim.InstanceTypes {
-			if v, ok := it.Labels[r.Key]; ok {
-				values[v] = true
-			}
-			if len(values) >= *r.MinValues {
-				n = i + 1
-				break
-			}
-		}
-		need = max(need, n)
-	}
-	return need
 }
 
 // cheaperTypes narrows a claim's instance types to those whose cheapest allowed offering costs
@@ -897,7 +871,7 @@ func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCap
 	}
 	var kept []priced
 	for _, it := range claim.InstanceTypes {
-		o, ok := cheapestOffering(it, claim.Requirements)
+		o, ok := it.CheapestOffering(claim.Requirements)
 		if !ok || o.Price >= limit || (it.Name == excludeType && o.CapacityType == excludeCapacityType) {
 			continue
 		}
@@ -906,19 +880,12 @@ func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCap
 	if len(kept) == 0 {
 		return 0, false
 	}
-	for _, r := range claim.Requirements.All() {
-		if r.MinValues == nil {
-			continue
-		}
-		values := map[string]bool{}
-		for _, k := range kept {
-			if v, ok := k.it.Labels[r.Key]; ok {
-				values[v] = true
-			}
-		}
-		if len(values) < *r.MinValues {
-			return 0, false // the cheaper types are too few for the claim's minValues
-		}
+	its := make([]*cloudprovider.InstanceType, len(kept))
+	for i, k := range kept {
+		its[i] = k.it
+	}
+	if len(cloudprovider.UnmetMinValues(claim.Requirements, its)) > 0 {
+		return 0, false // the cheaper types are too few for the claim's minValues
 	}
 	sort.SliceStable(kept, func(i, j int) bool { return kept[i].price < kept[j].price })
 	claim.InstanceTypes = claim.InstanceTypes[:0]
@@ -927,16 +894,6 @@ func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCap
 	}
 	claim.Price = kept[0].price
 	return claim.Price, true
-}
-
-// cheapestOffering is the cheapest available offering of it that reqs allow: the one a launch
-// of it would choose.
-func cheapestOffering(it *cloudprovider.InstanceType, reqs scheduling.Requirements) (cloudprovider.Offering, bool) {
-	zones, hasZones := reqs.Get(corev1.LabelTopologyZone)
-	cts, hasCTs := reqs.Get(karpv1.CapacityTypeLabelKey)
-	return it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool {
-		return o.Available && (!hasZones || zones.Has(o.Zone)) && (!hasCTs || cts.Has(o.CapacityType))
-	})
 }
 
 // balancedAllows applies the Balanced policy: when a candidate's NodePool is Balanced, the
@@ -992,30 +949,18 @@ type simulator struct {
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{}}
-	s.daemons = provisioning.DaemonPods(in.DaemonSets)
+	s.daemons = state.DaemonPods(in.DaemonSets)
 	s.buffer = in.BufferPods
-	names := make([]string, 0, len(pools))
-	for name := range pools {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		np := pools[name]
 		if !nodepool.IsReady(np) {
 			continue
 		}
-		reqs, err := nodepool.Requirements(np)
+		pool, err := state.SchedulerNodePool(np, in.InstanceTypes[np.Name])
 		if err != nil {
 			continue
 		}
-		weight := int32(0)
-		if np.Spec.Weight != nil {
-			weight = *np.Spec.Weight
-		}
-		s.pools = append(s.pools, &scheduler.NodePool{
-			Name: np.Name, Weight: weight, Requirements: reqs, Labels: np.Spec.Template.Labels,
-			Taints: np.Spec.Template.Spec.Taints, InstanceTypes: in.InstanceTypes[np.Name],
-		})
+		s.pools = append(s.pools, pool)
 		if len(np.Spec.Limits) > 0 {
 			s.limits[np.Name] = np.Spec.Limits
 			s.used[np.Name] = corev1.ResourceList{}
@@ -1024,36 +969,19 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 	for _, sn := range in.Nodes {
 		if sn.NodeClaim != nil {
 			if used, ok := s.used[sn.NodePool()]; ok {
-				capacity := sn.NodeClaim.Status.Capacity
-				if len(capacity) == 0 {
-					capacity = sn.NodeClaim.Spec.Resources.Requests
-				}
-				capacity = withNodes(capacity, 1)
+				capacity := sn.LimitCapacity(in.InstanceTypes[sn.NodePool()])
 				s.capacity[sn.Name()] = capacity
 				s.used[sn.NodePool()] = scheduling.Merge(used, capacity)
 			}
 		}
+		// Pods move to initialized, schedulable nodes only: capacity still launching is left
+		// to the provisioner, as are cordoned nodes.
 		if sn.Node == nil || sn.MarkedForDeletion || sn.Node.Spec.Unschedulable || !sn.Initialized() {
 			continue
 		}
-		n := &scheduler.Node{Name: sn.Name(), Labels: sn.Node.Labels, Available: sn.Available(), Pods: sn.Pods, NodePool: sn.NodePool()}
-		for _, t := range sn.Node.Spec.Taints {
-			if t.Key != karpv1.UnregisteredTaintKey {
-				n.Taints = append(n.Taints, t)
-			}
-		}
-		s.targets = append(s.targets, n)
+		s.targets = append(s.targets, sn.SchedulerNode())
 	}
 	return s
-}
-
-func withNodes(rl corev1.ResourceList, n int64) corev1.ResourceList {
-	out := rl.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	out["nodes"] = *resource.NewQuantity(n, resource.DecimalSI)
-	return out
 }
 
 // solve places the pods of cands with cands removed. fewestNodes packs as Karpenter does, into
@@ -1103,11 +1031,5 @@ func (s *simulator) remaining(pool string, limits karpv1.Limits, cands []*Candid
 			used[name] = u
 		}
 	}
-	out := corev1.ResourceList{}
-	for name, limit := range limits {
-		left := limit.DeepCopy()
-		left.Sub(used[name])
-		out[name] = left
-	}
-	return out
+	return state.Remaining(limits, used)
 }

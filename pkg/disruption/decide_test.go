@@ -220,7 +220,7 @@ func TestSameTypeOtherCapacityType(t *testing.T) {
 	if d.Command == nil || len(d.Command.Replacements) != 1 {
 		t.Fatalf("command = %+v, want one replacement", d.Command)
 	}
-	if o, _ := cheapestOffering(d.Command.Replacements[0].Claim.InstanceTypes[0], d.Command.Replacements[0].Claim.Requirements); o.CapacityType != karpv1.CapacityTypeSpot {
+	if o, _ := d.Command.Replacements[0].Claim.InstanceTypes[0].CheapestOffering(d.Command.Replacements[0].Claim.Requirements); o.CapacityType != karpv1.CapacityTypeSpot {
 		t.Errorf("replacement %s is %s, want spot", d.Command.Message(), o.CapacityType)
 	}
 	t.Log(d.Command.Message())
@@ -482,7 +482,7 @@ func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
 		for _, r := range cmd.Replacements {
 			repl += r.Price
 			for _, it := range r.Claim.InstanceTypes {
-				o, ok := cheapestOffering(it, r.Claim.Requirements)
+				o, ok := it.CheapestOffering(r.Claim.Requirements)
 				if !ok || o.Price >= cmd.Price() {
 					t.Errorf("seed %d: replacement type %s ($%.3f) not cheaper than $%.3f", seed, it.Name, o.Price, cmd.Price())
 				}
@@ -501,7 +501,7 @@ func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
 				// Several nodes are never replaced by one of their own type at no saving over
 				// keeping that node (another capacity type of it, cheaper, is a saving).
 				for _, it := range r.Claim.InstanceTypes {
-					o, _ := cheapestOffering(it, r.Claim.Requirements)
+					o, _ := it.CheapestOffering(r.Claim.Requirements)
 					for _, cand := range cmd.Candidates {
 						if it.Name == cand.InstanceType && o.Price >= cand.Price {
 							t.Errorf("seed %d: %s may replace %s with its own type %s at $%.3f, not less than its $%.3f", seed, cmd.Method, cand.Name(), it.Name, o.Price, cand.Price)

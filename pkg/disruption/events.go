@@ -17,10 +17,10 @@ import (
 const (
 	// EventReasonDoNotDisruptUntil: the pod's do-not-disrupt duration protects it until the
 	// time the message names.
-	EventReasonDoNotDisruptUntil = "DoNotDisruptUntil"
+	EventReasonDoNotDisruptUntil events.Reason = "DoNotDisruptUntil"
 	// EventReasonDoNotDisruptGracePeriodElapsed: the pod's do-not-disrupt duration has ended;
 	// it may be disrupted.
-	EventReasonDoNotDisruptGracePeriodElapsed = "DoNotDisruptGracePeriodElapsed"
+	EventReasonDoNotDisruptGracePeriodElapsed events.Reason = "DoNotDisruptGracePeriodElapsed"
 )
 
 // Dedupe timeouts of the disruption Events, as Karpenter's.

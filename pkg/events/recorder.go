@@ -22,6 +22,10 @@ import (
 // sets no DedupeTimeout of its own: Karpenter's two minutes.
 const DefaultDedupeTimeout = 2 * time.Minute
 
+// Reason is an Event's reason: one word in CamelCase (Karpenter's where the situation is
+// Karpenter's), declared as a constant in the events.go of the package that records it.
+type Reason string
+
 // Event is one Kubernetes Event to record.
 type Event struct {
 	// InvolvedObject is what the Event is about; a nil object (or a typed nil) is not recorded.
@@ -29,7 +33,7 @@ type Event struct {
 	// Type is corev1.EventTypeNormal or corev1.EventTypeWarning.
 	Type string
 	// Reason is the Event's reason, the word users alert on.
-	Reason string
+	Reason Reason
 	// Message is the Event's message.
 	Message string
 	// DedupeValues, with Reason, identify the Event for deduplication: an Event with the same
@@ -43,7 +47,7 @@ type Event struct {
 
 // dedupeKey is Karpenter's: the reason in lower case and the dedupe values, joined by dashes.
 func (e Event) dedupeKey() string {
-	return fmt.Sprintf("%s-%s", strings.ToLower(e.Reason), strings.Join(e.DedupeValues, "-"))
+	return fmt.Sprintf("%s-%s", strings.ToLower(string(e.Reason)), strings.Join(e.DedupeValues, "-"))
 }
 
 // Recorder publishes Events to a record.EventRecorder, deduplicating them by their
@@ -85,7 +89,7 @@ func (r *Recorder) Publish(evts ...Event) {
 		if e.RateLimiter != nil && !e.RateLimiter.TryAccept() {
 			continue
 		}
-		r.rec.Event(e.InvolvedObject, e.Type, e.Reason, e.Message)
+		r.rec.Event(e.InvolvedObject, e.Type, string(e.Reason), e.Message)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // ConsistencyControllerName names the consistency controller in logs and metrics.
@@ -137,7 +138,7 @@ func (c *ConsistencyController) Reconcile(ctx context.Context, req reconcile.Req
 			case apierrors.IsConflict(err):
 				// Scan again soon, on the claim as it is now.
 				c.forget(claim.UID)
-				return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+				return reconcile.Result{RequeueAfter: requeue.ConflictDelay}, nil
 			}
 			return reconcile.Result{}, fmt.Errorf("patching nodeclaim status: %w", err)
 		}
@@ -190,7 +191,7 @@ func (c *ConsistencyController) forget(uid types.UID) {
 // returns one issue per resource short of that, in Karpenter's words; none for a deleting or
 // uninitialized claim.
 func nodeShapeIssues(node *corev1.Node, claim *karpv1.NodeClaim) []string {
-	if !claim.DeletionTimestamp.IsZero() || !isTrue(claim, karpv1.ConditionTypeInitialized) {
+	if !claim.DeletionTimestamp.IsZero() || !claim.IsInitialized() {
 		return nil
 	}
 	var issues []string

@@ -94,7 +94,7 @@ func TestConsistentStateFound(t *testing.T) {
 	if cond := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeConsistentStateFound); cond.Message != "Consistency Check Failed" {
 		t.Errorf("message %q, want Karpenter's", cond.Message)
 	}
-	f.expectEvent(fmt.Sprintf("Warning FailedConsistencyCheck expected %s of resource memory, but found %s (50.0%% of expected)", expected.String(), half.String()))
+	f.expectEvent("Warning", EventReasonFailedConsistencyCheck, fmt.Sprintf("expected %s of resource memory, but found %s (50.0%% of expected)", expected.String(), half.String()))
 
 	// Fixed, the Node passes again at the next scan.
 	f.setNodeMemory(claim, expected)

@@ -7,12 +7,12 @@
 //
 // LifecycleController reconciles one NodeClaim at a time, in this order:
 //
-//  1. Finalization. A deleting claim is finalized (LifecycleController.Finalize): its Node is
-//     deleted, the cloud provider is asked to terminate the instance until it reports the
-//     instance gone (the InstanceTerminating condition says it is waiting), and then the
-//     karpenter.sh/termination finalizer is removed from the Node and from the claim. A
-//     termination controller that drains first sets LifecycleOptions.ExternalFinalization and
-//     calls Finalize itself once the node is drained.
+//  1. Finalization is not done here: a deleting claim is left to the termination controller
+//     (package termination), which drains its Node and then calls
+//     LifecycleController.Finalize: the Node is deleted, the cloud provider is asked to
+//     terminate the instance until it reports the instance gone (the InstanceTerminating
+//     condition says it is waiting), and then the karpenter.sh/termination finalizer is
+//     removed from the Node and from the claim.
 //  2. The karpenter.sh/termination finalizer is added, so that no claim disappears while its
 //     instance runs.
 //  3. Launch. A claim without a provider ID is handed to CloudProvider.Create. The launched
@@ -31,8 +31,9 @@
 //     claim's labels plus karpenter.sh/registered=true, the claim's taints and startup taints
 //     it lacks, loses the karpenter.sh/unregistered taint, gains the termination finalizer and
 //     a (non-controller) owner reference to the claim; then the claim records status.nodeName
-//     and Registered=True. A registered claim whose Node is deleted (or gone) is deleted too,
-//     so that the instance is terminated through the claim.
+//     and Registered=True. A registered claim whose Node is deleted (or gone) is left to the
+//     termination controller, which deletes it, so that the instance is terminated through
+//     the claim.
 //  5. Initialization. Once the Node is Ready, none of the claim's startup taints remain and
 //     every extended resource in the claim's capacity is allocatable on the Node, the Node is
 //     labelled karpenter.sh/initialized=true and the claim gets Initialized=True.
@@ -48,7 +49,7 @@
 // NodePools' NodeRegistrationHealthy condition.
 //
 // Events on the NodeClaim announce launches, launch failures, registration, initialization,
-// deletions for liveness or a deleted Node, and termination; those of transitions recorded in
+// deletions for liveness, and termination; those of transitions recorded in
 // the status are emitted only once the status write succeeded. A write that loses an
 // optimistic-concurrency race (a stale read from a cache) is retried after a second instead of
 // being reported as an error.

@@ -14,42 +14,39 @@ import (
 // for them). Those Karpenter has carry its reason and message; docs/events.md lists them all.
 const (
 	// EventReasonLaunched: the cloud provider launched the claim's instance. Ours only.
-	EventReasonLaunched = "Launched"
+	EventReasonLaunched events.Reason = "Launched"
 	// EventReasonLaunchFailed: launching failed; retried unless the error is terminal, in which
 	// case the claim is deleted. Ours only.
-	EventReasonLaunchFailed = "LaunchFailed"
+	EventReasonLaunchFailed events.Reason = "LaunchFailed"
 	// EventReasonInsufficientCapacityError (NodeClaim and the pods planned for it, Warning):
 	// every offering tried was out of capacity; they are marked unavailable and the claim is
 	// deleted.
-	EventReasonInsufficientCapacityError = "InsufficientCapacityError"
+	EventReasonInsufficientCapacityError events.Reason = "InsufficientCapacityError"
 	// EventReasonNodeClassNotReady (Warning): the claim's NodeClass is missing or not ready;
 	// the launch waits.
-	EventReasonNodeClassNotReady = "NodeClassNotReady"
+	EventReasonNodeClassNotReady events.Reason = "NodeClassNotReady"
 	// EventReasonFailedConsistencyCheck (Warning): a consistency check found the claim's Node
 	// not as the claim expected; the message says how.
-	EventReasonFailedConsistencyCheck = "FailedConsistencyCheck"
+	EventReasonFailedConsistencyCheck events.Reason = "FailedConsistencyCheck"
 	// EventReasonUnregisteredTaintMissing (Warning): the claim's Node joined without the
 	// karpenter.sh/unregistered taint, so pods may have landed on it before registration.
-	EventReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
+	EventReasonUnregisteredTaintMissing events.Reason = "UnregisteredTaintMissing"
 	// EventReasonRegistered: the claim's Node joined the cluster and was registered. Ours only.
-	EventReasonRegistered = "Registered"
+	EventReasonRegistered events.Reason = "Registered"
 	// EventReasonInitialized: the claim's Node is ready for pods. Ours only.
-	EventReasonInitialized = "Initialized"
+	EventReasonInitialized events.Reason = "Initialized"
 	// EventReasonLivenessExpired: the claim did not launch or register within the registration
 	// TTL and is deleted. Ours only.
-	EventReasonLivenessExpired = "LivenessExpired"
-	// EventReasonNodeDeleted: the registered Node was deleted, so the claim is deleted too.
-	// Ours only.
-	EventReasonNodeDeleted = "NodeDeleted"
+	EventReasonLivenessExpired events.Reason = "LivenessExpired"
 	// EventReasonTerminatingInstance: the claim is deleting and its instance is terminating.
 	// Ours only; not Karpenter's InstanceTerminating, which reports an instance terminated
 	// by someone else (an interruption).
-	EventReasonTerminatingInstance = "TerminatingInstance"
+	EventReasonTerminatingInstance events.Reason = "TerminatingInstance"
 	// EventReasonFinalized: the instance is gone and the claim's finalizer removed. Ours only.
-	EventReasonFinalized = "Finalized"
+	EventReasonFinalized events.Reason = "Finalized"
 	// EventReasonInstanceGone: the cloud provider no longer has the claim's instance; the
 	// garbage collector deletes the claim. Ours only.
-	EventReasonInstanceGone = "InstanceGone"
+	EventReasonInstanceGone events.Reason = "InstanceGone"
 )
 
 // maxEventMessageLength is Karpenter's longest message of a launch error's Event.
@@ -96,10 +93,10 @@ func failedConsistencyCheckEvent(claim *karpv1.NodeClaim, issue string) events.E
 // Karpenter does not have, every time.
 type recorder struct{ *events.Recorder }
 
-func (r recorder) normal(obj runtime.Object, reason, format string, args ...any) {
+func (r recorder) normal(obj runtime.Object, reason events.Reason, format string, args ...any) {
 	r.Publish(events.Event{InvolvedObject: obj, Type: corev1.EventTypeNormal, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }
 
-func (r recorder) warning(obj runtime.Object, reason, format string, args ...any) {
+func (r recorder) warning(obj runtime.Object, reason events.Reason, format string, args ...any) {
 	r.Publish(events.Event{InvolvedObject: obj, Type: corev1.EventTypeWarning, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }

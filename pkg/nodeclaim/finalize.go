@@ -25,9 +25,8 @@ import (
 // and the result asks to be called again), then removes the karpenter.sh/termination finalizer
 // from the Node and from the claim. It does nothing to a claim without that finalizer.
 //
-// Reconcile calls Finalize for deleting claims unless LifecycleOptions.ExternalFinalization is
-// set; a termination controller that drains the node first calls it itself, once drained.
-// Calling it again after it has finished is harmless. A write that loses an
+// Reconcile leaves deleting claims alone: the termination controller drains the node first
+// and then calls Finalize. Calling it again after it has finished is harmless. A write that loses an
 // optimistic-concurrency race (a stale claim or node) is retried shortly rather than reported.
 func (c *LifecycleController) Finalize(ctx context.Context, claim *karpv1.NodeClaim) (reconcile.Result, error) {
 	res, err := c.finalize(ctx, claim)

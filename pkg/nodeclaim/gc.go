@@ -24,7 +24,7 @@ type InstanceProvider interface {
 	cloudprovider.InstanceLister
 	cloudprovider.InstanceGetter
 	// Delete terminates the instance of the claim's status.providerID; see
-	// cloudprovider.Launcher.
+	// cloudprovider.InstanceLifecycle.
 	Delete(ctx context.Context, claim *karpv1.NodeClaim) error
 }
 

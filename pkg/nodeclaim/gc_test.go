@@ -68,7 +68,7 @@ func TestGarbageCollectorDeletesClaimsWhoseInstanceVanished(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.expectDeleting("vanished")
-	f.expectEvent("Warning " + EventReasonInstanceGone)
+	f.expectEvent("Warning", EventReasonInstanceGone)
 	f.finish("vanished")
 }
 

@@ -19,7 +19,7 @@ import (
 // has every extended resource the claim's capacity lists. It happens once: an initialized claim
 // stays initialized.
 func (c *LifecycleController) initialization(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node, res *result) error {
-	if isTrue(claim, karpv1.ConditionTypeInitialized) {
+	if claim.IsInitialized() {
 		return nil
 	}
 	if node == nil || !isTrue(claim, karpv1.ConditionTypeRegistered) {

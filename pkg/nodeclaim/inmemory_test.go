@@ -66,8 +66,15 @@ func TestInMemoryClient(t *testing.T) {
 	if err := kube.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
+	// As the termination controller, once the node is drained.
 	for range 3 {
-		step()
+		claim := &karpv1.NodeClaim{}
+		if err := kube.Get(ctx, req.NamespacedName, claim); err != nil {
+			break
+		}
+		if _, err := c.Finalize(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := kube.Get(ctx, req.NamespacedName, got); err == nil {
 		t.Error("the claim still exists")

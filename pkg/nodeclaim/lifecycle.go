@@ -24,6 +24,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // LifecycleControllerName names the lifecycle controller in logs and metrics.
@@ -34,7 +35,7 @@ const LifecycleControllerName = "nodeclaim.lifecycle"
 // safe for concurrent reconciles of different claims.
 type LifecycleController struct {
 	kube        client.Client
-	cloud       cloudprovider.Launcher
+	cloud       cloudprovider.InstanceLifecycle
 	unavailable *cloudprovider.UnavailableOfferings
 	clock       clock.Clock
 	events      recorder
@@ -49,7 +50,7 @@ type LifecycleController struct {
 // unavailable (which may be nil), takes all time from clk (the real clock when nil) and records
 // Events with rec (which may be nil). Zero options take their defaults; options that fail
 // Validate are the caller's bug.
-func NewLifecycleController(kube client.Client, cloud cloudprovider.Launcher, unavailable *cloudprovider.UnavailableOfferings,
+func NewLifecycleController(kube client.Client, cloud cloudprovider.InstanceLifecycle, unavailable *cloudprovider.UnavailableOfferings,
 	clk clock.Clock, rec record.EventRecorder, opts LifecycleOptions) *LifecycleController {
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -89,10 +90,7 @@ func (c *LifecycleController) Reconcile(ctx context.Context, req reconcile.Reque
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("nodeclaim", claim.Name))
 
 	if claim.DeletionTimestamp != nil {
-		if c.opts.ExternalFinalization {
-			return reconcile.Result{}, nil
-		}
-		return c.Finalize(ctx, claim)
+		return reconcile.Result{}, nil // termination drains it and calls Finalize
 	}
 
 	if !controllerutil.ContainsFinalizer(claim, karpv1.TerminationFinalizer) {
@@ -121,7 +119,7 @@ func (c *LifecycleController) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 
 	node, err := c.registration(ctx, claim, &res)
-	if res.deleted {
+	if res.nodeGone {
 		return reconcile.Result{}, err
 	}
 	if err != nil {
@@ -141,17 +139,13 @@ func (c *LifecycleController) Reconcile(ctx context.Context, req reconcile.Reque
 	return c.done(res, errs...)
 }
 
-// conflictRequeue is how soon a reconcile that lost an optimistic-concurrency race looks
-// again. The write that won normally brings it back sooner, through the watch.
-const conflictRequeue = time.Second
-
 // done turns the outcome of a reconcile into its result. Conflicts (a stale read, usually from
 // the cache) are not errors worth a backoff and a log line: they requeue shortly instead.
 func (c *LifecycleController) done(res result, errs ...error) (reconcile.Result, error) {
 	var kept []error
 	for _, err := range errs {
-		if apierrors.IsConflict(err) {
-			res.requeue(conflictRequeue)
+		if requeue.IsConflict(err) {
+			res.requeue(requeue.ConflictDelay)
 			continue
 		}
 		kept = append(kept, err)
@@ -166,6 +160,9 @@ func (c *LifecycleController) done(res result, errs ...error) (reconcile.Result,
 type result struct {
 	// deleted: the claim was deleted; nothing more is done with it.
 	deleted bool
+	// nodeGone: the registered claim's Node is deleting or gone; the termination controller
+	// deletes the claim, and nothing more is done with it here.
+	nodeGone bool
 	// requeueAfter is the soonest time a step wants to look again; zero means none.
 	requeueAfter time.Duration
 	// announce are the Events and log lines of transitions made in memory, to be emitted once

@@ -53,7 +53,7 @@ func TestLaunchWritesStatusAndLabels(t *testing.T) {
 	expectCondition(t, claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound)
 	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingRegistration)
 	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeNotFound)
-	f.expectEvent("Normal " + EventReasonLaunched)
+	f.expectEvent("Normal", EventReasonLaunched)
 	if res.RequeueAfter <= 0 || res.RequeueAfter > DefaultRegistrationTTL {
 		t.Errorf("RequeueAfter %s, want within the registration ttl", res.RequeueAfter)
 	}
@@ -177,7 +177,7 @@ func TestRegistrationSyncsNode(t *testing.T) {
 		(node.OwnerReferences[0].Controller != nil && *node.OwnerReferences[0].Controller) {
 		t.Errorf("owner references %+v, want one non-controller reference to the claim", node.OwnerReferences)
 	}
-	f.expectEvent("Normal " + EventReasonRegistered)
+	f.expectEvent("Normal", EventReasonRegistered)
 }
 
 func TestInitializationWaitsForReadyAndStartupTaints(t *testing.T) {
@@ -213,7 +213,7 @@ func TestInitializationWaitsForReadyAndStartupTaints(t *testing.T) {
 	if f.nodeOf(claim).Labels[karpv1.NodeInitializedLabelKey] != "true" {
 		t.Error("node not labelled initialized")
 	}
-	f.expectEvent("Normal " + EventReasonInitialized)
+	f.expectEvent("Normal", EventReasonInitialized)
 	ready := claim.Status.Conditions
 	if got := conditionTime(ready, karpv1.ConditionTypeReady); !got.Equal(f.clock.Now().Truncate(time.Second)) {
 		t.Errorf("Ready transitioned at %s, want the fake clock's %s", got, f.clock.Now())
@@ -253,8 +253,8 @@ func TestInsufficientCapacityMarksOfferingsAndDeletes(t *testing.T) {
 	f.createClaim("ice", claimOptions{})
 	f.mustReconcile("ice")
 	f.expectDeleting("ice")
-	f.expectEvent("Warning " + EventReasonInsufficientCapacityError + " NodeClaim ice event: ")
-	f.expectEvent("Warning " + EventReasonInsufficientCapacityError + " NodeClaim ice nominated for this pod failed to launch: ")
+	f.expectEvent("Warning", EventReasonInsufficientCapacityError+" NodeClaim ice event: ")
+	f.expectEvent("Warning", EventReasonInsufficientCapacityError+" NodeClaim ice nominated for this pod failed to launch: ")
 	if len(asked) != 1 || asked[0] != "ice" {
 		t.Errorf("nominees asked for %q, want the claim", asked)
 	}
@@ -288,7 +288,7 @@ func TestNodeClassNotReadyKeepsClaim(t *testing.T) {
 	}
 	expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonNodeClassNotReady)
 	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeClassNotReady)
-	f.expectEvent("Warning " + EventReasonNodeClassNotReady)
+	f.expectEvent("Warning", EventReasonNodeClassNotReady)
 
 	// Once the NodeClass exists the launch goes ahead. It is deleted afterwards, so that a
 	// rerun (-count=2) starts without it again.
@@ -306,7 +306,7 @@ func TestCreateErrors(t *testing.T) {
 		f.createClaim("terminal", claimOptions{instanceType: "x9.huge"})
 		f.mustReconcile("terminal")
 		f.expectDeleting("terminal")
-		f.expectEvent("Warning " + EventReasonLaunchFailed)
+		f.expectEvent("Warning", EventReasonLaunchFailed)
 		f.finish("terminal")
 	})
 	t.Run("other errors are retried", func(t *testing.T) {
@@ -345,7 +345,7 @@ func TestLivenessDeletesUnregisteredClaim(t *testing.T) {
 	f.mustReconcile("unlaunched")
 	f.expectDeleting("liveness")
 	f.expectDeleting("unlaunched")
-	f.expectEvent("Warning " + EventReasonLivenessExpired)
+	f.expectEvent("Warning", EventReasonLivenessExpired)
 
 	// Deleting a launched claim terminates its instance.
 	f.finish("liveness")
@@ -368,7 +368,10 @@ func TestDeletionTerminatesInstanceAndRemovesFinalizers(t *testing.T) {
 	if err := env.Client.Delete(f.ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	res := f.mustReconcile("delete")
+	res, err := f.lifecycle.Finalize(f.ctx, f.claim("delete"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.RequeueAfter != InstanceTerminatingRequeue {
 		t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, InstanceTerminatingRequeue)
 	}
@@ -381,18 +384,22 @@ func TestDeletionTerminatesInstanceAndRemovesFinalizers(t *testing.T) {
 		t.Errorf("%d instances, want 0", f.liveInstances())
 	}
 
-	f.mustReconcile("delete")
+	if _, err := f.lifecycle.Finalize(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
 	if f.claim("delete") != nil {
 		t.Error("the claim still exists")
 	}
 	if f.node(node.Name) != nil {
 		t.Error("the node still exists")
 	}
-	f.expectEvent("Normal " + EventReasonFinalized)
+	f.expectEvent("Normal", EventReasonFinalized)
 }
 
-func TestExternalFinalization(t *testing.T) {
-	f := newFixture(t, fixtureOptions{opts: LifecycleOptions{ExternalFinalization: true}})
+// TestReconcileLeavesDeletingClaimsToTermination: a deleting claim is finalized only when the
+// termination controller, once it has drained the node, calls Finalize.
+func TestReconcileLeavesDeletingClaimsToTermination(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
 	f.createClaim("external", claimOptions{})
 	f.mustReconcile("external")
 	claim := f.claim("external")
@@ -401,23 +408,18 @@ func TestExternalFinalization(t *testing.T) {
 	}
 	f.mustReconcile("external")
 	if f.liveInstances() != 1 {
-		t.Fatal("Reconcile finalized although finalization is external")
+		t.Fatal("Reconcile finalized a deleting claim: termination owns that")
 	}
-	for range 3 {
-		claim = f.claim("external")
-		if claim == nil {
-			break
-		}
-		if _, err := f.lifecycle.Finalize(f.ctx, claim); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if f.claim("external") != nil || f.liveInstances() != 0 {
-		t.Error("Finalize did not terminate the instance and release the claim")
+	f.finish("external")
+	if f.liveInstances() != 0 {
+		t.Error("Finalize did not terminate the instance")
 	}
 }
 
-func TestDeletedNodeDeletesClaim(t *testing.T) {
+// TestDeletedNodeIsLeftToTermination: a registered claim whose Node a user deletes is not
+// deleted by the lifecycle controller (termination does it, after draining); the Node still
+// maps to the claim, so the lifecycle hears of it.
+func TestDeletedNodeIsLeftToTermination(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
 	f.createClaim("userdelete", claimOptions{})
 	f.mustReconcile("userdelete")
@@ -433,11 +435,8 @@ func TestDeletedNodeDeletesClaim(t *testing.T) {
 		t.Errorf("node maps to %v, want the claim", reqs)
 	}
 	f.mustReconcile("userdelete")
-	f.expectDeleting("userdelete")
-	f.expectEvent("Normal " + EventReasonNodeDeleted)
-	f.finish("userdelete")
-	if f.node(node.Name) != nil || f.liveInstances() != 0 {
-		t.Error("the node or the instance survived")
+	if claim := f.claim("userdelete"); claim == nil || claim.DeletionTimestamp != nil {
+		t.Error("the lifecycle controller deleted the claim of a deleted node: termination owns that")
 	}
 }
 

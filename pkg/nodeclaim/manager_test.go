@@ -19,8 +19,9 @@ import (
 
 // TestUnderManager runs the controllers as the operator does — a manager with a caching
 // client, the field indexes, the watches — against the simulated cloud and kubelet on the real
-// clock: a claim becomes Ready without anyone calling Reconcile, and deleting it terminates the
-// instance and releases the claim and its node.
+// clock: a claim becomes Ready without anyone calling Reconcile, and deleting it and calling
+// Finalize, as the termination controller does once drained, terminates the instance and
+// releases the claim and its node.
 func TestUnderManager(t *testing.T) {
 	env.EnsureNodeClass(t, "default")
 	t.Cleanup(func() { cleanup(t) })
@@ -43,8 +44,9 @@ func TestUnderManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
-	creates := &countingLauncher{Launcher: cloud}
-	if err := NewLifecycleController(mgr.GetClient(), creates, unavailable, nil, nil, LifecycleOptions{}).Register(mgr); err != nil {
+	creates := &countingLauncher{InstanceLifecycle: cloud}
+	lifecycle := NewLifecycleController(mgr.GetClient(), creates, unavailable, nil, nil, LifecycleOptions{})
+	if err := lifecycle.Register(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := NewGarbageCollector(mgr.GetClient(), cloud, nil, nil, GarbageCollectorOptions{}).Register(mgr); err != nil {
@@ -74,6 +76,11 @@ func TestUnderManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the claim and its node to go", func() bool {
+		if claim := f.claim("managed"); claim != nil {
+			if _, err := lifecycle.Finalize(f.ctx, claim); err != nil {
+				t.Logf("finalizing: %v", err)
+			}
+		}
 		return f.claim("managed") == nil && f.node(node.Name) == nil
 	})
 	if f.liveInstances() != 0 {

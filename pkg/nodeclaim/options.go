@@ -41,9 +41,6 @@ type LifecycleOptions struct {
 	// RegistrationTTL is how long after its creation a NodeClaim may stay not Launched or not
 	// Registered before it is deleted; zero means DefaultRegistrationTTL.
 	RegistrationTTL time.Duration
-	// ExternalFinalization leaves deleting NodeClaims alone: another controller (termination,
-	// which drains the node first) calls Finalize for them.
-	ExternalFinalization bool
 	// MaxConcurrentReconciles bounds the parallel reconciles under a manager; zero means
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int

@@ -17,8 +17,8 @@ import (
 )
 
 // registration finds the claim's Node and, the first time, registers it. It returns the Node
-// (nil when none has joined). A registered claim whose Node is deleting or gone is deleted
-// (res.deleted), so that its instance is terminated through the claim.
+// (nil when none has joined). A registered claim whose Node is deleting or gone is left to the
+// termination controller, which deletes it (res.nodeGone).
 func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.NodeClaim, res *result) (*corev1.Node, error) {
 	if claim.Status.ProviderID == "" {
 		c.setCondition(claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonAwaitingLaunch, "waiting for the instance to launch")
@@ -30,14 +30,8 @@ func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.No
 	}
 	registered := isTrue(claim, karpv1.ConditionTypeRegistered)
 	if registered && (len(nodes) == 0 || allDeleting(nodes)) {
-		what := "is gone"
-		if len(nodes) > 0 {
-			what = "is being deleted"
-		}
-		log.FromContext(ctx).Info("node of registered nodeclaim "+what+", deleting nodeclaim", "node", claim.Status.NodeName)
-		c.events.normal(claim, EventReasonNodeDeleted, "Deleting: node %s %s", claim.Status.NodeName, what)
-		res.deleted = true
-		return nil, c.deleteClaim(ctx, claim)
+		res.nodeGone = true
+		return nil, nil
 	}
 	switch {
 	case len(nodes) == 0:

@@ -22,6 +22,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 )
 
@@ -77,7 +78,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	}
 	f := &fixture{
 		t: t, ctx: ctx, clock: clk, cloud: cloud, kubelet: kubelet,
-		creates:     &countingLauncher{Launcher: cloud},
+		creates:     &countingLauncher{InstanceLifecycle: cloud},
 		unavailable: cloudprovider.NewUnavailableOfferings(clk, 0),
 		events:      record.NewFakeRecorder(1000),
 		opts:        o.opts,
@@ -94,13 +95,13 @@ func (f *fixture) newLifecycle() *LifecycleController {
 
 // countingLauncher counts Create calls.
 type countingLauncher struct {
-	cloudprovider.Launcher
+	cloudprovider.InstanceLifecycle
 	n atomic.Int32
 }
 
 func (c *countingLauncher) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	c.n.Add(1)
-	return c.Launcher.Create(ctx, claim)
+	return c.InstanceLifecycle.Create(ctx, claim)
 }
 
 func testCatalog(t *testing.T) []catalog.Entry {
@@ -244,8 +245,9 @@ func expectCondition(t *testing.T, claim *karpv1.NodeClaim, condType string, sta
 
 // expectEvent checks that an event starting with prefix ("Normal Launched") was recorded, and
 // consumes the events up to it.
-func (f *fixture) expectEvent(prefix string) {
+func (f *fixture) expectEvent(eventType string, reason events.Reason, message ...string) {
 	f.t.Helper()
+	prefix := strings.Join(append([]string{eventType, string(reason)}, message...), " ")
 	var seen []string
 	for {
 		select {
@@ -270,14 +272,16 @@ func (f *fixture) expectDeleting(name string) {
 	}
 }
 
-// finish reconciles a deleting claim until it is gone.
+// finish finalizes a deleting claim until it is gone, as the termination controller does
+// once the node is drained.
 func (f *fixture) finish(name string) {
 	f.t.Helper()
 	for range 5 {
-		if f.claim(name) == nil {
+		claim := f.claim(name)
+		if claim == nil {
 			return
 		}
-		if _, err := f.reconcile(name); err != nil {
+		if _, err := f.lifecycle.Finalize(f.ctx, claim); err != nil {
 			f.t.Fatalf("finalizing %s: %v", name, err)
 		}
 	}

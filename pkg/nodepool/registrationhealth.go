@@ -20,6 +20,7 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // RegistrationHealthControllerName names the controller in logs and metrics.
@@ -184,7 +185,7 @@ func (h *RegistrationHealth) Reconcile(ctx context.Context, req reconcile.Reques
 	np.Status.NodeClassObservedGeneration = nodeClass.Generation
 	if err := h.patchStatus(ctx, stored, np); err != nil {
 		if apierrors.IsConflict(err) {
-			return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+			return reconcile.Result{RequeueAfter: requeue.ConflictDelay}, nil
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

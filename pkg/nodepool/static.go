@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -215,7 +214,7 @@ func deletionOrder(a, b *karpv1.NodeClaim) int {
 }
 
 func initialized(claim *karpv1.NodeClaim) bool {
-	return meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeInitialized)
+	return claim.IsInitialized()
 }
 
 // zones are the zones, sorted, that reqs allow and in which some instance type of np whose

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,6 +25,7 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // Reasons of a False NodeClassReady condition (and so of a False Ready).
@@ -46,9 +46,6 @@ const NodeClassKind = "EC2NodeClass"
 
 // ResourceNodes is the resource name under which status.resources (and limits) count nodes.
 const ResourceNodes corev1.ResourceName = "nodes"
-
-// conflictRequeue is how soon a reconcile whose status write lost a race runs again.
-const conflictRequeue = time.Second
 
 // baseResources are always present in status.resources, at zero when no node has them, so
 // that printers and limit checks see explicit zeros.
@@ -121,7 +118,7 @@ func (c *StatusController) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := c.kubeClient.Status().Patch(ctx, np, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
 			logger.V(1).Info("nodepool changed while its status was computed, retrying")
-			return reconcile.Result{RequeueAfter: conflictRequeue}, nil
+			return reconcile.Result{RequeueAfter: requeue.ConflictDelay}, nil
 		}
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil

@@ -25,11 +25,14 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/controllers"
+	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
-	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
+	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
+	"github.com/openkarpenter/karpenter/pkg/termination"
 )
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -143,46 +146,54 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		op.CloudProvider, op.AWS = provider, provider
 		registrars = append(registrars, aws...)
 	}
-	// cloud is what the controllers see: with the NodeOverlay gate on, the provider with the
-	// NodeOverlays applied to its instance types (the overlay controller itself reads the
-	// provider's own), and the provider launches by them too.
-	cloud := op.CloudProvider
-	if opts.NodeOverlay {
-		store := nodeoverlay.NewStore()
-		registrars = append(registrars, nodeoverlay.NewController(mgr.GetClient(), op.CloudProvider, store, clk))
-		if op.Sim != nil {
-			op.Sim.SetOverlay(store)
-		}
-		if op.AWS != nil {
-			op.AWS.SetOverlay(store)
-		}
-		cloud = nodeoverlay.Decorate(op.CloudProvider, store)
+	if err := errors.Join(
+		nodeclaim.IndexFields(context.Background(), mgr.GetFieldIndexer()),
+		termination.IndexFields(context.Background(), mgr.GetFieldIndexer()),
+	); err != nil {
+		return nil, fmt.Errorf("indexing fields: %w", err)
 	}
-	op.Provisioner = provisioning.NewProvisioner(mgr.GetClient(), op.Cluster, cloudprovider.WithMetrics(cloud, metrics.ControllerProvisioner), unavailable, recorder, clk, provisioning.Options{
-		BatchIdleDuration:   opts.BatchIdleDuration,
-		BatchMaxDuration:    opts.BatchMaxDuration,
-		IgnorePreferences:   opts.PreferencePolicy == "Ignore",
-		MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
+	set := controllers.New(controllers.Deps{
+		Kube: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cluster: op.Cluster, Cloud: op.CloudProvider,
+		Unavailable: unavailable, Clock: clk, Recorder: recorder,
+	}, controllers.Options{
+		Provisioning: provisioning.Options{
+			BatchIdleDuration:   opts.BatchIdleDuration,
+			BatchMaxDuration:    opts.BatchMaxDuration,
+			IgnorePreferences:   opts.PreferencePolicy == "Ignore",
+			MinValuesBestEffort: opts.MinValuesPolicy == "BestEffort",
+		},
+		Disruption: disruption.Options{
+			SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
+			PollInterval:            opts.DisruptionPollInterval,
+			ValidationDelay:         opts.ConsolidationValidationDelay,
+		},
+		RegistrationTTL:    opts.RegistrationTTL,
+		RegistrationHealth: true,
+		NodeRepair:         opts.NodeRepair,
+		NodeOverlay:        opts.NodeOverlay,
+		CapacityBuffer:     opts.CapacityBuffer,
+		CloudMetrics:       true,
 	})
-	if opts.CapacityBuffer {
-		// The buffers' virtual pods are placed by every provisioning pass; their controller
-		// resolves each buffer and wakes the provisioner.
-		op.Provisioner.KeepBuffers(capacitybuffer.NewBuffers(mgr.GetClient(), clk))
+	op.Provisioner = set.Provisioner
+	if set.Overlays != nil {
+		registrars = append(registrars, set.Overlays)
+	}
+	if set.Buffers != nil {
+		// The buffers' controller resolves each buffer and wakes the provisioner, whose every
+		// pass places the buffers' virtual pods.
 		registrars = append(registrars, capacitybuffer.NewController(mgr.GetClient(), clk, op.Provisioner))
 	}
-	nomination := provisioning.NewNominationController(mgr.GetClient(), op.Cluster, clk)
-	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), nomination)
+	// cloud is what the controllers see: with the NodeOverlay gate on, the instance types as
+	// the NodeOverlays adjust them.
+	cloud := set.Cloud
+	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), set.Nomination)
 	if !opts.DisableClusterStateObservability {
 		// The state gauges, served while this replica leads, and the pod metrics.
 		registrars = append(registrars,
 			cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(cloud, metrics.ControllerMetrics)),
 			cluster.NewPodController(mgr.GetClient(), op.Cluster, clk))
 	}
-	lifecycle, err := lifecycleControllers(mgr, cloud, unavailable, op.Cluster, nomination, clk, recorder, opts)
-	if err != nil {
-		return nil, err
-	}
-	registrars = append(registrars, lifecycle...)
+	registrars = append(registrars, lifecycleControllers(mgr, set, recorder, opts)...)
 	for _, r := range registrars {
 		if err := r.Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering %T: %w", r, err)

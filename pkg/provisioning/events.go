@@ -19,13 +19,13 @@ import (
 const (
 	// EventReasonNominated (Pod): the pod is expected to land on a new NodeClaim or an
 	// existing node.
-	EventReasonNominated = "Nominated"
+	EventReasonNominated events.Reason = "Nominated"
 	// EventReasonFailedScheduling (Pod, Warning): no NodePool can make a node for the pod.
-	EventReasonFailedScheduling = "FailedScheduling"
+	EventReasonFailedScheduling events.Reason = "FailedScheduling"
 	// EventReasonNoCompatibleInstanceTypes (NodePool, Warning): the NodePool's requirements
 	// leave no instance type it could launch (or too few for their minValues), so it launches
 	// nothing.
-	EventReasonNoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
+	EventReasonNoCompatibleInstanceTypes events.Reason = "NoCompatibleInstanceTypes"
 )
 
 // Dedupe timeouts of the provisioning Events, as Karpenter's.
@@ -84,7 +84,7 @@ func noCompatibleInstanceTypesEvent(np *karpv1.NodePool, minValues bool) events.
 
 // refusalEvents: the node the pod was planned on turned it away, on the pod and on the NodePool
 // (np may be nil). Ours only; each refusal is recorded.
-func refusalEvents(pod *corev1.Pod, np *karpv1.NodePool, reason, message string) []events.Event {
+func refusalEvents(pod *corev1.Pod, np *karpv1.NodePool, reason events.Reason, message string) []events.Event {
 	out := []events.Event{{InvolvedObject: pod, Type: corev1.EventTypeWarning, Reason: reason, Message: message}}
 	if np != nil {
 		out = append(out, events.Event{InvolvedObject: np, Type: corev1.EventTypeWarning, Reason: reason,

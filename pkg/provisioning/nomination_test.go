@@ -119,7 +119,7 @@ func TestNominationNamesTheRegisteredNode(t *testing.T) {
 
 	// The cluster view: the pods are on the node (all three: the provisioner's nomination
 	// lasts), none is pending.
-	snap, err := f.cluster.Snapshot(ctx)
+	snap, err := f.cluster.SyncSnapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,9 @@ package provisioning
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/record"
@@ -21,7 +17,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
-	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -45,6 +40,7 @@ type Options struct {
 type Provisioner struct {
 	kubeClient    client.Client
 	cluster       *state.Cluster
+	launcher      *Launcher
 	cloudProvider cloudprovider.CloudProvider
 	unavailable   *cloudprovider.UnavailableOfferings
 	events        *events.Recorder
@@ -71,7 +67,7 @@ func (p *Provisioner) Observe(fn func(*Decision)) { p.observers = append(p.obser
 func NewProvisioner(kubeClient client.Client, cluster *state.Cluster, cp cloudprovider.CloudProvider,
 	unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, c clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{
-		kubeClient: kubeClient, cluster: cluster, cloudProvider: cp, unavailable: unavailable,
+		kubeClient: kubeClient, cluster: cluster, launcher: NewLauncher(kubeClient, cluster), cloudProvider: cp, unavailable: unavailable,
 		events: events.NewRecorder(recorder, c), podEvents: events.NewRateLimiter(5, 10, c),
 		batcher: NewBatcher(c, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
 	}
@@ -107,7 +103,7 @@ type Decision struct {
 
 // Provision runs one pass: snapshot, schedule, create NodeClaims, nominate, explain.
 func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
-	snap, err := p.cluster.Snapshot(ctx)
+	snap, err := p.cluster.SyncSnapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -143,17 +139,11 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	p.markDecisions(results)
 	decision := &Decision{Results: results, Refused: refused}
 	for _, c := range results.NewClaims {
-		np := pools[c.NodePool]
-		claim := nodepool.NewNodeClaim(np, c.NodeSelectorRequirements(), c.Requests)
-		nodeoverlay.Annotate(claim, c.InstanceTypes)
-		if err := p.kubeClient.Create(ctx, claim); err != nil {
-			return decision, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
+		claim, err := p.launcher.Launch(ctx, pools[c.NodePool], c, metrics.ReasonProvisioned)
+		if err != nil {
+			return decision, err
 		}
-		p.cluster.RecordCreated(claim)
-		metrics.NodeClaimCreated(metrics.ReasonProvisioned, np.Name)
 		decision.Created = append(decision.Created, claim)
-		log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", claim.Name, "nodepool", np.Name,
-			"pods", len(c.Pods), "instance-types", instanceTypeNames(c.InstanceTypes, 5), "price", c.Price)
 		for _, pod := range c.Pods {
 			p.cluster.Nominate(pod, claim.Name, true)
 			p.events.Publish(nominatedEvent(pod, claim.Name, "", p.podEvents))
@@ -219,18 +209,6 @@ func (p *Provisioner) markDecisions(results *scheduler.Results) {
 	metrics.ObserveSchedulingDecisions(p.cluster.MarkSchedulingDecisions(placed, failed))
 }
 
-func instanceTypeNames(types []*cloudprovider.InstanceType, n int) string {
-	names := make([]string, 0, n)
-	for i, it := range types {
-		if i == n {
-			names = append(names, fmt.Sprintf("and %d more", len(types)-n))
-			break
-		}
-		names = append(names, it.Name)
-	}
-	return strings.Join(names, ", ")
-}
-
 // input builds the scheduler's input from a snapshot. The pending pods no node would take
 // whatever the scheduler decides (a volume that does not exist) are left out of it, each with
 // its error.
@@ -240,7 +218,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		Options:            scheduler.Options{IgnorePreferences: p.opts.IgnorePreferences, MinValuesBestEffort: p.opts.MinValuesBestEffort},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{},
 		Avoid:              snap.Avoid,
-		DaemonPods:         DaemonPods(snap.DaemonSets),
+		DaemonPods:         state.DaemonPods(snap.DaemonSets),
 	}
 	pools := map[string]*karpv1.NodePool{}
 	typesByPool := map[string][]*cloudprovider.InstanceType{}
@@ -256,20 +234,12 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		if p.unavailable != nil {
 			its = p.unavailable.Apply(its)
 		}
-		reqs, err := nodepool.Requirements(np)
+		pool, err := state.SchedulerNodePool(np, its)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool with invalid requirements", "nodepool", np.Name)
 			continue
 		}
-		pool := &scheduler.NodePool{
-			Name:          np.Name,
-			Weight:        weight(np),
-			Requirements:  reqs,
-			Labels:        np.Spec.Template.Labels,
-			Taints:        np.Spec.Template.Spec.Taints,
-			InstanceTypes: its,
-			Remaining:     remaining(np, snap, its),
-		}
+		pool.Remaining = state.NodePoolRemaining(np, snap.Nodes, its)
 		// As Karpenter: a NodePool whose requirements leave no instance type to launch says
 		// so. It stays in the scheduler's input, where it can launch nothing either, so that
 		// the pods' FailedScheduling says which of its requirements is at fault.
@@ -282,22 +252,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		in.NodePools = append(in.NodePools, pool)
 	}
 	// Initialized capacity first, then capacity still launching.
-	var launching []*scheduler.Node
-	for _, sn := range snap.Nodes {
-		if sn.MarkedForDeletion {
-			continue
-		}
-		n := schedulerNode(sn)
-		for _, ds := range sn.DaemonSets {
-			n.HostPorts = append(n.HostPorts, scheduling.PodHostPorts(&corev1.Pod{Spec: ds.Spec.Template.Spec})...)
-		}
-		if sn.Initialized() {
-			in.Nodes = append(in.Nodes, n)
-		} else {
-			launching = append(launching, n)
-		}
-	}
-	in.Nodes = append(in.Nodes, launching...)
+	in.Nodes = snap.SchedulerNodes()
 	var unschedulable []scheduler.PodError
 	for _, pod := range snap.Pending {
 		reqs, err := VolumeRequirements(ctx, p.kubeClient, pod)
@@ -315,111 +270,4 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		}
 	}
 	return in, pools, unschedulable, nil
-}
-
-func weight(np *karpv1.NodePool) int32 {
-	if np.Spec.Weight == nil {
-		return 0
-	}
-	return *np.Spec.Weight
-}
-
-// schedulerNode describes a node or in-flight claim to the scheduler. Startup taints and
-// Karpenter's own lifecycle taints are left out: they go away once the node initializes.
-func schedulerNode(sn *state.StateNode) *scheduler.Node {
-	n := &scheduler.Node{Name: sn.Name(), Available: sn.Available(), Pods: sn.Pods, NodePool: sn.NodePool()}
-	var taints []corev1.Taint
-	if sn.Node != nil {
-		n.Labels = sn.Node.Labels
-		taints = sn.Node.Spec.Taints
-	} else {
-		n.InFlight = true
-		n.Labels = map[string]string{}
-		for k, v := range sn.NodeClaim.Labels {
-			n.Labels[k] = v
-		}
-		if reqs, err := scheduling.FromNodePoolRequirements(sn.NodeClaim.Spec.Requirements...); err == nil {
-			n.Requirements = &reqs
-			for k, v := range reqs.Labels() {
-				n.Labels[k] = v
-			}
-		}
-		n.Labels[corev1.LabelHostname] = sn.NodeClaim.Name
-		taints = sn.NodeClaim.Spec.Taints
-	}
-	startup := map[string]bool{karpv1.UnregisteredTaintKey: true}
-	if sn.NodeClaim != nil && !sn.Initialized() {
-		for _, t := range sn.NodeClaim.Spec.StartupTaints {
-			startup[t.Key] = true
-		}
-	}
-	for _, t := range taints {
-		if !startup[t.Key] {
-			n.Taints = append(n.Taints, t)
-		}
-	}
-	return n
-}
-
-// remaining is what a NodePool's limits still allow: limits less the capacity of its nodes.
-// A claim not launched yet counts as its largest allowed instance type.
-func remaining(np *karpv1.NodePool, snap *state.Snapshot, its []*cloudprovider.InstanceType) corev1.ResourceList {
-	if len(np.Spec.Limits) == 0 {
-		return nil
-	}
-	used := corev1.ResourceList{}
-	nodes := int64(0)
-	for _, sn := range snap.Nodes {
-		if sn.NodePool() != np.Name || sn.NodeClaim == nil {
-			continue
-		}
-		nodes++
-		capacity := sn.NodeClaim.Status.Capacity
-		if len(capacity) == 0 {
-			capacity = largestAllowed(sn.NodeClaim, its)
-		}
-		used = scheduling.Merge(used, capacity)
-	}
-	used["nodes"] = *resource.NewQuantity(nodes, resource.DecimalSI)
-	out := corev1.ResourceList{}
-	for name, limit := range np.Spec.Limits {
-		left := limit.DeepCopy()
-		left.Sub(used[name])
-		out[name] = left
-	}
-	return out
-}
-
-func largestAllowed(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceType) corev1.ResourceList {
-	reqs, err := scheduling.FromNodePoolRequirements(claim.Spec.Requirements...)
-	if err != nil {
-		return claim.Spec.Resources.Requests
-	}
-	allowed, _ := reqs.Get(corev1.LabelInstanceTypeStable)
-	var best corev1.ResourceList
-	for _, it := range its {
-		if allowed.Key != "" && !allowed.Has(it.Name) {
-			continue
-		}
-		if best == nil || it.Capacity.Cpu().Cmp(*best.Cpu()) > 0 {
-			best = it.Capacity
-		}
-	}
-	if best == nil {
-		return claim.Spec.Resources.Requests
-	}
-	return best
-}
-
-// DaemonPods are the pods the DaemonSets would run on a new node, one per DaemonSet, built from
-// its pod template; the scheduler decides per NodePool and instance type which of them run
-// there.
-func DaemonPods(daemonSets []*appsv1.DaemonSet) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(daemonSets))
-	for _, ds := range daemonSets {
-		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
-		pod.Namespace, pod.Name = ds.Namespace, ds.Name
-		out = append(out, pod)
-	}
-	return out
 }

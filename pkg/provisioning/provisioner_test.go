@@ -318,7 +318,7 @@ func TestDeletedClaimReleasesItsPods(t *testing.T) {
 	if err := env.Client.Delete(ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := f.cluster.Snapshot(ctx)
+	snap, err := f.cluster.SyncSnapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestDeletedClaimReleasesItsPods(t *testing.T) {
 		t.Fatalf("%d pods pending while the created claim is assumed in flight, want 0", len(snap.Pending))
 	}
 	f.provisioner.ClaimDeleted(claim.Name)
-	if snap, err = f.cluster.Snapshot(ctx); err != nil {
+	if snap, err = f.cluster.SyncSnapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(snap.Pending) != len(pods) {

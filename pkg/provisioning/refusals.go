@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -18,9 +19,9 @@ import (
 // Event reasons of a pod turned away by the node it was nominated to.
 const (
 	// EventReasonLaunchMismatch: the node launched for the pod cannot take it.
-	EventReasonLaunchMismatch = "LaunchedNodeMismatch"
+	EventReasonLaunchMismatch events.Reason = "LaunchedNodeMismatch"
 	// EventReasonNominationRefused: an existing node the pod was planned on did not take it.
-	EventReasonNominationRefused = "NominationRefused"
+	EventReasonNominationRefused events.Reason = "NominationRefused"
 )
 
 // Refusal is a pod that the node it was nominated to turned away, what differed, and what the

@@ -14,10 +14,10 @@ import (
 const (
 	// EventReasonNodeRepairBlocked (Node, NodeClaim and NodePool, Warning): the safety valve
 	// holds the repair of an unhealthy node.
-	EventReasonNodeRepairBlocked = "NodeRepairBlocked"
+	EventReasonNodeRepairBlocked events.Reason = "NodeRepairBlocked"
 	// EventReasonDisruptionTerminating (Node and NodeClaim): the unhealthy node's NodeClaim was
 	// deleted, as Karpenter v1.15's repair announces it.
-	EventReasonDisruptionTerminating = "DisruptionTerminating"
+	EventReasonDisruptionTerminating events.Reason = "DisruptionTerminating"
 )
 
 // blockedDedupe is how long a NodeRepairBlocked Event is not repeated for an object:

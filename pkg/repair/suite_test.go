@@ -75,7 +75,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatalf("sim.NewKubelet: %v", err)
 	}
 	events := &eventlog.Log{}
-	lifecycle := nodeclaim.NewLifecycleController(env.Client, cloud, nil, clk, events, nodeclaim.LifecycleOptions{ExternalFinalization: true})
+	lifecycle := nodeclaim.NewLifecycleController(env.Client, cloud, nil, clk, events, nodeclaim.LifecycleOptions{})
 	f := &fixture{
 		t: t, ctx: ctx, ns: ns, clock: clk, cloud: cloud, kubelet: kubelet, events: events, lifecycle: lifecycle,
 		termination: termination.NewController(env.Client, lifecycle, clk, events, termination.Options{}),

@@ -29,6 +29,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/controllers"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
@@ -186,7 +187,6 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones()})
 	cluster := state.NewCluster(e.kube, e.clock)
 	e.cluster = cluster
-	e.nomination = provisioning.NewNominationController(e.kube, cluster, e.clock)
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.rec = newRecorder(w, seed, e.clock.Now)
@@ -195,33 +195,22 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if err != nil {
 		return nil, err
 	}
-	// cloud is what scheduling sees: with the NodeOverlay gate on, the cloud's instance types
-	// with the NodeOverlays applied, which the cloud also launches and bills by.
-	var cloud cloudprovider.CloudProvider = e.cloud
-	if gates.Enabled(featuregate.NodeOverlay) {
-		store := nodeoverlay.NewStore()
-		e.overlays = nodeoverlay.NewController(e.kube, e.cloud, store, e.clock)
-		e.cloud.SetOverlay(store)
-		cloud = nodeoverlay.Decorate(e.cloud, store)
-	}
-	e.provisioner = provisioning.NewProvisioner(e.kube, cluster, cloud, unavailable, nil, e.clock, provisioning.Options{})
-	e.lifecycle = nodeclaim.NewLifecycleController(e.kube, recordingLauncher{Launcher: e.cloud, rec: e.rec}, unavailable, e.clock, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true, BeforeRegister: e.nomination.BeforeRegister})
-	e.termination = termination.NewController(e.kube, e.lifecycle, e.clock, nil, termination.Options{})
-	e.disruption = disruption.NewController(e.kube, cluster, cloud, e.clock, nil, disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]})
-	e.gc = nodeclaim.NewGarbageCollector(e.kube, e.cloud, e.clock, nil, nodeclaim.GarbageCollectorOptions{})
-	e.poolStatus = nodepool.NewStatusController(e.kube, e.clock, nil)
-	e.poolStatic = nodepool.NewStaticController(e.kube, cloud)
+	set := controllers.New(controllers.Deps{Kube: e.kube, Cluster: cluster, Cloud: e.cloud, Instances: recordingLauncher{InstanceLifecycle: e.cloud, rec: e.rec}, Unavailable: unavailable, Clock: e.clock},
+		controllers.Options{
+			Disruption:     disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"]},
+			NodeRepair:     gates.Enabled(featuregate.NodeRepair),
+			NodeOverlay:    gates.Enabled(featuregate.NodeOverlay),
+			CapacityBuffer: gates.Enabled(featuregate.CapacityBuffer),
+		})
+	e.provisioner, e.nomination, e.lifecycle, e.termination, e.disruption = set.Provisioner, set.Nomination, set.Lifecycle, set.Termination, set.Disruption
+	e.gc, e.poolStatus, e.poolStatic, e.repair, e.overlays = set.GarbageCollector, set.NodePoolStatus, set.Static, set.Repair, set.Overlays
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
-	if gates.Enabled(featuregate.NodeRepair) {
-		e.repair = repair.NewController(e.kube, e.cloud, e.clock, nil)
+	if e.repair != nil {
 		e.repair.Observe(e.rec.repaired)
 	}
-	if gates.Enabled(featuregate.CapacityBuffer) {
-		b := capacitybuffer.NewBuffers(e.kube, e.clock)
-		e.provisioner.KeepBuffers(b)
-		e.disruption.KeepBuffers(b)
+	if set.Buffers != nil {
 		e.buffers, e.bufferDue = capacitybuffer.NewController(e.kube, e.clock, bufferTrigger{e}), map[types.NamespacedName]time.Time{}
 	}
 	if opts.BatchIdleDuration <= 0 {
@@ -465,10 +454,12 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 		if err := e.reconcile(ctx, e.lifecycle, c.Name); err != nil && !apierrors.IsConflict(err) && !cloudprovider.IsRetryable(err) {
 			e.rec.warn(fmt.Sprintf("nodeclaim %s: %v", c.Name, err))
 		}
+		// Termination follows a deleted Node for every claim, and drains and finalizes the
+		// deleting ones.
+		if err := e.reconcile(ctx, e.termination, c.Name); err != nil && !apierrors.IsConflict(err) {
+			e.rec.warn(fmt.Sprintf("terminating nodeclaim %s: %v", c.Name, err))
+		}
 		if c.DeletionTimestamp != nil {
-			if err := e.reconcile(ctx, e.termination, c.Name); err != nil && !apierrors.IsConflict(err) {
-				e.rec.warn(fmt.Sprintf("terminating nodeclaim %s: %v", c.Name, err))
-			}
 			// As the provisioner's NodeClaim watch: a claim finalized now (a launch that failed
 			// at once among them) releases its pods.
 			if err := e.kube.Get(ctx, client.ObjectKey{Name: c.Name}, &karpv1.NodeClaim{}); apierrors.IsNotFound(err) {
@@ -553,7 +544,7 @@ func (e *engine) quiet(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, c := range claims.Items {
-		if c.DeletionTimestamp != nil || !nodeclaimInitialized(&c) {
+		if c.DeletionTimestamp != nil || !c.IsInitialized() {
 			return false, nil
 		}
 	}
@@ -1003,15 +994,6 @@ func (e *engine) deleteOwnedPods(ctx context.Context, owner string) error {
 		}
 	}
 	return nil
-}
-
-func nodeclaimInitialized(c *karpv1.NodeClaim) bool {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == karpv1.ConditionTypeInitialized {
-			return cond.Status == metav1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -252,13 +252,13 @@ func (h *history) launchFailed(claim *karpv1.NodeClaim, err error) FailedLaunch 
 // recordingLauncher is the cloud as the NodeClaim lifecycle controller sees it: it notes the
 // launches refused for want of capacity.
 type recordingLauncher struct {
-	cloudprovider.Launcher
+	cloudprovider.InstanceLifecycle
 	rec *recorder
 }
 
 // Create launches through the cloud and records an insufficient-capacity refusal.
 func (l recordingLauncher) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
-	out, err := l.Launcher.Create(ctx, claim)
+	out, err := l.InstanceLifecycle.Create(ctx, claim)
 	if err != nil && cloudprovider.IsInsufficientCapacityError(err) {
 		f := l.rec.hist.launchFailed(claim, err)
 		l.rec.log(LogEntry{Kind: LogLaunchFailed, Message: fmt.Sprintf("nodeclaim %s of nodepool %s not launched: %v", f.NodeClaim, f.NodePool, err)})

@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -224,7 +223,7 @@ func (n *StateNode) Available() corev1.ResourceList {
 // or Ready for nodes Karpenter does not manage).
 func (n *StateNode) Initialized() bool {
 	if n.NodeClaim != nil {
-		return meta.IsStatusConditionTrue(n.NodeClaim.Status.Conditions, karpv1.ConditionTypeInitialized)
+		return n.NodeClaim.IsInitialized()
 	}
 	return NodeReady(n.Node)
 }
@@ -267,8 +266,20 @@ type Snapshot struct {
 	Avoid map[types.UID][]string
 }
 
-// Snapshot reads the cluster and joins in what only this process knows.
-func (c *Cluster) Snapshot(ctx context.Context) (*Snapshot, error) {
+// SyncSnapshot reads the cluster and joins in what only this process knows. It is not a pure
+// read: it also brings that knowledge up to date with what it reads, and so changes the
+// Cluster:
+//   - a created NodeClaim the reader now shows, or older than CreatedClaimTTL, is forgotten;
+//   - the nomination of a pod that is bound, being deleted or gone is forgotten, and so is
+//     its record of refusals once it is bound;
+//   - a nomination whose node was ready for the pod for the whole grace period without taking
+//     it is recorded as a miss (for the provisioner to judge, see TakeMisses) and forgotten;
+//   - refusals of pods that are gone and lapsed node avoidances, and the scheduling records
+//     of pods that are gone or done, are pruned, and so is the cache of pods' requests.
+//
+// Call it once per pass (the provisioner, disruption, the metrics collector each do), not to
+// peek.
+func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	var (
 		nodes      corev1.NodeList
 		claims     karpv1.NodeClaimList
@@ -460,38 +471,17 @@ func (c *Cluster) nominationGrace() time.Duration {
 }
 
 // requested sums the pods on a node and the daemonset pods expected there but not bound yet.
+// A claim not launched yet has its requests as allocatable (it was sized for its pods and
+// daemonsets); its pods are the nominated ones, so after a restart, when nominations are lost,
+// the room its pods need shows as free and they are placed on it again.
 func (c *Cluster) requested(sn *StateNode) corev1.ResourceList {
-	lists := make([]corev1.ResourceList, 0, len(sn.Pods)+len(sn.DaemonSets))
-	for _, pod := range sn.Pods {
-		lists = append(lists, c.requests.Get(pod))
-	}
-	// A claim not launched yet has its requests as allocatable (it was sized for its pods and
-	// daemonsets); its pods are the nominated ones, so after a restart, when nominations are
-	// lost, the room its pods need shows as free and they are placed on it again.
-	for _, ds := range sn.DaemonSets {
-		// The daemonset's UID and version key its template's requests in the same cache.
-		lists = append(lists, c.requests.Get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: ds.UID, ResourceVersion: ds.ResourceVersion}, Spec: ds.Spec.Template.Spec}))
-	}
-	return scheduling.Merge(lists...)
+	return Requested(&c.requests, sn.Pods, sn.DaemonSets)
 }
 
-// expectedDaemonSets are the daemonsets whose pods will run on the node (they tolerate its
-// taints and select its labels) but are not there yet.
+// expectedDaemonSets are the daemonsets whose pods will run on the node but are not there yet.
 func expectedDaemonSets(sn *StateNode, daemonSets []*appsv1.DaemonSet) []*appsv1.DaemonSet {
-	present := map[types.UID]bool{}
-	for _, pod := range sn.Pods {
-		if owner := metaControllerUID(pod); owner != "" {
-			present[owner] = true
-		}
-	}
 	labels, taints := nodeLabelsAndTaints(sn)
-	var out []*appsv1.DaemonSet
-	for _, ds := range daemonSets {
-		if !present[ds.UID] && DaemonSetSchedules(ds, labels, taints) {
-			out = append(out, ds)
-		}
-	}
-	return out
+	return ExpectedDaemonSets(sn.Pods, labels, taints, daemonSets)
 }
 
 func nodeLabelsAndTaints(sn *StateNode) (map[string]string, []corev1.Taint) {
@@ -507,15 +497,6 @@ func nodeLabelsAndTaints(sn *StateNode) (map[string]string, []corev1.Taint) {
 		labels[k] = v
 	}
 	return labels, sn.NodeClaim.Spec.Taints
-}
-
-func metaControllerUID(pod *corev1.Pod) types.UID {
-	for _, o := range pod.OwnerReferences {
-		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
-			return o.UID
-		}
-	}
-	return ""
 }
 
 // DaemonSetSchedules reports whether a daemonset's pods would run on a node with these labels

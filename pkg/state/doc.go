@@ -11,4 +11,10 @@
 // A pod that is not bound but has a status.nominatedNodeName (the kube-scheduler's, after a
 // preemption, or one the provisioner had written) counts on that node, not as waiting: the
 // kube-scheduler holds its room there.
+//
+// It is also the one adapter from that view to the scheduler's input (schedulerview.go): a
+// StateNode's SchedulerNode (its room, its SchedulingTaints, the host ports of the daemonset
+// pods it will run), a NodePool's SchedulerNodePool and what its limits still allow
+// (NodePoolRemaining, counting each claim's LimitCapacity), and DaemonPods for new nodes. The
+// provisioner, disruption's simulations and the simulate binder read the cluster through it.
 package state

@@ -82,7 +82,7 @@ func TestPodSchedulingMoments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.Snapshot(ctx); err != nil {
+	if _, err := c.SyncSnapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, pod := range []*corev1.Pod{web, batch} {
@@ -94,7 +94,7 @@ func TestPodSchedulingMoments(t *testing.T) {
 		t.Errorf("api forgotten as soon as it became ready")
 	}
 	clk.Step(state.StartedPodRetention + time.Second)
-	if _, err := c.Snapshot(ctx); err != nil {
+	if _, err := c.SyncSnapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.PodScheduling(api.UID); got != (state.PodScheduling{}) {

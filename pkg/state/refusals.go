@@ -103,7 +103,7 @@ func (c *Cluster) Refused(pod *corev1.Pod, target, node, nodePool string) bool {
 
 // TakeMisses returns the nominations that ended, since the last call, with their pods unbound
 // though the node was ready for them (see Miss), for the provisioner to judge, and forgets them.
-// Snapshots and the nomination controller record them; only the provisioner takes them, so a
+// SyncSnapshot and the nomination controller record them; only the provisioner takes them, so a
 // snapshot taken for another purpose (disruption's) loses none. Their pods are pending in the
 // snapshot taken before the call, unless backed off from earlier misses.
 func (c *Cluster) TakeMisses() []Miss {

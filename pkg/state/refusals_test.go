@@ -53,7 +53,7 @@ func TestRefusedPodLaunchesBounded(t *testing.T) {
 	var misses []state.Miss
 	start := clk.Now()
 	for clk.Since(start) < 3*time.Hour {
-		snap, err := cluster.Snapshot(ctx)
+		snap, err := cluster.SyncSnapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

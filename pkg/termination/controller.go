@@ -2,7 +2,6 @@ package termination
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,13 +27,14 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // ControllerName names the termination controller in logs and metrics.
 const ControllerName = "termination"
 
 // Finalizer terminates a drained NodeClaim's instance and removes its finalizers.
-// *nodeclaim.LifecycleController, built with LifecycleOptions.ExternalFinalization, is one.
+// *nodeclaim.LifecycleController is one.
 type Finalizer interface {
 	// Finalize deletes the claim's Node, terminates its instance and, once the instance is
 	// gone, removes the termination finalizer from the Node and the claim. It may ask to be
@@ -110,7 +110,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // followNodeDeletion deletes claim when one of its Nodes, managed by Karpenter (holding the
 // termination finalizer), is being deleted: a user deleted the Node directly, and the claim's
-// termination is what drains it and lets it go. It reports whether it deleted the claim.
+// termination is what drains it and lets it go. A registered claim whose Node is gone
+// altogether is deleted too, so that its instance is terminated. This controller alone
+// deletes a claim for its Node. It reports whether it deleted the claim.
 func (c *Controller) followNodeDeletion(ctx context.Context, claim *karpv1.NodeClaim) (bool, error) {
 	if claim.Status.ProviderID == "" && claim.Status.NodeName == "" {
 		return false, nil
@@ -118,6 +120,15 @@ func (c *Controller) followNodeDeletion(ctx context.Context, claim *karpv1.NodeC
 	nodes, err := c.nodesOf(ctx, claim)
 	if err != nil {
 		return false, err
+	}
+	if len(nodes) == 0 && meta.IsStatusConditionTrue(claim.Status.Conditions, karpv1.ConditionTypeRegistered) {
+		gone := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: claim.Status.NodeName}}
+		if err := c.kube.Delete(ctx, claim); err != nil {
+			return false, client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim of deleted node %s: %w", gone.Name, err))
+		}
+		log.FromContext(ctx).Info("deleted nodeclaim of deleted node", "node", gone.Name)
+		c.events.Publish(nodeDeletedEvent(claim, gone))
+		return true, nil
 	}
 	for _, node := range nodes {
 		if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, karpv1.TerminationFinalizer) {
@@ -311,30 +322,9 @@ func (c *Controller) claimsForNode(ctx context.Context, o client.Object) []recon
 	return reqs
 }
 
-// done turns the outcome of a reconcile into its result: a conflict (a stale read) is not worth
-// a backoff and an error log, and requeues shortly instead.
+// done turns the outcome of a reconcile into its result (requeue.OnConflict).
 func done(res reconcile.Result, err error) (reconcile.Result, error) {
-	if err == nil {
-		return res, nil
-	}
-	if isConflict(err) {
-		return reconcile.Result{RequeueAfter: conflictRequeue}, nil
-	}
-	return reconcile.Result{}, err
-}
-
-// isConflict reports whether every error err joins is a conflict.
-func isConflict(err error) bool {
-	var joined interface{ Unwrap() []error }
-	if errors.As(err, &joined) {
-		for _, e := range joined.Unwrap() {
-			if !isConflict(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return apierrors.IsConflict(err)
+	return requeue.OnConflict(res, err)
 }
 
 // ReasonDraining is the reason (and message) of the Drained condition while the drain runs

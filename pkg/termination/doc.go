@@ -44,11 +44,11 @@
 //
 // A claim that is not being deleted whose Node, managed by Karpenter (holding the termination
 // finalizer), is being deleted — a user deleted the Node directly — is deleted, and then
-// terminated by the same flow, so that the Node is drained and its instance terminated.
-//
-// The lifecycle controller of package nodeclaim must run with
-// LifecycleOptions.ExternalFinalization set, so that it leaves deleting claims to this
-// controller; the *nodeclaim.LifecycleController is then the Finalizer.
+// terminated by the same flow, so that the Node is drained and its instance terminated, as
+// Karpenter's node termination controller does; so is a registered claim whose Node is gone.
+// This controller alone deletes a claim for its Node, and alone finalizes deleting claims:
+// the lifecycle controller of package nodeclaim leaves them to it, and the
+// *nodeclaim.LifecycleController is the Finalizer it calls once drained.
 //
 // Reconcile reads and writes only through the client.Client it was given and takes all time
 // from the injected clock, so `karpenter simulate` calls it directly on its in-memory cluster

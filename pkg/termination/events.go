@@ -17,29 +17,29 @@ import (
 const (
 	// EventReasonDraining (NodeClaim and Node): the node was cordoned and its drain began.
 	// Ours only.
-	EventReasonDraining = "Draining"
+	EventReasonDraining events.Reason = "Draining"
 	// EventReasonFailedDraining (Node and NodeClaim, Warning): the drain cannot finish yet:
 	// pods wait for eviction, a PodDisruptionBudget refused one, or a pod is annotated
 	// do-not-disrupt.
-	EventReasonFailedDraining = "FailedDraining"
+	EventReasonFailedDraining events.Reason = "FailedDraining"
 	// EventReasonEvicted (Pod): the pod was evicted through the Eviction API.
-	EventReasonEvicted = "Evicted"
+	EventReasonEvicted events.Reason = "Evicted"
 	// EventReasonDisrupted (Pod): the node's termination grace period ran out (or the pod's own
 	// would outlast it) and the pod was deleted without an eviction, bypassing its
 	// PodDisruptionBudget and do-not-disrupt annotation.
-	EventReasonDisrupted = "Disrupted"
+	EventReasonDisrupted events.Reason = "Disrupted"
 	// EventReasonTerminationGracePeriodExpiring (Node and NodeClaim, Warning): the claim has a
 	// termination deadline; every pod left is deleted by then.
-	EventReasonTerminationGracePeriodExpiring = "TerminationGracePeriodExpiring"
+	EventReasonTerminationGracePeriodExpiring events.Reason = "TerminationGracePeriodExpiring"
 	// EventReasonAwaitingVolumeDetachment (Node): the node is drained and its instance waits
 	// for the VolumeAttachments of its volumes to go.
-	EventReasonAwaitingVolumeDetachment = "AwaitingVolumeDetachment"
+	EventReasonAwaitingVolumeDetachment events.Reason = "AwaitingVolumeDetachment"
 	// EventReasonNodeDeleted (NodeClaim): its Node was deleted directly, so the claim is deleted
 	// and drained through the same path. Ours only.
-	EventReasonNodeDeleted = "NodeDeleted"
+	EventReasonNodeDeleted events.Reason = "NodeDeleted"
 	// EventReasonTerminated (NodeClaim and Node): the node is drained, its instance terminated
 	// and its finalizers removed. Ours only.
-	EventReasonTerminated = "Terminated"
+	EventReasonTerminated events.Reason = "Terminated"
 )
 
 // Karpenter's details of a FailedDraining event (after "Failed to drain node, ").

@@ -28,10 +28,6 @@ const (
 	DefaultMaxConcurrentReconciles = 10
 )
 
-// conflictRequeue is how soon a reconcile that lost an optimistic-concurrency race (a stale
-// read) looks again.
-const conflictRequeue = time.Second
-
 // Options configure a Controller. The zero value is usable: every zero field takes its default.
 type Options struct {
 	// EvictionRetry is the longest wait before a refused eviction is retried; zero means

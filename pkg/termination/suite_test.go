@@ -81,7 +81,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatalf("sim.NewKubelet: %v", err)
 	}
 	events := &eventlog.Log{}
-	lifecycle := nodeclaim.NewLifecycleController(env.Client, cloud, nil, clk, events, nodeclaim.LifecycleOptions{ExternalFinalization: true})
+	lifecycle := nodeclaim.NewLifecycleController(env.Client, cloud, nil, clk, events, nodeclaim.LifecycleOptions{})
 	fin := &countingFinalizer{Finalizer: lifecycle}
 	return &fixture{
 		t: t, ctx: ctx, ns: ns, clock: clk, cloud: cloud, kubelet: kubelet, events: events,
@@ -317,7 +317,7 @@ func (f *fixture) liveInstances() int {
 
 // expectEvent checks that an event containing all of parts ("Kind/name Type Reason Message")
 // was recorded since the fixture began.
-func (f *fixture) expectEvent(parts ...string) {
+func (f *fixture) expectEvent(parts ...any) {
 	f.t.Helper()
 	var seen []string
 	for _, e := range f.events.Events() {
@@ -329,9 +329,9 @@ func (f *fixture) expectEvent(parts ...string) {
 	f.t.Errorf("no event with %q among %q", parts, seen)
 }
 
-func containsAll(s string, parts []string) bool {
+func containsAll(s string, parts []any) bool {
 	for _, p := range parts {
-		if !strings.Contains(s, p) {
+		if !strings.Contains(s, fmt.Sprint(p)) {
 			return false
 		}
 	}

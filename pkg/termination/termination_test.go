@@ -238,6 +238,24 @@ func TestNodeDeletedDirectly(t *testing.T) {
 	}
 }
 
+// TestNodeGoneDeletesRegisteredClaim: a registered claim whose Node is gone altogether (its
+// finalizer forced off) is deleted and finalized by this controller, the one owner of that
+// deletion.
+func TestNodeGoneDeletesRegisteredClaim(t *testing.T) {
+	f := newFixture(t)
+	node := f.launch("gone", nil)
+	forceDelete(t, f.node(node))
+	f.reconcile("gone")
+	if claim := f.claim("gone"); claim != nil && claim.DeletionTimestamp == nil {
+		t.Fatal("nodeclaim of the vanished node is not being deleted")
+	}
+	f.expectEvent("Normal", EventReasonNodeDeleted, node)
+	f.finish("gone")
+	if n := f.liveInstances(); n != 0 {
+		t.Errorf("%d live instances, want 0", n)
+	}
+}
+
 func TestClaimWithoutNodeFinalizesAtOnce(t *testing.T) {
 	f := newFixture(t)
 	node := f.launch("early", nil)

@@ -113,7 +113,7 @@ func TestInMemoryClient(t *testing.T) {
 	must(err)
 	kubelet, err := sim.NewKubelet(cloud, kube, sim.KubeletOptions{MarkPodsRunning: true})
 	must(err)
-	lifecycle := nodeclaim.NewLifecycleController(kube, cloud, nil, clk, nil, nodeclaim.LifecycleOptions{ExternalFinalization: true})
+	lifecycle := nodeclaim.NewLifecycleController(kube, cloud, nil, clk, nil, nodeclaim.LifecycleOptions{})
 	events := record.NewFakeRecorder(100)
 	ctrl := NewController(kube, lifecycle, clk, events, Options{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(claim)}

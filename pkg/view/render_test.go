@@ -18,13 +18,13 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/ from the output")
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the output")
 
-// golden compares got with testdata/name, or rewrites it with -rewrite.
+// golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *rewrite {
+	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -35,10 +35,10 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run the test with -rewrite to create it)", err)
+		t.Fatalf("%v (run the test with -update to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("output differs from %s (run with -rewrite to accept it):\n--- got\n%s\n--- want\n%s", path, got, want)
+		t.Errorf("output differs from %s (run with -update to accept it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 

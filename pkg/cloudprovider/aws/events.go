@@ -12,7 +12,7 @@ import (
 // EventReasonSpotServiceLinkedRole is the reason of the Warning on a NodeClaim whose spot launch
 // failed for want of the Spot service-linked role. Karpenter records this Event with no reason
 // at all, which no one can select or alert on; we give it this one.
-const EventReasonSpotServiceLinkedRole = "SpotServiceLinkedRoleCreationFailure"
+const EventReasonSpotServiceLinkedRole kevents.Reason = "SpotServiceLinkedRoleCreationFailure"
 
 // spotServiceLinkedRoleEvent: Karpenter's message, then how to fix it.
 func spotServiceLinkedRoleEvent(claim *karpv1.NodeClaim) kevents.Event {

@@ -137,7 +137,7 @@ func instanceIDOf(providerID string) (string, error) {
 	return rest[i+1:], nil
 }
 
-// Create launches the claim's instance with one instant EC2 Fleet; see cloudprovider.Launcher.
+// Create launches the claim's instance with one instant EC2 Fleet; see cloudprovider.InstanceLifecycle.
 // Launches of the same shape (NodeClass, capacity type, instance types and zones, labels and
 // taints) that arrive together share one fleet, as in Karpenter (see ec2Batchers).
 //
@@ -627,7 +627,7 @@ func (p *Provider) entry(name string) (catalog.Entry, bool) {
 	return p.types.entries[i], true
 }
 
-// Delete terminates the claim's instance; see cloudprovider.Launcher. An instance already
+// Delete terminates the claim's instance; see cloudprovider.InstanceLifecycle. An instance already
 // gone or terminating gives *NodeClaimNotFoundError. Every failed termination (the batched
 // call failed, then the instance's own) counts in
 // karpenter_cloudprovider_instance_termination_failures_total, as in Karpenter.

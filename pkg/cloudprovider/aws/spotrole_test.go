@@ -37,7 +37,7 @@ func TestSpotWithoutServiceLinkedRole(t *testing.T) {
 	}
 	select {
 	case e := <-events.Events:
-		if !strings.HasPrefix(e, "Warning "+EventReasonSpotServiceLinkedRole) || !strings.Contains(e, "create-service-linked-role --aws-service-name spot.amazonaws.com") {
+		if !strings.HasPrefix(e, "Warning "+string(EventReasonSpotServiceLinkedRole)) || !strings.Contains(e, "create-service-linked-role --aws-service-name spot.amazonaws.com") {
 			t.Errorf("event %q", e)
 		}
 	default:

@@ -194,7 +194,7 @@ func (c *Cloud) Zones() []string { return slices.Clone(c.zones) }
 // Clock returns the clock the cloud reads.
 func (c *Cloud) Clock() clock.Clock { return c.clock }
 
-// Create launches an instance for the claim; see cloudprovider.Launcher. The instance starts
+// Create launches an instance for the claim; see cloudprovider.InstanceLifecycle. The instance starts
 // pending and is running once the launch latency has passed. Creating again for a claim name
 // that has a live instance returns that instance and launches nothing.
 //

@@ -69,12 +69,12 @@ func benchCluster(b *testing.B) *state.Cluster {
 // snapshotSource serves one snapshot taken beforehand.
 type snapshotSource struct{ snap *state.Snapshot }
 
-func (s snapshotSource) Snapshot(context.Context) (*state.Snapshot, error) { return s.snap, nil }
+func (s snapshotSource) SyncSnapshot(context.Context) (*state.Snapshot, error) { return s.snap, nil }
 
 // BenchmarkCollect measures building the gauges from a snapshot already taken: 1000 nodes and
 // 10,000 pods.
 func BenchmarkCollect(b *testing.B) {
-	snap, err := benchCluster(b).Snapshot(context.Background())
+	snap, err := benchCluster(b).SyncSnapshot(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}

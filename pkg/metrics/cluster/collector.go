@@ -27,8 +27,8 @@ const DefaultTimeout = 10 * time.Second
 
 // Source is the cluster view the gauges are built from; *state.Cluster is one.
 type Source interface {
-	// Snapshot reads the cluster.
-	Snapshot(ctx context.Context) (*state.Snapshot, error)
+	// SyncSnapshot reads the cluster (see state.Cluster.SyncSnapshot).
+	SyncSnapshot(ctx context.Context) (*state.Snapshot, error)
 }
 
 // Collector builds Karpenter's state gauges (see package metrics) from a fresh snapshot on
@@ -85,7 +85,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	snap, err := c.source.Snapshot(ctx)
+	snap, err := c.source.SyncSnapshot(ctx)
 	if err != nil {
 		log.Log.WithName("metrics").Error(err, "cannot read the cluster for the state metrics")
 		ch <- metrics.ClusterGauge(metrics.ClusterStateSynced, 0)

@@ -231,7 +231,7 @@ func TestCollectorForgetsWhatIsGone(t *testing.T) {
 // failing is a Source that cannot read the cluster.
 type failing struct{}
 
-func (failing) Snapshot(context.Context) (*state.Snapshot, error) {
+func (failing) SyncSnapshot(context.Context) (*state.Snapshot, error) {
 	return nil, errors.New("cache not started")
 }
 

@@ -191,29 +191,20 @@ func (s *solver) othersKeepMinValues(c *claimState, take, give *cloudprovider.In
 	return nil
 }
 
-// minValuesMet checks each requirement's minValues against the instance types that would fit.
-// Its error names the labels whose minValues are not met, in Karpenter's words.
+// minValuesMet checks each requirement's minValues against the instance types that would fit
+// (cloudprovider.UnmetMinValues). Its error names the labels whose minValues are not met, in
+// Karpenter's words.
 func minValuesMet(reqs scheduling.Requirements, candidates []*candidate, fits func(*candidate) bool, bestEffort bool) error {
-	if bestEffort {
+	if bestEffort || !hasMinValues(reqs) {
 		return nil
 	}
-	var short []string
-	for _, r := range reqs.All() {
-		if r.MinValues == nil {
-			continue
-		}
-		seen := map[string]bool{}
-		for _, c := range candidates {
-			if v, ok := c.it.Labels[r.Key]; ok && fits(c) {
-				seen[v] = true
-			}
-		}
-		if len(seen) < *r.MinValues {
-			short = append(short, r.Key)
+	its := make([]*cloudprovider.InstanceType, 0, len(candidates))
+	for _, c := range candidates {
+		if fits(c) {
+			its = append(its, c.it)
 		}
 	}
-	if len(short) > 0 {
-		sort.Strings(short)
+	if short := cloudprovider.UnmetMinValues(reqs, its); len(short) > 0 {
 		return fmt.Errorf("minValues requirement is not met for label(s) (label(s)=%v)", short)
 	}
 	return nil

@@ -119,21 +119,11 @@ func labelsCompatible(it *cloudprovider.InstanceType, reqs scheduling.Requiremen
 	return true
 }
 
-// cheapestOffering is the lowest price of an available offering in an allowed zone and
-// capacity type.
+// cheapestOffering is the price of the instance type's cheapest available offering in an
+// allowed zone and capacity type (InstanceType.CheapestOffering).
 func cheapestOffering(it *cloudprovider.InstanceType, reqs scheduling.Requirements) (float64, bool) {
-	zones, hasZones := reqs.Get(corev1.LabelTopologyZone)
-	capacityTypes, hasCapacityTypes := reqs.Get(karpv1.CapacityTypeLabelKey)
-	best, found := math.Inf(1), false
-	for _, o := range it.Offerings {
-		if !o.Available || (hasZones && !zones.Has(o.Zone)) || (hasCapacityTypes && !capacityTypes.Has(o.CapacityType)) {
-			continue
-		}
-		if o.Price < best {
-			best, found = o.Price, true
-		}
-	}
-	return best, found
+	o, ok := it.CheapestOffering(reqs)
+	return o.Price, ok
 }
 
 // withinLimits reports whether launching an instance type keeps the NodePool within its limits,

@@ -47,7 +47,7 @@ type Binder struct {
 	clock      clock.PassiveClock
 	opts       Options
 	requests   scheduling.RequestsCache // Step is not called concurrently
-	daemonSets []appsv1.DaemonSet       // this Step's, read-only
+	daemonSets []*appsv1.DaemonSet      // this Step's, read-only
 }
 
 // Options configure a Binder. The zero value is usable.
@@ -99,7 +99,10 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	if err := b.kubeClient.List(ctx, &daemonSets, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing daemonsets: %w", err)
 	}
-	b.daemonSets = daemonSets.Items
+	b.daemonSets = make([]*appsv1.DaemonSet, len(daemonSets.Items))
+	for i := range daemonSets.Items {
+		b.daemonSets[i] = &daemonSets.Items[i]
+	}
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
 	for i := range pods.Items {
@@ -206,22 +209,9 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 // not Ready take no pods, but still count as topology domains, as for the kube-scheduler
 // (whose default node taints policy is Ignore).
 func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler.Node {
-	requests := make([]corev1.ResourceList, 0, len(pods))
-	present := map[types.UID]bool{}
-	for _, pod := range pods {
-		requests = append(requests, b.requests.Get(pod))
-		if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
-			present[ref.UID] = true
-		}
-	}
 	// The room of the daemonset pods the node will run, while they are not there yet (a
 	// simulation has no daemonset controller), as Karpenter reserves it when it provisions.
-	for i := range b.daemonSets {
-		ds := &b.daemonSets[i]
-		if !present[ds.UID] && state.DaemonSetSchedules(ds, node.Labels, node.Spec.Taints) {
-			requests = append(requests, b.requests.Get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: ds.UID, ResourceVersion: ds.ResourceVersion}, Spec: ds.Spec.Template.Spec}))
-		}
-	}
+	expected := state.ExpectedDaemonSets(pods, node.Labels, node.Spec.Taints, b.daemonSets)
 	taints := node.Spec.Taints
 	if node.Spec.Unschedulable {
 		taints = append(append([]corev1.Taint(nil), taints...), corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
@@ -233,7 +223,7 @@ func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler
 			labels[k] = v
 		}
 	}
-	available := scheduling.Subtract(node.Status.Allocatable, scheduling.Merge(requests...))
+	available := scheduling.Subtract(node.Status.Allocatable, state.Requested(&b.requests, pods, expected))
 	if !state.NodeReady(node) {
 		available = corev1.ResourceList{}
 	}

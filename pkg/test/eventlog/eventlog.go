@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/openkarpenter/karpenter/pkg/events"
 )
 
 // Event is one recorded Event.
@@ -61,10 +63,10 @@ func (l *Log) Events() []Event {
 }
 
 // Find returns the Events with the reason whose String contains every one of parts.
-func (l *Log) Find(reason string, parts ...string) []Event {
+func (l *Log) Find(reason events.Reason, parts ...string) []Event {
 	var out []Event
 	for _, e := range l.Events() {
-		if e.Reason != reason {
+		if e.Reason != string(reason) {
 			continue
 		}
 		s, all := e.String(), true

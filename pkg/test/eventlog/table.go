@@ -17,7 +17,7 @@ func Fields(e events.Event) [5]string {
 	if !isNil(e.InvolvedObject) {
 		kind, name = kindOf(e.InvolvedObject), nameOf(e.InvolvedObject)
 	}
-	return [5]string{kind, name, e.Type, e.Reason, e.Message}
+	return [5]string{kind, name, e.Type, string(e.Reason), e.Message}
 }
 
 // Case is one row of a package's events table test, which holds the package's Events to

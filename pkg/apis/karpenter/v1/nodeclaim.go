@@ -2,6 +2,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -173,4 +174,10 @@ type NodeClaimList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// Items are the NodeClaims.
 	Items []NodeClaim `json:"items"`
+}
+
+// IsInitialized reports whether the NodeClaim's Initialized condition is True: its Node is
+// registered, Ready, without startup taints and with every extended resource it asked for.
+func (in *NodeClaim) IsInitialized() bool {
+	return meta.IsStatusConditionTrue(in.Status.Conditions, ConditionTypeInitialized)
 }

@@ -1,0 +1,178 @@
+// Package controllers builds Karpenter's controller set once, for the two places that run it:
+// the operator, which registers each controller with a controller-runtime manager, and the
+// simulate engine, which calls them in turn on its virtual clock. New also links them, so
+// that neither wires the links by hand:
+//
+//   - termination finalizes NodeClaims through the lifecycle controller (its Finalizer), after
+//     it has drained their nodes;
+//   - the lifecycle controller lets a claim's Node take pods only once nomination has pointed
+//     the pods planned for it at it (LifecycleOptions.BeforeRegister), and tells those pods
+//     when their claim could not launch (LifecycleOptions.Nominees);
+//   - the provisioner and disruption create NodeClaims through the same provisioning.Launcher;
+//   - the provisioner and disruption plan around offerings that recently ran out
+//     (Deps.Unavailable), which the lifecycle controller fills in;
+//   - with the NodeOverlay gate, the provisioner, disruption and static NodePools see the
+//     instance types as the NodeOverlays adjust them, and the cloud launches by them;
+//   - with the CapacityBuffer gate, the provisioner launches for the buffers' virtual pods and
+//     disruption keeps their room.
+package controllers
+
+import (
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/repair"
+	"github.com/openkarpenter/karpenter/pkg/state"
+	"github.com/openkarpenter/karpenter/pkg/termination"
+)
+
+// Deps are what the controllers share.
+type Deps struct {
+	// Kube reads and writes the cluster (a manager's client, or the simulator's in-memory one).
+	Kube client.Client
+	// APIReader, when set, reads past the cache where a stale read would do harm (the static
+	// NodePool controller's count of its NodeClaims).
+	APIReader client.Reader
+	// Cluster is the shared cluster state.
+	Cluster *state.Cluster
+	// Cloud is the cloud provider.
+	Cloud cloudprovider.CloudProvider
+	// Instances, when set, is what the lifecycle controller launches and deletes instances
+	// through instead of Cloud (the simulator's records refused launches).
+	Instances cloudprovider.InstanceLifecycle
+	// Unavailable caches the offerings that recently ran out of capacity.
+	Unavailable *cloudprovider.UnavailableOfferings
+	// Clock is the controllers' clock.
+	Clock clock.Clock
+	// Recorder records Events; nil records none.
+	Recorder record.EventRecorder
+}
+
+// Options tune the controller set.
+type Options struct {
+	// Provisioning tunes the provisioner.
+	Provisioning provisioning.Options
+	// Disruption tunes disruption.
+	Disruption disruption.Options
+	// RegistrationTTL is how long a launched NodeClaim may take to register (0: the default).
+	RegistrationTTL time.Duration
+	// RegistrationHealth keeps the NodePools' NodeRegistrationHealthy condition, hearing of
+	// registrations and failed launches from the lifecycle controller.
+	RegistrationHealth bool
+	// NodeRepair builds node repair (the NodeRepair feature gate); it is built only for a cloud
+	// that declares repair policies, as in Karpenter.
+	NodeRepair bool
+	// NodeOverlay applies the cluster's NodeOverlays (the NodeOverlay feature gate): Set.Overlays
+	// evaluates them, and the controllers that choose instance types see them applied.
+	NodeOverlay bool
+	// CapacityBuffer keeps the room CapacityBuffers ask for (the CapacityBuffer feature gate):
+	// the provisioner places Set.Buffers' virtual pods and disruption keeps their room. The
+	// buffers' own controller wakes a provisioner, so its caller builds it.
+	CapacityBuffer bool
+	// CloudMetrics has each controller call the cloud through its own cloudprovider.WithMetrics
+	// view, labelled with its name, for karpenter_cloudprovider_* metrics.
+	CloudMetrics bool
+}
+
+// Set is the controller set, linked.
+type Set struct {
+	// Provisioner creates NodeClaims for pending pods.
+	Provisioner *provisioning.Provisioner
+	// Nomination points the pods planned for a claim at its Node.
+	Nomination *provisioning.NominationController
+	// Lifecycle launches, registers, initializes and finalizes NodeClaims.
+	Lifecycle *nodeclaim.LifecycleController
+	// Termination drains and finalizes deleting NodeClaims, and deletes the NodeClaim of a
+	// deleted Node.
+	Termination *termination.Controller
+	// Disruption removes or replaces nodes that are empty, underused, drifted or expired.
+	Disruption *disruption.Controller
+	// GarbageCollector removes claims whose instance is gone, and instances without a claim.
+	GarbageCollector *nodeclaim.GarbageCollector
+	// Consistency checks that a NodeClaim's Node matches what it asked for.
+	Consistency *nodeclaim.ConsistencyController
+	// NodePoolStatus keeps the NodePools' status (resources, node count, conditions).
+	NodePoolStatus *nodepool.StatusController
+	// RegistrationHealth keeps NodeRegistrationHealthy; nil unless Options.RegistrationHealth.
+	RegistrationHealth *nodepool.RegistrationHealth
+	// Static keeps static NodePools (spec.replicas) at their size.
+	Static *nodepool.StaticController
+	// Repair replaces unhealthy nodes; nil unless Options.NodeRepair and the cloud declares
+	// repair policies.
+	Repair *repair.Controller
+	// Overlays evaluates the NodeOverlays; nil unless Options.NodeOverlay.
+	Overlays *nodeoverlay.Controller
+	// Buffers are the CapacityBuffers' virtual pods; nil unless Options.CapacityBuffer.
+	Buffers *capacitybuffer.Buffers
+	// Cloud is the cloud as the controllers that choose instance types see it: Deps.Cloud, with
+	// the NodeOverlays applied under Options.NodeOverlay.
+	Cloud cloudprovider.CloudProvider
+}
+
+// overlaySetter is a cloud that launches by the instance types an Overlay adjusts.
+type overlaySetter interface {
+	SetOverlay(cloudprovider.Overlay)
+}
+
+// New builds the controller set and links it (see the package documentation).
+func New(deps Deps, opts Options) *Set {
+	s := &Set{Cloud: deps.Cloud}
+	if opts.NodeOverlay {
+		// The overlay controller reads the provider's own instance types; the cloud launches
+		// and bills by the adjusted ones.
+		store := nodeoverlay.NewStore()
+		s.Overlays = nodeoverlay.NewController(deps.Kube, deps.Cloud, store, deps.Clock)
+		if setter, ok := deps.Cloud.(overlaySetter); ok {
+			setter.SetOverlay(store)
+		}
+		s.Cloud = nodeoverlay.Decorate(deps.Cloud, store)
+	}
+	cloud := func(name string) cloudprovider.CloudProvider {
+		if opts.CloudMetrics {
+			return cloudprovider.WithMetrics(s.Cloud, name)
+		}
+		return s.Cloud
+	}
+	s.Provisioner = provisioning.NewProvisioner(deps.Kube, deps.Cluster, cloud(metrics.ControllerProvisioner), deps.Unavailable, deps.Recorder, deps.Clock, opts.Provisioning)
+	s.Nomination = provisioning.NewNominationController(deps.Kube, deps.Cluster, deps.Clock)
+	lifecycleOpts := nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, BeforeRegister: s.Nomination.BeforeRegister, Nominees: deps.Cluster.Nominees}
+	if opts.RegistrationHealth {
+		s.RegistrationHealth = nodepool.NewRegistrationHealth(deps.Kube, deps.Clock)
+		lifecycleOpts.RegistrationHealth = s.RegistrationHealth
+	}
+	var instances cloudprovider.InstanceLifecycle = cloud(nodeclaim.LifecycleControllerName)
+	if deps.Instances != nil {
+		instances = deps.Instances
+	}
+	s.Lifecycle = nodeclaim.NewLifecycleController(deps.Kube, instances, deps.Unavailable, deps.Clock, deps.Recorder, lifecycleOpts)
+	s.Termination = termination.NewController(deps.Kube, s.Lifecycle, deps.Clock, deps.Recorder, termination.Options{})
+	s.Disruption = disruption.NewController(deps.Kube, deps.Cluster, cloud(metrics.ControllerDisruption), deps.Unavailable, deps.Clock, deps.Recorder, opts.Disruption)
+	s.GarbageCollector = nodeclaim.NewGarbageCollector(deps.Kube, cloud("nodeclaim.garbagecollection"), deps.Clock, deps.Recorder, nodeclaim.GarbageCollectorOptions{})
+	s.Consistency = nodeclaim.NewConsistencyController(deps.Kube, deps.Clock, deps.Recorder)
+	s.NodePoolStatus = nodepool.NewStatusController(deps.Kube, deps.Clock, deps.Recorder)
+	var staticOpts []nodepool.StaticOption
+	if deps.APIReader != nil {
+		staticOpts = append(staticOpts, nodepool.WithAPIReader(deps.APIReader))
+	}
+	s.Static = nodepool.NewStaticController(deps.Kube, cloud("nodepool.static"), staticOpts...)
+	if opts.NodeRepair && len(deps.Cloud.RepairPolicies()) > 0 {
+		s.Repair = repair.NewController(deps.Kube, deps.Cloud, deps.Clock, deps.Recorder)
+	}
+	if opts.CapacityBuffer {
+		s.Buffers = capacitybuffer.NewBuffers(deps.Kube, deps.Clock)
+		s.Provisioner.KeepBuffers(s.Buffers)
+		s.Disruption.KeepBuffers(s.Buffers)
+	}
+	return s
+}

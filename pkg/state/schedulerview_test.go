@@ -1,0 +1,74 @@
+package state
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+)
+
+// TestSchedulingTaints: as in Karpenter, pods must tolerate a NodePool's taints but not its
+// startupTaints: the scheduler sees a claim still launching, or a node not yet initialized,
+// without its startup taints and the known ephemeral ones (karpenter.sh/unregistered,
+// not-ready), and an initialized node with every taint it still carries.
+func TestSchedulingTaints(t *testing.T) {
+	taint := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	startup := corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
+	unregistered := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+	notReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	claim := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "claim", Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
+		Spec:       karpv1.NodeClaimSpec{Taints: []corev1.Taint{taint}, StartupTaints: []corev1.Taint{startup}},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{taint, startup, unregistered, notReady}}}
+	initializedClaim := claim.DeepCopy()
+	initializedClaim.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+	ready := node.DeepCopy()
+	ready.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+
+	for name, tc := range map[string]struct {
+		sn   *StateNode
+		want []corev1.Taint
+	}{
+		"launching":   {&StateNode{NodeClaim: claim}, []corev1.Taint{taint}},
+		"registered":  {&StateNode{NodeClaim: claim, Node: node}, []corev1.Taint{taint}},
+		"initialized": {&StateNode{NodeClaim: initializedClaim, Node: node}, []corev1.Taint{taint, startup, unregistered, notReady}},
+		"unmanaged":   {&StateNode{Node: ready}, []corev1.Taint{taint, startup, unregistered, notReady}},
+	} {
+		if got := tc.sn.SchedulerNode().Taints; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: taints %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// TestLimitCapacity: a launched claim counts its status.capacity against its NodePool's
+// limits, one still launching the largest instance type it may become, and each one node.
+func TestLimitCapacity(t *testing.T) {
+	small := &cloudprovider.InstanceType{Name: "small", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+	large := &cloudprovider.InstanceType{Name: "large", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}
+	huge := &cloudprovider.InstanceType{Name: "huge", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}}
+	its := []*cloudprovider.InstanceType{small, large, huge}
+	launching := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
+		Spec: karpv1.NodeClaimSpec{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"small", "large"}}}}}
+	launched := launching.DeepCopy()
+	launched.Name = "b"
+	launched.Status.Capacity = small.Capacity
+	nodes := []*StateNode{{NodeClaim: launching}, {NodeClaim: launched}, {Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "unmanaged"}}}}
+
+	used := NodePoolUsage("default", nodes, its)
+	if cpu, n := used[corev1.ResourceCPU], used["nodes"]; cpu.String() != "10" || n.String() != "2" {
+		t.Errorf("usage cpu %s nodes %s, want 10 (8 launching + 2 launched) and 2", cpu.String(), n.String())
+	}
+	left := Remaining(karpv1.Limits{corev1.ResourceCPU: resource.MustParse("16")}, used)
+	if cpu := left[corev1.ResourceCPU]; cpu.String() != "6" {
+		t.Errorf("remaining cpu %s, want 6", cpu.String())
+	}
+	if Remaining(nil, used) != nil {
+		t.Error("no limits must mean unlimited (nil)")
+	}
+}
