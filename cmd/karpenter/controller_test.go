@@ -225,7 +225,7 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 	}{
 		{env: []string{"FEATURE_GATES=TerminateFirstDrift=true"}, want: []string{"FEATURE_GATES", "TerminateFirstDrift=true", "not built yet"}},
 		{args: []string{"--feature-gates", "SpotToSpotConsolidation=true,TerminateFirstDrift=true"}, want: []string{"--feature-gates", "TerminateFirstDrift=true", "not built yet"}},
-		{env: []string{"FEATURE_GATES=CapacityBuffer=true"}, want: []string{"CapacityBuffer=true", "not built yet"}},
+		{env: []string{"FEATURE_GATES=TerminateFirstRepair=true"}, want: []string{"TerminateFirstRepair=true", "not built yet"}},
 		{env: []string{"FEATURE_GATES=Drift=true"}, want: []string{`unknown feature gate "Drift"`, "NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer"}},
 		{env: []string{"AWS_FEATURE_GATES=NodeClassCEL=true"}, want: []string{"AWS_FEATURE_GATES", "NodeClassCEL=true", "not built yet"}},
 	} {
