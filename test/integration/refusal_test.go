@@ -111,7 +111,7 @@ func TestNodeThatCannotTakeItsPodBacksOff(t *testing.T) {
 	t.Logf("next launch %s after the second refusal", time.Since(refusedAt))
 
 	events := eventsFor(t, "Pod", "app-0")
-	if !strings.Contains(events, provisioning.EventReasonLaunchMismatch) || !strings.Contains(events, "example.com/image=hardened:NoSchedule") || !strings.Contains(events, "next launch") {
+	if !strings.Contains(events, string(provisioning.EventReasonLaunchMismatch)) || !strings.Contains(events, "example.com/image=hardened:NoSchedule") || !strings.Contains(events, "next launch") {
 		t.Errorf("the pod's events do not name the taint and the backoff:\n%s", events)
 	}
 	if pool := eventsFor(t, "NodePool", "default"); !strings.Contains(pool, "example.com/image=hardened:NoSchedule") {
