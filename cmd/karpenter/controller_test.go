@@ -71,12 +71,7 @@ func TestControllerBinary(t *testing.T) {
 			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "bin"}}},
 		},
 	}
-	nodePool := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
+	nodePool := builders.NodePool(builders.NodePoolOptions{})
 	pod := builders.Pod(builders.PodOptions{Name: "waiting", CPU: "1", Memory: "1Gi"})
 	status := pod.Status
 	pod.UID, pod.Status = "", corev1.PodStatus{}
@@ -225,7 +220,6 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 	}{
 		{env: []string{"FEATURE_GATES=TerminateFirstDrift=true"}, want: []string{"FEATURE_GATES", "TerminateFirstDrift=true", "not built yet"}},
 		{args: []string{"--feature-gates", "SpotToSpotConsolidation=true,TerminateFirstDrift=true"}, want: []string{"--feature-gates", "TerminateFirstDrift=true", "not built yet"}},
-		{env: []string{"FEATURE_GATES=CapacityBuffer=true"}, want: []string{"CapacityBuffer=true", "not built yet"}},
 		{env: []string{"FEATURE_GATES=Drift=true"}, want: []string{`unknown feature gate "Drift"`, "NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer"}},
 		{env: []string{"AWS_FEATURE_GATES=NodeClassCEL=true"}, want: []string{"AWS_FEATURE_GATES", "NodeClassCEL=true", "not built yet"}},
 	} {
