@@ -71,12 +71,7 @@ func TestControllerBinary(t *testing.T) {
 			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "bin"}}},
 		},
 	}
-	nodePool := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
+	nodePool := builders.NodePool(builders.NodePoolOptions{})
 	pod := builders.Pod(builders.PodOptions{Name: "waiting", CPU: "1", Memory: "1Gi"})
 	status := pod.Status
 	pod.UID, pod.Status = "", corev1.PodStatus{}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
-	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -27,6 +26,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // env is the real API server (kube-apiserver and etcd) every test here runs against.
@@ -168,16 +168,10 @@ func TestProvisionerLaunchesForVirtualPods(t *testing.T) {
 		env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &karpv1.NodePoolList{}, &autoscalingv1beta1.CapacityBufferList{}}, ns)
 	})
 	env.EnsureNodeClass(t, "default")
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "buffers"},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.xlarge"}},
-				{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
-			},
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
+	np := builders.NodePool(builders.NodePoolOptions{Name: "buffers", Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+		builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.xlarge"),
+		builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
+	}})
 	if err := env.Client.Create(ctx, np); err != nil {
 		t.Fatal(err)
 	}

@@ -11,18 +11,8 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/convert"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
-
-// nodePool is a valid NodePool to spoil.
-func nodePool(name string) *karpv1.NodePool {
-	return &karpv1.NodePool{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: "NodePool"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
-}
 
 // TestValidateReportsAtTheInputField: a value the CRD refuses is reported at the input field
 // traced to it (the same field below a traced parent, or the parsed value itself), with the
@@ -47,7 +37,7 @@ spec:
 	}
 	src := sources[0]
 
-	pool := nodePool("p")
+	pool := builders.NodePool(builders.NodePoolOptions{Name: "p"}, withTypeMeta)
 	pool.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
 		{Key: "kubernetes.io/os", Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
 		{Key: "zone", Operator: "Maybe"},
@@ -59,7 +49,7 @@ spec:
 	poolDoc.TraceParsed("spec.template.spec.taints[0]", src, "spec.taints[0]")
 
 	// A second object from the same input, refused for the same input value: reported once.
-	again := nodePool("q")
+	again := builders.NodePool(builders.NodePoolOptions{Name: "q"}, withTypeMeta)
 	again.Spec.Weight = ptr.To(int32(300))
 	class := &awsv1.EC2NodeClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "karpenter.k8s.aws/v1", Kind: "EC2NodeClass"},
@@ -81,7 +71,7 @@ spec:
 	weightDoc.Trace("spec.weight", src, "spec.weight")
 	poolDoc.Trace("spec.weight", src, "spec.weight")
 	result.Documents[0] = poolDoc
-	result.Add(weightDoc, convert.Document{File: "nodepool-p.yaml", Content: nodePool("p"), From: &src})
+	result.Add(weightDoc, convert.Document{File: "nodepool-p.yaml", Content: builders.NodePool(builders.NodePoolOptions{Name: "p"}, withTypeMeta), From: &src})
 
 	got := convert.AsErrors(result.Validate()).Lines()
 	want := []string{
@@ -103,8 +93,13 @@ spec:
 	}
 
 	valid := &convert.Result{}
-	valid.Add(convert.Document{File: "nodepool.yaml", Content: nodePool("fine")})
+	valid.Add(convert.Document{File: "nodepool.yaml", Content: builders.NodePool(builders.NodePoolOptions{Name: "fine"}, withTypeMeta)})
 	if err := valid.Validate(); err != nil {
 		t.Errorf("a valid NodePool: %v", err)
 	}
+}
+
+// withTypeMeta sets the apiVersion and kind a NodePool document carries.
+func withTypeMeta(np *karpv1.NodePool) {
+	np.TypeMeta = metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: "NodePool"}
 }

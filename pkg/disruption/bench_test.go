@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // BenchmarkDecide times one decision on large clusters and reports the $/hour the command
@@ -13,7 +14,7 @@ import (
 func BenchmarkDecide(b *testing.B) {
 	for _, nodes := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
-			np := readyPool("default", func(np *karpv1.NodePool) {
+			np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 				np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "10%"}}
 			})
 			c := randomCluster(rand.New(rand.NewSource(1)), nodes, np)

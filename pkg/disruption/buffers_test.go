@@ -10,6 +10,7 @@ import (
 
 	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
 	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // virtualPods are n virtual pods of a CapacityBuffer, each requesting cpu.
@@ -37,7 +38,7 @@ func TestEmptyNodeHoldingBufferKept(t *testing.T) {
 		{"a buffer only the empty node holds", virtualPods(2, "1"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			np := readyPool("default", everyBudget("100%"))
+			np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 			c := newCluster(catalog(), np)
 			m := findType(c.types, "m.xlarge")
 			c.add(stateNode(np, "busy", m, "on-demand", "test-zone-1", pod("3", "8Gi")))
@@ -78,7 +79,7 @@ func TestEmptyNodeHoldingBufferKept(t *testing.T) {
 func TestConsolidationKeepsBufferRoom(t *testing.T) {
 	buffer := virtualPods(8, "1")
 	for _, keep := range []bool{false, true} {
-		np := readyPool("default", everyBudget("100%"))
+		np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 		c := newCluster(catalog(), np)
 		m := findType(c.types, "m.2xlarge")
 		c.add(stateNode(np, "a", m, "on-demand", "test-zone-1", pod("1", "2Gi")))

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // timeouts reads karpenter_voluntary_disruption_consolidation_timeouts_total: multi, single.
@@ -47,7 +48,7 @@ func stepOnSchedule(clk *clocktesting.FakeClock, method string, d time.Duration)
 // eightLightNodes is a cluster where multi-node consolidation, given time, removes all 8
 // nodes at once (their pods on one cheaper node).
 func eightLightNodes() *cluster {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	m := findType(c.types, "m.xlarge")
 	for i := range 8 {
@@ -105,7 +106,7 @@ func TestMultiNodeConsolidationTimeoutWithoutCommand(t *testing.T) {
 func unmovableNodes() *cluster {
 	var pools []*karpv1.NodePool
 	for _, name := range []string{"a", "b", "c"} {
-		pools = append(pools, readyPool(name, everyBudget("100%")))
+		pools = append(pools, builders.NodePool(builders.NodePoolOptions{Name: name, Ready: true}, everyBudget("100%")))
 	}
 	c := newCluster(catalog(), pools...)
 	large := findType(c.types, "c.large")
@@ -186,7 +187,7 @@ func TestUnseenNodePoolsKeptWhenSingleNodeDoesNotFinish(t *testing.T) {
 // TestSingleNodeTriesEveryCandidateWithinBudget: as Karpenter's, single-node consolidation
 // tries every node of a NodePool whose budget allows one disruption, not only the first.
 func TestSingleNodeTriesEveryCandidateWithinBudget(t *testing.T) {
-	np := readyPool("default", everyBudget("1"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("1"))
 	c := newCluster(catalog(), np)
 	large := findType(c.types, "c.large")
 	for _, name := range []string{"x", "y"} {
@@ -209,7 +210,7 @@ func TestSingleNodeOrder(t *testing.T) {
 	for _, name := range []string{"b1", "a1", "b2", "c1", "a2", "b3"} {
 		np := pools[name[:1]]
 		if np == nil {
-			np = readyPool(name[:1], nil)
+			np = builders.NodePool(builders.NodePoolOptions{Name: name[:1], Ready: true})
 			pools[name[:1]] = np
 		}
 		cands = append(cands, &Candidate{StateNode: stateNode(np, name, findType(catalog(), "m.large"), "on-demand", "test-zone-1"), NodePool: np})

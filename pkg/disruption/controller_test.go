@@ -84,27 +84,6 @@ func cleanup(t *testing.T) {
 	env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}}, "default")
 }
 
-func pool(mutate func(*karpv1.NodePool)) *karpv1.NodePool {
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: karpv1.NodePoolSpec{
-			Disruption: karpv1.Disruption{Budgets: []karpv1.Budget{{Nodes: "100%"}}},
-			Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-					{Key: awsv1.LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5"}},
-					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-					{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
-				},
-				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			}},
-		},
-	}
-	if mutate != nil {
-		mutate(np)
-	}
-	return np
-}
-
 // node creates a Node and an Initialized NodeClaim of np of the given EC2 type, and binds
 // pods to it.
 func (f *fixture) node(np *karpv1.NodePool, name, instanceType string, initializedAgo time.Duration, pods ...*corev1.Pod) *karpv1.NodeClaim {
@@ -188,7 +167,7 @@ func claimGone(t *testing.T, name string) bool {
 }
 
 func TestEmptyNodeDeletedAfterConsolidateAfter(t *testing.T) {
-	np := pool(func(np *karpv1.NodePool) {
+	np := builders.NodePool(m5Pool, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("1m")
 	})
 	f := newFixture(t, np)
@@ -221,7 +200,7 @@ func TestEmptyNodeDeletedAfterConsolidateAfter(t *testing.T) {
 }
 
 func TestNeverConsolidateKeepsEmptyNode(t *testing.T) {
-	np := pool(func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
+	np := builders.NodePool(m5Pool, func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
 	f := newFixture(t, np)
 	f.node(np, "empty", "m5.xlarge", time.Hour)
 	for i := 0; i < 10; i++ {
@@ -233,7 +212,7 @@ func TestNeverConsolidateKeepsEmptyNode(t *testing.T) {
 }
 
 func TestUnderutilizedConsolidatedAndReplaced(t *testing.T) {
-	np := pool(nil)
+	np := builders.NodePool(m5Pool)
 	f := newFixture(t, np)
 	f.node(np, "big", "m5.4xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
 	decisions := metrics.VoluntaryDisruptionDecisionsByNodePoolTotal.WithLabelValues(np.Name, metrics.DecisionReplace, "underutilized", metrics.ConsolidationTypeSingle)
@@ -290,7 +269,7 @@ func TestUnderutilizedConsolidatedAndReplaced(t *testing.T) {
 // TestConsolidationFailsValidation: a consolidation waiting out its validation delay that is not
 // decided again (its pod became do-not-disrupt) is dropped and counted as a failed validation.
 func TestConsolidationFailsValidation(t *testing.T) {
-	np := pool(nil)
+	np := builders.NodePool(m5Pool)
 	f := newFixture(t, np)
 	pod := builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"})
 	f.node(np, "big", "m5.4xlarge", time.Hour, pod)
@@ -315,7 +294,7 @@ func TestConsolidationFailsValidation(t *testing.T) {
 }
 
 func TestDriftReplacesOnlyOnTemplateChange(t *testing.T) {
-	np := pool(nil)
+	np := builders.NodePool(m5Pool)
 	f := newFixture(t, np)
 	f.node(np, "a", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
 	f.node(np, "b", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
@@ -381,7 +360,7 @@ func (f *fixture) expectEvent(prefix, text string) {
 // TestReplacementFollowsTheBoundVolume checks the controller reads a moved pod's volumes: the
 // pod's claim is bound to a volume in us-east-1b, so the replacement must launch there.
 func TestReplacementFollowsTheBoundVolume(t *testing.T) {
-	np := pool(nil)
+	np := builders.NodePool(m5Pool)
 	f := newFixture(t, np)
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "data"},
@@ -433,7 +412,7 @@ func nextMonday() time.Time {
 
 func TestBudgetScheduleBlocksConsolidationDuringItsWindow(t *testing.T) {
 	schedule := "0 9 * * mon-fri"
-	np := pool(func(np *karpv1.NodePool) {
+	np := builders.NodePool(m5Pool, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}, {Nodes: "0", Schedule: &schedule, Duration: &metav1.Duration{Duration: 8 * time.Hour}}}
 	})
 	f := newFixture(t, np)
@@ -460,7 +439,7 @@ func TestBudgetScheduleBlocksConsolidationDuringItsWindow(t *testing.T) {
 }
 
 func TestExpiredClaimReplacedDespiteZeroBudget(t *testing.T) {
-	np := pool(func(np *karpv1.NodePool) {
+	np := builders.NodePool(m5Pool, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
 		np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
 	})
@@ -484,7 +463,7 @@ func TestExpiredClaimReplacedDespiteZeroBudget(t *testing.T) {
 // A node consolidation can neither delete nor replace says why (Unconsolidatable on the Node and
 // NodeClaim), and a node a do-not-disrupt pod protects says so (DisruptionBlocked on both).
 func TestNodesSayWhyTheyStay(t *testing.T) {
-	np := pool(nil)
+	np := builders.NodePool(m5Pool)
 	f := newFixture(t, np)
 	f.node(np, "cheapest", "m5.large", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
 	protected := builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"})
@@ -515,7 +494,7 @@ func TestNodesSayWhyTheyStay(t *testing.T) {
 // it initializes, the command is abandoned (the candidate stays) and the failed replacement is
 // counted in karpenter_voluntary_disruption_queue_failures_total.
 func TestGoneReplacementAbandonsTheCommand(t *testing.T) {
-	np := pool(nil)
+	np := builders.NodePool(m5Pool)
 	f := newFixture(t, np)
 	f.node(np, "big", "m5.4xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
 	failures := metrics.VoluntaryDisruptionQueueFailuresTotal.WithLabelValues(metrics.ConsolidationTypeSingle, metrics.DecisionReplace, "underutilized")
@@ -579,7 +558,7 @@ func (c *concurrentDrift) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudpr
 // TestDriftChecksRunConcurrently: a pass asks the cloud about every node's drift at once, not
 // one node after another (a cloud that batches its calls answers each after a window).
 func TestDriftChecksRunConcurrently(t *testing.T) {
-	np := pool(nil)
+	np := builders.NodePool(m5Pool)
 	f := newFixture(t, np)
 	for _, name := range []string{"a", "b", "c"} {
 		f.node(np, name, "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
@@ -590,4 +569,15 @@ func TestDriftChecksRunConcurrently(t *testing.T) {
 	if cloud.mostSeen != 3 {
 		t.Fatalf("at most %d drift checks ran at once, want all 3", cloud.mostSeen)
 	}
+}
+
+// m5Pool is the NodePool of the controller tests: on-demand m5 on amd64, every node
+// disruptable at once.
+var m5Pool = builders.NodePoolOptions{
+	Budgets: []karpv1.Budget{{Nodes: "100%"}},
+	Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+		builders.Requirement(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m5"),
+		builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
+		builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "on-demand"),
+	},
 }

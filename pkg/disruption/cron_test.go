@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 func at(s string) time.Time {
@@ -94,7 +95,7 @@ func TestAllowedDisruptions(t *testing.T) {
 		{"window active", []karpv1.Budget{{Nodes: "0", Schedule: &sched, Duration: dur}, {Nodes: "100%"}}, karpv1.DisruptionReasonEmpty, 10, 0, "2026-03-02T12:00:00Z", 0},
 		{"window inactive", []karpv1.Budget{{Nodes: "0", Schedule: &sched, Duration: dur}, {Nodes: "100%"}}, karpv1.DisruptionReasonEmpty, 10, 0, "2026-03-02T18:00:00Z", 10},
 	} {
-		np := readyPool("p", func(np *karpv1.NodePool) { np.Spec.Disruption.Budgets = tc.budgets })
+		np := builders.NodePool(builders.NodePoolOptions{Name: "p", Ready: true}, func(np *karpv1.NodePool) { np.Spec.Disruption.Budgets = tc.budgets })
 		got, err := AllowedDisruptions(np, tc.reason, tc.total, tc.disrupting, at(tc.now))
 		if err != nil || got != tc.want {
 			t.Errorf("%s: allowed = %d, %v; want %d", tc.name, got, err, tc.want)

@@ -30,7 +30,7 @@ func everyBudget(nodes string, reasons ...karpv1.DisruptionReason) func(*karpv1.
 }
 
 func TestEmptyNodeDeleted(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	m := findType(c.types, "m.xlarge")
 	c.add(stateNode(np, "busy", m, "on-demand", "test-zone-1", pod("3", "8Gi")))
@@ -45,7 +45,7 @@ func TestEmptyNodeDeleted(t *testing.T) {
 }
 
 func TestConsolidateAfterNeverKeepsEmptyNode(t *testing.T) {
-	np := readyPool("default", func(np *karpv1.NodePool) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 	})
@@ -61,7 +61,7 @@ func TestConsolidateAfterNeverKeepsEmptyNode(t *testing.T) {
 }
 
 func TestConsolidateAfterWaitsForPodEvents(t *testing.T) {
-	np := readyPool("default", func(np *karpv1.NodePool) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("30m")
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 	})
@@ -78,7 +78,7 @@ func TestConsolidateAfterWaitsForPodEvents(t *testing.T) {
 }
 
 func TestUnderutilizedNodesConsolidatedOntoFewer(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	m := findType(c.types, "m.2xlarge")
 	for _, name := range []string{"a", "b", "c", "d"} {
@@ -99,7 +99,7 @@ func TestUnderutilizedNodesConsolidatedOntoFewer(t *testing.T) {
 }
 
 func TestSingleNodeReplacedByCheaper(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("1", "2Gi")))
 	d := Decide(c.in)
@@ -129,7 +129,7 @@ func wideCatalog() []*cloudprovider.InstanceType {
 // the gate; with it, one node is replaced only when 15 cheaper types remain, and the launch
 // offers just the 15 cheapest, spot only.
 func TestSpotToSpot(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	c.add(stateNode(np, "spot", findType(c.types, "m.4xlarge"), "spot", "test-zone-1", pod("1", "2Gi")))
 	if d := Decide(c.in); d.Command != nil {
@@ -165,7 +165,7 @@ func TestSpotToSpot(t *testing.T) {
 // An on-demand node replaced by a claim that may be spot or on-demand is priced as spot, so
 // the claim is made spot only: a launch that fell back to on-demand would cost more.
 func TestOnDemandReplacementIsSpotOnly(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("1", "2Gi")))
 	d := Decide(c.in)
@@ -181,7 +181,7 @@ func TestOnDemandReplacementIsSpotOnly(t *testing.T) {
 // part-filled on-demand m.xlarge nodes are consolidated by deleting some, not by a fifth
 // m.xlarge.
 func TestMultiNodeNeverReplacesWithTheirOwnType(t *testing.T) {
-	np := readyPool("default", func(np *karpv1.NodePool) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 		everyBudget("100%")(np)
 		np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
 			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
@@ -212,7 +212,7 @@ func TestMultiNodeNeverReplacesWithTheirOwnType(t *testing.T) {
 // TestSameTypeOtherCapacityType: a full on-demand node may become the same instance type on
 // spot (a real saving, not churn); a full spot node is never replaced by its own offering.
 func TestSameTypeOtherCapacityType(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	m := findType(c.types, "m.xlarge")
 	c.add(stateNode(np, "full", m, "on-demand", "test-zone-1", pod("3500m", "14Gi")))
@@ -236,7 +236,7 @@ func TestSameTypeOtherCapacityType(t *testing.T) {
 // A do-not-disrupt duration protects the pod for that long after it started, then no longer;
 // an invalid value is ignored and reported.
 func TestDoNotDisruptDuration(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	decide := func(value string, age time.Duration) *Decision {
 		c := newCluster(catalog(), np)
 		m := findType(c.types, "m.xlarge")
@@ -278,7 +278,7 @@ func TestDoNotDisruptDuration(t *testing.T) {
 }
 
 func TestDoNotDisruptAndPDBBlock(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	m := findType(c.types, "m.xlarge")
 	p := pod("1", "1Gi")
@@ -310,7 +310,7 @@ func TestDoNotDisruptAndPDBBlock(t *testing.T) {
 }
 
 func TestDriftReplacesWithinBudgetAndIgnoresWeight(t *testing.T) {
-	np := readyPool("default", everyBudget("1"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("1"))
 	c := newCluster(catalog(), np)
 	m := findType(c.types, "m.xlarge")
 	for _, name := range []string{"a", "b", "c"} {
@@ -336,7 +336,7 @@ func TestDriftReplacesWithinBudgetAndIgnoresWeight(t *testing.T) {
 }
 
 func TestBudgetReasons(t *testing.T) {
-	np := readyPool("default", func(np *karpv1.NodePool) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnderutilized}}, {Nodes: "100%"}}
 	})
 	c := newCluster(catalog(), np)
@@ -351,7 +351,7 @@ func TestBudgetReasons(t *testing.T) {
 }
 
 func TestExpirationIgnoresBudgets(t *testing.T) {
-	np := readyPool("default", func(np *karpv1.NodePool) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
 		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("30m")
 	})
@@ -365,7 +365,7 @@ func TestExpirationIgnoresBudgets(t *testing.T) {
 
 func TestBalancedSkipsSmallSavings(t *testing.T) {
 	mk := func(policy karpv1.ConsolidationPolicy) *Decision {
-		np := readyPool("default", func(np *karpv1.NodePool) {
+		np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 			np.Spec.Disruption.ConsolidationPolicy = policy
 			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 		})
@@ -413,7 +413,7 @@ func TestDecideProperties(t *testing.T) {
 		r := rand.New(rand.NewSource(seed))
 		var pools []*karpv1.NodePool
 		for i := 0; i < 1+r.Intn(3); i++ {
-			pools = append(pools, readyPool("pool-"+string(rune('a'+i)), func(np *karpv1.NodePool) {
+			pools = append(pools, builders.NodePool(builders.NodePoolOptions{Name: "pool-" + string(rune('a'+i)), Ready: true}, func(np *karpv1.NodePool) {
 				np.Spec.Disruption.ConsolidationPolicy = policies[r.Intn(len(policies))]
 				np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: budgets[r.Intn(len(budgets))]}}
 				if r.Intn(5) == 0 {
@@ -551,7 +551,7 @@ func checkCommand(t *testing.T, seed int64, c *cluster, cmd *Command) {
 func TestNoChurn(t *testing.T) {
 	for seed := int64(0); seed < 10; seed++ {
 		r := rand.New(rand.NewSource(seed))
-		np := readyPool("default", func(np *karpv1.NodePool) {
+		np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "20%"}}
 			np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("1m")
 		})
@@ -583,7 +583,7 @@ func TestNoChurn(t *testing.T) {
 }
 
 func TestReplacementStaysInTheZoneOfThePodsVolumes(t *testing.T) {
-	np := readyPool("default", everyBudget("100%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
 	p := pod("1", "2Gi")
 	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-2", p))
@@ -639,7 +639,7 @@ func TestExpirationIsForceful(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			np := readyPool("default", expiring)
+			np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, expiring)
 			c := newCluster(catalog(), np)
 			sn := c.add(stateNode(np, "old", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pod("3", "10Gi")))
 			tc.protect(c, sn)
@@ -670,7 +670,7 @@ func TestDriftWithGracePeriodIgnoresPodProtection(t *testing.T) {
 		{"grace period, node annotated", true, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			np := readyPool("default", everyBudget("100%"))
+			np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 			c := newCluster(catalog(), np)
 			// Spot, so consolidation has nothing cheaper to offer.
 			p := pod("3", "10Gi")
@@ -699,7 +699,7 @@ func TestDriftWithGracePeriodIgnoresPodProtection(t *testing.T) {
 // initialized nodes (claims still launching, such as replacements, do not enlarge it), and an
 // initialized node that is NotReady counts as disrupting.
 func TestBudgetCountsInitializedNodes(t *testing.T) {
-	np := readyPool("default", everyBudget("50%"))
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("50%"))
 	c := newCluster(catalog(), np)
 	m := findType(c.types, "m.xlarge")
 	c.add(stateNode(np, "empty-a", m, "on-demand", "test-zone-1"))
@@ -742,7 +742,7 @@ func TestDriftOnExpireAfterAndGracePeriod(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			np := readyPool("default", func(np *karpv1.NodePool) {
+			np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 				np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 				np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
 				np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
@@ -781,7 +781,7 @@ func TestDriftOnExpireAfterAndGracePeriod(t *testing.T) {
 // WhenEmptyOrUnderutilized does.
 func TestWhenEmptyDeletesOnlyEmptyNodes(t *testing.T) {
 	build := func(policy karpv1.ConsolidationPolicy, withEmpty bool) *Decision {
-		np := readyPool("default", func(np *karpv1.NodePool) {
+		np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 			np.Spec.Disruption.ConsolidationPolicy = policy
 			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 		})
@@ -817,7 +817,7 @@ func TestReplacementKeepsMinValues(t *testing.T) {
 		minValues int
 		want      bool
 	}{{4, true}, {5, false}} {
-		np := readyPool("default", func(np *karpv1.NodePool) {
+		np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
 			np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{
 				Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: names, MinValues: &tc.minValues,

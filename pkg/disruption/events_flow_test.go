@@ -16,7 +16,7 @@ import (
 // when (DoNotDisruptUntil), one whose duration ran out says so (DoNotDisruptGracePeriodElapsed),
 // and the nodes of a NodePool whose consolidation is off say that (Unconsolidatable).
 func TestPodsAndNodesSayWhyAsKarpenter(t *testing.T) {
-	np := pool(func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
+	np := builders.NodePool(m5Pool, func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
 	f := newFixture(t, np)
 	running := builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"})
 	ended := builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"})

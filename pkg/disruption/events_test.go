@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/eventlog"
 )
 
@@ -58,8 +59,8 @@ func TestEventTable(t *testing.T) {
 // duration runs or ran out, and the unprotected nodes consolidation passes over whatever the
 // cluster looks like, in Karpenter's words.
 func TestDecisionNamesKarpentersEventSituations(t *testing.T) {
-	never := readyPool("never", func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
-	whenEmpty := readyPool("when-empty", func(np *karpv1.NodePool) {
+	never := builders.NodePool(builders.NodePoolOptions{Name: "never", Ready: true}, func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() })
+	whenEmpty := builders.NodePool(builders.NodePoolOptions{Name: "when-empty", Ready: true}, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
 	})
 	c := newCluster(catalog(), never, whenEmpty)

@@ -41,20 +41,6 @@ func catalog() []*cloudprovider.InstanceType {
 	return out
 }
 
-func readyPool(name string, mutate func(*karpv1.NodePool)) *karpv1.NodePool {
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
-	np.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready"}}
-	if mutate != nil {
-		mutate(np)
-	}
-	return np
-}
-
 func findType(its []*cloudprovider.InstanceType, name string) *cloudprovider.InstanceType {
 	for _, it := range its {
 		if it.Name == name {

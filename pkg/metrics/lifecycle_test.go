@@ -27,6 +27,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/operator"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
@@ -100,7 +101,13 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 	t.Cleanup(func() {
 		env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}}, "default")
 	})
-	create(t, nodeClass(), nodePool())
+	create(t, nodeClass(), builders.NodePool(builders.NodePoolOptions{
+		Requirements:        builders.GeneralPurposeRequirements(),
+		ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty,
+		ConsolidateAfter:    "2s",
+		Budgets:             []karpv1.Budget{{Nodes: "100%"}},
+		Limits:              corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")},
+	}))
 	const replicas = 12
 	for i := range replicas {
 		create(t, workloadPod(fmt.Sprintf("web-%d", i)))
@@ -290,27 +297,6 @@ func nodeClass() *awsv1.EC2NodeClass {
 			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "metrics"}}},
 		},
 	}
-}
-
-// nodePool launches c, m or r instances of generation 6 or later and removes only empty nodes,
-// all at once, two seconds after their last pod left.
-func nodePool() *karpv1.NodePool {
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
-				{Key: awsv1.LabelInstanceGeneration, Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}},
-				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-			},
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
-	np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
-	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("2s")
-	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
-	np.Spec.Limits = karpv1.Limits(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")})
-	return np
 }
 
 // workloadPod is a pod of 1.5 cpu and 2Gi, spread over zones with its fellows so that the

@@ -13,22 +13,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // withRegistrationHealth creates the "default" NodePool and gives the fixture's lifecycle
 // controller a RegistrationHealth for it, reconciled once (its condition Unknown).
 func (f *fixture) withRegistrationHealth() (*karpv1.NodePool, *nodepool.RegistrationHealth) {
 	f.t.Helper()
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
-		}}},
-	}
+	np := builders.NodePool(builders.NodePoolOptions{Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+		builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
+	}})
 	if err := env.Client.Create(f.ctx, np); err != nil {
 		f.t.Fatalf("creating nodepool: %v", err)
 	}

@@ -18,13 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // env is the real API server every test here runs against; the tests share its NodePools and
@@ -68,15 +68,7 @@ func newFixture(t *testing.T) *fixture {
 	store := NewStore()
 	f := &fixture{t: t, ctx: ctx, cloud: cloud, store: store, controller: NewController(env.Client, cloud, store, clk), decorated: Decorate(cloud, store)}
 	cloud.SetOverlay(store)
-	f.pool = &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
-			ObjectMeta: karpv1.ObjectMeta{Labels: map[string]string{"team": "web"}},
-			Spec: karpv1.NodeClaimTemplateSpec{
-				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			},
-		}},
-	}
+	f.pool = builders.NodePool(builders.NodePoolOptions{Labels: map[string]string{"team": "web"}})
 	f.create(f.pool)
 	return f
 }

@@ -11,7 +11,8 @@
 // NodeClaim lifecycle reports of the NodePool's claims (registered, or deleted without having
 // registered), and resets it when the NodePool or its NodeClass changes.
 //
-// Both follow the project's controller shape: NewXController with explicit dependencies,
-// Reconcile callable directly (the simulator drives them on an in-memory client without a
-// manager), and Register wiring the watches into a controller-runtime manager.
+// All three follow the project's controller shape: a constructor with explicit dependencies
+// (NewStatusController, NewStaticController, NewRegistrationHealth), Reconcile callable
+// directly (the simulator drives them on an in-memory client without a manager), and Register
+// wiring the watches into a controller-runtime manager.
 package nodepool

@@ -25,6 +25,7 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
@@ -71,13 +72,14 @@ var baseResources = []corev1.ResourceName{
 type StatusController struct {
 	kubeClient client.Client
 	clock      clock.Clock
-	recorder   record.EventRecorder
+	events     *events.Recorder
 }
 
 // NewStatusController returns a StatusController that reads and writes through kubeClient and
-// takes time from clk. recorder may be nil, in which case no Events are recorded.
+// takes time from clk. Events go through an events.Recorder writing to recorder, which may be
+// nil, in which case no Events are recorded.
 func NewStatusController(kubeClient client.Client, clk clock.Clock, recorder record.EventRecorder) *StatusController {
-	return &StatusController{kubeClient: kubeClient, clock: clk, recorder: recorder}
+	return &StatusController{kubeClient: kubeClient, clock: clk, events: events.NewRecorder(recorder, clk)}
 }
 
 // Reconcile brings the status of the NodePool named by req up to date. A NodePool that no
@@ -133,8 +135,8 @@ func (c *StatusController) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		logger.Info("nodepool condition changed", "type", t, "status", after.Status, "reason", after.Reason, "message", after.Message)
 		// Ready only turns False with one of the others, whose Event says why.
-		if after.Status == metav1.ConditionFalse && t != karpv1.ConditionTypeReady && c.recorder != nil {
-			c.recorder.Event(np, corev1.EventTypeWarning, after.Reason, t+" is False: "+after.Message)
+		if after.Status == metav1.ConditionFalse && t != karpv1.ConditionTypeReady {
+			c.events.Publish(conditionFalseEvent(np, t, after.Reason, after.Message))
 		}
 	}
 	return reconcile.Result{}, nil

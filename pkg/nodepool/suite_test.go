@@ -24,6 +24,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // env is the real API server every test of the package runs against. Tests share it, so each
@@ -112,23 +113,12 @@ func setNodeClassReady(t *testing.T, nc *awsv1.EC2NodeClass, ready bool) {
 // team=<name>, changed by mutate. It and its NodeClaims are deleted when the test ends.
 func createNodePool(t *testing.T, name, nodeClass string, mutate func(*karpv1.NodePool)) *karpv1.NodePool {
 	t.Helper()
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{
-			Template: karpv1.NodeClaimTemplate{
-				ObjectMeta: karpv1.ObjectMeta{Labels: map[string]string{"team": name}},
-				Spec: karpv1.NodeClaimTemplateSpec{
-					NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nodeClass},
-					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-						{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-					},
-				},
-			},
-		},
-	}
-	if mutate != nil {
-		mutate(np)
-	}
+	np := builders.NodePool(builders.NodePoolOptions{
+		Name:         name,
+		NodeClass:    nodeClass,
+		Labels:       map[string]string{"team": name},
+		Requirements: []karpv1.NodeSelectorRequirementWithMinValues{builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")},
+	}, mutate)
 	if err := env.Client.Create(testContext(t), np); err != nil {
 		t.Fatalf("creating nodepool: %v", err)
 	}

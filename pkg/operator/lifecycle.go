@@ -5,6 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/openkarpenter/karpenter/pkg/controllers"
+	"github.com/openkarpenter/karpenter/pkg/events"
 )
 
 // lifecycleControllers are the controller set's NodePool, NodeClaim, termination, disruption
@@ -12,7 +13,7 @@ import (
 // Static NodePools (spec.replicas) are kept at their size only with the StaticCapacity
 // feature gate on; off, they get no nodes and a Warning event says why.
 func lifecycleControllers(mgr manager.Manager, set *controllers.Set, recorder record.EventRecorder, opts Options) []registrar {
-	var static registrar = &staticCapacityOff{kubeClient: mgr.GetClient(), recorder: recorder}
+	var static registrar = &staticCapacityOff{kubeClient: mgr.GetClient(), events: events.NewRecorder(recorder, nil)}
 	if opts.StaticCapacity {
 		static = set.Static
 	}

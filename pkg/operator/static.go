@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -13,12 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 )
 
 // ReasonStaticCapacityDisabled is the reason of the Warning event on a static NodePool
 // (spec.replicas set) while the StaticCapacity feature gate is off.
-const ReasonStaticCapacityDisabled = "StaticCapacityDisabled"
+const ReasonStaticCapacityDisabled events.Reason = "StaticCapacityDisabled"
 
 // staticCapacityOff stands in for the static NodePool controller while the StaticCapacity
 // feature gate is off. Such a NodePool gets no nodes, as in Karpenter (the provisioner and
@@ -27,7 +27,7 @@ const ReasonStaticCapacityDisabled = "StaticCapacityDisabled"
 // start), saying why and how to turn the gate on.
 type staticCapacityOff struct {
 	kubeClient client.Client
-	recorder   record.EventRecorder
+	events     *events.Recorder
 }
 
 // Register adds the controller to mgr, named "nodepool.staticcapacityoff".
@@ -53,6 +53,8 @@ func (c *staticCapacityOff) Reconcile(ctx context.Context, req reconcile.Request
 	const message = "spec.replicas is set but the StaticCapacity feature gate is off, so no nodes are launched for this NodePool: " +
 		"set FEATURE_GATES StaticCapacity=true (Helm: settings.featureGates.staticCapacity=true)"
 	log.FromContext(ctx).Info("static nodepool ignored: the StaticCapacity feature gate is off", "nodepool", np.Name)
-	c.recorder.Event(np, corev1.EventTypeWarning, ReasonStaticCapacityDisabled, message)
+	// No DedupeValues: the Event is recorded at each creation or spec change of the NodePool
+	// (and at start), which is when a user looks for it.
+	c.events.Publish(events.Event{InvolvedObject: np, Type: corev1.EventTypeWarning, Reason: ReasonStaticCapacityDisabled, Message: message})
 	return reconcile.Result{}, nil
 }

@@ -105,21 +105,14 @@ func cleanup(t *testing.T) {
 	env.Purge(t, []client.ObjectList{&karpv1.NodeClaimList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}}, "default")
 }
 
+// nodePool is the suite's NodePool: Karpenter's general-purpose requirements and reqs, and a
+// team=a template label.
 func nodePool(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodePool {
-	return &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{
-			ObjectMeta: karpv1.ObjectMeta{Labels: map[string]string{"team": "a"}},
-			Spec: karpv1.NodeClaimTemplateSpec{
-				Requirements: append([]karpv1.NodeSelectorRequirementWithMinValues{
-					{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
-					{Key: awsv1.LabelInstanceGeneration, Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}},
-					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-				}, reqs...),
-				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			},
-		}},
-	}
+	return builders.NodePool(builders.NodePoolOptions{
+		Name:         name,
+		Labels:       map[string]string{"team": "a"},
+		Requirements: append(builders.GeneralPurposeRequirements(), reqs...),
+	})
 }
 
 func listClaims(t *testing.T) []karpv1.NodeClaim {

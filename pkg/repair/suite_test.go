@@ -21,6 +21,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/termination"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/eventlog"
 )
 
@@ -88,13 +89,9 @@ func newFixture(t *testing.T) *fixture {
 // nodePool creates the NodePool of that name, for its NodeRepairBlocked Event.
 func (f *fixture) nodePool(name string) *karpv1.NodePool {
 	f.t.Helper()
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
-		}}},
-	}
+	np := builders.NodePool(builders.NodePoolOptions{Name: name, Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
+		builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
+	}})
 	if err := env.Client.Create(f.ctx, np); err != nil {
 		f.t.Fatalf("creating nodepool %s: %v", name, err)
 	}

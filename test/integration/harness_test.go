@@ -19,6 +19,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/operator"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
@@ -112,22 +113,9 @@ func nodeClass(name string) *awsv1.EC2NodeClass {
 	}
 }
 
+// nodePool is the suite's NodePool: Karpenter's general-purpose requirements, then mutate.
 func nodePool(name string, mutate ...func(*karpv1.NodePool)) *karpv1.NodePool {
-	np := &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
-				{Key: awsv1.LabelInstanceGeneration, Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}},
-				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-			},
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		}}},
-	}
-	for _, m := range mutate {
-		m(np)
-	}
-	return np
+	return builders.NodePool(builders.NodePoolOptions{Name: name, Requirements: builders.GeneralPurposeRequirements()}, mutate...)
 }
 
 // cleanup removes what a test made, finalizers first (there is no controller-manager).

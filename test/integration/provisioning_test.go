@@ -153,7 +153,7 @@ func TestStaticNodePoolGateOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Kind == "NodePool" && e.InvolvedObject.Name == "static" && e.Reason == operator.ReasonStaticCapacityDisabled && e.Type == corev1.EventTypeWarning {
+			if e.InvolvedObject.Kind == "NodePool" && e.InvolvedObject.Name == "static" && e.Reason == string(operator.ReasonStaticCapacityDisabled) && e.Type == corev1.EventTypeWarning {
 				return true, e.Message
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 var (
@@ -61,7 +62,7 @@ func TestCreateChoosesCheapestOffering(t *testing.T) {
 	}{
 		{
 			name:         "spot when allowed",
-			reqs:         []karpv1.NodeSelectorRequirementWithMinValues{req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...)},
+			reqs:         []karpv1.NodeSelectorRequirementWithMinValues{builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...)},
 			wantZones:    allZones,
 			wantCapacity: karpv1.CapacityTypeSpot,
 			wantTypes:    types,
@@ -69,8 +70,8 @@ func TestCreateChoosesCheapestOffering(t *testing.T) {
 		{
 			name: "on-demand when spot is not allowed",
 			reqs: []karpv1.NodeSelectorRequirementWithMinValues{
-				req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...),
-				req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
+				builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...),
+				builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
 			},
 			wantZones:    allZones,
 			wantCapacity: karpv1.CapacityTypeOnDemand,
@@ -79,8 +80,8 @@ func TestCreateChoosesCheapestOffering(t *testing.T) {
 		{
 			name: "zone requirement honoured",
 			reqs: []karpv1.NodeSelectorRequirementWithMinValues{
-				req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...),
-				req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1b"),
+				builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...),
+				builders.Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1b"),
 			},
 			wantZones:    []string{"us-east-1b"},
 			wantCapacity: karpv1.CapacityTypeSpot,
@@ -89,8 +90,8 @@ func TestCreateChoosesCheapestOffering(t *testing.T) {
 		{
 			name: "zone exclusion honoured",
 			reqs: []karpv1.NodeSelectorRequirementWithMinValues{
-				req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...),
-				req(corev1.LabelTopologyZone, corev1.NodeSelectorOpNotIn, "us-east-1a", "us-east-1c"),
+				builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...),
+				builders.Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpNotIn, "us-east-1a", "us-east-1c"),
 			},
 			wantZones:    []string{"us-east-1b"},
 			wantCapacity: karpv1.CapacityTypeSpot,
@@ -99,12 +100,12 @@ func TestCreateChoosesCheapestOffering(t *testing.T) {
 		{
 			name: "well-known label requirements filter types",
 			reqs: []karpv1.NodeSelectorRequirementWithMinValues{
-				req(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m5", "r5"),
-				req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
-				req(awsv1.LabelInstanceGPUCount, corev1.NodeSelectorOpDoesNotExist),
-				req(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpLt, "3"),
+				builders.Requirement(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m5", "r5"),
+				builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
+				builders.Requirement(awsv1.LabelInstanceGPUCount, corev1.NodeSelectorOpDoesNotExist),
+				builders.Requirement(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpLt, "3"),
 				// A NodePool template label the cloud does not decide is not its to check.
-				req("team", corev1.NodeSelectorOpIn, "payments"),
+				builders.Requirement("team", corev1.NodeSelectorOpIn, "payments"),
 			},
 			wantZones:    allZones,
 			wantCapacity: karpv1.CapacityTypeSpot,
@@ -113,7 +114,7 @@ func TestCreateChoosesCheapestOffering(t *testing.T) {
 		{
 			name: "arm64 only",
 			reqs: []karpv1.NodeSelectorRequirementWithMinValues{
-				req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"),
+				builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"),
 			},
 			wantZones:    allZones,
 			wantCapacity: karpv1.CapacityTypeSpot,
@@ -121,7 +122,7 @@ func TestCreateChoosesCheapestOffering(t *testing.T) {
 		},
 		{
 			name: "spot preferred over cheaper on-demand",
-			reqs: []karpv1.NodeSelectorRequirementWithMinValues{req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...)},
+			reqs: []karpv1.NodeSelectorRequirementWithMinValues{builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...)},
 			overridePrice: &cloudprovider.PriceOverride{
 				InstanceType: "c5.large", CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.001,
 			},
@@ -151,7 +152,7 @@ func TestCreateFitsRequests(t *testing.T) {
 	c, _ := newTestCloud(t, Options{})
 	// 3 cpu do not fit a large (2 vCPU) or an xlarge (4 vCPU less kube-reserved still fits).
 	got := mustCreate(t, c, withRequests(testClaim("claim",
-		req(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m5"),
+		builders.Requirement(awsv1.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m5"),
 	), "cpu", "3", "memory", "4Gi"))
 	if it, _, _ := offeringOf(got); it != "m5.xlarge" {
 		t.Errorf("launched %s, want m5.xlarge, the cheapest m5 with 3 cpu allocatable", it)
@@ -160,9 +161,9 @@ func TestCreateFitsRequests(t *testing.T) {
 
 func TestCreateReturnsLaunchedClaim(t *testing.T) {
 	c, _ := newTestCloud(t, Options{})
-	in := testClaim("claim-a", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"),
-		req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
-		req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1c"))
+	in := testClaim("claim-a", builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"),
+		builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
+		builders.Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-east-1c"))
 	in.Labels["team"] = "payments"
 	before := in.DeepCopy()
 	got := mustCreate(t, c, in)
@@ -318,7 +319,7 @@ func TestCreateErrorRate(t *testing.T) {
 func TestCreateFallsThroughInsufficientCapacity(t *testing.T) {
 	types := []string{"c5.large", "m5.large"}
 	claim := func(name string) *karpv1.NodeClaim {
-		return testClaim(name, req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...))
+		return testClaim(name, builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...))
 	}
 	c, _ := newTestCloud(t, Options{})
 	first := cheapest(t, types, allZones, karpv1.CapacityTypeSpot)
@@ -395,8 +396,8 @@ func TestCreateCapacityPools(t *testing.T) {
 	// …except where a more specific limit holds: each c5.large offering is a pool of one.
 	_, dZone, dCapacity := offeringOf(d)
 	only := func(name, zone string) *karpv1.NodeClaim {
-		return testClaim(name, req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5.large"),
-			req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone), req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, dCapacity))
+		return testClaim(name, builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5.large"),
+			builders.Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone), builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, dCapacity))
 	}
 	if _, err := c.Create(context.Background(), only("f", dZone)); !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Errorf("c5.large's pool of one in %s is taken: got %v, want insufficient capacity", dZone, err)
@@ -408,10 +409,10 @@ func TestCreateCapacityPools(t *testing.T) {
 func TestCreateTerminalErrors(t *testing.T) {
 	c, _ := newTestCloud(t, Options{})
 	for name, claim := range map[string]*karpv1.NodeClaim{
-		"unknown instance type": testClaim("a", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "z9.mega")),
-		"unknown zone":          testClaim("b", req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "eu-west-1a")),
+		"unknown instance type": testClaim("a", builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "z9.mega")),
+		"unknown zone":          testClaim("b", builders.Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "eu-west-1a")),
 		"too big":               withRequests(testClaim("c"), "cpu", "1000"),
-		"bad requirement":       testClaim("d", req(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpGt, "many")),
+		"bad requirement":       testClaim("d", builders.Requirement(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpGt, "many")),
 	} {
 		_, err := c.Create(context.Background(), claim)
 		if !cloudprovider.IsTerminalCreateError(err) {
@@ -522,8 +523,8 @@ func instanceIDOf(t *testing.T, claim *karpv1.NodeClaim) string {
 
 func TestLaunchLatencyCostAndSpend(t *testing.T) {
 	c, clk := newTestCloud(t, Options{LaunchLatency: 40 * time.Second})
-	a := mustCreate(t, c, testClaim("a", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"), req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
-	mustCreate(t, c, testClaim("b", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5.large"), req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
+	a := mustCreate(t, c, testClaim("a", builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"), builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
+	mustCreate(t, c, testClaim("b", builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5.large"), builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
 	if st := c.Instances()[0].State; st != InstanceStatePending {
 		t.Errorf("state right after launch %s, want pending", st)
 	}
@@ -675,7 +676,7 @@ func TestIsDrifted(t *testing.T) {
 		}
 	}
 	// A new launch from the changed NodeClass does not drift.
-	fresh := mustCreate(t, c, testClaim("fresh", req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")))
+	fresh := mustCreate(t, c, testClaim("fresh", builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")))
 	if reason, err := c.IsDrifted(ctx, fresh); err != nil || reason != "" {
 		t.Errorf("instance launched after the change: drift %q, %v", reason, err)
 	}
@@ -725,7 +726,7 @@ func TestInterrupt(t *testing.T) {
 	ctx := context.Background()
 	c, clk := newTestCloud(t, Options{})
 	spot := mustCreate(t, c, testClaim("spot"))
-	onDemand := mustCreate(t, c, testClaim("od", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
+	onDemand := mustCreate(t, c, testClaim("od", builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
 	if _, _, ct := offeringOf(spot); ct != karpv1.CapacityTypeSpot {
 		t.Fatalf("launched %s, want spot", ct)
 	}
@@ -775,7 +776,7 @@ func TestSpotInterruptionRate(t *testing.T) {
 		for i := range 20 {
 			mustCreate(t, c, testClaim(fmt.Sprintf("claim-%d", i)))
 		}
-		mustCreate(t, c, testClaim("od", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
+		mustCreate(t, c, testClaim("od", builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
 		clk.Step(24 * time.Hour)
 		return c.Instances()
 	}
@@ -880,9 +881,9 @@ func TestFullCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	claim := withRequests(testClaim("claim",
-		req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"),
-		req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
-		req(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpIn, "2"),
+		builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "arm64"),
+		builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand),
+		builders.Requirement(awsv1.LabelInstanceCPU, corev1.NodeSelectorOpIn, "2"),
 	), "cpu", "1", "memory", "1Gi")
 	got := mustCreate(t, c, claim)
 

@@ -18,6 +18,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // env is the real API server the kubelet tests run against; the cloud's unit tests read
@@ -84,22 +85,13 @@ func newTestCloud(t *testing.T, opts Options) (*Cloud, *clocktesting.FakeClock) 
 	return c, clk
 }
 
-// req builds a NodeClaim requirement.
-func req(key string, op corev1.NodeSelectorOperator, values ...string) karpv1.NodeSelectorRequirementWithMinValues {
-	return karpv1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}
-}
-
 // testClaim is a NodeClaim of the "default" NodePool and NodeClass with the requirements.
 func testClaim(name string, reqs ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodeClaim {
-	return &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.NodePoolLabelKey: "default"}},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: append([]karpv1.NodeSelectorRequirementWithMinValues{
-				req(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, "default"),
-			}, reqs...),
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		},
-	}
+	return builders.NodeClaim(builders.NodeClaimOptions{
+		Name:         name,
+		NodePool:     "default",
+		Requirements: append([]karpv1.NodeSelectorRequirementWithMinValues{builders.Requirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, "default")}, reqs...),
+	})
 }
 
 // withRequests sets the claim's resource requests, such as "cpu", "1".

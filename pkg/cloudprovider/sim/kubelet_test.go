@@ -14,6 +14,7 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // kubeletFixture is a cloud and its kubelet on a virtual clock against the test API server,
@@ -90,8 +91,8 @@ func (f *kubeletFixture) node(name string) *corev1.Node {
 // claim is a NodeClaim of the fixture's NodeClass for one on-demand m5.large.
 func (f *kubeletFixture) claim(name string) *karpv1.NodeClaim {
 	claim := testClaim(name,
-		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"),
-		req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
+		builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"),
+		builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
 	claim.Spec.NodeClassRef.Name = f.prefix
 	return claim
 }

@@ -9,6 +9,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // TestConfigMapStoreCarriesInstancesToTheNextCloud: a second cloud on the same ConfigMap (a
@@ -84,7 +85,7 @@ func TestUnreadableStoreIsNotAnEmptyCloud(t *testing.T) {
 	if _, err := c.List(context.Background()); err == nil {
 		t.Error("List succeeded with an unreadable store")
 	}
-	_, err := c.Create(context.Background(), testClaim("a", req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
+	_, err := c.Create(context.Background(), testClaim("a", builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)))
 	if err == nil || cloudprovider.IsNodeClaimNotFoundError(err) {
 		t.Errorf("Create with an unreadable store: %v", err)
 	}

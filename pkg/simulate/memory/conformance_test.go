@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // TestConformance runs every case against the real API server and against the memory client
@@ -79,13 +80,13 @@ var conformanceCases = []conformanceCase{
 		h.must(h.c.Create(h.ctx, dep), "creating deployment")
 		h.observe("deployment generation and status", fmt.Sprint(dep.Generation, " ", dep.Status.Replicas))
 
-		nc := testNodeClaim(h.name("nc"))
+		nc := builders.NodeClaim(builders.NodeClaimOptions{Name: h.name("nc"), Requirements: amd64})
 		nc.Status.ProviderID = "sim:///dropped"
 		h.must(h.c.Create(h.ctx, nc), "creating nodeclaim")
 		h.observe("nodeclaim generation and status", fmt.Sprintf("%d %q", nc.Generation, nc.Status.ProviderID))
 		h.observe("nodeclaim defaults", fmt.Sprint(nc.Spec.ExpireAfter))
 
-		np := testNodePool(h.name("np"))
+		np := builders.NodePool(builders.NodePoolOptions{Name: h.name("np"), Requirements: amd64})
 		h.must(h.c.Create(h.ctx, np), "creating nodepool")
 		h.observe("nodepool defaults", fmt.Sprintf("%s %s %+v %s", np.Spec.Disruption.ConsolidationPolicy, np.Spec.Disruption.ConsolidateAfter.Duration,
 			np.Spec.Disruption.Budgets, np.Spec.Template.Spec.ExpireAfter))
@@ -199,7 +200,7 @@ var conformanceCases = []conformanceCase{
 		h.observeErr("stale status update", h.c.Status().Update(h.ctx, stale))
 		h.observeErr("status of a kind without one", h.c.Status().Update(h.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: h.ns}}))
 
-		nc := testNodeClaim(h.name("nc"))
+		nc := builders.NodeClaim(builders.NodeClaimOptions{Name: h.name("nc"), Requirements: amd64})
 		h.must(h.c.Create(h.ctx, nc), "creating nodeclaim")
 		nc.Status.ProviderID = "sim:///a"
 		h.must(h.c.Status().Update(h.ctx, nc), "updating nodeclaim status")
@@ -220,7 +221,7 @@ var conformanceCases = []conformanceCase{
 	}},
 
 	{name: "finalizers and deletion timestamps", run: func(h *harness) {
-		nc := testNodeClaim(h.name("nc"))
+		nc := builders.NodeClaim(builders.NodeClaimOptions{Name: h.name("nc"), Requirements: amd64})
 		nc.Finalizers = []string{"karpenter.sh/termination"}
 		h.must(h.c.Create(h.ctx, nc), "creating nodeclaim")
 		start := h.now()
@@ -512,7 +513,7 @@ var conformanceCases = []conformanceCase{
 		h.observe("unstructured list", fmt.Sprint(list.GetAPIVersion(), " ", list.GetKind(), " ", list.GetResourceVersion() != "", " ", items))
 
 		np := &unstructured.Unstructured{}
-		h.must(h.c.Scheme().Convert(testNodePool(h.name("np")), np, nil), "converting nodepool")
+		h.must(h.c.Scheme().Convert(builders.NodePool(builders.NodePoolOptions{Name: h.name("np"), Requirements: amd64}), np, nil), "converting nodepool")
 		np.SetAPIVersion("karpenter.sh/v1")
 		np.SetKind("NodePool")
 		delete(np.Object, "status")
@@ -555,7 +556,7 @@ var conformanceCases = []conformanceCase{
 		h.must(h.c.Patch(h.ctx, pod, client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"containers":[{"name":"app","image":"registry.k8s.io/pause:3.10"}]}}`))), "raw strategic patch")
 		h.observe("containers merged by name", fmt.Sprint(len(pod.Spec.Containers), " ", pod.Spec.Containers[0].Image, " ", pod.Spec.Containers[0].Resources.Requests.Memory()))
 
-		np := testNodePool(h.name("np"))
+		np := builders.NodePool(builders.NodePoolOptions{Name: h.name("np"), Requirements: amd64})
 		h.must(h.c.Create(h.ctx, np), "creating nodepool")
 		h.observeErr("strategic merge on a custom resource", h.c.Patch(h.ctx, np, client.RawPatch(types.StrategicMergePatchType, []byte(`{}`))))
 		npBase := np.DeepCopy()

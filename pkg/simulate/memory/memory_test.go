@@ -26,6 +26,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -182,7 +183,7 @@ func TestGarbageCollection(t *testing.T) {
 	})
 	t.Run("a cluster-scoped owner of a cluster-scoped dependent with a finalizer", func(t *testing.T) {
 		c, _ := newMemory(t)
-		nc := testNodeClaim("claim")
+		nc := builders.NodeClaim(builders.NodeClaimOptions{Name: "claim", Requirements: amd64})
 		mustDo(t, c.Create(ctx, nc))
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node", Finalizers: []string{"karpenter.sh/termination"},
 			OwnerReferences: []metav1.OwnerReference{controllerRef(nc, nodeClaimGVK)}}}
@@ -377,7 +378,7 @@ func TestIndexField(t *testing.T) {
 	ctx := context.Background()
 	c, _ := newMemory(t)
 	for i, id := range []string{"sim:///a", "sim:///b", ""} {
-		nc := testNodeClaim(fmt.Sprintf("nc-%d", i))
+		nc := builders.NodeClaim(builders.NodeClaimOptions{Name: fmt.Sprintf("nc-%d", i), Requirements: amd64})
 		mustDo(t, c.Create(ctx, nc))
 		nc.Status.ProviderID = id
 		mustDo(t, c.Status().Update(ctx, nc))
@@ -603,7 +604,7 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		claims.Spec.Versions[i].Subresources = nil
 	}
 	c, _ := newMemory(t, memory.WithCustomResourceDefinitions(claims))
-	nc := testNodeClaim("nc")
+	nc := builders.NodeClaim(builders.NodeClaimOptions{Name: "nc", Requirements: amd64})
 	nc.Status.ProviderID = "sim:///kept"
 	mustDo(t, c.Create(ctx, nc))
 	if nc.Status.ProviderID != "sim:///kept" {

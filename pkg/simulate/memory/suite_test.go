@@ -17,10 +17,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 var env *apiserver.Env
@@ -220,34 +220,6 @@ func testPod(ns, name string, labels map[string]string, nodeName string) *corev1
 	}
 }
 
-func testNodeClaim(name string) *karpv1.NodeClaim {
-	return &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodeClaimSpec{
-			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-			},
-		},
-	}
-}
-
-func testNodePool(name string) *karpv1.NodePool {
-	return &karpv1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodePoolSpec{
-			Template: karpv1.NodeClaimTemplate{
-				Spec: karpv1.NodeClaimTemplateSpec{
-					NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-					Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
-						{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-					},
-				},
-			},
-		},
-	}
-}
-
 // runningReady marks a pod Running and Ready through the status subresource.
 func (h *harness) runningReady(pod *corev1.Pod) {
 	h.Helper()
@@ -255,3 +227,6 @@ func (h *harness) runningReady(pod *corev1.Pod) {
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 	h.must(h.c.Status().Update(h.ctx, pod), "marking pod running")
 }
+
+// amd64 is the one requirement of the test NodePools and NodeClaims.
+var amd64 = []karpv1.NodeSelectorRequirementWithMinValues{builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")}
