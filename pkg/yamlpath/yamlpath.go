@@ -103,10 +103,15 @@ func walk(node *yaml.Node, line int, segments []Segment) (*yaml.Node, int) {
 				node, line = node.Content[index], node.Content[index].Line
 				continue
 			}
-			// A name on a list: the one item that leads somewhere.
+			// A name on a list: the one item that leads somewhere. An item that is itself a
+			// list is passed over: the name would be tried on it again without a step taken,
+			// which an alias of the list inside it (a: &a [*a]) repeats without end.
 			var found *yaml.Node
 			foundLine := 0
 			for _, item := range node.Content {
+				if Resolve(item).Kind == yaml.SequenceNode {
+					continue
+				}
 				if n, l := walk(item, item.Line, segments[i:]); n != nil {
 					if found != nil {
 						return nil, 0
