@@ -67,40 +67,6 @@ spec:
     - alias: al2023@latest
 `
 
-// burstDeployment is a Deployment of pause pods; spread adds a zonal topology spread
-// constraint (maxSkew 1, DoNotSchedule) over its own pods.
-func burstDeployment(namespace, name string, replicas int, cpu, memory string, spread bool) string {
-	constraint := ""
-	if spread {
-		constraint = fmt.Sprintf(`
-      topologySpreadConstraints:
-        - maxSkew: 1
-          topologyKey: topology.kubernetes.io/zone
-          whenUnsatisfiable: DoNotSchedule
-          labelSelector:
-            matchLabels: {app: %s}`, name)
-	}
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[1]s
-  namespace: %[6]s
-spec:
-  replicas: %[2]d
-  selector:
-    matchLabels: {app: %[1]s}
-  template:
-    metadata:
-      labels: {app: %[1]s}
-    spec:%[5]s
-      containers:
-        - name: pause
-          image: registry.k8s.io/pause:3.10
-          resources:
-            requests: {cpu: %[3]s, memory: %[4]s}
-`, name, replicas, cpu, memory, constraint, namespace)
-}
-
 // TestBurstWithZonalSpread: seed 004's NodePool and a burst of 3,000 pods in three
 // Deployments, one spread over zones (maxSkew 1, DoNotSchedule). The real kube-scheduler
 // counts the pods nominated to a node as already there, for resources and for spread; every
@@ -122,9 +88,9 @@ func TestBurstWithZonalSpread(t *testing.T) {
 	harness.Eventually(t, 30*time.Second, "the replica to lead", func() (bool, string) { return r.isLeader(t), "not leader" })
 
 	manifests := strings.Join([]string{
-		burstDeployment(workload, "small", 1500, "250m", "512Mi", false),
-		burstDeployment(workload, "medium", 1000, "1", "2Gi", false),
-		burstDeployment(workload, "spread", 500, "500m", "4Gi", true),
+		pauseDeployment(workload, "small", 1500, "250m", "512Mi", ""),
+		pauseDeployment(workload, "medium", 1000, "1", "2Gi", ""),
+		pauseDeployment(workload, "spread", 500, "500m", "4Gi", spreadOverZones),
 	}, "---\n")
 	start := time.Now()
 	kubectlApply(t, manifests)

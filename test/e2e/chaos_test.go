@@ -72,8 +72,8 @@ func TestChaos(t *testing.T) {
 
 	// Launches: 8 pods that each want a node of their own, and 16 small ones.
 	kubectlApply(t, strings.Join([]string{
-		chaosDeployment(workload, "solo", 8, "1", "1Gi", true),
-		chaosDeployment(workload, "fill", 16, "500m", "512Mi", false),
+		pauseDeployment(workload, "solo", 8, "1", "1Gi", soloOnNode),
+		pauseDeployment(workload, "fill", 16, "500m", "512Mi", ""),
 	}, "---\n"))
 	for range 5 {
 		time.Sleep(randomDuration(rng, 500*time.Millisecond, 4*time.Second))
@@ -201,41 +201,6 @@ func (c *chaosController) stop() {
 	if c.t.Failed() {
 		c.t.Log(c.current.tail())
 	}
-}
-
-// chaosDeployment is a Deployment of pause pods; solo pods want a node each (required
-// anti-affinity on the hostname).
-func chaosDeployment(namespace, name string, replicas int, cpu, memory string, solo bool) string {
-	affinity := ""
-	if solo {
-		affinity = fmt.Sprintf(`
-      affinity:
-        podAntiAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            - topologyKey: kubernetes.io/hostname
-              labelSelector:
-                matchLabels: {app: %s}`, name)
-	}
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[1]s
-  namespace: %[6]s
-spec:
-  replicas: %[2]d
-  selector:
-    matchLabels: {app: %[1]s}
-  template:
-    metadata:
-      labels: {app: %[1]s}
-    spec:%[5]s
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: pause
-          image: registry.k8s.io/pause:3.10
-          resources:
-            requests: {cpu: "%[3]s", memory: "%[4]s"}
-`, name, replicas, cpu, memory, affinity, namespace)
 }
 
 // randomDuration is uniform in [lo, hi).

@@ -537,3 +537,49 @@ func TestHelmChartDryRun(t *testing.T) {
 		t.Logf("%s: %d objects accepted", name, strings.Count(string(out), "(server dry run)"))
 	}
 }
+
+// Pod-spec fragments for pauseDeployment; %[1]s is the Deployment's name, which is also its
+// pods' app label.
+const (
+	// soloOnNode gives each pod a node of its own (required anti-affinity on the hostname).
+	soloOnNode = `
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector:
+                matchLabels: {app: %[1]s}`
+	// spreadOverZones spreads the pods over zones (maxSkew 1, DoNotSchedule).
+	spreadOverZones = `
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector:
+            matchLabels: {app: %[1]s}`
+)
+
+// pauseDeployment is a Deployment of pause pods that stop at once, each requesting cpu and
+// memory; constraint is a pod-spec fragment (soloOnNode, spreadOverZones) or "".
+func pauseDeployment(namespace, name string, replicas int, cpu, memory, constraint string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: %[6]s
+spec:
+  replicas: %[2]d
+  selector:
+    matchLabels: {app: %[1]s}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+    spec:%[5]s
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: "%[3]s", memory: "%[4]s"}
+`, name, replicas, cpu, memory, fmt.Sprintf(constraint, name), namespace)
+}
