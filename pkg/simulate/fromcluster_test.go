@@ -1,0 +1,353 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+)
+
+const clusterDump = "../../examples/cluster/cluster-dump.yaml"
+
+var (
+	dumpOnce   sync.Once
+	dumpReport *ClusterReport
+	dumpErr    error
+)
+
+// dumpRun is the report of the checked-in dump, run once for the tests that only read it.
+func dumpRun(t *testing.T) (*Cluster, *ClusterReport) {
+	t.Helper()
+	c, err := LoadClusterDump(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dumpOnce.Do(func() { dumpReport, dumpErr = runCluster(c, ClusterOptions{}) })
+	if dumpErr != nil {
+		t.Fatal(dumpErr)
+	}
+	return c, dumpReport
+}
+
+func runCluster(c *Cluster, opts ClusterOptions) (*ClusterReport, error) {
+	r, err := PrepareCluster(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Run(context.Background())
+}
+
+// nodeOfPod is the node the dump's pod whose name starts with prefix runs on.
+func nodeOfPod(t *testing.T, c *Cluster, prefix string) string {
+	t.Helper()
+	for _, p := range c.Pods {
+		if strings.HasPrefix(p.Name, prefix) && p.Spec.NodeName != "" {
+			return p.Spec.NodeName
+		}
+	}
+	t.Fatalf("no pod %s* on a node in the dump", prefix)
+	return ""
+}
+
+// removed are the nodes the consolidation steps remove.
+func removed(rep *ClusterReport) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range rep.Consolidation.Steps {
+		for _, n := range s.Nodes {
+			out[n] = true
+		}
+	}
+	return out
+}
+
+func TestFromClusterDumpTodaysFleetIsTheCatalogsPrices(t *testing.T) {
+	c, rep := dumpRun(t)
+	prices, err := catalog.DefaultPrices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0.0
+	for _, n := range c.Nodes {
+		capacity := n.Labels[karpv1.CapacityTypeLabelKey]
+		if capacity == "" {
+			capacity = karpv1.CapacityTypeOnDemand
+		}
+		p, ok := prices.Price(n.Labels[corev1.LabelInstanceTypeStable], n.Labels[corev1.LabelTopologyZone], capacity)
+		if !ok {
+			t.Fatalf("node %s: no catalog price", n.Name)
+		}
+		want += p
+	}
+	if rep.Today.Nodes != 13 || math.Abs(rep.Today.PerHour-want) > 1e-4 {
+		t.Errorf("today: %d nodes at $%.4f/h, want 13 at $%.4f/h (the catalog's prices)", rep.Today.Nodes, rep.Today.PerHour, want)
+	}
+	if math.Abs(rep.Today.PerMonth-want*HoursPerMonth) > 0.01 {
+		t.Errorf("today: $%.2f/month, want %.2f", rep.Today.PerMonth, want*HoursPerMonth)
+	}
+	sum, nodes := 0.0, 0
+	for _, g := range rep.Today.Groups {
+		sum += g.PerHour
+		nodes += g.Nodes
+	}
+	if math.Abs(sum-rep.Today.PerHour) > 1e-3 || nodes != rep.Today.Nodes {
+		t.Errorf("today's groups add up to %d nodes at $%.4f/h, the fleet is %d at $%.4f/h", nodes, sum, rep.Today.Nodes, rep.Today.PerHour)
+	}
+	if rep.Pods.Workload != 33 || rep.Pods.Pending != 1 || rep.Pods.Daemon != 26 {
+		t.Errorf("pods %+v, want 33 workload pods (the succeeded one left out), 1 pending, 26 DaemonSet pods", rep.Pods)
+	}
+}
+
+func TestFromClusterDumpConsolidation(t *testing.T) {
+	c, rep := dumpRun(t)
+	gone := removed(rep)
+	big := nodeOfPod(t, c, "thumbnails-")
+	if !gone[big] {
+		t.Errorf("the underused m5.2xlarge %s was not consolidated; steps: %+v", big, rep.Consolidation.Steps)
+	}
+	var spot string
+	for _, n := range c.Nodes {
+		if n.Labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeSpot {
+			spot = n.Name
+		}
+	}
+	if !gone[spot] {
+		t.Errorf("the empty spot node %s was not removed", spot)
+	}
+	for what, node := range map[string]string{"do-not-disrupt": nodeOfPod(t, c, "nightly-report-"), "PodDisruptionBudget (maxUnavailable 0)": nodeOfPod(t, c, "ledger-0")} {
+		if gone[node] {
+			t.Errorf("node %s, whose pod has a %s, was disrupted", node, what)
+		}
+		if !slices.ContainsFunc(rep.Consolidation.Fleet.Groups, func(g FleetGroup) bool { return g.InstanceType == "m5.xlarge" && g.CapacityType == karpv1.CapacityTypeOnDemand }) {
+			t.Errorf("no on-demand m5.xlarge left, yet node %s (%s) must stay", node, what)
+		}
+	}
+	for _, n := range c.Nodes {
+		if n.Labels[karpv1.NodePoolLabelKey] == "" && gone[n.Name] {
+			t.Errorf("node %s of the managed node group was disrupted without --adopt-nodes", n.Name)
+		}
+	}
+	if rep.Consolidation.Unmanaged != 3 {
+		t.Errorf("unmanaged %d, want 3", rep.Consolidation.Unmanaged)
+	}
+	if !rep.Consolidation.Settled || len(rep.Consolidation.Steps) == 0 {
+		t.Errorf("settled %v after %d steps", rep.Consolidation.Settled, len(rep.Consolidation.Steps))
+	}
+	last := rep.Consolidation.Steps[len(rep.Consolidation.Steps)-1]
+	if math.Abs(last.PerHourAfter-rep.Consolidation.Fleet.PerHour) > 1e-3 {
+		t.Errorf("the last step leaves $%.4f/h, the final fleet costs $%.4f/h", last.PerHourAfter, rep.Consolidation.Fleet.PerHour)
+	}
+	if rep.Consolidation.Fleet.PerHour >= rep.Today.PerHour || rep.Consolidation.PendingPods != 0 {
+		t.Errorf("consolidation: $%.4f/h (today $%.4f/h), %d pods pending", rep.Consolidation.Fleet.PerHour, rep.Today.PerHour, rep.Consolidation.PendingPods)
+	}
+	s := rep.Savings
+	if math.Abs(s.ConsolidationPerHour-(rep.Today.PerHour-rep.Consolidation.Fleet.PerHour)) > 1e-3 ||
+		math.Abs(s.FromScratchSavesHour-(rep.Today.PerHour-rep.FromScratch.Fleet.PerHour)) > 1e-3 {
+		t.Errorf("savings %+v do not follow from the fleets", s)
+	}
+	if rep.FromScratch.Fleet.Nodes == 0 || rep.FromScratch.PendingPods != 0 {
+		t.Errorf("from scratch: %d nodes, %d pods pending", rep.FromScratch.Fleet.Nodes, rep.FromScratch.PendingPods)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Today: 13 nodes", "Consolidation now:", "From scratch:", "after consolidation", "(unmanaged)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// TestFromClusterGuardsMatter holds the consolidation test to account: without the
+// do-not-disrupt annotation and the PodDisruptionBudget, the same nodes are consolidated.
+func TestFromClusterGuardsMatter(t *testing.T) {
+	c, err := LoadClusterDump(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dnd, ledger := nodeOfPod(t, c, "nightly-report-"), nodeOfPod(t, c, "ledger-0")
+	for i := range c.Pods {
+		delete(c.Pods[i].Annotations, karpv1.DoNotDisruptAnnotationKey)
+	}
+	c.PodDisruptionBudgets = slices.DeleteFunc(c.PodDisruptionBudgets, func(p policyv1.PodDisruptionBudget) bool { return p.Name == "ledger" })
+	rep, err := runCluster(c, ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := removed(rep)
+	if !gone[dnd] && !gone[ledger] {
+		t.Errorf("unguarded, neither %s nor %s was consolidated: the guards are not what keeps them", dnd, ledger)
+	}
+}
+
+func TestFromClusterAdoptUnmanaged(t *testing.T) {
+	c, err := LoadClusterDump(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := runCluster(c, ClusterOptions{AdoptUnmanaged: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Consolidation.Unmanaged != 0 {
+		t.Errorf("unmanaged %d with --adopt-nodes", rep.Consolidation.Unmanaged)
+	}
+	gone := removed(rep)
+	adopted := 0
+	for _, n := range c.Nodes {
+		if n.Labels["eks.amazonaws.com/nodegroup"] != "" && gone[n.Name] {
+			adopted++
+		}
+	}
+	if adopted == 0 {
+		t.Errorf("no node of the managed node group was consolidated once adopted: %+v", rep.Consolidation.Steps)
+	}
+	if _, err := PrepareCluster(c, ClusterOptions{AdoptUnmanaged: "nope"}); err == nil || !strings.Contains(err.Error(), "no such NodePool") {
+		t.Errorf("--adopt-nodes of a missing NodePool: %v", err)
+	}
+}
+
+func TestFromClusterUnknownInstanceType(t *testing.T) {
+	c, err := LoadClusterDump(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var odd string
+	for i := range c.Nodes {
+		if c.Nodes[i].Labels["eks.amazonaws.com/nodegroup"] != "" {
+			odd = c.Nodes[i].Name
+			c.Nodes[i].Labels[corev1.LabelInstanceTypeStable] = "x9.custom"
+			break
+		}
+	}
+	_, base := dumpRun(t)
+	rep, err := runCluster(c, ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Today.Unpriced, []string{odd}) || rep.Today.Nodes != 13 {
+		t.Errorf("unpriced %v of %d nodes, want [%s] of 13", rep.Today.Unpriced, rep.Today.Nodes, odd)
+	}
+	if math.Abs(base.Today.PerHour-rep.Today.PerHour-0.096) > 1e-3 {
+		t.Errorf("today $%.4f/h; with %s unpriced, want $%.4f/h less its m5.large's $0.096", rep.Today.PerHour, odd, base.Today.PerHour)
+	}
+	if !slices.Contains(rep.Consolidation.Fleet.Unpriced, odd) {
+		t.Errorf("the unpriced node %s is not in the consolidated fleet's unpriced %v", odd, rep.Consolidation.Fleet.Unpriced)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "the catalog does not price ("+odd+")") {
+		t.Errorf("the text does not name the unpriced node:\n%s", text.String())
+	}
+}
+
+func TestFromClusterWithoutKarpenter(t *testing.T) {
+	c, err := LoadClusterDump(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Karpenter = nil
+	if _, err := PrepareCluster(c, ClusterOptions{}); err == nil || !strings.Contains(err.Error(), "no NodePool") || !strings.Contains(err.Error(), "nodepool.yaml") {
+		t.Fatalf("no NodePool and no file: %v", err)
+	}
+	rep, err := runCluster(c, ClusterOptions{NodePoolFiles: []string{"../../examples/cluster/nodepool.yaml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The nodes' NodePool "default" is now the file's: they are managed by it again.
+	if rep.NodePoolsFrom != "../../examples/cluster/nodepool.yaml" || rep.Consolidation.Unmanaged != 3 {
+		t.Errorf("NodePools from %q, %d unmanaged", rep.NodePoolsFrom, rep.Consolidation.Unmanaged)
+	}
+	for _, g := range rep.FromScratch.Fleet.Groups {
+		if g.CapacityType != karpv1.CapacityTypeOnDemand {
+			t.Errorf("from scratch launched %s %s: the file's NodePool is on-demand only", g.InstanceType, g.CapacityType)
+		}
+	}
+}
+
+func TestFromClusterErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"broken.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a\n", []string{"broken.yaml:"}},
+		{"nonodes.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a, namespace: default}\n  spec: {containers: [{name: c, image: x}]}\n", []string{"nonodes.yaml", "no Node", "kubectl get nodes,pods"}},
+		{"badfield.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  spec:\n    unschedulable: sometimes\n", []string{"badfield.yaml:8", "spec.unschedulable"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadClusterDump(write(tc.name, tc.text))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := LoadClusterDump(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing dump: %v", err)
+	}
+	c, err := LoadClusterDump(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment := write("deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: x}]}\n")
+	if _, err := PrepareCluster(c, ClusterOptions{NodePoolFiles: []string{deployment}}); err == nil || !strings.Contains(err.Error(), "deploy.yaml:2") || !strings.Contains(err.Error(), "NodePools and EC2NodeClasses") {
+		t.Errorf("a Deployment file with --from-cluster: %v", err)
+	}
+}
+
+func TestFromClusterJSONMatchesSchema(t *testing.T) {
+	_, rep := dumpRun(t)
+	copied := *rep
+	copied.Version = "test"
+	var buf bytes.Buffer
+	if err := copied.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	schema := loadSchema(t)
+	if errs := schema.validate(decodeJSON(t, buf.Bytes())); len(errs) > 0 {
+		t.Errorf("the --from-cluster report does not match the schema:\n%s", strings.Join(errs[:min(len(errs), 20)], "\n"))
+	}
+}
+
+func TestFromClusterIsDeterministic(t *testing.T) {
+	c, rep := dumpRun(t)
+	again, err := runCluster(c, ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := rep.WriteJSON(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Error("two runs of the same dump differ")
+	}
+}
