@@ -128,7 +128,9 @@ func TestFromClusterDumpConsolidation(t *testing.T) {
 		if gone[node] {
 			t.Errorf("node %s, whose pod has a %s, was disrupted", node, what)
 		}
-		if !slices.ContainsFunc(rep.Consolidation.Fleet.Groups, func(g FleetGroup) bool { return g.InstanceType == "m5.xlarge" && g.CapacityType == karpv1.CapacityTypeOnDemand }) {
+		if !slices.ContainsFunc(rep.Consolidation.Fleet.Groups, func(g FleetGroup) bool {
+			return g.InstanceType == "m5.xlarge" && g.CapacityType == karpv1.CapacityTypeOnDemand
+		}) {
 			t.Errorf("no on-demand m5.xlarge left, yet node %s (%s) must stay", node, what)
 		}
 	}
