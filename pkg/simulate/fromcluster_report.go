@@ -308,10 +308,10 @@ func (rep *ClusterReport) WriteText(w io.Writer) error {
 		b.WriteString("  no command: consolidation leaves the fleet as it is\n")
 	}
 	for i, s := range c.Steps {
-		fmt.Fprintf(&b, "  %2d. at %-7s %s (%s): %s; nodes %s; then $%.4f/hour\n", i+1, time.Duration(s.AtSeconds)*time.Second, s.Method, s.Reason, s.Message, strings.Join(s.Nodes, ", "), s.PerHourAfter)
+		fmt.Fprintf(&b, "  %2d. at %-7s %s (%s): %s; nodes %s; then $%.4f/hour\n", i+1, time.Duration(s.AtSeconds)*time.Second, s.Method, s.Reason, strings.TrimPrefix(s.Message, "consolidating: "), strings.Join(s.Nodes, ", "), s.PerHourAfter)
 	}
 	if c.Unmanaged > 0 {
-		fmt.Fprintf(&b, "  %d %s not managed by Karpenter (NodePool %s) never disrupted: --adopt-nodes NODEPOOL takes them into a NodePool\n", c.Unmanaged, plural(c.Unmanaged, "node", "nodes"), UnmanagedNodePool)
+		fmt.Fprintf(&b, "  %d %s Karpenter does not manage, listed as %s, %s never disrupted: --adopt-nodes NODEPOOL takes them into a NodePool\n", c.Unmanaged, plural(c.Unmanaged, "node", "nodes"), UnmanagedNodePool, plural(c.Unmanaged, "is", "are"))
 	}
 	if !c.Settled {
 		fmt.Fprintf(&b, "  still consolidating when the run ended (%s): a longer --settle shows the rest\n", c.Duration)
