@@ -63,6 +63,7 @@ func ParseClusterDump(file string, data []byte) (*Cluster, error) {
 	docs, errs := readDocuments(file, string(data), 1)
 	c := &Cluster{Source: file, Skipped: map[string]int{}}
 	var karpenter []document
+	seen := map[string]document{} // kind/namespace/name -> the first
 	for _, doc := range docs {
 		kind := doc.src.Kind
 		apiVersion := doc.src.APIVersion
@@ -115,10 +116,17 @@ func ParseClusterDump(file string, data []byte) (*Cluster, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if into.(client.Object).GetName() == "" {
+		obj := into.(client.Object)
+		if obj.GetName() == "" {
 			errs = append(errs, doc.errorf("metadata.name", "Required value"))
 			continue
 		}
+		key := kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
+		if earlier, dup := seen[key]; dup {
+			errs = append(errs, duplicate(doc, earlier))
+			continue
+		}
+		seen[key] = doc
 		add()
 	}
 	if len(karpenter) > 0 {

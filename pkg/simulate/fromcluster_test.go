@@ -295,6 +295,7 @@ func TestFromClusterErrors(t *testing.T) {
 	}{
 		{"broken.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a\n", []string{"broken.yaml:"}},
 		{"nonodes.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a, namespace: default}\n  spec: {containers: [{name: c, image: x}]}\n", []string{"nonodes.yaml", "no Node", "kubectl get nodes,pods"}},
+		{"dup.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n", []string{"dup.yaml:9", "Duplicate value", "dup.yaml:4"}},
 		{"badfield.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a}\n  spec:\n    unschedulable: sometimes\n", []string{"badfield.yaml:8", "spec.unschedulable"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
