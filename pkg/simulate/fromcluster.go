@@ -47,11 +47,10 @@ type Cluster struct {
 	Skipped map[string]int
 }
 
-// LoadClusterDump reads a dump of a cluster (at most convert.MaxInputBytes): YAML or JSON
-// documents, `kind: List` documents standing for their items. Every problem names the file and
-// line.
+// LoadClusterDump reads a dump of a cluster (at most MaxDumpBytes): YAML or JSON documents,
+// `kind: List` documents standing for their items. Every problem names the file and line.
 func LoadClusterDump(path string) (*Cluster, error) {
-	data, err := readFile(path)
+	data, err := readDump(path)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +59,7 @@ func LoadClusterDump(path string) (*Cluster, error) {
 
 // ParseClusterDump parses a dump of a cluster read from file (named in messages).
 func ParseClusterDump(file string, data []byte) (*Cluster, error) {
-	docs, errs := readDocuments(file, string(data), 1)
+	docs, errs := readDumpDocuments(file, data)
 	c := &Cluster{Source: file, Skipped: map[string]int{}}
 	var karpenter []document
 	seen := map[string]document{} // kind/namespace/name -> the first

@@ -3,6 +3,7 @@ package simulate
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -352,5 +353,50 @@ func TestFromClusterIsDeterministic(t *testing.T) {
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Error("two runs of the same dump differ")
+	}
+}
+
+// TestFromClusterLargeAndJSONDumps: a List larger than one input document may be (as a whole
+// cluster's is) is read item by item, and a JSON dump (kubectl get -o json) names the lines of
+// its items' fields.
+func TestFromClusterLargeAndJSONDumps(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: n1\n    labels: {node.kubernetes.io/instance-type: m5.large}\n")
+	pods := 0
+	for b.Len() < 5<<20 {
+		pods++
+		fmt.Fprintf(&b, "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: pod-%d\n    namespace: default\n    labels: {app: web}\n    annotations: {note: %s}\n  spec:\n    nodeName: n1\n    containers:\n    - name: c\n      image: x\n      resources: {requests: {cpu: 10m}}\n", pods, strings.Repeat("x", 400))
+	}
+	b.WriteString("metadata: {resourceVersion: \"\"}\n")
+	c, err := ParseClusterDump("big.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatalf("a %d MiB List: %v", b.Len()>>20, err)
+	}
+	if len(c.Nodes) != 1 || len(c.Pods) != pods {
+		t.Errorf("read %d nodes and %d pods, want 1 and %d", len(c.Nodes), len(c.Pods), pods)
+	}
+	bad := strings.Replace(b.String(), "    nodeName: n1\n", "    nodeName: [n1]\n", 1)
+	if _, err := ParseClusterDump("big.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "big.yaml:17: ") || !strings.Contains(err.Error(), "spec.nodeName") {
+		t.Errorf("a bad field in a large List: %v", err)
+	}
+
+	js := "{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n    {\n      \"apiVersion\": \"v1\",\n      \"kind\": \"Node\",\n      \"metadata\": {\"name\": \"a\"}\n    },\n    {\n      \"apiVersion\": \"v1\",\n      \"kind\": \"Node\",\n      \"metadata\": {\"name\": \"b\"},\n      \"spec\": {\"unschedulable\": \"sometimes\"}\n    }\n  ],\n  \"kind\": \"List\"\n}\n"
+	if items, ok := jsonListItems([]byte(js)); !ok || len(items) != 2 || items[1].line != 9 {
+		t.Errorf("json items %+v %v, want 2, the second at line 9", items, ok)
+	}
+	if _, err := ParseClusterDump("cluster.json", []byte(js)); err == nil || !strings.Contains(err.Error(), "cluster.json:13: ") || !strings.Contains(err.Error(), "spec.unschedulable") {
+		t.Errorf("a bad field in a JSON dump: %v", err)
+	}
+	// Items that share a YAML anchor are read whole.
+	anchors := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a\n    labels: &l {node.kubernetes.io/instance-type: m5.large}\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: b\n    labels: *l\n"
+	if c, err := ParseClusterDump("anchors.yaml", []byte(anchors)); err != nil || len(c.Nodes) != 2 || c.Nodes[1].Labels[corev1.LabelInstanceTypeStable] != "m5.large" {
+		t.Errorf("a List whose items share an anchor: %v", err)
+	}
+	data, err := os.ReadFile(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items, ok := yamlListItems(data); !ok || len(items) != 79 {
+		t.Errorf("the checked-in dump splits into %d items (%v), want 79", len(items), ok)
 	}
 }
