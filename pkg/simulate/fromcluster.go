@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -221,7 +222,7 @@ func ReadCluster(ctx context.Context, r client.Reader, source string) (*Cluster,
 	var items []json.RawMessage
 	for _, l := range lists {
 		if err := r.List(ctx, l.list); err != nil {
-			if l.optional && (meta.IsNoMatchError(err) || isNotFound(err)) {
+			if l.optional && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
 				continue
 			}
 			return nil, fmt.Errorf("%s: listing %ss: %w", source, strings.ToLower(l.kind), err)
@@ -244,11 +245,6 @@ func ReadCluster(ctx context.Context, r client.Reader, source string) (*Cluster,
 		return nil, err
 	}
 	return ParseClusterDump(source, data)
-}
-
-// isNotFound reports a list of a kind the server does not serve, as some clients report it.
-func isNotFound(err error) bool {
-	return strings.Contains(err.Error(), "the server could not find the requested resource")
 }
 
 // daemonSetOf names the DaemonSet a pod belongs to (its controller), or "".

@@ -88,7 +88,6 @@ type ClusterRun struct {
 	zones      []string
 	duration   time.Duration
 	warnings   []string
-	today      ClusterFleet
 	// poolsFrom says where the NodePools came from, for the report.
 	poolsFrom string
 }
@@ -131,6 +130,13 @@ func PrepareCluster(c *Cluster, opts ClusterOptions) (*ClusterRun, error) {
 	}
 	if err := r.adoptNodes(); err != nil {
 		return nil, err
+	}
+	if len(c.Skipped) > 0 {
+		var kinds []string
+		for _, k := range slices.Sorted(maps.Keys(c.Skipped)) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, c.Skipped[k]))
+		}
+		r.warn("objects not simulated, skipped: " + strings.Join(kinds, ", "))
 	}
 	r.translatePods()
 	r.translateStorage()

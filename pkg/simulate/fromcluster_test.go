@@ -400,3 +400,16 @@ func TestFromClusterLargeAndJSONDumps(t *testing.T) {
 		t.Errorf("the checked-in dump splits into %d items (%v), want 79", len(items), ok)
 	}
 }
+
+// BenchmarkFromClusterDump reads the checked-in dump and runs both simulations of it.
+func BenchmarkFromClusterDump(b *testing.B) {
+	for b.Loop() {
+		c, err := LoadClusterDump(clusterDump)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := runCluster(c, ClusterOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
