@@ -108,7 +108,7 @@ func runFromCluster(cmd *cobra.Command, f clusterFlags, files []string, output, 
 func readLiveCluster(ctx context.Context, kubeconfig, kubeContext string) (*simulate.Cluster, error) {
 	cfg, err := viewRestConfig(kubeconfig, kubeContext)
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, fmt.Errorf("loading kubeconfig (a dump of a cluster is read with --from-cluster=FILE): %w", err)
 	}
 	cfg.UserAgent = "karpenter-simulate"
 	kube, err := client.New(cfg, client.Options{Scheme: apis.NewScheme()})

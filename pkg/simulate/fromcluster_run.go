@@ -172,7 +172,7 @@ func (r *ClusterRun) mergeNodePools() error {
 			errs = append(errs, e...)
 			for _, doc := range d {
 				if !doc.isKarpenter() || doc.src.Kind == "NodeClaim" {
-					errs = append(errs, doc.errorf("kind", "%s: with --from-cluster, the files given are NodePools and EC2NodeClasses (the workload is the cluster's pods)", doc.src.Kind))
+					errs = append(errs, doc.errorf("kind", "%s: with --from-cluster, the files given are NodePools and EC2NodeClasses (the workload is the cluster's pods; a dump is given as --from-cluster=%s, with =)", doc.src.Kind, file))
 					continue
 				}
 				docs = append(docs, doc)
