@@ -14,6 +14,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
@@ -411,5 +414,72 @@ func BenchmarkFromClusterDump(b *testing.B) {
 		if _, err := runCluster(c, ClusterOptions{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFromClusterVolumesKeepTheirZone: a pod's claim bound to a zonal volume is taken in, so
+// that when consolidation moves the pod, it goes to the volume's zone. The volume is put in a
+// zone other than its pod's node's, where no node has room for the pod: without the volume the
+// pod would move to the do-not-disrupt node's room, in another zone.
+func TestFromClusterVolumesKeepTheirZone(t *testing.T) {
+	c, err := LoadClusterDump(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.PodDisruptionBudgets = slices.DeleteFunc(c.PodDisruptionBudgets, func(p policyv1.PodDisruptionBudget) bool { return p.Name == "ledger" })
+	const zone = "us-east-1a"
+	for i := range c.Pods {
+		if c.Pods[i].Name == "ledger-0" {
+			c.Pods[i].Spec.Volumes = append(c.Pods[i].Spec.Volumes, corev1.Volume{Name: "data",
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-ledger-0"}}})
+		}
+	}
+	waitForConsumer := storagev1.VolumeBindingWaitForFirstConsumer
+	c.StorageClasses = append(c.StorageClasses, storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, Provisioner: "ebs.csi.aws.com", VolumeBindingMode: &waitForConsumer})
+	class := "gp3"
+	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}
+	c.Volumes = append(c.Volumes, corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pvc-0a1b2c"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity: size, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: class,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-0a1b2c"}},
+			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "payments", Name: "data-ledger-0"},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}},
+		},
+	})
+	c.Claims = append(c.Claims, corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data-ledger-0", Namespace: "payments"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &class,
+			VolumeName: "pvc-0a1b2c", Resources: corev1.VolumeResourceRequirements{Requests: size}},
+	})
+	r, err := PrepareCluster(c, ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), r.workload(false), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones := map[string]string{}
+	for _, n := range rep.NodeHistory {
+		zones[n.Name] = n.Zone
+	}
+	original := nodeOfPod(t, c, "ledger-0")
+	moved := 0
+	for _, p := range rep.PodHistory {
+		if p.Workload != "payments.ledger-0" || p.Node == "" || p.Node == original {
+			continue
+		}
+		moved++
+		if zones[p.Node] != zone {
+			t.Errorf("pod %s moved to node %s in %s, not to its volume's zone %s", p.Name, p.Node, zones[p.Node], zone)
+		}
+	}
+	if moved == 0 {
+		t.Errorf("the ledger pod never moved off %s: nothing was tested", original)
+	}
+	if rep.Pods.NeverScheduled != 0 {
+		t.Errorf("%d pods never scheduled: %+v", rep.Pods.NeverScheduled, rep.Pods.Unscheduled)
 	}
 }
