@@ -483,3 +483,53 @@ func TestFromClusterVolumesKeepTheirZone(t *testing.T) {
 		t.Errorf("%d pods never scheduled: %+v", rep.Pods.NeverScheduled, rep.Pods.Unscheduled)
 	}
 }
+
+// TestFromClusterNamespacesNarrowSelectors: pods of every namespace share the simulation's one,
+// so each selector is narrowed to the namespaces it selects in the cluster.
+func TestFromClusterNamespacesNarrowSelectors(t *testing.T) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{
+		NodeName: "n1",
+		Affinity: &corev1.Affinity{
+			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+				{LabelSelector: sel, TopologyKey: corev1.LabelHostname},
+				{LabelSelector: sel, TopologyKey: corev1.LabelHostname, Namespaces: []string{"a", "b"}},
+				{LabelSelector: sel, TopologyKey: corev1.LabelHostname, NamespaceSelector: &metav1.LabelSelector{}},
+			}},
+		},
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}},
+	}}
+	r := &ClusterRun{}
+	tmpl := r.podTemplate(pod, map[string]bool{})
+	if tmpl.Spec.NodeName != "" || tmpl.Labels[SimNamespaceLabel] != "shop" || tmpl.Labels["app"] != "web" {
+		t.Errorf("template %+v: want unbound, labelled with its namespace", tmpl.ObjectMeta)
+	}
+	namespacesOf := func(s *metav1.LabelSelector) []string {
+		for _, e := range s.MatchExpressions {
+			if e.Key == SimNamespaceLabel {
+				return e.Values
+			}
+		}
+		return nil
+	}
+	terms := tmpl.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	for i, want := range [][]string{{"shop"}, {"a", "b"}, nil} {
+		if got := namespacesOf(terms[i].LabelSelector); !slices.Equal(got, want) || terms[i].Namespaces != nil || terms[i].NamespaceSelector != nil {
+			t.Errorf("term %d: namespaces %v (%v, %v), want %v", i, got, terms[i].Namespaces, terms[i].NamespaceSelector, want)
+		}
+	}
+	if got := namespacesOf(tmpl.Spec.TopologySpreadConstraints[0].LabelSelector); !slices.Equal(got, []string{"shop"}) {
+		t.Errorf("spread constraint narrowed to %v, want [shop]", got)
+	}
+	if len(sel.MatchExpressions) != 0 || pod.Spec.NodeName != "n1" {
+		t.Error("the pod read was changed")
+	}
+
+	long := simName(strings.Repeat("n", 40), strings.Repeat("p", 40))
+	if len(long) > 63 || long == simName(strings.Repeat("n", 40), strings.Repeat("p", 39)+"q") || strings.ContainsAny(long[len(long)-1:], ".-_") {
+		t.Errorf("simName of a long name: %q", long)
+	}
+	if simName("shop", "web-1") != "shop.web-1" {
+		t.Errorf("simName(shop, web-1) = %q", simName("shop", "web-1"))
+	}
+}
