@@ -22,9 +22,10 @@ func newSimulateCommand() *cobra.Command {
 	var (
 		output, htmlReport, compare string
 		seed                        int64
+		cluster                     clusterFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "simulate WORKLOAD.yaml | MANIFESTS...",
+		Use:   "simulate WORKLOAD.yaml | MANIFESTS... | --from-cluster[=DUMP] [NODEPOOLS...]",
 		Short: "Run the controllers offline over a workload and report nodes, cost and timing",
 		Long: `Run Karpenter's provisioning and node lifecycle controllers offline, on an in-memory cluster
 and a simulated cloud (the EC2 catalog and prices), over the timeline of a workload file, on a
@@ -34,17 +35,38 @@ WORKLOAD.yaml may also be plain Kubernetes manifests (NodePools, EC2NodeClasses,
 StatefulSets, Jobs, DaemonSets, PodDisruptionBudgets, StorageClasses, PersistentVolumes and
 PersistentVolumeClaims), simulated for an hour as if applied at once; - reads
 standard input. Manifests may be split over several files and directories (their .yaml, .yml
-and .json files), as for kubectl apply -f.`,
+and .json files), as for kubectl apply -f.
+
+With --from-cluster, simulates a cluster instead: the live one of the kubeconfig (read-only), or
+a dump of one (--from-cluster=FILE). It reports today's fleet and $/hour, what consolidation
+would do to it now, step by step (honouring PodDisruptionBudgets, do-not-disrupt and budgets),
+what would be launched for the same pods from scratch, and the savings. The arguments are then
+NodePool and EC2NodeClass files: for a cluster without Karpenter, the NodePools to simulate
+with; for one with it, they replace its NodePools of the same name and add to them.`,
 		Example: `  karpenter simulate examples/web.yaml
   karpenter simulate nodepool.yaml ec2nodeclass.yaml deployment.yaml
-  karpenter simulate manifests/`,
-		Args: cobra.MinimumNArgs(1),
+  karpenter simulate manifests/
+  karpenter simulate --from-cluster
+  karpenter simulate --from-cluster --context prod nodepool.yaml
+  karpenter simulate --from-cluster=examples/cluster/cluster-dump.yaml`,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The controllers' logs are not the simulation's output: the report says what
 			// happened (and its warnings what went wrong).
 			ctrl.SetLogger(logr.Discard())
 			if output != "text" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: must be text or json", output)}
+			}
+			if cluster.fromCluster != "" {
+				return runFromCluster(cmd, cluster, args, output, htmlReport, compare, seed)
+			}
+			for _, flag := range clusterOnly {
+				if cmd.Flags().Changed(flag) {
+					return usageError{fmt.Errorf("--%s: only with --from-cluster", flag)}
+				}
+			}
+			if len(args) == 0 {
+				return usageError{errors.New("requires a workload file or manifests, or --from-cluster")}
 			}
 			var w *simulate.Workload
 			var err error
@@ -126,6 +148,7 @@ and .json files), as for kubectl apply -f.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed of the simulated cloud (default: the workload's)")
 	cmd.Flags().StringVar(&htmlReport, "report", "", "also write a self-contained HTML report with charts to this file")
+	addClusterFlags(cmd, &cluster)
 	cmd.Flags().StringVar(&compare, "compare", "", "run the same timeline with the NodePools and NodeClasses of this file too, and report the difference (as text, --output json, and the --report page)")
 	return cmd
 }

@@ -224,6 +224,11 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 			return nil, fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 		}
 	}
+	if w.setup != nil {
+		if err := w.setup(ctx, e); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 

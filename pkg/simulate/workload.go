@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,9 @@ type Workload struct {
 	// Objects are the decoded manifests.
 	Objects []client.Object `yaml:"-"`
 	file    string
+	// setup, when set, runs once the engine has created Objects, before the first pass: a
+	// cluster taken in by --from-cluster adopts its nodes and pods there (fromcluster.go).
+	setup func(ctx context.Context, e *engine) error
 }
 
 // CloudSettings tune the simulated cloud.

@@ -430,7 +430,7 @@ func (c *Cloud) Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, 
 	return in.nodeClaim(), nil
 }
 
-// List returns the NodeClaim view of every live instance, sorted by provider ID, or
+// List returns the NodeClaim view of every live instance (but adopted unmanaged ones), sorted by provider ID, or
 // *ThrottlingError when the call is throttled.
 func (c *Cloud) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	if err := ctx.Err(); err != nil {
@@ -447,6 +447,9 @@ func (c *Cloud) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	c.syncLocked(c.clock.Now())
 	out := make([]*karpv1.NodeClaim, 0, len(c.live))
 	for _, in := range c.live {
+		if in.unmanaged {
+			continue // not Karpenter's: its cloud provider does not list it
+		}
 		out = append(out, in.nodeClaim())
 	}
 	slices.SortFunc(out, func(a, b *karpv1.NodeClaim) int { return strings.Compare(a.Status.ProviderID, b.Status.ProviderID) })

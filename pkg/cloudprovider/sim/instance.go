@@ -131,10 +131,12 @@ type instance struct {
 	lossAt                           time.Time
 	claimName, nodePoolName          string
 	nodeClassName                    string
-	labels                           map[string]string
-	capacity, allocatable            corev1.ResourceList
-	subnetHash, securityGroupHash    string
-	bootstrap                        Bootstrap
+	// unmanaged marks an adopted instance Karpenter does not manage (Adopted.Unmanaged).
+	unmanaged                     bool
+	labels                        map[string]string
+	capacity, allocatable         corev1.ResourceList
+	subnetHash, securityGroupHash string
+	bootstrap                     Bootstrap
 	// conditions are the faults injected into its Node; failAt is when the fault plan's node
 	// failure happens (zero for never).
 	conditions []NodeCondition
