@@ -29,6 +29,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/packing"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -58,6 +59,18 @@ type Controller struct {
 	unseenNodePools []string
 	// buffers, when set (the CapacityBuffer feature gate), supplies Input.BufferPods.
 	buffers *capacitybuffer.Buffers
+	// packing is the fleet re-packed at packedAt (PackingOf); nil after a command starts, so
+	// the next pass measures the fleet afresh.
+	packing  *packing.Result
+	packedAt time.Time
+}
+
+// Packing returns the fleet re-packed from scratch by the last pass that measured it (every
+// Options.PackingInterval, and the pass after a command starts), or nil before the first.
+func (c *Controller) Packing() *packing.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.packing
 }
 
 // KeepBuffers makes consolidation keep the room of the CapacityBuffers' virtual pods (see
@@ -178,6 +191,11 @@ func (c *Controller) Step(ctx context.Context) error {
 	if len(in.UnseenNodePools) > 0 {
 		logger.V(1).Info("prioritizing nodepools that have not yet been considered due to timeouts in previous runs", "nodepools", strings.Join(in.UnseenNodePools, ", "))
 	}
+	if c.packing == nil || now.Sub(c.packedAt) >= c.opts.PackingInterval {
+		c.packing, c.packedAt = PackingOf(*in), now
+		recordPacking(c.packing)
+	}
+	in.Packing = c.packing
 	decision := Decide(*in)
 	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools
 	logTimeouts(logger, decision)
@@ -440,6 +458,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		names = append(names, cand.Name(), cand.NodeClaim.Name)
 	}
 	c.cluster.MarkForDeletion(names...)
+	c.packing = nil
 	for _, fn := range c.observers {
 		fn(cmd)
 	}

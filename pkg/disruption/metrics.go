@@ -2,7 +2,17 @@ package disruption
 
 import (
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/packing"
 )
+
+// recordPacking sets the packing gauges: the fleet's (NodePool "") and each NodePool's.
+func recordPacking(r *packing.Result) {
+	figures := []metrics.PackingFigures{{Ratio: r.Ratio(), Repacked: r.Repacked, Bound: r.Bound}}
+	for _, p := range r.Pools {
+		figures = append(figures, metrics.PackingFigures{NodePool: p.NodePool, Ratio: p.Ratio(), Repacked: p.Repacked, Bound: p.Bound})
+	}
+	metrics.SetPacking(figures)
+}
 
 // recordDecision counts a command that starts being carried out.
 func recordDecision(cmd *Command) {
@@ -33,7 +43,7 @@ func consolidationType(method string) string {
 		return metrics.ConsolidationTypeEmpty
 	case MethodSingleNode:
 		return metrics.ConsolidationTypeSingle
-	case MethodMultiNode:
+	case MethodMultiNode, MethodRepack: // re-pack is ours: Karpenter's label for many nodes
 		return metrics.ConsolidationTypeMulti
 	}
 	return ""
