@@ -67,7 +67,7 @@ type Result struct {
 	Pools []PoolResult
 	// Nodes, Current, Repacked, RepackedNodes, Bound and Unplaced sum the Pools'.
 	Nodes, RepackedNodes, Unplaced int
-	Current, Repacked, Bound      float64
+	Current, Repacked, Bound       float64
 }
 
 // Ratio is the fleet's packing ratio: Current over Bound (0 when the bound is zero). It is at
