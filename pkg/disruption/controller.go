@@ -59,10 +59,13 @@ type Controller struct {
 	unseenNodePools []string
 	// buffers, when set (the CapacityBuffer feature gate), supplies Input.BufferPods.
 	buffers *capacitybuffer.Buffers
-	// packing is the fleet re-packed at packedAt (PackingOf); nil after a command starts, so
-	// the next pass measures the fleet afresh.
+	// packing is the fleet re-packed at packedAt (PackingOf); packedAt is zeroed when a
+	// command starts, so the next pass measures the fleet afresh.
 	packing  *packing.Result
 	packedAt time.Time
+	// repackIdle: re-pack consolidation found nothing on this packing; it is not tried again
+	// before the fleet is measured anew (cheap passes, and at most one search per measure).
+	repackIdle bool
 }
 
 // Packing returns the fleet re-packed from scratch by the last pass that measured it (every
@@ -191,12 +194,17 @@ func (c *Controller) Step(ctx context.Context) error {
 	if len(in.UnseenNodePools) > 0 {
 		logger.V(1).Info("prioritizing nodepools that have not yet been considered due to timeouts in previous runs", "nodepools", strings.Join(in.UnseenNodePools, ", "))
 	}
-	if c.packing == nil || now.Sub(c.packedAt) >= c.opts.PackingInterval {
-		c.packing, c.packedAt = PackingOf(*in), now
+	if c.packing == nil || c.packedAt.IsZero() || now.Sub(c.packedAt) >= c.opts.PackingInterval {
+		c.packing, c.packedAt, c.repackIdle = PackingOf(*in), now, false
 		recordPacking(c.packing)
 	}
-	in.Packing = c.packing
+	if !c.repackIdle {
+		in.Packing = c.packing
+	}
 	decision := Decide(*in)
+	if in.Packing != nil && decision.Command == nil && decision.evaluated(MethodRepack) {
+		c.repackIdle = true
+	}
 	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools
 	logTimeouts(logger, decision)
 	recordDecisionGauges(decision)
@@ -458,7 +466,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		names = append(names, cand.Name(), cand.NodeClaim.Name)
 	}
 	c.cluster.MarkForDeletion(names...)
-	c.packing = nil
+	c.packedAt = time.Time{} // the next pass measures the fleet afresh
 	for _, fn := range c.observers {
 		fn(cmd)
 	}

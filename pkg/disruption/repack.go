@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -24,10 +25,10 @@ const MethodRepack = "repack consolidation"
 
 // The thresholds of re-pack consolidation.
 const (
-	// RepackThreshold is the least ratio of a NodePool's $/hour to the $/hour of the
-	// scheduler's packing of its pods from scratch (packing.PoolResult.RepackRatio) at which
-	// re-pack consolidation acts on it: below it the fleet is as good as a re-pack would make
-	// it, give or take the packing's own noise.
+	// RepackThreshold is the least packing ratio of a NodePool (its $/hour over the lower
+	// bound of its pods packed from scratch, packing.PoolResult.Ratio) at which re-pack
+	// consolidation acts on it: within it, the fleet is as good as the bound lets a packing of
+	// whole nodes be, give or take.
 	RepackThreshold = 1.10
 	// RepackMinSavingsShare is the least share of the replaced nodes' $/hour a re-pack
 	// command must save: moving pods for a few cents is not worth their disruption. Each
@@ -39,8 +40,9 @@ const (
 )
 
 // PackingOf re-packs the fleet of in from scratch (see package packing): for each dynamic
-// NodePool that is ready and has nodes, the pods of its registered nodes that are not being
-// deleted, and those nodes' prices. Nodes still launching or being deleted count in neither.
+// NodePool that is ready and has nodes, the pods of its registered nodes, and the prices of
+// those not being deleted (their pods are moving to the others). Nodes still launching count
+// in neither.
 func PackingOf(in Input) *packing.Result {
 	pools := map[string]*karpv1.NodePool{}
 	var names []string
@@ -53,7 +55,7 @@ func PackingOf(in Input) *packing.Result {
 	sort.Strings(names)
 	byPool := map[string]*packing.Pool{}
 	for _, sn := range in.Nodes {
-		if sn.NodeClaim == nil || sn.Node == nil || sn.MarkedForDeletion {
+		if sn.NodeClaim == nil || sn.Node == nil {
 			continue
 		}
 		np := pools[sn.NodePool()]
@@ -69,14 +71,17 @@ func PackingOf(in Input) *packing.Result {
 			p = &packing.Pool{NodePool: sp}
 			byPool[np.Name] = p
 		}
-		p.Nodes++
-		p.Current += nodePrice(nodeLabel(sn, corev1.LabelInstanceTypeStable), nodeLabel(sn, karpv1.CapacityTypeLabelKey),
-			nodeLabel(sn, corev1.LabelTopologyZone), in.InstanceTypes[np.Name])
 		for _, pod := range sn.Pods {
 			if state.IsReschedulable(pod) {
 				p.Pods = append(p.Pods, pod)
 			}
 		}
+		if sn.MarkedForDeletion {
+			continue // its pods are moving to the rest of the fleet
+		}
+		p.Nodes++
+		p.Current += nodePrice(nodeLabel(sn, corev1.LabelInstanceTypeStable), nodeLabel(sn, karpv1.CapacityTypeLabelKey),
+			nodeLabel(sn, corev1.LabelTopologyZone), in.InstanceTypes[np.Name])
 	}
 	pin := packing.Input{DaemonPods: state.DaemonPods(in.DaemonSets)}
 	for _, name := range names {
@@ -88,9 +93,10 @@ func PackingOf(in Input) *packing.Result {
 }
 
 // repackWorth reports whether re-pack consolidation may act on the NodePool: its nodes cost
-// at least RepackThreshold times its pods packed from scratch.
+// at least RepackThreshold times the lower bound of its pods packed from scratch, and the
+// from-scratch packing placed them all (else the bound leaves some out).
 func repackWorth(p packing.PoolResult) bool {
-	return p.Repacked > 0 && p.Unplaced == 0 && p.Current >= RepackThreshold*p.Repacked
+	return p.Bound > 0 && p.Unplaced == 0 && p.Current >= RepackThreshold*p.Bound
 }
 
 // repack is re-pack consolidation (MethodRepack): with Input.Packing, for the NodePools worth
@@ -256,4 +262,35 @@ func narrowTypes(claim *scheduler.Claim, limit float64, exclude func(name, capac
 	}
 	claim.Price = kept[0].price
 	return claim.Price, true
+}
+
+// MeasurePacking re-packs the fleet as it is now (PackingOf), reading only the cluster state
+// and each NodePool's instance types: unlike a pass, it decides nothing and writes nothing.
+func (c *Controller) MeasurePacking(ctx context.Context) (*packing.Result, error) {
+	snap, err := c.cluster.SyncSnapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("taking snapshot: %w", err)
+	}
+	in := Input{Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
+	for _, np := range snap.NodePools {
+		if np.DeletionTimestamp != nil || nodepool.IsStatic(np) {
+			continue
+		}
+		its, err := c.cloud.GetInstanceTypes(ctx, np)
+		if err != nil {
+			return nil, fmt.Errorf("listing instance types of nodepool %s: %w", np.Name, err)
+		}
+		in.InstanceTypes[np.Name] = its
+	}
+	return PackingOf(in), nil
+}
+
+// evaluated reports whether the decision tried the method.
+func (d *Decision) evaluated(method string) bool {
+	for _, e := range d.Evaluations {
+		if e.Method == method {
+			return true
+		}
+	}
+	return false
 }
