@@ -1,0 +1,192 @@
+package disruption
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
+)
+
+// fragmented builds a fleet Karpenter's consolidation cannot improve: n on-demand c.xlarge
+// nodes each holding two pods of 40% of its CPU. No node's pods fit in the others' holes, a
+// c.large holds one such pod only, and one new node for several of them costs as much as
+// they do (the catalog's prices grow with size); five of them fit on a c.2xlarge, though.
+func fragmented(t *testing.T, n int, overrides ...func(*karpv1.NodePool)) (*cluster, *karpv1.NodePool) {
+	t.Helper()
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, append([]func(*karpv1.NodePool){everyBudget("100%"), func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+		}
+	}}, overrides...)...)
+	c := newCluster(catalog(), np)
+	xl := findType(c.types, "c.xlarge")
+	cpu := cloudprovider.ResourcesOf(xl.Allocatable()).MilliCPU * 2 / 5
+	for i := range n {
+		c.add(stateNode(np, fmt.Sprintf("n%02d", i), xl, karpv1.CapacityTypeOnDemand, "test-zone-1",
+			pod(fmt.Sprintf("%dm", cpu), "1Gi"), pod(fmt.Sprintf("%dm", cpu), "1Gi")))
+	}
+	return c, np
+}
+
+// repackDecide decides with the fleet's packing measured, as the controller does.
+func repackDecide(c *cluster) *Decision {
+	in := c.in
+	in.Packing = PackingOf(in)
+	return Decide(in)
+}
+
+// checkRepack checks a re-pack command against its rules.
+func checkRepack(t *testing.T, cmd *Command) {
+	t.Helper()
+	if cmd.Method != MethodRepack || cmd.Reason != karpv1.DisruptionReasonUnderutilized {
+		t.Fatalf("%s by %s for %s, want re-pack consolidation for Underutilized", cmd.Message(), cmd.Method, cmd.Reason)
+	}
+	if len(cmd.Replacements) > len(cmd.Candidates) {
+		t.Errorf("%s: more new nodes than it removes", cmd.Message())
+	}
+	if cmd.Savings < RepackMinSavingsShare*cmd.Price() {
+		t.Errorf("%s saves $%.3f/h of $%.3f/h, want at least %.0f%%", cmd.Message(), cmd.Savings, cmd.Price(), 100*RepackMinSavingsShare)
+	}
+	own := map[string]bool{}
+	for _, cand := range cmd.Candidates {
+		own[cand.InstanceType+"/"+cand.CapacityType] = true
+	}
+	for _, r := range cmd.Replacements {
+		for _, it := range r.Claim.InstanceTypes {
+			if o, _ := it.CheapestOffering(r.Claim.Requirements); own[it.Name+"/"+o.CapacityType] {
+				t.Errorf("%s may launch %s %s, a candidate's own type", cmd.Message(), it.Name, o.CapacityType)
+			}
+		}
+	}
+}
+
+// TestRepackMovesTheFleetTowardsTheBound: on a fleet Karpenter's consolidation leaves alone,
+// re-pack consolidation replaces nodes by fewer, cheaper ones, each step saving at least
+// RepackMinSavingsShare, until the fleet is within RepackThreshold of the bound; then it
+// stops, and its own result gives it nothing more to do.
+func TestRepackMovesTheFleetTowardsTheBound(t *testing.T) {
+	c, _ := fragmented(t, 10)
+	if d := Decide(c.in); d.Command != nil {
+		t.Fatalf("Karpenter's consolidation acts on the fragmented fleet: %s", d.Command.Message())
+	}
+	before := PackingOf(c.in)
+	if before.Ratio() <= RepackThreshold {
+		t.Fatalf("the fragmented fleet is %.3f× the bound: not fragmented", before.Ratio())
+	}
+	steps := 0
+	for pass := 0; pass < 20; pass++ {
+		d := repackDecide(c)
+		if d.Command == nil {
+			break
+		}
+		cost := c.cost()
+		if d.Command.Method == MethodRepack {
+			checkRepack(t, d.Command)
+			steps++
+		}
+		t.Logf("%.3f× bound: %s %s", PackingOf(c.in).Ratio(), d.Command.Method, d.Command.Message())
+		c.in.Now = c.in.Now.Add(10 * 60e9) // past the replacements' consolidateAfter
+		c.apply(d.Command)
+		if c.cost() >= cost {
+			t.Fatalf("%s: $%.3f/h → $%.3f/h", d.Command.Message(), cost, c.cost())
+		}
+	}
+	after := PackingOf(c.in)
+	t.Logf("%d re-pack steps: $%.3f/h (%.3f× the bound $%.3f/h) → $%.3f/h (%.3f×, re-packed from scratch $%.3f/h)",
+		steps, before.Current, before.Ratio(), before.Bound, after.Current, after.Ratio(), after.Repacked)
+	if steps == 0 {
+		t.Fatal("re-pack consolidation did nothing")
+	}
+	if after.Ratio() > RepackThreshold {
+		t.Errorf("the fleet ends at %.3f× the bound, want within %.2f×", after.Ratio(), RepackThreshold)
+	}
+	c.in.Now = c.in.Now.Add(10 * 60e9)
+	if d := repackDecide(c); d.Command != nil {
+		t.Errorf("a command on the re-packed fleet: %s", d.Command.Message())
+	}
+}
+
+// TestRepackLeavesAloneWhatItMayNotTouch: re-pack consolidation needs the packing measured,
+// is off with DisableRepack, does nothing on a WhenEmpty NodePool or with an Underutilized
+// budget of 0, stays within a budget, and never takes a node protected by do-not-disrupt (on
+// the node or a pod) or a PodDisruptionBudget.
+func TestRepackLeavesAloneWhatItMayNotTouch(t *testing.T) {
+	c, _ := fragmented(t, 10)
+	if d := Decide(c.in); d.Command != nil {
+		t.Errorf("a command without the packing measured: %s", d.Command.Message())
+	}
+	c.in.Options.DisableRepack = true
+	if d := repackDecide(c); d.Command != nil {
+		t.Errorf("a command with re-pack disabled: %s", d.Command.Message())
+	}
+
+	c, _ = fragmented(t, 10, func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty })
+	if d := repackDecide(c); d.Command != nil {
+		t.Errorf("a command on a WhenEmpty NodePool: %s", d.Command.Message())
+	}
+	c, _ = fragmented(t, 10, everyBudget("0", karpv1.DisruptionReasonUnderutilized))
+	if d := repackDecide(c); d.Command != nil {
+		t.Errorf("a command with an Underutilized budget of 0: %s", d.Command.Message())
+	}
+	c, _ = fragmented(t, 10, everyBudget("3"))
+	if d := repackDecide(c); d.Command == nil || len(d.Command.Candidates) > 3 {
+		t.Errorf("with a budget of 3: %+v", d.Command)
+	} else {
+		checkRepack(t, d.Command)
+	}
+
+	c, _ = fragmented(t, 10)
+	protected := map[string]bool{"n00": true, "n01": true, "n02": true, "n03": true, "n04": true}
+	c.in.Nodes[0].Node.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	c.in.Nodes[1].NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] = "true"
+	c.in.Nodes[2].Pods[0].Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	for _, sn := range c.in.Nodes[3:5] {
+		sn.Pods[1].Labels = map[string]string{"app": "guarded"}
+	}
+	c.in.PDBs = []*policyv1.PodDisruptionBudget{{
+		ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+	}}
+	d := repackDecide(c)
+	if d.Command == nil {
+		t.Fatal("no command on the five unprotected nodes")
+	}
+	checkRepack(t, d.Command)
+	for _, cand := range d.Command.Candidates {
+		if protected[cand.Name()] {
+			t.Errorf("%s takes protected node %s", d.Command.Message(), cand.Name())
+		}
+	}
+}
+
+// TestRepackNotUnderTheThreshold: a fleet within RepackThreshold of the bound is left alone,
+// though single nodes of it are not full.
+func TestRepackNotUnderTheThreshold(t *testing.T) {
+	c, np := fragmented(t, 0)
+	xl2 := findType(c.types, "c.2xlarge")
+	cpu := cloudprovider.ResourcesOf(findType(c.types, "c.xlarge").Allocatable()).MilliCPU * 2 / 5
+	for i := range 4 {
+		var pods []*corev1.Pod
+		for range 5 {
+			pods = append(pods, pod(fmt.Sprintf("%dm", cpu), "1Gi"))
+		}
+		c.add(stateNode(np, fmt.Sprintf("full%d", i), xl2, karpv1.CapacityTypeOnDemand, "test-zone-1", pods...))
+	}
+	p := PackingOf(c.in)
+	if p.Ratio() > RepackThreshold || p.Ratio() < 1 {
+		t.Fatalf("the packed fleet is %.3f× the bound, want within [1, %.2f]", p.Ratio(), RepackThreshold)
+	}
+	d := repackDecide(c)
+	if d.Command != nil {
+		t.Errorf("a command on a packed fleet: %s", d.Command.Message())
+	}
+	if !d.evaluated(MethodRepack) {
+		t.Error("re-pack consolidation was not evaluated")
+	}
+}
