@@ -126,7 +126,9 @@ func TestRepackLeavesAloneWhatItMayNotTouch(t *testing.T) {
 		t.Errorf("a command with re-pack disabled: %s", d.Command.Message())
 	}
 
-	c, _ = fragmented(t, 10, func(np *karpv1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty })
+	c, _ = fragmented(t, 10, func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+	})
 	if d := repackDecide(c); d.Command != nil {
 		t.Errorf("a command on a WhenEmpty NodePool: %s", d.Command.Message())
 	}
