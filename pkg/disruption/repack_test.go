@@ -2,7 +2,9 @@ package disruption
 
 import (
 	"fmt"
+	"math/rand"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -191,4 +193,75 @@ func TestRepackNotUnderTheThreshold(t *testing.T) {
 	if !d.evaluated(MethodRepack) {
 		t.Error("re-pack consolidation was not evaluated")
 	}
+}
+
+// TestRepackProperties: on random fragmented fleets (random budgets, policies, protected pods
+// and nodes, nodes being deleted, well-packed neighbours), a re-pack command keeps every rule
+// of consolidation (checkCommand) and of re-pack (checkRepack); and carried out pass after
+// pass, the fleet only gets cheaper and settles: no command once it has.
+func TestRepackProperties(t *testing.T) {
+	budgets := []string{"0", "1", "3", "10%", "50%", "100%", "100%"}
+	policies := []karpv1.ConsolidationPolicy{karpv1.ConsolidationPolicyWhenEmpty, karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, karpv1.ConsolidationPolicyBalanced}
+	repacks := 0
+	for seed := int64(0); seed < 100; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		c, np := fragmented(t, 4+r.Intn(12), func(np *karpv1.NodePool) {
+			np.Spec.Disruption.ConsolidationPolicy = policies[r.Intn(len(policies))]
+			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: budgets[r.Intn(len(budgets))]}}
+		})
+		xl := findType(c.types, "c.xlarge")
+		for _, sn := range c.in.Nodes {
+			switch r.Intn(12) {
+			case 0:
+				sn.Pods[0].Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+			case 1:
+				sn.Pods[1].Labels = map[string]string{"app": "guarded"}
+			case 2:
+				sn.Node.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+			case 3:
+				sn.MarkedForDeletion = true
+			}
+		}
+		for i := range r.Intn(4) { // full neighbours
+			c.add(stateNode(np, fmt.Sprintf("full-%d", i), xl, karpv1.CapacityTypeOnDemand, "test-zone-1", pod("3", "6Gi")))
+		}
+		c.in.PDBs = []*policyv1.PodDisruptionBudget{{
+			ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default"},
+			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+		}}
+		settled := -1
+		for pass := 0; pass < 40; pass++ {
+			c.in.Now = c.in.Now.Add(10 * time.Minute)
+			d := repackDecide(c)
+			if d.Command == nil {
+				if settled < 0 {
+					settled = pass
+				}
+				continue
+			}
+			if settled >= 0 {
+				t.Fatalf("seed %d: a command after the fleet settled at pass %d: %s %s", seed, settled, d.Command.Method, d.Command.Message())
+			}
+			checkCommand(t, seed, c, d.Command)
+			if d.Command.Method == MethodRepack {
+				checkRepack(t, d.Command)
+				if np.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyWhenEmpty {
+					t.Errorf("seed %d: re-pack on a WhenEmpty NodePool: %s", seed, d.Command.Message())
+				}
+				repacks++
+			}
+			cost := c.cost()
+			c.apply(d.Command)
+			if c.cost() >= cost {
+				t.Errorf("seed %d: %s: $%.3f/h → $%.3f/h", seed, d.Command.Message(), cost, c.cost())
+			}
+		}
+		if settled < 0 {
+			t.Errorf("seed %d: still disrupting after 40 passes", seed)
+		}
+	}
+	if repacks < 15 {
+		t.Errorf("%d re-pack commands on 100 fragmented fleets: the test shows little", repacks)
+	}
+	t.Logf("%d re-pack commands", repacks)
 }
