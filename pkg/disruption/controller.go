@@ -255,6 +255,8 @@ func logTimeouts(logger logr.Logger, d *Decision) {
 		switch {
 		case t.Method == MethodSingleNode:
 			logger.V(1).Info("abandoning single-node consolidation due to timeout", "candidates_evaluated", t.Evaluated)
+		case t.Method == MethodRepack:
+			logger.V(1).Info("abandoning re-pack consolidation due to timeout", "last_batch_size", t.Evaluated)
 		case d.Command != nil && d.Command.Method == MethodMultiNode:
 			logger.V(1).Info("stopping multi-node consolidation after timeout, returning last valid command", "nodes", d.Command.NodeNames())
 		default:

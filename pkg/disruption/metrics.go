@@ -62,9 +62,15 @@ func recordDecisionGauges(decision *Decision) {
 // recordEvaluation records what a pass's searches measured: each method's evaluation time,
 // the consolidation moves evaluated with their Balanced scores, and the consolidation searches
 // that reached their time limit.
+//
+// Re-pack consolidation is ours: its searches are left out of Karpenter's evaluation times and
+// timeouts, which keep counting Karpenter's methods only (its commands do count, as multi-node
+// consolidation's).
 func recordEvaluation(decision *Decision) {
 	for _, e := range decision.Evaluations {
-		metrics.ObserveDisruptionEvaluation(consolidationType(e.Method), metrics.DisruptionReason(e.Reason), e.Took)
+		if e.Method != MethodRepack {
+			metrics.ObserveDisruptionEvaluation(consolidationType(e.Method), metrics.DisruptionReason(e.Reason), e.Took)
+		}
 	}
 	for _, m := range decision.Moves {
 		metrics.ConsolidationMove(m.NodePool, string(m.Policy), m.Approved)
@@ -73,6 +79,8 @@ func recordEvaluation(decision *Decision) {
 		}
 	}
 	for _, t := range decision.Timeouts {
-		metrics.ConsolidationTimedOut(consolidationType(t.Method))
+		if t.Method != MethodRepack {
+			metrics.ConsolidationTimedOut(consolidationType(t.Method))
+		}
 	}
 }

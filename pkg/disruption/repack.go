@@ -138,7 +138,7 @@ func (d *decider) repack() *Command {
 		res := d.schedule(cands[:n], -1, true)
 		d.scheduled(MethodRepack)
 		if bounded && !d.in.Clock.Now().Before(deadline) {
-			d.timeouts = append(d.timeouts, SearchTimeout{Method: MethodMultiNode, Evaluated: n})
+			d.timeouts = append(d.timeouts, SearchTimeout{Method: MethodRepack, Evaluated: n})
 			return nil
 		}
 		if cmd, _ := d.repackCommand(cands[:n], res); cmd != nil {
