@@ -60,7 +60,7 @@ type Controller struct {
 	// buffers, when set (the CapacityBuffer feature gate), supplies Input.BufferPods.
 	buffers *capacitybuffer.Buffers
 	// packing is the fleet re-packed at packedAt (PackingOf); packedAt is zeroed when a
-	// command starts, so the next pass measures the fleet afresh.
+	// command starts and when it ends, so the next pass measures the fleet afresh.
 	packing  *packing.Result
 	packedAt time.Time
 	// repackIdle: re-pack consolidation found nothing on this packing; it is not tried again
@@ -186,6 +186,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		if err != nil || !done {
 			return err
 		}
+		c.packedAt = time.Time{} // the fleet changed: measure it afresh, and re-pack may try again
 	}
 	in, err := c.input(ctx, now)
 	if err != nil {
@@ -202,7 +203,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		in.Packing = c.packing
 	}
 	decision := Decide(*in)
-	if in.Packing != nil && decision.Command == nil && decision.evaluated(MethodRepack) {
+	if in.Packing != nil && decision.Command == nil && decision.evaluated(MethodRepack) && !decision.repackWaits {
 		c.repackIdle = true
 	}
 	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools

@@ -238,6 +238,9 @@ type Decision struct {
 	// for the next Input: those this one did not reach before its time limit; none once it
 	// tried every candidate; the Input's when it did not run or found a command.
 	UnseenNodePools []string
+
+	// repackWaits: re-pack consolidation had candidates its budgets held back for now.
+	repackWaits bool
 }
 
 // Evaluation is the time one disruption method took to evaluate the cluster.
@@ -333,6 +336,7 @@ func Decide(in Input) *Decision {
 		}
 	}
 	out.Unconsolidatable = d.unconsolidatable
+	out.NextChange, out.repackWaits = d.next, d.repackWaits // a method may have added a moment
 	out.Timeouts, out.UnseenNodePools, out.Moves = d.timeouts, d.unseenPools, d.moves
 	out.Eligible = map[karpv1.DisruptionReason]int{
 		karpv1.DisruptionReasonDrifted:       len(d.driftable()),
@@ -413,6 +417,8 @@ type decider struct {
 	sim              *simulator
 	// holdsBuffer are the nodes the buffers' virtual pods occupy (see bufferNodes).
 	holdsBuffer map[string]bool
+	// repackWaits is Decision.repackWaits.
+	repackWaits bool
 }
 
 // wake notes a moment after now at which the decision may change on its own.

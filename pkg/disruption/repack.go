@@ -132,6 +132,15 @@ func (d *decider) repack() *Command {
 		}
 		return cands[i].Name() < cands[j].Name()
 	})
+	for _, c := range cands {
+		if d.budget(c.NodePool, karpv1.DisruptionReasonUnderutilized) == 0 {
+			// A node of its NodePool is disrupting: look again once it is gone, not a packing
+			// interval later (nothing else may wake a driver of virtual time before).
+			d.repackWaits = true
+			d.wake(d.in.Now.Add(d.opts.PollInterval))
+			break
+		}
+	}
 	cands = d.withinBudget(cands, karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates)
 	deadline, bounded := d.searchDeadline(MultiNodeConsolidationTimeout)
 	for n := len(cands); n >= 1; n = shrink(n) {
@@ -210,7 +219,10 @@ func (d *decider) repackCommand(cands []*Candidate, res *scheduler.Results) (*Co
 
 // spotRule applies consolidation's spot rules to a replacement claim (as cheaperReplacement):
 // spot nodes replaced by spot only with Options.SpotToSpotConsolidation, and a claim that may
-// be either made spot only, as priced. It returns why there is no replacement, or "".
+// be either made spot only, as priced. One difference, ours: without SpotToSpotConsolidation,
+// spot nodes may be replaced by on-demand ones when the NodePool allows them (and they are
+// cheaper, judged after), where Karpenter's consolidation gives up. It returns why there is
+// no replacement, or "".
 func (d *decider) spotRule(claim *scheduler.Claim, cands []*Candidate) string {
 	capacityTypes, constrained := claim.Requirements.Get(karpv1.CapacityTypeLabelKey)
 	maySpot := !constrained || capacityTypes.Has(karpv1.CapacityTypeSpot)
@@ -221,6 +233,8 @@ func (d *decider) spotRule(claim *scheduler.Claim, cands []*Candidate) string {
 	}
 	spotOnly := scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot)
 	switch {
+	case allSpot && maySpot && !d.opts.SpotToSpotConsolidation && mayOnDemand:
+		claim.Requirements = claim.Requirements.With(scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
 	case allSpot && maySpot && !d.opts.SpotToSpotConsolidation:
 		return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
 	case maySpot && (allSpot || mayOnDemand):
