@@ -265,3 +265,27 @@ func TestRepackProperties(t *testing.T) {
 	}
 	t.Logf("%d re-pack commands", repacks)
 }
+
+// TestRepackSpotToOnDemand: without SpotToSpotConsolidation Karpenter's consolidation leaves a
+// nearly empty spot node alone (its replacement could be spot); re-pack replaces it by a
+// cheaper on-demand node.
+func TestRepackSpotToOnDemand(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	c.add(stateNode(np, "big", findType(c.types, "c.4xlarge"), karpv1.CapacityTypeSpot, "test-zone-1", pod("1", "1Gi")))
+	if d := Decide(c.in); d.Command != nil {
+		t.Fatalf("Karpenter's consolidation replaces the spot node without the gate: %s", d.Command.Message())
+	}
+	d := repackDecide(c)
+	if d.Command == nil || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command %+v, want one replacement", d.Command)
+	}
+	checkRepack(t, d.Command)
+	r := d.Command.Replacements[0]
+	if cts, ok := r.Claim.Requirements.Get(karpv1.CapacityTypeLabelKey); !ok || cts.Has(karpv1.CapacityTypeSpot) || !cts.Has(karpv1.CapacityTypeOnDemand) {
+		t.Errorf("%s: the replacement may launch as %v, want on-demand only", d.Command.Message(), cts)
+	}
+	if r.CapacityType() != karpv1.CapacityTypeOnDemand {
+		t.Errorf("%s: replacement %s", d.Command.Message(), r.CapacityType())
+	}
+}
