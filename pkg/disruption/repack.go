@@ -133,9 +133,11 @@ func (d *decider) repack() *Command {
 		return cands[i].Name() < cands[j].Name()
 	})
 	for _, c := range cands {
-		if d.budget(c.NodePool, karpv1.DisruptionReasonUnderutilized) == 0 {
-			// A node of its NodePool is disrupting: look again once it is gone, not a packing
-			// interval later (nothing else may wake a driver of virtual time before).
+		if d.budget(c.NodePool, karpv1.DisruptionReasonUnderutilized) == 0 && d.disrupting[c.NodePool.Name] > 0 {
+			// Nodes of its NodePool are disrupting and take the budget: look again soon, once
+			// they are gone, not a packing interval later (nothing else may wake a driver of
+			// virtual time before). A budget closed by its schedule wakes the decision when
+			// its window ends.
 			d.repackWaits = true
 			d.wake(d.in.Now.Add(d.opts.PollInterval))
 			break
