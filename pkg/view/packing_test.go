@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -70,5 +71,34 @@ func TestViewPackingRatio(t *testing.T) {
 	objs.NodePools = nil
 	if out := render(t, NewSnapshot(objs, Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes}), RenderOptions{}); strings.Contains(out, "packing") {
 		t.Errorf("a packing ratio without NodePools:\n%s", out)
+	}
+}
+
+// TestViewPackingCache: a live view's cache re-packs only when the fleet changed: the same
+// objects give the same result without computing it again; a pod more gives a new one.
+func TestViewPackingCache(t *testing.T) {
+	objs := Objects{NodePools: []karpv1.NodePool{*builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true})}}
+	for i := range 3 {
+		name := fmt.Sprintf("n%d", i)
+		objs.Nodes = append(objs.Nodes, testNode(name, nodeOptions{}))
+		p := testPod("p"+name, name, "1", "1Gi", corev1.PodRunning)
+		p.UID = types.UID("uid-" + name)
+		objs.Pods = append(objs.Pods, p)
+	}
+	cache := &PackingCache{}
+	opts := Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes, Packing: cache}
+	first := NewSnapshot(objs, opts).Summary.Packing
+	if first == nil {
+		t.Fatal("no packing")
+	}
+	if again := NewSnapshot(objs, opts).Summary.Packing; again != first {
+		t.Error("the same fleet was re-packed")
+	}
+	more := testPod("extra", "n0", "1", "1Gi", corev1.PodRunning)
+	more.UID = "uid-extra"
+	objs.Pods = append(objs.Pods, more)
+	changed := NewSnapshot(objs, opts).Summary.Packing
+	if changed == first || changed.Bound <= first.Bound {
+		t.Errorf("a pod more: bound $%.3f, was $%.3f; want a new, higher one", changed.Bound, first.Bound)
 	}
 }

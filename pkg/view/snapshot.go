@@ -74,6 +74,9 @@ type Options struct {
 	// InstanceTypes gives the instance types a NodePool may launch, offered in zones (those of
 	// the shown nodes), for the packing ratio (Summary.Packing); nil leaves the ratio out.
 	InstanceTypes func(np *karpv1.NodePool, zones []string) ([]*cloudprovider.InstanceType, error)
+	// Packing, when set, remembers the last packing between snapshots (a live view keeps one),
+	// so the pods are re-packed only when the fleet changed; nil re-packs every snapshot.
+	Packing *PackingCache
 }
 
 // State is what a row's node is doing.
@@ -326,7 +329,7 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 		}
 	}
 	if opts.InstanceTypes != nil {
-		s.Summary.Packing = repack(objs, s.Rows, rowByNode, opts.InstanceTypes)
+		s.Summary.Packing = repack(objs, s.Rows, rowByNode, opts.InstanceTypes, opts.Packing)
 	}
 	sortRows(&s, opts.Sort, opts.Order)
 	return s
@@ -337,7 +340,7 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 // nodes being deleted, whose pods are moving), their pods (not daemonset or mirror pods) the
 // pods to pack. Daemonsets are not listed, so their overhead is left out of both packings.
 // It is nil when no such pod runs.
-func repack(objs Objects, rows []Row, rowByNode map[string]int, instanceTypes func(*karpv1.NodePool, []string) ([]*cloudprovider.InstanceType, error)) *packing.Result {
+func repack(objs Objects, rows []Row, rowByNode map[string]int, instanceTypes func(*karpv1.NodePool, []string) ([]*cloudprovider.InstanceType, error), cache *PackingCache) *packing.Result {
 	seen := map[string]bool{}
 	for i := range rows {
 		if z := rows[i].Zone; z != "" {
@@ -389,7 +392,10 @@ func repack(objs Objects, rows []Row, rowByNode map[string]int, instanceTypes fu
 			in.Pools = append(in.Pools, *p)
 		}
 	}
-	return packing.Compute(in)
+	if cache == nil {
+		return packing.Compute(in)
+	}
+	return cache.get(objs, zones, in)
 }
 
 // nodeRow is the row of a node without its pods; claim, which may be nil, is its NodeClaim.
