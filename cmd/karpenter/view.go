@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/view"
 )
@@ -92,7 +95,8 @@ with every node, without colours or cursor movement, and exits.`,
 			out := cmd.OutOrStdout()
 			stdout, isFile := out.(*os.File)
 			terminal := isFile && view.IsTerminal(stdout)
-			snapshot := view.Options{Prices: prices, Selector: selector, Sort: key, Order: order, Resources: shown, ExtraLabels: labelKeys}
+			snapshot := view.Options{Prices: prices, Selector: selector, Sort: key, Order: order, Resources: shown, ExtraLabels: labelKeys,
+				InstanceTypes: catalogInstanceTypes(prices)}
 			render := view.RenderOptions{Color: terminal && !noColor && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"}
 			if once || !terminal {
 				src, err := view.NewClientSource(cfg, selector)
@@ -165,4 +169,28 @@ func viewRestConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
 	// Deprecation warnings from the API server would scribble over the screen.
 	cfg.WarningHandler = rest.NoWarnings{}
 	return cfg, nil
+}
+
+// catalogInstanceTypes gives the view the instance types of the embedded EC2 catalog, with the
+// default NodeClass settings, offered in the given zones at prices, for the packing ratio:
+// built once per set of zones.
+func catalogInstanceTypes(prices cloudprovider.Prices) func(*karpv1.NodePool, []string) ([]*cloudprovider.InstanceType, error) {
+	var (
+		mu    sync.Mutex
+		built = map[string][]*cloudprovider.InstanceType{}
+	)
+	return func(_ *karpv1.NodePool, zones []string) ([]*cloudprovider.InstanceType, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		key := strings.Join(zones, ",")
+		if its, ok := built[key]; ok {
+			return its, nil
+		}
+		its, err := cloudprovider.DefaultInstanceTypes(cloudprovider.InstanceTypeOptions{Zones: zones, Prices: prices})
+		if err != nil {
+			return nil, err
+		}
+		built[key] = its
+		return its, nil
+	}
 }

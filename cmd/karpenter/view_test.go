@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,6 +140,14 @@ func viewLine(t *testing.T, out, name string) []string {
 func TestViewOnce(t *testing.T) {
 	ctx := context.Background()
 	viewCluster(t, ctx)
+	// The NodePool of the nodes, for the packing ratio, unless another test left one.
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "default"}, &karpv1.NodePool{}); apierrors.IsNotFound(err) {
+		np := builders.NodePool(builders.NodePoolOptions{Name: "default"})
+		if err := env.Client.Create(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), np) })
+	}
 	kubeconfig, err := env.KubeconfigFile(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +220,7 @@ func TestViewOnce(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("Cost     $%.3f/hour  $%.2f/month  (2 rows without a price)", total, total*730),
 		fmt.Sprintf("Nodes    4 nodes (1 not managed by Karpenter)  ·  2 launching  ·  %d pending pods", pending),
+		"× the bound ($", // the packing ratio, on the cost line
 		"3.1 of 9.78 cores requested",
 		"9.1Gi of 28Gi requested",
 	} {

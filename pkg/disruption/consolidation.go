@@ -22,7 +22,7 @@ const (
 
 // SearchTimeout is a consolidation search that reached its time limit.
 type SearchTimeout struct {
-	// Method is MethodMultiNode or MethodSingleNode.
+	// Method is MethodMultiNode, MethodSingleNode or MethodRepack.
 	Method string
 	// Evaluated is, for single-node consolidation, how many candidates it had evaluated; for
 	// multi-node consolidation, the number of nodes of the batch whose simulation ran out of

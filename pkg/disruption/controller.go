@@ -29,6 +29,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/packing"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -58,6 +59,21 @@ type Controller struct {
 	unseenNodePools []string
 	// buffers, when set (the CapacityBuffer feature gate), supplies Input.BufferPods.
 	buffers *capacitybuffer.Buffers
+	// packing is the fleet re-packed at packedAt (PackingOf); packedAt is zeroed when a
+	// command starts and when it ends, so the next pass measures the fleet afresh.
+	packing  *packing.Result
+	packedAt time.Time
+	// repackIdle: re-pack consolidation found nothing on this packing; it is not tried again
+	// before the fleet is measured anew (cheap passes, and at most one search per measure).
+	repackIdle bool
+}
+
+// Packing returns the fleet re-packed from scratch by the last pass that measured it (every
+// Options.PackingInterval, and the pass after a command starts), or nil before the first.
+func (c *Controller) Packing() *packing.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.packing
 }
 
 // KeepBuffers makes consolidation keep the room of the CapacityBuffers' virtual pods (see
@@ -170,6 +186,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		if err != nil || !done {
 			return err
 		}
+		c.packedAt = time.Time{} // the fleet changed: measure it afresh, and re-pack may try again
 	}
 	in, err := c.input(ctx, now)
 	if err != nil {
@@ -178,7 +195,17 @@ func (c *Controller) Step(ctx context.Context) error {
 	if len(in.UnseenNodePools) > 0 {
 		logger.V(1).Info("prioritizing nodepools that have not yet been considered due to timeouts in previous runs", "nodepools", strings.Join(in.UnseenNodePools, ", "))
 	}
+	if c.packing == nil || c.packedAt.IsZero() || now.Sub(c.packedAt) >= c.opts.PackingInterval {
+		c.packing, c.packedAt, c.repackIdle = PackingOf(*in), now, false
+		recordPacking(c.packing)
+	}
+	if !c.repackIdle {
+		in.Packing = c.packing
+	}
 	decision := Decide(*in)
+	if in.Packing != nil && decision.Command == nil && decision.evaluated(MethodRepack) && !decision.repackWaits {
+		c.repackIdle = true
+	}
 	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools
 	logTimeouts(logger, decision)
 	recordDecisionGauges(decision)
@@ -229,6 +256,8 @@ func logTimeouts(logger logr.Logger, d *Decision) {
 		switch {
 		case t.Method == MethodSingleNode:
 			logger.V(1).Info("abandoning single-node consolidation due to timeout", "candidates_evaluated", t.Evaluated)
+		case t.Method == MethodRepack:
+			logger.V(1).Info("abandoning re-pack consolidation due to timeout", "last_batch_size", t.Evaluated)
 		case d.Command != nil && d.Command.Method == MethodMultiNode:
 			logger.V(1).Info("stopping multi-node consolidation after timeout, returning last valid command", "nodes", d.Command.NodeNames())
 		default:
@@ -440,6 +469,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		names = append(names, cand.Name(), cand.NodeClaim.Name)
 	}
 	c.cluster.MarkForDeletion(names...)
+	c.packedAt = time.Time{} // the next pass measures the fleet afresh
 	for _, fn := range c.observers {
 		fn(cmd)
 	}

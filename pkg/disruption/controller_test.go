@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -580,4 +581,52 @@ var m5Pool = builders.NodePoolOptions{
 		builders.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
 		builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "on-demand"),
 	},
+}
+
+// TestPackingMeasuredAndServed: a pass measures the fleet's packing (a m5.4xlarge for one
+// one-core pod is far from the bound) and serves it as the packing gauges, the fleet's under
+// nodepool "" and the NodePool's under its name; it is measured again only a packing interval
+// later.
+func TestPackingMeasuredAndServed(t *testing.T) {
+	np := builders.NodePool(m5Pool, func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration() // the fleet stays as it is
+	})
+	f := newFixture(t, np)
+	f.node(np, "big", "m5.4xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
+	if f.controller.Packing() != nil {
+		t.Fatal("a packing before any pass")
+	}
+	f.step(10 * time.Second)
+	p := f.controller.Packing()
+	if p == nil || p.Nodes != 1 || p.Bound <= 0 || p.Ratio() < 4 {
+		t.Fatalf("packing %+v, want one node several times its pod's bound", p)
+	}
+	gauge := func(g prometheus.Collector, pool string) float64 {
+		t.Helper()
+		s := metricstest.Collected(t, g, map[string]string{"nodepool": pool})
+		if len(s) != 1 {
+			t.Fatalf("%d series for nodepool %q", len(s), pool)
+		}
+		return s[0].GetGauge().GetValue()
+	}
+	if got := gauge(metrics.ClusterPackingRatio, ""); got != p.Ratio() {
+		t.Errorf("karpenter_cluster_packing_ratio = %v, want %v", got, p.Ratio())
+	}
+	if got := gauge(metrics.ClusterPackingRatio, np.Name); got != p.Ratio() {
+		t.Errorf("karpenter_cluster_packing_ratio{nodepool=%q} = %v, want %v", np.Name, got, p.Ratio())
+	}
+	if got := gauge(metrics.ClusterPackingBound, ""); got != p.Bound {
+		t.Errorf("karpenter_cluster_packing_bound_dollars_per_hour = %v, want %v", got, p.Bound)
+	}
+	if got := gauge(metrics.ClusterRepackedCost, ""); got != p.Repacked || got <= 0 {
+		t.Errorf("karpenter_cluster_repacked_cost_dollars_per_hour = %v, want %v", got, p.Repacked)
+	}
+	f.step(10 * time.Second)
+	if f.controller.Packing() != p {
+		t.Error("measured again within the packing interval")
+	}
+	f.step(disruption.DefaultPackingInterval)
+	if f.controller.Packing() == p {
+		t.Error("not measured again after the packing interval")
+	}
 }

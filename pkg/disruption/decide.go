@@ -18,6 +18,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/packing"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -30,6 +31,7 @@ const (
 	MethodEmptiness  = "emptiness"
 	MethodMultiNode  = "multi-node consolidation"
 	MethodSingleNode = "single-node consolidation"
+	// MethodRepack (repack.go) is ours, tried last.
 )
 
 // Input is everything one decision looks at. Decide does no I/O: the caller reads the cluster
@@ -68,6 +70,10 @@ type Input struct {
 	// before its time limit (the previous Decision's UnseenNodePools): this one tries their
 	// candidates first.
 	UnseenNodePools []string
+	// Packing is the fleet re-packed from scratch (PackingOf), for re-pack consolidation
+	// (MethodRepack); nil leaves it out. The controller computes it every
+	// Options.PackingInterval.
+	Packing *packing.Result
 
 	// onSchedule, when set (by tests), is called after each scheduling simulation of a
 	// consolidation search, with the method.
@@ -232,6 +238,9 @@ type Decision struct {
 	// for the next Input: those this one did not reach before its time limit; none once it
 	// tried every candidate; the Input's when it did not run or found a command.
 	UnseenNodePools []string
+
+	// repackWaits: re-pack consolidation had candidates its budgets held back for now.
+	repackWaits bool
 }
 
 // Evaluation is the time one disruption method took to evaluate the cluster.
@@ -295,7 +304,8 @@ type TimedProtection struct {
 }
 
 // Decide evaluates the cluster and returns at most one command: the first that drift,
-// expiration, emptiness, multi-node then single-node consolidation find. It is deterministic
+// expiration, emptiness, multi-node, single-node then re-pack consolidation (with
+// Input.Packing) find. It is deterministic
 // (but for Decision.Evaluations, real time), records nothing, and does not modify its input.
 func Decide(in Input) *Decision {
 	d := newDecider(in)
@@ -315,6 +325,7 @@ func Decide(in Input) *Decision {
 		{MethodEmptiness, karpv1.DisruptionReasonEmpty, d.emptiness},
 		{MethodMultiNode, karpv1.DisruptionReasonUnderutilized, d.multiNode},
 		{MethodSingleNode, karpv1.DisruptionReasonUnderutilized, d.singleNode},
+		{MethodRepack, karpv1.DisruptionReasonUnderutilized, d.repack},
 	} {
 		start := time.Now() // real time: the evaluation's cost, not the cluster's clock
 		cmd := m.decide()
@@ -325,6 +336,7 @@ func Decide(in Input) *Decision {
 		}
 	}
 	out.Unconsolidatable = d.unconsolidatable
+	out.NextChange, out.repackWaits = d.next, d.repackWaits // a method may have added a moment
 	out.Timeouts, out.UnseenNodePools, out.Moves = d.timeouts, d.unseenPools, d.moves
 	out.Eligible = map[karpv1.DisruptionReason]int{
 		karpv1.DisruptionReasonDrifted:       len(d.driftable()),
@@ -405,6 +417,8 @@ type decider struct {
 	sim              *simulator
 	// holdsBuffer are the nodes the buffers' virtual pods occupy (see bufferNodes).
 	holdsBuffer map[string]bool
+	// repackWaits is Decision.repackWaits.
+	repackWaits bool
 }
 
 // wake notes a moment after now at which the decision may change on its own.

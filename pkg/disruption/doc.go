@@ -22,7 +22,12 @@
 //     ignores budgets) → Emptiness (delete) →
 //     multi-node consolidation (delete or replace many by at most one cheaper node, largest
 //     prefix by disruption cost found by binary search) → single-node consolidation (delete,
-//     or replace by a strictly cheaper node, trying one node of each NodePool in turn).
+//     or replace by a strictly cheaper node, trying one node of each NodePool in turn) →
+//     re-pack consolidation, ours (repack.go, docs/repack.md): while a NodePool costs 1.10×
+//     or more the lower bound of its pods packed from scratch (Input.Packing, measured by the
+//     controller every Options.PackingInterval and served as karpenter_cluster_packing_ratio),
+//     replace its most wasteful nodes by fewer new ones, never of their own types, saving at
+//     least 10% of their price.
 //     As Karpenter's, the two consolidation searches are bounded in time on the controller's
 //     clock: multi-node consolidation returns the best command found within a minute, and
 //     single-node consolidation gives up after three minutes, to try first next pass the

@@ -2,7 +2,17 @@ package disruption
 
 import (
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/packing"
 )
+
+// recordPacking sets the packing gauges: the fleet's (NodePool "") and each NodePool's.
+func recordPacking(r *packing.Result) {
+	figures := []metrics.PackingFigures{{Ratio: r.Ratio(), Repacked: r.Repacked, Bound: r.Bound}}
+	for _, p := range r.Pools {
+		figures = append(figures, metrics.PackingFigures{NodePool: p.NodePool, Ratio: p.Ratio(), Repacked: p.Repacked, Bound: p.Bound})
+	}
+	metrics.SetPacking(figures)
+}
 
 // recordDecision counts a command that starts being carried out.
 func recordDecision(cmd *Command) {
@@ -33,7 +43,7 @@ func consolidationType(method string) string {
 		return metrics.ConsolidationTypeEmpty
 	case MethodSingleNode:
 		return metrics.ConsolidationTypeSingle
-	case MethodMultiNode:
+	case MethodMultiNode, MethodRepack: // re-pack is ours: Karpenter's label for many nodes
 		return metrics.ConsolidationTypeMulti
 	}
 	return ""
@@ -52,9 +62,15 @@ func recordDecisionGauges(decision *Decision) {
 // recordEvaluation records what a pass's searches measured: each method's evaluation time,
 // the consolidation moves evaluated with their Balanced scores, and the consolidation searches
 // that reached their time limit.
+//
+// Re-pack consolidation is ours: its searches are left out of Karpenter's evaluation times and
+// timeouts, which keep counting Karpenter's methods only (its commands do count, as multi-node
+// consolidation's).
 func recordEvaluation(decision *Decision) {
 	for _, e := range decision.Evaluations {
-		metrics.ObserveDisruptionEvaluation(consolidationType(e.Method), metrics.DisruptionReason(e.Reason), e.Took)
+		if e.Method != MethodRepack {
+			metrics.ObserveDisruptionEvaluation(consolidationType(e.Method), metrics.DisruptionReason(e.Reason), e.Took)
+		}
 	}
 	for _, m := range decision.Moves {
 		metrics.ConsolidationMove(m.NodePool, string(m.Policy), m.Approved)
@@ -63,6 +79,8 @@ func recordEvaluation(decision *Decision) {
 		}
 	}
 	for _, t := range decision.Timeouts {
-		metrics.ConsolidationTimedOut(consolidationType(t.Method))
+		if t.Method != MethodRepack {
+			metrics.ConsolidationTimedOut(consolidationType(t.Method))
+		}
 	}
 }

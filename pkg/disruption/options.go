@@ -39,6 +39,12 @@ type Options struct {
 	// MaxMultiNodeCandidates bounds multi-node consolidation; zero means
 	// DefaultMaxMultiNodeCandidates.
 	MaxMultiNodeCandidates int
+	// PackingInterval is how often the controller re-packs the fleet from scratch (PackingOf)
+	// for the packing metrics and re-pack consolidation; zero means DefaultPackingInterval.
+	PackingInterval time.Duration
+	// DisableRepack turns re-pack consolidation off: the packing is still measured, but only
+	// Karpenter's consolidation methods act.
+	DisableRepack bool
 }
 
 // Validate reports the first invalid option.
@@ -46,7 +52,7 @@ func (o Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"poll interval", o.PollInterval}, {"validation delay", o.ValidationDelay}, {"replacement timeout", o.ReplacementTimeout}} {
+	}{{"poll interval", o.PollInterval}, {"validation delay", o.ValidationDelay}, {"replacement timeout", o.ReplacementTimeout}, {"packing interval", o.PackingInterval}} {
 		if d.d < 0 {
 			return fmt.Errorf("%s %s is negative", d.name, d.d)
 		}
@@ -69,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMultiNodeCandidates == 0 {
 		o.MaxMultiNodeCandidates = DefaultMaxMultiNodeCandidates
+	}
+	if o.PackingInterval == 0 {
+		o.PackingInterval = DefaultPackingInterval
 	}
 	return o
 }

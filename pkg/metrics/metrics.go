@@ -206,6 +206,7 @@ func eventMetrics() []prometheus.Collector {
 	out = append(out, podMetrics()...)
 	out = append(out, awsMetrics()...)
 	out = append(out, disruptionMetrics()...)
+	out = append(out, packingMetrics()...)
 	return out
 }
 

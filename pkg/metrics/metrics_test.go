@@ -75,6 +75,7 @@ func TestMetricNamesFollowPrometheusConventions(t *testing.T) {
 	metrics.SetPodWaits("lint", "lint", false, now, metrics.PodWaits{Unbound: now, ProvisioningUnbound: now, Unstarted: now, ProvisioningUnstarted: now, Undecided: now})
 	defer metrics.ForgetPod("lint", "lint")
 	metrics.SetIgnoredPods(0)
+	metrics.SetPacking([]metrics.PackingFigures{{Ratio: 1.2, Repacked: 1, Bound: 0.9}})
 	metrics.SetSchedulingOutcome("lint", 1, map[string]int{"zone-a": 1})
 	run := metrics.StartSchedulingRun("lint", "lint-run", func() int { return 1 })
 	defer run.Finish()

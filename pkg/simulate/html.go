@@ -356,7 +356,8 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 <div class="card">peak cost<b>${{printf "%.2f" .Cost.PeakPerHour}}/h</b></div>
 <div class="card">final cost<b>${{printf "%.2f" .Cost.FinalPerHour}}/h</b></div>
 <div class="card">total spend<b>${{printf "%.2f" .Cost.Total}}</b></div>
-<div class="card">nodes launched<b>{{.Nodes.Launched}}</b></div>
+{{if gt .Packing.FinalBoundPerHour 0.0}}<div class="card" title="the fleet's $/hour over the lower bound of its pods packed from scratch (peak {{printf "%.2f" .Packing.PeakRatio}}×)">packing at the end<b>{{printf "%.2f" .Packing.FinalRatio}}× bound</b></div>
+{{end}}<div class="card">nodes launched<b>{{.Nodes.Launched}}</b></div>
 <div class="card">peak nodes<b>{{.Nodes.Peak}}</b></div>
 <div class="card">pending p95<b>{{secs .Pods.PendingP95S}}</b></div>
 <div class="card">cpu requested<b>{{pct .Util.CPUMean}}</b></div>

@@ -41,6 +41,8 @@ type Report struct {
 	Nodes    Nodes  `json:"nodes"`
 	Pods     Pods   `json:"pods"`
 	Util     Util   `json:"utilization"`
+	// Packing is the fleet's packing ratio at its peak and at the end (ours).
+	Packing Packing `json:"packing"`
 	// Disruptions counts the nodes removed, by reason in Karpenter's words (RemovalReasons:
 	// Empty, Underutilized, Drifted, Expired, Interrupted, Unhealthy, and Deleted).
 	Disruptions map[string]int `json:"disruptions"`
@@ -138,6 +140,9 @@ type Sample struct {
 	SpotNodes     int            `json:"spotNodes"`
 	OnDemandNodes int            `json:"onDemandNodes"`
 	NodePools     map[string]int `json:"nodePools,omitempty"`
+	// PackingRatio is the disruption controller's last measure of the fleet's packing ratio
+	// (Packing); 0 before its first.
+	PackingRatio float64 `json:"packingRatio"`
 }
 
 // LogEntry is one thing that happened during a run.
@@ -387,6 +392,7 @@ func (r *recorder) sampleNow(ctx context.Context, e *engine, now time.Time) erro
 		return err
 	}
 	s.AtSeconds = int64(now.Sub(Start) / time.Second)
+	s.PackingRatio = packingRatio(e)
 	if n := len(r.samples); n > 0 && r.samples[n-1].AtSeconds == s.AtSeconds {
 		r.samples[n-1] = s
 		return nil
@@ -531,6 +537,9 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	}
 	rep.Util.CPUFinal, rep.Util.MemFinal = final.CPUUtil, final.MemUtil
 	rep.Cost.FinalPerHour = final.CostPerHour
+	if rep.Packing, err = packingReport(ctx, e, r.samples); err != nil {
+		return nil, err
+	}
 	rep.Cost.Total = round(e.cloud.Spend())
 	rep.Nodes.Final = final.Nodes
 	rep.Pods.Created = len(r.created)
@@ -580,6 +589,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "Requested %.0f%% of cpu and %.0f%% of memory on average (%.0f%% and %.0f%% at the end)\n",
 		100*rep.Util.CPUMean, 100*rep.Util.MemoryMean, 100*rep.Util.CPUFinal, 100*rep.Util.MemFinal)
+	writePackingText(&b, rep.Packing)
 	if len(rep.Disruptions) > 0 {
 		fmt.Fprintf(&b, "Removed   %s\n", removals(rep.Disruptions))
 	}

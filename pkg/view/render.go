@@ -204,6 +204,10 @@ func renderHeader(b *strings.Builder, s *Snapshot, opts RenderOptions, p painter
 	if sum.Unpriced > 0 {
 		fmt.Fprintf(b, "  (%d %s without a price)", sum.Unpriced, plural(sum.Unpriced, "row", "rows"))
 	}
+	if p := sum.Packing; p != nil && p.Bound > 0 {
+		// Ours: the Karpenter nodes' $/hour over the least any packing of their pods costs.
+		fmt.Fprintf(b, "  ·  packing %.2f× the bound (%s/hour)", p.Ratio(), dollars(p.Bound, 3))
+	}
 	b.WriteByte('\n')
 	fmt.Fprintf(b, "%s  %d %s", title("Nodes"), sum.Nodes, plural(sum.Nodes, "node", "nodes"))
 	if sum.Unmanaged > 0 {

@@ -9,7 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/packing"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
 // HoursPerMonth is the month the view's $/month figures assume, as AWS's pricing pages do.
@@ -38,6 +41,8 @@ type Objects struct {
 	NodeClaims []karpv1.NodeClaim
 	// Pods are all the cluster's pods: bound ones fill their nodes, unbound ones are pending.
 	Pods []corev1.Pod
+	// NodePools are the cluster's NodePools, for the packing ratio (Options.InstanceTypes).
+	NodePools []karpv1.NodePool
 }
 
 // DefaultResources are the resources whose usage a snapshot measures when Options does not say.
@@ -66,6 +71,12 @@ type Options struct {
 	// Requests, when set, remembers pods' effective requests between snapshots (a live view
 	// keeps one); nil computes them afresh.
 	Requests *scheduling.RequestsCache
+	// InstanceTypes gives the instance types a NodePool may launch, offered in zones (those of
+	// the shown nodes), for the packing ratio (Summary.Packing); nil leaves the ratio out.
+	InstanceTypes func(np *karpv1.NodePool, zones []string) ([]*cloudprovider.InstanceType, error)
+	// Packing, when set, remembers the last packing between snapshots (a live view keeps one),
+	// so the pods are re-packed only when the fleet changed; nil re-packs every snapshot.
+	Packing *PackingCache
 }
 
 // State is what a row's node is doing.
@@ -160,6 +171,10 @@ type Summary struct {
 	Unpriced int
 	// Usage sums the usage of the node rows, for each of the snapshot's Measured resources.
 	Usage []Usage
+	// Packing is the shown Karpenter nodes re-packed from scratch (package packing): their
+	// $/hour over the lower bound of their pods' is the packing ratio. Nil without
+	// Options.InstanceTypes, or when no pod runs on such nodes.
+	Packing *packing.Result
 }
 
 // PricePerMonth is PricePerHour over a month of HoursPerMonth.
@@ -313,8 +328,74 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 			s.Summary.Usage[j].add(row.Usage[j])
 		}
 	}
+	if opts.InstanceTypes != nil {
+		s.Summary.Packing = repack(objs, s.Rows, rowByNode, opts.InstanceTypes, opts.Packing)
+	}
 	sortRows(&s, opts.Sort, opts.Order)
 	return s
+}
+
+// repack re-packs the pods of the rows' Karpenter nodes from scratch, per NodePool, on the
+// instance types its NodePool may launch: the nodes' prices are the fleet's cost (but for
+// nodes being deleted, whose pods are moving), their pods (not daemonset or mirror pods) the
+// pods to pack. Daemonsets are not listed, so their overhead is left out of both packings.
+// It is nil when no such pod runs.
+func repack(objs Objects, rows []Row, rowByNode map[string]int, instanceTypes func(*karpv1.NodePool, []string) ([]*cloudprovider.InstanceType, error), cache *PackingCache) *packing.Result {
+	seen := map[string]bool{}
+	for i := range rows {
+		if z := rows[i].Zone; z != "" {
+			seen[z] = true
+		}
+	}
+	zones := slices.Sorted(maps.Keys(seen))
+	pools := map[string]*packing.Pool{}
+	for i := range objs.NodePools {
+		np := &objs.NodePools[i]
+		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil {
+			continue
+		}
+		its, err := instanceTypes(np, zones)
+		if err != nil {
+			continue
+		}
+		sp, err := state.SchedulerNodePool(np, its)
+		if err != nil {
+			continue
+		}
+		pools[np.Name] = &packing.Pool{NodePool: sp}
+	}
+	for i := range rows {
+		row := &rows[i]
+		if p := pools[row.NodePool]; p != nil && !row.Claim && row.State != StateDeleting && row.Priced {
+			p.Current += row.Price
+			p.Nodes++
+		}
+	}
+	pods := 0
+	for i := range objs.Pods {
+		pod := &objs.Pods[i]
+		idx, ok := rowByNode[pod.Spec.NodeName]
+		if !ok || !state.IsReschedulable(pod) {
+			continue
+		}
+		if p := pools[rows[idx].NodePool]; p != nil {
+			p.Pods = append(p.Pods, pod)
+			pods++
+		}
+	}
+	if pods == 0 {
+		return nil
+	}
+	var in packing.Input
+	for _, name := range slices.Sorted(maps.Keys(pools)) {
+		if p := pools[name]; p.Nodes > 0 || len(p.Pods) > 0 {
+			in.Pools = append(in.Pools, *p)
+		}
+	}
+	if cache == nil {
+		return packing.Compute(in)
+	}
+	return cache.get(objs, zones, in)
 }
 
 // nodeRow is the row of a node without its pods; claim, which may be nil, is its NodeClaim.

@@ -29,7 +29,8 @@ type ReaderSource struct {
 	Reader client.Reader
 	// Selector limits the Nodes and NodeClaims listed; nil lists all. Pods are all listed.
 	Selector labels.Selector
-	// NodeClaims says whether to list NodeClaims: false for clusters that do not serve them.
+	// NodeClaims says whether to list NodeClaims and NodePools: false for clusters that do
+	// not serve them.
 	NodeClaims bool
 }
 
@@ -56,6 +57,11 @@ func (s *ReaderSource) Read(ctx context.Context) (Objects, error) {
 			return Objects{}, fmt.Errorf("listing nodeclaims: %w", err)
 		}
 		objs.NodeClaims = claims.Items
+		var pools karpv1.NodePoolList
+		if err := s.Reader.List(ctx, &pools, opts...); err != nil {
+			return Objects{}, fmt.Errorf("listing nodepools: %w", err)
+		}
+		objs.NodePools = pools.Items
 	}
 	return objs, nil
 }
@@ -112,7 +118,7 @@ func NewCacheSource(ctx context.Context, cfg *rest.Config, selector labels.Selec
 	}
 	kinds := []client.Object{&corev1.Node{}, &corev1.Pod{}}
 	if served {
-		kinds = append(kinds, &karpv1.NodeClaim{})
+		kinds = append(kinds, &karpv1.NodeClaim{}, &karpv1.NodePool{})
 	}
 	for _, obj := range kinds {
 		if _, err := c.GetInformer(ctx, obj); err != nil {

@@ -28,8 +28,8 @@ const (
 // WatchOptions configure Watch. The zero value redraws every DefaultInterval, in plain text,
 // with no limit on the frame's height and no keys read.
 type WatchOptions struct {
-	// Snapshot builds each frame; its Now is set to the frame's time, and its Requests to a
-	// cache kept across frames when nil.
+	// Snapshot builds each frame; its Now is set to the frame's time, and its Requests and
+	// Packing to caches kept across frames when nil.
 	Snapshot Options
 	// Render draws each frame; its Width and Height are set from Size, its Page from the keys
 	// read, and its PageKeys when Keys is set.
@@ -72,6 +72,9 @@ func Watch(ctx context.Context, src Source, w io.Writer, opts WatchOptions) (err
 	}
 	if opts.Snapshot.Requests == nil {
 		opts.Snapshot.Requests = &scheduling.RequestsCache{}
+	}
+	if opts.Snapshot.Packing == nil {
+		opts.Snapshot.Packing = &PackingCache{}
 	}
 	var keys <-chan key
 	if opts.Keys != nil {

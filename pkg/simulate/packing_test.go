@@ -1,0 +1,68 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/openkarpenter/karpenter/pkg/disruption"
+)
+
+// TestFragmentedExample: examples/fragmented.yaml leaves a fleet of part-filled nodes that
+// Karpenter's consolidation alone cannot improve; re-pack consolidation brings it to within
+// disruption.RepackThreshold (1.10×) of the lower bound of its pods packed from scratch, and
+// the report shows the ratio at the peak and the end.
+func TestFragmentedExample(t *testing.T) {
+	ctx := context.Background()
+	w, err := LoadWorkload("../../examples/fragmented.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := Run(ctx, w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := Run(ctx, w, Options{KarpenterConsolidationOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("with re-pack: %.3f× the bound at the end ($%.3f/h, bound $%.3f/h, re-packed $%.3f/h), %.3f× at peak, %d nodes, methods %v",
+		with.Packing.FinalRatio, with.Packing.FinalPerHour, with.Packing.FinalBoundPerHour, with.Packing.FinalRepackedPerHour, with.Packing.PeakRatio, with.Nodes.Final, with.DisruptionMethods)
+	t.Logf("Karpenter's consolidation only: %.3f× the bound at the end ($%.3f/h), %d nodes, methods %v",
+		without.Packing.FinalRatio, without.Packing.FinalPerHour, without.Nodes.Final, without.DisruptionMethods)
+	if r := with.Packing.FinalRatio; r < 1 || r > disruption.RepackThreshold {
+		t.Errorf("final packing ratio %.3f, want within [1, %.2f]", r, disruption.RepackThreshold)
+	}
+	if with.Packing.PeakRatio <= disruption.RepackThreshold {
+		t.Errorf("peak packing ratio %.3f: the fleet was never fragmented", with.Packing.PeakRatio)
+	}
+	if without.Packing.FinalRatio <= disruption.RepackThreshold {
+		t.Errorf("Karpenter's consolidation alone ends at %.3f× the bound: the example shows nothing of re-pack", without.Packing.FinalRatio)
+	}
+	if with.DisruptionMethods[disruption.MethodRepack] == 0 || without.DisruptionMethods[disruption.MethodRepack] != 0 {
+		t.Errorf("re-pack consolidation removed %d nodes with it on, %d with it off", with.DisruptionMethods[disruption.MethodRepack], without.DisruptionMethods[disruption.MethodRepack])
+	}
+	if with.Cost.FinalPerHour >= without.Cost.FinalPerHour {
+		t.Errorf("re-pack ends at $%.3f/h, Karpenter's consolidation alone at $%.3f/h", with.Cost.FinalPerHour, without.Cost.FinalPerHour)
+	}
+	// The re-pack's commands are Karpenter's Underutilized consolidation.
+	if with.Disruptions["Underutilized"] < with.DisruptionMethods[disruption.MethodRepack] {
+		t.Errorf("removals %v, methods %v: re-pack's not all Underutilized", with.Disruptions, with.DisruptionMethods)
+	}
+	// The ratio is sampled along the run, and said in the text report.
+	sampled := false
+	for _, s := range with.Series {
+		sampled = sampled || s.PackingRatio > disruption.RepackThreshold
+	}
+	if !sampled {
+		t.Error("no sample of the series has the fragmented fleet's packing ratio")
+	}
+	var text bytes.Buffer
+	if err := with.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "Packing   1.0") || !strings.Contains(text.String(), "× the bound at the end") {
+		t.Errorf("the text report does not give the packing ratio:\n%s", text.String())
+	}
+}

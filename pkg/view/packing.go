@@ -1,0 +1,59 @@
+package view
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"sync"
+
+	"github.com/openkarpenter/karpenter/pkg/packing"
+)
+
+// PackingCache remembers the last packing a snapshot computed (Summary.Packing) and a
+// fingerprint of what it was computed from: the NodePools (their resource versions), the zones,
+// and each NodePool's nodes, cost and pods (their UIDs and resource versions). A live view
+// re-packs only when one of them changed. Its zero value is ready to use; it is safe for
+// concurrent use.
+type PackingCache struct {
+	mu     sync.Mutex
+	key    uint64
+	result *packing.Result
+}
+
+// get returns the packing of in, computing it unless the last call was for the same fleet.
+func (c *PackingCache) get(objs Objects, zones []string, in packing.Input) *packing.Result {
+	h := fnv.New64a()
+	word := func(s string) {
+		_, _ = h.Write([]byte(s))
+		_, _ = h.Write([]byte{0})
+	}
+	number := func(v uint64) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], v)
+		_, _ = h.Write(b[:])
+	}
+	for i := range objs.NodePools {
+		word(objs.NodePools[i].Name)
+		word(objs.NodePools[i].ResourceVersion)
+	}
+	for _, z := range zones {
+		word(z)
+	}
+	for _, p := range in.Pools {
+		word(p.NodePool.Name)
+		number(uint64(p.Nodes))
+		number(math.Float64bits(p.Current))
+		for _, pod := range p.Pods {
+			word(string(pod.UID))
+			word(pod.ResourceVersion)
+		}
+	}
+	key := h.Sum64()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.result != nil && c.key == key {
+		return c.result
+	}
+	c.key, c.result = key, packing.Compute(in)
+	return c.result
+}

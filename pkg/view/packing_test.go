@@ -1,0 +1,104 @@
+package view
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
+)
+
+// testInstanceTypes are testPrices' types, on demand in the zones asked: small (2 cores, 8Gi,
+// $0.10) and large (8 cores, 32Gi, $0.40).
+func testInstanceTypes(_ *karpv1.NodePool, zones []string) ([]*cloudprovider.InstanceType, error) {
+	var out []*cloudprovider.InstanceType
+	for _, t := range []struct {
+		name string
+		cpu  int64
+	}{{"small", 2}, {"large", 8}} {
+		price, _ := testPrices.Price(t.name, "", karpv1.CapacityTypeOnDemand)
+		var offerings []cloudprovider.Offering
+		for _, z := range zones {
+			offerings = append(offerings, cloudprovider.Offering{Zone: z, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
+		}
+		out = append(out, builders.InstanceType(builders.InstanceTypeOptions{Name: t.name, CPU: t.cpu, MemoryGiB: 4 * t.cpu, PricePerHour: price, Offerings: offerings}))
+	}
+	return out, nil
+}
+
+// TestViewPackingRatio: with the NodePools' instance types, the snapshot re-packs the pods of
+// the Karpenter nodes from scratch, and the totals line shows the fleet's $/hour over the
+// bound. Four small nodes each half full cost twice what the bound says their pods need;
+// pods of other nodes, daemonset pods and nodes being deleted do not count.
+func TestViewPackingRatio(t *testing.T) {
+	objs := Objects{NodePools: []karpv1.NodePool{*builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true})}}
+	for i := range 4 {
+		name := fmt.Sprintf("n%d", i)
+		objs.Nodes = append(objs.Nodes, testNode(name, nodeOptions{}))
+		objs.Pods = append(objs.Pods, testPod("p"+name, name, "1", "1Gi", corev1.PodRunning))
+	}
+	daemon := testPod("daemon", "n0", "500m", "1Gi", corev1.PodRunning)
+	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "agent"}}
+	objs.Pods = append(objs.Pods, daemon)
+	objs.Nodes = append(objs.Nodes, testNode("gone", nodeOptions{deleting: true}), testNode("system", nodeOptions{unmanaged: true}))
+	objs.Pods = append(objs.Pods, testPod("moving", "gone", "1", "1Gi", corev1.PodRunning), testPod("system", "system", "2", "1Gi", corev1.PodRunning))
+
+	if s := NewSnapshot(objs, Options{Now: t0, Prices: testPrices}); s.Summary.Packing != nil {
+		t.Errorf("a packing without instance types: %+v", s.Summary.Packing)
+	}
+	s := NewSnapshot(objs, Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes})
+	p := s.Summary.Packing
+	if p == nil {
+		t.Fatal("no packing")
+	}
+	// Five pods of one core (the moving one too) need two and a half smalls at least ($0.25/hour);
+	// whole nodes, three.
+	if p.Nodes != 4 || math.Abs(p.Current-0.40) > 1e-9 || math.Abs(p.Bound-0.25) > 1e-6 || math.Abs(p.Repacked-0.30) > 1e-9 {
+		t.Errorf("packing %+v, want 4 nodes at $0.40/hour, bound $0.25, re-packed $0.30 (three smalls)", *p)
+	}
+	out := render(t, s, RenderOptions{})
+	line, _, _ := strings.Cut(out, "\n")
+	if !strings.Contains(line, "packing 1.60× the bound ($0.250/hour)") {
+		t.Errorf("totals line %q does not give the packing ratio", line)
+	}
+	objs.NodePools = nil
+	if out := render(t, NewSnapshot(objs, Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes}), RenderOptions{}); strings.Contains(out, "packing") {
+		t.Errorf("a packing ratio without NodePools:\n%s", out)
+	}
+}
+
+// TestViewPackingCache: a live view's cache re-packs only when the fleet changed: the same
+// objects give the same result without computing it again; a pod more gives a new one.
+func TestViewPackingCache(t *testing.T) {
+	objs := Objects{NodePools: []karpv1.NodePool{*builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true})}}
+	for i := range 3 {
+		name := fmt.Sprintf("n%d", i)
+		objs.Nodes = append(objs.Nodes, testNode(name, nodeOptions{}))
+		p := testPod("p"+name, name, "1", "1Gi", corev1.PodRunning)
+		p.UID = types.UID("uid-" + name)
+		objs.Pods = append(objs.Pods, p)
+	}
+	cache := &PackingCache{}
+	opts := Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes, Packing: cache}
+	first := NewSnapshot(objs, opts).Summary.Packing
+	if first == nil {
+		t.Fatal("no packing")
+	}
+	if again := NewSnapshot(objs, opts).Summary.Packing; again != first {
+		t.Error("the same fleet was re-packed")
+	}
+	more := testPod("extra", "n0", "1", "1Gi", corev1.PodRunning)
+	more.UID = "uid-extra"
+	objs.Pods = append(objs.Pods, more)
+	changed := NewSnapshot(objs, opts).Summary.Packing
+	if changed == first || changed.Bound <= first.Bound {
+		t.Errorf("a pod more: bound $%.3f, was $%.3f; want a new, higher one", changed.Bound, first.Bound)
+	}
+}
