@@ -315,7 +315,7 @@ func TestDefaults(t *testing.T) {
 		"MIN_VALUES_POLICY":                   "Strict",
 		"DISABLE_CLUSTER_STATE_OBSERVABILITY": "false",
 		// Karpenter's defaults (pkg/featuregate).
-		"FEATURE_GATES":     "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
+		"FEATURE_GATES":     "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
 		"AWS_FEATURE_GATES": "NodeClassCEL=false",
 		"GOMEMLIMIT":        "resourceFieldRef:limits.memory",
 	}
@@ -393,7 +393,7 @@ func TestUserValues(t *testing.T) {
 		"PREFERENCE_POLICY":                   "Ignore",
 		"MIN_VALUES_POLICY":                   "BestEffort",
 		"DISABLE_CLUSTER_STATE_OBSERVABILITY": "false",
-		"FEATURE_GATES":                       "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+		"FEATURE_GATES":                       "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
 		"AWS_FEATURE_GATES":                   "NodeClassCEL=false",
 		"GOMEMLIMIT":                          "resourceFieldRef:limits.memory",
 		"REGISTRATION_TTL":                    "10m",
@@ -417,7 +417,7 @@ func TestUserValues(t *testing.T) {
 // gate set on or off, every gate unset. The controller checks them (pkg/featuregate; cmd/karpenter
 // TestControllerRefusesFeatureGates refuses NodeRepair=true).
 func TestFeatureGates(t *testing.T) {
-	const defaults = "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"
+	const defaults = "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"
 	for _, tc := range []struct {
 		args []string
 		want string

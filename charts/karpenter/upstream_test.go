@@ -237,13 +237,14 @@ func upstreamKeyCases() []upstreamKeyCase {
 		{keys: []string{"settings.disableDryRun"}, values: "settings: {disableDryRun: true}", kind: "Deployment"},
 		// The gates reach the controller as FEATURE_GATES; it refuses the ones not built
 		// (cmd/karpenter TestControllerRefusesFeatureGates).
-		{keys: []string{"settings.featureGates.nodeRepair"}, values: "settings: {featureGates: {nodeRepair: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.nodeOverlay"}, values: "settings: {featureGates: {nodeOverlay: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=true,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.reservedCapacity"}, values: "settings: {featureGates: {reservedCapacity: false}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=false,SpotToSpotConsolidation=false,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.spotToSpotConsolidation"}, values: "settings: {featureGates: {spotToSpotConsolidation: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.staticCapacity"}, values: "settings: {featureGates: {staticCapacity: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=true"}},
-		{keys: []string{"settings.featureGates.StaticCapacity"}, values: "settings: {featureGates: {StaticCapacity: true, staticCapacity: null}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=true"}},
-		{keys: []string{"settings.featureGates.capacityBuffer"}, values: "settings: {featureGates: {capacityBuffer: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
+		{keys: []string{"settings.featureGates.nodeRepair"}, values: "settings: {featureGates: {nodeRepair: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
+		{keys: []string{"settings.featureGates.nodeOverlay"}, values: "settings: {featureGates: {nodeOverlay: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=true,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
+		{keys: []string{"settings.featureGates.reservedCapacity"}, values: "settings: {featureGates: {reservedCapacity: false}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=false,SpotToSpotConsolidation=false,StaticCapacity=false"}},
+		{keys: []string{"settings.featureGates.spotToSpotConsolidation"}, values: "settings: {featureGates: {spotToSpotConsolidation: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false"}},
+		{keys: []string{"settings.featureGates.staticCapacity"}, values: "settings: {featureGates: {staticCapacity: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=true"}},
+		{keys: []string{"settings.featureGates.StaticCapacity"}, values: "settings: {featureGates: {StaticCapacity: true, staticCapacity: null}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=true"}},
+		{keys: []string{"settings.featureGates.capacityBuffer"}, values: "settings: {featureGates: {capacityBuffer: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
+		{keys: []string{"settings.featureGates.repackConsolidation"}, values: "settings: {featureGates: {repackConsolidation: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=true,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
 		{keys: []string{"settings.awsFeatureGates.nodeClassCEL"}, values: "settings: {awsFeatureGates: {nodeClassCEL: true}}", kind: "Deployment", env: map[string]string{"AWS_FEATURE_GATES": "NodeClassCEL=true"}},
 	}
 }
@@ -388,7 +389,8 @@ func TestFeatureGateValuesMatchTable(t *testing.T) {
 		table *featuregate.Table
 		want  []string
 	}{
-		{"featureGates", &featuregate.Karpenter, []string{"capacityBuffer", "nodeOverlay", "nodeRepair", "reservedCapacity", "spotToSpotConsolidation", "staticCapacity"}},
+		// Karpenter's chart's keys, and repackConsolidation, this project's own gate.
+		{"featureGates", &featuregate.Karpenter, []string{"capacityBuffer", "nodeOverlay", "nodeRepair", "repackConsolidation", "reservedCapacity", "spotToSpotConsolidation", "staticCapacity"}},
 		{"awsFeatureGates", &featuregate.AWS, []string{"nodeClassCEL"}},
 	} {
 		var got []string

@@ -251,6 +251,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 		return err
 	}
 	opts.SpotToSpotConsolidation = gates.Enabled(featuregate.SpotToSpotConsolidation)
+	opts.RepackConsolidation = gates.Enabled(featuregate.RepackConsolidation)
 	opts.StaticCapacity = gates.Enabled(featuregate.StaticCapacity)
 	opts.NodeRepair = gates.Enabled(featuregate.NodeRepair)
 	opts.NodeOverlay = gates.Enabled(featuregate.NodeOverlay)

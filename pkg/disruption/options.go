@@ -42,9 +42,9 @@ type Options struct {
 	// PackingInterval is how often the controller re-packs the fleet from scratch (PackingOf)
 	// for the packing metrics and re-pack consolidation; zero means DefaultPackingInterval.
 	PackingInterval time.Duration
-	// DisableRepack turns re-pack consolidation off: the packing is still measured, but only
-	// Karpenter's consolidation methods act.
-	DisableRepack bool
+	// Repack turns re-pack consolidation (ours, the RepackConsolidation gate) on. Off, the
+	// packing is still measured, but only Karpenter's consolidation methods act.
+	Repack bool
 }
 
 // Validate reports the first invalid option.

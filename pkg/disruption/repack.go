@@ -107,7 +107,7 @@ func repackWorth(p packing.PoolResult) bool {
 // instance type and capacity type (see repackCommand). As multi-node consolidation, it stops
 // at MultiNodeConsolidationTimeout.
 func (d *decider) repack() *Command {
-	if d.in.Packing == nil || d.opts.DisableRepack {
+	if d.in.Packing == nil || !d.opts.Repack {
 		return nil
 	}
 	worth := map[string]bool{}

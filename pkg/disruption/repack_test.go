@@ -27,6 +27,7 @@ func fragmented(t *testing.T, n int, overrides ...func(*karpv1.NodePool)) (*clus
 		}
 	}}, overrides...)...)
 	c := newCluster(catalog(), np)
+	c.in.Options.Repack = true
 	xl := findType(c.types, "c.xlarge")
 	cpu := cloudprovider.ResourcesOf(xl.Allocatable()).MilliCPU * 2 / 5
 	for i := range n {
@@ -115,7 +116,7 @@ func TestRepackMovesTheFleetTowardsTheBound(t *testing.T) {
 }
 
 // TestRepackLeavesAloneWhatItMayNotTouch: re-pack consolidation needs the packing measured,
-// is off with DisableRepack, does nothing on a WhenEmpty NodePool or with an Underutilized
+// is off without Options.Repack (the RepackConsolidation gate), does nothing on a WhenEmpty NodePool or with an Underutilized
 // budget of 0, stays within a budget, and never takes a node protected by do-not-disrupt (on
 // the node or a pod) or a PodDisruptionBudget.
 func TestRepackLeavesAloneWhatItMayNotTouch(t *testing.T) {
@@ -123,7 +124,7 @@ func TestRepackLeavesAloneWhatItMayNotTouch(t *testing.T) {
 	if d := Decide(c.in); d.Command != nil {
 		t.Errorf("a command without the packing measured: %s", d.Command.Message())
 	}
-	c.in.Options.DisableRepack = true
+	c.in.Options.Repack = false
 	if d := repackDecide(c); d.Command != nil {
 		t.Errorf("a command with re-pack disabled: %s", d.Command.Message())
 	}
@@ -272,6 +273,7 @@ func TestRepackProperties(t *testing.T) {
 func TestRepackSpotToOnDemand(t *testing.T) {
 	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
+	c.in.Options.Repack = true
 	c.add(stateNode(np, "big", findType(c.types, "c.4xlarge"), karpv1.CapacityTypeSpot, "test-zone-1", pod("1", "1Gi")))
 	if d := Decide(c.in); d.Command != nil {
 		t.Fatalf("Karpenter's consolidation replaces the spot node without the gate: %s", d.Command.Message())

@@ -59,6 +59,11 @@ const (
 	PodDeletionCostManagement = "PodDeletionCostManagement"
 )
 
+// RepackConsolidation is this project's own gate, not Karpenter's: re-pack consolidation
+// (package disruption, docs/repack.md). Off by default, so a fleet is disrupted only as
+// Karpenter would disrupt it.
+const RepackConsolidation = "RepackConsolidation"
+
 // NodeClassCEL is the one gate of Karpenter's AWS provider (AWS_FEATURE_GATES).
 const NodeClassCEL = "NodeClassCEL"
 
@@ -94,6 +99,8 @@ var Karpenter = Table{
 			Here: "Karpenter v1.15's node repair as a disruption method, which replaces an unhealthy node before terminating it unless this gate lets it terminate first, is not built yet (node repair here always terminates first)"},
 		{Name: PodDeletionCostManagement, Stage: "Alpha", Support: NotBuilt,
 			Here: "setting controller.kubernetes.io/pod-deletion-cost on pods of nodes to consolidate is not built yet"},
+		{Name: RepackConsolidation, Stage: "Alpha", Support: Switches,
+			Here: "this project's own gate, not Karpenter's: when Karpenter's consolidation finds nothing and a NodePool's nodes cost 1.10x or more the lower bound of their pods packed from scratch, re-pack consolidation replaces its most wasteful nodes by cheaper ones, within budgets, PodDisruptionBudgets and do-not-disrupt (docs/repack.md)"},
 	},
 }
 

@@ -6,14 +6,14 @@ import (
 )
 
 // TestDefaults: unset gates take Karpenter v1.15's defaults (ReservedCapacity on, the Alpha
-// gates off).
+// gates off), and this project's own RepackConsolidation is off.
 func TestDefaults(t *testing.T) {
 	gates, err := Karpenter.Parse("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false," +
-		"CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false"
+		"CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false"
 	if got := gates.String(); got != want {
 		t.Errorf("defaults %s, want %s", got, want)
 	}
@@ -32,6 +32,7 @@ func TestParse(t *testing.T) {
 		{in: "NodeRepair=true", enabled: []string{NodeRepair, ReservedCapacity}},
 		{in: "NodeOverlay=true", enabled: []string{ReservedCapacity, NodeOverlay}},
 		{in: "CapacityBuffer=true", enabled: []string{CapacityBuffer, ReservedCapacity}},
+		{in: "RepackConsolidation=true", enabled: []string{RepackConsolidation, ReservedCapacity}},
 		{in: " StaticCapacity = true , ReservedCapacity=false ,", enabled: []string{StaticCapacity}},
 		{in: "SpotToSpotConsolidation=false,SpotToSpotConsolidation=true", enabled: []string{SpotToSpotConsolidation, ReservedCapacity}},
 		// Off is what runs here, so the gates of features not built may be set off.

@@ -164,6 +164,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		},
 		Disruption: disruption.Options{
 			SpotToSpotConsolidation: opts.SpotToSpotConsolidation,
+			Repack:                  opts.RepackConsolidation,
 			PollInterval:            opts.DisruptionPollInterval,
 			ValidationDelay:         opts.ConsolidationValidationDelay,
 		},

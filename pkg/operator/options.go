@@ -44,6 +44,9 @@ type Options struct {
 	// SpotToSpotConsolidation lets consolidation replace a spot node with a cheaper spot node
 	// (the feature gate of that name in FEATURE_GATES).
 	SpotToSpotConsolidation bool
+	// RepackConsolidation turns on re-pack consolidation, this project's own (the gate of that
+	// name in FEATURE_GATES; off by default, as it is not Karpenter's).
+	RepackConsolidation bool
 	// StaticCapacity keeps static NodePools (spec.replicas set) at their size (the feature gate
 	// of that name in FEATURE_GATES). Off, as by Karpenter's default, they get no nodes and a
 	// Warning event (StaticCapacityDisabled) says why.
@@ -149,6 +152,7 @@ func DefaultOptions() Options {
 	gates := featuregate.Karpenter.Defaults()
 	return Options{
 		SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation),
+		RepackConsolidation:     gates.Enabled(featuregate.RepackConsolidation),
 		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
 		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
 		NodeOverlay:             gates.Enabled(featuregate.NodeOverlay),

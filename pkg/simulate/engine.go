@@ -64,9 +64,6 @@ type Options struct {
 	// due, as a cluster's controllers run, instead of sleeping until the next timer. The
 	// report is the same (a test holds it so); it exists to show that sleeping skips nothing.
 	EveryTick bool
-	// KarpenterConsolidationOnly turns re-pack consolidation (ours) off, to compare a run
-	// with Karpenter's consolidation alone.
-	KarpenterConsolidationOnly bool
 }
 
 // engine is one simulation run.
@@ -200,7 +197,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	}
 	set := controllers.New(controllers.Deps{Kube: e.kube, Cluster: cluster, Cloud: e.cloud, Instances: recordingLauncher{InstanceLifecycle: e.cloud, rec: e.rec}, Unavailable: unavailable, Clock: e.clock},
 		controllers.Options{
-			Disruption:     disruption.Options{SpotToSpotConsolidation: w.FeatureGates["SpotToSpotConsolidation"], DisableRepack: opts.KarpenterConsolidationOnly},
+			Disruption:     disruption.Options{SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation), Repack: gates.Enabled(featuregate.RepackConsolidation)},
 			NodeRepair:     gates.Enabled(featuregate.NodeRepair),
 			NodeOverlay:    gates.Enabled(featuregate.NodeOverlay),
 			CapacityBuffer: gates.Enabled(featuregate.CapacityBuffer),

@@ -23,7 +23,11 @@ func TestFragmentedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	without, err := Run(ctx, w, Options{KarpenterConsolidationOnly: true})
+	if !w.FeatureGates["RepackConsolidation"] {
+		t.Fatal("examples/fragmented.yaml does not turn the RepackConsolidation gate on")
+	}
+	w.FeatureGates["RepackConsolidation"] = false
+	without, err := Run(ctx, w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
