@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -28,6 +29,9 @@ type lpPlan struct {
 	// classes index the requirements of the pods the plan counted (their requirements'
 	// String()); pods without requirements are class 0, absent here.
 	classes map[string]int
+	// fillers are the sizes of the pods without requirements, the most valuable to the LP
+	// first: what fills the room rounding leaves on a node.
+	fillers []cloudprovider.Resources
 }
 
 // classOf is the plan class of the pod: 0 without requirements, else its requirements' index
@@ -57,7 +61,7 @@ type planPattern struct {
 
 // maxPlanSolves bounds the LP solves per NodePool and round: the first plans the batch, the
 // others replan what rounding and the pods the plan did not foresee left over.
-const maxPlanSolves = 2
+const maxPlanSolves = 8
 
 // usesPlan reports whether new claims for the pod on the NodePool follow the LP plan: the pod
 // may share its node with other pods (no node-level constraints) and asks for no host port,
@@ -137,6 +141,18 @@ func (s *solver) openPlanned(c *claimState, p *podInfo, reqs scheduling.Requirem
 				if n > 0 {
 					fill[r] = n
 					others += float64(n) * c.pool.value(r)
+				}
+			}
+			// Room that rounding left on the node goes to the pods the LP values most.
+			room := cand.room.Sub(p.res)
+			for r, n := range fill {
+				room = room.Sub(scale(r, n))
+			}
+			for _, r := range plan.fillers {
+				if n := fitCount(room, r, available[r]-fill[r]); n > 0 {
+					fill[r] += n
+					others += float64(n) * c.pool.value(r)
+					room = room.Sub(scale(r, n))
 				}
 			}
 			return cand, others, fill
@@ -344,7 +360,19 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 	if err != nil {
 		return false
 	}
+	plan.fillers = plan.fillers[:0]
+	var values []float64
+	for i, ks := range kept {
+		if ks.class == 0 && ks.extended == "" {
+			plan.fillers = append(plan.fillers, ks.res)
+			values = append(values, sol.ShapeValues[i])
+		}
+	}
+	sort.Stable(byValue{plan.fillers, values})
 	for _, lp := range sol.Patterns {
+		// Rounded down: what no whole node holds is planned again, with what the plan did not
+		// foresee, when a pod finds no node for it; what no plan places falls to the
+		// look-ahead.
 		nodes := int(math.Floor(lp.Nodes + 1e-6))
 		if nodes == 0 {
 			continue
@@ -372,4 +400,17 @@ func resourceVector(r cloudprovider.Resources, dims int) []float64 {
 	v := make([]float64, dims)
 	v[0], v[1], v[2], v[3] = float64(r.MilliCPU), float64(r.Memory), float64(r.Pods), float64(r.EphemeralStorage)
 	return v
+}
+
+// byValue sorts sizes by their values, highest first.
+type byValue struct {
+	sizes  []cloudprovider.Resources
+	values []float64
+}
+
+func (b byValue) Len() int           { return len(b.sizes) }
+func (b byValue) Less(i, j int) bool { return b.values[i] > b.values[j] }
+func (b byValue) Swap(i, j int) {
+	b.sizes[i], b.sizes[j] = b.sizes[j], b.sizes[i]
+	b.values[i], b.values[j] = b.values[j], b.values[i]
 }
