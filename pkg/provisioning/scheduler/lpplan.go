@@ -68,8 +68,24 @@ const maxPlanSolves = 8
 // and the NodePool has neither limits nor minValues: the LP models none of them.
 func (s *solver) usesPlan(ps *poolState, p *podInfo) bool {
 	return !s.opts.GrowClaims && ps.remaining == nil && len(p.hostPorts) == 0 &&
-		!p.variant().hasNodeLevelConstraints() && !hasMinValues(ps.Requirements)
+		!p.variant().hasNodeLevelConstraints() && !hasMinValues(ps.Requirements) && !ps.large(p.res)
 }
+
+// large reports whether pods of this size are too large for the plan: a share of the largest
+// room of any instance type in cpu or memory. The LP splits such pods over nodes, which whole
+// pods cannot follow; the look-ahead sizes their claims, filled with smaller pods.
+func (ps *poolState) large(r cloudprovider.Resources) bool {
+	room := ps.largest()
+	return float64(r.MilliCPU) > float64(room.MilliCPU)*largeShare || float64(r.Memory) > float64(room.Memory)*largeShare
+}
+
+var largeShare = func() float64 {
+	v, err := strconv.ParseFloat(os.Getenv("LARGE"), 64)
+	if err != nil {
+		return 1
+	}
+	return v
+}()
 
 // planned sizes a new claim for the pod from the NodePool's LP plan, solving it first if there
 // is none or none of its nodes holds the pod's size. It returns the target type, the value of
@@ -256,8 +272,8 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 				classTypes = append(classTypes, ps.candidatesFor(narrowed))
 			}
 		}
-		if len(classTypes[k]) == 0 {
-			return // the look-ahead will say why
+		if len(classTypes[k]) == 0 || ps.large(sc.res) {
+			return // the look-ahead sizes them
 		}
 		ks := planShape{res: sc.res, class: k}
 		if len(sc.extended) > 0 {
