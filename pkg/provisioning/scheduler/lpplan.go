@@ -79,13 +79,8 @@ func (ps *poolState) large(r cloudprovider.Resources) bool {
 	return float64(r.MilliCPU) > float64(room.MilliCPU)*largeShare || float64(r.Memory) > float64(room.Memory)*largeShare
 }
 
-var largeShare = func() float64 {
-	v, err := strconv.ParseFloat(os.Getenv("LARGE"), 64)
-	if err != nil {
-		return 1
-	}
-	return v
-}()
+// largeShare is the share of the largest room above which a pod is large for the plan.
+const largeShare = 1.0 / 16
 
 // planned sizes a new claim for the pod from the NodePool's LP plan, solving it first if there
 // is none or none of its nodes holds the pod's size. It returns the target type, the value of
