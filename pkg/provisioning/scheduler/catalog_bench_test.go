@@ -232,7 +232,7 @@ var catalogBatches = []catalogBatch{
 			}
 		})
 	}},
-	// The skewed mix on a NodePool allowing spot and on-demand, a third of its pods (the
+	// The skewed mix on a NodePool allowing spot and on-demand, two fifths of its pods (the
 	// cpu-heavy and the largest memory-heavy ones) selecting on-demand capacity.
 	{"spot-ondemand-3000", func(tb testing.TB) *NodePool {
 		return catalogNodePool(tb, "amd64", []string{"c", "m", "r"}, []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand})
