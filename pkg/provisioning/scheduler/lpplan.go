@@ -385,6 +385,16 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 		// foresee, when a pod finds no node for it; what no plan places falls to the
 		// look-ahead.
 		nodes := int(math.Floor(lp.Nodes + 1e-6))
+		// A replan rounds up the patterns of pods with requirements of their own: they have
+		// fewer instance types to go to, and the look-ahead would value their node's other pods
+		// at the NodePool's prices (spot for a NodePool that allows it), not at their class's.
+		if nodes == 0 && plan.solves > 1 {
+			for i, x := range lp.Pods {
+				if x > 1e-9 && kept[i].class > 0 {
+					nodes = 1
+				}
+			}
+		}
 		if nodes == 0 {
 			continue
 		}
