@@ -260,12 +260,13 @@ func TestBurstOfFourShapesPacksIntoFewNodes(t *testing.T) {
 
 // TestComplementaryShapesShareNodes: cpu-heavy and memory-heavy pods arriving together share
 // nodes as the LP plan mixes them, instead of each filling its own family (1.29× the bound
-// before the plan); GPU pods, a dimension of the plan's LP, share theirs with cpu pods too.
+// before the plan); GPU pods, a dimension of the plan's LP, share theirs with cpu pods too; and
+// on-demand pods, a class of the plan, with pods that could go to spot (1.27× before the plan).
 func TestComplementaryShapesShareNodes(t *testing.T) {
 	for _, tc := range []struct {
 		batch string
 		limit float64
-	}{{"skewed-3000", 1.035}, {"gpu-web-2000", 1.03}} {
+	}{{"skewed-3000", 1.035}, {"gpu-web-2000", 1.03}, {"spot-ondemand-3000", 1.07}} {
 		t.Run(tc.batch, func(t *testing.T) {
 			i := slices.IndexFunc(catalogBatches, func(b catalogBatch) bool { return b.name == tc.batch })
 			pool, pods := catalogBatches[i].pool(t), catalogBatches[i].pods()
