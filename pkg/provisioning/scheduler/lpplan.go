@@ -2,11 +2,12 @@ package scheduler
 
 import (
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/lowerbound"
@@ -18,9 +19,11 @@ import (
 // instance types, its load patterns rounded down to whole nodes. A pod that needs a new claim
 // opens the next node of a pattern holding its size: the claim targets the pattern's type and
 // is promised the pattern's other pods, which the promise mechanism then routes to it (see
-// promisedClaim). What rounding leaves over, and pods the plan did not count (they went to
-// existing nodes or other claims), fall to the look-ahead. The plan only ranks: every pod still
-// joins its claim through the pipeline.
+// promisedClaim), and, in the room rounding leaves, the pods the LP values most. A pod that
+// finds no plan node (rounding left it over, or the plan's pods went elsewhere: to existing
+// nodes, to other claims) has the rest replanned, a few times per round; after that, and for
+// pods the plan does not take (usesPlan), the look-ahead sizes the claim. The plan only ranks:
+// every pod still joins its claim through the pipeline.
 type lpPlan struct {
 	patterns []*planPattern
 	// solves counts the LP solves of the round; unpromised is the number of unpromised pods the
