@@ -281,6 +281,9 @@ func TestComplementaryShapesShareNodes(t *testing.T) {
 			t.Logf("%d claims, $%.2f/hour, %.3f× the LP bound", len(res.NewClaims), cost(res), cost(res)/bound)
 			// The plan is deterministic: the same batch gives the same claims.
 			again := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+			if len(again.NewClaims) != len(res.NewClaims) {
+				t.Fatalf("%d claims, then %d", len(res.NewClaims), len(again.NewClaims))
+			}
 			for i, c := range again.NewClaims {
 				if i >= len(res.NewClaims) || len(c.Pods) != len(res.NewClaims[i].Pods) || c.Pods[0] != res.NewClaims[i].Pods[0] || c.Price != res.NewClaims[i].Price {
 					t.Fatalf("claim %d differs between two runs", i)
