@@ -54,6 +54,10 @@
 // exactly feasible, give Solution.Bound and the certificate in
 // Solution.ShapeValues and Solution.ResourcePrices.
 //
+// Solution.Patterns exposes the optimal basis's columns (type, pods per
+// shape on one node, fractional node count): the plan a packer rounds into
+// whole nodes (the scheduler does, see its lpplan.go).
+//
 // Everything is sequential and iterates in input order, so results are
 // deterministic.
 package lowerbound

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -81,6 +82,47 @@ func checkSolution(t *testing.T, shapes []Shape, types []InstanceType, sol *Solu
 				t.Errorf("type %s dimension %d: load %v exceeds %v nodes' capacity %v", it.Name, d, load[ti][d], nodes[ti], c)
 			}
 		}
+	}
+
+	// The patterns: each fits one node of its type, together they cover
+	// every shape that requests something, at the LP optimum's cost.
+	covered := make([]float64, len(shapes))
+	patternCost := 0.0
+	for _, pat := range sol.Patterns {
+		if pat.TypeIndex < 0 || pat.TypeIndex >= len(types) || types[pat.TypeIndex].Name != pat.Type || !(pat.Nodes > 0) || len(pat.Pods) != len(shapes) {
+			t.Fatalf("bad pattern %+v", pat)
+		}
+		patternCost += pat.Nodes * types[pat.TypeIndex].Price
+		for d := range dims {
+			load := 0.0
+			for si, x := range pat.Pods {
+				if x < 0 {
+					t.Fatalf("pattern %+v has negative pods", pat)
+				}
+				if x > 0 && !fits(shapes[si].Requests, types[pat.TypeIndex].Capacity, dims) {
+					t.Errorf("pattern on %s holds shape %s, which does not fit it", pat.Type, shapes[si].Name)
+				}
+				load += x * at(shapes[si].Requests, d)
+			}
+			if c := at(types[pat.TypeIndex].Capacity, d); load > c*(1+tol)+1e-9 {
+				t.Errorf("pattern on %s: load %v exceeds capacity %v in dimension %d", pat.Type, load, c, d)
+			}
+		}
+		for si, x := range pat.Pods {
+			covered[si] += pat.Nodes * x
+		}
+	}
+	for si, s := range shapes {
+		requests := slices.ContainsFunc(s.Requests, func(v float64) bool { return v > 0 })
+		if requests && s.Count > 0 && covered[si] < float64(s.Count)*(1-1e-7) {
+			t.Errorf("shape %s: patterns cover %v pods, want %d", s.Name, covered[si], s.Count)
+		}
+	}
+	if !near(patternCost, sol.Cost, 1e-7) && patternCost < sol.Cost {
+		t.Errorf("patterns cost %v, below Cost %v", patternCost, sol.Cost)
+	}
+	if len(sol.Patterns) > 0 && patternCost > sol.Cost*(1+1e-7)+1e-12 {
+		t.Errorf("patterns cost %v, above Cost %v", patternCost, sol.Cost)
 	}
 
 	// Dual feasibility.

@@ -34,6 +34,14 @@ type Solution struct {
 	// (the y variables), sorted by shape (in input order), then type name;
 	// zero entries are left out. For every shape the pods sum to its Count.
 	Assign []Placement
+	// Patterns are the LP's columns in its optimal basis: node load patterns,
+	// each one node of an instance type holding a fractional number of pods
+	// of each shape, run on a fractional number of nodes. They are the plan a
+	// packer can round into whole nodes: Σ Nodes·Pods covers every shape's
+	// Count (it may exceed it a little; Assign is the exact cover) at a cost
+	// of Σ Nodes·price ≥ Cost. Sorted by type name, then by Nodes, most
+	// first. Shapes that request nothing appear in no pattern.
+	Patterns []Pattern
 
 	// ShapeValues holds, per input shape, the dual value of its demand row:
 	// the marginal cost in $/hour of one more pod of that shape (0 for
@@ -66,6 +74,20 @@ type NodeCount struct {
 	Type string
 	// Nodes is the fractional number of nodes.
 	Nodes float64
+}
+
+// Pattern is one column of the LP: a node of one instance type holding
+// Pods[s] pods of input shape s (fractional), run on Nodes nodes.
+type Pattern struct {
+	// Type is the instance type name.
+	Type string
+	// TypeIndex is the instance type's position in the types passed to Solve.
+	TypeIndex int
+	// Nodes is the fractional number of nodes running the pattern (> 0).
+	Nodes float64
+	// Pods holds, per input shape (indexed like the shapes passed to Solve),
+	// the fractional number of its pods on one node of the pattern.
+	Pods []float64
 }
 
 // Placement is a fractional number of pods of one shape on one type.
@@ -395,10 +417,19 @@ func (in *instance) primal(cg *colgen, sol *Solution, shapes []Shape, types []In
 				continue
 			}
 			rows, vals := cg.lp.entries(j)
+			pat := Pattern{Type: types[in.typ[t]].Name, TypeIndex: in.typ[t], Nodes: lam, Pods: make([]float64, len(shapes))}
 			for k, s := range rows {
 				y[int(s)*nt+t] += lam * vals[k]
+				pat.Pods[in.shape[s]] += vals[k]
 			}
+			sol.Patterns = append(sol.Patterns, pat)
 		}
+		slices.SortStableFunc(sol.Patterns, func(a, b Pattern) int {
+			if c := cmp.Compare(a.Type, b.Type); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.Nodes, a.Nodes)
+		})
 	}
 	k := len(in.dims)
 	order := make([]int, 0, nt)

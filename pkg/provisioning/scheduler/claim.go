@@ -26,6 +26,19 @@ type claimState struct {
 	hostname string
 	// promised counts, per pod size, the pending pods the claim's look-ahead counted on.
 	promised map[cloudprovider.Resources]int
+	// planned marks a claim opened on a node of the LP plan: pods not promised to it join it
+	// only in the room its promises leave (unpromisedRoom).
+	planned bool
+}
+
+// unpromisedRoom is the room the claim's target leaves beside its pods and the pods promised
+// to it.
+func (c *claimState) unpromisedRoom() cloudprovider.Resources {
+	room := c.target.room.Sub(c.used)
+	for r, n := range c.promised {
+		room = room.Sub(scale(r, n))
+	}
+	return room
 }
 
 // plan is what admitting a pod onto a claim (or a node) would change.
@@ -35,6 +48,7 @@ type plan struct {
 	target       *candidate                      // the claim's target afterwards
 	extraCost    float64                         // target price increase, $/hour
 	promise      map[cloudprovider.Resources]int // pending pods a new claim's look-ahead counted on
+	planned      bool                            // a new claim on a node of the LP plan
 }
 
 // admit runs the pipeline for a pod joining the claim: whether it can, and at what extra
@@ -223,6 +237,7 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 	if pl.promise != nil {
 		// The pod opening the claim is not among the pods it was promised.
 		c.promised = pl.promise
+		c.planned = pl.planned
 		for r, n := range pl.promise {
 			s.promised[r] += n
 			s.promisedTo[r] = append(s.promisedTo[r], c)

@@ -38,14 +38,20 @@
 // constraints, then larger requests):
 //
 //  1. Existing nodes and in-flight claims: the first the pipeline admits the pod on.
-//  2. Claims opened earlier in this batch: the first that admits the pod at no extra cost;
-//     failing that, the one whose upgrade to a larger instance type costs least, if that is no
-//     more than the pod's worth at market prices.
-//  3. A new claim on the highest-weight NodePool that admits the pod. Its target instance type
-//     is the one that would hold the pending pods most cheaply per unit of value (a greedy
-//     look-ahead over the remaining pods the pipeline admits on such a node), valued with
-//     per-resource market prices derived from the instance types (the dual of covering the
-//     batch's total demand).
+//  2. Claims opened earlier in this batch: a claim that was promised a pod of its size first;
+//     then the first that admits the pod at no extra cost (on a claim the LP plan opened, only
+//     in the room its promises leave); failing that, the one whose upgrade to a larger
+//     instance type costs least, if that is no more than the pod's worth at market prices.
+//  3. A new claim on the highest-weight NodePool that admits the pod. Where the LP plan applies
+//     (the pod has no node-level constraints and no host ports; the NodePool has no limits and
+//     no minValues), the claim is the next node of the plan that holds a pod of its size
+//     (lpplan.go): the LP relaxation of packing the NodePool's pending pods
+//     (pkg/provisioning/lowerbound), its load patterns rounded down to whole nodes; the claim
+//     targets the pattern's type and is promised the pattern's other pods. Otherwise, or when
+//     no plan node is left after a few replans, its target instance type is the one that would
+//     hold the pending pods most cheaply per unit of value (a greedy look-ahead over the
+//     remaining pods the pipeline admits on such a node), valued with per-resource market
+//     prices derived from the instance types (the dual of covering the batch's total demand).
 //
 // Pods that fit nowhere are retried with their preferences relaxed one at a time (preferred node
 // affinity, preferred pod (anti-)affinity, ScheduleAnyway spread), as Karpenter does, unless the

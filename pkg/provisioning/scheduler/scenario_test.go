@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -255,4 +256,39 @@ func TestBurstOfFourShapesPacksIntoFewNodes(t *testing.T) {
 	}
 	t.Logf("%d claims, $%.2f/hour (Karpenter's packing: %d claims, $%.2f/hour; LP bound $%.2f/hour)",
 		len(res.NewClaims), cost(res), len(grow.NewClaims), cost(grow), bound)
+}
+
+// TestComplementaryShapesShareNodes: cpu-heavy and memory-heavy pods arriving together share
+// nodes as the LP plan mixes them, instead of each filling its own family (1.29× the bound
+// before the plan); GPU pods, a dimension of the plan's LP, share theirs with cpu pods too; and
+// on-demand pods, a class of the plan, with pods that could go to spot (1.27× before the plan).
+func TestComplementaryShapesShareNodes(t *testing.T) {
+	for _, tc := range []struct {
+		batch string
+		limit float64
+	}{{"skewed-3000", 1.035}, {"gpu-web-2000", 1.03}, {"spot-ondemand-3000", 1.07}} {
+		t.Run(tc.batch, func(t *testing.T) {
+			i := slices.IndexFunc(catalogBatches, func(b catalogBatch) bool { return b.name == tc.batch })
+			pool, pods := catalogBatches[i].pool(t), catalogBatches[i].pods()
+			res := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+			if len(res.PodErrors) > 0 {
+				t.Fatalf("%d pods unplaced: %v", len(res.PodErrors), res.PodErrors[0].Err)
+			}
+			bound := lpBound(t, pool, pods)
+			if cost(res) > tc.limit*bound {
+				t.Errorf("$%.2f/hour, %.3f× the LP bound $%.2f/hour, above %.3f×", cost(res), cost(res)/bound, bound, tc.limit)
+			}
+			t.Logf("%d claims, $%.2f/hour, %.3f× the LP bound", len(res.NewClaims), cost(res), cost(res)/bound)
+			// The plan is deterministic: the same batch gives the same claims.
+			again := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+			if len(again.NewClaims) != len(res.NewClaims) {
+				t.Fatalf("%d claims, then %d", len(res.NewClaims), len(again.NewClaims))
+			}
+			for i, c := range again.NewClaims {
+				if i >= len(res.NewClaims) || len(c.Pods) != len(res.NewClaims[i].Pods) || c.Pods[0] != res.NewClaims[i].Pods[0] || c.Price != res.NewClaims[i].Price {
+					t.Fatalf("claim %d differs between two runs", i)
+				}
+			}
+		})
+	}
 }

@@ -46,9 +46,11 @@ type solver struct {
 	// shareableShapes caches, per NodePool and requirements, the shapes whose pods may share a
 	// claim with them.
 	shareableShapes map[string][]*shapeCount
-	errs            map[*podInfo]error
-	progress        *Progress
-	volumes         map[types.UID]scheduling.Requirements // Input.VolumeRequirements
+	// plans are the round's LP plans for new claims, per NodePool (lpplan.go).
+	plans    map[*poolState]*lpPlan
+	errs     map[*podInfo]error
+	progress *Progress
+	volumes  map[types.UID]scheduling.Requirements // Input.VolumeRequirements
 	// nodeRefused counts the refusals of existing nodes and in-flight claims, by stage;
 	// nodeTally those of the pod being placed, by reason.
 	nodeRefused [numStages]int
@@ -198,6 +200,7 @@ func (s *solver) countPending(queue []*podInfo) {
 	s.promised = map[cloudprovider.Resources]int{}
 	s.promisedTo = map[cloudprovider.Resources][]*claimState{}
 	s.shareableShapes = map[string][]*shapeCount{}
+	s.plans = map[*poolState]*lpPlan{}
 	s.shapes, s.sizes = nil, nil
 	for _, c := range s.claims {
 		c.promised = nil
@@ -314,6 +317,10 @@ func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
 		if priced >= upgradesPriced && !s.opts.GrowClaims && !p.res.Fits(c.target.room.Sub(c.used)) {
 			continue
 		}
+		// Ranking too: a claim the LP plan sized keeps the room its promises need.
+		if c.planned && !p.res.Fits(c.unpromisedRoom()) {
+			continue
+		}
 		pl, r := s.admit(c, p)
 		if r.refused() {
 			if permanent(r) {
@@ -422,6 +429,13 @@ func (s *solver) newClaim(p *podInfo) (*claimState, *plan, float64, error) {
 		cost := pl.target.price
 		if s.opts.GrowClaims {
 			return c, pl, cost, nil
+		}
+		if s.usesPlan(ps, p) {
+			if t, others, fill := s.planned(c, p, pl.requirements); t != nil {
+				pl.target, pl.extraCost, cost = t, t.price, t.price-others
+				pl.promise, pl.planned = fill, true
+				return c, pl, cost, nil
+			}
 		}
 		if t, others, fill := s.lookAhead(c, p, pl.requirements); t != nil {
 			pl.target, pl.extraCost, cost = t, t.price, t.price-others
@@ -541,14 +555,23 @@ type sizeCount struct {
 // the stages that apply to a node not launched yet), and they have no host ports and no
 // extended resources (those are sized pod by pod).
 func (s *solver) shareable(ps *poolState, reqs scheduling.Requirements) []*shapeCount {
+	return s.shareableWith(ps, reqs, false)
+}
+
+// shareableWith is shareable, with the shapes that request extended resources too when
+// extended is set (the LP plan sizes them with the others).
+func (s *solver) shareableWith(ps *poolState, reqs scheduling.Requirements, extended bool) []*shapeCount {
 	key := ps.Name + "\x00" + reqs.String()
+	if extended {
+		key += "\x00extended"
+	}
 	if cached, ok := s.shareableShapes[key]; ok {
 		return cached
 	}
 	var out []*shapeCount
 	for _, sc := range s.shapes {
 		example := sc.example
-		if !sc.free || len(example.extended) > 0 || len(example.hostPorts) > 0 {
+		if !sc.free || len(example.extended) > 0 && !extended || len(example.hostPorts) > 0 {
 			continue
 		}
 		t := trial{p: example, v: example.variant(), pool: ps, reqs: reqs}

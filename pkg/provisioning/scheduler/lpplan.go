@@ -1,0 +1,440 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/lowerbound"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
+
+// lpPlan is a NodePool's plan for the new claims of one round: the LP relaxation of packing
+// the round's shareable pending pods (lowerbound.Solve, by request vector) onto the NodePool's
+// instance types, its load patterns rounded down to whole nodes. A pod that needs a new claim
+// opens the next node of a pattern holding its size: the claim targets the pattern's type and
+// is promised the pattern's other pods, which the promise mechanism then routes to it (see
+// promisedClaim), and, in the room rounding leaves, the pods the LP values most. A pod that
+// finds no plan node (rounding left it over, or the plan's pods went elsewhere: to existing
+// nodes, to other claims) has the rest replanned, a few times per round; after that, and for
+// pods the plan does not take (usesPlan), the look-ahead sizes the claim. The plan only ranks:
+// every pod still joins its claim through the pipeline.
+type lpPlan struct {
+	patterns []*planPattern
+	// solves counts the LP solves of the round; unpromised is the number of unpromised pods the
+	// last one counted, so a re-solve is only tried when it could say something new.
+	solves, unpromised int
+	// classes index the requirements of the pods the plan counted (their requirements'
+	// String()); pods without requirements are class 0, absent here.
+	classes map[string]int
+	// fillers are the sizes of the pods without requirements, the most valuable to the LP
+	// first: what fills the room rounding leaves on a node.
+	fillers []cloudprovider.Resources
+}
+
+// classOf is the plan class of the pod: 0 without requirements, else its requirements' index
+// in the plan (-1 when the plan has not seen them).
+func (plan *lpPlan) classOf(p *podInfo) int {
+	reqs := p.variant().requirements
+	if reqs.Len() == 0 {
+		return 0
+	}
+	if k, ok := plan.classes[reqs.String()]; ok {
+		return k
+	}
+	return -1
+}
+
+// planPattern is one LP pattern: pods per node by size (fractional) on one instance type, and
+// the whole nodes of it not opened yet (by index, which spreads the fractions over them).
+type planPattern struct {
+	it      *cloudprovider.InstanceType
+	room    cloudprovider.Resources
+	sizes   []cloudprovider.Resources
+	classes []int     // the class of the pods of each entry of sizes (see lpPlan.classes)
+	x       []float64 // pods per node, by sizes
+	nodes   float64   // the LP's (fractional) node count
+	left    []int     // indices of the nodes not opened yet
+}
+
+// maxPlanSolves bounds the LP solves per NodePool and round: the first plans the batch, the
+// others replan what rounding and the pods the plan did not foresee left over.
+const maxPlanSolves = 8
+
+// usesPlan reports whether new claims for the pod on the NodePool follow the LP plan: the pod
+// may share its node with other pods (no node-level constraints) and asks for no host port,
+// and the NodePool has neither limits nor minValues: the LP models none of them.
+func (s *solver) usesPlan(ps *poolState, p *podInfo) bool {
+	return !s.opts.GrowClaims && ps.remaining == nil && len(p.hostPorts) == 0 &&
+		!p.variant().hasNodeLevelConstraints() && !hasMinValues(ps.Requirements) && !ps.large(p.res)
+}
+
+// large reports whether pods of this size are too large for the plan: a share of the largest
+// room of any instance type in cpu or memory. The LP splits such pods over nodes, which whole
+// pods cannot follow; the look-ahead sizes their claims, filled with smaller pods.
+func (ps *poolState) large(r cloudprovider.Resources) bool {
+	room := ps.largest()
+	return float64(r.MilliCPU) > float64(room.MilliCPU)*largeShare || float64(r.Memory) > float64(room.Memory)*largeShare
+}
+
+// largeShare is the share of the largest room above which a pod is large for the plan.
+const largeShare = 1.0 / 16
+
+// planned sizes a new claim for the pod from the NodePool's LP plan, solving it first if there
+// is none or none of its nodes holds the pod's size. It returns the target type, the value of
+// the pending pods it promises the claim and the promise, or nil when the plan has no node for
+// the pod.
+func (s *solver) planned(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, map[cloudprovider.Resources]int) {
+	ps := c.pool
+	plan := s.plans[ps]
+	if plan == nil {
+		plan = &lpPlan{unpromised: -1}
+		s.plans[ps] = plan
+	}
+	available := s.unpromised(ps, reqs)
+	for attempt := 0; attempt < 2; attempt++ {
+		if cand, others, fill := s.openPlanned(c, p, reqs, plan, available); cand != nil {
+			return cand, others, fill
+		}
+		if attempt > 0 || plan.solves >= maxPlanSolves || !s.solvePlan(ps, p, plan) {
+			break
+		}
+	}
+	return nil, 0, nil
+}
+
+// unpromised counts the pending pods, by size, that could share a claim of the NodePool under
+// reqs and no claim counts on yet.
+func (s *solver) unpromised(ps *poolState, reqs scheduling.Requirements) map[cloudprovider.Resources]int {
+	out := map[cloudprovider.Resources]int{}
+	for _, sc := range s.shareableWith(ps, reqs, true) {
+		out[s.sizes[sc.size]] += sc.count
+	}
+	for r, n := range out {
+		out[r] = n - s.promised[r]
+	}
+	return out
+}
+
+// openPlanned opens the first plan node that holds a pod of p's size on an instance type the
+// claim may launch, and returns its target, promised pods and their value.
+func (s *solver) openPlanned(c *claimState, p *podInfo, reqs scheduling.Requirements, plan *lpPlan, available map[cloudprovider.Resources]int) (*candidate, float64, map[cloudprovider.Resources]int) {
+	for _, pat := range plan.patterns {
+		own, class := -1, plan.classOf(p)
+		for i, r := range pat.sizes {
+			if r == p.res && pat.classes[i] == class {
+				own = i
+			}
+		}
+		if own < 0 || len(pat.left) == 0 {
+			continue
+		}
+		cand := candidateOf(c.pool.candidatesFor(reqs), pat.it)
+		if cand == nil || s.typeRefusal(c, cand, p.res, p.extended, p.hostPorts, nil) != nil {
+			continue
+		}
+		for k, j := range pat.left {
+			take := pat.take(j, own)
+			if take[own] == 0 {
+				continue
+			}
+			pat.left = append(pat.left[:k], pat.left[k+1:]...)
+			fill := map[cloudprovider.Resources]int{}
+			others := 0.0
+			for i, r := range pat.sizes {
+				n := take[i]
+				if i == own {
+					n-- // the pod opening the claim
+				}
+				n = min(n, available[r])
+				if n > 0 {
+					fill[r] = n
+					others += float64(n) * c.pool.value(r)
+				}
+			}
+			// Room that rounding left on the node goes to the pods the LP values most.
+			room := cand.room.Sub(p.res)
+			for r, n := range fill {
+				room = room.Sub(scale(r, n))
+			}
+			for _, r := range plan.fillers {
+				if n := fitCount(room, r, available[r]-fill[r]); n > 0 {
+					fill[r] += n
+					others += float64(n) * c.pool.value(r)
+					room = room.Sub(scale(r, n))
+				}
+			}
+			return cand, others, fill
+		}
+	}
+	return nil, 0, nil
+}
+
+// take is how many pods of each size node j of the pattern holds: the fractional counts per
+// node spread over the nodes (node j holds the pods between j·x and (j+1)·x, rounded up), cut
+// where they overshoot most until they fit the node (never below one pod of size own), then
+// topped up where they fell short most while they fit.
+func (pat *planPattern) take(j, own int) []int {
+	take := make([]int, len(pat.sizes))
+	var used cloudprovider.Resources
+	for i, x := range pat.x {
+		upTo := func(k int) float64 { return math.Ceil(math.Min(float64(k)*x, x*pat.nodes) - 1e-6) }
+		take[i] = int(upTo(j+1) - upTo(j))
+		used = used.Add(scale(pat.sizes[i], take[i]))
+	}
+	for !used.Fits(pat.room) {
+		worst, excess := -1, math.Inf(-1)
+		for i := range take {
+			if take[i] == 0 || i == own && take[i] == 1 {
+				continue
+			}
+			if e := float64(take[i]) - pat.x[i]; e > excess {
+				worst, excess = i, e
+			}
+		}
+		if worst < 0 {
+			break
+		}
+		take[worst]--
+		used = used.Sub(pat.sizes[worst])
+	}
+	for {
+		best, short := -1, math.Inf(-1)
+		for i := range take {
+			if float64(take[i]) >= math.Ceil(pat.x[i]-1e-6) || !used.Add(pat.sizes[i]).Fits(pat.room) {
+				continue
+			}
+			if e := pat.x[i] - float64(take[i]); e > short {
+				best, short = i, e
+			}
+		}
+		if best < 0 {
+			return take
+		}
+		take[best]++
+		used = used.Add(pat.sizes[best])
+	}
+}
+
+func candidateOf(cands []*candidate, it *cloudprovider.InstanceType) *candidate {
+	for _, c := range cands {
+		if c.it == it {
+			return c
+		}
+	}
+	return nil
+}
+
+// planShape is a shape of the plan's LP: pods of one size and class.
+type planShape struct {
+	res      cloudprovider.Resources
+	class    int
+	extended string // the extended resources requested, as a key
+}
+
+// solvePlan solves the LP over the NodePool's unpromised shareable pending pods (and p) on its
+// instance types at their cheapest allowed offering, and replaces the plan's patterns by its
+// patterns rounded down to whole nodes. It returns false when there was nothing new to solve or
+// the LP could not be solved.
+//
+// Pods with requirements of their own (a capacity type, a zone, an architecture) form a class:
+// their instance types are the NodePool's under those requirements too, at the prices they
+// allow, as LP types of their own on which only the class's pods and pods without
+// requirements may go (one more LP dimension per class, which only the class's pods request
+// and only its types have).
+func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
+	var (
+		order      []planShape
+		counts     = map[planShape]int{}
+		extended   = map[planShape]corev1.ResourceList{}
+		extNames   []corev1.ResourceName
+		classReqs  = []scheduling.Requirements{ps.Requirements}
+		classTypes = [][]*candidate{ps.candidatesFor(ps.Requirements)}
+	)
+	plan.classes = map[string]int{}
+	add := func(sc *podInfo, n int) {
+		k, reqs := 0, sc.variant().requirements
+		if reqs.Len() > 0 {
+			key := reqs.String()
+			var ok bool
+			if k, ok = plan.classes[key]; !ok {
+				k = len(classReqs)
+				plan.classes[key] = k
+				narrowed := ps.Requirements.Intersect(reqs)
+				classReqs = append(classReqs, narrowed)
+				classTypes = append(classTypes, ps.candidatesFor(narrowed))
+			}
+		}
+		if len(classTypes[k]) == 0 || ps.large(sc.res) {
+			return // the look-ahead sizes them
+		}
+		ks := planShape{res: sc.res, class: k}
+		if len(sc.extended) > 0 {
+			ks.extended = fmt.Sprint(sc.extended)
+			for name := range sc.extended {
+				if !slices.Contains(extNames, name) {
+					extNames = append(extNames, name)
+				}
+			}
+		}
+		if _, seen := counts[ks]; !seen {
+			order = append(order, ks)
+			extended[ks] = sc.extended
+		}
+		counts[ks] += n
+	}
+	for _, sc := range s.shareableWith(ps, ps.Requirements, true) {
+		add(sc.example, sc.count)
+	}
+	add(p, 1)
+	slices.Sort(extNames)
+	// Promises are by size: count them against pods without requirements first.
+	for _, r := range s.sizes {
+		left := s.promised[r]
+		for _, ks := range order {
+			if ks.res == r && left > 0 {
+				n := min(left, counts[ks])
+				counts[ks] -= n
+				left -= n
+			}
+		}
+	}
+	total := 0
+	for _, n := range counts {
+		total += max(n, 0)
+	}
+	if total == plan.unpromised {
+		return false
+	}
+	plan.solves++
+	plan.unpromised = total
+	// Dimensions: cpu, memory, pods, ephemeral storage, one per class past the first, one per
+	// extended resource.
+	ext0 := 3 + len(classReqs)
+	dims := ext0 + len(extNames)
+	var (
+		shapes []lowerbound.Shape
+		kept   []planShape
+	)
+	for _, ks := range order {
+		if n := counts[ks]; n > 0 {
+			v := resourceVector(ks.res, dims)
+			if ks.class > 0 {
+				v[3+ks.class] = 1
+			}
+			for i, name := range extNames {
+				q := extended[ks][name]
+				v[ext0+i] = q.AsApproximateFloat64()
+			}
+			shapes = append(shapes, lowerbound.Shape{Name: strconv.Itoa(len(shapes)), Count: n, Requests: v})
+			kept = append(kept, ks)
+		}
+	}
+	var (
+		types []lowerbound.InstanceType
+		cands []*candidate
+	)
+	// Each node costs a little more than its price in the LP, a thousandth of the cheapest
+	// type's: of packings equal in price, the one with fewer nodes wins, as in the look-ahead.
+	perNode := math.Inf(1)
+	for _, list := range classTypes {
+		for _, c := range list {
+			if c.price > 0 {
+				perNode = min(perNode, c.price/1000)
+			}
+		}
+	}
+	for k, list := range classTypes {
+		for _, c := range list {
+			if c.price <= 0 {
+				continue
+			}
+			v := resourceVector(c.room, dims)
+			if k > 0 {
+				v[3+k] = float64(c.room.Pods)
+			}
+			for i, name := range extNames {
+				q := c.it.Allocatable()[name].DeepCopy()
+				if d, ok := c.daemon.extended[name]; ok {
+					q.Sub(d)
+				}
+				v[ext0+i] = max(q.AsApproximateFloat64(), 0)
+			}
+			types = append(types, lowerbound.InstanceType{Name: c.it.Name + "/" + strconv.Itoa(k), Capacity: v, Price: c.price + perNode})
+			cands = append(cands, c)
+		}
+	}
+	plan.patterns = plan.patterns[:0]
+	sol, err := lowerbound.Solve(shapes, types)
+	if err != nil {
+		return false
+	}
+	plan.fillers = plan.fillers[:0]
+	var values []float64
+	for i, ks := range kept {
+		if ks.class == 0 && ks.extended == "" {
+			plan.fillers = append(plan.fillers, ks.res)
+			values = append(values, sol.ShapeValues[i])
+		}
+	}
+	sort.Stable(byValue{plan.fillers, values})
+	for _, lp := range sol.Patterns {
+		// Rounded down: what no whole node holds is planned again, with what the plan did not
+		// foresee, when a pod finds no node for it; what no plan places falls to the
+		// look-ahead.
+		nodes := int(math.Floor(lp.Nodes + 1e-6))
+		// A replan rounds up the patterns of pods with requirements of their own: they have
+		// fewer instance types to go to, and the look-ahead would value their node's other pods
+		// at the NodePool's prices (spot for a NodePool that allows it), not at their class's.
+		if nodes == 0 && plan.solves > 1 {
+			for i, x := range lp.Pods {
+				if x > 1e-9 && kept[i].class > 0 {
+					nodes = 1
+				}
+			}
+		}
+		if nodes == 0 {
+			continue
+		}
+		cand := cands[lp.TypeIndex]
+		pat := &planPattern{it: cand.it, room: cand.room, nodes: lp.Nodes, left: make([]int, nodes)}
+		for j := range pat.left {
+			pat.left[j] = j
+		}
+		for i, x := range lp.Pods {
+			if x > 1e-9 {
+				pat.sizes = append(pat.sizes, kept[i].res)
+				pat.classes = append(pat.classes, kept[i].class)
+				pat.x = append(pat.x, x)
+			}
+		}
+		plan.patterns = append(plan.patterns, pat)
+	}
+	return true
+}
+
+// resourceVector is a request or room vector in the LP's dimensions: cpu, memory, pods,
+// ephemeral storage, then dims-4 zeros.
+func resourceVector(r cloudprovider.Resources, dims int) []float64 {
+	v := make([]float64, dims)
+	v[0], v[1], v[2], v[3] = float64(r.MilliCPU), float64(r.Memory), float64(r.Pods), float64(r.EphemeralStorage)
+	return v
+}
+
+// byValue sorts sizes by their values, highest first.
+type byValue struct {
+	sizes  []cloudprovider.Resources
+	values []float64
+}
+
+func (b byValue) Len() int           { return len(b.sizes) }
+func (b byValue) Less(i, j int) bool { return b.values[i] > b.values[j] }
+func (b byValue) Swap(i, j int) {
+	b.sizes[i], b.sizes[j] = b.sizes[j], b.sizes[i]
+	b.values[i], b.values[j] = b.values[j], b.values[i]
+}
