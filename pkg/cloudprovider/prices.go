@@ -6,6 +6,10 @@ import (
 	"math"
 )
 
+// HoursPerMonth is the month of every $/month figure (view, simulate): 730 hours, a year's over
+// twelve, as AWS's pricing pages count it.
+const HoursPerMonth = 730
+
 // Prices is a source of instance prices.
 type Prices interface {
 	// Price returns the $/hour of instanceType in zone bought as capacityType, and false when

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 )
 
-// HoursPerMonth is the hours in a month of the reports' $/month: 730, a year's over twelve.
-const HoursPerMonth = 730
 
 // ClusterReport is what `karpenter simulate --from-cluster` reports: the cluster's fleet today,
 // what consolidation would do to it now, what this project would launch for the same pods from
@@ -282,7 +282,7 @@ func fleetOf(members []fleetMember) ClusterFleet {
 		return cmp.Or(strings.Compare(a.NodePool, b.NodePool), strings.Compare(a.InstanceType, b.InstanceType), strings.Compare(a.CapacityType, b.CapacityType))
 	})
 	f.PerHour = round(total)
-	f.PerMonth = round(total * HoursPerMonth)
+	f.PerMonth = round(total * cloudprovider.HoursPerMonth)
 	return f
 }
 

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 )
 
@@ -96,8 +97,8 @@ func TestFromClusterDumpTodaysFleetIsTheCatalogsPrices(t *testing.T) {
 	if rep.Today.Nodes != 13 || math.Abs(rep.Today.PerHour-want) > 1e-4 {
 		t.Errorf("today: %d nodes at $%.4f/h, want 13 at $%.4f/h (the catalog's prices)", rep.Today.Nodes, rep.Today.PerHour, want)
 	}
-	if math.Abs(rep.Today.PerMonth-want*HoursPerMonth) > 0.01 {
-		t.Errorf("today: $%.2f/month, want %.2f", rep.Today.PerMonth, want*HoursPerMonth)
+	if math.Abs(rep.Today.PerMonth-want*cloudprovider.HoursPerMonth) > 0.01 {
+		t.Errorf("today: $%.2f/month, want %.2f", rep.Today.PerMonth, want*cloudprovider.HoursPerMonth)
 	}
 	sum, nodes := 0.0, 0
 	for _, g := range rep.Today.Groups {

@@ -15,8 +15,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
-// HoursPerMonth is the month the view's $/month figures assume, as AWS's pricing pages do.
-const HoursPerMonth = 730
 
 // Label keys read from nodes that Karpenter did not launch (EKS managed node groups) and from
 // nodes of older clusters.
@@ -177,8 +175,8 @@ type Summary struct {
 	Packing *packing.Result
 }
 
-// PricePerMonth is PricePerHour over a month of HoursPerMonth.
-func (s Summary) PricePerMonth() float64 { return s.PricePerHour * HoursPerMonth }
+// PricePerMonth is PricePerHour over a month of cloudprovider.HoursPerMonth.
+func (s Summary) PricePerMonth() float64 { return s.PricePerHour * cloudprovider.HoursPerMonth }
 
 // Snapshot is one frame of the view: sorted rows and their totals at a moment.
 type Snapshot struct {
