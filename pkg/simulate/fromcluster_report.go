@@ -14,7 +14,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 )
 
-
 // ClusterReport is what `karpenter simulate --from-cluster` reports: the cluster's fleet today,
 // what consolidation would do to it now, what this project would launch for the same pods from
 // scratch, and what each saves.

@@ -15,7 +15,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
-
 // Label keys read from nodes that Karpenter did not launch (EKS managed node groups) and from
 // nodes of older clusters.
 const (
