@@ -856,7 +856,9 @@ func (d *decider) cheaperReplacement(claim *scheduler.Claim, cands []*Candidate,
 			}
 		}
 	}
-	price, ok := cheaperTypes(claim, limit, excludeType, excludeCapacityType)
+	price, ok := cheaperTypes(claim, limit, func(name, capacityType string) bool {
+		return name == excludeType && capacityType == excludeCapacityType
+	})
 	if !ok {
 		return 0, noCheaperNode
 	}
@@ -874,11 +876,11 @@ func (d *decider) cheaperReplacement(claim *scheduler.Claim, cands []*Candidate,
 
 // cheaperTypes narrows a claim's instance types to those whose cheapest allowed offering costs
 // less than limit and returns the cheapest price left; it fails when those are too few for a
-// minValues of the claim's requirements, as Karpenter's consolidation does. An instance type
-// named excludeType is kept only when that offering is not of excludeCapacityType: replacing a
-// node with its own offering again would be churn, but an on-demand node may become the same
-// type on spot.
-func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCapacityType string) (float64, bool) {
+// minValues of the claim's requirements, as Karpenter's consolidation does. Types whose
+// cheapest allowed offering is excluded (by type name and capacity type) are dropped too:
+// replacing a node with its own offering again would be churn, but an on-demand node may become
+// the same type on spot. The types left are sorted cheapest first.
+func cheaperTypes(claim *scheduler.Claim, limit float64, exclude func(name, capacityType string) bool) (float64, bool) {
 	type priced struct {
 		it    *cloudprovider.InstanceType
 		price float64
@@ -886,7 +888,7 @@ func cheaperTypes(claim *scheduler.Claim, limit float64, excludeType, excludeCap
 	var kept []priced
 	for _, it := range claim.InstanceTypes {
 		o, ok := it.CheapestOffering(claim.Requirements)
-		if !ok || o.Price >= limit || (it.Name == excludeType && o.CapacityType == excludeCapacityType) {
+		if !ok || o.Price >= limit || exclude(it.Name, o.CapacityType) {
 			continue
 		}
 		kept = append(kept, priced{it, o.Price})

@@ -202,7 +202,7 @@ func (d *decider) repackCommand(cands []*Candidate, res *scheduler.Results) (*Co
 		if why := d.spotRule(claim, cands); why != "" {
 			return nil, why
 		}
-		price, ok := narrowTypes(claim, total, func(name, capacityType string) bool { return same[name+"/"+capacityType] })
+		price, ok := cheaperTypes(claim, total, func(name, capacityType string) bool { return same[name+"/"+capacityType] })
 		if !ok {
 			return nil, noCheaperNode
 		}
@@ -243,41 +243,6 @@ func (d *decider) spotRule(claim *scheduler.Claim, cands []*Candidate) string {
 		claim.Requirements = claim.Requirements.With(spotOnly)
 	}
 	return ""
-}
-
-// narrowTypes narrows a claim's instance types to those whose cheapest allowed offering costs
-// less than limit and is not excluded (by instance type and capacity type), cheapest first,
-// and returns the cheapest price; false when none is left or too few for a minValues.
-func narrowTypes(claim *scheduler.Claim, limit float64, exclude func(name, capacityType string) bool) (float64, bool) {
-	type priced struct {
-		it    *cloudprovider.InstanceType
-		price float64
-	}
-	var kept []priced
-	for _, it := range claim.InstanceTypes {
-		o, ok := it.CheapestOffering(claim.Requirements)
-		if !ok || o.Price >= limit || exclude(it.Name, o.CapacityType) {
-			continue
-		}
-		kept = append(kept, priced{it, o.Price})
-	}
-	if len(kept) == 0 {
-		return 0, false
-	}
-	its := make([]*cloudprovider.InstanceType, len(kept))
-	for i, k := range kept {
-		its[i] = k.it
-	}
-	if len(cloudprovider.UnmetMinValues(claim.Requirements, its)) > 0 {
-		return 0, false
-	}
-	sort.SliceStable(kept, func(i, j int) bool { return kept[i].price < kept[j].price })
-	claim.InstanceTypes = claim.InstanceTypes[:0]
-	for _, k := range kept {
-		claim.InstanceTypes = append(claim.InstanceTypes, k.it)
-	}
-	claim.Price = kept[0].price
-	return claim.Price, true
 }
 
 // MeasurePacking re-packs the fleet as it is now (PackingOf), reading only the cluster state
