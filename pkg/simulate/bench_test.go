@@ -46,6 +46,7 @@ func benchmarkDay(b *testing.B, services int) {
 	}
 	// As `karpenter simulate` runs it (cmd/karpenter tunes the collector the same way).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(3 << 30))
 	for b.Loop() {
 		rep, err := Run(context.Background(), w, Options{})
 		if err != nil {
