@@ -995,7 +995,10 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 		if sn.Node == nil || sn.MarkedForDeletion || sn.Node.Spec.Unschedulable || !sn.Initialized() {
 			continue
 		}
-		s.targets = append(s.targets, sn.SchedulerNode())
+		target := sn.SchedulerNode()
+		// Every what-if solves these nodes: derive their room and ports once.
+		target.Prepare()
+		s.targets = append(s.targets, target)
 	}
 	return s
 }

@@ -165,6 +165,10 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if err := nodeclaim.IndexFields(ctx, e.kube); err != nil {
 		return nil, err
 	}
+	// The kubelets and quiet list Pending pods every pass: through an index, not a scan.
+	if err := sim.IndexFields(ctx, e.kube); err != nil {
+		return nil, err
+	}
 	launch, ready, startup := 30*time.Second, 10*time.Second, sim.DefaultStartupTaintDelay
 	if w.Cloud.LaunchLatency != nil {
 		launch = w.Cloud.LaunchLatency.Duration
@@ -332,13 +336,13 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 // maybeProvision runs the provisioner when a batch of pending pods is complete: no new pending
 // pod for the idle window, or the max window since the batch began.
 func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
-	pods, err := e.unboundPods(ctx)
+	pods, err := e.unboundPods()
 	if err != nil {
 		return err
 	}
 	pending := 0
-	for i := range pods.Items {
-		if state.IsProvisionable(&pods.Items[i]) {
+	for _, p := range pods {
+		if state.IsProvisionable(p) {
 			pending++
 		}
 	}
@@ -399,12 +403,22 @@ func (e *engine) reconcileBuffers(ctx context.Context) error {
 	return nil
 }
 
-// unboundPods lists the pods no node has taken yet (through the store's spec.nodeName index,
-// without copying the others).
-func (e *engine) unboundPods(ctx context.Context) (*corev1.PodList, error) {
-	var pods corev1.PodList
-	err := e.kube.List(ctx, &pods, client.MatchingFields{"spec.nodeName": ""}, client.UnsafeDisableDeepCopy)
-	return &pods, err
+// unboundPods returns the pods no node has taken yet (through the store's spec.nodeName index),
+// read-only.
+func (e *engine) unboundPods() ([]*corev1.Pod, error) {
+	return e.pods(client.MatchingFields{"spec.nodeName": ""})
+}
+
+// pods returns the pods opts select, in List's order: the store's own, read-only (see
+// memory.Client.Range), as List with UnsafeDisableDeepCopy would share them but without
+// copying each into a list.
+func (e *engine) pods(opts ...client.ListOption) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	err := e.kube.Range(&corev1.PodList{}, func(o client.Object) bool {
+		out = append(out, o.(*corev1.Pod))
+		return true
+	}, opts...)
+	return out, err
 }
 
 // reconcileAll calls every controller for every object of its kind, as their watches would.
@@ -534,15 +548,11 @@ func (e *engine) reconcile(ctx context.Context, r reconcile.Reconciler, name str
 // quiet reports whether nothing will change until the next timeline event or job completion:
 // no pod waits, no claim or node is on its way.
 func (e *engine) quiet(ctx context.Context) (bool, error) {
-	if pods, err := e.unboundPods(ctx); err != nil || len(pods.Items) > 0 {
+	if pods, err := e.unboundPods(); err != nil || len(pods) > 0 {
 		return false, err
 	}
-	var starting corev1.PodList
-	if err := e.kube.List(ctx, &starting, client.MatchingFields{"status.phase": string(corev1.PodPending)}, client.UnsafeDisableDeepCopy); err != nil {
+	if starting, err := e.pods(client.MatchingFields{"status.phase": string(corev1.PodPending)}); err != nil || len(starting) > 0 {
 		return false, err
-	}
-	if len(starting.Items) > 0 {
-		return false, nil
 	}
 	var claims karpv1.NodeClaimList
 	if err := e.kube.List(ctx, &claims, client.UnsafeDisableDeepCopy); err != nil {
@@ -724,9 +734,10 @@ const ownerLabel = "simulate.karpenter.sh/owner"
 // replicas, starts jobs' pods, finishes pods whose runtime is over, and replaces pods whose
 // node went away.
 func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
-	// Read-only lists: finishPod changes a copy.
-	var pods corev1.PodList
-	if err := e.kube.List(ctx, &pods, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	// The store's own pods, read-only (finishPod changes a copy), without copying them all
+	// every pass.
+	pods, err := e.pods(client.InNamespace(namespace))
+	if err != nil {
 		return err
 	}
 	var nodes corev1.NodeList
@@ -740,11 +751,36 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		}
 	}
 	live := map[string][]*corev1.Pod{}
-	taken := map[string]bool{} // pod names in use, by pods being deleted too
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		taken[p.Name] = true
+	// Pod names in use, by pods being deleted too: only StatefulSets' pods need it.
+	var taken map[string]bool
+	for _, d := range e.deployments {
+		if d.spec.stateful != nil {
+			taken = make(map[string]bool, len(pods))
+			break
+		}
+	}
+	// A pass reads every pod: map lookups by owner are most of its cost, and pods come
+	// sorted by name, so mostly in runs of one owner.
+	var (
+		started   bool
+		lastOwner string
+		lastJob   *jobsState
+		lastLive  []*corev1.Pod
+	)
+	flush := func() {
+		if lastLive != nil {
+			live[lastOwner] = lastLive
+		}
+	}
+	for _, p := range pods {
+		if taken != nil {
+			taken[p.Name] = true
+		}
 		owner := p.Labels[ownerLabel]
+		if !started || owner != lastOwner {
+			flush()
+			started, lastOwner, lastJob, lastLive = true, owner, e.jobs[owner], live[owner]
+		}
 		// A pod whose node is gone is lost, as pod garbage collection would find it.
 		if p.Spec.NodeName != "" && !exists[p.Spec.NodeName] && p.Status.Phase != corev1.PodSucceeded {
 			if err := e.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
@@ -755,7 +791,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if j, ok := e.jobs[owner]; ok && p.Status.Phase == corev1.PodRunning {
+		if j := lastJob; j != nil && p.Status.Phase == corev1.PodRunning {
 			end := runningSince(p).Add(j.spec.Runtime.Duration)
 			e.rec.jobEnds[p.Name] = end
 			if !now.Before(end) {
@@ -767,9 +803,10 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 			}
 		}
 		if p.Status.Phase != corev1.PodSucceeded {
-			live[owner] = append(live[owner], p)
+			lastLive = append(lastLive, p)
 		}
 	}
+	flush()
 	for _, name := range sortedKeys(e.deployments) {
 		d := e.deployments[name]
 		have := live[name]

@@ -266,6 +266,39 @@ type Snapshot struct {
 	Avoid map[types.UID][]string
 }
 
+// objectRanger is a reader that visits its own objects without copying them, as List with
+// client.UnsafeDisableDeepCopy shares them (the simulator's in-memory cluster,
+// memory.Client.Range).
+type objectRanger interface {
+	Range(list client.ObjectList, fn func(client.Object) bool, opts ...client.ListOption) error
+}
+
+// listPods returns every pod, read-only, in the reader's List order: through Range when the
+// reader has it, which spares copying each pod into a list (a pod is over a kilobyte, and a
+// large simulated cluster has a hundred thousand).
+func (c *Cluster) listPods(ctx context.Context) ([]*corev1.Pod, error) {
+	if r, ok := c.reader.(objectRanger); ok {
+		var out []*corev1.Pod
+		err := r.Range(&corev1.PodList{}, func(o client.Object) bool {
+			out = append(out, o.(*corev1.Pod))
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing pods: %w", err)
+		}
+		return out, nil
+	}
+	var pods corev1.PodList
+	if err := c.reader.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	out := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		out[i] = &pods.Items[i]
+	}
+	return out, nil
+}
+
 // SyncSnapshot reads the cluster and joins in what only this process knows. It is not a pure
 // read: it also brings that knowledge up to date with what it reads, and so changes the
 // Cluster:
@@ -283,19 +316,22 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	var (
 		nodes      corev1.NodeList
 		claims     karpv1.NodeClaimList
-		pods       corev1.PodList
 		daemonSets appsv1.DaemonSetList
 		pools      karpv1.NodePoolList
 	)
 	for _, l := range []struct {
 		what string
 		list client.ObjectList
-	}{{"nodes", &nodes}, {"nodeclaims", &claims}, {"pods", &pods}, {"daemonsets", &daemonSets}, {"nodepools", &pools}} {
+	}{{"nodes", &nodes}, {"nodeclaims", &claims}, {"daemonsets", &daemonSets}, {"nodepools", &pools}} {
 		// Read-only: the snapshot shares the objects with the reader's cache, and everything
 		// that changes one copies it first.
 		if err := c.reader.List(ctx, l.list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
+	}
+	allPods, err := c.listPods(ctx)
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -357,9 +393,8 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	}
 
 	// Pods: bound ones to their node; nominated ones to their target while it is there.
-	seen := make(map[types.UID]bool, len(pods.Items))
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	seen := make(map[types.UID]bool, len(allPods))
+	for _, pod := range allPods {
 		seen[pod.UID] = true
 		snap.Pods = append(snap.Pods, pod)
 		if isTerminal(pod) {

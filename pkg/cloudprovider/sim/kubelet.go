@@ -523,6 +523,11 @@ func findNodeCondition(conds []corev1.NodeCondition, typ corev1.NodeConditionTyp
 // field selector; a cached client needs IndexFields first.
 const PodPhaseIndex = "status.phase"
 
+// PodTerminatingIndex indexes pods being deleted (a deletion timestamp set) under "true", for
+// the Kubelet to find the pods whose deletion it finishes without listing every pod. It is no
+// field selector of kube-apiserver's: without the index the Kubelet lists every pod.
+const PodTerminatingIndex = "simulate.karpenter.sh/terminating"
+
 // IndexFields registers, on a cache's field indexer, the pod fields the Kubelet selects by.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodPhaseIndex, func(o client.Object) []string {
@@ -532,6 +537,14 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing pods by phase: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodTerminatingIndex, func(o client.Object) []string {
+		if p, ok := o.(*corev1.Pod); ok && p.DeletionTimestamp != nil {
+			return []string{"true"}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods being deleted: %w", err)
 	}
 	return nil
 }
@@ -546,9 +559,13 @@ func (k *Kubelet) finishTerminatingPods(ctx context.Context, nodes map[string]*c
 	for _, n := range nodes {
 		ours[n.Name] = true
 	}
+	// The pods being deleted, through PodTerminatingIndex when the client has it.
 	var pods corev1.PodList
-	if err := k.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("listing pods: %w", err)
+	if err := k.kube.List(ctx, &pods, client.MatchingFields{PodTerminatingIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		pods = corev1.PodList{}
+		if err := k.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+			return fmt.Errorf("listing pods: %w", err)
+		}
 	}
 	var errs []error
 	for i := range pods.Items {

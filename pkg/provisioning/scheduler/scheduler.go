@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -91,20 +92,14 @@ func newSolver(in Input) *solver {
 		s.pods = append(s.pods, p)
 	}
 	for _, n := range in.Nodes {
-		ns := &nodeState{
-			Node:      n,
-			available: cloudprovider.ResourcesOf(n.Available),
-			extended:  extendedOf(n.Available),
-			reqs:      scheduling.FromLabels(n.Labels),
+		prep := n.prepared
+		if prep == nil {
+			prep = n.prepare()
 		}
-		if n.Requirements != nil {
-			ns.reqs = n.Requirements.Intersect(ns.reqs)
-		}
-		ns.ports = append(ns.ports, n.HostPorts...)
-		for _, pod := range n.Pods {
-			ns.ports = append(ns.ports, scheduling.PodHostPorts(pod)...)
-		}
-		s.nodes = append(s.nodes, ns)
+		// The solver changes a node's extended resources and ports as it places pods: its own
+		// copies (a prepared node's ports are capped, so appending copies them).
+		s.nodes = append(s.nodes, &nodeState{Node: n, available: prep.available, extended: maps.Clone(prep.extended),
+			ports: prep.ports[:len(prep.ports):len(prep.ports)], reqs: prep.reqs})
 	}
 	for _, np := range in.NodePools {
 		s.pools = append(s.pools, newPoolState(np, in.DaemonPods))
@@ -127,6 +122,35 @@ func newSolver(in Input) *solver {
 	s.topology.addCreatableDomains(s.pools)
 	return s
 }
+
+// preparedNode is what a solve derives from a Node before placing pods.
+type preparedNode struct {
+	available cloudprovider.Resources
+	extended  corev1.ResourceList
+	ports     []scheduling.HostPort
+	reqs      scheduling.Requirements
+}
+
+// prepare derives what a solve needs of the node: its room, requirements (labels, narrowed by
+// an in-flight claim's requirements) and the host ports in use.
+func (n *Node) prepare() *preparedNode {
+	p := &preparedNode{available: cloudprovider.ResourcesOf(n.Available), extended: extendedOf(n.Available), reqs: scheduling.FromLabels(n.Labels)}
+	if n.Requirements != nil {
+		p.reqs = n.Requirements.Intersect(p.reqs)
+	}
+	p.ports = append(p.ports, n.HostPorts...)
+	for _, pod := range n.Pods {
+		p.ports = append(p.ports, scheduling.PodHostPorts(pod)...)
+	}
+	return p
+}
+
+// Prepare computes once what every Solve derives from the node (its room, requirements and
+// host ports in use), for a Node given to many Solves: disruption's what-ifs solve the same
+// nodes once per candidate, and each would otherwise rebuild that from the node's labels and
+// pods. Copies of the Node made afterwards share it. The Node's Labels, Requirements,
+// Available, HostPorts and Pods must not change after Prepare.
+func (n *Node) Prepare() { n.prepared = n.prepare() }
 
 func (s *solver) solve() *Results {
 	queue := s.pods

@@ -84,6 +84,9 @@ type Node struct {
 	NodePool string
 	// InFlight marks a NodeClaim still launching.
 	InFlight bool
+	// prepared is what every solve derives from the fields above, computed once by Prepare;
+	// copies of the Node share it.
+	prepared *preparedNode
 }
 
 // NodePool is a NodePool with what the scheduler needs to create capacity from it.

@@ -617,3 +617,67 @@ func TestCustomResourceDefinitions(t *testing.T) {
 		t.Error("the CRD's defaults still apply")
 	}
 }
+
+// TestRangeVisitsWhatListReturns: Range visits the objects List returns for the same options,
+// in the same order, the store's own (unchanged by later writes), stops when asked and refuses
+// paging and unsupported field selectors as List does.
+func TestRangeVisitsWhatListReturns(t *testing.T) {
+	c, _ := newMemory(t)
+	ctx := context.Background()
+	mustDo(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}))
+	for i, ns := range []string{"ns", "other", "ns", "ns"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", 3-i), Namespace: ns, Labels: map[string]string{"app": fmt.Sprint(i % 2)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+		if i == 2 {
+			pod.Spec.NodeName = "n1"
+		}
+		mustDo(t, c.Create(ctx, pod))
+	}
+	for _, opts := range [][]client.ListOption{
+		nil,
+		{client.InNamespace("ns")},
+		{client.MatchingLabels{"app": "0"}},
+		{client.MatchingFields{"spec.nodeName": ""}},
+		{client.InNamespace("ns"), client.MatchingFields{"spec.nodeName": "n1"}},
+	} {
+		var list corev1.PodList
+		mustDo(t, c.List(ctx, &list, opts...))
+		var want, got []string
+		for _, p := range list.Items {
+			want = append(want, p.Namespace+"/"+p.Name)
+		}
+		var kept []*corev1.Pod
+		mustDo(t, c.Range(&corev1.PodList{}, func(o client.Object) bool {
+			p := o.(*corev1.Pod)
+			got = append(got, p.Namespace+"/"+p.Name)
+			kept = append(kept, p)
+			return true
+		}, opts...))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("options %v: Range visited %v, List returned %v", opts, got, want)
+		}
+		for _, p := range kept {
+			// A later write stores a new version; what Range gave stays as it was.
+			update := p.DeepCopy()
+			update.Labels["app"] = "changed"
+			mustDo(t, c.Update(ctx, update))
+			if p.Labels["app"] == "changed" {
+				t.Fatalf("an update changed the object Range gave")
+			}
+			update.Labels["app"] = p.Labels["app"]
+			update.ResourceVersion = ""
+			mustDo(t, c.Update(ctx, update))
+		}
+	}
+	visited := 0
+	mustDo(t, c.Range(&corev1.PodList{}, func(client.Object) bool { visited++; return visited < 2 }))
+	if visited != 2 {
+		t.Errorf("Range went on after fn returned false: %d visits, want 2", visited)
+	}
+	if err := c.Range(&corev1.PodList{}, func(client.Object) bool { return true }, client.Limit(1)); !apierrors.IsBadRequest(err) {
+		t.Errorf("Range with a limit: got %v, want a BadRequest error", err)
+	}
+	if err := c.Range(&corev1.PodList{}, func(client.Object) bool { return true }, client.MatchingFields{"spec.nope": "x"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("Range with an unsupported field selector: got %v, want a BadRequest error", err)
+	}
+}

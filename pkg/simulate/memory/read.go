@@ -92,6 +92,43 @@ func (c *Client) List(_ context.Context, list client.ObjectList, opts ...client.
 	return nil
 }
 
+// Range calls fn with each stored object of list's item kind that opts select (namespace,
+// label and field selectors, as List), in List's order, without copying it, until fn returns
+// false. The objects are the store's: fn must not modify them. It may keep them, since the store
+// never changes an object once stored (a write stores a new version). list only names the
+// kind; it is left unchanged. Limit and Continue are refused: Range does not page.
+func (c *Client) Range(list client.ObjectList, fn func(client.Object) bool, opts ...client.ListOption) error {
+	info, err := c.listInfo(list)
+	if err != nil {
+		return err
+	}
+	lo := client.ListOptions{}
+	lo.ApplyOptions(opts)
+	if lo.Limit > 0 || lo.Continue != "" {
+		return apierrors.NewBadRequest("memory.Client.Range does not page: drop Limit and Continue, or use List")
+	}
+	c.mu.RLock()
+	ks := c.stores[info.gvk]
+	if ks == nil {
+		ks = newKindStore(info)
+	}
+	slots, err := c.selectLocked(ks, lo.Namespace, lo.LabelSelector, lo.FieldSelector)
+	objs := make([]client.Object, len(slots))
+	for i, s := range slots {
+		objs[i] = s.obj
+	}
+	c.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if !fn(o) {
+			break
+		}
+	}
+	return nil
+}
+
 // selectLocked returns the slots of ks in namespace (all when "") matching both selectors, in
 // namespace and name order. Callers hold mu.
 func (c *Client) selectLocked(ks *kindStore, namespace string, ls labels.Selector, fs fields.Selector) ([]*slot, error) {
