@@ -336,8 +336,9 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 		}
 	}
 	var (
-		types []lowerbound.InstanceType
-		cands []*candidate
+		types   []lowerbound.InstanceType
+		cands   []*candidate
+		classOf []int // the class of each of types
 	)
 	// Each node costs a little more than its price in the LP, a thousandth of the cheapest
 	// type's: of packings equal in price, the one with fewer nodes wins, as in the look-ahead.
@@ -367,6 +368,7 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 			}
 			types = append(types, lowerbound.InstanceType{Name: c.it.Name + "/" + strconv.Itoa(k), Capacity: v, Price: c.price + perNode})
 			cands = append(cands, c)
+			classOf = append(classOf, k)
 		}
 	}
 	plan.patterns = plan.patterns[:0]
@@ -384,29 +386,39 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 	}
 	sort.Stable(byValue{plan.fillers, values})
 	for _, lp := range sol.Patterns {
+		cand, lpNodes, x := cands[lp.TypeIndex], lp.Nodes, lp.Pods
+		if whole := wholePattern(lp, kept, sol.ShapeValues, cands, classOf, perNode); whole != nil {
+			cand, lpNodes, x = whole.cand, whole.nodes, whole.pods
+		}
 		// Rounded down: what no whole node holds is planned again, with what the plan did not
 		// foresee, when a pod finds no node for it; what no plan places falls to the
 		// look-ahead.
-		nodes := int(math.Floor(lp.Nodes + 1e-6))
+		nodes := int(math.Floor(lpNodes + 1e-6))
 		// A replan rounds up the patterns of pods with requirements of their own: they have
 		// fewer instance types to go to, and the look-ahead would value their node's other pods
 		// at the NodePool's prices (spot for a NodePool that allows it), not at their class's.
 		if nodes == 0 && plan.solves > 1 {
-			for i, x := range lp.Pods {
+			for i, x := range x {
 				if x > 1e-9 && kept[i].class > 0 {
 					nodes = 1
+				}
+			}
+			// That node is sized to what the fraction holds: the cheapest type of the class
+			// that fits its pods, whole.
+			if nodes == 1 {
+				if c, n := tailPattern(x, lpNodes, kept, cands, classOf, classOf[lp.TypeIndex]); c != nil {
+					cand, x, lpNodes = c, n, 1
 				}
 			}
 		}
 		if nodes == 0 {
 			continue
 		}
-		cand := cands[lp.TypeIndex]
-		pat := &planPattern{it: cand.it, room: cand.room, nodes: lp.Nodes, left: make([]int, nodes)}
+		pat := &planPattern{it: cand.it, room: cand.room, nodes: lpNodes, left: make([]int, nodes)}
 		for j := range pat.left {
 			pat.left[j] = j
 		}
-		for i, x := range lp.Pods {
+		for i, x := range x {
 			if x > 1e-9 {
 				pat.sizes = append(pat.sizes, kept[i].res)
 				pat.classes = append(pat.classes, kept[i].class)
@@ -416,6 +428,165 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 		plan.patterns = append(plan.patterns, pat)
 	}
 	return true
+}
+
+// wholeFit is an LP pattern moved to whole pods on another instance type of its class: pods
+// per node (whole numbers) by the LP's shapes, and the fractional node count that carries as
+// much LP value as the pattern's nodes did.
+type wholeFit struct {
+	cand  *candidate
+	pods  []float64
+	nodes float64
+}
+
+// wholePattern chooses patterns with integrality in view. A pattern's pods per node are
+// fractional; whole nodes of it hold their floor, topped up while they fit, which on a node
+// that the LP fills in two dimensions at once loses most of a pod of each shape (13.7 and 13.4
+// pods become 13 and 13 on an m5a.12xlarge). The pattern scaled onto another type of its class
+// (by the smaller of the two types' cpu and memory room ratios) loses a fraction of a pod on
+// more room, or fits a ratio better: each type's whole-pod pattern is costed as whole nodes
+// carrying the pattern's LP value (by the shapes' dual values, sol.ShapeValues) plus what they
+// leave over at the own type's whole-pod cost per value, and the cheapest wins (54 and 54 pods
+// on an m6a.48xlarge at about four times the price, in the example). It returns nil when the
+// pattern's own type wins, or the pattern has pods with extended resources (whose room does
+// not scale with the size).
+func wholePattern(lp lowerbound.Pattern, kept []planShape, values []float64, cands []*candidate, classOf []int, perNode float64) *wholeFit {
+	sizes := make([]cloudprovider.Resources, len(kept))
+	lpValue := 0.0
+	for i, x := range lp.Pods {
+		if x <= 1e-9 {
+			continue
+		}
+		if kept[i].extended != "" {
+			return nil
+		}
+		sizes[i] = kept[i].res
+		lpValue += x * values[i]
+	}
+	own := cands[lp.TypeIndex]
+	valueOf := func(n []int) float64 {
+		v := 0.0
+		for i, k := range n {
+			v += float64(k) * values[i]
+		}
+		return v
+	}
+	// The cost of the pattern's LP value on whole nodes of c holding n, what they leave over
+	// costed per value as on the pattern's own type.
+	ownN := wholeCounts(lp.Pods, 1, sizes, own.room)
+	ownRate := (own.price + perNode) / valueOf(ownN)
+	if math.IsInf(ownRate, 0) || math.IsNaN(ownRate) {
+		return nil
+	}
+	total := lp.Nodes * lpValue
+	cost := func(c *candidate, n []int) float64 {
+		v := valueOf(n)
+		if v <= 0 {
+			return math.Inf(1)
+		}
+		whole := math.Floor(total/v + 1e-6)
+		return whole*(c.price+perNode) + max(total-whole*v, 0)*ownRate
+	}
+	var (
+		best     *candidate
+		bestN    []int
+		bestCost = cost(own, ownN) * (1 - 1e-9)
+	)
+	for j, c := range cands {
+		if c == own || classOf[j] != classOf[lp.TypeIndex] || c.price <= 0 {
+			continue
+		}
+		ratio := math.Min(float64(c.room.MilliCPU)/float64(own.room.MilliCPU), float64(c.room.Memory)/float64(own.room.Memory))
+		n := wholeCounts(lp.Pods, ratio, sizes, c.room)
+		if k := cost(c, n); k < bestCost {
+			best, bestN, bestCost = c, n, k
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	out := &wholeFit{cand: best, pods: make([]float64, len(bestN))}
+	v := 0.0
+	for i, k := range bestN {
+		out.pods[i] = float64(k)
+		v += float64(k) * values[i]
+	}
+	out.nodes = lp.Nodes * lpValue / v
+	return out
+}
+
+// tailPattern sizes the one node that a fraction (nodes < 1) of a pattern is rounded up to:
+// the pattern's pods on that fraction, each count rounded up, on the cheapest type of the
+// class k that fits them all (nil when none does, or the pattern has extended resources).
+func tailPattern(x []float64, nodes float64, kept []planShape, cands []*candidate, classOf []int, k int) (*candidate, []float64) {
+	var (
+		used cloudprovider.Resources
+		n    = make([]float64, len(x))
+	)
+	for i, xi := range x {
+		if xi <= 1e-9 {
+			continue
+		}
+		if kept[i].extended != "" {
+			return nil, nil
+		}
+		n[i] = math.Ceil(xi*nodes - 1e-6)
+		used = used.Add(scale(kept[i].res, int(n[i])))
+	}
+	var best *candidate
+	for j, c := range cands {
+		if classOf[j] == k && c.price > 0 && used.Fits(c.room) && (best == nil || c.price < best.price) {
+			best = c
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return best, n
+}
+
+// wholeCounts is the whole-pod pattern of the fractional one x scaled by ratio on a node with
+// the given room: the floor of each count, cut where it overshoots most until it fits, then
+// topped up (never past the count's ceiling) where it fell short most while it fits.
+func wholeCounts(x []float64, ratio float64, sizes []cloudprovider.Resources, room cloudprovider.Resources) []int {
+	n := make([]int, len(x))
+	var used cloudprovider.Resources
+	for i, xi := range x {
+		if xi > 1e-9 {
+			n[i] = int(math.Floor(xi*ratio + 1e-6))
+			used = used.Add(scale(sizes[i], n[i]))
+		}
+	}
+	for !used.Fits(room) {
+		worst, excess := -1, math.Inf(-1)
+		for i := range n {
+			if e := float64(n[i]) - x[i]*ratio; n[i] > 0 && e > excess {
+				worst, excess = i, e
+			}
+		}
+		if worst < 0 {
+			return n
+		}
+		n[worst]--
+		used = used.Sub(sizes[worst])
+	}
+	for {
+		best, short := -1, math.Inf(-1)
+		for i := range n {
+			y := x[i] * ratio
+			if y <= 1e-9 || float64(n[i]) >= math.Ceil(y-1e-6) || !used.Add(sizes[i]).Fits(room) {
+				continue
+			}
+			if e := y - float64(n[i]); e > short {
+				best, short = i, e
+			}
+		}
+		if best < 0 {
+			return n
+		}
+		n[best]++
+		used = used.Add(sizes[best])
+	}
 }
 
 // resourceVector is a request or room vector in the LP's dimensions: cpu, memory, pods,

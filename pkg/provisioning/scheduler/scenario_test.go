@@ -266,7 +266,7 @@ func TestComplementaryShapesShareNodes(t *testing.T) {
 	for _, tc := range []struct {
 		batch string
 		limit float64
-	}{{"skewed-3000", 1.035}, {"gpu-web-2000", 1.03}, {"spot-ondemand-3000", 1.07}} {
+	}{{"skewed-3000", 1.035}, {"gpu-web-2000", 1.03}, {"spot-ondemand-3000", 1.02}} {
 		t.Run(tc.batch, func(t *testing.T) {
 			i := slices.IndexFunc(catalogBatches, func(b catalogBatch) bool { return b.name == tc.batch })
 			pool, pods := catalogBatches[i].pool(t), catalogBatches[i].pods()
