@@ -43,8 +43,9 @@
 //     in the room its promises leave); failing that, the one whose upgrade to a larger
 //     instance type costs least, if that is no more than the pod's worth at market prices.
 //  3. A new claim on the highest-weight NodePool that admits the pod. Where the LP plan applies
-//     (the pod has no node-level constraints and no host ports; the NodePool has no limits and
-//     no minValues), the claim is the next node of the plan that holds a pod of its size
+//     (the pod has no node-level constraints and no host ports; the NodePool has no minValues;
+//     its limits, if any, still allow the node's type), the claim is the next node of the plan
+//     that holds a pod of its size
 //     (lpplan.go): the LP relaxation of packing the NodePool's pending pods
 //     (pkg/provisioning/lowerbound), its load patterns rounded down to whole nodes; the claim
 //     targets the pattern's type and is promised the pattern's other pods. Otherwise, or when

@@ -68,9 +68,11 @@ const maxPlanSolves = 8
 
 // usesPlan reports whether new claims for the pod on the NodePool follow the LP plan: the pod
 // may share its node with other pods (no node-level constraints) and asks for no host port,
-// and the NodePool has neither limits nor minValues: the LP models none of them.
+// and the NodePool has no minValues, which the LP does not model. Limits it does not model
+// either, but they need no fallback: a plan node is only opened on a type the limits still
+// allow (typeRefusal), and the look-ahead takes the pods of those that are not.
 func (s *solver) usesPlan(ps *poolState, p *podInfo) bool {
-	return !s.opts.GrowClaims && ps.remaining == nil && len(p.hostPorts) == 0 &&
+	return !s.opts.GrowClaims && len(p.hostPorts) == 0 &&
 		!p.variant().hasNodeLevelConstraints() && !hasMinValues(ps.Requirements) && !ps.large(p.res)
 }
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -291,4 +293,39 @@ func TestComplementaryShapesShareNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPlanUnderLimits: a NodePool's limits do not turn the LP plan off. Under limits far above
+// the batch (spec.limits cpu: 1000 is the usual NodePool's) the skewed batch costs what it
+// costs without limits; under a binding limit every claim stays within it and the pods the
+// limit leaves no room for are refused in Karpenter's words.
+func TestPlanUnderLimits(t *testing.T) {
+	i := slices.IndexFunc(catalogBatches, func(b catalogBatch) bool { return b.name == "skewed-3000" })
+	pods := catalogBatches[i].pods()
+	free := Solve(Input{Pods: pods, NodePools: []*NodePool{catalogBatches[i].pool(t)}})
+
+	generous := catalogBatches[i].pool(t)
+	generous.Remaining = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100000")}
+	limited := Solve(Input{Pods: pods, NodePools: []*NodePool{generous}})
+	if len(limited.PodErrors) > 0 || math.Abs(cost(limited)-cost(free)) > 1e-6 {
+		t.Errorf("under a limit far above the batch: $%.2f/hour and %d pods refused, want $%.2f/hour as without limits", cost(limited), len(limited.PodErrors), cost(free))
+	}
+
+	tight := catalogBatches[i].pool(t)
+	tight.Remaining = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}
+	res := Solve(Input{Pods: pods, NodePools: []*NodePool{tight}})
+	used := resource.Quantity{}
+	for _, c := range res.NewClaims {
+		used.Add(c.InstanceTypes[0].Capacity[corev1.ResourceCPU])
+	}
+	if used.Cmp(resource.MustParse("1000")) > 0 {
+		t.Errorf("claims of %s cpu in all, above the limit of 1000", used.String())
+	}
+	if len(res.PodErrors) == 0 {
+		t.Fatal("no pod refused, though the batch needs more than 1000 cpu")
+	}
+	if msg := res.PodErrors[0].Err.Error(); !strings.Contains(msg, "limits") {
+		t.Errorf("a pod refused with %q, want the limits named", msg)
+	}
+	t.Logf("limit 1000 cpu: %d claims of %s cpu, %d pods refused; no limit: $%.2f/hour", len(res.NewClaims), used.String(), len(res.PodErrors), cost(free))
 }
