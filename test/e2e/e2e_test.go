@@ -581,5 +581,5 @@ spec:
           image: registry.k8s.io/pause:3.10
           resources:
             requests: {cpu: "%[3]s", memory: "%[4]s"}
-`, name, replicas, cpu, memory, fmt.Sprintf(constraint, name), namespace)
+`, name, replicas, cpu, memory, strings.ReplaceAll(constraint, "%[1]s", name), namespace)
 }
