@@ -410,15 +410,9 @@ func (e *engine) unboundPods() ([]*corev1.Pod, error) {
 }
 
 // pods returns the pods opts select, in List's order: the store's own, read-only (see
-// memory.Client.Range), as List with UnsafeDisableDeepCopy would share them but without
-// copying each into a list.
+// state.ListPods).
 func (e *engine) pods(opts ...client.ListOption) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	err := e.kube.Range(&corev1.PodList{}, func(o client.Object) bool {
-		out = append(out, o.(*corev1.Pod))
-		return true
-	}, opts...)
-	return out, err
+	return state.ListPods(context.Background(), e.kube, opts...)
 }
 
 // reconcileAll calls every controller for every object of its kind, as their watches would.

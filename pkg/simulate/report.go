@@ -222,6 +222,8 @@ type recorder struct {
 	events []LogEntry
 	// hist follows nodes and pods through the store's changes.
 	hist *history
+	// requests are the pods' requests, summed by node at every sample.
+	requests scheduling.RequestsCache
 }
 
 func newRecorder(w *Workload, seed int64, now func() time.Time) *recorder {
@@ -408,24 +410,24 @@ func snapshot(ctx context.Context, e *engine) (Sample, []FleetNode, error) {
 	if err := e.kube.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return s, nil, err
 	}
-	var pods corev1.PodList
-	if err := e.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	pods, err := e.pods()
+	if err != nil {
 		return s, nil, err
 	}
 	byNode := map[string][]corev1.ResourceList{}
 	podsOn := map[string]int{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range pods {
 		switch {
 		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
 		case p.Spec.NodeName == "":
 			s.Pending++
 		default:
 			s.Running++
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], scheduling.PodRequests(p))
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], e.rec.requests.Get(p))
 			podsOn[p.Spec.NodeName]++
 		}
 	}
+	e.rec.requests.Prune()
 	instances := map[string]sim.Instance{}
 	for _, in := range e.cloud.Instances() {
 		if in.State != sim.InstanceStateTerminated {

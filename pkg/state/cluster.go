@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -273,23 +274,29 @@ type objectRanger interface {
 	Range(list client.ObjectList, fn func(client.Object) bool, opts ...client.ListOption) error
 }
 
-// listPods returns every pod, read-only, in the reader's List order: through Range when the
-// reader has it, which spares copying each pod into a list (a pod is over a kilobyte, and a
-// large simulated cluster has a hundred thousand).
+// listPods returns every pod, read-only, in the reader's List order (see ListPods).
 func (c *Cluster) listPods(ctx context.Context) ([]*corev1.Pod, error) {
-	if r, ok := c.reader.(objectRanger); ok {
+	return ListPods(ctx, c.reader)
+}
+
+// ListPods returns the pods opts select, read-only, in the reader's List order: through Range
+// when the reader has it, which spares copying each pod into a list (a pod is over a kilobyte,
+// and a large simulated cluster has a hundred thousand), else through List with
+// client.UnsafeDisableDeepCopy.
+func ListPods(ctx context.Context, reader client.Reader, opts ...client.ListOption) ([]*corev1.Pod, error) {
+	if r, ok := reader.(objectRanger); ok {
 		var out []*corev1.Pod
 		err := r.Range(&corev1.PodList{}, func(o client.Object) bool {
 			out = append(out, o.(*corev1.Pod))
 			return true
-		})
+		}, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("listing pods: %w", err)
 		}
 		return out, nil
 	}
 	var pods corev1.PodList
-	if err := c.reader.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	if err := reader.List(ctx, &pods, append(slices.Clip(opts), client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	out := make([]*corev1.Pod, len(pods.Items))

@@ -528,6 +528,12 @@ const PodPhaseIndex = "status.phase"
 // field selector of kube-apiserver's: without the index the Kubelet lists every pod.
 const PodTerminatingIndex = "simulate.karpenter.sh/terminating"
 
+// PodStartingIndex indexes, under "true", the pods bound to a node whose containers have not
+// started (phase Pending, not being deleted), for the Kubelet to find the pods to start without
+// listing every Pending pod (at a scale-up, most of them wait for a node). It is no field
+// selector of kube-apiserver's: without the index the Kubelet lists the Pending pods.
+const PodStartingIndex = "simulate.karpenter.sh/starting"
+
 // IndexFields registers, on a cache's field indexer, the pod fields the Kubelet selects by.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodPhaseIndex, func(o client.Object) []string {
@@ -545,6 +551,14 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing pods being deleted: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodStartingIndex, func(o client.Object) []string {
+		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" && p.DeletionTimestamp == nil && (p.Status.Phase == "" || p.Status.Phase == corev1.PodPending) {
+			return []string{"true"}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods starting: %w", err)
 	}
 	return nil
 }
@@ -582,15 +596,22 @@ func (k *Kubelet) finishTerminatingPods(ctx context.Context, nodes map[string]*c
 }
 
 func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.Node, now time.Time) error {
-	// Only Pending pods (a field selector kube-apiserver serves too), read-only: the pods to
+	// Only the pods bound and not started, through PodStartingIndex when the client has it, else
+	// the Pending pods (a field selector kube-apiserver serves too); read-only: the pods to
 	// change are copied first.
 	var pods corev1.PodList
-	if err := k.kube.List(ctx, &pods, client.MatchingFields{PodPhaseIndex: string(corev1.PodPending)}, client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("listing pods: %w", err)
+	if err := k.kube.List(ctx, &pods, client.MatchingFields{PodStartingIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		pods = corev1.PodList{}
+		if err := k.kube.List(ctx, &pods, client.MatchingFields{PodPhaseIndex: string(corev1.PodPending)}, client.UnsafeDisableDeepCopy); err != nil {
+			return fmt.Errorf("listing pods: %w", err)
+		}
 	}
-	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int {
+	byName := func(a, b corev1.Pod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
+	}
+	if !slices.IsSortedFunc(pods.Items, byName) {
+		slices.SortFunc(pods.Items, byName)
+	}
 	var errs []error
 	for i := range pods.Items {
 		shared := &pods.Items[i]
@@ -600,7 +621,9 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 		}
 		pod := shared.DeepCopy()
 		setPodRunning(pod, node, now)
-		if err := k.kube.Status().Patch(ctx, pod, client.MergeFrom(shared)); client.IgnoreNotFound(err) != nil {
+		// An update of the version listed (a merge patch costs two JSON encodings and a
+		// decoding per pod); a pod changed meanwhile is started on the next pass.
+		if err := k.kube.Status().Update(ctx, pod); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))
 		}
 	}

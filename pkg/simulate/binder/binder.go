@@ -23,6 +23,7 @@ package binder
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sort"
@@ -48,6 +49,20 @@ type Binder struct {
 	opts       Options
 	requests   scheduling.RequestsCache // Step is not called concurrently
 	daemonSets []*appsv1.DaemonSet      // this Step's, read-only
+
+	// As the kube-scheduler's queue of unschedulable pods: a pod that fit no node is not tried
+	// again until something happens that could make it fit. unfit holds, by UID, the
+	// resourceVersion of each pod that fit no node when the cluster was as placed describes;
+	// it is kept only for pods whose fit depends on nothing but the nodes and the pods bound
+	// to them (see retriesOnlyOnChange).
+	unfit map[types.UID]string
+	// placed is the signature of the nodes and bound pods at the end of the last Step.
+	placed uint64
+	seed   maphash.Seed
+	// skipped says a placement of this Step was not carried out (its pod deleted meanwhile, or
+	// its volumes not mountable there after all): the room the solve gave it is free, so the
+	// pods that fit no node in that solve are tried again.
+	skipped bool
 }
 
 // Options configure a Binder. The zero value is usable.
@@ -60,7 +75,7 @@ type Options struct {
 
 // New returns a binder over any client (an API server's or an in-memory one).
 func New(kubeClient client.Client, c clock.PassiveClock, opts Options) *Binder {
-	return &Binder{kubeClient: kubeClient, clock: c, opts: opts}
+	return &Binder{kubeClient: kubeClient, clock: c, opts: opts, unfit: map[types.UID]string{}, seed: maphash.MakeSeed()}
 }
 
 // Result says what one Step did.
@@ -79,17 +94,17 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	// Nothing to do unless a pod waits for a node (a field selector kube-apiserver serves too).
-	var unbound corev1.PodList
-	if err := b.kubeClient.List(ctx, &unbound, client.MatchingFields{"spec.nodeName": ""}, client.UnsafeDisableDeepCopy); err != nil {
+	unbound, err := state.ListPods(ctx, b.kubeClient, client.MatchingFields{"spec.nodeName": ""})
+	if err != nil {
 		return nil, fmt.Errorf("listing unbound pods: %w", err)
 	}
-	if len(unbound.Items) == 0 {
+	if len(unbound) == 0 {
 		return &Result{Bound: map[string]string{}}, nil
 	}
 	// Read-only lists (markUnschedulable copies the pod it changes).
-	var pods corev1.PodList
-	if err := b.kubeClient.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
+	pods, err := state.ListPods(ctx, b.kubeClient)
+	if err != nil {
+		return nil, err
 	}
 	var nodes corev1.NodeList
 	if err := b.kubeClient.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
@@ -105,13 +120,14 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	}
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	var podsSignature uint64
+	for _, pod := range pods {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		if pod.Spec.NodeName != "" {
 			bound[pod.Spec.NodeName] = append(bound[pod.Spec.NodeName], pod)
+			podsSignature ^= b.boundSignature(pod, pod.Spec.NodeName)
 			continue
 		}
 		if pod.DeletionTimestamp == nil && (pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == corev1.DefaultSchedulerName) {
@@ -119,9 +135,31 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		}
 	}
 	res := &Result{Bound: map[string]string{}}
+	// The pods that fit no node last time are left out while nothing they depend on changed.
+	signature := podsSignature ^ b.nodesSignature(nodes.Items, daemonSets.Items)
+	if signature != b.placed {
+		clear(b.unfit)
+	}
+	b.skipped = false
+	defer func() {
+		b.placed = signature
+		if b.skipped {
+			clear(b.unfit)
+		}
+	}()
+	waiting := map[types.UID]bool{}
+	kept := pending[:0]
+	for _, pod := range pending {
+		waiting[pod.UID] = true
+		if rv, ok := b.unfit[pod.UID]; !ok || rv != pod.ResourceVersion {
+			kept = append(kept, pod)
+		}
+	}
+	pending = kept
+	maps.DeleteFunc(b.unfit, func(uid types.UID, _ string) bool { return !waiting[uid] })
 	// The node requirements of the pending pods' volumes, and the pods no node can take for them.
 	volumes := map[types.UID]scheduling.Requirements{}
-	kept := pending[:0]
+	kept = pending[:0]
 	for _, pod := range pending {
 		if len(claimNames(pod)) == 0 {
 			kept = append(kept, pod)
@@ -173,7 +211,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		in := scheduler.Input{Pods: nominees[name], Nodes: []*scheduler.Node{b.schedulerNode(byName[name], bound[name])},
 			VolumeRequirements: volumes, Options: scheduler.Options{IgnorePreferences: true}}
 		results := scheduler.Solve(in)
-		if err := b.bindPods(ctx, results.ExistingPlacements, byName, bound, res); err != nil {
+		if err := b.bindPods(ctx, results.ExistingPlacements, byName, bound, res, &signature); err != nil {
 			return res, err
 		}
 		for _, pe := range results.PodErrors {
@@ -193,7 +231,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 	}
 	b.requests.Prune()
 	results := scheduler.Solve(in)
-	if err := b.bindPods(ctx, results.ExistingPlacements, byName, bound, res); err != nil {
+	if err := b.bindPods(ctx, results.ExistingPlacements, byName, bound, res, &signature); err != nil {
 		return res, err
 	}
 	for _, pe := range results.PodErrors {
@@ -201,8 +239,53 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 			return res, err
 		}
 		res.Unschedulable = append(res.Unschedulable, pe.Pod.Namespace+"/"+pe.Pod.Name)
+		if retriesOnlyOnChange(pe.Pod) {
+			b.unfit[pe.Pod.UID] = pe.Pod.ResourceVersion
+		}
 	}
 	return res, nil
+}
+
+// retriesOnlyOnChange reports whether a pod that fits no node can fit one only once a node
+// changes or a bound pod leaves: it has no volumes, pod (anti-)affinity or topology spread,
+// whose fit other pods' placements can change for the better. The room a node has for it
+// only shrinks as pods are bound, so, as the kube-scheduler leaves such a pod among the
+// unschedulable until a cluster event could make it fit, the binder does not try it again
+// until the nodes or the bound pods differ from what it last failed against.
+func retriesOnlyOnChange(pod *corev1.Pod) bool {
+	if len(claimNames(pod)) > 0 || len(pod.Spec.TopologySpreadConstraints) > 0 {
+		return false
+	}
+	a := pod.Spec.Affinity
+	return a == nil || (a.PodAffinity == nil && a.PodAntiAffinity == nil)
+}
+
+// nodesSignature hashes what of the nodes and daemonsets a pod's fit depends on: each one's
+// name and resourceVersion (the binder's lists come from the API server, whose versions change
+// with every write).
+func (b *Binder) nodesSignature(nodes []corev1.Node, daemonSets []appsv1.DaemonSet) uint64 {
+	var h maphash.Hash
+	h.SetSeed(b.seed)
+	for i := range nodes {
+		h.WriteString(nodes[i].Name)
+		h.WriteByte(0)
+		h.WriteString(nodes[i].ResourceVersion)
+		h.WriteByte(0)
+	}
+	h.WriteByte(1)
+	for i := range daemonSets {
+		h.WriteString(string(daemonSets[i].UID))
+		h.WriteByte(0)
+		h.WriteString(daemonSets[i].ResourceVersion)
+		h.WriteByte(0)
+	}
+	return h.Sum64()
+}
+
+// boundSignature is one bound pod's part of the signature: the signatures of the pods bound
+// are combined by XOR, so that binding one adds it without hashing the others again.
+func (b *Binder) boundSignature(pod *corev1.Pod, node string) uint64 {
+	return maphash.String(b.seed, string(pod.UID)+"\x00"+node)
 }
 
 // schedulerNode is a node as the scheduler sees it, with the pods bound to it. Nodes that are
@@ -233,13 +316,14 @@ func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler
 // bindPods binds the placed pods through their binding subresource, adding each to bound and
 // res; their claims first (bindPodClaims), and a pod whose volumes the node cannot mount after
 // all stays pending.
-func (b *Binder) bindPods(ctx context.Context, placements []scheduler.Placement, nodes map[string]*corev1.Node, bound map[string][]*corev1.Pod, res *Result) error {
+func (b *Binder) bindPods(ctx context.Context, placements []scheduler.Placement, nodes map[string]*corev1.Node, bound map[string][]*corev1.Pod, res *Result, signature *uint64) error {
 	for _, pl := range placements {
 		if len(claimNames(pl.Pod)) > 0 {
 			if ok, err := b.bindPodClaims(ctx, pl.Pod, nodes[pl.Node]); err != nil || !ok {
 				if err != nil {
 					return fmt.Errorf("binding the volumes of pod %s/%s on %s: %w", pl.Pod.Namespace, pl.Pod.Name, pl.Node, err)
 				}
+				b.skipped = true
 				continue
 			}
 		}
@@ -249,11 +333,13 @@ func (b *Binder) bindPods(ctx context.Context, placements []scheduler.Placement,
 		}
 		if err := b.kubeClient.SubResource("binding").Create(ctx, pl.Pod, binding); err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				b.skipped = true
 				continue // deleted or bound meanwhile
 			}
 			return fmt.Errorf("binding pod %s/%s to %s: %w", pl.Pod.Namespace, pl.Pod.Name, pl.Node, err)
 		}
 		bound[pl.Node] = append(bound[pl.Node], pl.Pod)
+		*signature ^= b.boundSignature(pl.Pod, pl.Node)
 		res.Bound[pl.Pod.Namespace+"/"+pl.Pod.Name] = pl.Node
 	}
 	return nil

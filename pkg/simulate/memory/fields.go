@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,7 +108,16 @@ func event(f func(*corev1.Event) string) fieldFunc {
 // fieldMatcher is a parsed field selector bound to one kind.
 type fieldMatcher struct {
 	ks   *kindStore
-	reqs fields.Requirements
+	reqs []fieldRequirement
+}
+
+// fieldRequirement is one requirement of a field selector, with how its field is read.
+type fieldRequirement struct {
+	fields.Requirement
+	// index is the field's index, nil for a field read from the object.
+	index *fieldIndex
+	// answered marks the requirement the candidates came from: every candidate meets it.
+	answered bool
 }
 
 // newFieldMatcher checks that every field of sel is supported for the kind: an index
@@ -116,8 +126,8 @@ func newFieldMatcher(ks *kindStore, sel fields.Selector) (*fieldMatcher, error) 
 	if sel == nil || sel.Empty() {
 		return nil, nil
 	}
-	m := &fieldMatcher{ks: ks, reqs: sel.Requirements()}
-	for _, r := range m.reqs {
+	m := &fieldMatcher{ks: ks}
+	for _, r := range sel.Requirements() {
 		switch r.Operator {
 		case selection.Equals, selection.DoubleEquals, selection.NotEquals:
 		default:
@@ -126,6 +136,7 @@ func newFieldMatcher(ks *kindStore, sel fields.Selector) (*fieldMatcher, error) 
 		if !m.supports(r.Field) {
 			return nil, apierrors.NewBadRequest("field label not supported: " + r.Field)
 		}
+		m.reqs = append(m.reqs, fieldRequirement{Requirement: r, index: ks.indexes[r.Field]})
 	}
 	return m, nil
 }
@@ -138,61 +149,71 @@ func (m *fieldMatcher) supports(field string) bool {
 	return ok
 }
 
-// values returns the values of field for the object in s.
-func (m *fieldMatcher) values(s *slot, field string) []string {
-	if m.ks.indexes[field] != nil {
-		return s.indexed[field]
+// has reports whether the object in s holds value in the requirement's field.
+func (m *fieldMatcher) has(s *slot, r *fieldRequirement) bool {
+	if r.index != nil {
+		return slices.Contains(s.indexed[r.Field], r.Value)
 	}
-	switch field {
+	switch r.Field {
 	case "metadata.name":
-		return []string{s.key.Name}
+		return s.key.Name == r.Value
 	case "metadata.namespace":
-		return []string{s.key.Namespace}
+		return s.key.Namespace == r.Value
 	}
-	return []string{builtinFields[m.ks.info.gvk.GroupKind()][field](s.obj)}
+	return builtinFields[m.ks.info.gvk.GroupKind()][r.Field](s.obj) == r.Value
 }
 
-// matches reports whether the object in s satisfies every requirement. An indexed field with
-// several values equals a value when any of them does.
+// matches reports whether the object in s satisfies every requirement not answered by the
+// candidates. An indexed field with several values equals a value when any of them does.
 func (m *fieldMatcher) matches(s *slot) bool {
 	if m == nil {
 		return true
 	}
-	for _, r := range m.reqs {
-		found := false
-		for _, v := range m.values(s, r.Field) {
-			if v == r.Value {
-				found = true
-				break
-			}
+	for i := range m.reqs {
+		r := &m.reqs[i]
+		if r.answered {
+			continue
 		}
-		if found == (r.Operator == selection.NotEquals) {
+		if m.has(s, r) == (r.Operator == selection.NotEquals) {
 			return false
 		}
 	}
 	return true
 }
 
+// needsMatching reports whether a candidate may still fail a requirement.
+func (m *fieldMatcher) needsMatching() bool {
+	if m == nil {
+		return false
+	}
+	for _, r := range m.reqs {
+		if !r.answered {
+			return true
+		}
+	}
+	return false
+}
+
 // candidates returns, when an equality requirement can be answered by an index or by the
-// object's name, the slots that may match (unsorted), and ok=false otherwise.
+// object's name, the slots that may match, in List's order, and ok=false otherwise. The
+// requirement answered is not checked again by matches.
 func (m *fieldMatcher) candidates(namespace string) (slots []*slot, ok bool) {
 	if m == nil {
 		return nil, false
 	}
-	for _, r := range m.reqs {
-		if r.Operator == selection.NotEquals {
+	for i := range m.reqs {
+		r := &m.reqs[i]
+		if r.Operator == selection.NotEquals || r.index == nil {
 			continue
 		}
-		if idx := m.ks.indexes[r.Field]; idx != nil {
-			set := idx.values[r.Value]
-			slots = make([]*slot, 0, len(set))
-			for s := range set {
-				slots = append(slots, s)
-			}
-			return slots, true
+		r.answered = true
+		if set := r.index.values[r.Value]; set != nil {
+			return slotsOf(set), true
 		}
+		return nil, true
 	}
-	for _, r := range m.reqs {
+	for i := range m.reqs {
+		r := &m.reqs[i]
 		if r.Operator != selection.NotEquals && r.Field == "metadata.name" {
 			if !m.ks.info.namespaced {
 				namespace = ""

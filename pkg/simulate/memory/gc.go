@@ -107,8 +107,8 @@ func (c *Client) podsOnNodeLocked(node string) []*slot {
 	}
 	var out []*slot
 	if idx := ks.indexes["spec.nodeName"]; idx != nil && idx.builtin {
-		for s := range idx.values[node] {
-			out = append(out, s)
+		if set := idx.values[node]; set != nil {
+			out = slotsOf(set)
 		}
 		return out
 	}
@@ -270,7 +270,7 @@ func (c *Client) drainNamespaceLocked(namespace string) {
 		if b == nil {
 			continue
 		}
-		for _, s := range slices.Clone(b.sorted) {
+		for _, s := range slotsOf(b.sorted) {
 			if ks.get(s.key) == s && s.obj.GetDeletionTimestamp() == nil {
 				_ = c.deleteLocked(ks, s, deleteOpts{})
 			}

@@ -152,13 +152,15 @@ func (c *Client) selectLocked(ks *kindStore, namespace string, ls labels.Selecto
 		return fm.matches(s)
 	}
 	if candidates, ok := fm.candidates(namespace); ok {
+		if namespace == "" && ls == nil && !fm.needsMatching() {
+			return candidates, nil
+		}
 		out := candidates[:0]
 		for _, s := range candidates {
 			if match(s) {
 				out = append(out, s)
 			}
 		}
-		sortSlots(out)
 		return out, nil
 	}
 	var out []*slot

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/btree"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,8 +22,28 @@ type slot struct {
 // bucket holds one kind's objects in one namespace ("" for cluster-scoped kinds).
 type bucket struct {
 	byName map[string]*slot
-	// sorted orders the slots by name, for deterministic listings.
-	sorted []*slot
+	// sorted orders the slots by name, for deterministic listings; a B-tree, so that adding
+	// or removing one of 100,000 pods does not move the others.
+	sorted *slotSet
+}
+
+// slotSet is a set of slots in List's order (namespace, then name): index entries and
+// buckets, listed without sorting and changed in O(log n).
+type slotSet = btree.BTreeG[*slot]
+
+// newSlotSet returns an empty slotSet.
+func newSlotSet() *slotSet {
+	return btree.NewG(16, func(a, b *slot) bool { return compareKeys(a.key, b.key) < 0 })
+}
+
+// slotsOf returns the slots of set in order.
+func slotsOf(set *slotSet) []*slot {
+	out := make([]*slot, 0, set.Len())
+	set.Ascend(func(s *slot) bool {
+		out = append(out, s)
+		return true
+	})
+	return out
 }
 
 // fieldIndex maps the values an extractor returns to the slots holding them.
@@ -30,7 +51,27 @@ type fieldIndex struct {
 	extract client.IndexerFunc
 	// builtin marks the indexes the store keeps on its own; a caller's IndexField replaces them.
 	builtin bool
-	values  map[string]map[*slot]struct{}
+	values  map[string]*slotSet
+}
+
+// add records that s holds value v.
+func (idx *fieldIndex) add(v string, s *slot) {
+	set := idx.values[v]
+	if set == nil {
+		set = newSlotSet()
+		idx.values[v] = set
+	}
+	set.ReplaceOrInsert(s)
+}
+
+// drop forgets that s holds value v.
+func (idx *fieldIndex) drop(v string, s *slot) {
+	if set := idx.values[v]; set != nil {
+		set.Delete(s)
+		if set.Len() == 0 {
+			delete(idx.values, v)
+		}
+	}
 }
 
 // kindStore holds every object of one kind.
@@ -46,7 +87,7 @@ type kindStore struct {
 func newKindStore(info *kindInfo) *kindStore {
 	ks := &kindStore{info: info, buckets: map[string]*bucket{}, indexes: map[string]*fieldIndex{}}
 	for field, extract := range builtinIndexes[info.gvk.GroupKind()] {
-		ks.indexes[field] = &fieldIndex{extract: extract, builtin: true, values: map[string]map[*slot]struct{}{}}
+		ks.indexes[field] = &fieldIndex{extract: extract, builtin: true, values: map[string]*slotSet{}}
 	}
 	return ks
 }
@@ -64,14 +105,13 @@ func (ks *kindStore) get(key client.ObjectKey) *slot {
 func (ks *kindStore) insert(s *slot) {
 	b := ks.buckets[s.key.Namespace]
 	if b == nil {
-		b = &bucket{byName: map[string]*slot{}}
+		b = &bucket{byName: map[string]*slot{}, sorted: newSlotSet()}
 		ks.buckets[s.key.Namespace] = b
 		i, _ := slices.BinarySearchFunc(ks.namespaces, s.key.Namespace, compareNamespaces)
 		ks.namespaces = slices.Insert(ks.namespaces, i, s.key.Namespace)
 	}
 	b.byName[s.key.Name] = s
-	i, _ := slices.BinarySearchFunc(b.sorted, s.key.Name, func(e *slot, name string) int { return strings.Compare(e.key.Name, name) })
-	b.sorted = slices.Insert(b.sorted, i, s)
+	b.sorted.ReplaceOrInsert(s)
 	ks.count++
 	ks.index(s)
 }
@@ -81,9 +121,7 @@ func (ks *kindStore) remove(s *slot) {
 	ks.unindex(s)
 	b := ks.buckets[s.key.Namespace]
 	delete(b.byName, s.key.Name)
-	if i, ok := slices.BinarySearchFunc(b.sorted, s.key.Name, func(e *slot, name string) int { return strings.Compare(e.key.Name, name) }); ok {
-		b.sorted = slices.Delete(b.sorted, i, i+1)
-	}
+	b.sorted.Delete(s)
 	if len(b.byName) == 0 {
 		delete(ks.buckets, s.key.Namespace)
 		if i, ok := slices.BinarySearchFunc(ks.namespaces, s.key.Namespace, compareNamespaces); ok {
@@ -112,12 +150,7 @@ func (ks *kindStore) index(s *slot) {
 		values := idx.extract(s.obj)
 		s.indexed[field] = values
 		for _, v := range values {
-			set := idx.values[v]
-			if set == nil {
-				set = map[*slot]struct{}{}
-				idx.values[v] = set
-			}
-			set[s] = struct{}{}
+			idx.add(v, s)
 		}
 	}
 }
@@ -130,12 +163,7 @@ func (ks *kindStore) unindex(s *slot) {
 			continue
 		}
 		for _, v := range values {
-			if set := idx.values[v]; set != nil {
-				delete(set, s)
-				if len(set) == 0 {
-					delete(idx.values, v)
-				}
-			}
+			idx.drop(v, s)
 		}
 		delete(s.indexed, field)
 	}
@@ -146,13 +174,13 @@ func (ks *kindStore) addIndex(field string, extract client.IndexerFunc) {
 	if old := ks.indexes[field]; old != nil {
 		ks.each("", func(s *slot) bool {
 			for _, v := range s.indexed[field] {
-				delete(old.values[v], s)
+				old.drop(v, s)
 			}
 			delete(s.indexed, field)
 			return true
 		})
 	}
-	idx := &fieldIndex{extract: extract, values: map[string]map[*slot]struct{}{}}
+	idx := &fieldIndex{extract: extract, values: map[string]*slotSet{}}
 	ks.indexes[field] = idx
 	ks.each("", func(s *slot) bool {
 		if s.indexed == nil {
@@ -161,12 +189,7 @@ func (ks *kindStore) addIndex(field string, extract client.IndexerFunc) {
 		values := extract(s.obj)
 		s.indexed[field] = values
 		for _, v := range values {
-			set := idx.values[v]
-			if set == nil {
-				set = map[*slot]struct{}{}
-				idx.values[v] = set
-			}
-			set[s] = struct{}{}
+			idx.add(v, s)
 		}
 		return true
 	})
@@ -180,19 +203,18 @@ func (ks *kindStore) each(namespace string, fn func(*slot) bool) {
 	}
 	if namespace != "" || !ks.info.namespaced {
 		if b := ks.buckets[namespace]; b != nil {
-			for _, s := range b.sorted {
-				if !fn(s) {
-					return
-				}
-			}
+			b.sorted.Ascend(fn)
 		}
 		return
 	}
 	for _, ns := range ks.namespaces {
-		for _, s := range ks.buckets[ns].sorted {
-			if !fn(s) {
-				return
-			}
+		stopped := false
+		ks.buckets[ns].sorted.Ascend(func(s *slot) bool {
+			stopped = !fn(s)
+			return !stopped
+		})
+		if stopped {
+			return
 		}
 	}
 }
@@ -221,9 +243,4 @@ func compareNamespaces(a, b string) int {
 	default:
 		return cmp.Compare(a[n], '/')
 	}
-}
-
-// sortSlots orders slots as List returns them.
-func sortSlots(slots []*slot) {
-	slices.SortFunc(slots, func(a, b *slot) int { return compareKeys(a.key, b.key) })
 }
