@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -210,8 +211,10 @@ func AnnouncesNomination(pod *corev1.Pod) bool {
 // and has none, and AnnouncesNomination says so. Once the node is settled, a pod whose name
 // was set and is now empty was refused: the kube-scheduler tried it on the node and cleared it.
 func (c *NominationController) nominate(ctx context.Context, target string, key types.NamespacedName, uid types.UID, node *corev1.Node, settled bool) error {
+	// Read-only (a cache's own copy where the client has one): most nominees are nominated
+	// already, and the one patched is written through a patch of its own.
 	pod := &corev1.Pod{}
-	if err := c.kube.Get(ctx, key, pod); err != nil {
+	if err := c.kube.Get(ctx, key, pod, client.UnsafeDisableDeepCopy); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if pod.UID != uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.NominatedNodeName != "" || !AnnouncesNomination(pod) {
@@ -220,11 +223,19 @@ func (c *NominationController) nominate(ctx context.Context, target string, key 
 	if settled && c.cluster.Refused(pod, target, node.Name, node.Labels[karpv1.NodePoolLabelKey]) {
 		return nil
 	}
-	patched := pod.DeepCopy()
-	patched.Status.NominatedNodeName = node.Name
 	// Optimistic: should the kube-scheduler have written the pod meanwhile, the patch fails
-	// and the pod's update event brings it back here.
-	if err := c.kube.Status().Patch(ctx, patched, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
+	// and the pod's update event brings it back here. The merge patch is what
+	// client.MergeFromWithOptimisticLock makes of the change, written directly: computing it
+	// encodes the whole pod twice.
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
+		"status":   map[string]any{"nominatedNodeName": node.Name},
+	})
+	if err != nil {
+		return fmt.Errorf("setting the nominated node of pod %s: %w", key, err)
+	}
+	patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	if err := c.kube.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}

@@ -91,11 +91,13 @@ func newSolver(in Input) *solver {
 		p.avoid = in.Avoid[pod.UID]
 		s.pods = append(s.pods, p)
 	}
-	for _, n := range in.Nodes {
+	exclusive := make([][]*corev1.Pod, len(in.Nodes))
+	for i, n := range in.Nodes {
 		prep := n.prepared
 		if prep == nil {
 			prep = n.prepare()
 		}
+		exclusive[i] = prep.exclusive
 		// The solver changes a node's extended resources and ports as it places pods: its own
 		// copies (a prepared node's ports are capped, so appending copies them).
 		s.nodes = append(s.nodes, &nodeState{Node: n, available: prep.available, extended: maps.Clone(prep.extended),
@@ -118,7 +120,7 @@ func newSolver(in Input) *solver {
 		}
 		p.current = 0
 	}
-	s.topology.countExisting(in.Nodes)
+	s.topology.countExisting(in.Nodes, exclusive)
 	s.topology.addCreatableDomains(s.pools)
 	return s
 }
@@ -129,6 +131,9 @@ type preparedNode struct {
 	extended  corev1.ResourceList
 	ports     []scheduling.HostPort
 	reqs      scheduling.Requirements
+	// exclusive are the node's pods with required pod anti-affinity, which keep matching pods
+	// off their domains (found once, not by every solve among all the pods of every node).
+	exclusive []*corev1.Pod
 }
 
 // prepare derives what a solve needs of the node: its room, requirements (labels, narrowed by
@@ -141,12 +146,15 @@ func (n *Node) prepare() *preparedNode {
 	p.ports = append(p.ports, n.HostPorts...)
 	for _, pod := range n.Pods {
 		p.ports = append(p.ports, scheduling.PodHostPorts(pod)...)
+		if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+			p.exclusive = append(p.exclusive, pod)
+		}
 	}
 	return p
 }
 
-// Prepare computes once what every Solve derives from the node (its room, requirements and
-// host ports in use), for a Node given to many Solves: disruption's what-ifs solve the same
+// Prepare computes once what every Solve derives from the node (its room, requirements, host
+// ports in use and pods with required anti-affinity), for a Node given to many Solves: disruption's what-ifs solve the same
 // nodes once per candidate, and each would otherwise rebuild that from the node's labels and
 // pods. Copies of the Node made afterwards share it. The Node's Labels, Requirements,
 // Available, HostPorts and Pods must not change after Prepare.

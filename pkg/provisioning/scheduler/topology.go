@@ -235,10 +235,11 @@ func (t *topology) sortedNames() []string {
 	return names
 }
 
-// countExisting records the pods on existing nodes, and the domains those nodes offer.
-func (t *topology) countExisting(nodes []*Node) {
+// countExisting records the pods on existing nodes, and the domains those nodes offer;
+// exclusive[i] are the pods of nodes[i] with required pod anti-affinity.
+func (t *topology) countExisting(nodes []*Node, exclusive [][]*corev1.Pod) {
 	names := t.sortedNames()
-	for _, n := range nodes {
+	for i, n := range nodes {
 		for _, name := range names {
 			g := t.groups[name]
 			domain, ok := existingDomain(n, g.key)
@@ -256,10 +257,7 @@ func (t *topology) countExisting(nodes []*Node) {
 			}
 		}
 		// Anti-affinity terms of bound pods keep matching pods away (the symmetric check).
-		for _, pod := range n.Pods {
-			if pod.Spec.Affinity == nil || pod.Spec.Affinity.PodAntiAffinity == nil {
-				continue
-			}
+		for _, pod := range exclusive[i] {
 			for _, term := range pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				g, err := t.affinityGroup(pod, antiAffinityGroup, term)
 				if err != nil {

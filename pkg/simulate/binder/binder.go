@@ -84,6 +84,9 @@ type Result struct {
 	Bound map[string]string
 	// Unschedulable pods newly marked so.
 	Unschedulable []string
+	// NotRetried counts the pending pods not tried again: they fit no node last time, and
+	// nothing their fit depends on changed since (see retriesOnlyOnChange).
+	NotRetried int
 }
 
 // Step binds the claims that need no pod, then every pending pod that fits a schedulable,
@@ -153,7 +156,9 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		waiting[pod.UID] = true
 		if rv, ok := b.unfit[pod.UID]; !ok || rv != pod.ResourceVersion {
 			kept = append(kept, pod)
+			continue
 		}
+		res.NotRetried++
 	}
 	pending = kept
 	maps.DeleteFunc(b.unfit, func(uid types.UID, _ string) bool { return !waiting[uid] })

@@ -157,3 +157,43 @@ func TestDaemonSetRoomIsKept(t *testing.T) {
 		t.Errorf("bound %v, unschedulable %v; want one 600m pod beside the daemonset's 1 cpu on 2 cpu", res.Bound, res.Unschedulable)
 	}
 }
+
+// TestUnschedulablePodWaitsForAChange: a pod that fit no node is not tried again while the
+// nodes and the pods bound to them stay as they were, and is tried, and bound, as soon as a
+// bound pod leaves or a node is added.
+func TestUnschedulablePodWaitsForAChange(t *testing.T) {
+	ctx := context.Background()
+	readyNode(t, "node-1", "2")
+	filler := builders.Pod(builders.PodOptions{Name: "filler", CPU: "1500m"})
+	createPods(t, "", filler)
+	b := binder.New(env.Client, clock.RealClock{}, binder.Options{})
+	if res, err := b.Step(ctx); err != nil || len(res.Bound) != 1 {
+		t.Fatalf("filler not bound: %+v, %v", res, err)
+	}
+	waiter := builders.Pods(2, builders.PodOptions{Name: "waiter", CPU: "1200m"})
+	createPods(t, "", waiter...)
+	res, err := b.Step(ctx)
+	if err != nil || len(res.Unschedulable) != 2 || res.NotRetried != 0 {
+		t.Fatalf("first try: %+v, %v", res, err)
+	}
+	// Marking them Unschedulable changed them: they are tried once more, then left alone.
+	if res, err = b.Step(ctx); err != nil || res.NotRetried != 0 || len(res.Bound) != 0 {
+		t.Fatalf("second try: %+v, %v", res, err)
+	}
+	if res, err = b.Step(ctx); err != nil || res.NotRetried != 2 || len(res.Bound) != 0 {
+		t.Fatalf("nothing changed, yet the pods were tried again: %+v, %v", res, err)
+	}
+
+	// The filler leaves: the room it frees takes one waiter.
+	if err := env.Client.Delete(ctx, filler, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = b.Step(ctx); err != nil || res.NotRetried != 0 || len(res.Bound) != 1 {
+		t.Fatalf("after the filler left: %+v, %v", res, err)
+	}
+	// A new node takes the other.
+	readyNode(t, "node-2", "2")
+	if res, err = b.Step(ctx); err != nil || res.NotRetried != 0 || len(res.Bound) != 1 || res.Bound["default/waiter-1"] != "node-2" && res.Bound["default/waiter-0"] != "node-2" {
+		t.Fatalf("after node-2 came: %+v, %v", res, err)
+	}
+}
