@@ -111,6 +111,8 @@ type engine struct {
 
 	deployments map[string]*deploymentState
 	jobs        map[string]*jobsState
+	// tracked follows the workloads' pods (see syncWorkloads).
+	tracked *podTracker
 	shortages   []shortage
 	next        int // next timeline event
 
@@ -162,6 +164,8 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	}
 	e := &engine{w: w, opts: opts, clock: clocktesting.NewFakeClock(Start), deployments: map[string]*deploymentState{}, jobs: map[string]*jobsState{}}
 	e.kube = memory.New(awsv1.NewScheme(), e.clock, memory.WithSeed(uint64(seed)), memory.WithAutoCreateNamespaces())
+	e.tracked = newPodTracker()
+	e.kube.OnChange(e.tracked.observe)
 	if err := nodeclaim.IndexFields(ctx, e.kube); err != nil {
 		return nil, err
 	}
@@ -726,14 +730,9 @@ const ownerLabel = "simulate.karpenter.sh/owner"
 
 // syncWorkloads plays the Deployment and Job controllers: keeps each deployment at its
 // replicas, starts jobs' pods, finishes pods whose runtime is over, and replaces pods whose
-// node went away.
+// node went away. It reads the pods through the tracker, not the store: only the pods of
+// nodes gone, of jobs and of deployments scaled down are visited.
 func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
-	// The store's own pods, read-only (finishPod changes a copy), without copying them all
-	// every pass.
-	pods, err := e.pods(client.InNamespace(namespace))
-	if err != nil {
-		return err
-	}
 	var nodes corev1.NodeList
 	if err := e.kube.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return err
@@ -744,88 +743,73 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 			exists[n.Name] = true
 		}
 	}
-	live := map[string][]*corev1.Pod{}
-	// Pod names in use, by pods being deleted too: only StatefulSets' pods need it.
-	var taken map[string]bool
-	for _, d := range e.deployments {
-		if d.spec.stateful != nil {
-			taken = make(map[string]bool, len(pods))
-			break
+	// A pod whose node is gone is lost, as pod garbage collection would find it.
+	var lost []*corev1.Pod
+	for node := range e.tracked.onNode {
+		if exists[node] {
+			continue
 		}
-	}
-	// A pass reads every pod: map lookups by owner are most of its cost, and pods come
-	// sorted by name, so mostly in runs of one owner.
-	var (
-		started   bool
-		lastOwner string
-		lastJob   *jobsState
-		lastLive  []*corev1.Pod
-	)
-	flush := func() {
-		if lastLive != nil {
-			live[lastOwner] = lastLive
+		pods, err := e.pods(client.InNamespace(namespace), client.MatchingFields{"spec.nodeName": node})
+		if err != nil {
+			return err
 		}
-	}
-	for _, p := range pods {
-		if taken != nil {
-			taken[p.Name] = true
-		}
-		owner := p.Labels[ownerLabel]
-		if !started || owner != lastOwner {
-			flush()
-			started, lastOwner, lastJob, lastLive = true, owner, e.jobs[owner], live[owner]
-		}
-		// A pod whose node is gone is lost, as pod garbage collection would find it.
-		if p.Spec.NodeName != "" && !exists[p.Spec.NodeName] && p.Status.Phase != corev1.PodSucceeded {
-			if err := e.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-				return err
+		for _, p := range pods {
+			if p.Status.Phase != corev1.PodSucceeded {
+				lost = append(lost, p)
 			}
-			continue
 		}
-		if p.DeletionTimestamp != nil {
-			continue
+	}
+	for _, p := range sortedByName(lost) {
+		if err := e.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			return err
 		}
-		if j := lastJob; j != nil && p.Status.Phase == corev1.PodRunning {
+	}
+	// Jobs' pods that ran their runtime succeed.
+	var done []*corev1.Pod
+	for owner, j := range e.jobs {
+		for _, p := range e.tracked.byOwner[owner] {
+			if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
 			end := runningSince(p).Add(j.spec.Runtime.Duration)
 			e.rec.jobEnds[p.Name] = end
 			if !now.Before(end) {
-				if err := e.finishPod(ctx, p); err != nil {
-					return err
-				}
-				delete(e.rec.jobEnds, p.Name)
-				continue
+				done = append(done, p)
 			}
 		}
-		if p.Status.Phase != corev1.PodSucceeded {
-			lastLive = append(lastLive, p)
-		}
 	}
-	flush()
+	for _, p := range sortedByName(done) {
+		if err := e.finishPod(ctx, p); err != nil {
+			return err
+		}
+		delete(e.rec.jobEnds, p.Name)
+	}
 	for _, name := range sortedKeys(e.deployments) {
 		d := e.deployments[name]
-		have := live[name]
 		if d.spec.stateful != nil {
-			if err := e.syncStatefulSet(ctx, d, have, taken); err != nil {
+			if err := e.syncStatefulSet(ctx, d, e.tracked.livePods(name)); err != nil {
 				return err
 			}
 			continue
 		}
-		for i := len(have); i < d.replicas; i++ {
+		have := e.tracked.live[name]
+		for i := have; i < d.replicas; i++ {
 			d.serial++
 			if err := e.createPod(ctx, name, d.serial, d.template); err != nil {
 				return err
 			}
 		}
-		if len(have) > d.replicas {
+		if have > d.replicas {
 			// Scale down removes the newest pods first, as a ReplicaSet prefers unready and
 			// young pods.
-			sort.Slice(have, func(i, j int) bool {
-				if a, b := have[i].CreationTimestamp, have[j].CreationTimestamp; !a.Equal(&b) {
+			live := e.tracked.livePods(name)
+			sort.Slice(live, func(i, j int) bool {
+				if a, b := live[i].CreationTimestamp, live[j].CreationTimestamp; !a.Equal(&b) {
 					return a.After(b.Time)
 				}
-				return have[i].Name > have[j].Name
+				return live[i].Name > live[j].Name
 			})
-			for _, p := range have[:len(have)-d.replicas] {
+			for _, p := range live[:len(live)-d.replicas] {
 				if err := e.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 					return err
 				}
@@ -841,6 +825,12 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// sortedByName sorts pods of one namespace by name, as List returns them, and returns them.
+func sortedByName(pods []*corev1.Pod) []*corev1.Pod {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods
 }
 
 // podReady reports whether the pod runs and is Ready.
@@ -872,7 +862,7 @@ func runningSince(p *corev1.Pod) time.Time {
 // its pods are <name>-0 to <name>-<replicas-1>, and a missing one is created once its name is
 // free (its predecessor gone). With ordered (OrderedReady) pod management, one is created only
 // when all below it run and are Ready. (A plain-manifest workload never scales it down.)
-func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live []*corev1.Pod, taken map[string]bool) error {
+func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live []*corev1.Pod) error {
 	s, name := d.spec.stateful, d.spec.Name
 	byName := map[string]*corev1.Pod{}
 	for _, p := range live {
@@ -886,7 +876,7 @@ func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live [
 			}
 			continue
 		}
-		if taken[podName] {
+		if e.podExists(ctx, podName) {
 			if s.ordered {
 				break
 			}
@@ -900,6 +890,11 @@ func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live [
 		}
 	}
 	return nil
+}
+
+// podExists reports whether a pod of that name is in the store, being deleted or not.
+func (e *engine) podExists(ctx context.Context, name string) bool {
+	return e.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Pod{}, client.UnsafeDisableDeepCopy) == nil
 }
 
 func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *corev1.PodTemplateSpec) error {
