@@ -307,3 +307,45 @@ func assertSameSet(t *testing.T, want, got Requirement) {
 		t.Errorf("%s and %s disagree on absence", want, got)
 	}
 }
+
+// TestFingerprint: requirements share a fingerprint exactly when they print the same, whatever
+// order they were combined in.
+func TestFingerprint(t *testing.T) {
+	r := func(key string, op corev1.NodeSelectorOperator, values ...string) Requirement {
+		t.Helper()
+		req, err := NewRequirement(key, op, values...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	two := 2
+	withMin := r("type", in, "a", "b")
+	withMin.MinValues = &two
+	sets := []Requirements{
+		{},
+		NewRequirements(r("zone", in, "a")),
+		NewRequirements(r("zone", notIn, "a")),
+		NewRequirements(r("zone", in, "a", "b")),
+		NewRequirements(r("zone", exists)),
+		NewRequirements(r("zone", doesNotExist)),
+		NewRequirements(r("cpu", gt, "4")),
+		NewRequirements(r("cpu", gte, "5")),
+		NewRequirements(r("cpu", gt, "4"), r("cpu", lt, "9")),
+		NewRequirements(r("zone", in, "a"), r("arch", in, "arm64")),
+		NewRequirements(withMin),
+		NewRequirements(r("type", in, "a", "b")),
+	}
+	for i, a := range sets {
+		for j, b := range sets {
+			if same := a.Fingerprint() == b.Fingerprint(); same != (i == j) {
+				t.Errorf("%q and %q: fingerprints equal %v", a, b, same)
+			}
+		}
+	}
+	x := NewRequirements(r("zone", in, "a"), r("arch", in, "arm64"), r("cpu", gt, "2"))
+	y := NewRequirements(r("cpu", gt, "2"), r("arch", in, "arm64"), r("zone", in, "a"))
+	if x.Fingerprint() != y.Fingerprint() {
+		t.Errorf("the same requirements in another order: %q and %q", x.Fingerprint(), y.Fingerprint())
+	}
+}

@@ -260,6 +260,45 @@ func (rs Requirements) NodeSelectorRequirements() []karpv1.NodeSelectorRequireme
 	return out
 }
 
+// Fingerprint is a compact string that two Requirements share exactly when they hold the same
+// requirements (keys, values, bounds, absence and minValues): a map key, much cheaper to make
+// than String, for caches keyed by requirements.
+func (rs Requirements) Fingerprint() string {
+	var b strings.Builder
+	for _, r := range rs.reqs {
+		b.WriteString(r.Key)
+		b.WriteByte(0)
+		flags := byte('0')
+		if r.complement {
+			flags |= 1
+		}
+		if r.absentOK {
+			flags |= 2
+		}
+		b.WriteByte(flags)
+		for _, v := range r.values {
+			b.WriteString(v)
+			b.WriteByte(1)
+		}
+		for _, bd := range []*bound{r.lower, r.upper} {
+			if bd == nil {
+				b.WriteByte('-')
+				continue
+			}
+			b.WriteString(strconv.FormatInt(bd.n, 10))
+			if bd.strict {
+				b.WriteByte('s')
+			}
+			b.WriteByte(2)
+		}
+		if r.MinValues != nil {
+			b.WriteString(strconv.Itoa(*r.MinValues))
+		}
+		b.WriteByte(3)
+	}
+	return b.String()
+}
+
 // String lists the requirements, one per key, in key order.
 func (rs Requirements) String() string {
 	parts := make([]string, len(rs.reqs))

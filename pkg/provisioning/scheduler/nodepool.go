@@ -71,7 +71,7 @@ func extendedOf(rl corev1.ResourceList) corev1.ResourceList {
 // candidatesFor returns the instance types compatible with reqs (labels, and an available
 // offering in an allowed zone and capacity type), cheapest first, ties by name.
 func (ps *poolState) candidatesFor(reqs scheduling.Requirements) []*candidate {
-	key := reqs.String()
+	key := reqs.Fingerprint()
 	if cached, ok := ps.candidates[key]; ok {
 		return cached
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -295,12 +296,47 @@ func (p *podInfo) computeShapeKey() string {
 	sort.Strings(names)
 	for _, name := range names {
 		q := p.requests[corev1.ResourceName(name)]
-		fmt.Fprintf(&b, "%s=%s,", name, q.String())
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(',')
 	}
-	fmt.Fprintf(&b, "|%v|%v|%d|%d|", p.hostPorts, pod.Spec.Tolerations, p.priority, p.current)
+	// As fmt's %v would print each, without fmt for the usual empty ones.
+	b.WriteByte('|')
+	writeValue(&b, len(p.hostPorts), p.hostPorts)
+	b.WriteByte('|')
+	writeValue(&b, len(pod.Spec.Tolerations), pod.Spec.Tolerations)
+	b.WriteByte('|')
+	b.WriteString(strconv.Itoa(int(p.priority)))
+	b.WriteByte('|')
+	b.WriteString(strconv.Itoa(p.current))
+	b.WriteByte('|')
 	v := p.variant()
-	fmt.Fprintf(&b, "%s|%v|%v|%v|%v|%v", v.requirements.String(), v.affinity, v.antiAffinity, v.spread, v.avoidPreferNoSchedule, v.requirementsErr)
+	b.WriteString(v.requirements.String())
+	b.WriteByte('|')
+	writeValue(&b, len(v.affinity), v.affinity)
+	b.WriteByte('|')
+	writeValue(&b, len(v.antiAffinity), v.antiAffinity)
+	b.WriteByte('|')
+	writeValue(&b, len(v.spread), v.spread)
+	b.WriteByte('|')
+	b.WriteString(strconv.FormatBool(v.avoidPreferNoSchedule))
+	b.WriteByte('|')
+	if v.requirementsErr == nil {
+		b.WriteString("<nil>")
+	} else {
+		fmt.Fprintf(&b, "%v", v.requirementsErr)
+	}
 	return b.String()
+}
+
+// writeValue writes a slice of n elements as fmt's %v does: "[]" when it is empty.
+func writeValue(b *strings.Builder, n int, slice any) {
+	if n == 0 {
+		b.WriteString("[]")
+		return
+	}
+	fmt.Fprintf(b, "%v", slice)
 }
 
 func writeSortedMap(b *strings.Builder, m map[string]string) {
