@@ -112,9 +112,9 @@ type engine struct {
 	deployments map[string]*deploymentState
 	jobs        map[string]*jobsState
 	// tracked follows the workloads' pods (see syncWorkloads).
-	tracked *podTracker
-	shortages   []shortage
-	next        int // next timeline event
+	tracked   *podTracker
+	shortages []shortage
+	next      int // next timeline event
 
 	batchStart, batchLastChange time.Time
 	batchPending                int
