@@ -961,10 +961,14 @@ type simulator struct {
 	volumes  map[types.UID]scheduling.Requirements
 	daemons  []*corev1.Pod // what the daemonsets would run on a new node
 	buffer   []*corev1.Pod // the CapacityBuffers' virtual pods
+	// infos keeps what the what-ifs derive from each pod: a decision solves the same pods
+	// once per candidate tried.
+	infos *scheduler.PodInfos
 }
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
-	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{}}
+	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{},
+		infos: scheduler.NewPodInfos()}
 	s.daemons = state.DaemonPods(in.DaemonSets)
 	s.buffer = in.BufferPods
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
@@ -1016,7 +1020,8 @@ func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool) *schedu
 	if buffers {
 		pods = append(pods, s.buffer...)
 	}
-	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), VolumeRequirements: s.volumes, DaemonPods: s.daemons, Options: scheduler.Options{GrowClaims: fewestNodes}}
+	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), VolumeRequirements: s.volumes, DaemonPods: s.daemons, Options: scheduler.Options{GrowClaims: fewestNodes},
+		Infos: s.infos}
 	for _, n := range s.targets {
 		if !removed[n.Name] {
 			copied := *n // the scheduler reassigns a node's Pods; keep ours intact

@@ -95,6 +95,43 @@ func newPodInfo(pod *corev1.Pod, ignorePreferences bool, volumes scheduling.Requ
 	return p
 }
 
+// PodInfos remembers, across Solves, what a solve derives from each pod on its own: its
+// requests, host ports, priority and the readings of its constraints (variants), with their
+// shape keys. Callers that solve the same pods many times keep one, as disruption does for
+// the what-ifs of one decision, each of which would otherwise derive them again. Pods are
+// known by pointer: they must not change while the PodInfos is in use. It is not safe for
+// concurrent use; the zero value is not usable (NewPodInfos).
+type PodInfos struct {
+	known map[podInfoKey]*podInfo
+}
+
+// NewPodInfos returns an empty PodInfos.
+func NewPodInfos() *PodInfos { return &PodInfos{known: map[podInfoKey]*podInfo{}} }
+
+// podInfoKey is what a podInfo's derived parts depend on.
+type podInfoKey struct {
+	pod               *corev1.Pod
+	ignorePreferences bool
+	volumes           string // Requirements.Fingerprint of the pod's volume requirements
+}
+
+// get returns a new podInfo of pod for one solve, sharing the derived parts of an earlier one
+// (which no solve changes). A nil PodInfos derives them afresh.
+func (i *PodInfos) get(pod *corev1.Pod, ignorePreferences bool, volumes scheduling.Requirements) *podInfo {
+	if i == nil {
+		return newPodInfo(pod, ignorePreferences, volumes)
+	}
+	key := podInfoKey{pod: pod, ignorePreferences: ignorePreferences, volumes: volumes.Fingerprint()}
+	known := i.known[key]
+	if known == nil {
+		known = newPodInfo(pod, ignorePreferences, volumes)
+		known.keys = make([]string, len(known.variants))
+		i.known[key] = known
+	}
+	return &podInfo{pod: pod, requests: known.requests, res: known.res, extended: known.extended, hostPorts: known.hostPorts,
+		variants: known.variants, keys: known.keys, priority: known.priority}
+}
+
 // variants lists the ways of reading a pod's constraints, strictest first.
 func variants(pod *corev1.Pod, ignorePreferences bool) []*variant {
 	v := &variant{avoidPreferNoSchedule: !ignorePreferences}

@@ -87,7 +87,7 @@ func newSolver(in Input) *solver {
 		volumes:         in.VolumeRequirements,
 	}
 	for _, pod := range in.Pods {
-		p := newPodInfo(pod, in.Options.IgnorePreferences, in.VolumeRequirements[pod.UID])
+		p := in.Infos.get(pod, in.Options.IgnorePreferences, in.VolumeRequirements[pod.UID])
 		p.avoid = in.Avoid[pod.UID]
 		s.pods = append(s.pods, p)
 	}

@@ -348,6 +348,15 @@ func TestDeterministic(t *testing.T) {
 			t.Fatalf("runs differ:\n%s\nvs\n%s", first, again)
 		}
 	}
+	// Runs that share what they derive from the same pods (PodInfos) place them as runs that
+	// do not, however many share it and whatever preferences the earlier ones relaxed.
+	in := build()
+	in.Infos = NewPodInfos()
+	for i := range 3 {
+		if again := describe(Solve(in)); again != first {
+			t.Fatalf("run %d with shared pod infos differs:\n%s\nvs\n%s", i, again, first)
+		}
+	}
 }
 
 func TestVolumeZone(t *testing.T) {

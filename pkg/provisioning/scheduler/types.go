@@ -34,6 +34,9 @@ type Input struct {
 	Options Options
 	// Progress, when set, tells how far the run has got while it runs.
 	Progress *Progress
+	// Infos, when set, keeps what the run derives from each pod on its own for the next runs
+	// given the same pods (see PodInfos).
+	Infos *PodInfos
 }
 
 // Options tune a scheduling run. The zero value is Karpenter's behaviour.
