@@ -52,7 +52,7 @@ type Cluster struct {
 	created  map[string]createdClaim
 	deleting map[string]bool
 	// requests caches pods' effective requests, pruned every snapshot.
-	requests scheduling.RequestsCache
+	requests NodeRequests
 	// podScheduling remembers when pods were acknowledged and decided on (for the pod metrics).
 	podScheduling podSchedulingBook
 }
@@ -399,10 +399,18 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 		targets[claim.Name] = sn
 	}
 
-	// Pods: bound ones to their node; nominated ones to their target while it is there.
-	seen := make(map[types.UID]bool, len(allPods))
+	// Pods: bound ones to their node; nominated ones to their target while it is there. The
+	// pods seen forget the nominations and refusals of pods gone; with none, they are not
+	// noted (a refusal is only ever made for a nominated pod).
+	var seen map[types.UID]bool
+	if len(c.nominations) > 0 || len(c.refusals) > 0 {
+		seen = make(map[types.UID]bool, len(allPods))
+	}
+	snap.Pods = make([]*corev1.Pod, 0, len(allPods))
 	for _, pod := range allPods {
-		seen[pod.UID] = true
+		if seen != nil {
+			seen[pod.UID] = true
+		}
 		snap.Pods = append(snap.Pods, pod)
 		if isTerminal(pod) {
 			continue
@@ -517,7 +525,7 @@ func (c *Cluster) nominationGrace() time.Duration {
 // daemonsets); its pods are the nominated ones, so after a restart, when nominations are lost,
 // the room its pods need shows as free and they are placed on it again.
 func (c *Cluster) requested(sn *StateNode) corev1.ResourceList {
-	return Requested(&c.requests, sn.Pods, sn.DaemonSets)
+	return c.requests.Of(sn.Name(), sn.Pods, sn.DaemonSets)
 }
 
 // expectedDaemonSets are the daemonsets whose pods will run on the node but are not there yet.

@@ -66,6 +66,57 @@ func Requested(cache *scheduling.RequestsCache, pods []*corev1.Pod, daemonSets [
 	return scheduling.Merge(lists...)
 }
 
+// NodeRequests is Requested with memory: it keeps each node's sum, and sums again only the
+// nodes whose pods or expected daemonsets changed since: pods by object identity (the
+// read-only objects of a cache or of the simulator's store are replaced, never modified, when
+// they change), daemonsets by UID and version. Components that sum every node on every pass
+// keep one; most nodes' pods stay as they were from one pass to the next. It is not safe for
+// concurrent use; the zero value is ready.
+type NodeRequests struct {
+	// Requests are the pods' own requests.
+	Requests scheduling.RequestsCache
+	sums     map[string]*nodeSum
+	round    uint64
+}
+
+type nodeSum struct {
+	pods       []*corev1.Pod
+	daemonSets []*appsv1.DaemonSet
+	sum        corev1.ResourceList
+	round      uint64
+}
+
+// Of returns Requested for the node's pods and daemonsets: read-only, shared with the next
+// calls for the same pods.
+func (r *NodeRequests) Of(node string, pods []*corev1.Pod, daemonSets []*appsv1.DaemonSet) corev1.ResourceList {
+	if s := r.sums[node]; s != nil && slices.Equal(s.pods, pods) && slices.EqualFunc(s.daemonSets, daemonSets, sameVersion) {
+		s.round = r.round
+		return s.sum
+	}
+	sum := Requested(&r.Requests, pods, daemonSets)
+	if r.sums == nil {
+		r.sums = map[string]*nodeSum{}
+	}
+	r.sums[node] = &nodeSum{pods: slices.Clone(pods), daemonSets: slices.Clone(daemonSets), sum: sum, round: r.round}
+	return sum
+}
+
+// sameVersion: the same daemonset, unchanged (lists of a client without a cache copy them).
+func sameVersion(a, b *appsv1.DaemonSet) bool {
+	return a.UID == b.UID && a.ResourceVersion == b.ResourceVersion
+}
+
+// Prune forgets the nodes and pods not asked for since the last Prune.
+func (r *NodeRequests) Prune() {
+	for node, s := range r.sums {
+		if s.round != r.round {
+			delete(r.sums, node)
+		}
+	}
+	r.round++
+	r.Requests.Prune()
+}
+
 func daemonSetOwner(pod *corev1.Pod) types.UID {
 	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
 		return ref.UID

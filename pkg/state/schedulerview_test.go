@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -70,5 +71,37 @@ func TestLimitCapacity(t *testing.T) {
 	}
 	if Remaining(nil, used) != nil {
 		t.Error("no limits must mean unlimited (nil)")
+	}
+}
+
+// TestNodeRequests: a node's sum is Requested's, kept while its pods are the same objects, and
+// made again when one of them is replaced (a new version), added or gone.
+func TestNodeRequests(t *testing.T) {
+	pod := func(name, cpu, version string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: version},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+	}
+	cpu := func(l corev1.ResourceList) string { q := l[corev1.ResourceCPU]; return q.String() }
+	var r NodeRequests
+	a, b := pod("a", "1", "1"), pod("b", "500m", "1")
+	if got := cpu(r.Of("n", []*corev1.Pod{a, b}, nil)); got != "1500m" {
+		t.Fatalf("sum %s, want 1500m", got)
+	}
+	first := r.Of("n", []*corev1.Pod{a, b}, nil)
+	if again := r.Of("n", []*corev1.Pod{a, b}, nil); reflect.ValueOf(again).Pointer() != reflect.ValueOf(first).Pointer() {
+		t.Error("the same pods were summed again")
+	}
+	resized := pod("b", "2", "2")
+	if got := cpu(r.Of("n", []*corev1.Pod{a, resized}, nil)); got != "3" {
+		t.Errorf("after b's new version: %s, want 3", got)
+	}
+	if got := cpu(r.Of("n", []*corev1.Pod{a}, nil)); got != "1" {
+		t.Errorf("after b left: %s, want 1", got)
+	}
+	r.Prune()
+	r.Prune()
+	if len(r.sums) != 0 {
+		t.Errorf("%d sums kept after two prunes without a call", len(r.sums))
 	}
 }

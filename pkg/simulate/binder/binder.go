@@ -47,8 +47,8 @@ type Binder struct {
 	kubeClient client.Client
 	clock      clock.PassiveClock
 	opts       Options
-	requests   scheduling.RequestsCache // Step is not called concurrently
-	daemonSets []*appsv1.DaemonSet      // this Step's, read-only
+	requests   state.NodeRequests  // Step is not called concurrently
+	daemonSets []*appsv1.DaemonSet // this Step's, read-only
 
 	// As the kube-scheduler's queue of unschedulable pods: a pod that fit no node is not tried
 	// again until something happens that could make it fit. unfit holds, by UID, the
@@ -311,7 +311,7 @@ func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler
 			labels[k] = v
 		}
 	}
-	available := scheduling.Subtract(node.Status.Allocatable, state.Requested(&b.requests, pods, expected))
+	available := scheduling.Subtract(node.Status.Allocatable, b.requests.Of(node.Name, pods, expected))
 	if !state.NodeReady(node) {
 		available = corev1.ResourceList{}
 	}
