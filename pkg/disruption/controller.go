@@ -31,6 +31,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/packing"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
@@ -66,6 +67,8 @@ type Controller struct {
 	// repackIdle: re-pack consolidation found nothing on this packing; it is not tried again
 	// before the fleet is measured anew (cheap passes, and at most one search per measure).
 	repackIdle bool
+	// podInfos keeps, from one pass to the next, what the solves derive from each pod.
+	podInfos *scheduler.PodInfos
 }
 
 // Packing returns the fleet re-packed from scratch by the last pass that measured it (every
@@ -101,7 +104,7 @@ func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.
 	clk clock.Clock, recorder record.EventRecorder, opts Options) *Controller {
 	return &Controller{
 		kube: kube, cluster: cluster, launcher: provisioning.NewLauncher(kube, cluster), cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
-		podSets: map[string]string{},
+		podSets: map[string]string{}, podInfos: scheduler.NewPodInfos(),
 	}
 }
 
@@ -198,6 +201,9 @@ func (c *Controller) Step(ctx context.Context) error {
 	if c.packing == nil || c.packedAt.IsZero() || now.Sub(c.packedAt) >= c.opts.PackingInterval {
 		c.packing, c.packedAt, c.repackIdle = PackingOf(*in), now, false
 		recordPacking(c.packing)
+		// The re-pack solved every pod that runs: what was not solved since the last one is
+		// of pods gone or changed.
+		c.podInfos.Prune()
 	}
 	if !c.repackIdle {
 		in.Packing = c.packing
@@ -280,7 +286,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		Now: now, Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
-		Clock: c.clock, UnseenNodePools: c.unseenNodePools,
+		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos,
 	}
 	for i := range pdbs.Items {
 		in.PDBs = append(in.PDBs, &pdbs.Items[i])

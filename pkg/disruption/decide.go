@@ -74,6 +74,9 @@ type Input struct {
 	// (MethodRepack); nil leaves it out. The controller computes it every
 	// Options.PackingInterval.
 	Packing *packing.Result
+	// PodInfos, when set, keeps what the decision's solves derive from each pod for the next
+	// decisions (the controller keeps one); nil derives it afresh for every decision.
+	PodInfos *scheduler.PodInfos
 
 	// onSchedule, when set (by tests), is called after each scheduling simulation of a
 	// consolidation search, with the method.
@@ -962,13 +965,16 @@ type simulator struct {
 	daemons  []*corev1.Pod // what the daemonsets would run on a new node
 	buffer   []*corev1.Pod // the CapacityBuffers' virtual pods
 	// infos keeps what the what-ifs derive from each pod: a decision solves the same pods
-	// once per candidate tried.
+	// once per candidate tried, and the next decision mostly the same pods again.
 	infos *scheduler.PodInfos
 }
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{},
-		infos: scheduler.NewPodInfos()}
+		infos: in.PodInfos}
+	if s.infos == nil {
+		s.infos = scheduler.NewPodInfos()
+	}
 	s.daemons = state.DaemonPods(in.DaemonSets)
 	s.buffer = in.BufferPods
 	for _, name := range slices.Sorted(maps.Keys(pools)) {

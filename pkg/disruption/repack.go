@@ -83,7 +83,7 @@ func PackingOf(in Input) *packing.Result {
 		p.Current += nodePrice(nodeLabel(sn, corev1.LabelInstanceTypeStable), nodeLabel(sn, karpv1.CapacityTypeLabelKey),
 			nodeLabel(sn, corev1.LabelTopologyZone), in.InstanceTypes[np.Name])
 	}
-	pin := packing.Input{DaemonPods: state.DaemonPods(in.DaemonSets)}
+	pin := packing.Input{DaemonPods: state.DaemonPods(in.DaemonSets), PodInfos: in.PodInfos}
 	for _, name := range names {
 		if p := byPool[name]; p != nil {
 			pin.Pools = append(pin.Pools, *p)

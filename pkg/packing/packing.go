@@ -33,6 +33,8 @@ type Input struct {
 	Pools []Pool
 	// DaemonPods are the pods the DaemonSets would run on a new node (state.DaemonPods).
 	DaemonPods []*corev1.Pod
+	// PodInfos, when set, keeps what the re-packs derive from each pod for the next ones.
+	PodInfos *scheduler.PodInfos
 }
 
 // PoolResult is one NodePool re-packed.
@@ -109,7 +111,7 @@ func Compute(in Input) *Result {
 		if len(p.Pods) > 0 {
 			pool := *p.NodePool
 			pool.Remaining = nil
-			res := scheduler.Solve(scheduler.Input{Pods: p.Pods, NodePools: []*scheduler.NodePool{&pool}, DaemonPods: in.DaemonPods})
+			res := scheduler.Solve(scheduler.Input{Pods: p.Pods, NodePools: []*scheduler.NodePool{&pool}, DaemonPods: in.DaemonPods, Infos: in.PodInfos})
 			unplaced := map[*corev1.Pod]bool{}
 			for _, pe := range res.PodErrors {
 				unplaced[pe.Pod] = true

@@ -98,15 +98,33 @@ func newPodInfo(pod *corev1.Pod, ignorePreferences bool, volumes scheduling.Requ
 // PodInfos remembers, across Solves, what a solve derives from each pod on its own: its
 // requests, host ports, priority and the readings of its constraints (variants), with their
 // shape keys. Callers that solve the same pods many times keep one, as disruption does for
-// the what-ifs of one decision, each of which would otherwise derive them again. Pods are
-// known by pointer: they must not change while the PodInfos is in use. It is not safe for
+// its what-ifs and re-packs, each of which would otherwise derive them again. Pods are known
+// by pointer: a pod must not change while the PodInfos knows it (the read-only objects of a
+// cache, or of the simulator's store, are replaced by a new object when they change, never
+// modified). Prune forgets the pods not solved since the last Prune. It is not safe for
 // concurrent use; the zero value is not usable (NewPodInfos).
 type PodInfos struct {
-	known map[podInfoKey]*podInfo
+	known map[podInfoKey]*knownPod
+	round uint64
+}
+
+type knownPod struct {
+	info  *podInfo
+	round uint64
 }
 
 // NewPodInfos returns an empty PodInfos.
-func NewPodInfos() *PodInfos { return &PodInfos{known: map[podInfoKey]*podInfo{}} }
+func NewPodInfos() *PodInfos { return &PodInfos{known: map[podInfoKey]*knownPod{}} }
+
+// Prune forgets the pods no solve was given since the last Prune.
+func (i *PodInfos) Prune() {
+	for key, k := range i.known {
+		if k.round != i.round {
+			delete(i.known, key)
+		}
+	}
+	i.round++
+}
 
 // podInfoKey is what a podInfo's derived parts depend on.
 type podInfoKey struct {
@@ -122,12 +140,14 @@ func (i *PodInfos) get(pod *corev1.Pod, ignorePreferences bool, volumes scheduli
 		return newPodInfo(pod, ignorePreferences, volumes)
 	}
 	key := podInfoKey{pod: pod, ignorePreferences: ignorePreferences, volumes: volumes.Fingerprint()}
-	known := i.known[key]
-	if known == nil {
-		known = newPodInfo(pod, ignorePreferences, volumes)
-		known.keys = make([]string, len(known.variants))
-		i.known[key] = known
+	k := i.known[key]
+	if k == nil {
+		k = &knownPod{info: newPodInfo(pod, ignorePreferences, volumes)}
+		k.info.keys = make([]string, len(k.info.variants))
+		i.known[key] = k
 	}
+	k.round = i.round
+	known := k.info
 	return &podInfo{pod: pod, requests: known.requests, res: known.res, extended: known.extended, hostPorts: known.hostPorts,
 		variants: known.variants, keys: known.keys, priority: known.priority}
 }

@@ -357,6 +357,13 @@ func TestDeterministic(t *testing.T) {
 			t.Fatalf("run %d with shared pod infos differs:\n%s\nvs\n%s", i, again, first)
 		}
 	}
+	// A Prune keeps the pods solved since the last one, and the next forgets them.
+	if in.Infos.Prune(); len(in.Infos.known) != len(in.Pods) {
+		t.Fatalf("%d pods known after a prune, want %d", len(in.Infos.known), len(in.Pods))
+	}
+	if in.Infos.Prune(); len(in.Infos.known) != 0 {
+		t.Fatalf("%d pods known after two prunes without a solve", len(in.Infos.known))
+	}
 }
 
 func TestVolumeZone(t *testing.T) {
