@@ -94,8 +94,9 @@ func (c *StatusController) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		return reconcile.Result{}, fmt.Errorf("getting nodepool: %w", err)
 	}
+	// Read-only: only their capacity is summed.
 	claims := &karpv1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, claims, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}); err != nil {
+	if err := c.kubeClient.List(ctx, claims, client.MatchingLabels{karpv1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	nodeClassReady, err := c.nodeClassCondition(ctx, np)

@@ -17,7 +17,11 @@
 // (persistentvolumeclaim "data" not found).
 //
 // It reuses the project's scheduler (pkg/provisioning/scheduler) restricted to existing nodes,
-// so it judges fit with the same rules Karpenter provisions by.
+// so it judges fit with the same rules Karpenter provisions by. As the kube-scheduler keeps a
+// pod that fit nowhere among its unschedulable pods until a cluster event could change that, a
+// pod without volumes, pod (anti-)affinity or topology spread that fit no node is not tried
+// again until a node, a daemonset or the set of bound pods changes (see Result.NotRetried):
+// at a scale-up tens of thousands of pods wait while nothing changes for them.
 package binder
 
 import (
