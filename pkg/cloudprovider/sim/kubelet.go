@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,6 +105,9 @@ type Kubelet struct {
 	cloud *Cloud
 	kube  client.Client
 	opts  KubeletOptions
+	// noStartingIndex: the client refused PodStartingIndex once (no such index): the Pending
+	// pods are listed instead, without asking again.
+	noStartingIndex atomic.Bool
 }
 
 // NewKubelet returns the kubelet stand-in of the cloud's instances, writing Nodes (and pods)
@@ -600,8 +604,14 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 	// the Pending pods (a field selector kube-apiserver serves too); read-only: the pods to
 	// change are copied first.
 	var pods corev1.PodList
-	if err := k.kube.List(ctx, &pods, client.MatchingFields{PodStartingIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-		pods = corev1.PodList{}
+	indexed := !k.noStartingIndex.Load()
+	if indexed {
+		if err := k.kube.List(ctx, &pods, client.MatchingFields{PodStartingIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+			k.noStartingIndex.Store(true)
+			indexed, pods = false, corev1.PodList{}
+		}
+	}
+	if !indexed {
 		if err := k.kube.List(ctx, &pods, client.MatchingFields{PodPhaseIndex: string(corev1.PodPending)}, client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("listing pods: %w", err)
 		}
@@ -621,9 +631,7 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 		}
 		pod := shared.DeepCopy()
 		setPodRunning(pod, node, now)
-		// An update of the version listed (a merge patch costs two JSON encodings and a
-		// decoding per pod); a pod changed meanwhile is started on the next pass.
-		if err := k.kube.Status().Update(ctx, pod); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		if err := k.kube.Status().Patch(ctx, pod, client.MergeFrom(shared)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))
 		}
 	}
