@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,9 +104,6 @@ type Kubelet struct {
 	cloud *Cloud
 	kube  client.Client
 	opts  KubeletOptions
-	// noStartingIndex: the client refused PodStartingIndex once (no such index): the Pending
-	// pods are listed instead, without asking again.
-	noStartingIndex atomic.Bool
 }
 
 // NewKubelet returns the kubelet stand-in of the cloud's instances, writing Nodes (and pods)
@@ -567,8 +563,21 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-// markPodsRunning sets the pending pods bound to the ready Nodes to Running, in namespace and
-// name order.
+// listPodsIndexed lists, read-only, the pods the client's index of that name holds under
+// "true", or, from a client without the index (kube-apiserver serves no such field selector),
+// the pods fallback selects.
+func (k *Kubelet) listPodsIndexed(ctx context.Context, index string, fallback ...client.ListOption) (corev1.PodList, error) {
+	var pods corev1.PodList
+	if err := k.kube.List(ctx, &pods, client.MatchingFields{index: "true"}, client.UnsafeDisableDeepCopy); err == nil {
+		return pods, nil
+	}
+	pods = corev1.PodList{}
+	if err := k.kube.List(ctx, &pods, append(fallback, client.UnsafeDisableDeepCopy)...); err != nil {
+		return pods, fmt.Errorf("listing pods: %w", err)
+	}
+	return pods, nil
+}
+
 // finishTerminatingPods deletes the pods being deleted (evicted, scaled down) from the cloud's
 // Nodes, as their kubelet does once their containers have stopped: simulated containers stop
 // at once. Without it a terminating pod would stay forever, and drains would never end.
@@ -578,12 +587,9 @@ func (k *Kubelet) finishTerminatingPods(ctx context.Context, nodes map[string]*c
 		ours[n.Name] = true
 	}
 	// The pods being deleted, through PodTerminatingIndex when the client has it.
-	var pods corev1.PodList
-	if err := k.kube.List(ctx, &pods, client.MatchingFields{PodTerminatingIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-		pods = corev1.PodList{}
-		if err := k.kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-			return fmt.Errorf("listing pods: %w", err)
-		}
+	pods, err := k.listPodsIndexed(ctx, PodTerminatingIndex)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for i := range pods.Items {
@@ -599,22 +605,15 @@ func (k *Kubelet) finishTerminatingPods(ctx context.Context, nodes map[string]*c
 	return errors.Join(errs...)
 }
 
+// markPodsRunning sets the pending pods bound to the ready Nodes to Running, in namespace and
+// name order.
 func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.Node, now time.Time) error {
 	// Only the pods bound and not started, through PodStartingIndex when the client has it, else
 	// the Pending pods (a field selector kube-apiserver serves too); read-only: the pods to
 	// change are copied first.
-	var pods corev1.PodList
-	indexed := !k.noStartingIndex.Load()
-	if indexed {
-		if err := k.kube.List(ctx, &pods, client.MatchingFields{PodStartingIndex: "true"}, client.UnsafeDisableDeepCopy); err != nil {
-			k.noStartingIndex.Store(true)
-			indexed, pods = false, corev1.PodList{}
-		}
-	}
-	if !indexed {
-		if err := k.kube.List(ctx, &pods, client.MatchingFields{PodPhaseIndex: string(corev1.PodPending)}, client.UnsafeDisableDeepCopy); err != nil {
-			return fmt.Errorf("listing pods: %w", err)
-		}
+	pods, err := k.listPodsIndexed(ctx, PodStartingIndex, client.MatchingFields{PodPhaseIndex: string(corev1.PodPending)})
+	if err != nil {
+		return err
 	}
 	byName := func(a, b corev1.Pod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))

@@ -360,9 +360,9 @@ func (p *podInfo) computeShapeKey() string {
 	}
 	// As fmt's %v would print each, without fmt for the usual empty ones.
 	b.WriteByte('|')
-	writeValue(&b, len(p.hostPorts), p.hostPorts)
+	writeSlice(&b, p.hostPorts)
 	b.WriteByte('|')
-	writeValue(&b, len(pod.Spec.Tolerations), pod.Spec.Tolerations)
+	writeSlice(&b, pod.Spec.Tolerations)
 	b.WriteByte('|')
 	b.WriteString(strconv.Itoa(int(p.priority)))
 	b.WriteByte('|')
@@ -371,11 +371,11 @@ func (p *podInfo) computeShapeKey() string {
 	v := p.variant()
 	b.WriteString(v.requirements.String())
 	b.WriteByte('|')
-	writeValue(&b, len(v.affinity), v.affinity)
+	writeSlice(&b, v.affinity)
 	b.WriteByte('|')
-	writeValue(&b, len(v.antiAffinity), v.antiAffinity)
+	writeSlice(&b, v.antiAffinity)
 	b.WriteByte('|')
-	writeValue(&b, len(v.spread), v.spread)
+	writeSlice(&b, v.spread)
 	b.WriteByte('|')
 	b.WriteString(strconv.FormatBool(v.avoidPreferNoSchedule))
 	b.WriteByte('|')
@@ -387,9 +387,9 @@ func (p *podInfo) computeShapeKey() string {
 	return b.String()
 }
 
-// writeValue writes a slice of n elements as fmt's %v does: "[]" when it is empty.
-func writeValue(b *strings.Builder, n int, slice any) {
-	if n == 0 {
+// writeSlice writes a slice as fmt's %v does, without fmt when it is empty ("[]").
+func writeSlice[T any](b *strings.Builder, slice []T) {
+	if len(slice) == 0 {
 		b.WriteString("[]")
 		return
 	}

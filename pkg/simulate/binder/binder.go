@@ -294,7 +294,12 @@ func (b *Binder) nodesSignature(nodes []corev1.Node, daemonSets []appsv1.DaemonS
 // boundSignature is one bound pod's part of the signature: the signatures of the pods bound
 // are combined by XOR, so that binding one adds it without hashing the others again.
 func (b *Binder) boundSignature(pod *corev1.Pod, node string) uint64 {
-	return maphash.String(b.seed, string(pod.UID)+"\x00"+node)
+	var h maphash.Hash // written piece by piece: no string built per bound pod per Step
+	h.SetSeed(b.seed)
+	h.WriteString(string(pod.UID))
+	h.WriteByte(0)
+	h.WriteString(node)
+	return h.Sum64()
 }
 
 // schedulerNode is a node as the scheduler sees it, with the pods bound to it. Nodes that are
