@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -628,13 +630,52 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 		if node == nil || shared.DeletionTimestamp != nil || (shared.Status.Phase != "" && shared.Status.Phase != corev1.PodPending) {
 			continue
 		}
-		pod := shared.DeepCopy()
-		setPodRunning(pod, node, now)
-		if err := k.kube.Status().Patch(ctx, pod, client.MergeFrom(shared)); client.IgnoreNotFound(err) != nil {
+		patch, err := podRunningPatch(shared, node, now)
+		if err != nil {
+			return err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: shared.Namespace, Name: shared.Name}}
+		if err := k.kube.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// podRunningPatch is the merge patch of pod's status that setPodRunning makes: every status
+// field it sets, whole. Applied to pod it gives what client.MergeFrom's patch would, without
+// encoding the pod twice and comparing the two (the pods a large simulation starts are most of
+// its writes).
+func podRunningPatch(pod *corev1.Pod, node *corev1.Node, now time.Time) ([]byte, error) {
+	running := &corev1.Pod{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec, Status: *pod.Status.DeepCopy()}
+	setPodRunning(running, node, now)
+	st := running.Status
+	status := map[string]any{"phase": st.Phase, "startTime": st.StartTime, "conditions": st.Conditions}
+	// The addresses setPodRunning set or kept (writing a kept one again changes nothing).
+	if st.HostIP != "" {
+		status["hostIP"] = st.HostIP
+	}
+	if len(st.HostIPs) > 0 {
+		status["hostIPs"] = st.HostIPs
+	}
+	if st.PodIP != "" {
+		status["podIP"] = st.PodIP
+	}
+	if len(st.PodIPs) > 0 {
+		status["podIPs"] = st.PodIPs
+	}
+	// The container lists are replaced whole; null removes stale ones.
+	if len(st.ContainerStatuses) > 0 || len(pod.Status.ContainerStatuses) > 0 {
+		status["containerStatuses"] = st.ContainerStatuses
+	}
+	if len(st.InitContainerStatuses) > 0 || len(pod.Status.InitContainerStatuses) > 0 {
+		status["initContainerStatuses"] = st.InitContainerStatuses
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the running status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return patch, nil
 }
 
 // setPodRunning writes the status a kubelet reports once a pod's containers have started.

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -132,3 +134,70 @@ func TestNodeLabelsKubeletMaySet(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The kubelet's hand-written patch for a started pod leaves the pod exactly as the merge patch
+// client.MergeFrom computes would, for pods with and without init containers, sidecars, host
+// networking and stale statuses.
+func TestPodRunningPatchIsMergeFromPatch(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+		{Type: corev1.NodeHostName, Address: "n"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.7"},
+	}}}
+	always := corev1.ContainerRestartPolicyAlways
+	plain := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain", UID: "u1"},
+		Spec:       corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}},
+	}
+	busy := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "busy", UID: "u2"},
+		Spec: corev1.PodSpec{NodeName: "n", HostNetwork: true,
+			InitContainers: []corev1.Container{{Name: "init", Image: "init:1"}, {Name: "sidecar", Image: "side:1", RestartPolicy: &always}},
+			Containers:     []corev1.Container{{Name: "a", Image: "a:1"}, {Name: "b", Image: "b:1"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, HostIP: "10.9.9.9", Message: "kept",
+			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "NotYet"}, {Type: "custom", Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "stale", Image: "old"}}},
+	}
+	noInit := busy.DeepCopy()
+	noInit.Name, noInit.UID, noInit.Spec.InitContainers, noInit.Spec.HostNetwork = "no-init", "u3", nil, false
+	for _, pod := range []*corev1.Pod{plain, busy, noInit} {
+		t.Run(pod.Name, func(t *testing.T) {
+			// Two stores: the container IDs derive from the pod's name.
+			newStore := func() client.Client {
+				return fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithStatusSubresource(&corev1.Pod{}).Build()
+			}
+			kube, other := newStore(), newStore()
+			viaMergeFrom, viaPatch := pod.DeepCopy(), pod.DeepCopy()
+			for p, kube := range map[*corev1.Pod]client.Client{viaMergeFrom: kube, viaPatch: other} {
+				status := p.Status
+				if err := kube.Create(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+				p.Status = status
+				if err := kube.Status().Update(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			running := viaMergeFrom.DeepCopy()
+			setPodRunning(running, node, now)
+			if err := kube.Status().Patch(ctx, running, client.MergeFrom(viaMergeFrom)); err != nil {
+				t.Fatal(err)
+			}
+			patch, err := podRunningPatch(viaPatch, node, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: viaPatch.Namespace, Name: viaPatch.Name}}
+			if err := other.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(running.Status, patched.Status) {
+				t.Errorf("patched status differs from MergeFrom's:\n got %+v\nwant %+v", patched.Status, running.Status)
+			}
+			if patched.Status.Phase != corev1.PodRunning || patched.Status.Message != pod.Status.Message {
+				t.Errorf("phase %q, message %q: want Running, %q", patched.Status.Phase, patched.Status.Message, pod.Status.Message)
+			}
+		})
+	}
+}

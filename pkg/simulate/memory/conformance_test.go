@@ -555,6 +555,16 @@ var conformanceCases = []conformanceCase{
 		h.observe("strategic merge", fmt.Sprint(len(pod.Spec.Containers), " ", pod.Spec.Containers[0].Image, " ", pod.Spec.Containers[0].Resources.Requests.Cpu(), " ", pod.Labels))
 		h.must(h.c.Patch(h.ctx, pod, client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"containers":[{"name":"app","image":"registry.k8s.io/pause:3.10"}]}}`))), "raw strategic patch")
 		h.observe("containers merged by name", fmt.Sprint(len(pod.Spec.Containers), " ", pod.Spec.Containers[0].Image, " ", pod.Spec.Containers[0].Resources.Requests.Memory()))
+		// Merge patches member by member: metadata with a null label, the status subresource
+		// with a null member and a replaced list, and a patch naming a spec field through status.
+		h.must(h.c.Patch(h.ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"patched":null,"m":"1"},"annotations":{"a":"b"}}}`))), "merge patching metadata")
+		h.observe("metadata merge patch", fmt.Sprint(pod.Labels, " ", pod.Annotations))
+		h.must(h.c.Status().Patch(h.ctx, pod, client.RawPatch(types.MergePatchType, []byte(
+			`{"status":{"phase":"Running","message":"m","conditions":[{"type":"PodScheduled","status":"True"},{"type":"Ready","status":"False","reason":"r"}]}}`))), "merge patching status")
+		h.must(h.c.Status().Patch(h.ctx, pod, client.RawPatch(types.MergePatchType, []byte(
+			`{"metadata":{"labels":{"s":"1"}},"spec":{"nodeName":"elsewhere"},"status":{"message":null,"conditions":[{"type":"Ready","status":"True"}]}}`))), "merge patching status with nulls")
+		h.observe("status merge patch", fmt.Sprint(pod.Status.Phase, " ", pod.Status.Message == "", " ", len(pod.Status.Conditions), " ", pod.Status.Conditions[0].Type, " ", pod.Status.Conditions[0].Status, " ", pod.Spec.NodeName == "", " ", pod.Labels))
+		h.observeReason("merge patch with a status of the wrong type", h.c.Status().Patch(h.ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"status":"Running"}`))))
 
 		np := builders.NodePool(builders.NodePoolOptions{Name: h.name("np"), Requirements: amd64})
 		h.must(h.c.Create(h.ctx, np), "creating nodepool")

@@ -46,6 +46,9 @@ type kindInfo struct {
 	// specFields are the indexes of the fields other than TypeMeta, ObjectMeta and Status: a
 	// change to any of them bumps the generation.
 	specFields []int
+	// structFields maps the JSON names of the kind's struct-typed top-level fields (metadata,
+	// spec, status) to their indexes, for merge patches applied one field at a time.
+	structFields map[string]int
 	// defaults are the structural defaults of the kind's CRD schema, nil when none.
 	defaults *apiextensionsv1.JSONSchemaProps
 	// copyInto deep-copies src into dst, both of this kind's Go type.
@@ -225,8 +228,13 @@ func describe(gvk schema.GroupVersionKind, typ reflect.Type, crds map[schema.Gro
 		statusField: -1,
 		custom:      !clientgoscheme.Scheme.Recognizes(gvk),
 	}
+	info.structFields = map[string]int{}
 	for i := 0; i < typ.NumField(); i++ {
-		switch f := typ.Field(i); f.Name {
+		f := typ.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" && f.Type.Kind() == reflect.Struct {
+			info.structFields[name] = i
+		}
+		switch f.Name {
 		case "TypeMeta", "ObjectMeta":
 		case "Status":
 			info.statusField = i

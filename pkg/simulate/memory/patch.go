@@ -79,7 +79,7 @@ func applyPatch(info *kindInfo, cur client.Object, pt types.PatchType, data []by
 	}
 	out := info.newObject()
 	if err := utiljson.Unmarshal(patched, out); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched %s does not decode: %v", info, err))
+		return nil, undecodablePatch(info, err)
 	}
 	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	return out, nil
@@ -95,8 +95,12 @@ func applyMergePatch(info *kindInfo, cur client.Object, data []byte) (client.Obj
 	if err := utiljson.Unmarshal(data, &patch); err != nil {
 		return nil, true, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 	}
-	if _, isObject := patch.(map[string]any); !isObject {
+	fields, isObject := patch.(map[string]any)
+	if !isObject {
 		return nil, false, nil
+	}
+	if out, ok, err := mergePatchFields(info, cur, fields); ok {
+		return out, true, err
 	}
 	doc, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
 	if err != nil {
@@ -104,7 +108,50 @@ func applyMergePatch(info *kindInfo, cur client.Object, data []byte) (client.Obj
 	}
 	out := info.newObject()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(mergePatch(doc, patch).(map[string]any), out); err != nil {
-		return nil, true, apierrors.NewBadRequest(fmt.Sprintf("the patched %s does not decode: %v", info, err))
+		return nil, true, undecodablePatch(info, err)
+	}
+	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return out, true, nil
+}
+
+// undecodablePatch is kube-apiserver's answer to a patch whose result is not an object of the
+// kind (a member of the wrong type): 422 Invalid.
+func undecodablePatch(info *kindInfo, err error) error {
+	return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("the patched %s does not decode: %v", info, err))
+}
+
+// mergePatchFields applies a merge patch whose every member names one of the kind's
+// struct-typed top-level fields (metadata, spec, status) and is an object or null, one field at
+// a time: a merge patch changes each member independently, so only the fields it names go
+// through the unstructured form, and the new object shares the others with cur (stored objects
+// are never changed in place). A status patch of a pod so costs its status, not the pod. ok is
+// false for any other patch.
+func mergePatchFields(info *kindInfo, cur client.Object, patch map[string]any) (client.Object, bool, error) {
+	for name, member := range patch {
+		if _, known := info.structFields[name]; !known {
+			return nil, false, nil
+		}
+		if _, isObject := member.(map[string]any); !isObject && member != nil {
+			return nil, false, nil
+		}
+	}
+	out := shallowClone(cur)
+	v := reflect.ValueOf(out).Elem()
+	for name, member := range patch {
+		f := v.Field(info.structFields[name])
+		if member == nil {
+			f.SetZero()
+			continue
+		}
+		doc, err := runtime.DefaultUnstructuredConverter.ToUnstructured(f.Addr().Interface())
+		if err != nil {
+			return nil, true, apierrors.NewInternalError(fmt.Errorf("encoding %s: %w", info, err))
+		}
+		patched := reflect.New(f.Type())
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(mergePatch(doc, member).(map[string]any), patched.Interface()); err != nil {
+			return nil, true, undecodablePatch(info, err)
+		}
+		f.Set(patched.Elem())
 	}
 	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	return out, true, nil
