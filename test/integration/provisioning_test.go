@@ -253,17 +253,29 @@ func TestRestartMidLaunch(t *testing.T) {
 	harness.StartBinder(t, env.Client)
 	create(t, nodeClass("default"), nodePool("default"))
 	createPods(t, mixedPods()[:80])
-	// Stop once every claim decided so far exists and some instance is launched: a stop in the
-	// middle of creating a decision's claims would rightly leave the next operator some to make.
+	// Stop once every pod is planned, every claim decided so far exists and some instance is
+	// launched: a stop in the middle of creating a decision's claims, or before a batch took
+	// the last pods (on a loaded machine their creation can outlast the batch window), would
+	// rightly leave the next operator some to make.
 	harness.Eventually(t, 30*time.Second, "claims launched", func() (bool, string) {
 		r.mu.Lock()
 		decided := 0
+		planned := map[string]bool{}
 		for _, d := range r.decisions {
 			decided += len(d.Results.NewClaims)
+			for _, c := range d.Results.NewClaims {
+				for _, p := range c.Pods {
+					planned[p.Name] = true
+				}
+			}
+			for _, pl := range d.Results.ExistingPlacements {
+				planned[pl.Pod.Name] = true
+			}
 		}
 		r.mu.Unlock()
 		claims := len(listClaims(t))
-		return decided > 0 && claims == decided && liveInstances(cloud) > 0, fmt.Sprintf("%d claims of %d decided, %d instances", claims, decided, liveInstances(cloud))
+		return decided > 0 && len(planned) == 80 && claims == decided && liveInstances(cloud) > 0,
+			fmt.Sprintf("%d claims of %d decided, %d of 80 pods planned, %d instances", claims, decided, len(planned), liveInstances(cloud))
 	})
 	r.stop(t) // mid-launch: instances are still booting
 	claimsBefore := len(listClaims(t))
