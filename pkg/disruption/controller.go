@@ -208,25 +208,6 @@ func (c *Controller) Step(ctx context.Context) error {
 	if !c.repackIdle {
 		in.Packing = c.packing
 	}
-	// A consolidation waiting for validation: as Karpenter's loop, which waits out the delay in
-	// its validator, the pass decides nothing until then; then the command is validated (see
-	// Validate) and carried out, or dropped and the decision goes on with the next method.
-	var validated *Command
-	if c.pending != nil {
-		if now.Sub(c.pending.decided) < c.opts.ValidationDelay {
-			in.After = MethodRepack
-		} else {
-			var why string
-			if validated, why = Validate(*in, c.pending.cmd); validated != nil {
-				in.After = MethodRepack
-			} else {
-				metrics.DisruptionValidationFailed(consolidationType(c.pending.cmd.Method))
-				logger.V(1).Info("consolidation failed validation", "method", c.pending.cmd.Method, "nodes", c.pending.cmd.NodeNames(), "reason", why)
-				in.After = c.pending.cmd.Method
-			}
-			c.pending = nil
-		}
-	}
 	decision := Decide(*in)
 	if in.Packing != nil && decision.Command == nil && decision.evaluated(MethodRepack) && !decision.repackWaits {
 		c.repackIdle = true
@@ -250,19 +231,27 @@ func (c *Controller) Step(ctx context.Context) error {
 	}
 	c.reportBlocked(in, decision)
 
-	if validated != nil {
-		return c.execute(ctx, validated, now)
-	}
 	cmd := decision.Command
+	if c.pending != nil && (cmd == nil || c.pending.cmd.Key() != cmd.Key()) {
+		// The consolidation waiting for validation is not decided again: it failed validation.
+		metrics.DisruptionValidationFailed(consolidationType(c.pending.cmd.Method))
+		c.pending = nil
+	}
 	if cmd == nil {
 		return nil
 	}
 	if cmd.Reason == karpv1.DisruptionReasonEmpty || cmd.Reason == karpv1.DisruptionReasonUnderutilized {
-		// Consolidation waits, then acts only if the command is still valid.
-		c.pending = &pendingCommand{cmd: cmd, decided: now}
-		logger.V(1).Info("consolidation pending validation", "method", cmd.Method, "nodes", cmd.NodeNames(), "savings", cmd.Savings)
-		return nil
+		// Consolidation waits, then acts only if a fresh decision is the same.
+		if c.pending == nil { // a different pending command was dropped above
+			c.pending = &pendingCommand{cmd: cmd, decided: now}
+			logger.V(1).Info("consolidation pending validation", "method", cmd.Method, "nodes", cmd.NodeNames(), "savings", cmd.Savings)
+			return nil
+		}
+		if now.Sub(c.pending.decided) < c.opts.ValidationDelay {
+			return nil
+		}
 	}
+	c.pending = nil
 	return c.execute(ctx, cmd, now)
 }
 

@@ -77,11 +77,6 @@ type Input struct {
 	// PodInfos, when set, keeps what the decision's solves derive from each pod for the next
 	// decisions (the controller keeps one); nil derives it afresh for every decision.
 	PodInfos *scheduler.PodInfos
-	// After, when set to a method's name (MethodDrift, …), leaves out that method and those
-	// Decide tries before it: the decision that follows a failed validation of a command of
-	// that method, as Karpenter's loop goes on to its next method; MethodRepack leaves them
-	// all out (a pass that waits out a validation delay decides nothing).
-	After string
 
 	// onSchedule, when set (by tests), is called after each scheduling simulation of a
 	// consolidation search, with the method.
@@ -335,12 +330,6 @@ func Decide(in Input) *Decision {
 		{MethodSingleNode, karpv1.DisruptionReasonUnderutilized, d.singleNode},
 		{MethodRepack, karpv1.DisruptionReasonUnderutilized, d.repack},
 	} {
-		if in.After != "" {
-			if m.name == in.After {
-				in.After = ""
-			}
-			continue
-		}
 		start := time.Now() // real time: the evaluation's cost, not the cluster's clock
 		cmd := m.decide()
 		out.Evaluations = append(out.Evaluations, Evaluation{Method: m.name, Reason: m.reason, Took: time.Since(start)})
@@ -361,81 +350,6 @@ func Decide(in Input) *Decision {
 	out.Budgets = d.poolBudgets()
 	out.Problems = d.problems // last: reading the budgets may add some
 	return out
-}
-
-// Validate checks a consolidation command decided earlier against in, as Karpenter's
-// validators do once the validation delay has passed, and returns the command to carry out, or
-// nil and why it no longer holds:
-//   - emptiness: the candidates still empty and within budget (the others are left out; none
-//     left fails);
-//   - multi-node and single-node consolidation: every candidate still a consolidation
-//     candidate, all of them within budget, and a new simulation of their pods placing them all,
-//     on no new node if the command had no replacement, else on one whose instance types include
-//     all of the replacement's;
-//   - re-pack consolidation (ours): the command Decide makes of in, if it is the same.
-//
-// It does not modify its input.
-func Validate(in Input, cmd *Command) (*Command, string) {
-	if cmd.Method == MethodRepack {
-		if fresh := Decide(in).Command; fresh != nil && fresh.Key() == cmd.Key() {
-			return fresh, ""
-		}
-		return nil, "the decision is not the same"
-	}
-	d := newDecider(in)
-	eligible := d.underutilized()
-	if cmd.Reason == karpv1.DisruptionReasonEmpty {
-		eligible = d.empty()
-	}
-	current := make(map[string]*Candidate, len(eligible))
-	for _, c := range eligible {
-		current[c.NodeClaim.Name] = c
-	}
-	var cands []*Candidate
-	for _, c := range cmd.Candidates {
-		if fresh := current[c.NodeClaim.Name]; fresh != nil {
-			cands = append(cands, fresh)
-		}
-	}
-	if cmd.Reason == karpv1.DisruptionReasonEmpty {
-		if cands = d.withinBudget(cands, cmd.Reason, 0); len(cands) == 0 {
-			return nil, fmt.Sprintf("%d candidates are no longer valid", len(cmd.Candidates))
-		}
-		out := *cmd
-		out.Candidates, out.Savings = cands, sumPrices(cands)
-		return &out, ""
-	}
-	if len(cands) != len(cmd.Candidates) {
-		return nil, fmt.Sprintf("%d candidates are no longer valid", len(cmd.Candidates)-len(cands))
-	}
-	if len(d.withinBudget(cands, cmd.Reason, 0)) != len(cands) {
-		return nil, "a candidate can no longer be disrupted without violating budgets"
-	}
-	res := d.schedule(cands, 1, true)
-	if len(res.PodErrors) > 0 {
-		return nil, podSchedulingErrors(res.PodErrors)
-	}
-	switch {
-	case len(res.NewClaims) == 0 && len(cmd.Replacements) == 0:
-	case len(res.NewClaims) == 1 && len(cmd.Replacements) == 1 && instanceTypesAreSubset(cmd.Replacements[0].Claim.InstanceTypes, res.NewClaims[0].InstanceTypes):
-	default:
-		return nil, "scheduling simulation produced new results"
-	}
-	return cmd, ""
-}
-
-// instanceTypesAreSubset reports whether every instance type of sub is in of, by name.
-func instanceTypesAreSubset(sub, of []*cloudprovider.InstanceType) bool {
-	names := make(map[string]bool, len(of))
-	for _, it := range of {
-		names[it.Name] = true
-	}
-	for _, it := range sub {
-		if !names[it.Name] {
-			return false
-		}
-	}
-	return true
 }
 
 // poolsWithNodes are the names of the NodePools that have initialized nodes, sorted.

@@ -36,12 +36,8 @@
 //     Every simulation runs the provisioning scheduler (scheduler.Solve) with the command's
 //     nodes removed and their pods to place, so a pod is never left with nowhere to go.
 //  4. The controller writes the conditions, and carries out the command: drift and expiration at
-//     once; consolidation (Empty, Underutilized) only once it has been validated, as Karpenter's
-//     validators do, on a fresh snapshot at least ValidationDelay later (see Validate): its
-//     candidates still candidates within budget and, for multi-node and single-node
-//     consolidation, a new simulation of their pods needing no other replacement than the
-//     command's. Meanwhile the passes decide nothing (Karpenter's loop waits in its validator);
-//     a command that fails validation is dropped and the pass decides on from the next method.
+//     once; consolidation (Empty, Underutilized) only after it has been decided again, the same,
+//     on a fresh snapshot at least ValidationDelay later.
 //  5. Carrying out a command: mark its nodes in state.Cluster (the provisioner then leaves them
 //     alone), taint them karpenter.sh/disrupted, record a DisruptionReason condition and an
 //     Event, create the replacement NodeClaims, and continue at step 1.
