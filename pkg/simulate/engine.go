@@ -424,7 +424,8 @@ func (e *engine) pods(opts ...client.ListOption) ([]*corev1.Pod, error) {
 	return state.ListPods(context.Background(), e.kube, opts...)
 }
 
-// reconcileAll calls every controller for every object of its kind, as their watches would.
+// reconcileAll calls every controller for the objects of its kind, as their watches would (the
+// NodeClaims through reconcileClaims, which passes over the settled ones).
 func (e *engine) reconcileAll(ctx context.Context) error {
 	// Only names are read from these lists: the controllers fetch their own copies.
 	var classes ec2v1.EC2NodeClassList
