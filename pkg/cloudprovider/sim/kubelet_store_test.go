@@ -163,19 +163,15 @@ func TestPodRunningPatchIsMergeFromPatch(t *testing.T) {
 	noInit.Name, noInit.UID, noInit.Spec.InitContainers, noInit.Spec.HostNetwork = "no-init", "u3", nil, false
 	for _, pod := range []*corev1.Pod{plain, busy, noInit} {
 		t.Run(pod.Name, func(t *testing.T) {
-			// Two stores: the container IDs derive from the pod's name.
-			newStore := func() client.Client {
-				return fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithStatusSubresource(&corev1.Pod{}).Build()
-			}
-			kube, other := newStore(), newStore()
+			// Two stores, each given the pod with its status: the container IDs derive from the
+			// pod's name.
 			viaMergeFrom, viaPatch := pod.DeepCopy(), pod.DeepCopy()
-			for p, kube := range map[*corev1.Pod]client.Client{viaMergeFrom: kube, viaPatch: other} {
-				status := p.Status
-				if err := kube.Create(ctx, p); err != nil {
-					t.Fatal(err)
-				}
-				p.Status = status
-				if err := kube.Status().Update(ctx, p); err != nil {
+			newStore := func(p *corev1.Pod) client.Client {
+				return fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithStatusSubresource(&corev1.Pod{}).WithObjects(p).Build()
+			}
+			kube, other := newStore(viaMergeFrom), newStore(viaPatch)
+			for p, store := range map[*corev1.Pod]client.Client{viaMergeFrom: kube, viaPatch: other} {
+				if err := store.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 					t.Fatal(err)
 				}
 			}

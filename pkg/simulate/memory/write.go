@@ -379,11 +379,8 @@ func (c *Client) updateLocked(ks *kindStore, s *slot, next client.Object, sub st
 // unchanged reports whether a write leaves the object as it was (then it keeps its version). It
 // compares the status first: most writes change it, and it is where they differ soonest.
 func unchanged(info *kindInfo, cur, next client.Object) bool {
-	if info.statusField >= 0 {
-		curV, nextV := reflect.ValueOf(cur).Elem(), reflect.ValueOf(next).Elem()
-		if !equality.Semantic.DeepEqual(curV.Field(info.statusField).Interface(), nextV.Field(info.statusField).Interface()) {
-			return false
-		}
+	if info.statusField >= 0 && !equality.Semantic.DeepEqual(info.statusOf(cur).Interface(), info.statusOf(next).Interface()) {
+		return false
 	}
 	return equality.Semantic.DeepEqual(cur, next)
 }
