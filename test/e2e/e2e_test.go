@@ -399,13 +399,22 @@ func TestWorkloadEndToEnd(t *testing.T) {
 	})
 	small := predict(t, down[:1])
 	peak := len(settled.Instances)
-	// Consolidation never replaces one node by several, so it may stop a little above what a
-	// fresh provisioning of the 10 pods costs.
-	harness.Eventually(t, 4*time.Minute, "consolidation to within 10% of the cost of a fresh provisioning of 10 pods", func() (bool, string) {
+	// Consolidation settles: the 10 pods bound and no change for longer than a pass and its
+	// validation take. It never replaces one node by several and, as Karpenter's, it is a local
+	// search whose end depends on which pods the scale-down left where: simulate's fresh
+	// provisioning is an m6a.large and an m7a.medium ($0.1444/hour), consolidation usually
+	// ends on one c6a.xlarge ($0.1530/hour, +6%), and a strictly cheaper move need not exist
+	// from every state on the way. The bound is 25% above the fresh cost.
+	lastCost, lastChange = -1.0, time.Now()
+	harness.Eventually(t, 4*time.Minute, "consolidation to settle within 25% of the cost of a fresh provisioning of 10 pods", func() (bool, string) {
 		st := cloudState(t, namespace)
 		live, onNodes := bound(t, workload)
-		return cost(st) <= 1.10*small.Cost.FinalPerHour && live == 10 && onNodes == 10,
-			fmt.Sprintf("$%.4f/hour on %d instances (simulate: $%.4f/hour), %d of %d pods bound", cost(st), len(st.Instances), small.Cost.FinalPerHour, onNodes, live)
+		c := cost(st)
+		if c != lastCost {
+			lastCost, lastChange = c, time.Now()
+		}
+		return time.Since(lastChange) >= quiet && c <= 1.25*small.Cost.FinalPerHour && live == 10 && onNodes == 10,
+			fmt.Sprintf("$%.4f/hour on %d instances for %s (simulate: $%.4f/hour), %d of %d pods bound", c, len(st.Instances), time.Since(lastChange).Round(time.Second), small.Cost.FinalPerHour, onNodes, live)
 	})
 	close(stop)
 	wg.Wait()

@@ -40,6 +40,9 @@ func startKarpenter(t *testing.T, namespace, name string) *replica {
 		r.stop()
 		if t.Failed() {
 			t.Log(r.tail())
+			if msg, ok := harness.TimedOut(t); ok {
+				t.Logf("%s failed above the log of %s: %s", t.Name(), name, msg)
+			}
 		}
 	})
 	r.waitReady(t)

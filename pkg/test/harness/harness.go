@@ -6,6 +6,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"runtime"
 	"strings"
@@ -41,10 +42,26 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 			for _, f := range onTimeout {
 				f()
 			}
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, detail)
+			msg := fmt.Sprintf("timed out after %s waiting for %s: %s", timeout, what, detail)
+			timeouts.Store(t, msg)
+			t.Fatal(msg)
 		}
 		time.Sleep(PollInterval)
 	}
+}
+
+// timeouts holds, per test, the message of the Eventually that failed it.
+var timeouts sync.Map
+
+// TimedOut returns the message of the Eventually that failed t, if one did: a test that logs
+// long diagnostics when it fails repeats it after them, where a reader of the output's end
+// finds it.
+func TimedOut(t testing.TB) (string, bool) {
+	msg, ok := timeouts.Load(t)
+	if !ok {
+		return "", false
+	}
+	return msg.(string), true
 }
 
 // Every runs fn every interval in the background until the test ends, logging its errors but
