@@ -40,7 +40,7 @@ helm:
 
 ## test: every test, against a real kube-apiserver + etcd (built first when missing)
 test: k8s-binaries helm
-	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -timeout 20m $(GO_TEST_FLAGS) ./...
 
 ## fuzz: every fuzz test for a bounded time, FUZZ_BUDGET seconds shared among them (at least
 ## FUZZ_MIN_TIME each); their seed corpora in testdata/fuzz/ also run in make test (hack/fuzz.sh)

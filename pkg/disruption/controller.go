@@ -69,6 +69,8 @@ type Controller struct {
 	repackIdle bool
 	// podInfos keeps, from one pass to the next, what the solves derive from each pod.
 	podInfos *scheduler.PodInfos
+	// packInfos is podInfos for the measures taken beside Decide (Options.Repack off).
+	packInfos *scheduler.PodInfos
 }
 
 // Packing returns the fleet re-packed from scratch by the last pass that measured it (every
@@ -104,7 +106,7 @@ func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.
 	clk clock.Clock, recorder record.EventRecorder, opts Options) *Controller {
 	return &Controller{
 		kube: kube, cluster: cluster, launcher: provisioning.NewLauncher(kube, cluster), cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
-		podSets: map[string]string{}, podInfos: scheduler.NewPodInfos(),
+		podSets: map[string]string{}, podInfos: scheduler.NewPodInfos(), packInfos: scheduler.NewPodInfos(),
 	}
 }
 
@@ -198,17 +200,37 @@ func (c *Controller) Step(ctx context.Context) error {
 	if len(in.UnseenNodePools) > 0 {
 		logger.V(1).Info("prioritizing nodepools that have not yet been considered due to timeouts in previous runs", "nodepools", strings.Join(in.UnseenNodePools, ", "))
 	}
-	if c.packing == nil || c.packedAt.IsZero() || now.Sub(c.packedAt) >= c.opts.PackingInterval {
+	measure := c.packing == nil || c.packedAt.IsZero() || now.Sub(c.packedAt) >= c.opts.PackingInterval
+	var measured chan *packing.Result
+	switch {
+	case measure && c.opts.Repack:
+		// Re-pack consolidation decides on the measure: take it first.
 		c.packing, c.packedAt, c.repackIdle = PackingOf(*in), now, false
 		recordPacking(c.packing)
 		// The re-pack solved every pod that runs: what was not solved since the last one is
 		// of pods gone or changed.
 		c.podInfos.Prune()
+	case measure:
+		// Only the metrics read the measure: take it on the other core while Decide runs. Both
+		// only read the input, and the re-pack keeps what it derives from pods apart
+		// (packInfos: PodInfos is not safe for concurrent use).
+		packIn := *in
+		packIn.PodInfos = c.packInfos
+		measured = make(chan *packing.Result, 1)
+		go func() { measured <- PackingOf(packIn) }()
 	}
 	if !c.repackIdle {
 		in.Packing = c.packing
 	}
 	decision := Decide(*in)
+	if measured != nil {
+		c.packing, c.packedAt, c.repackIdle = <-measured, now, false
+		recordPacking(c.packing)
+		c.packInfos.Prune()
+		// Decide solved the pods of its candidates since the last measure: the others are
+		// derived again when they become candidates.
+		c.podInfos.Prune()
+	}
 	if in.Packing != nil && decision.Command == nil && decision.evaluated(MethodRepack) && !decision.repackWaits {
 		c.repackIdle = true
 	}

@@ -89,7 +89,8 @@ func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []R
 			continue
 		}
 		kind, why := metrics.RefusalUnknown, "the kube-scheduler did not bind it there (see the pod's FailedScheduling events)"
-		if sn := nodes[m.Node]; sn != nil {
+		sn := nodes[m.Node]
+		if sn != nil {
 			volumes, err := VolumeRequirements(ctx, p.kubeClient, pod)
 			if err != nil {
 				volumes = scheduling.Requirements{}
@@ -101,6 +102,13 @@ func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []R
 		static := kind == metrics.RefusalLabel || kind == metrics.RefusalTaint
 		if !m.Refused && !static {
 			log.FromContext(ctx).V(1).Info("nomination ran out, planning the pod again", "pod", m.Pod, "node", m.Node)
+			continue
+		}
+		if kind == metrics.RefusalResource && roomTaken(pod, sn) {
+			// The kube-scheduler gave the node's room to pods it placed first (pods not yet
+			// told of their own nominations, or planned elsewhere): a race, not the node's
+			// doing. The next plan sees the node full and launches for the pod again.
+			log.FromContext(ctx).V(1).Info("nominated node filled with other pods, planning the pod again", "pod", m.Pod, "node", m.Node)
 			continue
 		}
 		r := Refusal{Miss: m, Penalty: p.cluster.Penalize(m), Kind: kind, Why: why}
@@ -176,6 +184,23 @@ func Mismatch(pod *corev1.Pod, sn *state.StateNode, volumes scheduling.Requireme
 		return metrics.RefusalHostPort, err.Error()
 	}
 	return "", ""
+}
+
+// roomTaken reports whether the node is short of room for pod only because of the other pods
+// bound to it: without those that would move elsewhere (state.IsReschedulable; its daemonset
+// and static pods stay) the pod would fit.
+func roomTaken(pod *corev1.Pod, sn *state.StateNode) bool {
+	var others []corev1.ResourceList
+	for _, other := range sn.Pods {
+		if state.IsReschedulable(other) {
+			others = append(others, scheduling.PodRequests(other))
+		}
+	}
+	if len(others) == 0 {
+		return false
+	}
+	daemons := scheduling.Subtract(sn.Requested, scheduling.Merge(others...))
+	return scheduling.Fits(scheduling.PodRequests(pod), scheduling.Subtract(sn.Allocatable, daemons)) == nil
 }
 
 // lastingTaints leaves out the taints a node sheds on its own: Kubernetes' condition taints

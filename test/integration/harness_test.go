@@ -2,8 +2,10 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,4 +162,47 @@ func liveInstances(cloud *sim.Cloud) int {
 		}
 	}
 	return n
+}
+
+// logScheduling logs, for a test that timed out waiting for pods, each unbound pod's status
+// and Events, and each Node and NodeClaim: what the binder and Karpenter made of them.
+func logScheduling(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	var pods corev1.PodList
+	var evs corev1.EventList
+	var nodes corev1.NodeList
+	if err := errors.Join(env.Client.List(ctx, &pods, client.InNamespace("default")), env.Client.List(ctx, &evs, client.InNamespace("default")), env.Client.List(ctx, &nodes)); err != nil {
+		t.Logf("listing what to log: %v", err)
+		return
+	}
+	perNode := map[string]int{}
+	for _, p := range pods.Items {
+		perNode[p.Spec.NodeName]++
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		t.Logf("unbound pod %s (created %s): nominated to %q, conditions %+v", p.Name, p.CreationTimestamp.Format(time.TimeOnly), p.Status.NominatedNodeName, p.Status.Conditions)
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == p.Name {
+				t.Logf("  event %s %s: %s (x%d, last %s)", e.Type, e.Reason, e.Message, e.Count, e.LastTimestamp.Format(time.TimeOnly))
+			}
+		}
+	}
+	for _, n := range nodes.Items {
+		ready := corev1.ConditionUnknown
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status
+			}
+		}
+		t.Logf("node %s %s: ready %s, %d pods, taints %v, deleting %v", n.Name, n.Labels[corev1.LabelInstanceTypeStable], ready, perNode[n.Name], n.Spec.Taints, n.DeletionTimestamp != nil)
+	}
+	for _, c := range listClaims(t) {
+		var conds []string
+		for _, cd := range c.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s", cd.Type, cd.Status))
+		}
+		t.Logf("nodeclaim %s: node %q, deleting %v, %s", c.Name, c.Status.NodeName, c.DeletionTimestamp != nil, strings.Join(conds, " "))
+	}
 }

@@ -630,52 +630,132 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 		if node == nil || shared.DeletionTimestamp != nil || (shared.Status.Phase != "" && shared.Status.Phase != corev1.PodPending) {
 			continue
 		}
-		patch, err := podRunningPatch(shared, node, now)
-		if err != nil {
-			return err
-		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: shared.Namespace, Name: shared.Name}}
-		if err := k.kube.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		if err := k.kube.Status().Patch(ctx, pod, newPodRunningPatch(shared, node, now)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// podRunningPatch is the merge patch of pod's status that setPodRunning makes: every status
-// field it sets, whole. Applied to pod it gives what client.MergeFrom's patch would, without
+// podRunningPatch is the merge patch of a pod's status that setPodRunning makes: every status
+// field it sets, whole. Applied to the pod it gives what client.MergeFrom's patch would, without
 // encoding the pod twice and comparing the two (the pods a large simulation starts are most of
-// its writes).
-func podRunningPatch(pod *corev1.Pod, node *corev1.Node, now time.Time) ([]byte, error) {
-	running := &corev1.Pod{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec, Status: *pod.Status.DeepCopy()}
-	setPodRunning(running, node, now)
-	st := running.Status
-	status := map[string]any{"phase": st.Phase, "startTime": st.StartTime, "conditions": st.Conditions}
+// its writes). Besides its JSON (Data) it can make the same change to the typed pod (ApplyTo):
+// the simulator's store applies it that way, without encoding or decoding JSON.
+type podRunningPatch struct {
+	// running is the pod's status once started; members are the names of the status fields
+	// the patch carries.
+	running corev1.PodStatus
+	members []string
+}
+
+// newPodRunningPatch is the patch that starts pod on node at now.
+func newPodRunningPatch(pod *corev1.Pod, node *corev1.Node, now time.Time) *podRunningPatch {
+	started := &corev1.Pod{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec, Status: *pod.Status.DeepCopy()}
+	setPodRunning(started, node, now)
+	st := started.Status
+	p := &podRunningPatch{running: st, members: []string{"phase", "startTime", "conditions"}}
 	// The addresses setPodRunning set or kept (writing a kept one again changes nothing).
-	if st.HostIP != "" {
-		status["hostIP"] = st.HostIP
-	}
-	if len(st.HostIPs) > 0 {
-		status["hostIPs"] = st.HostIPs
-	}
-	if st.PodIP != "" {
-		status["podIP"] = st.PodIP
-	}
-	if len(st.PodIPs) > 0 {
-		status["podIPs"] = st.PodIPs
+	for name, set := range map[string]bool{"hostIP": st.HostIP != "", "hostIPs": len(st.HostIPs) > 0, "podIP": st.PodIP != "", "podIPs": len(st.PodIPs) > 0} {
+		if set {
+			p.members = append(p.members, name)
+		}
 	}
 	// The container lists are replaced whole; null removes stale ones.
 	if len(st.ContainerStatuses) > 0 || len(pod.Status.ContainerStatuses) > 0 {
-		status["containerStatuses"] = st.ContainerStatuses
+		p.members = append(p.members, "containerStatuses")
 	}
 	if len(st.InitContainerStatuses) > 0 || len(pod.Status.InitContainerStatuses) > 0 {
-		status["initContainerStatuses"] = st.InitContainerStatuses
+		p.members = append(p.members, "initContainerStatuses")
+	}
+	slices.Sort(p.members)
+	return p
+}
+
+// Type is a JSON merge patch.
+func (p *podRunningPatch) Type() types.PatchType { return types.MergePatchType }
+
+// Data is the merge patch's JSON.
+func (p *podRunningPatch) Data(obj client.Object) ([]byte, error) {
+	st := p.running
+	all := map[string]any{"phase": st.Phase, "startTime": st.StartTime, "conditions": st.Conditions, "hostIP": st.HostIP, "hostIPs": st.HostIPs,
+		"podIP": st.PodIP, "podIPs": st.PodIPs, "containerStatuses": st.ContainerStatuses, "initContainerStatuses": st.InitContainerStatuses}
+	status := make(map[string]any, len(p.members))
+	for _, name := range p.members {
+		status[name] = all[name]
 	}
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the running status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("encoding the running status of pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return patch, nil
+}
+
+// ApplyTo changes obj, a Pod that shares its fields with a stored one, as applying Data would:
+// each member replaced whole by a new value, its times as JSON carries them (seconds, read
+// back in the local zone).
+func (p *podRunningPatch) ApplyTo(obj client.Object) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("the running status patch applies to a Pod, not a %T", obj)
+	}
+	st, running := &pod.Status, p.running.DeepCopy()
+	for _, name := range p.members {
+		switch name {
+		case "phase":
+			st.Phase = running.Phase
+		case "startTime":
+			st.StartTime = nil
+			if running.StartTime != nil && !running.StartTime.IsZero() {
+				t := jsonTime(*running.StartTime)
+				st.StartTime = &t
+			}
+		case "conditions":
+			for i := range running.Conditions {
+				c := &running.Conditions[i]
+				c.LastProbeTime, c.LastTransitionTime = jsonTime(c.LastProbeTime), jsonTime(c.LastTransitionTime)
+			}
+			st.Conditions = running.Conditions
+		case "hostIP":
+			st.HostIP = running.HostIP
+		case "hostIPs":
+			st.HostIPs = running.HostIPs
+		case "podIP":
+			st.PodIP = running.PodIP
+		case "podIPs":
+			st.PodIPs = running.PodIPs
+		case "containerStatuses":
+			st.ContainerStatuses = jsonContainerTimes(running.ContainerStatuses)
+		case "initContainerStatuses":
+			st.InitContainerStatuses = jsonContainerTimes(running.InitContainerStatuses)
+		}
+	}
+	return nil
+}
+
+// jsonTime is t as it reads back from JSON: to the second, in the local zone; zero stays zero
+// (JSON null).
+func jsonTime(t metav1.Time) metav1.Time {
+	if t.IsZero() {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(t.Rfc3339Copy().Local())
+}
+
+// jsonContainerTimes gives the times in statuses as they read back from JSON.
+func jsonContainerTimes(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
+	for i := range statuses {
+		for _, state := range []*corev1.ContainerState{&statuses[i].State, &statuses[i].LastTerminationState} {
+			if r := state.Running; r != nil {
+				r.StartedAt = jsonTime(r.StartedAt)
+			}
+			if t := state.Terminated; t != nil {
+				t.StartedAt, t.FinishedAt = jsonTime(t.StartedAt), jsonTime(t.FinishedAt)
+			}
+		}
+	}
+	return statuses
 }
 
 // setPodRunning writes the status a kubelet reports once a pod's containers have started.

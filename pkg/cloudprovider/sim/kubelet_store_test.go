@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -180,16 +181,29 @@ func TestPodRunningPatchIsMergeFromPatch(t *testing.T) {
 			if err := kube.Status().Patch(ctx, running, client.MergeFrom(viaMergeFrom)); err != nil {
 				t.Fatal(err)
 			}
-			patch, err := podRunningPatch(viaPatch, node, now)
+			patch := newPodRunningPatch(viaPatch, node, now)
+			data, err := patch.Data(viaPatch)
 			if err != nil {
 				t.Fatal(err)
 			}
 			patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: viaPatch.Namespace, Name: viaPatch.Name}}
-			if err := other.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			if err := other.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, data)); err != nil {
 				t.Fatal(err)
 			}
 			if !equality.Semantic.DeepEqual(running.Status, patched.Status) {
 				t.Errorf("patched status differs from MergeFrom's:\n got %+v\nwant %+v", patched.Status, running.Status)
+			}
+			// The typed application (the simulator's store) leaves exactly what the JSON does,
+			// times and their zone included, and does not touch the pod it was built from.
+			typed, before := viaPatch.DeepCopy(), viaPatch.DeepCopy()
+			if err := patch.ApplyTo(typed); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(typed.Status, patched.Status) {
+				t.Errorf("ApplyTo's status differs from the merge patch's:\n got %+v\nwant %+v", typed.Status, patched.Status)
+			}
+			if !reflect.DeepEqual(viaPatch, before) {
+				t.Error("ApplyTo changed the pod the patch was built from")
 			}
 			if patched.Status.Phase != corev1.PodRunning || patched.Status.Message != pod.Status.Message {
 				t.Errorf("phase %q, message %q: want Running, %q", patched.Status.Phase, patched.Status.Message, pod.Status.Message)

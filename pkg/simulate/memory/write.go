@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
@@ -498,20 +499,32 @@ func (c *Client) patch(info *kindInfo, obj client.Object, patch client.Patch, su
 	if sub == "status" && !info.statusSubresource {
 		return errNoSubresource()
 	}
-	data, err := patch.Data(obj)
-	if err != nil {
-		return fmt.Errorf("computing the patch: %w", err)
+	typed, isTyped := patch.(TypedMergePatch)
+	isTyped = isTyped && patch.Type() == types.MergePatchType
+	var data []byte
+	if !isTyped {
+		var err error
+		if data, err = patch.Data(obj); err != nil {
+			return fmt.Errorf("computing the patch: %w", err)
+		}
 	}
 	if err := checkPatchType(info, patch.Type()); err != nil {
 		return err
 	}
+	var err error
 	key := keyFor(info, obj)
 	c.mu.Lock()
 	var stored client.Object
 	if ks := c.stores[info.gvk]; ks != nil {
 		if s := ks.get(key); s != nil {
 			var next client.Object
-			if next, err = applyPatch(info, s.obj, patch.Type(), data); err == nil {
+			if isTyped {
+				next = shallowClone(s.obj)
+				err = typed.ApplyTo(next)
+			} else {
+				next, err = applyPatch(info, s.obj, patch.Type(), data)
+			}
+			if err == nil {
 				if next.GetName() != key.Name || (info.namespaced && next.GetNamespace() != key.Namespace) {
 					err = apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", next.GetName(), key.Name))
 				} else {
@@ -528,6 +541,16 @@ func (c *Client) patch(info *kindInfo, obj client.Object, patch client.Patch, su
 		return apierrors.NewNotFound(info.gr, key.Name)
 	}
 	return copyOut(info, stored, obj)
+}
+
+// TypedMergePatch is a JSON merge patch that can also make its change to the typed object. The
+// store applies it through ApplyTo, without encoding or decoding JSON; kube-apiserver (or any
+// other client) is sent its Data. ApplyTo is given a copy of the stored object whose fields
+// other than its ObjectMeta are shared with the stored one: it must assign new values, never
+// change shared ones in place, and leave obj exactly as applying Data would.
+type TypedMergePatch interface {
+	client.Patch
+	ApplyTo(obj client.Object) error
 }
 
 // Apply is server-side apply, which the store does not support: it always fails.
