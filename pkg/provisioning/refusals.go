@@ -54,8 +54,9 @@ func (r Refusal) Message() string {
 // Such a pod avoids the node, launches for it back off (state.Cluster.Penalize), and it is
 // reported: an Event on the pod and on the NodePool naming what differs, the
 // nominations_refused metric and a log line. A pod whose nomination merely ran out (the
-// kube-scheduler, not told of it, placed the pod's peers elsewhere first) is planned again as
-// it is. Pods that must now wait leave snap.Pending; the others' avoided nodes go in snap.Avoid.
+// kube-scheduler, not told of it, placed the pod's peers elsewhere first), or whose node is
+// short of room only because the kube-scheduler gave it to other pods (roomTaken), is planned
+// again as it is. Pods that must now wait leave snap.Pending; the others' avoided nodes go in snap.Avoid.
 func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []Refusal {
 	missed := p.cluster.TakeMisses()
 	if len(missed) == 0 {
@@ -199,8 +200,7 @@ func roomTaken(pod *corev1.Pod, sn *state.StateNode) bool {
 	if len(others) == 0 {
 		return false
 	}
-	daemons := scheduling.Subtract(sn.Requested, scheduling.Merge(others...))
-	return scheduling.Fits(scheduling.PodRequests(pod), scheduling.Subtract(sn.Allocatable, daemons)) == nil
+	return scheduling.Fits(scheduling.PodRequests(pod), scheduling.Merge(append(others, sn.Available())...)) == nil
 }
 
 // lastingTaints leaves out the taints a node sheds on its own: Kubernetes' condition taints

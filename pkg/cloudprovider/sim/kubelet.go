@@ -644,10 +644,11 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 // its writes). Besides its JSON (Data) it can make the same change to the typed pod (ApplyTo):
 // the simulator's store applies it that way, without encoding or decoding JSON.
 type podRunningPatch struct {
-	// running is the pod's status once started; members are the names of the status fields
-	// the patch carries.
-	running corev1.PodStatus
-	members []string
+	// running is the pod's status once started. The patch carries its phase, start time and
+	// conditions, the addresses it has, and the container lists flagged: a list is replaced
+	// whole when it has entries now or had some before (null removes stale ones).
+	running                    corev1.PodStatus
+	containers, initContainers bool
 }
 
 // newPodRunningPatch is the patch that starts pod on node at now.
@@ -655,22 +656,9 @@ func newPodRunningPatch(pod *corev1.Pod, node *corev1.Node, now time.Time) *podR
 	started := &corev1.Pod{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec, Status: *pod.Status.DeepCopy()}
 	setPodRunning(started, node, now)
 	st := started.Status
-	p := &podRunningPatch{running: st, members: []string{"phase", "startTime", "conditions"}}
-	// The addresses setPodRunning set or kept (writing a kept one again changes nothing).
-	for name, set := range map[string]bool{"hostIP": st.HostIP != "", "hostIPs": len(st.HostIPs) > 0, "podIP": st.PodIP != "", "podIPs": len(st.PodIPs) > 0} {
-		if set {
-			p.members = append(p.members, name)
-		}
-	}
-	// The container lists are replaced whole; null removes stale ones.
-	if len(st.ContainerStatuses) > 0 || len(pod.Status.ContainerStatuses) > 0 {
-		p.members = append(p.members, "containerStatuses")
-	}
-	if len(st.InitContainerStatuses) > 0 || len(pod.Status.InitContainerStatuses) > 0 {
-		p.members = append(p.members, "initContainerStatuses")
-	}
-	slices.Sort(p.members)
-	return p
+	return &podRunningPatch{running: st,
+		containers:     len(st.ContainerStatuses) > 0 || len(pod.Status.ContainerStatuses) > 0,
+		initContainers: len(st.InitContainerStatuses) > 0 || len(pod.Status.InitContainerStatuses) > 0}
 }
 
 // Type is a JSON merge patch.
@@ -679,11 +667,25 @@ func (p *podRunningPatch) Type() types.PatchType { return types.MergePatchType }
 // Data is the merge patch's JSON.
 func (p *podRunningPatch) Data(obj client.Object) ([]byte, error) {
 	st := p.running
-	all := map[string]any{"phase": st.Phase, "startTime": st.StartTime, "conditions": st.Conditions, "hostIP": st.HostIP, "hostIPs": st.HostIPs,
-		"podIP": st.PodIP, "podIPs": st.PodIPs, "containerStatuses": st.ContainerStatuses, "initContainerStatuses": st.InitContainerStatuses}
-	status := make(map[string]any, len(p.members))
-	for _, name := range p.members {
-		status[name] = all[name]
+	status := map[string]any{"phase": st.Phase, "startTime": st.StartTime, "conditions": st.Conditions}
+	// The addresses setPodRunning set or kept (writing a kept one again changes nothing).
+	if st.HostIP != "" {
+		status["hostIP"] = st.HostIP
+	}
+	if len(st.HostIPs) > 0 {
+		status["hostIPs"] = st.HostIPs
+	}
+	if st.PodIP != "" {
+		status["podIP"] = st.PodIP
+	}
+	if len(st.PodIPs) > 0 {
+		status["podIPs"] = st.PodIPs
+	}
+	if p.containers {
+		status["containerStatuses"] = st.ContainerStatuses
+	}
+	if p.initContainers {
+		status["initContainerStatuses"] = st.InitContainerStatuses
 	}
 	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
@@ -693,43 +695,42 @@ func (p *podRunningPatch) Data(obj client.Object) ([]byte, error) {
 }
 
 // ApplyTo changes obj, a Pod that shares its fields with a stored one, as applying Data would:
-// each member replaced whole by a new value, its times as JSON carries them (seconds, read
-// back in the local zone).
+// each field the patch carries replaced whole by a new value, its times as JSON carries them
+// (seconds, read back in the local zone).
 func (p *podRunningPatch) ApplyTo(obj client.Object) error {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return fmt.Errorf("the running status patch applies to a Pod, not a %T", obj)
 	}
 	st, running := &pod.Status, p.running.DeepCopy()
-	for _, name := range p.members {
-		switch name {
-		case "phase":
-			st.Phase = running.Phase
-		case "startTime":
-			st.StartTime = nil
-			if running.StartTime != nil && !running.StartTime.IsZero() {
-				t := jsonTime(*running.StartTime)
-				st.StartTime = &t
-			}
-		case "conditions":
-			for i := range running.Conditions {
-				c := &running.Conditions[i]
-				c.LastProbeTime, c.LastTransitionTime = jsonTime(c.LastProbeTime), jsonTime(c.LastTransitionTime)
-			}
-			st.Conditions = running.Conditions
-		case "hostIP":
-			st.HostIP = running.HostIP
-		case "hostIPs":
-			st.HostIPs = running.HostIPs
-		case "podIP":
-			st.PodIP = running.PodIP
-		case "podIPs":
-			st.PodIPs = running.PodIPs
-		case "containerStatuses":
-			st.ContainerStatuses = jsonContainerTimes(running.ContainerStatuses)
-		case "initContainerStatuses":
-			st.InitContainerStatuses = jsonContainerTimes(running.InitContainerStatuses)
-		}
+	st.Phase = running.Phase
+	st.StartTime = nil
+	if running.StartTime != nil && !running.StartTime.IsZero() {
+		t := jsonTime(*running.StartTime)
+		st.StartTime = &t
+	}
+	for i := range running.Conditions {
+		c := &running.Conditions[i]
+		c.LastProbeTime, c.LastTransitionTime = jsonTime(c.LastProbeTime), jsonTime(c.LastTransitionTime)
+	}
+	st.Conditions = running.Conditions
+	if running.HostIP != "" {
+		st.HostIP = running.HostIP
+	}
+	if len(running.HostIPs) > 0 {
+		st.HostIPs = running.HostIPs
+	}
+	if running.PodIP != "" {
+		st.PodIP = running.PodIP
+	}
+	if len(running.PodIPs) > 0 {
+		st.PodIPs = running.PodIPs
+	}
+	if p.containers {
+		st.ContainerStatuses = jsonContainerTimes(running.ContainerStatuses)
+	}
+	if p.initContainers {
+		st.InitContainerStatuses = jsonContainerTimes(running.InitContainerStatuses)
 	}
 	return nil
 }

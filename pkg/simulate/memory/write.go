@@ -502,16 +502,15 @@ func (c *Client) patch(info *kindInfo, obj client.Object, patch client.Patch, su
 	typed, isTyped := patch.(TypedMergePatch)
 	isTyped = isTyped && patch.Type() == types.MergePatchType
 	var data []byte
+	var err error
 	if !isTyped {
-		var err error
 		if data, err = patch.Data(obj); err != nil {
 			return fmt.Errorf("computing the patch: %w", err)
 		}
 	}
-	if err := checkPatchType(info, patch.Type()); err != nil {
+	if err = checkPatchType(info, patch.Type()); err != nil {
 		return err
 	}
-	var err error
 	key := keyFor(info, obj)
 	c.mu.Lock()
 	var stored client.Object
