@@ -33,9 +33,12 @@ const (
 	ReasonNodeNotReady = "NodeNotReady"
 	// ReasonStartupTaintsExist: a startup taint of the claim is still on the Node.
 	ReasonStartupTaintsExist = "StartupTaintsExist"
-	// ReasonResourcesNotRegistered: an extended resource of the claim is not allocatable on the
+	// ReasonKnownEphemeralTaintsExist: a taint a starting node sheds on its own
+	// (scheduling.IsKnownEphemeralTaint: not-ready, unreachable, …) is still on the Node.
+	ReasonKnownEphemeralTaintsExist = "KnownEphemeralTaintsExist"
+	// ReasonResourceNotRegistered: an extended resource of the claim is not allocatable on the
 	// Node yet.
-	ReasonResourcesNotRegistered = "ResourcesNotRegistered"
+	ReasonResourceNotRegistered = "ResourceNotRegistered"
 	// ReasonInstanceTerminating: the instance is being terminated.
 	ReasonInstanceTerminating = "InstanceTerminating"
 )

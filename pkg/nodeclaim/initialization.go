@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
@@ -49,14 +49,24 @@ func (c *LifecycleController) initialization(ctx context.Context, claim *karpv1.
 }
 
 // notInitialized says why node is not yet an initialized node of claim, or returns an empty
-// reason when it is.
+// reason when it is. The checks, their order, reasons and messages are Karpenter's: Ready, then
+// the claim's startup taints gone, then the taints every starting node sheds (the
+// kube-controller-manager's not-ready taint among them: until it goes, the kube-scheduler
+// turns pods away from the node), then the claim's extended resources allocatable.
 func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) (reason, message string) {
 	if !state.NodeReady(node) {
-		return ReasonNodeNotReady, "node " + node.Name + " is not ready"
+		return ReasonNodeNotReady, "Node status is NotReady"
 	}
 	for _, t := range claim.Spec.StartupTaints {
-		if hasTaint(node.Spec.Taints, t) {
-			return ReasonStartupTaintsExist, fmt.Sprintf("startup taint %s:%s is still on node %s", t.Key, t.Effect, node.Name)
+		for i := range node.Spec.Taints {
+			if t.MatchTaint(&node.Spec.Taints[i]) {
+				return ReasonStartupTaintsExist, fmt.Sprintf("StartupTaint %q still exists", formatTaint(node.Spec.Taints[i]))
+			}
+		}
+	}
+	for _, t := range node.Spec.Taints {
+		if scheduling.IsKnownEphemeralTaint(t) {
+			return ReasonKnownEphemeralTaintsExist, fmt.Sprintf("KnownEphemeralTaint %q still exists", formatTaint(t))
 		}
 	}
 	var missing []string
@@ -70,9 +80,18 @@ func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) (reason, message
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return ReasonResourcesNotRegistered, "resources " + strings.Join(missing, ", ") + " are not allocatable on node " + node.Name
+		return ReasonResourceNotRegistered, fmt.Sprintf("Resource %q was requested but not registered", missing[0])
 	}
 	return "", ""
+}
+
+// formatTaint writes a taint as Karpenter's condition messages do: key=value:effect, or
+// key:effect without a value.
+func formatTaint(t corev1.Taint) string {
+	if t.Value == "" {
+		return t.Key + ":" + string(t.Effect)
+	}
+	return t.Key + "=" + t.Value + ":" + string(t.Effect)
 }
 
 // isExtendedResource reports whether a resource is one a device plugin or the cloud's node

@@ -36,7 +36,11 @@ func TestNotInitialized(t *testing.T) {
 			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "agent", Value: "x", Effect: corev1.TaintEffectNoSchedule}}},
 			Status: corev1.NodeStatus{Conditions: ready},
 		}, ReasonStartupTaintsExist},
-		{"gpu not registered", corev1.Node{Status: corev1.NodeStatus{Conditions: ready, Allocatable: corev1.ResourceList{gpu: resource.MustParse("0")}}}, ReasonResourcesNotRegistered},
+		{"not-ready taint still on", corev1.Node{
+			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{Conditions: ready, Allocatable: corev1.ResourceList{gpu: resource.MustParse("1")}},
+		}, ReasonKnownEphemeralTaintsExist},
+		{"gpu not registered", corev1.Node{Status: corev1.NodeStatus{Conditions: ready, Allocatable: corev1.ResourceList{gpu: resource.MustParse("0")}}}, ReasonResourceNotRegistered},
 		{"initialized", corev1.Node{
 			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "agent", Effect: corev1.TaintEffectNoExecute}}},
 			Status: corev1.NodeStatus{Conditions: ready, Allocatable: corev1.ResourceList{gpu: resource.MustParse("1")}},

@@ -54,8 +54,9 @@ func (r Refusal) Message() string {
 // Such a pod avoids the node, launches for it back off (state.Cluster.Penalize), and it is
 // reported: an Event on the pod and on the NodePool naming what differs, the
 // nominations_refused metric and a log line. A pod whose nomination merely ran out (the
-// kube-scheduler, not told of it, placed the pod's peers elsewhere first), or whose node is
-// short of room only because the kube-scheduler gave it to other pods (roomTaken), is planned
+// kube-scheduler, not told of it, placed the pod's peers elsewhere first), whose node is
+// short of room only because the kube-scheduler gave it to other pods (roomTaken), or whose
+// node now takes it in every way the kube-scheduler would check (judgedInFull), is planned
 // again as it is. Pods that must now wait leave snap.Pending; the others' avoided nodes go in snap.Avoid.
 func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []Refusal {
 	missed := p.cluster.TakeMisses()
@@ -110,6 +111,13 @@ func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []R
 			// told of their own nominations, or planned elsewhere): a race, not the node's
 			// doing. The next plan sees the node full and launches for the pod again.
 			log.FromContext(ctx).V(1).Info("nominated node filled with other pods, planning the pod again", "pod", m.Pod, "node", m.Node)
+			continue
+		}
+		if kind == metrics.RefusalUnknown && sn != nil && judgedInFull(pod) {
+			// The node takes the pod in everything the kube-scheduler checks for such a pod:
+			// it refused the pod on a view of the node that has since changed (a not-ready
+			// taint not yet lifted, room not yet freed). Karpenter plans it again as it is.
+			log.FromContext(ctx).V(1).Info("nominated node refused the pod but fits it now, planning the pod again", "pod", m.Pod, "node", m.Node)
 			continue
 		}
 		r := Refusal{Miss: m, Penalty: p.cluster.Penalize(m), Kind: kind, Why: why}
@@ -201,6 +209,24 @@ func roomTaken(pod *corev1.Pod, sn *state.StateNode) bool {
 		return false
 	}
 	return scheduling.Fits(scheduling.PodRequests(pod), scheduling.Merge(append(others, sn.Available())...)) == nil
+}
+
+// judgedInFull reports whether Mismatch checks everything the kube-scheduler checks for the
+// pod: it has no pod affinity or anti-affinity, no topology spread and no persistent volume
+// claims, whose verdicts depend on other pods and volumes Mismatch does not weigh.
+func judgedInFull(pod *corev1.Pod) bool {
+	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return false
+	}
+	if len(pod.Spec.TopologySpreadConstraints) > 0 {
+		return false
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // lastingTaints leaves out the taints a node sheds on its own: Kubernetes' condition taints

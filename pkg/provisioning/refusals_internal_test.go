@@ -43,3 +43,35 @@ func TestRoomTaken(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgedInFull: a refusal of a pod the node now fits is a race only when Mismatch weighs
+// all the pod asks for; a pod whose verdict depends on other pods or on volumes is not.
+func TestJudgedInFull(t *testing.T) {
+	plain := builders.Pod(builders.PodOptions{CPU: "1"})
+	antiAffinity := plain.DeepCopy()
+	antiAffinity.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}}
+	nodeAffinity := plain.DeepCopy()
+	nodeAffinity.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
+	spread := plain.DeepCopy()
+	spread.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway}}
+	claim := plain.DeepCopy()
+	claim.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+	emptyDir := plain.DeepCopy()
+	emptyDir.Spec.Volumes = []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	for _, c := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"requests only", plain, true},
+		{"node affinity", nodeAffinity, true},
+		{"emptyDir", emptyDir, true},
+		{"pod anti-affinity", antiAffinity, false},
+		{"topology spread", spread, false},
+		{"persistent volume claim", claim, false},
+	} {
+		if got := judgedInFull(c.pod); got != c.want {
+			t.Errorf("%s: judgedInFull = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

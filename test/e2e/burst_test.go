@@ -115,33 +115,11 @@ func TestBurstWithZonalSpread(t *testing.T) {
 		last = fmt.Sprintf("%d of %d pods Running after %s, %d unbound (%d with a nominated node), %d NodeClaims",
 			running, len(l.Items), time.Since(start).Round(time.Second), pending, nominated, len(claims(t)))
 		return len(l.Items) == 3000 && running == 3000, last
-	}, func() { logPending(t, workload) })
+	}, explainUnbound(t, workload))
 	t.Logf("%s", last)
 	st := cloudState(t, namespace)
 	t.Logf("%d instances, $%.4f/hour", len(st.Instances), cost(st))
 	if n := len(claims(t)); n != len(st.Instances) {
 		t.Errorf("%d NodeClaims for %d instances", n, len(st.Instances))
-	}
-}
-
-// logPending logs a few unbound pods with their last scheduling message.
-func logPending(t *testing.T, namespace string) {
-	var l corev1.PodList
-	if err := cp.env.Client.List(context.Background(), &l, client.InNamespace(namespace)); err != nil {
-		return
-	}
-	shown := 0
-	for _, p := range l.Items {
-		if p.Spec.NodeName != "" || shown == 10 {
-			continue
-		}
-		shown++
-		msg := ""
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled {
-				msg = c.Reason + ": " + c.Message
-			}
-		}
-		t.Logf("pending %s (nominated %q): %s", p.Name, p.Status.NominatedNodeName, msg)
 	}
 }

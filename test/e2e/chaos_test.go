@@ -198,9 +198,7 @@ func (c *chaosController) stop() {
 		return
 	}
 	c.current.stop()
-	if c.t.Failed() {
-		c.t.Log(c.current.tail())
-	}
+	logIfFailed(c.t, c.current.process)
 }
 
 // randomDuration is uniform in [lo, hi).
@@ -248,7 +246,7 @@ func waitBound(t *testing.T, namespace string, timeout time.Duration) {
 	harness.Eventually(t, timeout, "every pod bound", func() (bool, string) {
 		live, onNodes := bound(t, namespace)
 		return live > 0 && live == onNodes, fmt.Sprintf("%d of %d pods bound; %s", onNodes, live, claimPhase(t).String())
-	}, func() { logPending(t, namespace) })
+	}, explainUnbound(t, namespace))
 }
 
 // randomKarpenterNode picks one of Karpenter's Nodes.

@@ -181,6 +181,60 @@ func bound(t *testing.T, namespace string) (live, onNodes int) {
 	return live, onNodes
 }
 
+// explainUnbound is an Eventually's onTimeout for a wait on pods to bind: it records
+// (harness.Explain) the namespace's unbound pods, up to five of them with their nominated node,
+// PodScheduled condition and events, and every node with its taints and readiness, while they
+// still exist.
+func explainUnbound(t *testing.T, namespace string) func() {
+	return func() {
+		ctx := context.Background()
+		var b strings.Builder
+		unbound := 0
+		for _, p := range pods(t, namespace) {
+			if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+				continue
+			}
+			if unbound++; unbound > 5 {
+				continue
+			}
+			fmt.Fprintf(&b, "unbound pod %s: nominated node %q", p.Name, p.Status.NominatedNodeName)
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled {
+					fmt.Fprintf(&b, "; PodScheduled=%s %s at %s: %s", c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message)
+				}
+			}
+			b.WriteString("\n")
+			var events corev1.EventList
+			if err := cp.env.Client.List(ctx, &events, client.InNamespace(namespace)); err == nil {
+				for _, e := range events.Items {
+					if e.InvolvedObject.UID == p.UID {
+						fmt.Fprintf(&b, "  %s %s %s (%s, x%d): %s\n", e.LastTimestamp.UTC().Format(time.RFC3339), e.Type, e.Reason, e.Source.Component+e.ReportingController, max(e.Count, 1), e.Message)
+					}
+				}
+			}
+		}
+		fmt.Fprintf(&b, "%d pods unbound\n", unbound)
+		for _, n := range nodes(t) {
+			var taints []string
+			for _, tn := range n.Spec.Taints {
+				taints = append(taints, tn.ToString())
+			}
+			fmt.Fprintf(&b, "node %s (%s): ready %v, taints %v\n", n.Name, n.Labels[corev1.LabelInstanceTypeStable], nodeReady(&n), taints)
+		}
+		harness.Explain(t, b.String())
+	}
+}
+
+// nodeReady reports whether the node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 func nodes(t *testing.T) []corev1.Node {
 	t.Helper()
 	var l corev1.NodeList
@@ -287,7 +341,7 @@ func TestWorkloadEndToEnd(t *testing.T) {
 		}
 		live, onNodes := bound(t, workload)
 		return live == 100 && onNodes == 100, fmt.Sprintf("%d of %d pods bound", onNodes, live)
-	})
+	}, explainUnbound(t, workload))
 	bindTime := time.Since(start)
 	atBind := cloudState(t, namespace)
 	predicted := predict(t, mixed)
@@ -490,7 +544,7 @@ func TestLeaderFailover(t *testing.T) {
 	harness.Eventually(t, 2*time.Minute, "the standby to finish the scale-up", func() (bool, string) {
 		live, onNodes := bound(t, workload)
 		return live == 40 && onNodes == 40, fmt.Sprintf("%d of %d pods bound", onNodes, live)
-	})
+	}, explainUnbound(t, workload))
 	took := time.Since(killed)
 
 	// One instance per NodeClaim, and one NodeClaim per instance.

@@ -38,15 +38,23 @@ func startKarpenter(t *testing.T, namespace, name string) *replica {
 	r := launchKarpenter(t, namespace, name)
 	t.Cleanup(func() {
 		r.stop()
-		if t.Failed() {
-			t.Log(r.tail())
-			if msg, ok := harness.TimedOut(t); ok {
-				t.Logf("%s failed above the log of %s: %s", t.Name(), name, msg)
-			}
-		}
+		logIfFailed(t, r.process)
 	})
 	r.waitReady(t)
 	return r
+}
+
+// logIfFailed logs the end of a stopped controller's output when the test failed, then
+// repeats the timeout that failed it, with its explanation (harness.TimedOut), where the end
+// of the test's output shows it.
+func logIfFailed(t *testing.T, p *process) {
+	if !t.Failed() {
+		return
+	}
+	t.Log(p.tail())
+	if msg, ok := harness.TimedOut(t); ok {
+		t.Logf("%s failed above the log of %s: %s", t.Name(), p.name, msg)
+	}
 }
 
 // launchKarpenter starts a controller replica as startKarpenter does, with the extra flags

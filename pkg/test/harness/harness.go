@@ -50,16 +50,27 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 	}
 }
 
-// timeouts holds, per test, the message of the Eventually that failed it.
-var timeouts sync.Map
+// timeouts holds, per test, the message of the Eventually that failed it; explanations what
+// its onTimeout functions gave Explain.
+var timeouts, explanations sync.Map
 
-// TimedOut returns the message of the Eventually that failed t, if one did: a test that logs
-// long diagnostics when it fails repeats it after them, where a reader of the output's end
-// finds it.
+// Explain records what explains a timeout, for TimedOut to repeat after its message: an
+// Eventually's onTimeout function calls it with what it found (the objects still waiting and
+// why), while the test's objects still exist.
+func Explain(t testing.TB, detail string) {
+	explanations.Store(t, detail)
+}
+
+// TimedOut returns the message of the Eventually that failed t, if one did, followed by what
+// Explain recorded: a test that logs long diagnostics when it fails repeats it after them,
+// where a reader of the output's end finds it.
 func TimedOut(t testing.TB) (string, bool) {
 	msg, ok := timeouts.Load(t)
 	if !ok {
 		return "", false
+	}
+	if detail, ok := explanations.Load(t); ok {
+		return msg.(string) + "\n" + detail.(string), true
 	}
 	return msg.(string), true
 }
