@@ -224,23 +224,46 @@ func (c *NominationController) nominate(ctx context.Context, target string, key 
 		return nil
 	}
 	// Optimistic: should the kube-scheduler have written the pod meanwhile, the patch fails
-	// and the pod's update event brings it back here. The merge patch is what
-	// client.MergeFromWithOptimisticLock makes of the change, written directly: computing it
-	// encodes the whole pod twice.
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
-		"status":   map[string]any{"nominatedNodeName": node.Name},
-	})
-	if err != nil {
-		return fmt.Errorf("setting the nominated node of pod %s: %w", key, err)
-	}
+	// and the pod's update event brings it back here.
 	patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-	if err := c.kube.Status().Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := c.kube.Status().Patch(ctx, patched, nominationPatch{resourceVersion: pod.ResourceVersion, node: node.Name}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}
 		return fmt.Errorf("setting the nominated node of pod %s: %w", key, err)
 	}
 	c.cluster.Announced(uid, target)
+	return nil
+}
+
+// nominationPatch sets a pod's status.nominatedNodeName under optimistic locking: the merge
+// patch client.MergeFromWithOptimisticLock makes of the change (the resourceVersion read and
+// the name), written directly, since computing it encodes the whole pod twice. Besides its
+// JSON (Data) it can make the same change to the typed pod (ApplyTo), as the simulator's store
+// applies it (memory.TypedMergePatch).
+type nominationPatch struct {
+	resourceVersion, node string
+}
+
+// Type is a JSON merge patch.
+func (p nominationPatch) Type() types.PatchType { return types.MergePatchType }
+
+// Data is the merge patch's JSON.
+func (p nominationPatch) Data(client.Object) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": p.resourceVersion},
+		"status":   map[string]any{"nominatedNodeName": p.node},
+	})
+}
+
+// ApplyTo changes obj, a Pod whose fields but its ObjectMeta it may share with a stored one,
+// as applying Data would: the resourceVersion (which the store then checks) and the name.
+func (p nominationPatch) ApplyTo(obj client.Object) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("the nomination patch applies to a Pod, not a %T", obj)
+	}
+	pod.ResourceVersion = p.resourceVersion
+	pod.Status.NominatedNodeName = p.node
 	return nil
 }
