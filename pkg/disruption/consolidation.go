@@ -3,9 +3,11 @@ package disruption
 import (
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 )
 
 // Karpenter's time limits on the consolidation searches of a pass, read on Input.Clock.
@@ -64,27 +66,58 @@ func (d *decider) multiNode() *Command {
 // Karpenter's, it is bounded by SingleNodeConsolidationTimeout: past it, it stops before the
 // next candidate, notes a timeout (Decision.Timeouts), and leaves the NodePools it had not
 // reached in Decision.UnseenNodePools; having tried every candidate, it leaves none there.
+//
+// The what-ifs of whatIfWorkers candidates run at once, one per core; their outcomes are then
+// taken in order, as if each ran after the one before: the first that succeeds wins, and one
+// the clock had reached the time limit before is not looked at.
 func (d *decider) singleNode() *Command {
 	cands, pools := singleNodeOrder(d.underutilized(), d.in.UnseenNodePools)
 	deadline, bounded := d.searchDeadline(SingleNodeConsolidationTimeout)
-	for i, c := range cands {
-		if bounded && d.in.Clock.Now().After(deadline) {
-			d.timeouts = append(d.timeouts, SearchTimeout{Method: MethodSingleNode, Evaluated: i})
-			// The first len(pools) candidates are one of each NodePool, in pools' order: those
-			// not reached are the rest of pools.
-			d.unseenPools = slices.Sorted(slices.Values(pools[min(i, len(pools)):]))
+	timedOut := func(i int) bool {
+		if !bounded || !d.in.Clock.Now().After(deadline) {
+			return false
+		}
+		d.timeouts = append(d.timeouts, SearchTimeout{Method: MethodSingleNode, Evaluated: i})
+		// The first len(pools) candidates are one of each NodePool, in pools' order: those
+		// not reached are the rest of pools.
+		d.unseenPools = slices.Sorted(slices.Values(pools[min(i, len(pools)):]))
+		return true
+	}
+	for i := 0; i < len(cands); {
+		if timedOut(i) {
 			return nil
 		}
-		if d.budget(c.NodePool, karpv1.DisruptionReasonUnderutilized) == 0 {
-			continue // one node at a time: any budget above 0 allows it
+		// The next candidates whose budget allows a disruption (one node at a time: any
+		// budget above 0 allows it), up to a worker each.
+		batch := make([]int, 0, whatIfWorkers)
+		for j := i; j < len(cands) && len(batch) < whatIfWorkers; j++ {
+			if d.budget(cands[j].NodePool, karpv1.DisruptionReasonUnderutilized) > 0 {
+				batch = append(batch, j)
+			}
 		}
-		res := d.schedule([]*Candidate{c}, 1, true)
-		d.scheduled(MethodSingleNode)
-		cmd, why := d.command(MethodSingleNode, karpv1.DisruptionReasonUnderutilized, []*Candidate{c}, 1, true, res)
-		if cmd != nil {
-			return cmd
+		if len(batch) == 0 {
+			break
 		}
-		d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why})
+		results := make([]*scheduler.Results, len(batch))
+		var wg sync.WaitGroup
+		for w, j := range batch[1:] {
+			wg.Go(func() { results[w+1] = d.sim.schedule([]*Candidate{cands[j]}, 1, true, w+1) })
+		}
+		results[0] = d.sim.schedule([]*Candidate{cands[batch[0]]}, 1, true, 0)
+		wg.Wait()
+		for k, j := range batch {
+			if k > 0 && timedOut(batch[k-1]+1) { // where a search one at a time looks next
+				return nil
+			}
+			c := cands[j]
+			d.scheduled(MethodSingleNode)
+			cmd, why := d.command(MethodSingleNode, karpv1.DisruptionReasonUnderutilized, []*Candidate{c}, 1, true, results[k])
+			if cmd != nil {
+				return cmd
+			}
+			d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why})
+		}
+		i = batch[len(batch)-1] + 1
 	}
 	d.unseenPools = nil
 	return nil

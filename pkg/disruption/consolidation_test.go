@@ -236,3 +236,47 @@ func TestSingleNodeOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleNodeTakesWhatIfsInOrder: single-node consolidation runs its what-ifs two at a time,
+// and takes them in order: when both succeed the first wins and the second is not reported;
+// when the first fails and the second succeeds, the first is reported unconsolidatable and the
+// second is the command.
+func TestSingleNodeTakesWhatIfsInOrder(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
+	big := func(c *cluster, name string) {
+		c.add(stateNode(np, name, findType(c.types, "m.4xlarge"), karpv1.CapacityTypeOnDemand, "test-zone-1", pod("7500m", "2Gi"), pod("7500m", "2Gi")))
+	}
+	for _, tc := range []struct {
+		name      string
+		build     func(c *cluster)
+		want      string
+		unmovable []string
+	}{
+		{"both replaceable", func(c *cluster) { big(c, "big1"); big(c, "big2") }, "big1", nil},
+		{"first unmovable", func(c *cluster) {
+			c.add(stateNode(np, "x", findType(c.types, "c.large"), karpv1.CapacityTypeSpot, "test-zone-1", pod("1500m", "2Gi")))
+			big(c, "big")
+		}, "big", []string{"x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(catalog(), np)
+			tc.build(c)
+			tried := 0
+			c.in.onSchedule = func(method string) {
+				if method == MethodSingleNode {
+					tried++
+				}
+			}
+			d := Decide(c.in)
+			if d.Command == nil || d.Command.Method != MethodSingleNode || d.Command.Candidates[0].Name() != tc.want {
+				t.Fatalf("command = %+v (tried %v), want single-node consolidation of %s", d.Command, unconsolidatableNodes(d), tc.want)
+			}
+			if got := unconsolidatableNodes(d); !slices.Equal(got, tc.unmovable) {
+				t.Errorf("reported unconsolidatable %v, want %v", got, tc.unmovable)
+			}
+			if want := len(tc.unmovable) + 1; tried != want {
+				t.Errorf("%d single-node simulations counted, want %d (those a search one at a time makes)", tried, want)
+			}
+		})
+	}
+}

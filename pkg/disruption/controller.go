@@ -67,8 +67,9 @@ type Controller struct {
 	// repackIdle: re-pack consolidation found nothing on this packing; it is not tried again
 	// before the fleet is measured anew (cheap passes, and at most one search per measure).
 	repackIdle bool
-	// podInfos keeps, from one pass to the next, what the solves derive from each pod.
-	podInfos *scheduler.PodInfos
+	// podInfos keeps, from one pass to the next, what the solves derive from each pod;
+	// secondInfos the same for the what-ifs run on the second core (Input.SecondPodInfos).
+	podInfos, secondInfos *scheduler.PodInfos
 	// packInfos is podInfos for the measures taken beside Decide (Options.Repack off).
 	packInfos *scheduler.PodInfos
 }
@@ -106,7 +107,7 @@ func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.
 	clk clock.Clock, recorder record.EventRecorder, opts Options) *Controller {
 	return &Controller{
 		kube: kube, cluster: cluster, launcher: provisioning.NewLauncher(kube, cluster), cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
-		podSets: map[string]string{}, podInfos: scheduler.NewPodInfos(), packInfos: scheduler.NewPodInfos(),
+		podSets: map[string]string{}, podInfos: scheduler.NewPodInfos(), secondInfos: scheduler.NewPodInfos(), packInfos: scheduler.NewPodInfos(),
 	}
 }
 
@@ -210,12 +211,13 @@ func (c *Controller) Step(ctx context.Context) error {
 		// The re-pack solved every pod that runs: what was not solved since the last one is
 		// of pods gone or changed.
 		c.podInfos.Prune()
+		c.secondInfos.Prune()
 	case measure:
 		// Only the metrics read the measure: take it on the other core while Decide runs. Both
 		// only read the input, and the re-pack keeps what it derives from pods apart
 		// (packInfos: PodInfos is not safe for concurrent use).
 		packIn := *in
-		packIn.PodInfos = c.packInfos
+		packIn.PodInfos, packIn.SecondPodInfos = c.packInfos, nil
 		measured = make(chan *packing.Result, 1)
 		go func() { measured <- PackingOf(packIn) }()
 	}
@@ -230,6 +232,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		// Decide solved the pods of its candidates since the last measure: the others are
 		// derived again when they become candidates.
 		c.podInfos.Prune()
+		c.secondInfos.Prune()
 	}
 	if in.Packing != nil && decision.Command == nil && decision.evaluated(MethodRepack) && !decision.repackWaits {
 		c.repackIdle = true
@@ -308,7 +311,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		Now: now, Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
-		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos,
+		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos, SecondPodInfos: c.secondInfos,
 	}
 	for i := range pdbs.Items {
 		in.PDBs = append(in.PDBs, &pdbs.Items[i])

@@ -77,6 +77,10 @@ type Input struct {
 	// PodInfos, when set, keeps what the decision's solves derive from each pod for the next
 	// decisions (the controller keeps one); nil derives it afresh for every decision.
 	PodInfos *scheduler.PodInfos
+	// SecondPodInfos is PodInfos for the what-ifs single-node consolidation runs on a second
+	// core beside those of PodInfos (a PodInfos is not safe for concurrent use), kept and
+	// pruned the same way; nil derives it afresh for every decision.
+	SecondPodInfos *scheduler.PodInfos
 
 	// onSchedule, when set (by tests), is called after each scheduling simulation of a
 	// consolidation search, with the method.
@@ -761,12 +765,17 @@ func (d *decider) simulate(method string, reason karpv1.DisruptionReason, cands 
 // trying for at most maxClaims new ones (negative: any number); with buffers, the
 // CapacityBuffers' virtual pods too.
 func (d *decider) schedule(cands []*Candidate, maxClaims int, buffers bool) *scheduler.Results {
-	res := d.sim.solve(cands, false, buffers)
+	return d.sim.schedule(cands, maxClaims, buffers, 0)
+}
+
+// schedule is decider.schedule on one worker's PodInfos.
+func (s *simulator) schedule(cands []*Candidate, maxClaims int, buffers bool, worker int) *scheduler.Results {
+	res := s.solve(cands, false, buffers, worker)
 	if maxClaims >= 0 && len(res.NewClaims) > maxClaims {
 		// The cost-aware packing may prefer several well-filled nodes; a consolidation wants
 		// the fewest, so look again packing into as few new nodes as fit (the replacement is
 		// still required to be strictly cheaper below).
-		res = d.sim.solve(cands, true, buffers)
+		res = s.solve(cands, true, buffers, worker)
 	}
 	return res
 }
@@ -965,15 +974,19 @@ type simulator struct {
 	daemons  []*corev1.Pod // what the daemonsets would run on a new node
 	buffer   []*corev1.Pod // the CapacityBuffers' virtual pods
 	// infos keeps what the what-ifs derive from each pod: a decision solves the same pods
-	// once per candidate tried, and the next decision mostly the same pods again.
-	infos *scheduler.PodInfos
+	// once per candidate tried, and the next decision mostly the same pods again. One per
+	// worker (whatIfWorkers): the second is made on first use when the input has none.
+	infos [whatIfWorkers]*scheduler.PodInfos
 }
+
+// whatIfWorkers is how many what-ifs single-node consolidation runs at once.
+const whatIfWorkers = 2
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{},
-		infos: in.PodInfos}
-	if s.infos == nil {
-		s.infos = scheduler.NewPodInfos()
+		infos: [whatIfWorkers]*scheduler.PodInfos{in.PodInfos, in.SecondPodInfos}}
+	if s.infos[0] == nil {
+		s.infos[0] = scheduler.NewPodInfos()
 	}
 	s.daemons = state.DaemonPods(in.DaemonSets)
 	s.buffer = in.BufferPods
@@ -1015,8 +1028,13 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 
 // solve places the pods of cands with cands removed. fewestNodes packs as Karpenter does, into
 // as few new nodes as fit. With buffers, the buffers' virtual pods are placed too, after the
-// others; they are taken out of the results (where they went shows as replacements).
-func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool) *scheduler.Results {
+// others; they are taken out of the results (where they went shows as replacements). Solves
+// of different workers (below whatIfWorkers) may run at once: they share only what no solve
+// changes.
+func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool, worker int) *scheduler.Results {
+	if s.infos[worker] == nil {
+		s.infos[worker] = scheduler.NewPodInfos()
+	}
 	removed := make(map[string]bool, len(cands))
 	var pods []*corev1.Pod
 	for _, c := range cands {
@@ -1027,7 +1045,7 @@ func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool) *schedu
 		pods = append(pods, s.buffer...)
 	}
 	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), VolumeRequirements: s.volumes, DaemonPods: s.daemons, Options: scheduler.Options{GrowClaims: fewestNodes},
-		Infos: s.infos}
+		Infos: s.infos[worker]}
 	for _, n := range s.targets {
 		if !removed[n.Name] {
 			copied := *n // the scheduler reassigns a node's Pods; keep ours intact
