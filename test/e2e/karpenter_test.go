@@ -31,11 +31,11 @@ type replica struct {
 }
 
 // startKarpenter runs a controller replica with the simulated cloud, electing its leader and
-// keeping its cloud's state in namespace, as the Helm chart's Deployment does; it is stopped
-// when the test ends.
-func startKarpenter(t *testing.T, namespace, name string) *replica {
+// keeping its cloud's state in namespace, as the Helm chart's Deployment does, with the extra
+// flags after the suite's; it is stopped when the test ends.
+func startKarpenter(t *testing.T, namespace, name string, extra ...string) *replica {
 	t.Helper()
-	r := launchKarpenter(t, namespace, name)
+	r := launchKarpenter(t, namespace, name, extra...)
 	t.Cleanup(func() {
 		r.stop()
 		logIfFailed(t, r.process)
