@@ -60,13 +60,13 @@ func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) (reason, message
 	for _, t := range claim.Spec.StartupTaints {
 		for i := range node.Spec.Taints {
 			if t.MatchTaint(&node.Spec.Taints[i]) {
-				return ReasonStartupTaintsExist, fmt.Sprintf("StartupTaint %q still exists", formatTaint(node.Spec.Taints[i]))
+				return ReasonStartupTaintsExist, fmt.Sprintf("StartupTaint %q still exists", node.Spec.Taints[i].ToString())
 			}
 		}
 	}
 	for _, t := range node.Spec.Taints {
 		if scheduling.IsKnownEphemeralTaint(t) {
-			return ReasonKnownEphemeralTaintsExist, fmt.Sprintf("KnownEphemeralTaint %q still exists", formatTaint(t))
+			return ReasonKnownEphemeralTaintsExist, fmt.Sprintf("KnownEphemeralTaint %q still exists", t.ToString())
 		}
 	}
 	var missing []string
@@ -83,15 +83,6 @@ func notInitialized(node *corev1.Node, claim *karpv1.NodeClaim) (reason, message
 		return ReasonResourceNotRegistered, fmt.Sprintf("Resource %q was requested but not registered", missing[0])
 	}
 	return "", ""
-}
-
-// formatTaint writes a taint as Karpenter's condition messages do: key=value:effect, or
-// key:effect without a value.
-func formatTaint(t corev1.Taint) string {
-	if t.Value == "" {
-		return t.Key + ":" + string(t.Effect)
-	}
-	return t.Key + "=" + t.Value + ":" + string(t.Effect)
 }
 
 // isExtendedResource reports whether a resource is one a device plugin or the cloud's node

@@ -23,6 +23,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/simulate"
+	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
@@ -187,8 +188,11 @@ func bound(t *testing.T, namespace string) (live, onNodes int) {
 // still exist.
 func explainUnbound(t *testing.T, namespace string) func() {
 	return func() {
-		ctx := context.Background()
 		var b strings.Builder
+		var events corev1.EventList
+		if err := cp.env.Client.List(context.Background(), &events, client.InNamespace(namespace)); err != nil {
+			fmt.Fprintf(&b, "listing events: %v\n", err)
+		}
 		unbound := 0
 		for _, p := range pods(t, namespace) {
 			if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
@@ -204,12 +208,9 @@ func explainUnbound(t *testing.T, namespace string) func() {
 				}
 			}
 			b.WriteString("\n")
-			var events corev1.EventList
-			if err := cp.env.Client.List(ctx, &events, client.InNamespace(namespace)); err == nil {
-				for _, e := range events.Items {
-					if e.InvolvedObject.UID == p.UID {
-						fmt.Fprintf(&b, "  %s %s %s (%s, x%d): %s\n", e.LastTimestamp.UTC().Format(time.RFC3339), e.Type, e.Reason, e.Source.Component+e.ReportingController, max(e.Count, 1), e.Message)
-					}
+			for _, e := range events.Items {
+				if e.InvolvedObject.UID == p.UID {
+					fmt.Fprintf(&b, "  %s %s %s (%s, x%d): %s\n", e.LastTimestamp.UTC().Format(time.RFC3339), e.Type, e.Reason, e.Source.Component+e.ReportingController, max(e.Count, 1), e.Message)
 				}
 			}
 		}
@@ -219,20 +220,10 @@ func explainUnbound(t *testing.T, namespace string) func() {
 			for _, tn := range n.Spec.Taints {
 				taints = append(taints, tn.ToString())
 			}
-			fmt.Fprintf(&b, "node %s (%s): ready %v, taints %v\n", n.Name, n.Labels[corev1.LabelInstanceTypeStable], nodeReady(&n), taints)
+			fmt.Fprintf(&b, "node %s (%s): ready %v, taints %v\n", n.Name, n.Labels[corev1.LabelInstanceTypeStable], state.NodeReady(&n), taints)
 		}
 		harness.Explain(t, b.String())
 	}
-}
-
-// nodeReady reports whether the node's Ready condition is True.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func nodes(t *testing.T) []corev1.Node {
