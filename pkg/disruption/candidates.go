@@ -75,8 +75,9 @@ type Candidate struct {
 	Drifted string
 	// Expired: the node outlived its expireAfter.
 	Expired bool
-	// NodeProtection says why the node itself may not be voluntarily disrupted (the
-	// karpenter.sh/do-not-disrupt annotation on its Node or NodeClaim), or "".
+	// NodeProtection says why the node itself may not be voluntarily disrupted (it is
+	// nominated for pods, or the karpenter.sh/do-not-disrupt annotation is on its Node or
+	// NodeClaim), or "".
 	NodeProtection string
 	// PodProtection says why its pods may not be voluntarily disrupted (a do-not-disrupt pod,
 	// or a PodDisruptionBudget that allows no disruption), or "".
@@ -153,9 +154,14 @@ func (idx *pdbIndex) blocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
 	return nil
 }
 
-// nodeProtection says why a node, by its own annotation (or its NodeClaim's), may not be
-// voluntarily disrupted, or "": Karpenter's words, as its DisruptionBlocked Events say them.
-func nodeProtection(sn *state.StateNode) string {
+// nodeProtection says why a node itself may not be voluntarily disrupted at now, or "": it is
+// nominated for pods (checked first, as Karpenter's ValidateNodeDisruptable does), or its own
+// annotation (or its NodeClaim's) says so. Karpenter's words, as its DisruptionBlocked Events
+// say them.
+func nodeProtection(sn *state.StateNode, now time.Time) string {
+	if sn.Nominated(now) {
+		return "Node is nominated for a pending pod"
+	}
 	if sn.Node.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" || sn.NodeClaim.Annotations[karpv1.DoNotDisruptAnnotationKey] == "true" {
 		return fmt.Sprintf("Disruption is blocked through the %q annotation", karpv1.DoNotDisruptAnnotationKey)
 	}

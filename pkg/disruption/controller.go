@@ -500,6 +500,13 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		names = append(names, cand.Name(), cand.NodeClaim.Name)
 	}
 	c.cluster.MarkForDeletion(names...)
+	// As Karpenter records the command's results: the nodes that take the candidates' pods are
+	// nominated, so that no other command disrupts them meanwhile.
+	destinations := make([]string, 0, len(cmd.Placements))
+	for _, pl := range cmd.Placements {
+		destinations = append(destinations, pl.Node)
+	}
+	c.cluster.NominateNodes(destinations...)
 	c.packedAt = time.Time{} // the next pass measures the fleet afresh
 	for _, fn := range c.observers {
 		fn(cmd)

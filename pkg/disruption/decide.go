@@ -493,7 +493,10 @@ func newDecider(in Input) *decider {
 		d.statuses = append(d.statuses, status)
 		c.Consolidatable, c.Drifted, c.Expired = status.Consolidatable, status.Drifted, expired(sn.NodeClaim, np, in.Now)
 
-		c.NodeProtection, c.PodProtection = nodeProtection(sn), podProtection(c.Pods, pdbs, in.Now)
+		c.NodeProtection, c.PodProtection = nodeProtection(sn, in.Now), podProtection(c.Pods, pdbs, in.Now)
+		if sn.Nominated(in.Now) {
+			d.wake(sn.NominatedUntil)
+		}
 		for _, pod := range c.Pods {
 			p := karpv1.PodDoNotDisrupt(pod, in.Now)
 			if p.Invalid != nil {

@@ -309,6 +309,45 @@ func TestDoNotDisruptAndPDBBlock(t *testing.T) {
 	}
 }
 
+// TestNominatedNodeIsNotDisrupted: as Karpenter's ValidateNodeDisruptable, a node a recent
+// provisioning pass or disruption command nominated for pods is no candidate of emptiness,
+// consolidation or drift while the nomination lasts (reported "Node is nominated for a pending
+// pod", before its own do-not-disrupt annotation); the decision wakes when the nomination
+// ends, and then disrupts it.
+func TestNominatedNodeIsNotDisrupted(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	busy := c.add(stateNode(np, "busy", m, "on-demand", "test-zone-1", pod("3", "8Gi")))
+	empty := c.add(stateNode(np, "empty", m, "on-demand", "test-zone-1"))
+	// Spot, so consolidation has nothing cheaper to offer: only drift replaces it.
+	drifted := c.add(stateNode(np, "drifted", m, "spot", "test-zone-1", pod("3", "10Gi")))
+	drifted.NodeClaim.Annotations[karpv1.NodePoolHashAnnotationKey] = "stale"
+	until := epoch.Add(15 * time.Second)
+	busy.NominatedUntil, empty.NominatedUntil, drifted.NominatedUntil = until, until, until
+	drifted.Node.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	d := Decide(c.in)
+	if d.Command != nil {
+		t.Fatalf("command = %s, want none while the nodes are nominated", d.Command.Message())
+	}
+	reasons := map[string]string{}
+	for _, b := range d.Blocked {
+		reasons[b.Node] = b.Reason
+	}
+	for _, name := range []string{"busy", "empty", "drifted"} {
+		if reasons[name] != "Node is nominated for a pending pod" {
+			t.Errorf("blocked %s: %q, want the nomination", name, reasons[name])
+		}
+	}
+	if !d.NextChange.Equal(until) {
+		t.Errorf("next change = %v, want the nomination's end %v", d.NextChange, until)
+	}
+	c.in.Now = until
+	if d := Decide(c.in); d.Command == nil || d.Command.Method != MethodEmptiness || d.Command.Candidates[0].Name() != "empty" {
+		t.Fatalf("command once the nomination ended = %+v, want emptiness of node empty", d.Command)
+	}
+}
+
 func TestDriftReplacesWithinBudgetAndIgnoresWeight(t *testing.T) {
 	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("1"))
 	c := newCluster(catalog(), np)
@@ -633,6 +672,9 @@ func TestExpirationIsForceful(t *testing.T) {
 		}},
 		{"do-not-disrupt node", func(c *cluster, sn *state.StateNode) {
 			sn.Node.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+		}},
+		{"nominated node", func(c *cluster, sn *state.StateNode) {
+			sn.NominatedUntil = epoch.Add(time.Minute)
 		}},
 		{"pod with nowhere to go", func(c *cluster, sn *state.StateNode) {
 			sn.Pods[0].Spec.NodeSelector = map[string]string{"team": "gone"}

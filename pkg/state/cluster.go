@@ -51,6 +51,10 @@ type Cluster struct {
 	nominees map[string]map[types.UID]types.NamespacedName
 	created  map[string]createdClaim
 	deleting map[string]bool
+	// nominatedUntil says, by target (Node or NodeClaim name), until when a target that a
+	// provisioning pass or a disruption command chose for pods stays nominated (see
+	// StateNode.NominatedUntil).
+	nominatedUntil map[string]time.Time
 	// requests caches pods' effective requests, pruned every snapshot.
 	requests NodeRequests
 	// podScheduling remembers when pods were acknowledged and decided on (for the pod metrics).
@@ -81,6 +85,8 @@ func NewCluster(reader client.Reader, c clock.PassiveClock) *Cluster {
 		nominees:    map[string]map[types.UID]types.NamespacedName{},
 		created:     map[string]createdClaim{},
 		deleting:    map[string]bool{},
+
+		nominatedUntil: map[string]time.Time{},
 	}
 }
 
@@ -97,6 +103,28 @@ func (c *Cluster) Nominate(pod *corev1.Pod, target string, launched bool) {
 		c.nominees[target] = map[types.UID]types.NamespacedName{}
 	}
 	c.nominees[target][pod.UID] = key
+	if !launched {
+		c.nominateTarget(target, c.clock.Now())
+	}
+}
+
+// NominateNodes records that a disruption command moves pods to the targets (Node or NodeClaim
+// names): as Karpenter's, they are not disrupted for the nomination window (see
+// StateNode.NominatedUntil).
+func (c *Cluster) NominateNodes(targets ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	for _, t := range targets {
+		c.nominateTarget(t, now)
+	}
+}
+
+// nominateTarget starts or extends a target's nomination window at now; c.mu is held.
+func (c *Cluster) nominateTarget(target string, now time.Time) {
+	if until := now.Add(c.nominationGrace()); until.After(c.nominatedUntil[target]) {
+		c.nominatedUntil[target] = until
+	}
 }
 
 // forget drops a pod's nomination; c.mu is held.
@@ -205,6 +233,19 @@ type StateNode struct {
 	// DaemonSets are the daemonsets whose pods will run on it (they tolerate its taints and
 	// select its labels) but are not among Pods yet; Requested counts their requests.
 	DaemonSets []*appsv1.DaemonSet
+	// NominatedUntil is when the node stops being nominated for pods, as Karpenter's
+	// StateNode.Nominated: disruption leaves a nominated node alone. A node is nominated for
+	// the nomination window (Cluster.NominationGrace, Karpenter's max(2×batchMaxDuration, 10s))
+	// from the last time a provisioning pass placed pods on it or a disruption command moved
+	// pods to it; here also from when a pod nominated to it bound (Karpenter nominates it
+	// again at each pass while the pod waits, the last one just before the bind), and for a
+	// window from now while a pod nominated to it waits. Zero or past: not nominated.
+	NominatedUntil time.Time
+}
+
+// Nominated reports whether the node is nominated for pods at now (see NominatedUntil).
+func (n *StateNode) Nominated(now time.Time) bool {
+	return n.NominatedUntil.After(now)
 }
 
 // Name is the Node's name, or the NodeClaim's while it has no node.
@@ -419,6 +460,9 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			if sn, ok := targets[pod.Spec.NodeName]; ok {
 				sn.Pods = append(sn.Pods, pod)
 			}
+			if n, ok := c.nominations[pod.UID]; ok {
+				c.nominateTarget(n.target, now)
+			}
 			c.forget(pod.UID)
 			delete(c.refusals, pod.UID)
 			continue
@@ -477,12 +521,30 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	c.pruneRefusals(seen, now)
 	c.prunePodScheduling(snap.Pods, now)
+	// A target pods are nominated to and wait for stays nominated, as Karpenter's passes
+	// nominate it again while they wait.
+	for target := range c.nominees {
+		c.nominateTarget(target, now)
+	}
+	for target, until := range c.nominatedUntil {
+		if !until.After(now) {
+			delete(c.nominatedUntil, target)
+		}
+	}
 	counted := map[*StateNode]bool{}
 	for _, sn := range targets {
 		if counted[sn] {
 			continue
 		}
 		counted[sn] = true
+		if sn.Node != nil {
+			sn.NominatedUntil = c.nominatedUntil[sn.Node.Name]
+		}
+		if sn.NodeClaim != nil {
+			if until := c.nominatedUntil[sn.NodeClaim.Name]; until.After(sn.NominatedUntil) {
+				sn.NominatedUntil = until
+			}
+		}
 		sn.DaemonSets = expectedDaemonSets(sn, snap.DaemonSets)
 		sn.Requested = c.requested(sn)
 		snap.Nodes = append(snap.Nodes, sn)
