@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -148,6 +149,22 @@ func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) *pdbIndex {
 func (idx *pdbIndex) blocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
 	for i, pdb := range idx.pdbs {
 		if pdb.Namespace == pod.Namespace && pdb.Status.DisruptionsAllowed <= 0 && idx.selectors[i].Matches(labels.Set(pod.Labels)) {
+			return pdb
+		}
+	}
+	return nil
+}
+
+// fullyBlocking returns the first budget that selects pod and can never allow its eviction
+// (maxUnavailable 0 or 0%, minAvailable 100%), Karpenter's fully blocking PodDisruptionBudget.
+func (idx *pdbIndex) fullyBlocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
+	for i, pdb := range idx.pdbs {
+		if pdb.Namespace != pod.Namespace || !idx.selectors[i].Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		maxUnavailable, minAvailable := pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable
+		if maxUnavailable != nil && (maxUnavailable.Type == intstr.Int && maxUnavailable.IntVal == 0 || maxUnavailable.Type == intstr.String && maxUnavailable.StrVal == "0%") ||
+			minAvailable != nil && minAvailable.Type == intstr.String && minAvailable.StrVal == "100%" {
 			return pdb
 		}
 	}

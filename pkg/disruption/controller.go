@@ -308,7 +308,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
 	}
 	in := &Input{
-		Now: now, Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
+		Now: now, Nodes: snap.Nodes, Pending: snap.Pending, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
 		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos, SecondPodInfos: c.secondInfos,
@@ -658,26 +658,39 @@ func (c *Controller) taint(ctx context.Context, name string, add bool) error {
 // PersistentVolumes impose, so that a replacement or a receiving node is one the pod's volumes
 // can be attached to.
 func (c *Controller) volumeRequirements(ctx context.Context, snap *state.Snapshot, in *Input) error {
+	add := func(pod *corev1.Pod) error {
+		reqs, err := provisioning.VolumeRequirements(ctx, c.kube, pod)
+		if provisioning.IsMissingVolume(err) {
+			// A running pod's volumes were there when it was placed (and the API server's
+			// protection finalizers keep a claim and volume in use): nothing to impose, as
+			// before. A pending pod missing one waits for it, as the provisioner leaves it.
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("volume requirements of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if reqs.Len() > 0 {
+			in.VolumeRequirements[pod.UID] = reqs
+		}
+		return nil
+	}
 	for _, sn := range snap.Nodes {
-		if sn.NodeClaim == nil || sn.Node == nil || sn.MarkedForDeletion {
+		// The pods that may move: those of candidates and of nodes being deleted.
+		if sn.Node == nil || sn.NodeClaim == nil && !sn.MarkedForDeletion {
 			continue
 		}
 		for _, pod := range sn.Pods {
-			if !state.IsReschedulable(pod) {
+			if pod.Spec.NodeName == "" || !state.IsReschedulable(pod) {
 				continue
 			}
-			reqs, err := provisioning.VolumeRequirements(ctx, c.kube, pod)
-			if provisioning.IsMissingVolume(err) {
-				// The pod runs, so its volumes were there when it was placed (and the API server's
-				// protection finalizers keep a claim and volume in use): nothing to impose, as before.
-				continue
+			if err := add(pod); err != nil {
+				return err
 			}
-			if err != nil {
-				return fmt.Errorf("volume requirements of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-			}
-			if reqs.Len() > 0 {
-				in.VolumeRequirements[pod.UID] = reqs
-			}
+		}
+	}
+	for _, pod := range snap.Pending {
+		if err := add(pod); err != nil {
+			return err
 		}
 	}
 	return nil

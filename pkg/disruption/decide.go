@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -61,6 +62,11 @@ type Input struct {
 	// SingleNodeConsolidationTimeout): each reads it as it starts and as it goes. The
 	// controller passes its own; nil never times out.
 	Clock clock.PassiveClock
+	// Pending are the pods waiting for capacity and not nominated to any node
+	// (state.Snapshot.Pending). As in Karpenter's SimulateScheduling, every what-if places them
+	// beside the candidates' pods, so room they would take is not promised to moved pods and
+	// new capacity they need is part of the replacement; that they fit nowhere blocks nothing.
+	Pending []*corev1.Pod
 	// BufferPods are the virtual pods of the CapacityBuffers (capacitybuffer.Buffers): every
 	// consolidation simulation places them with the candidates' pods, so the room they hold is
 	// kept or replaced (that they fit nowhere blocks nothing, as for a pending pod), and an
@@ -535,7 +541,7 @@ func newDecider(in Input) *decider {
 		}
 		return a.Name() < b.Name()
 	})
-	d.sim = newSimulator(in, d.pools)
+	d.sim = newSimulator(in, d.pools, pdbs)
 	d.holdsBuffer = d.bufferNodes()
 	for _, c := range d.candidates {
 		if d.holdsBuffer[c.Name()] && len(c.Pods) == 0 && c.protected() == "" && consolidationPassesOver(c) == "" {
@@ -771,8 +777,17 @@ func (d *decider) schedule(cands []*Candidate, maxClaims int, buffers bool) *sch
 	return d.sim.schedule(cands, maxClaims, buffers, 0)
 }
 
-// schedule is decider.schedule on one worker's PodInfos.
+// schedule is decider.schedule on one worker's PodInfos. When the pending pods and those of
+// deleting nodes alone, with every node still there, need more than maxClaims new nodes
+// (packed into the fewest), a what-if that also removes cands needs as many at least: that
+// outcome (baseline) stands for it, so a scale-up's thousands of pending pods are placed once
+// per decision, not once per candidate.
 func (s *simulator) schedule(cands []*Candidate, maxClaims int, buffers bool, worker int) *scheduler.Results {
+	if maxClaims >= 0 && s.extra != nil {
+		if base := s.baseline(buffers, worker); len(base.NewClaims) > maxClaims {
+			return base
+		}
+	}
 	res := s.solve(cands, false, buffers, worker)
 	if maxClaims >= 0 && len(res.NewClaims) > maxClaims {
 		// The cost-aware packing may prefer several well-filled nodes; a consolidation wants
@@ -968,7 +983,25 @@ func (d *decider) balancedAllows(cmd *Command) bool {
 // simulator runs the provisioning scheduler for what-if questions: the cluster less some
 // nodes, their pods to place.
 type simulator struct {
-	targets  []*scheduler.Node
+	// targets are the nodes pods may move to: initialized ones first, then those launching
+	// (see launching).
+	targets []*scheduler.Node
+	// launching names, by target, the targets not initialized yet, as Karpenter's
+	// UninitializedNodeError does ("nodeclaim/x, node/y"): a what-if whose candidates' pods
+	// need one of them proves nothing yet, as in Karpenter; pending pods and the pods of
+	// deleting nodes may go there.
+	launching map[string]string
+	// pending are Input.Pending; deleting are the pods on nodes being deleted that will need a
+	// place (Karpenter's CurrentlyReschedulablePods of the deleting nodes: reschedulable, not
+	// do-not-disrupt, not held by a fully blocking PodDisruptionBudget). Every what-if places
+	// both; errors of pending pods are ignored, those of deleting pods count.
+	pending, deleting []*corev1.Pod
+	// extra marks the pods of pending and deleting, with whether the pod is pending; nil when
+	// there are none.
+	extra map[types.UID]bool
+	// base are the baseline outcomes, without and with buffers, each made once.
+	base     [2]*scheduler.Results
+	baseOnce [2]sync.Once
 	pools    []*scheduler.NodePool
 	limits   map[string]karpv1.Limits
 	used     map[string]corev1.ResourceList // capacity of each limited NodePool's nodes
@@ -985,9 +1018,9 @@ type simulator struct {
 // whatIfWorkers is how many what-ifs single-node consolidation runs at once.
 const whatIfWorkers = 2
 
-func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
+func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *pdbIndex) *simulator {
 	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{},
-		infos: [whatIfWorkers]*scheduler.PodInfos{in.PodInfos, in.SecondPodInfos}}
+		infos: [whatIfWorkers]*scheduler.PodInfos{in.PodInfos, in.SecondPodInfos}, launching: map[string]string{}, pending: in.Pending}
 	if s.infos[0] == nil {
 		s.infos[0] = scheduler.NewPodInfos()
 	}
@@ -1008,6 +1041,7 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 			s.used[np.Name] = corev1.ResourceList{}
 		}
 	}
+	var launching []*scheduler.Node
 	for _, sn := range in.Nodes {
 		if sn.NodeClaim != nil {
 			if used, ok := s.used[sn.NodePool()]; ok {
@@ -1016,17 +1050,65 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool) *simulator {
 				s.used[sn.NodePool()] = scheduling.Merge(used, capacity)
 			}
 		}
-		// Pods move to initialized, schedulable nodes only: capacity still launching is left
-		// to the provisioner, as are cordoned nodes.
-		if sn.Node == nil || sn.MarkedForDeletion || sn.Node.Spec.Unschedulable || !sn.Initialized() {
+		if sn.MarkedForDeletion {
+			for _, pod := range sn.Pods {
+				if pod.Spec.NodeName != "" && state.IsReschedulable(pod) && !karpv1.PodDoNotDisrupt(pod, in.Now).Active && pdbs.fullyBlocking(pod) == nil {
+					s.deleting = append(s.deleting, pod)
+				}
+			}
 			continue
+		}
+		if sn.Node != nil && sn.Node.Spec.Unschedulable {
+			continue // cordoned
 		}
 		target := sn.SchedulerNode()
 		// Every what-if solves these nodes: derive their room and ports once.
 		target.Prepare()
+		if sn.Node == nil || !sn.Initialized() {
+			var what []string
+			if sn.NodeClaim != nil {
+				what = append(what, "nodeclaim/"+sn.NodeClaim.Name)
+			}
+			if sn.Node != nil {
+				what = append(what, "node/"+sn.Node.Name)
+			}
+			s.launching[target.Name] = strings.Join(what, ", ")
+			launching = append(launching, target)
+			continue
+		}
 		s.targets = append(s.targets, target)
 	}
+	s.targets = append(s.targets, launching...)
+	if len(s.pending)+len(s.deleting) > 0 {
+		s.extra = make(map[types.UID]bool, len(s.pending)+len(s.deleting))
+		for _, pod := range s.deleting {
+			s.extra[pod.UID] = false
+		}
+		for _, pod := range s.pending {
+			s.extra[pod.UID] = true
+		}
+	}
 	return s
+}
+
+// baseline places the pending pods and those of deleting nodes (and with buffers, the
+// buffers' virtual pods) on the cluster as it is, into the fewest new nodes, once per decision
+// and buffers. Its outcome is shared: it must not be changed.
+func (s *simulator) baseline(buffers bool, worker int) *scheduler.Results {
+	i := 0
+	if buffers {
+		i = 1
+	}
+	s.baseOnce[i].Do(func() { s.base[i] = s.solve(nil, true, buffers, worker) })
+	return s.base[i]
+}
+
+// uninitializedError is Karpenter's UninitializedNodeError: a candidate's pod would go to a
+// node that has not initialized.
+type uninitializedError string
+
+func (e uninitializedError) Error() string {
+	return "would schedule against uninitialized " + string(e)
 }
 
 // solve places the pods of cands with cands removed. fewestNodes packs as Karpenter does, into
@@ -1044,6 +1126,8 @@ func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool, worker 
 		removed[c.Name()] = true
 		pods = append(pods, c.Pods...)
 	}
+	pods = append(pods, s.pending...)
+	pods = append(pods, s.deleting...)
 	if buffers {
 		pods = append(pods, s.buffer...)
 	}
@@ -1066,7 +1150,38 @@ func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool, worker 
 	if buffers {
 		capacitybuffer.Split(res)
 	}
+	s.judgeExtra(res)
 	return res
+}
+
+// judgeExtra leaves in res what the candidates' pods need, as Karpenter judges its
+// SimulateScheduling: the errors of pending pods are dropped (they blocked nothing before
+// and need not schedule now), a candidate's pod placed on a launching node is an error
+// (uninitializedError), and only the candidates' pods are kept among the placements. New
+// claims keep every pod they are for.
+func (s *simulator) judgeExtra(res *scheduler.Results) {
+	if len(s.launching) == 0 && s.extra == nil {
+		return
+	}
+	placements := res.ExistingPlacements[:0]
+	for _, pl := range res.ExistingPlacements {
+		if _, extra := s.extra[pl.Pod.UID]; extra {
+			continue
+		}
+		if what, ok := s.launching[pl.Node]; ok {
+			res.PodErrors = append(res.PodErrors, scheduler.PodError{Pod: pl.Pod, Err: uninitializedError(what)})
+			continue
+		}
+		placements = append(placements, pl)
+	}
+	res.ExistingPlacements = placements
+	errs := res.PodErrors[:0]
+	for _, pe := range res.PodErrors {
+		if pending := s.extra[pe.Pod.UID]; !pending {
+			errs = append(errs, pe)
+		}
+	}
+	res.PodErrors = errs
 }
 
 // remaining is what a NodePool's limits allow once cands are gone.

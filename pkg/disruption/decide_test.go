@@ -879,3 +879,89 @@ func TestReplacementKeepsMinValues(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatIfsPlacePendingPods: as Karpenter's SimulateScheduling, a consolidation what-if
+// places the pending pods beside the candidate's: the room a pending pod would take on another
+// node is not promised to the candidate's pods, so the node is not deleted onto it; a pending
+// pod that fits nowhere blocks nothing.
+func TestWhatIfsPlacePendingPods(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
+	setup := func() *cluster {
+		// Spot, without spot-to-spot consolidation: consolidation deletes a or nothing.
+		c := newCluster(catalog(), np)
+		x := findType(c.types, "c.xlarge")
+		c.add(stateNode(np, "a", x, "spot", "test-zone-1", pod("1", "1Gi")))
+		c.add(stateNode(np, "b", x, "spot", "test-zone-1", pod("2", "2Gi")))
+		return c
+	}
+	deletesA := func(d *Decision) bool {
+		return d.Command != nil && len(d.Command.Candidates) == 1 && d.Command.Candidates[0].Name() == "a" && len(d.Command.Replacements) == 0
+	}
+	if d := Decide(setup().in); !deletesA(d) {
+		t.Fatalf("without pending pods: command = %+v, want a deleted (its pod moves to b)", d.Command)
+	}
+	c := setup()
+	c.in.Pending = []*corev1.Pod{pod("1500m", "1Gi")}
+	if d := Decide(c.in); deletesA(d) {
+		t.Fatalf("with a pending pod taking b's room: %s, want a kept", d.Command.Message())
+	}
+	// Pending pods that need new nodes, more than one: no node is removed meanwhile.
+	c = setup()
+	for range 3 {
+		c.in.Pending = append(c.in.Pending, pod("9", "4Gi")) // two do not fit the largest type
+	}
+	d := Decide(c.in)
+	if d.Command != nil {
+		t.Fatalf("with pending pods needing three new nodes: %s, want none", d.Command.Message())
+	}
+	for _, u := range d.Unconsolidatable {
+		if !strings.HasPrefix(u.Reason, "Can't remove without creating ") {
+			t.Errorf("%s unconsolidatable for %q, want the new nodes the pending pods need", u.Node, u.Reason)
+		}
+	}
+	c = setup()
+	nowhere := pod("1", "1Gi")
+	nowhere.Spec.NodeSelector = map[string]string{"team": "gone"}
+	c.in.Pending = []*corev1.Pod{nowhere}
+	if d := Decide(c.in); !deletesA(d) {
+		t.Fatalf("with a pending pod that fits nowhere: command = %+v, want a deleted", d.Command)
+	}
+}
+
+// TestWhatIfsOnLaunchingNodesProveNothing: as Karpenter's UninitializedNodeError, a
+// candidate whose pods would go to a node still launching is not consolidated ("would
+// schedule against uninitialized nodeclaim/…"); the pods of a node being deleted need a place
+// too, and may take a launching node's room.
+func TestWhatIfsOnLaunchingNodesProveNothing(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	c.add(stateNode(np, "a", m, "on-demand", "test-zone-1", pod("1", "2Gi")))
+	c.add(stateNode(np, "full", m, "on-demand", "test-zone-1", pod("3500m", "12Gi")))
+	launching := c.add(stateNode(np, "launching", findType(c.types, "m.2xlarge"), "on-demand", "test-zone-1", pod("4", "4Gi")))
+	launching.NodeClaim.Status.Conditions = nil
+	d := Decide(c.in)
+	if d.Command != nil {
+		t.Fatalf("command = %s, want none: a's pod fits only on the launching node", d.Command.Message())
+	}
+	var why string
+	for _, u := range d.Unconsolidatable {
+		if u.Node == "a" {
+			why = u.Reason
+		}
+	}
+	if !strings.Contains(why, "would schedule against uninitialized nodeclaim/launching-claim, node/launching") {
+		t.Errorf("a unconsolidatable for %q, want the launching node named", why)
+	}
+	// Once it initialized, consolidation acts.
+	launching.NodeClaim.Status.Conditions = c.in.Nodes[0].NodeClaim.Status.Conditions
+	if d := Decide(c.in); d.Command == nil {
+		t.Fatalf("no command once the node initialized (unconsolidatable: %+v)", d.Unconsolidatable)
+	}
+	// A node being deleted whose pod takes that room: a is not deleted onto it.
+	leaving := c.add(stateNode(np, "leaving", m, "on-demand", "test-zone-1", pod("3500m", "8Gi")))
+	leaving.MarkedForDeletion = true
+	if d := Decide(c.in); d.Command != nil && d.Command.Candidates[0].Name() == "a" && len(d.Command.Replacements) == 0 {
+		t.Fatalf("a deleted onto the room a deleting node's pod needs: %s", d.Command.Message())
+	}
+}

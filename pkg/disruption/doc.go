@@ -11,9 +11,11 @@
 //  2. Take a snapshot of the cluster (state.Cluster), the PodDisruptionBudgets, each NodePool's
 //     instance types and the cloud provider's drift verdict per NodeClaim, and call Decide.
 //  3. Decide (pure, deterministic) evaluates every initialized NodeClaim of a dynamic NodePool:
-//     its Consolidatable and Drifted conditions, and whether it is protected (a
-//     karpenter.sh/do-not-disrupt annotation on its Node or NodeClaim, a do-not-disrupt pod, a
-//     pod behind a PodDisruptionBudget that allows 0 disruptions). Consolidation never touches
+//     its Consolidatable and Drifted conditions, and whether it is protected (nominated for
+//     pods, as Karpenter's StateNode.Nominated: a provisioning pass placed pods on it or a
+//     disruption command moved pods to it within the nomination window, or a pod nominated to
+//     it waits; a karpenter.sh/do-not-disrupt annotation on its Node or NodeClaim; a
+//     do-not-disrupt pod; a pod behind a PodDisruptionBudget that allows 0 disruptions). Consolidation never touches
 //     a protected node; drift does only when the protection is its pods' and its NodeClaim has
 //     a terminationGracePeriod (the drain honours the pods until it ends); expiration is
 //     forceful and ignores protection. Then it tries the methods in order and returns the
@@ -34,7 +36,13 @@
 //     NodePools it had not reached; each time counts in
 //     karpenter_voluntary_disruption_consolidation_timeouts_total.
 //     Every simulation runs the provisioning scheduler (scheduler.Solve) with the command's
-//     nodes removed and their pods to place, so a pod is never left with nowhere to go.
+//     nodes removed and their pods to place, so a pod is never left with nowhere to go. As
+//     Karpenter's SimulateScheduling, it places the pending pods and the pods of nodes being
+//     deleted beside them (the room they take is not promised twice; a pending pod that fits
+//     nowhere blocks nothing), and a candidate whose pods would need a node still launching is
+//     not consolidated ("would schedule against uninitialized nodeclaim/…"). When the pending
+//     and deleting pods alone need more new nodes than the method may create, every what-if
+//     of the pass is refused at once ("Can't remove without creating N candidates").
 //  4. The controller writes the conditions, and carries out the command: drift and expiration at
 //     once; consolidation (Empty, Underutilized) only after it has been decided again, the same,
 //     on a fresh snapshot at least ValidationDelay later.
