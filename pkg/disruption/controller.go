@@ -72,6 +72,8 @@ type Controller struct {
 	podInfos, secondInfos *scheduler.PodInfos
 	// packInfos is podInfos for the measures taken beside Decide (Options.Repack off).
 	packInfos *scheduler.PodInfos
+	// consolidation is the cluster's consolidation state, as Karpenter's (Input.Consolidated).
+	consolidation *consolidationState
 }
 
 // Packing returns the fleet re-packed from scratch by the last pass that measured it (every
@@ -107,7 +109,7 @@ func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.
 	clk clock.Clock, recorder record.EventRecorder, opts Options) *Controller {
 	return &Controller{
 		kube: kube, cluster: cluster, launcher: provisioning.NewLauncher(kube, cluster), cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
-		podSets: map[string]string{}, podInfos: scheduler.NewPodInfos(), secondInfos: scheduler.NewPodInfos(), packInfos: scheduler.NewPodInfos(),
+		podSets: map[string]string{}, podInfos: scheduler.NewPodInfos(), secondInfos: scheduler.NewPodInfos(), packInfos: scheduler.NewPodInfos(), consolidation: newConsolidationState(),
 	}
 }
 
@@ -238,6 +240,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		c.repackIdle = true
 	}
 	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools
+	c.consolidation.settle(decision.Consolidated, decision.NextChange)
 	logTimeouts(logger, decision)
 	recordDecisionGauges(decision)
 	recordEvaluation(decision)
@@ -335,6 +338,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		}
 		in.InstanceTypes[np.Name] = its
 	}
+	in.Consolidated = c.consolidation.observe(snap, now)
 	c.trackPodEvents(ctx, snap, now)
 	if err := c.volumeRequirements(ctx, snap, in); err != nil {
 		return nil, err

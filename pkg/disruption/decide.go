@@ -72,6 +72,10 @@ type Input struct {
 	// kept or replaced (that they fit nowhere blocks nothing, as for a pending pod), and an
 	// empty node they occupy is not empty (Karpenter's "Node ... has buffer pods").
 	BufferPods []*corev1.Pod
+	// Consolidated are the consolidation methods (MethodEmptiness, MethodMultiNode,
+	// MethodSingleNode) that found nothing in the cluster's current consolidation state (the
+	// controller's consolidationState, Karpenter's IsConsolidated): they are skipped.
+	Consolidated map[string]bool
 	// UnseenNodePools are the NodePools the previous single-node consolidation did not reach
 	// before its time limit (the previous Decision's UnseenNodePools): this one tries their
 	// candidates first.
@@ -206,6 +210,10 @@ func (c *Command) Message() string {
 type Decision struct {
 	// Command to carry out, or nil.
 	Command *Command
+	// Consolidated are the consolidation methods that ran, found nothing and leave the
+	// cluster consolidated for themselves (see decider.settled): the controller skips them
+	// until the cluster changes (Input.Consolidated).
+	Consolidated []string
 	// Claims are the conditions to record, per initialized NodeClaim of a dynamic NodePool.
 	Claims []ClaimStatus
 	// Blocked are the nodes a method wanted that are protected.
@@ -341,11 +349,18 @@ func Decide(in Input) *Decision {
 		{MethodRepack, karpv1.DisruptionReasonUnderutilized, d.repack},
 	} {
 		start := time.Now() // real time: the evaluation's cost, not the cluster's clock
-		cmd := m.decide()
+		var cmd *Command
+		skipped := in.Consolidated[m.name] // evaluated as Karpenter's: nothing to do
+		if !skipped {
+			cmd = m.decide()
+		}
 		out.Evaluations = append(out.Evaluations, Evaluation{Method: m.name, Reason: m.reason, Took: time.Since(start)})
 		if cmd != nil {
 			out.Command = cmd
 			break
+		}
+		if !skipped && d.settled(m.name) {
+			out.Consolidated = append(out.Consolidated, m.name)
 		}
 	}
 	out.Unconsolidatable = d.unconsolidatable
@@ -360,6 +375,37 @@ func Decide(in Input) *Decision {
 	out.Budgets = d.poolBudgets()
 	out.Problems = d.problems // last: reading the budgets may add some
 	return out
+}
+
+// settled reports whether a consolidation method that found nothing leaves the cluster
+// consolidated for it, as Karpenter's markConsolidated: it had candidates (consolidatable,
+// unprotected nodes consolidation does not pass over), none was held back by a budget that
+// allows no disruption, and single-node consolidation did not run out of time.
+func (d *decider) settled(method string) bool {
+	switch method {
+	case MethodEmptiness:
+		if len(d.empty()) > 0 {
+			return false // empty nodes the budgets held back
+		}
+	case MethodMultiNode, MethodSingleNode:
+		for _, c := range d.underutilized() {
+			if d.budget(c.NodePool, karpv1.DisruptionReasonUnderutilized) == 0 {
+				return false
+			}
+		}
+		if method == MethodSingleNode {
+			for _, t := range d.timeouts {
+				if t.Method == MethodSingleNode {
+					return false
+				}
+			}
+		}
+	default:
+		return false
+	}
+	return len(d.filter(func(c *Candidate) bool {
+		return c.Consolidatable && c.protected() == "" && consolidationPassesOver(c) == ""
+	})) > 0
 }
 
 // poolsWithNodes are the names of the NodePools that have initialized nodes, sorted.

@@ -43,6 +43,12 @@
 //     not consolidated ("would schedule against uninitialized nodeclaim/…"). When the pending
 //     and deleting pods alone need more new nodes than the method may create, every what-if
 //     of the pass is refused at once ("Can't remove without creating N candidates").
+//     As Karpenter's, emptiness, multi-node and single-node consolidation each skip a pass in
+//     which nothing they count changed since one of their own found nothing (a pod bound or
+//     deleted, a node or claim created, deleted, initialized or marked for deletion, a
+//     NodePool changed), looking again at least every 5 minutes (consolidationState); on
+//     purpose, what changes with time (a node becoming consolidatable, a budget window) counts
+//     as a change here, where Karpenter waits for the 5-minute refresh.
 //  4. The controller writes the conditions, and carries out the command: drift and expiration at
 //     once; consolidation (Empty, Underutilized) only after it has been decided again, the same,
 //     on a fresh snapshot at least ValidationDelay later.

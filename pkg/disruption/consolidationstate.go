@@ -1,0 +1,121 @@
+package disruption
+
+import (
+	"hash/maphash"
+	"time"
+
+	"github.com/openkarpenter/karpenter/pkg/state"
+)
+
+// ConsolidationStateRefresh is how long a cluster that has not changed stays consolidated, as
+// Karpenter's state.Cluster.ConsolidationState: past it, the consolidation methods look again
+// in case something they cannot see changed (an offering became available, a price fell).
+const ConsolidationStateRefresh = 5 * time.Minute
+
+// consolidationState is Karpenter's consolidation state (state.Cluster.ConsolidationState,
+// MarkUnconsolidated, and each method's IsConsolidated and markConsolidated), as the
+// disruption passes see the cluster. Karpenter marks the cluster unconsolidated on a pod
+// deleted or newly bound, a Node or NodeClaim created or deleted, one that initialized or
+// was marked for deletion, and any NodePool change; emptiness, multi-node and single-node
+// consolidation each skip a pass when nothing of that kind happened since one of their own
+// found nothing (and no budget held a candidate back), or for ConsolidationStateRefresh.
+// Here each pass compares a signature of those facts with the last pass's: a pod deleted
+// while pending is seen when the pending pods are fewer and nothing else changed (one created
+// meanwhile hides it, until the next change or the refresh). NodeOverlay changes, which
+// Karpenter counts, are seen at the refresh.
+//
+// One difference, on purpose: what changes with time (a node becoming consolidatable once
+// consolidateAfter passed, a budget window opening, a do-not-disrupt duration or a nomination
+// ending: the decision's NextChange) counts as a change too. Karpenter's state does not see
+// those, so a node that becomes empty and consolidatable in an otherwise quiet cluster waits
+// there for the refresh, up to 5 minutes, paying for the node meanwhile; here it goes when
+// its time comes.
+type consolidationState struct {
+	seed      maphash.Seed
+	signature uint64
+	unbound   int
+	// at is when the cluster last changed as consolidation counts changes (or was refreshed).
+	at time.Time
+	// timeDue is the last decision's NextChange: once it passed, the cluster changed.
+	timeDue time.Time
+	// settled holds, by method, the state in which the method last found nothing.
+	settled map[string]time.Time
+}
+
+func newConsolidationState() *consolidationState {
+	return &consolidationState{seed: maphash.MakeSeed(), settled: map[string]time.Time{}}
+}
+
+// consolidationMethods are the methods consolidationState gates, as Karpenter's.
+var consolidationMethods = []string{MethodEmptiness, MethodMultiNode, MethodSingleNode}
+
+// observe takes a pass's snapshot at now and returns the methods that found nothing in the
+// cluster's current state (Input.Consolidated).
+func (s *consolidationState) observe(snap *state.Snapshot, now time.Time) map[string]bool {
+	signature, unbound := s.sign(snap)
+	if s.at.IsZero() || signature != s.signature || unbound < s.unbound || !s.timeDue.IsZero() && !now.Before(s.timeDue) ||
+		now.Sub(s.at) >= ConsolidationStateRefresh {
+		s.at = now
+	}
+	s.signature, s.unbound = signature, unbound
+	out := map[string]bool{}
+	for _, m := range consolidationMethods {
+		if at, ok := s.settled[m]; ok && at.Equal(s.at) {
+			out[m] = true
+		}
+	}
+	return out
+}
+
+// settle records that the methods found nothing in the state the last observe saw, and when
+// the pass's decision may change with time next.
+func (s *consolidationState) settle(methods []string, nextChange time.Time) {
+	for _, m := range methods {
+		s.settled[m] = s.at
+	}
+	s.timeDue = nextChange
+}
+
+// sign hashes what Karpenter's consolidation state counts: the bound pods with their nodes,
+// the Nodes and NodeClaims, which are initialized and which are marked for deletion, and the
+// NodePools' versions; it also counts the pods not bound.
+func (s *consolidationState) sign(snap *state.Snapshot) (signature uint64, unbound int) {
+	str := func(kind byte, v string) uint64 {
+		var h maphash.Hash
+		h.SetSeed(s.seed)
+		h.WriteByte(kind)
+		h.WriteString(v)
+		return h.Sum64()
+	}
+	nodes := map[string]uint64{}
+	for _, pod := range snap.Pods {
+		if pod.Spec.NodeName == "" {
+			unbound++
+			continue
+		}
+		n, ok := nodes[pod.Spec.NodeName]
+		if !ok {
+			n = str('b', pod.Spec.NodeName)
+			nodes[pod.Spec.NodeName] = n
+		}
+		signature ^= maphash.String(s.seed, string(pod.UID))*0x9E3779B97F4A7C15 ^ n
+	}
+	for _, sn := range snap.Nodes {
+		if sn.Node != nil {
+			signature ^= str('n', sn.Node.Name)
+		}
+		if sn.NodeClaim != nil {
+			signature ^= str('c', sn.NodeClaim.Name)
+		}
+		if sn.Initialized() {
+			signature ^= str('i', sn.Name())
+		}
+		if sn.MarkedForDeletion {
+			signature ^= str('d', sn.Name())
+		}
+	}
+	for _, np := range snap.NodePools {
+		signature ^= str('p', np.Name+"/"+np.ResourceVersion)
+	}
+	return signature, unbound
+}
