@@ -317,10 +317,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			w.Timeline[i].line = events[i].Line
 		}
 	}
-	manifestsLine := 0
-	if n := findValue(&root, "manifests"); n != nil {
-		manifestsLine = n.Line
-	}
+	manifestsLine := lineOf(&root, "manifests") // the top of the file when there is none
 	var errs []error
 	add := func(line int, field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s:%d: %s: %s", file, line, field, fmt.Sprintf(format, args...)))
