@@ -24,12 +24,16 @@ const ConsolidationStateRefresh = 5 * time.Minute
 // meanwhile hides it, until the next change or the refresh). NodeOverlay changes, which
 // Karpenter counts, are seen at the refresh.
 //
-// One difference, on purpose: what changes with time (a node becoming consolidatable once
+// One difference, on purpose: what changes which nodes the methods may act on counts as a
+// change too: the decision's next change with time (a node becoming consolidatable once
 // consolidateAfter passed, a budget window opening, a do-not-disrupt duration or a nomination
-// ending: the decision's NextChange) counts as a change too. Karpenter's state does not see
-// those, so a node that becomes empty and consolidatable in an otherwise quiet cluster waits
-// there for the refresh, up to 5 minutes, paying for the node meanwhile; here it goes when
-// its time comes.
+// ending: Decision.NextChange) and its Eligibility (each candidate's consolidatable and
+// protected state, as a PodDisruptionBudget's allowed disruptions change it, and the budgets,
+// and how many pods are pending). Karpenter's state sees none of those, so a node that becomes
+// empty and consolidatable in an otherwise quiet cluster waits there for the refresh, up to
+// 5 minutes, paying for the node meanwhile; here it goes when its time comes. The refresh
+// itself is left to the controller's polling: a driver of virtual time (simulate) does not
+// wake for it, as nothing the simulated cloud changes escapes those signatures.
 type consolidationState struct {
 	seed      maphash.Seed
 	signature uint64
@@ -38,42 +42,48 @@ type consolidationState struct {
 	at time.Time
 	// timeDue is the last decision's NextChange: once it passed, the cluster changed.
 	timeDue time.Time
-	// settled holds, by method, the state in which the method last found nothing.
-	settled map[string]time.Time
+	// settled holds, by method, the state in which the method last found nothing, and the
+	// decision's Eligibility then.
+	settled map[string]settledState
+}
+
+type settledState struct {
+	at          time.Time
+	eligibility uint64
 }
 
 func newConsolidationState() *consolidationState {
-	return &consolidationState{seed: maphash.MakeSeed(), settled: map[string]time.Time{}}
+	return &consolidationState{seed: maphash.MakeSeed(), settled: map[string]settledState{}}
 }
 
 // consolidationMethods are the methods consolidationState gates, as Karpenter's.
 var consolidationMethods = []string{MethodEmptiness, MethodMultiNode, MethodSingleNode}
 
 // observe takes a pass's snapshot at now and returns the methods that found nothing in the
-// cluster's current state (Input.Consolidated).
-func (s *consolidationState) observe(snap *state.Snapshot, now time.Time) map[string]bool {
+// cluster's current state, with the decision's Eligibility then (Input.Consolidated).
+func (s *consolidationState) observe(snap *state.Snapshot, now time.Time) map[string]uint64 {
 	signature, unbound := s.sign(snap)
 	if s.at.IsZero() || signature != s.signature || unbound < s.unbound || !s.timeDue.IsZero() && !now.Before(s.timeDue) ||
 		now.Sub(s.at) >= ConsolidationStateRefresh {
 		s.at = now
 	}
 	s.signature, s.unbound = signature, unbound
-	out := map[string]bool{}
+	out := map[string]uint64{}
 	for _, m := range consolidationMethods {
-		if at, ok := s.settled[m]; ok && at.Equal(s.at) {
-			out[m] = true
+		if st, ok := s.settled[m]; ok && st.at.Equal(s.at) {
+			out[m] = st.eligibility
 		}
 	}
 	return out
 }
 
-// settle records that the methods found nothing in the state the last observe saw, and when
-// the pass's decision may change with time next.
-func (s *consolidationState) settle(methods []string, nextChange time.Time) {
-	for _, m := range methods {
-		s.settled[m] = s.at
+// settle records the pass's decision: the methods that found nothing in the state the last
+// observe saw, with the decision's Eligibility, and when it may change with time next.
+func (s *consolidationState) settle(d *Decision) {
+	for _, m := range d.Consolidated {
+		s.settled[m] = settledState{at: s.at, eligibility: d.Eligibility}
 	}
-	s.timeDue = nextChange
+	s.timeDue = d.NextChange
 }
 
 // sign hashes what Karpenter's consolidation state counts: the bound pods with their nodes,

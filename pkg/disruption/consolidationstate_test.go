@@ -29,16 +29,17 @@ func TestConsolidationState(t *testing.T) {
 	s := newConsolidationState()
 	skipped := func(at time.Time, snap *state.Snapshot) bool {
 		t.Helper()
-		return s.observe(snap, at)[MethodSingleNode]
+		_, ok := s.observe(snap, at)[MethodSingleNode]
+		return ok
 	}
 	if skipped(epoch, snap) {
 		t.Fatal("skipped before any pass settled")
 	}
-	s.settle([]string{MethodSingleNode}, time.Time{})
+	s.settle(&Decision{Consolidated: []string{MethodSingleNode}, NextChange: time.Time{}})
 	if !skipped(epoch.Add(10*time.Second), snap) {
 		t.Fatal("not skipped with nothing changed")
 	}
-	s.settle(nil, time.Time{})
+	s.settle(&Decision{NextChange: time.Time{}})
 
 	for _, tc := range []struct {
 		name   string
@@ -69,7 +70,7 @@ func TestConsolidationState(t *testing.T) {
 		at := epoch.Add(time.Minute)
 		s = newConsolidationState()
 		s.observe(snap, at)
-		s.settle([]string{MethodSingleNode}, time.Time{})
+		s.settle(&Decision{Consolidated: []string{MethodSingleNode}, NextChange: time.Time{}})
 		if skipped(at.Add(10*time.Second), tc.change()) {
 			t.Errorf("%s: skipped", tc.name)
 		}
@@ -77,27 +78,27 @@ func TestConsolidationState(t *testing.T) {
 
 	s = newConsolidationState()
 	s.observe(snap, epoch)
-	s.settle([]string{MethodSingleNode}, epoch.Add(time.Minute)) // e.g. consolidateAfter ends then
+	s.settle(&Decision{Consolidated: []string{MethodSingleNode}, NextChange: epoch.Add(time.Minute)}) // e.g. consolidateAfter ends then
 	if !skipped(epoch.Add(50*time.Second), snap) {
 		t.Error("not skipped before the next change with time")
 	}
-	s.settle(nil, epoch.Add(time.Minute))
+	s.settle(&Decision{NextChange: epoch.Add(time.Minute)})
 	if skipped(epoch.Add(time.Minute), snap) {
 		t.Error("skipped once the next change with time came")
 	}
-	s.settle([]string{MethodSingleNode}, time.Time{})
+	s.settle(&Decision{Consolidated: []string{MethodSingleNode}, NextChange: time.Time{}})
 	if !skipped(epoch.Add(5*time.Minute), snap) {
 		t.Error("not skipped within the refresh")
 	}
-	s.settle(nil, time.Time{})
+	s.settle(&Decision{NextChange: time.Time{}})
 	if skipped(epoch.Add(6*time.Minute), snap) {
 		t.Error("skipped after the 5-minute refresh")
 	}
 }
 
-// TestDecideSkipsConsolidatedMethods: a method in Input.Consolidated is not tried; one that
-// tried, had candidates and found nothing is in Decision.Consolidated, unless a budget held a
-// candidate back.
+// TestDecideSkipsConsolidatedMethods: a method in Input.Consolidated with the decision's
+// eligibility is not tried; with another, it is; one that tried, had candidates and found
+// nothing is in Decision.Consolidated, unless a budget held a candidate back.
 func TestDecideSkipsConsolidatedMethods(t *testing.T) {
 	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
 	c := newCluster(catalog(), np)
@@ -110,8 +111,17 @@ func TestDecideSkipsConsolidatedMethods(t *testing.T) {
 	if got := d.Consolidated; len(got) != 3 || got[0] != MethodEmptiness || got[1] != MethodMultiNode || got[2] != MethodSingleNode {
 		t.Errorf("consolidated = %v, want emptiness, multi-node and single-node", got)
 	}
+	settled := d.Eligibility
+	// Settled with the same eligibility: skipped; a new candidate changes it.
+	c.in.Consolidated = map[string]uint64{MethodMultiNode: settled, MethodSingleNode: settled}
+	if d := Decide(c.in); d.Command != nil || d.Eligibility != settled || len(d.Consolidated) != 1 {
+		t.Fatalf("decision while settled = %+v, want no command, the same eligibility, emptiness alone consolidated", d)
+	}
 	c.add(stateNode(np, "empty", m, "on-demand", "test-zone-1"))
-	c.in.Consolidated = map[string]bool{MethodEmptiness: true}
+	if d := Decide(c.in); d.Eligibility == settled {
+		t.Errorf("a new candidate left the eligibility as it was")
+	}
+	c.in.Consolidated = map[string]uint64{MethodEmptiness: Decide(c.in).Eligibility}
 	d = Decide(c.in)
 	if d.Command != nil && d.Command.Method == MethodEmptiness {
 		t.Fatalf("emptiness ran while consolidated: %s", d.Command.Message())

@@ -240,7 +240,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		c.repackIdle = true
 	}
 	c.nextChange, c.unseenNodePools = decision.NextChange, decision.UnseenNodePools
-	c.consolidation.settle(decision.Consolidated, decision.NextChange)
+	c.consolidation.settle(decision)
 	logTimeouts(logger, decision)
 	recordDecisionGauges(decision)
 	recordEvaluation(decision)

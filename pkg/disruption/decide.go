@@ -2,9 +2,11 @@ package disruption
 
 import (
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,8 +76,9 @@ type Input struct {
 	BufferPods []*corev1.Pod
 	// Consolidated are the consolidation methods (MethodEmptiness, MethodMultiNode,
 	// MethodSingleNode) that found nothing in the cluster's current consolidation state (the
-	// controller's consolidationState, Karpenter's IsConsolidated): they are skipped.
-	Consolidated map[string]bool
+	// controller's consolidationState, Karpenter's IsConsolidated), with the decision's
+	// Eligibility then: a method is skipped while the Eligibility is the same.
+	Consolidated map[string]uint64
 	// UnseenNodePools are the NodePools the previous single-node consolidation did not reach
 	// before its time limit (the previous Decision's UnseenNodePools): this one tries their
 	// candidates first.
@@ -214,6 +217,10 @@ type Decision struct {
 	// cluster consolidated for themselves (see decider.settled): the controller skips them
 	// until the cluster changes (Input.Consolidated).
 	Consolidated []string
+	// Eligibility hashes what decides which nodes the consolidation methods may act on: each
+	// candidate's name, whether it is consolidatable, empty, protected (and why) or drifted, the
+	// budgets of its NodePool, and how many pods are pending.
+	Eligibility uint64
 	// Claims are the conditions to record, per initialized NodeClaim of a dynamic NodePool.
 	Claims []ClaimStatus
 	// Blocked are the nodes a method wanted that are protected.
@@ -336,6 +343,7 @@ func Decide(in Input) *Decision {
 		}
 	}
 	out := &Decision{Claims: d.statuses, Blocked: d.blocked, Problems: d.problems, PodProblems: d.invalid, TimedProtections: d.timed, NextChange: d.next, BlockedPools: d.blockedPools()}
+	out.Eligibility = d.eligibility()
 	for _, m := range []struct {
 		name   string
 		reason karpv1.DisruptionReason
@@ -350,7 +358,8 @@ func Decide(in Input) *Decision {
 	} {
 		start := time.Now() // real time: the evaluation's cost, not the cluster's clock
 		var cmd *Command
-		skipped := in.Consolidated[m.name] // evaluated as Karpenter's: nothing to do
+		settledAt, settled := in.Consolidated[m.name]
+		skipped := settled && settledAt == out.Eligibility // evaluated as Karpenter's: nothing to do
 		if !skipped {
 			cmd = m.decide()
 		}
@@ -375,6 +384,40 @@ func Decide(in Input) *Decision {
 	out.Budgets = d.poolBudgets()
 	out.Problems = d.problems // last: reading the budgets may add some
 	return out
+}
+
+// eligibilitySeed seeds Decision.Eligibility: the hashes are compared within a process only.
+var eligibilitySeed = maphash.MakeSeed()
+
+// eligibility computes Decision.Eligibility.
+func (d *decider) eligibility() uint64 {
+	var h maphash.Hash
+	h.SetSeed(eligibilitySeed)
+	flag := func(b bool) {
+		if b {
+			h.WriteByte(1)
+		} else {
+			h.WriteByte(0)
+		}
+	}
+	for _, c := range d.candidates {
+		h.WriteString(c.Name())
+		h.WriteByte(0)
+		flag(c.Consolidatable)
+		flag(len(c.Pods) == 0)
+		h.WriteString(c.protected())
+		h.WriteByte(0)
+		h.WriteString(c.Drifted)
+		h.WriteByte(0)
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.pools)) {
+		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized} {
+			h.WriteString(strconv.Itoa(d.budget(d.pools[name], reason)))
+			h.WriteByte(0)
+		}
+	}
+	h.WriteString(strconv.Itoa(len(d.in.Pending)))
+	return h.Sum64()
 }
 
 // settled reports whether a consolidation method that found nothing leaves the cluster
