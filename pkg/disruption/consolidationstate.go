@@ -33,7 +33,9 @@ const ConsolidationStateRefresh = 5 * time.Minute
 // empty and consolidatable in an otherwise quiet cluster waits there for the refresh, up to
 // 5 minutes, paying for the node meanwhile; here it goes when its time comes. The refresh
 // itself is left to the controller's polling: a driver of virtual time (simulate) does not
-// wake for it, as nothing the simulated cloud changes escapes those signatures.
+// wake for it (each refresh of a quiet simulated day would run a whole search again), so what
+// only a refresh finds there (an offering's insufficient-capacity mark expiring) waits for the
+// next change.
 type consolidationState struct {
 	seed      maphash.Seed
 	signature uint64

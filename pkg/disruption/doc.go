@@ -47,8 +47,10 @@
 //     which nothing they count changed since one of their own found nothing (a pod bound or
 //     deleted, a node or claim created, deleted, initialized or marked for deletion, a
 //     NodePool changed), looking again at least every 5 minutes (consolidationState); on
-//     purpose, what changes with time (a node becoming consolidatable, a budget window) counts
-//     as a change here, where Karpenter waits for the 5-minute refresh.
+//     purpose, what changes which nodes they may act on counts as a change here too (a node
+//     becoming consolidatable, a budget window, a PodDisruptionBudget allowing disruptions
+//     again, pending pods: Decision.NextChange and Decision.Eligibility), where Karpenter
+//     waits for the 5-minute refresh.
 //  4. The controller writes the conditions, and carries out the command: drift and expiration at
 //     once; consolidation (Empty, Underutilized) only after it has been decided again, the same,
 //     on a fresh snapshot at least ValidationDelay later.
