@@ -410,7 +410,7 @@ func (d *decider) eligibility() uint64 {
 		h.WriteString(c.Drifted)
 		h.WriteByte(0)
 	}
-	for _, name := range slices.Sorted(maps.Keys(d.pools)) {
+	for _, name := range d.poolsWithNodes() { // only those have candidates
 		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized} {
 			h.WriteString(strconv.Itoa(d.budget(d.pools[name], reason)))
 			h.WriteByte(0)

@@ -103,9 +103,6 @@ func (c *Cluster) Nominate(pod *corev1.Pod, target string, launched bool) {
 		c.nominees[target] = map[types.UID]types.NamespacedName{}
 	}
 	c.nominees[target][pod.UID] = key
-	if !launched {
-		c.nominateTarget(target, c.clock.Now())
-	}
 }
 
 // NominateNodes records that a disruption command moves pods to the targets (Node or NodeClaim
@@ -462,8 +459,8 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			}
 			if n, ok := c.nominations[pod.UID]; ok {
 				c.nominateTarget(n.target, now)
+				c.forget(pod.UID)
 			}
-			c.forget(pod.UID)
 			delete(c.refusals, pod.UID)
 			continue
 		}
@@ -521,8 +518,8 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	c.pruneRefusals(seen, now)
 	c.prunePodScheduling(snap.Pods, now)
-	// A target pods are nominated to and wait for stays nominated, as Karpenter's passes
-	// nominate it again while they wait.
+	// A target pods are nominated to and wait for is nominated, as Karpenter's passes nominate
+	// it again while they wait (this is where a provisioning pass's nominations start too).
 	for target := range c.nominees {
 		c.nominateTarget(target, now)
 	}
