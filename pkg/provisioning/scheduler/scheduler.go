@@ -17,9 +17,79 @@ import (
 )
 
 // Solve places the input's pods and returns the decisions. It does not modify the input.
+//
+// Unless the options ask for GrowClaims, it solves twice when the first answer opens new
+// claims: once as described in the package doc, once growing claims as Karpenter's scheduler
+// does, and keeps the cheaper answer (see cheaper). The default packing's LP plan and
+// look-ahead win on large batches of free pods; growing claims wins where pods cannot share a
+// node the look-ahead can see them share (zonal topology spread above all, whose pods the
+// look-ahead sizes claims for a few at a time) and on small batches where one larger node
+// holds what the plan spreads over several.
 func Solve(in Input) *Results {
 	in.Progress.setQueued(len(in.Pods))
-	return newSolver(in).solve()
+	planned := newSolver(in).solve()
+	if in.Options.GrowClaims || len(planned.NewClaims) < 2 {
+		return planned
+	}
+	grown := in
+	grown.Options.GrowClaims = true
+	grown.Progress = nil
+	alt := newSolver(grown).solve()
+	tolerance := 0.0
+	if slices.ContainsFunc(in.Pods, placedByKubeScheduler) {
+		tolerance = unannouncedTolerance
+	}
+	if cheaper(alt, planned, tolerance) {
+		return alt
+	}
+	return planned
+}
+
+// unannouncedTolerance is how much dearer the Karpenter packing may be and still be chosen
+// when the batch has pods the kube-scheduler places on its own (placedByKubeScheduler): within
+// a zone it puts them on whichever node scores best, so a plan that splits a zone's share over
+// several nodes sized to the last pod does not land as planned, and the pods left over launch
+// more nodes; one node per domain, as growing claims packs, lands as planned.
+const unannouncedTolerance = 0.05
+
+// placedByKubeScheduler reports whether the kube-scheduler decides on its own where the pod
+// goes among the nodes launched for its batch: a pod with a DoNotSchedule topology spread
+// constraint, whose nomination the provisioner does not announce (see the provisioning
+// package's AnnouncesNomination).
+func placedByKubeScheduler(pod *corev1.Pod) bool {
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return true
+		}
+	}
+	return false
+}
+
+// cheaper reports whether a is the better of two answers for the same input: it places more
+// pods, or as many and its new claims cost less per hour than b's (up to a share tolerance of
+// b's cost more), or as much with fewer claims.
+func cheaper(a, b *Results, tolerance float64) bool {
+	if len(a.PodErrors) != len(b.PodErrors) {
+		return len(a.PodErrors) < len(b.PodErrors)
+	}
+	pa, pb := a.NewClaimsPrice(), b.NewClaimsPrice()
+	const epsilon = 1e-9
+	if tolerance > 0 && len(a.NewClaims) < len(b.NewClaims) && pa <= pb*(1+tolerance) {
+		return true
+	}
+	if math.Abs(pa-pb) > epsilon*max(1, pb) {
+		return pa < pb
+	}
+	return len(a.NewClaims) < len(b.NewClaims)
+}
+
+// NewClaimsPrice is the $/hour of the new claims, each at its cheapest instance type.
+func (r *Results) NewClaimsPrice() float64 {
+	total := 0.0
+	for _, c := range r.NewClaims {
+		total += c.Price
+	}
+	return total
 }
 
 // solver holds the state of one run.
@@ -633,6 +703,7 @@ func scale(r cloudprovider.Resources, k int) cloudprovider.Resources {
 
 // results turns the run's state into decisions.
 func (s *solver) results() *Results {
+	s.mergeClaims()
 	out := &Results{}
 	for _, p := range s.pods {
 		if p.placedOn != "" {
@@ -692,4 +763,150 @@ func requestsOf(c *claimState) corev1.ResourceList {
 		lists[i] = p.requests
 	}
 	return scheduling.Merge(lists...)
+}
+
+// mergeClaims repacks claims that fewer nodes hold for no more than they cost apart: fewer
+// nodes at no extra cost (often less, as the daemonsets run once per node). The look-ahead sizes
+// claims one at a time, and pods whose spread or zone leaves them few partners (a zonal spread
+// catching up in one zone) end up on many small claims. Only claims of the same NodePool and
+// requirements are joined (so no pod's zone or any other domain changes), each claim's pods
+// staying together, and only where no pod of the run has a hostname-level constraint (whose
+// counts a join would change), no claim uses host ports or extended resources, and the NodePool
+// has no minValues.
+func (s *solver) mergeClaims() {
+	if len(s.claims) < 2 || s.opts.GrowClaims || s.topology.hasKey(corev1.LabelHostname) {
+		return
+	}
+	groups := map[string][]*claimState{}
+	var keys []string
+	for _, c := range s.claims {
+		if len(c.ports) > 0 || len(c.usedExtended) > 0 || c.target == nil || hasMinValues(c.pool.Requirements) {
+			continue
+		}
+		key := c.pool.Name + "\x00" + c.requirements.String()
+		if _, ok := groups[key]; !ok {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], c)
+	}
+	joined := map[*claimState]bool{}
+	for _, key := range keys {
+		// A group's repacking tries every distinct instance type as the bin: large groups are
+		// the LP plan's, already whole nodes of their types.
+		const largestGroup = 64
+		if group := groups[key]; len(group) >= 2 && len(group) <= largestGroup {
+			s.repack(group, joined)
+		}
+	}
+	if len(joined) > 0 {
+		s.claims = slices.DeleteFunc(s.claims, func(c *claimState) bool { return joined[c] })
+	}
+}
+
+// repack packs the group's claims, whole, into as few nodes as cost no more than the claims do:
+// for each instance type as the bin, first fit by decreasing cpu, each bin then launched as the
+// cheapest type that holds it; the cheapest packing (then the one with fewest nodes) wins when
+// it has fewer nodes and costs no more. Claims absorbed into another are marked in joined.
+func (s *solver) repack(group []*claimState, joined map[*claimState]bool) {
+	pool := group[0].pool
+	candidates := pool.candidatesFor(group[0].requirements)
+	sort.SliceStable(group, func(i, j int) bool {
+		if group[i].used.MilliCPU != group[j].used.MilliCPU {
+			return group[i].used.MilliCPU > group[j].used.MilliCPU
+		}
+		return group[i].used.Memory > group[j].used.Memory
+	})
+	before := 0.0
+	for _, c := range group {
+		before += c.target.price
+	}
+	cheapestHolding := func(used cloudprovider.Resources) *candidate {
+		for _, cand := range candidates {
+			if used.Fits(cand.room) {
+				return cand
+			}
+		}
+		return nil
+	}
+	type packing struct {
+		bins    [][]*claimState
+		targets []*candidate
+		price   float64
+	}
+	var best *packing
+	seen := map[cloudprovider.Resources]bool{}
+	for _, bin := range candidates {
+		if seen[bin.room] {
+			continue
+		}
+		seen[bin.room] = true
+		var (
+			bins [][]*claimState
+			used []cloudprovider.Resources
+		)
+		for _, c := range group {
+			placed := false
+			for i := range bins {
+				if u := used[i].Add(c.used); u.Fits(bin.room) {
+					bins[i], used[i], placed = append(bins[i], c), u, true
+					break
+				}
+			}
+			if !placed {
+				bins, used = append(bins, []*claimState{c}), append(used, c.used)
+			}
+		}
+		if len(bins) >= len(group) {
+			continue
+		}
+		p := &packing{bins: bins}
+		for _, u := range used {
+			t := cheapestHolding(u)
+			if t == nil {
+				p = nil
+				break
+			}
+			p.targets = append(p.targets, t)
+			p.price += t.price
+		}
+		if p == nil || p.price > before*(1+1e-9) {
+			continue
+		}
+		if best == nil || p.price < best.price*(1-1e-9) || p.price <= best.price*(1+1e-9) && len(p.bins) < len(best.bins) {
+			best = p
+		}
+	}
+	if best == nil || !s.reserveAll(pool, group, best.targets) {
+		return
+	}
+	for i, bin := range best.bins {
+		head := bin[0]
+		head.target = best.targets[i]
+		for _, c := range bin[1:] {
+			head.pods = append(head.pods, c.pods...)
+			head.used = head.used.Add(c.used)
+			joined[c] = true
+		}
+	}
+}
+
+// reserveAll moves the NodePool's reserved capacity from the group's targets to the new
+// targets, when the limits allow them; otherwise it changes nothing and reports false.
+func (s *solver) reserveAll(pool *poolState, group []*claimState, targets []*candidate) bool {
+	for _, c := range group {
+		pool.reserve(nil, c.target.it)
+	}
+	for i, t := range targets {
+		if pool.withinLimits(t.it, nil) != nil {
+			for _, r := range targets[:i] {
+				pool.reserve(nil, r.it)
+			}
+			for _, c := range group {
+				pool.reserve(c.target.it, nil)
+			}
+			return false
+		}
+		pool.reserve(t.it, nil)
+	}
+	return true
 }

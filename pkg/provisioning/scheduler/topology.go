@@ -72,6 +72,16 @@ type topology struct {
 	selecting map[string][]*topologyGroup
 }
 
+// hasKey reports whether any group of the run counts domains of the topology key.
+func (t *topology) hasKey(key string) bool {
+	for _, g := range t.groups {
+		if g.key == key {
+			return true
+		}
+	}
+	return false
+}
+
 func newTopology() *topology {
 	return &topology{groups: map[string]*topologyGroup{}, selecting: map[string][]*topologyGroup{}}
 }
