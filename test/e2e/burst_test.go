@@ -119,6 +119,7 @@ func TestBurstWithZonalSpread(t *testing.T) {
 	t.Logf("%s", last)
 	st := cloudState(t, namespace)
 	t.Logf("%d instances, $%.4f/hour", len(st.Instances), cost(st))
+	logClaimTimeline(t, start, workload)
 	if n := len(claims(t)); n != len(st.Instances) {
 		t.Errorf("%d NodeClaims for %d instances", n, len(st.Instances))
 	}

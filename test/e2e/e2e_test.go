@@ -4,7 +4,6 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -134,19 +133,7 @@ spec:
             requests: {cpu: "%[3]s", memory: "%[4]s"}
 `, d.name, d.replicas, d.cpu, d.memory)
 	}
-	file := filepath.Join(t.TempDir(), "workload.yaml")
-	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(cp.karpenter, "simulate", "-o", "json", file).Output()
-	if err != nil {
-		t.Fatalf("karpenter simulate: %v", err)
-	}
-	var report simulate.Report
-	if err := json.Unmarshal(out, &report); err != nil {
-		t.Fatalf("reading the simulate report: %v", err)
-	}
-	return report
+	return simulateManifests(t, b.String())
 }
 
 // pods lists the pods of the namespace.
