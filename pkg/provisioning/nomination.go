@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
@@ -192,20 +193,11 @@ func (c *NominationController) nodeOf(ctx context.Context, target string) (*core
 	return node, readySince, nil
 }
 
-// AnnouncesNomination reports whether the controller tells the kube-scheduler of a pod's nomination.
-// It does not for a pod with a DoNotSchedule topology spread constraint: the kube-scheduler
-// counts the pods nominated to a node in that node's domain but not those nominated to nodes
-// of other domains, so a batch nominated over several zones looks skewed from each node's
-// side, and every pod of the batch is refused until the name is cleared. Such pods land where
-// the kube-scheduler puts them, which Karpenter's plan has room for overall.
-func AnnouncesNomination(pod *corev1.Pod) bool {
-	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
-			return false
-		}
-	}
-	return true
-}
+// AnnouncesNomination reports whether the controller tells the kube-scheduler of a pod's
+// nomination: not for a pod the kube-scheduler places on its own
+// (scheduling.PlacedByKubeScheduler), which lands where the kube-scheduler puts it among the
+// capacity the plan made room for, as under Karpenter.
+func AnnouncesNomination(pod *corev1.Pod) bool { return !scheduling.PlacedByKubeScheduler(pod) }
 
 // nominate sets the pod's nominated node name when it is still unbound, the same pod (UID),
 // and has none, and AnnouncesNomination says so. Once the node is settled, a pod whose name

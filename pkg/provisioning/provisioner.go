@@ -2,6 +2,8 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -132,8 +134,10 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	}
 	metrics.SetIgnoredPods(len(unschedulable))
 	input.Pods = append(input.Pods, virtual...)
+	start := time.Now()
 	results := p.solve(input)
 	logRefusals(ctx, results)
+	logDecisions(ctx, input.Pods, results, time.Since(start))
 	results.PodErrors = append(results.PodErrors, unschedulable...)
 	p.recordBuffers(ctx, capacitybuffer.Split(results))
 	p.markDecisions(results)
@@ -270,4 +274,35 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 		}
 	}
 	return in, pools, unschedulable, nil
+}
+
+// logDecisions logs a pass's outcome in Karpenter's words: the pods it found when it launches
+// for some ("found provisionable pod(s)", up to five named), the new claims and their pods, and
+// the nodes (launched or launching) that take the others.
+func logDecisions(ctx context.Context, pods []*corev1.Pod, results *scheduler.Results, took time.Duration) {
+	onNew := 0
+	for _, c := range results.NewClaims {
+		onNew += len(c.Pods)
+	}
+	if onNew == 0 {
+		return
+	}
+	l := log.FromContext(ctx)
+	names := make([]string, 0, 6)
+	for i, pod := range pods {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d other(s)", len(pods)-5))
+			break
+		}
+		names = append(names, pod.Namespace+"/"+pod.Name)
+	}
+	l.Info("found provisionable pod(s)", "Pods", strings.Join(names, ", "), "duration", took)
+	l.Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(results.NewClaims), "pods", onNew)
+	nodes := map[string]bool{}
+	for _, pl := range results.ExistingPlacements {
+		nodes[pl.Node] = true
+	}
+	if len(results.ExistingPlacements) > 0 {
+		l.Info("computed unready node(s) will fit pod(s)", "nodes", len(nodes), "pods", len(results.ExistingPlacements))
+	}
 }

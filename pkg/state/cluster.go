@@ -470,11 +470,17 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		if n, ok := c.nominations[pod.UID]; ok {
 			sn, exists := targets[n.target]
-			if exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace()) {
+			live := exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace())
+			switch {
+			case live && scheduling.PlacedByKubeScheduler(pod):
+				// It holds no room where it was planned: the kube-scheduler, not told of the
+				// plan, gives that room to whichever pod comes first. Pending, it is planned
+				// again on every pass among the room left, as Karpenter plans every pending
+				// pod; its nomination keeps its target from disruption meanwhile.
+			case live:
 				sn.Pods = append(sn.Pods, pod)
 				continue
-			}
-			if exists && !sn.MarkedForDeletion {
+			case exists && !sn.MarkedForDeletion:
 				if n.announced && sn.Node != nil && pod.Status.NominatedNodeName == sn.Node.Name {
 					// The kube-scheduler holds the pod's room on the node and has not tried it
 					// there yet: it clears the name when it does and fails (a refusal).
@@ -484,8 +490,10 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 				// The node was ready for the pod for the whole grace period and did not take
 				// it; a name that was set and is gone was cleared by the kube-scheduler.
 				c.miss(pod, sn.Name(), sn.NodePool(), n, n.announced)
+				c.forget(pod.UID)
+			default:
+				c.forget(pod.UID)
 			}
-			c.forget(pod.UID)
 		}
 		if nnn := pod.Status.NominatedNodeName; nnn != "" {
 			// The kube-scheduler holds room for the pod on the node named (it nominated the

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -103,5 +104,69 @@ func TestNominatedUntil(t *testing.T) {
 	clk.Step(21 * time.Second)
 	if got := nominated(); len(got) != 0 {
 		t.Fatalf("nominated once the waiting pod is gone and the window ended = %v, want none", got)
+	}
+}
+
+// TestSpreadPodsArePlannedAgain: a pod with a DoNotSchedule topology spread, nominated to a
+// claim, holds no room there and stays pending, to be planned again on the next pass (the
+// kube-scheduler, not told of its plan, may give that room to another pod), while its claim
+// stays nominated; a pod without one holds its room and leaves the pending pods.
+func TestSpreadPodsArePlannedAgain(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	kube := memory.New(apis.NewScheme(), clk)
+	unschedulable := corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}
+	spread := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "spread", Namespace: "default", Labels: map[string]string{"app": "spread"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}},
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}},
+		Status: unschedulable,
+	}
+	plain := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+		Status:     unschedulable,
+	}
+	for _, obj := range []client.Object{spread, plain, &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "new"}}} {
+		if err := kube.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pod := range []*corev1.Pod{spread, plain} {
+		pod.Status = unschedulable
+		if err := kube.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cluster := state.NewCluster(kube, clk)
+	cluster.Nominate(spread, "new", true)
+	cluster.Nominate(plain, "new", true)
+	snap, err := cluster.SyncSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []string
+	for _, pod := range snap.Pending {
+		pending = append(pending, pod.Name)
+	}
+	if len(pending) != 1 || pending[0] != "spread" {
+		t.Errorf("pending = %v, want the spread pod alone", pending)
+	}
+	for _, sn := range snap.Nodes {
+		var on []string
+		for _, pod := range sn.Pods {
+			on = append(on, pod.Name)
+		}
+		if len(on) != 1 || on[0] != "plain" {
+			t.Errorf("claim %s holds %v, want the plain pod alone", sn.Name(), on)
+		}
+		if !sn.Nominated(clk.Now()) {
+			t.Errorf("claim %s is not nominated while pods wait for it", sn.Name())
+		}
+	}
+	if target, ok := cluster.NominatedTo(spread.UID); !ok || target != "new" {
+		t.Errorf("the spread pod's nomination = %q, %v; want it kept until the next pass plans it", target, ok)
 	}
 }

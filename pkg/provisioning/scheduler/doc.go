@@ -54,6 +54,17 @@
 //     remaining pods the pipeline admits on such a node), valued with per-resource market
 //     prices derived from the instance types (the dual of covering the batch's total demand).
 //
+// Once every pod is tried, the claims of each NodePool that share their requirements (their
+// zone, above all) are repacked, each claim's pods kept together, into fewer nodes where that
+// costs no more (mergeClaims): sized one at a time, pods that find few partners, such as a zonal
+// spread catching up in one zone, would otherwise make many small nodes. Finally the batch is
+// solved again packing as Karpenter does (Options.GrowClaims: a pod joins the first open claim
+// some instance type still fits), and the cheaper answer is kept, so a batch never costs more
+// than Karpenter's packing of it; when the batch has pods the kube-scheduler places on its own
+// (a DoNotSchedule topology spread, whose nominations are not announced), Karpenter's packing,
+// one node per domain, is kept if it costs at most 5% more, because a zone's share split over
+// several nodes does not land as planned.
+//
 // Pods that fit nowhere are retried with their preferences relaxed one at a time (preferred node
 // affinity, preferred pod (anti-)affinity, ScheduleAnyway spread), as Karpenter does, unless the
 // options say to ignore preferences. A claim finally keeps every compatible instance type that

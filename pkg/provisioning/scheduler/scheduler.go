@@ -36,7 +36,7 @@ func Solve(in Input) *Results {
 	grown.Progress = nil
 	alt := newSolver(grown).solve()
 	tolerance := 0.0
-	if slices.ContainsFunc(in.Pods, placedByKubeScheduler) {
+	if slices.ContainsFunc(in.Pods, scheduling.PlacedByKubeScheduler) {
 		tolerance = unannouncedTolerance
 	}
 	if cheaper(alt, planned, tolerance) {
@@ -46,24 +46,11 @@ func Solve(in Input) *Results {
 }
 
 // unannouncedTolerance is how much dearer the Karpenter packing may be and still be chosen
-// when the batch has pods the kube-scheduler places on its own (placedByKubeScheduler): within
+// when the batch has pods the kube-scheduler places on its own (scheduling.PlacedByKubeScheduler): within
 // a zone it puts them on whichever node scores best, so a plan that splits a zone's share over
 // several nodes sized to the last pod does not land as planned, and the pods left over launch
 // more nodes; one node per domain, as growing claims packs, lands as planned.
 const unannouncedTolerance = 0.05
-
-// placedByKubeScheduler reports whether the kube-scheduler decides on its own where the pod
-// goes among the nodes launched for its batch: a pod with a DoNotSchedule topology spread
-// constraint, whose nomination the provisioner does not announce (see the provisioning
-// package's AnnouncesNomination).
-func placedByKubeScheduler(pod *corev1.Pod) bool {
-	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
-			return true
-		}
-	}
-	return false
-}
 
 // cheaper reports whether a is the better of two answers for the same input: it places more
 // pods, or as many and its new claims cost less per hour than b's (up to a share tolerance of
