@@ -59,9 +59,16 @@ func costDrops(rep *Report) []time.Duration {
 func TestDoNotDisruptDurationEndsInSimulate(t *testing.T) {
 	rep := run(t, protectedBatch)
 	drops := costDrops(rep)
-	// The emptied web node goes after ~11m; the protected one is replaced just after 2h.
-	if len(drops) != 2 || drops[1] < 2*time.Hour || drops[1] > 2*time.Hour+5*time.Minute {
-		t.Errorf("cost fell at %v, want once after ~11m and once within 5m after the 2h protection ended", drops)
+	// Whatever the web pods leave empty goes after ~11m (when the batch packs them apart from
+	// the protected pod); the protected node is replaced just after 2h, and not before.
+	last := len(drops) - 1
+	if last < 0 || drops[last] < 2*time.Hour || drops[last] > 2*time.Hour+5*time.Minute {
+		t.Errorf("cost fell at %v, want a fall within 5m after the 2h protection ended", drops)
+	}
+	for _, d := range drops[:max(last, 0)] {
+		if d > 15*time.Minute {
+			t.Errorf("cost fell at %v, want no fall between the web pods' node at ~11m and the end of the protection", drops)
+		}
 	}
 }
 
