@@ -96,3 +96,23 @@ func TestSpreadBatchLandsAsOneNodePerZone(t *testing.T) {
 	}
 	t.Logf("%d claims, $%.4f/hour", len(res.NewClaims), cost(res))
 }
+
+// TestSolveLeavesNodesAlone: Solve packs a batch twice (the plan and Karpenter's packing); the
+// pods the first packing places on an existing node must not be on it when the second counts
+// the node's pods for topology, so neither changes the input's nodes.
+func TestSolveLeavesNodesAlone(t *testing.T) {
+	pool := catalogPool(t)
+	node := &Node{Name: "roomy", Labels: map[string]string{corev1.LabelTopologyZone: "us-east-1a", corev1.LabelHostname: "roomy"},
+		Available: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}}
+	pods := builders.Pods(40, builders.PodOptions{Name: "api", Labels: map[string]string{"app": "api"}, CPU: "500m", Memory: "1Gi", Spread: zoneSpread("api")})
+	res := Solve(Input{Pods: pods, Nodes: []*Node{node}, NodePools: []*NodePool{pool}})
+	if len(res.ExistingPlacements) == 0 {
+		t.Fatal("no pod placed on the existing node")
+	}
+	if len(node.Pods) != 0 {
+		t.Errorf("the input node holds %d pods after Solve, want none", len(node.Pods))
+	}
+	if len(res.PodErrors) > 0 {
+		t.Fatalf("%d pods unplaced: %v", len(res.PodErrors), res.PodErrors[0].Err)
+	}
+}

@@ -371,7 +371,6 @@ func (s *solver) placeOnNode(p *podInfo) bool {
 			n.extended[name] = left
 		}
 		n.ports = append(n.ports, p.hostPorts...)
-		n.Pods = append(n.Pods[:len(n.Pods):len(n.Pods)], p.pod)
 		s.recordTopology(p, func(key string) string { d, _ := domainOf(domains, key); return d })
 		p.placedOn = n.Name
 		return true
