@@ -72,6 +72,9 @@ spec:
 func TestSpreadBurstAsPlanned(t *testing.T) {
 	const namespace, workload = "karpenter-fleet", "e2e-fleet"
 	createNamespace(t, namespace)
+	// The burst has the cluster to itself, as simulate plans it: the NodePool other tests
+	// leave behind (default, on-demand, first by name) would take its pods.
+	kubectl(t, "delete", "nodepool", "--all", "--ignore-not-found", "--wait=true", "--timeout=3m")
 	kubectlApply(t, fleetNodePool)
 	// One batch for the burst, as simulate decides it: a loaded machine's ReplicaSets have left
 	// gaps over the default idle second (see TestWorkloadEndToEnd).
