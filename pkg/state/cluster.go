@@ -480,18 +480,18 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			case live:
 				sn.Pods = append(sn.Pods, pod)
 				continue
-			case exists && !sn.MarkedForDeletion:
-				if n.announced && sn.Node != nil && pod.Status.NominatedNodeName == sn.Node.Name {
-					// The kube-scheduler holds the pod's room on the node and has not tried it
-					// there yet: it clears the name when it does and fails (a refusal).
-					sn.Pods = append(sn.Pods, pod)
-					continue
-				}
-				// The node was ready for the pod for the whole grace period and did not take
-				// it; a name that was set and is gone was cleared by the kube-scheduler.
-				c.miss(pod, sn.Name(), sn.NodePool(), n, n.announced)
-				c.forget(pod.UID)
 			default:
+				if exists && !sn.MarkedForDeletion {
+					if n.announced && sn.Node != nil && pod.Status.NominatedNodeName == sn.Node.Name {
+						// The kube-scheduler holds the pod's room on the node and has not tried it
+						// there yet: it clears the name when it does and fails (a refusal).
+						sn.Pods = append(sn.Pods, pod)
+						continue
+					}
+					// The node was ready for the pod for the whole grace period and did not take
+					// it; a name that was set and is gone was cleared by the kube-scheduler.
+					c.miss(pod, sn.Name(), sn.NodePool(), n, n.announced)
+				}
 				c.forget(pod.UID)
 			}
 		}

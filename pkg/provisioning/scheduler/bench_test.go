@@ -91,13 +91,8 @@ func benchmarkInputWith(n int, options Options, types []*cloudprovider.InstanceT
 	}
 }
 
-func cost(r *Results) float64 {
-	total := 0.0
-	for _, c := range r.NewClaims {
-		total += c.Price
-	}
-	return total
-}
+// cost is the $/hour of a solve's new claims.
+func cost(r *Results) float64 { return r.NewClaimsPrice() }
 
 // cpuTime is the process's CPU time so far (user and system, every thread: the garbage
 // collector's work included). On a shared machine it is steadier than the wall clock.
