@@ -187,7 +187,7 @@ func (c *chaosController) killAndRestart(during string, phase claimCounts) {
 
 // kill kills the running process with SIGKILL, recording where.
 func (c *chaosController) kill(during string) {
-	c.current.kill()
+	c.current.Kill()
 	c.killed++
 	c.kills = append(c.kills, during)
 }
@@ -197,7 +197,7 @@ func (c *chaosController) stop() {
 	if c.current == nil {
 		return
 	}
-	c.current.stop()
+	c.current.Stop()
 	logIfFailed(c.t, c.current.process)
 }
 
@@ -351,7 +351,7 @@ func startSecondAPIServer(t *testing.T) *secondAPIServer {
 	t.Cleanup(func() {
 		<-s.ready
 		if s.proc != nil {
-			s.proc.stop()
+			s.proc.Stop()
 		}
 	})
 	return s

@@ -517,7 +517,7 @@ func TestLeaderFailover(t *testing.T) {
 		n := len(claims(t))
 		return n > 0, fmt.Sprintf("%d nodeclaims", n)
 	})
-	leader.kill()
+	leader.Kill()
 	killed := time.Now()
 	// The Lease lasts 15 seconds (controller-runtime's default, as in Karpenter): the standby
 	// takes it once it has expired.
@@ -546,7 +546,7 @@ func TestLeaderFailover(t *testing.T) {
 		t.Errorf("%d instances leaked: launched for nodeclaim %s, which does not exist", n, name)
 	}
 	t.Logf("leader %s killed mid-scale-up; %s led %s later and bound all 40 pods %s after the kill, on %d NodeClaims and %d instances",
-		leader.name, standby.name, takeover.Round(time.Millisecond), took.Round(time.Millisecond), len(cs), len(st.Instances))
+		leader.Name, standby.Name, takeover.Round(time.Millisecond), took.Round(time.Millisecond), len(cs), len(st.Instances))
 
 	kubectl(t, "-n", workload, "delete", "deployment", "burst")
 	harness.Eventually(t, 2*time.Minute, "no nodes, NodeClaims or instances left", func() (bool, string) {

@@ -37,7 +37,7 @@ func startKarpenter(t *testing.T, namespace, name string, extra ...string) *repl
 	t.Helper()
 	r := launchKarpenter(t, namespace, name, extra...)
 	t.Cleanup(func() {
-		r.stop()
+		r.Stop()
 		logIfFailed(t, r.process)
 	})
 	r.waitReady(t)
@@ -51,9 +51,9 @@ func logIfFailed(t *testing.T, p *process) {
 	if !t.Failed() {
 		return
 	}
-	t.Log(p.tail())
+	t.Log(p.Tail())
 	if msg, ok := harness.TimedOut(t); ok {
-		t.Logf("%s failed above the log of %s: %s", t.Name(), p.name, msg)
+		t.Logf("%s failed above the log of %s: %s", t.Name(), p.Name, msg)
 	}
 }
 
@@ -71,7 +71,7 @@ func launchKarpenter(t *testing.T, namespace, name string, extra ...string) *rep
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", health),
 		"--log-level", "debug"}, extra...)
-	p, err := cp.start(name, cp.karpenter, args...)
+	p, err := cp.Run(name, cp.karpenter, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +81,9 @@ func launchKarpenter(t *testing.T, namespace, name string, extra ...string) *rep
 // waitReady waits for the replica's /readyz, failing the test if it exits first.
 func (r *replica) waitReady(t *testing.T) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, r.name+" ready", func() (bool, string) {
-		if r.exited() {
-			t.Fatalf("%s exited:\n%s", r.name, r.tail())
+	harness.Eventually(t, 30*time.Second, r.Name+" ready", func() (bool, string) {
+		if r.Exited() {
+			t.Fatalf("%s exited:\n%s", r.Name, r.Tail())
 		}
 		resp, err := http.Get(r.healthURL + "/readyz")
 		if err != nil {
@@ -99,13 +99,13 @@ func (r *replica) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get(r.metricsURL)
 	if err != nil {
-		t.Fatalf("scraping %s: %v", r.name, err)
+		t.Fatalf("scraping %s: %v", r.Name, err)
 	}
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		t.Fatalf("parsing the metrics of %s: %v", r.name, err)
+		t.Fatalf("parsing the metrics of %s: %v", r.Name, err)
 	}
 	return families
 }
@@ -113,7 +113,7 @@ func (r *replica) scrape(t *testing.T) map[string]*dto.MetricFamily {
 // isLeader says whether the replica holds the lease, from controller-runtime's leader election
 // metric.
 func (r *replica) isLeader(t *testing.T) bool {
-	if r.exited() {
+	if r.Exited() {
 		return false
 	}
 	return sum(r.scrape(t), "leader_election_master_status", nil) == 1

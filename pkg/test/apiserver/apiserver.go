@@ -84,11 +84,25 @@ func repoRoot() (string, error) {
 
 // Start starts etcd and kube-apiserver and installs the CRDs.
 func Start() (*Env, error) {
-	assets, err := Assets()
+	crds, err := crd.All()
 	if err != nil {
 		return nil, err
 	}
-	crds, err := crd.All()
+	return start(envtest.CRDInstallOptions{CRDs: crds})
+}
+
+// StartWithCRDFiles starts etcd and kube-apiserver and installs the CRDs in the manifest files
+// or folders at paths instead of the project's: another implementation of the same APIs, such
+// as Karpenter's own, which the differential suite runs beside ours.
+func StartWithCRDFiles(paths ...string) (*Env, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no CRD manifests given")
+	}
+	return start(envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})
+}
+
+func start(install envtest.CRDInstallOptions) (*Env, error) {
+	assets, err := Assets()
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +115,10 @@ func Start() (*Env, error) {
 		return nil, err
 	}
 	scheme := apis.NewScheme()
+	install.Scheme = scheme
 	e := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds, Scheme: scheme},
+		CRDInstallOptions:     install,
 		Scheme:                scheme,
 	}
 	e.ControlPlane.GetAPIServer().Configure().

@@ -1,0 +1,375 @@
+package differential_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/test/controlplane"
+)
+
+// The tolerances of the comparison (README.md gives their reasons).
+const (
+	// costTolerance: ours may cost at most this fraction more than upstream after a phase.
+	costTolerance = 0.01
+	// runningSlack: ours may have every pod Running at most this much later than upstream.
+	runningSlack = 5 * time.Second
+	// planNodesTolerance and planCostTolerance: after a burst, ours runs within these
+	// fractions of what `karpenter simulate` plans for the same manifests.
+	planNodesTolerance = 0.10
+	planCostTolerance  = 0.03
+)
+
+// Each phase waits for the cluster to settle: every pod Running and no NodeClaim created or
+// deleted for the quiet time (longer after a scale-down or a drift, where consolidation works
+// in rounds), within the phase's limit.
+const (
+	burstQuiet      = 15 * time.Second
+	disruptionQuiet = 60 * time.Second
+	phaseLimit      = 6 * time.Minute
+	namespace       = "workload"
+)
+
+// phase is what one controller did in one phase of a workload.
+type phase struct {
+	name string
+	// running is how long after the phase began every pod was Running.
+	running time.Duration
+	// nodes and cost are the fleet once settled.
+	nodes int
+	cost  float64
+	// launched and removed count the NodeClaims created and deleted during the phase.
+	launched, removed int
+	types            map[string]int // instance types of the settled fleet
+}
+
+func (p phase) String() string {
+	var types []string
+	for t, n := range p.types {
+		types = append(types, fmt.Sprintf("%d×%s", n, t))
+	}
+	sort.Strings(types)
+	return fmt.Sprintf("%d nodes $%.4f/h, Running after %s, %d launched %d removed [%s]",
+		p.nodes, p.cost, p.running.Round(time.Second), p.launched, p.removed, strings.Join(types, " "))
+}
+
+// outcome is one controller's run of a workload.
+type outcome struct {
+	controller string
+	phases     []phase
+	timeline   []string
+}
+
+func TestDifferential(t *testing.T) {
+	for _, w := range workloads {
+		t.Run(w.name, func(t *testing.T) {
+			if testing.Short() && !w.short {
+				t.Skip("not in the short form")
+			}
+			theirs := runWorkload(t, upstream, w)
+			if t.Failed() {
+				return
+			}
+			mine := runWorkload(t, ours, w)
+			if t.Failed() {
+				return
+			}
+			compare(t, w, theirs, mine)
+		})
+	}
+}
+
+// compare checks our outcome against upstream's and the plan, logging the table, and both
+// timelines when it fails.
+func compare(t *testing.T, w workload, theirs, mine outcome) {
+	t.Helper()
+	for i := range theirs.phases {
+		t.Logf("%-14s %-10s upstream: %s", w.name, theirs.phases[i].name, theirs.phases[i])
+		t.Logf("%-14s %-10s ours:     %s", w.name, mine.phases[i].name, mine.phases[i])
+	}
+	for i, their := range theirs.phases {
+		my := mine.phases[i]
+		if my.cost > their.cost*(1+costTolerance) {
+			t.Errorf("%s: ours costs $%.4f/h, upstream $%.4f/h", my.name, my.cost, their.cost)
+		}
+		if my.running > their.running+runningSlack {
+			t.Errorf("%s: ours ran every pod after %s, upstream after %s", my.name, my.running.Round(time.Second), their.running.Round(time.Second))
+		}
+	}
+	plan := simulatePlan(t, w)
+	burst := mine.phases[0]
+	t.Logf("%-14s simulate plans %d nodes at $%.4f/h", w.name, plan.Nodes.Peak, plan.Cost.PeakPerHour)
+	if limit := math.Ceil((1 + planNodesTolerance) * float64(plan.Nodes.Peak)); float64(burst.nodes) > limit {
+		t.Errorf("burst: ours runs %d nodes, simulate plans %d", burst.nodes, plan.Nodes.Peak)
+	}
+	if math.Abs(burst.cost-plan.Cost.PeakPerHour) > planCostTolerance*plan.Cost.PeakPerHour {
+		t.Errorf("burst: ours costs $%.4f/h, simulate plans $%.4f/h", burst.cost, plan.Cost.PeakPerHour)
+	}
+	if t.Failed() {
+		t.Logf("upstream's NodeClaims:\n%s", strings.Join(theirs.timeline, "\n"))
+		t.Logf("our NodeClaims:\n%s", strings.Join(mine.timeline, "\n"))
+	}
+}
+
+// plan is the part of `karpenter simulate -o json`'s report (package simulate's Report) the
+// suite reads; the suite does not import package simulate, whose Kubernetes validation would
+// pin this module's Kubernetes libraries to the product's, below Karpenter v1.15.0's.
+type plan struct {
+	Nodes struct{ Peak int }
+	Cost  struct{ PeakPerHour float64 }
+}
+
+// simulatePlan runs `karpenter simulate` on the workload's burst, our NodePool and node class.
+func simulatePlan(t *testing.T, w workload) plan {
+	t.Helper()
+	manifests := ours.nodeClass + "---\n" + w.nodePoolManifest(ours, nil) + "---\n" +
+		"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + namespace + "\n---\n" + w.deploymentsManifest(namespace)
+	file := filepath.Join(t.TempDir(), "manifests.yaml")
+	if err := os.WriteFile(file, []byte(manifests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(shared.ours, "simulate", "-o", "json", file).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("karpenter simulate: %v\n%s", err, stderr)
+	}
+	var report plan
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("reading the simulate report: %v", err)
+	}
+	return report
+}
+
+// runWorkload runs the workload's phases under the controller on a fresh control plane.
+func runWorkload(t *testing.T, c controller, w workload) outcome {
+	t.Helper()
+	opts := controlplane.Options{DisabledControllers: c.disabledControllers}
+	if c.crdFiles != nil {
+		opts.CRDFiles = c.crdFiles()
+	}
+	plane, err := controlplane.Start(opts)
+	if plane != nil {
+		defer func() {
+			if t.Failed() {
+				for _, name := range []string{"karpenter"} {
+					data, _ := os.ReadFile(filepath.Join(plane.Dir, name+".log"))
+					if len(data) > 8000 {
+						data = data[len(data)-8000:]
+					}
+					t.Logf("--- %s's %s log:\n%s", c.name, name, data)
+				}
+			}
+			plane.Stop(os.Getenv("DIFFERENTIAL_KEEP") != "")
+		}()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, plane, c.nodeClass+"---\n"+w.nodePoolManifest(c, nil)+"---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+namespace+"\n")
+	c.start(t, plane)
+	o := &observer{t: t, plane: plane, seen: map[string]claimRecord{}, start: time.Now()}
+	out := outcome{controller: c.name}
+
+	began := time.Now()
+	apply(t, plane, w.deploymentsManifest(namespace))
+	out.phases = append(out.phases, o.settle("burst", began, w.pods(), burstQuiet))
+
+	if w.scaleTo != nil {
+		began = time.Now()
+		var docs []string
+		want := 0
+		for _, d := range w.deployments {
+			n, ok := w.scaleTo[d.name]
+			if !ok {
+				n = d.replicas
+			}
+			want += n
+			docs = append(docs, d.manifest(namespace, n))
+		}
+		apply(t, plane, strings.Join(docs, "---\n"))
+		out.phases = append(out.phases, o.settle("scale-down", began, want, disruptionQuiet))
+	}
+	if w.drift {
+		began = time.Now()
+		apply(t, plane, w.nodePoolManifest(c, map[string]string{"differential/rollout": "2"}))
+		pods := 0
+		for _, d := range w.deployments {
+			pods += d.replicas
+			if n, ok := w.scaleTo[d.name]; ok {
+				pods += n - d.replicas
+			}
+		}
+		out.phases = append(out.phases, o.settleWhen("drift", began, pods, disruptionQuiet, func(nodes []corev1.Node) bool {
+			for _, n := range nodes {
+				if n.Labels["differential/rollout"] != "2" {
+					return false
+				}
+			}
+			return true
+		}))
+	}
+	out.timeline = o.timeline()
+	return out
+}
+
+func apply(t *testing.T, plane *controlplane.ControlPlane, manifests string) {
+	t.Helper()
+	if err := plane.Apply(manifests); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claimRecord is when the observer first saw a NodeClaim and saw it gone.
+type claimRecord struct {
+	created, deleted time.Time
+	describe         string
+}
+
+// observer polls the cluster, recording every NodeClaim's life.
+type observer struct {
+	t     *testing.T
+	plane *controlplane.ControlPlane
+	start time.Time
+	seen  map[string]claimRecord
+}
+
+// poll lists NodeClaims, Nodes and the workload's pods, recording claims that appeared or went.
+func (o *observer) poll() ([]karpv1.NodeClaim, []corev1.Node, []corev1.Pod) {
+	ctx := context.Background()
+	var claims karpv1.NodeClaimList
+	var nodes corev1.NodeList
+	var pods corev1.PodList
+	for _, l := range []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{{&claims, nil}, {&nodes, nil}, {&pods, []client.ListOption{client.InNamespace(namespace)}}} {
+		if err := o.plane.Env.Client.List(ctx, l.list, l.opts...); err != nil {
+			o.t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	live := map[string]bool{}
+	for _, c := range claims.Items {
+		live[c.Name] = true
+		r, ok := o.seen[c.Name]
+		if !ok {
+			r = claimRecord{created: c.CreationTimestamp.Time}
+		}
+		if it := c.Labels[corev1.LabelInstanceTypeStable]; it != "" {
+			r.describe = fmt.Sprintf("%s %s %s", it, c.Labels[corev1.LabelTopologyZone], c.Labels[karpv1.CapacityTypeLabelKey])
+		}
+		if c.DeletionTimestamp != nil && r.deleted.IsZero() {
+			r.deleted = c.DeletionTimestamp.Time
+		}
+		o.seen[c.Name] = r
+	}
+	for name, r := range o.seen {
+		if !live[name] && r.deleted.IsZero() {
+			r.deleted = now
+			o.seen[name] = r
+		}
+	}
+	return claims.Items, nodes.Items, pods.Items
+}
+
+// settle waits for the phase to end (see settleWhen) with no further condition.
+func (o *observer) settle(name string, began time.Time, pods int, quiet time.Duration) phase {
+	return o.settleWhen(name, began, pods, quiet, func([]corev1.Node) bool { return true })
+}
+
+// settleWhen waits until the phase's pods are all Running, done holds for the nodes, and no
+// NodeClaim was created or deleted for quiet, then measures the fleet. It fails the test when
+// that takes longer than phaseLimit.
+func (o *observer) settleWhen(name string, began time.Time, pods int, quiet time.Duration, done func([]corev1.Node) bool) phase {
+	o.t.Helper()
+	p := phase{name: name, types: map[string]int{}}
+	for {
+		_, nodes, podList := o.poll()
+		running := 0
+		for _, pod := range podList {
+			if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		allRunning := running == pods && len(podList) == pods
+		if allRunning && p.running == 0 {
+			p.running = time.Since(began)
+		}
+		if !allRunning {
+			p.running = 0
+		}
+		last := began
+		for _, r := range o.seen {
+			for _, at := range []time.Time{r.created, r.deleted} {
+				if at.After(last) {
+					last = at
+				}
+			}
+		}
+		if allRunning && done(nodes) && time.Since(last) >= quiet {
+			for _, r := range o.seen {
+				if !r.created.Before(began.Add(-time.Second)) {
+					p.launched++
+				}
+				if !r.deleted.IsZero() && r.deleted.After(began) {
+					p.removed++
+				}
+			}
+			for _, n := range nodes {
+				price, ok := shared.catalog.price(&n)
+				if !ok {
+					o.t.Errorf("node %s: no price for %s in %s as %s", n.Name, n.Labels[corev1.LabelInstanceTypeStable],
+						n.Labels[corev1.LabelTopologyZone], n.Labels[karpv1.CapacityTypeLabelKey])
+				}
+				p.nodes++
+				p.cost += price
+				p.types[n.Labels[corev1.LabelInstanceTypeStable]]++
+			}
+			return p
+		}
+		if time.Since(began) > phaseLimit {
+			o.t.Fatalf("%s: not settled after %s: %d of %d pods Running, %d nodes, last NodeClaim change %s ago",
+				name, phaseLimit, running, pods, len(nodes), time.Since(last).Round(time.Second))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// timeline lists every NodeClaim seen: when it was created and deleted, relative to the start
+// of the run, and what it launched.
+func (o *observer) timeline() []string {
+	type line struct {
+		at   time.Time
+		text string
+	}
+	var lines []line
+	for name, r := range o.seen {
+		text := fmt.Sprintf("+%6s %s %s", r.created.Sub(o.start).Round(time.Second), name, r.describe)
+		if !r.deleted.IsZero() {
+			text += fmt.Sprintf(" deleted +%s", r.deleted.Sub(o.start).Round(time.Second))
+		}
+		lines = append(lines, line{r.created, text})
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l.text
+	}
+	return out
+}
+

@@ -1,0 +1,171 @@
+package differential_test
+
+import (
+	"fmt"
+	"strings"
+)
+
+// workload is what both controllers are given, in phases: a NodePool, a burst of
+// Deployments, then optionally a scale-down that consolidation must shrink and a NodePool
+// change that drifts every node.
+type workload struct {
+	name string
+	// short says the workload is part of the short form (`make e2e`, CI).
+	short bool
+	// nodePool is the NodePool's spec.template.spec.requirements and spec.disruption, as YAML
+	// under the NodePool's spec, without the nodeClassRef (each controller adds its own).
+	nodePool    string
+	deployments []deployment
+	// scaleTo, when set, are the replicas each Deployment is scaled to after the burst.
+	scaleTo map[string]int
+	// drift, when set, changes the NodePool's template labels after the other phases, which
+	// drifts every node.
+	drift bool
+}
+
+// deployment is a Deployment of pause pods with requests.
+type deployment struct {
+	name        string
+	replicas    int
+	cpu, memory string
+	// constraints are YAML lines under the pod spec (indented by 6 spaces), such as
+	// topologySpreadConstraints or affinity; "%s" in them is the Deployment's name.
+	constraints string
+}
+
+// fleetRequirements is issue 34's NodePool: spot, c/m/r, three zones, amd64, consolidation
+// WhenEmptyOrUnderutilized.
+const fleetRequirements = `  template:
+    spec:
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a, us-east-1b, us-east-1c]}
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 15s
+`
+
+// spreadOverZones spreads a Deployment's pods evenly over the zones.
+const spreadOverZones = `      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: %s}}
+`
+
+// oneAPerHost keeps a Deployment's pods on different nodes.
+const onePerHost = `      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector: {matchLabels: {app: %s}}
+`
+
+// nextToWeb puts a pod in a zone that runs a pod of the web Deployment.
+const nextToWeb = `      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: topology.kubernetes.io/zone
+              labelSelector: {matchLabels: {app: web}}
+`
+
+// workloads are the differential suite's workloads; see README.md.
+var workloads = []workload{
+	{
+		name: "spread-burst", short: true, nodePool: fleetRequirements,
+		deployments: []deployment{
+			{name: "small", replicas: 100, cpu: "250m", memory: "512Mi", constraints: spreadOverZones},
+			{name: "medium", replicas: 100, cpu: "1", memory: "2Gi", constraints: spreadOverZones},
+			{name: "large", replicas: 100, cpu: "500m", memory: "4Gi", constraints: spreadOverZones},
+		},
+		scaleTo: map[string]int{"small": 20, "medium": 20, "large": 20},
+	},
+	{
+		name: "burst", nodePool: fleetRequirements,
+		deployments: []deployment{
+			{name: "small", replicas: 100, cpu: "250m", memory: "512Mi"},
+			{name: "medium", replicas: 100, cpu: "1", memory: "2Gi"},
+			{name: "large", replicas: 100, cpu: "500m", memory: "4Gi"},
+		},
+		scaleTo: map[string]int{"small": 20, "medium": 20, "large": 20},
+	},
+	{
+		name: "affinity-burst", nodePool: fleetRequirements,
+		deployments: []deployment{
+			{name: "web", replicas: 12, cpu: "1", memory: "2Gi", constraints: onePerHost},
+			{name: "cache", replicas: 40, cpu: "500m", memory: "1Gi", constraints: nextToWeb},
+		},
+	},
+	{
+		name: "drift", nodePool: fleetRequirements,
+		deployments: []deployment{
+			{name: "app", replicas: 60, cpu: "500m", memory: "1Gi", constraints: spreadOverZones},
+		},
+		drift: true,
+	},
+}
+
+// nodePoolManifest is the workload's NodePool named "fleet" for a controller, with extra
+// template labels.
+func (w workload) nodePoolManifest(c controller, labels map[string]string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: fleet\nspec:\n")
+	spec := w.nodePool
+	template := "  template:\n    spec:\n      nodeClassRef: " + c.nodeClassRef + "\n"
+	if len(labels) > 0 {
+		template = "  template:\n    metadata:\n      labels:\n"
+		for k, v := range labels {
+			template += fmt.Sprintf("        %s: %q\n", k, v)
+		}
+		template += "    spec:\n      nodeClassRef: " + c.nodeClassRef + "\n"
+	}
+	b.WriteString(strings.Replace(spec, "  template:\n    spec:\n", template, 1))
+	return b.String()
+}
+
+// manifest is the Deployment with the given replicas.
+func (d deployment) manifest(namespace string, replicas int) string {
+	constraints := ""
+	if d.constraints != "" {
+		constraints = strings.ReplaceAll(d.constraints, "%s", d.name)
+	}
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  replicas: %[3]d
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+    spec:
+      terminationGracePeriodSeconds: 0
+%[6]s      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.10
+          resources:
+            requests: {cpu: "%[4]s", memory: "%[5]s"}
+`, d.name, namespace, replicas, d.cpu, d.memory, constraints)
+}
+
+// deploymentsManifest is every Deployment of the workload at its burst size.
+func (w workload) deploymentsManifest(namespace string) string {
+	var docs []string
+	for _, d := range w.deployments {
+		docs = append(docs, d.manifest(namespace, d.replicas))
+	}
+	return strings.Join(docs, "---\n")
+}
+
+// pods is the number of pods of the burst.
+func (w workload) pods() int {
+	n := 0
+	for _, d := range w.deployments {
+		n += d.replicas
+	}
+	return n
+}
