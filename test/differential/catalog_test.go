@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/openkarpenter/karpenter/pkg/apis"
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/apis"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 )
@@ -81,8 +81,8 @@ type upstreamInstanceType struct {
 }
 
 type upstreamOffering struct {
-	Price        float64                           `json:"Price"`
-	Available    bool                              `json:"Available"`
+	Price        float64                          `json:"Price"`
+	Available    bool                             `json:"Available"`
 	Requirements []corev1.NodeSelectorRequirement `json:"Requirements"`
 }
 

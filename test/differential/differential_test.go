@@ -52,7 +52,7 @@ type phase struct {
 	cost  float64
 	// launched and removed count the NodeClaims created and deleted during the phase.
 	launched, removed int
-	types            map[string]int // instance types of the settled fleet
+	types             map[string]int // instance types of the settled fleet
 }
 
 func (p phase) String() string {
@@ -372,4 +372,3 @@ func (o *observer) timeline() []string {
 	}
 	return out
 }
-
