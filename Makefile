@@ -5,10 +5,11 @@ export GOTOOLCHAIN ?= local
 K8S_ASSETS ?= $(CURDIR)/bin/k8s
 GO_TEST_FLAGS ?=
 
-.PHONY: all build test test-unit e2e conformance verify generate bench fuzz k8s-binaries k8s-full helm clean
+.PHONY: all build test test-unit e2e differential conformance verify generate bench fuzz k8s-binaries k8s-full helm clean
 
-# The conformance suite is its own module (test/conformance): it imports Karpenter v1.15.0, which
-# needs a newer Go than the product; only its commands use that toolchain.
+# The conformance and differential suites are modules of their own (test/conformance,
+# test/differential): they import or build Karpenter v1.15.0, which needs a newer Go than the
+# product; only their commands use that toolchain.
 CONFORMANCE_TOOLCHAIN ?= go1.26.9
 CONFORMANCE_CASES ?= 2000
 
@@ -48,9 +49,16 @@ fuzz:
 	hack/fuzz.sh
 
 ## e2e: the end-to-end suite on a whole control plane (etcd, kube-apiserver, kube-scheduler,
-## kube-controller-manager) with the karpenter binary run as separate processes
+## kube-controller-manager) with the karpenter binary run as separate processes, then the
+## differential suite's short form
 e2e: k8s-full helm
 	KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -tags e2e -count=1 -timeout 30m $(GO_TEST_FLAGS) -v ./test/e2e/
+	cd test/differential && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -short -count=1 -timeout 30m $(GO_TEST_FLAGS) -v ./...
+
+## differential: every workload of the differential suite, under Karpenter v1.15.0's own
+## controller (its KWOK provider) and ours, each on a fresh control plane (test/differential/README.md)
+differential: k8s-full
+	cd test/differential && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) KUBEBUILDER_ASSETS=$(K8S_ASSETS) go test -count=1 -timeout 90m $(GO_TEST_FLAGS) -v ./...
 
 ## conformance: our scheduler beside Karpenter v1.15.0's on CONFORMANCE_CASES generated cases
 ## (see test/conformance/README.md)
@@ -64,6 +72,7 @@ verify:
 	go vet -tags e2e ./test/e2e/
 	go mod tidy -diff
 	cd test/conformance && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go vet ./... && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go mod tidy -diff
+	cd test/differential && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go vet ./... && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go mod tidy -diff
 	$(MAKE) generate
 	@git diff --quiet -- pkg/apis config/crd charts/karpenter/crds && test -z "$$(git ls-files --others --exclude-standard -- config/crd charts/karpenter/crds)" || { git --no-pager diff --stat -- pkg/apis config/crd charts/karpenter/crds; git ls-files --others --exclude-standard -- config/crd charts/karpenter/crds; echo "generated files are stale: run make generate and commit"; exit 1; }
 

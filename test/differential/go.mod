@@ -5,6 +5,7 @@ go 1.26.9
 tool sigs.k8s.io/karpenter/kwok
 
 require (
+	github.com/go-logr/logr v1.4.3
 	github.com/openkarpenter/karpenter v0.0.0
 	k8s.io/api v0.36.1
 	k8s.io/apimachinery v0.36.1
@@ -45,7 +46,6 @@ require (
 	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.2 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v0.23.1 // indirect
 	github.com/go-openapi/jsonreference v0.21.5 // indirect

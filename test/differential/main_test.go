@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // kwokVersion is the KWOK controller that keeps upstream's nodes heartbeating and runs their
@@ -29,6 +32,7 @@ type assets struct {
 var shared *assets
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
 	a, err := prepare()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "differential: %v\n", err)

@@ -47,6 +47,18 @@ const fleetRequirements = `  template:
     consolidateAfter: 15s
 `
 
+// seedRequirements is seed 004's NodePool (eksctl's docs): on-demand c/m/r of generation 3 or
+// later, amd64 Linux, Karpenter's default disruption.
+const seedRequirements = `  template:
+    spec:
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: kubernetes.io/os, operator: In, values: [linux]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["2"]}
+`
+
 // spreadOverZones spreads a Deployment's pods evenly over the zones.
 const spreadOverZones = `      topologySpreadConstraints:
         - maxSkew: 1
@@ -55,7 +67,7 @@ const spreadOverZones = `      topologySpreadConstraints:
           labelSelector: {matchLabels: {app: %s}}
 `
 
-// oneAPerHost keeps a Deployment's pods on different nodes.
+// onePerHost keeps a Deployment's pods on different nodes.
 const onePerHost = `      affinity:
         podAntiAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:
@@ -96,6 +108,15 @@ var workloads = []workload{
 		deployments: []deployment{
 			{name: "web", replicas: 12, cpu: "1", memory: "2Gi", constraints: onePerHost},
 			{name: "cache", replicas: 40, cpu: "500m", memory: "1Gi", constraints: nextToWeb},
+		},
+	},
+	{
+		// The end-to-end suite's TestBurstWithZonalSpread.
+		name: "big-burst", nodePool: seedRequirements,
+		deployments: []deployment{
+			{name: "small", replicas: 1500, cpu: "250m", memory: "512Mi"},
+			{name: "medium", replicas: 1000, cpu: "1", memory: "2Gi"},
+			{name: "spread", replicas: 500, cpu: "500m", memory: "4Gi", constraints: spreadOverZones},
 		},
 	},
 	{

@@ -410,6 +410,27 @@ func writeSortedMap(b *strings.Builder, m map[string]string) {
 	}
 }
 
+// sharesWithSiblings reports whether pods of the same shape can share any node this pod may
+// run on, though the pod has node-level constraints: its only ones are required pod affinity
+// terms at keys wider than a node (a zone, say). Siblings on one node are in the same domain of
+// every key, so one's affinity holds for all.
+func (v *variant) sharesWithSiblings() bool {
+	if len(v.affinity) == 0 || len(v.antiAffinity) > 0 {
+		return false
+	}
+	for _, t := range v.affinity {
+		if t.TopologyKey == corev1.LabelHostname {
+			return false
+		}
+	}
+	for _, c := range v.spread {
+		if c.TopologyKey == corev1.LabelHostname {
+			return false
+		}
+	}
+	return true
+}
+
 // hasNodeLevelConstraints reports whether the pod constrains which node it shares, not just
 // which zone: hostname spread, pod affinity or anti-affinity at any key.
 func (v *variant) hasNodeLevelConstraints() bool {

@@ -543,6 +543,11 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 	for _, sc := range s.shareable(c.pool, reqs) {
 		counts[sc.size] += sc.count
 	}
+	// Pods that share only with their own kind (zonal pod affinity) count their pending
+	// siblings: sized for the pod alone, each would get a claim of its own.
+	if own := s.pending[p.shapeKey()]; own != nil && !own.free && p.variant().sharesWithSiblings() {
+		counts[own.size] += own.count
+	}
 	sizes := make([]sizeCount, 0, len(counts))
 	for i, n := range counts {
 		r := s.sizes[i]
