@@ -121,7 +121,7 @@ func (c *Controller) Observe(fn func(*Command)) {
 	c.observers = append(c.observers, fn)
 }
 
-// Start runs a pass every PollInterval on the clock until ctx is done (a controller-runtime
+// Start runs a pass every PassInterval on the clock until ctx is done (a controller-runtime
 // Runnable).
 func (c *Controller) Start(ctx context.Context) error {
 	for {
@@ -131,9 +131,20 @@ func (c *Controller) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-c.clock.After(c.opts.PollInterval):
+		case <-c.clock.After(c.PassInterval()):
 		}
 	}
+}
+
+// PassInterval is the time until the next pass: FollowInterval while a command is in flight,
+// else PollInterval.
+func (c *Controller) PassInterval() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight != nil {
+		return c.opts.FollowInterval
+	}
+	return c.opts.PollInterval
 }
 
 // NeedLeaderElection makes disruption run only on the leader.

@@ -321,6 +321,9 @@ func TestDriftReplacesOnlyOnTemplateChange(t *testing.T) {
 	if len(f.commands) != 0 {
 		t.Fatalf("weight/limits change: %s", f.commands[0].Message())
 	}
+	if got := f.controller.PassInterval(); got != disruption.DefaultPollInterval {
+		t.Errorf("nothing in flight: next pass in %s, want the poll interval %s", got, disruption.DefaultPollInterval)
+	}
 	update(func(np *karpv1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"team": "b"}
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
@@ -328,6 +331,10 @@ func TestDriftReplacesOnlyOnTemplateChange(t *testing.T) {
 	f.step(10 * time.Second)
 	if len(f.commands) != 1 || f.commands[0].Method != disruption.MethodDrift || len(f.commands[0].Candidates) != 1 {
 		t.Fatalf("commands = %d, want one drift replacement", len(f.commands))
+	}
+	// Its candidate goes as soon as the replacement is initialized, not a poll later.
+	if got := f.controller.PassInterval(); got != disruption.DefaultFollowInterval {
+		t.Errorf("a command in flight: next pass in %s, want the follow interval %s", got, disruption.DefaultFollowInterval)
 	}
 	var claim karpv1.NodeClaim
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: "b"}, &claim); err != nil {

@@ -10,6 +10,8 @@ import (
 const (
 	// DefaultPollInterval is the time between two passes of Start.
 	DefaultPollInterval = 10 * time.Second
+	// DefaultFollowInterval is the time between two passes while a command is in flight.
+	DefaultFollowInterval = time.Second
 	// DefaultValidationDelay is how long a consolidation decision waits before it is confirmed on
 	// a fresh snapshot and carried out.
 	DefaultValidationDelay = 15 * time.Second
@@ -30,6 +32,11 @@ type Options struct {
 	SpotToSpotConsolidation bool
 	// PollInterval is the time between passes of Start; zero means DefaultPollInterval.
 	PollInterval time.Duration
+	// FollowInterval is the time between passes while a command is in flight: following it
+	// costs a few reads, and its candidates go as soon as its replacements are initialized, as
+	// Karpenter's orchestration queue (which runs apart from its disruption loop) deletes
+	// them. Zero means DefaultFollowInterval.
+	FollowInterval time.Duration
 	// ValidationDelay is the wait before a consolidation decision is confirmed; zero means
 	// DefaultValidationDelay.
 	ValidationDelay time.Duration
@@ -52,7 +59,7 @@ func (o Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		d    time.Duration
-	}{{"poll interval", o.PollInterval}, {"validation delay", o.ValidationDelay}, {"replacement timeout", o.ReplacementTimeout}, {"packing interval", o.PackingInterval}} {
+	}{{"poll interval", o.PollInterval}, {"follow interval", o.FollowInterval}, {"validation delay", o.ValidationDelay}, {"replacement timeout", o.ReplacementTimeout}, {"packing interval", o.PackingInterval}} {
 		if d.d < 0 {
 			return fmt.Errorf("%s %s is negative", d.name, d.d)
 		}
@@ -66,6 +73,9 @@ func (o Options) Validate() error {
 func (o Options) withDefaults() Options {
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval
+	}
+	if o.FollowInterval == 0 {
+		o.FollowInterval = DefaultFollowInterval
 	}
 	if o.ValidationDelay == 0 {
 		o.ValidationDelay = DefaultValidationDelay

@@ -78,7 +78,7 @@ type engine struct {
 	// requeueAt is the earliest moment a controller asked, in the current pass, to be called
 	// again (reconcile.Result.RequeueAfter); zero for none.
 	requeueAt time.Time
-	// lastDisruption is when the disruption loop last ran (every disruption.DefaultPollInterval),
+	// lastDisruption is when the disruption loop last ran (every Controller.PassInterval),
 	// and disruptionSaw the store's resource version after it: a later change wakes it.
 	lastDisruption time.Time
 	disruptionSaw  uint64
@@ -312,8 +312,8 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	if err := e.maybeProvision(ctx, now); err != nil {
 		return err
 	}
-	// The disruption loop at its in-cluster cadence: a pass every PollInterval.
-	if e.lastDisruption.IsZero() || now.Sub(e.lastDisruption) >= disruption.DefaultPollInterval {
+	// The disruption loop at its in-cluster cadence: a pass every PassInterval.
+	if e.lastDisruption.IsZero() || now.Sub(e.lastDisruption) >= e.disruption.PassInterval() {
 		e.lastDisruption = now
 		// An error here (a command abandoned because its replacement could not launch, among
 		// them) is what the controller would log before its next pass: the run goes on.
@@ -668,7 +668,7 @@ func (e *engine) disruptionTick(t time.Time) time.Time {
 	if t.IsZero() || !t.After(e.lastDisruption) {
 		return t
 	}
-	poll := disruption.DefaultPollInterval
+	poll := e.disruption.PassInterval()
 	ticks := (t.Sub(e.lastDisruption) + poll - 1) / poll
 	return e.lastDisruption.Add(ticks * poll)
 }
