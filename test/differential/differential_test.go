@@ -45,8 +45,10 @@ const (
 // phase is what one controller did in one phase of a workload.
 type phase struct {
 	name string
-	// running is how long after the phase began every pod was Running.
-	running time.Duration
+	// running is how long after the phase began every pod was Running; created, how long
+	// until the last of them existed (the ReplicaSets create them over time, slower when the
+	// API server is busy).
+	running, created time.Duration
 	// nodes and cost are the fleet once settled.
 	nodes int
 	cost  float64
@@ -66,8 +68,8 @@ func (p phase) String() string {
 		types = append(types, fmt.Sprintf("%d×%s", n, t))
 	}
 	sort.Strings(types)
-	return fmt.Sprintf("%d nodes $%.4f/h, Running after %s, %d launched %d removed [%s]",
-		p.nodes, p.cost, p.running.Round(time.Second), p.launched, p.removed, strings.Join(types, " "))
+	return fmt.Sprintf("%d nodes $%.4f/h, Running after %s (created after %s), %d launched %d removed [%s]",
+		p.nodes, p.cost, p.running.Round(time.Second), p.created.Round(time.Second), p.launched, p.removed, strings.Join(types, " "))
 }
 
 // outcome is one controller's run of a workload.
@@ -318,6 +320,9 @@ func (o *observer) settleWhen(name string, began time.Time, pods int, quiet time
 			if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
 				running++
 			}
+		}
+		if len(podList) >= pods && p.created == 0 {
+			p.created = time.Since(began)
 		}
 		allRunning := running == pods && len(podList) == pods
 		if allRunning && p.running == 0 {
