@@ -102,6 +102,9 @@ type inflightCommand struct {
 	replacements []string // NodeClaim names
 	started      time.Time
 	disrupted    map[string]bool // candidates' NodeClaims deleted (and counted) so far
+	// deleted is when every candidate's NodeClaim was deleted: the command is followed until
+	// they are gone (their budget is then free for the next), at most a PollInterval.
+	deleted time.Time
 }
 
 // NewController wires a disruption controller. recorder and unavailable may be nil.
@@ -557,6 +560,9 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 // initialized, or abandon it. It reports whether the command is over.
 func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 	f := c.inflight
+	if !f.deleted.IsZero() {
+		return c.candidatesGone(ctx, now)
+	}
 	ready := true
 	for _, name := range f.replacements {
 		var claim karpv1.NodeClaim
@@ -605,6 +611,27 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 	}
 	if len(errs) > 0 {
 		return false, errors.Join(errs...) // retried on the next pass
+	}
+	f.deleted = now
+	return c.candidatesGone(ctx, now)
+}
+
+// candidatesGone ends the command in flight once its candidates' NodeClaims are gone, or a
+// PollInterval after they were deleted (a drain a PodDisruptionBudget holds up waits for the
+// budget, not for the next decision), and reports whether it ended.
+func (c *Controller) candidatesGone(ctx context.Context, now time.Time) (bool, error) {
+	f := c.inflight
+	if now.Sub(f.deleted) < c.opts.PollInterval {
+		for _, cand := range f.cmd.Candidates {
+			var claim karpv1.NodeClaim
+			err := c.kube.Get(ctx, client.ObjectKey{Name: cand.NodeClaim.Name}, &claim)
+			if err == nil {
+				return false, nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("getting nodeclaim %s: %w", cand.NodeClaim.Name, err)
+			}
+		}
 	}
 	c.inflight = nil
 	return true, nil

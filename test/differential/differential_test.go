@@ -49,6 +49,9 @@ type phase struct {
 	// until the last of them existed (the ReplicaSets create them over time, slower when the
 	// API server is busy).
 	running, created time.Duration
+	// settled is how long after the phase began the last NodeClaim was created or deleted, or
+	// every pod was Running, whichever came later.
+	settled time.Duration
 	// nodes and cost are the fleet once settled.
 	nodes int
 	cost  float64
@@ -57,9 +60,9 @@ type phase struct {
 	types             map[string]int // instance types of the settled fleet
 }
 
-// perRemoved is the time to every pod Running after the phase began, per NodeClaim removed.
+// perRemoved is the time the phase took to settle, per NodeClaim removed.
 func (p phase) perRemoved() time.Duration {
-	return p.running / time.Duration(max(p.removed, 1))
+	return p.settled / time.Duration(max(p.removed, 1))
 }
 
 func (p phase) String() string {
@@ -68,8 +71,8 @@ func (p phase) String() string {
 		types = append(types, fmt.Sprintf("%d×%s", n, t))
 	}
 	sort.Strings(types)
-	return fmt.Sprintf("%d nodes $%.4f/h, Running after %s (created after %s), %d launched %d removed [%s]",
-		p.nodes, p.cost, p.running.Round(time.Second), p.created.Round(time.Second), p.launched, p.removed, strings.Join(types, " "))
+	return fmt.Sprintf("%d nodes $%.4f/h, Running after %s (created after %s), settled after %s, %d launched %d removed [%s]",
+		p.nodes, p.cost, p.running.Round(time.Second), p.created.Round(time.Second), p.settled.Round(time.Second), p.launched, p.removed, strings.Join(types, " "))
 }
 
 // outcome is one controller's run of a workload.
@@ -340,6 +343,7 @@ func (o *observer) settleWhen(name string, began time.Time, pods int, quiet time
 			}
 		}
 		if allRunning && done(nodes) && time.Since(last) >= quiet {
+			p.settled = max(p.running, last.Sub(began))
 			for _, r := range o.seen {
 				if !r.created.Before(began.Add(-time.Second)) {
 					p.launched++
