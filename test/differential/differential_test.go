@@ -2,11 +2,9 @@ package differential_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,6 +16,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/test/controlplane"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // The tolerances of the comparison (README.md gives their reasons).
@@ -154,22 +153,8 @@ func simulatePlan(t *testing.T, w workload) plan {
 	t.Helper()
 	manifests := ours.nodeClass + "---\n" + w.nodePoolManifest(ours, nil) + "---\n" +
 		"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + namespace + "\n---\n" + w.deploymentsManifest(namespace)
-	file := filepath.Join(t.TempDir(), "manifests.yaml")
-	if err := os.WriteFile(file, []byte(manifests), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(shared.ours, "simulate", "-o", "json", file).Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("karpenter simulate: %v\n%s", err, stderr)
-	}
 	var report plan
-	if err := json.Unmarshal(out, &report); err != nil {
-		t.Fatalf("reading the simulate report: %v", err)
-	}
+	harness.SimulateJSON(t, shared.ours, manifests, &report)
 	return report
 }
 

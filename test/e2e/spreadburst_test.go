@@ -4,12 +4,8 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -122,22 +118,8 @@ func TestSpreadBurstAsPlanned(t *testing.T) {
 // simulateManifests runs `karpenter simulate` on plain manifests and returns its report.
 func simulateManifests(t *testing.T, manifests string) simulate.Report {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "manifests.yaml")
-	if err := os.WriteFile(file, []byte(manifests), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(cp.karpenter, "simulate", "-o", "json", file).Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("karpenter simulate: %v\n%s", err, stderr)
-	}
 	var report simulate.Report
-	if err := json.Unmarshal(out, &report); err != nil {
-		t.Fatalf("reading the simulate report: %v", err)
-	}
+	harness.SimulateJSON(t, cp.karpenter, manifests, &report)
 	return report
 }
 
