@@ -56,7 +56,7 @@ spec:
 		p, err := plane.Run("karpenter", shared.ours, "controller",
 			"--kubeconfig", plane.Kubeconfig, "--cloud-provider", "sim", "--cluster-name", "differential",
 			"--leader-elect=false", "--sim-launch-latency", ourLaunchLatency, "--sim-ready-delay", ourReadyDelay,
-			"--batch-idle-duration", batchIdle, "--batch-max-duration", batchMax,
+			"--batch-idle-duration", batchIdle, "--batch-max-duration", batchMax, "--log-level", "debug",
 			"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metrics),
 			"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", health))
 		if err != nil {
