@@ -146,6 +146,7 @@ func New(deps Deps, opts Options) *Set {
 	}
 	s.Provisioner = provisioning.NewProvisioner(deps.Kube, deps.Cluster, cloud(metrics.ControllerProvisioner), deps.Unavailable, deps.Recorder, deps.Clock, opts.Provisioning)
 	s.Nomination = provisioning.NewNominationController(deps.Kube, deps.Cluster, deps.Clock)
+	s.Provisioner.Observe(s.Nomination.Placed)
 	lifecycleOpts := nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, BeforeRegister: s.Nomination.BeforeRegister, Nominees: deps.Cluster.Nominees}
 	if opts.RegistrationHealth {
 		s.RegistrationHealth = nodepool.NewRegistrationHealth(deps.Kube, deps.Clock)

@@ -14,10 +14,12 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -47,18 +49,29 @@ type NominationController struct {
 	kube    client.Client
 	cluster *state.Cluster
 	clock   clock.PassiveClock
+	// placed carries the targets of a provisioning pass's placements on nodes that exist
+	// (Placed) to the controller's queue; nil until Register (simulate reconciles every target
+	// on every step instead).
+	placed chan event.GenericEvent
 }
+
+// placedQueue bounds the targets Placed hands over at once; past it, a pass's further targets
+// wait for the next pass, which nominates them again.
+const placedQueue = 1024
 
 // NewNominationController returns the controller over the provisioner's cluster state.
 func NewNominationController(kube client.Client, cluster *state.Cluster, c clock.PassiveClock) *NominationController {
 	return &NominationController{kube: kube, cluster: cluster, clock: c}
 }
 
-// Register watches NodeClaims (a claim's Node registering), Nodes, and pods whose nominated
-// node name the kube-scheduler cleared, under mgr.
+// Register watches NodeClaims (a claim's Node registering), Nodes, pods whose nominated
+// node name the kube-scheduler cleared, and the targets the provisioner placed pods on (Placed),
+// under mgr. It must run before the provisioner's first pass.
 func (c *NominationController) Register(mgr manager.Manager) error {
+	c.placed = make(chan event.GenericEvent, placedQueue)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(NominationControllerName).
+		WatchesRawSource(source.Channel(c.placed, &handler.EnqueueRequestForObject{})).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return c.requests(o.GetName())
 		})).
@@ -82,6 +95,29 @@ func (c *NominationController) Register(mgr manager.Manager) error {
 			return nil
 		})).
 		Complete(c)
+}
+
+// Placed queues the targets of a provisioning pass's placements on existing nodes and
+// launching claims (a provisioner observer): a node that is ready already sends no event that
+// would bring its new nominees here, and unannounced they are left for the kube-scheduler to
+// place anywhere, their room given to whichever pod comes first. Claims created by the pass
+// are reached through their own events.
+func (c *NominationController) Placed(d *Decision) {
+	if c.placed == nil || d.Results == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, pl := range d.Results.ExistingPlacements {
+		if seen[pl.Node] {
+			continue
+		}
+		seen[pl.Node] = true
+		select {
+		case c.placed <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: pl.Node}}}:
+		default:
+			return
+		}
+	}
 }
 
 // requests returns a request for each name that pods are nominated to.

@@ -2,16 +2,24 @@ package provisioning_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
+	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 
 // nominatedNode reads a pod's status.nominatedNodeName from the API server.
@@ -175,4 +183,48 @@ func TestBeforeRegisterNominatesFirst(t *testing.T) {
 			t.Errorf("pod %s nominated to %q before registration, want %s", pod.Name, got, node.Name)
 		}
 	}
+}
+
+// TestPlacedOnAReadyNodeIsAnnounced: pods a pass places on a node that is ready already get the
+// node as their nominated node through Placed. Nothing else brings such a target to the
+// controller (the node sends no event), and unannounced, the pods' room went to whichever pod
+// the kube-scheduler placed first: the 3,000-pod differential burst planned the same pods three
+// times over.
+func TestPlacedOnAReadyNodeIsAnnounced(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	node := createNode(t, "ready-node")
+	pods := builders.Pods(2, builders.PodOptions{Name: "placed", CPU: "1", Memory: "1Gi"})
+	pending(t, pods...)
+	c := provisioning.NewNominationController(env.Client, f.cluster, f.clock)
+	mgr, err := manager.New(env.Config, manager.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Register(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("caches did not sync")
+	}
+	// The pods' creation events pass first, while they are nominated nowhere: from then on no
+	// event of theirs comes, as for pods the kube-scheduler last wrote before the pass.
+	time.Sleep(time.Second)
+	results := &scheduler.Results{}
+	for _, pod := range pods {
+		f.cluster.Nominate(pod, node.Name, false)
+		results.ExistingPlacements = append(results.ExistingPlacements, scheduler.Placement{Pod: pod, Node: node.Name})
+	}
+	c.Placed(&provisioning.Decision{Results: results})
+	harness.Eventually(t, 10*time.Second, "the placed pods to name their node", func() (bool, string) {
+		for _, pod := range pods {
+			if got := nominatedNode(t, pod); got != node.Name {
+				return false, fmt.Sprintf("pod %s nominated to %q", pod.Name, got)
+			}
+		}
+		return true, ""
+	})
 }
