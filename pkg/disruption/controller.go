@@ -186,7 +186,8 @@ func (c *Controller) NextWakeup() time.Time {
 	return next
 }
 
-// InFlight returns the command whose replacements are launching, if any.
+// InFlight returns the command in flight, if any: its replacements launching, or its
+// candidates going.
 func (c *Controller) InFlight() *Command {
 	c.mu.Lock()
 	defer c.mu.Unlock()

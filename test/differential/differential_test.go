@@ -195,29 +195,16 @@ func runWorkload(t *testing.T, c controller, w workload) outcome {
 	if w.scaleTo != nil {
 		began = time.Now()
 		var docs []string
-		want := 0
 		for _, d := range w.deployments {
-			n, ok := w.scaleTo[d.name]
-			if !ok {
-				n = d.replicas
-			}
-			want += n
-			docs = append(docs, d.manifest(namespace, n))
+			docs = append(docs, d.manifest(namespace, w.scaled(d)))
 		}
 		apply(t, plane, strings.Join(docs, "---\n"))
-		out.phases = append(out.phases, o.settle("scale-down", began, want, disruptionQuiet))
+		out.phases = append(out.phases, o.settle("scale-down", began, w.scaledPods(), disruptionQuiet))
 	}
 	if w.drift {
 		began = time.Now()
 		apply(t, plane, w.nodePoolManifest(c, map[string]string{"differential/rollout": "2"}))
-		pods := 0
-		for _, d := range w.deployments {
-			pods += d.replicas
-			if n, ok := w.scaleTo[d.name]; ok {
-				pods += n - d.replicas
-			}
-		}
-		out.phases = append(out.phases, o.settleWhen("drift", began, pods, disruptionQuiet, func(nodes []corev1.Node) bool {
+		out.phases = append(out.phases, o.settleWhen("drift", began, w.scaledPods(), disruptionQuiet, func(nodes []corev1.Node) bool {
 			for _, n := range nodes {
 				if n.Labels["differential/rollout"] != "2" {
 					return false

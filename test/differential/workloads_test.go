@@ -190,3 +190,21 @@ func (w workload) pods() int {
 	}
 	return n
 }
+
+// scaled is the Deployment's replicas after the scale-down phase (its burst size when the
+// workload does not scale it).
+func (w workload) scaled(d deployment) int {
+	if n, ok := w.scaleTo[d.name]; ok {
+		return n
+	}
+	return d.replicas
+}
+
+// scaledPods is the number of pods after the scale-down phase.
+func (w workload) scaledPods() int {
+	n := 0
+	for _, d := range w.deployments {
+		n += w.scaled(d)
+	}
+	return n
+}
