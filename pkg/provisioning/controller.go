@@ -42,8 +42,10 @@ func (c *PodController) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 		return reconcile.Result{}, err
 	}
-	if !state.IsProvisionable(pod) {
-		return reconcile.Result{}, nil
+	ok, wait := state.IsProvisionableAt(pod, c.provisioner.clock.Now())
+	if !ok {
+		// A pod still in the kube-scheduler's queue is looked at again once it counts.
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	// The moment the pod is first seen waiting for capacity, which the pod metrics measure from.
 	c.provisioner.cluster.AckPods(pod)

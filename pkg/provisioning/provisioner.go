@@ -49,6 +49,7 @@ type Provisioner struct {
 	// podEvents limits the Nominated Events, across pods, as Karpenter's.
 	podEvents events.RateLimiter
 	batcher   *Batcher
+	clock     clock.Clock
 	opts      Options
 	observers []func(*Decision)
 	// buffers, when set (the CapacityBuffer feature gate), adds the buffers' virtual pods to
@@ -71,7 +72,7 @@ func NewProvisioner(kubeClient client.Client, cluster *state.Cluster, cp cloudpr
 	return &Provisioner{
 		kubeClient: kubeClient, cluster: cluster, launcher: NewLauncher(kubeClient, cluster), cloudProvider: cp, unavailable: unavailable,
 		events: events.NewRecorder(recorder, c), podEvents: events.NewRateLimiter(5, 10, c),
-		batcher: NewBatcher(c, opts.BatchIdleDuration, opts.BatchMaxDuration), opts: opts,
+		batcher: NewBatcher(c, opts.BatchIdleDuration, opts.BatchMaxDuration), clock: c, opts: opts,
 	}
 }
 

@@ -503,7 +503,7 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			}
 			continue
 		}
-		if !IsProvisionable(pod) {
+		if ok, _ := IsProvisionableAt(pod, now); !ok {
 			continue
 		}
 		if r := c.refusals[pod.UID]; r != nil {
@@ -624,24 +624,52 @@ func DaemonSetSchedules(ds *appsv1.DaemonSet, labels map[string]string, taints [
 	return scheduling.Tolerates(spec.Tolerations, taints) == nil && scheduling.NodeSelectionError(spec, labels) == nil
 }
 
+// SchedulerBacklog is how long after its creation a pod of the default scheduler that the
+// kube-scheduler has not tried yet (no PodScheduled condition) counts as waiting for capacity.
+// The kube-scheduler tries a pod within milliseconds unless its queue is long: in a burst of
+// thousands of pods it marks them Unschedulable at its own pace (tens to hundreds a second),
+// and a provisioner that waited for the mark, as Karpenter does, would see the burst a slice
+// per batch and size every batch's nodes for its slice alone. A pod that fits existing room is
+// planned there, not launched for.
+const SchedulerBacklog = 2 * time.Second
+
 // IsProvisionable reports whether a pod waits for capacity Karpenter may create: the
 // kube-scheduler marked it Unschedulable, it is not bound, terminal or being deleted, it is not
 // a daemonset or static pod, and it is not waiting on a preemption.
 func IsProvisionable(pod *corev1.Pod) bool {
+	provisionable, _ := provisionableAt(pod, time.Time{})
+	return provisionable
+}
+
+// IsProvisionableAt is IsProvisionable at now, which also counts a pod waiting in the
+// kube-scheduler's queue for SchedulerBacklog (see there). When it is false for a pod that
+// could become so by waiting, wait says for how long.
+func IsProvisionableAt(pod *corev1.Pod, now time.Time) (provisionable bool, wait time.Duration) {
+	return provisionableAt(pod, now)
+}
+
+func provisionableAt(pod *corev1.Pod, now time.Time) (bool, time.Duration) {
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || isTerminal(pod) || pod.Status.NominatedNodeName != "" {
-		return false
+		return false, 0
 	}
 	for _, o := range pod.OwnerReferences {
 		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return false
+			return false, 0
 		}
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable, 0
 		}
 	}
-	return false
+	if now.IsZero() || len(pod.Spec.SchedulingGates) > 0 ||
+		pod.Spec.SchedulerName != "" && pod.Spec.SchedulerName != corev1.DefaultSchedulerName {
+		return false, 0
+	}
+	if age := now.Sub(pod.CreationTimestamp.Time); age < SchedulerBacklog {
+		return false, SchedulerBacklog - age
+	}
+	return true, 0
 }
 
 // IsReschedulable reports whether a pod must move when its node goes: it is not terminal or
