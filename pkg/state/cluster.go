@@ -637,18 +637,14 @@ const SchedulerBacklog = 2 * time.Second
 // kube-scheduler marked it Unschedulable, it is not bound, terminal or being deleted, it is not
 // a daemonset or static pod, and it is not waiting on a preemption.
 func IsProvisionable(pod *corev1.Pod) bool {
-	provisionable, _ := provisionableAt(pod, time.Time{})
+	provisionable, _ := IsProvisionableAt(pod, time.Time{})
 	return provisionable
 }
 
 // IsProvisionableAt is IsProvisionable at now, which also counts a pod waiting in the
-// kube-scheduler's queue for SchedulerBacklog (see there). When it is false for a pod that
-// could become so by waiting, wait says for how long.
+// kube-scheduler's queue for SchedulerBacklog (see there); a zero now does not. When it is
+// false for a pod that could become so by waiting, wait says for how long.
 func IsProvisionableAt(pod *corev1.Pod, now time.Time) (provisionable bool, wait time.Duration) {
-	return provisionableAt(pod, now)
-}
-
-func provisionableAt(pod *corev1.Pod, now time.Time) (bool, time.Duration) {
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || isTerminal(pod) || pod.Status.NominatedNodeName != "" {
 		return false, 0
 	}
