@@ -206,40 +206,19 @@ func (o *Outcome) buffer(pod *corev1.Pod) *Placed {
 // and says where they went.
 func Split(res *scheduler.Results) Outcome {
 	o := Outcome{Buffers: map[types.NamespacedName]*Placed{}, Nodes: map[string]int{}}
-	placements := res.ExistingPlacements[:0:0]
-	for _, pl := range res.ExistingPlacements {
-		if IsVirtual(pl.Pod) {
-			o.buffer(pl.Pod).Existing++
-			o.Nodes[pl.Node]++
-			continue
-		}
-		placements = append(placements, pl)
+	virtual := res.Extract(IsVirtual)
+	for _, pl := range virtual.ExistingPlacements {
+		o.buffer(pl.Pod).Existing++
+		o.Nodes[pl.Node]++
 	}
-	res.ExistingPlacements = placements
-	for i, c := range res.NewClaims {
-		var pods []*corev1.Pod
+	for _, c := range virtual.NewClaims {
 		for _, pod := range c.Pods {
-			if IsVirtual(pod) {
-				o.buffer(pod).New++
-				continue
-			}
-			pods = append(pods, pod)
-		}
-		if len(pods) != len(c.Pods) {
-			copied := *c
-			copied.Pods = pods
-			res.NewClaims[i] = &copied
+			o.buffer(pod).New++
 		}
 	}
-	errs := res.PodErrors[:0:0]
-	for _, pe := range res.PodErrors {
-		if IsVirtual(pe.Pod) {
-			o.buffer(pe.Pod).Failed++
-			continue
-		}
-		errs = append(errs, pe)
+	for _, pe := range virtual.PodErrors {
+		o.buffer(pe.Pod).Failed++
 	}
-	res.PodErrors = errs
 	return o
 }
 

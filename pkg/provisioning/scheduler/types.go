@@ -129,6 +129,50 @@ type Results struct {
 	Refusals []Refusal
 }
 
+// Extract removes the pods match selects from the results and returns where they went: their
+// placements, the new claims that hold any of them (each with only those pods, in the order of
+// NewClaims) and their errors. A claim keeps its place in the results, with its other pods (or
+// none), so the capacity the extracted pods asked for is still launched.
+func (r *Results) Extract(match func(*corev1.Pod) bool) Results {
+	var out Results
+	placements := r.ExistingPlacements[:0:0]
+	for _, pl := range r.ExistingPlacements {
+		if match(pl.Pod) {
+			out.ExistingPlacements = append(out.ExistingPlacements, pl)
+			continue
+		}
+		placements = append(placements, pl)
+	}
+	r.ExistingPlacements = placements
+	for i, c := range r.NewClaims {
+		var kept, taken []*corev1.Pod
+		for _, pod := range c.Pods {
+			if match(pod) {
+				taken = append(taken, pod)
+				continue
+			}
+			kept = append(kept, pod)
+		}
+		if len(taken) == 0 {
+			continue
+		}
+		remaining, extracted := *c, *c
+		remaining.Pods, extracted.Pods = kept, taken
+		r.NewClaims[i] = &remaining
+		out.NewClaims = append(out.NewClaims, &extracted)
+	}
+	errs := r.PodErrors[:0:0]
+	for _, pe := range r.PodErrors {
+		if match(pe.Pod) {
+			out.PodErrors = append(out.PodErrors, pe)
+			continue
+		}
+		errs = append(errs, pe)
+	}
+	r.PodErrors = errs
+	return out
+}
+
 // Placement binds a pod to an existing node or in-flight claim.
 type Placement struct {
 	// Pod placed.
