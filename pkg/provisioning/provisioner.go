@@ -134,11 +134,16 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		return nil, err
 	}
 	metrics.SetIgnoredPods(len(unschedulable))
+	arriving, isArriving := p.arrivingReplicas(ctx, snap)
+	input.Pods = append(input.Pods, arriving...)
 	input.Pods = append(input.Pods, virtual...)
 	start := time.Now()
 	results := p.solve(input)
 	logRefusals(ctx, results)
 	logDecisions(ctx, input.Pods, results, time.Since(start))
+	if isArriving != nil {
+		results.Extract(isArriving)
+	}
 	results.PodErrors = append(results.PodErrors, unschedulable...)
 	p.recordBuffers(ctx, capacitybuffer.Split(results))
 	p.markDecisions(results)
