@@ -362,7 +362,7 @@ func (p *podInfo) computeShapeKey() string {
 	b.WriteByte('|')
 	writeSlice(&b, p.hostPorts)
 	b.WriteByte('|')
-	writeSlice(&b, pod.Spec.Tolerations)
+	writeStrings(&b, pod.Spec.Tolerations)
 	b.WriteByte('|')
 	b.WriteString(strconv.Itoa(int(p.priority)))
 	b.WriteByte('|')
@@ -371,11 +371,11 @@ func (p *podInfo) computeShapeKey() string {
 	v := p.variant()
 	b.WriteString(v.requirements.String())
 	b.WriteByte('|')
-	writeSlice(&b, v.affinity)
+	writeStrings(&b, v.affinity)
 	b.WriteByte('|')
-	writeSlice(&b, v.antiAffinity)
+	writeStrings(&b, v.antiAffinity)
 	b.WriteByte('|')
-	writeSlice(&b, v.spread)
+	writeStrings(&b, v.spread)
 	b.WriteByte('|')
 	b.WriteString(strconv.FormatBool(v.avoidPreferNoSchedule))
 	b.WriteByte('|')
@@ -387,7 +387,26 @@ func (p *podInfo) computeShapeKey() string {
 	return b.String()
 }
 
-// writeSlice writes a slice as fmt's %v does, without fmt when it is empty ("[]").
+// writeStrings writes a slice of API structs by value, each by its String method. fmt's %v
+// would print a nested pointer (a toleration's tolerationSeconds, a term's labelSelector) as
+// its address: equal pods read from the API server, each with pointers of its own, would each
+// get a key of their own, and the scheduler would plan every pod as a shape alone.
+func writeStrings[T any, P interface {
+	*T
+	String() string
+}](b *strings.Builder, slice []T) {
+	b.WriteByte('[')
+	for i := range slice {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(P(&slice[i]).String())
+	}
+	b.WriteByte(']')
+}
+
+// writeSlice writes a slice of plain values (no pointers inside) as fmt's %v does, without
+// fmt when it is empty ("[]").
 func writeSlice[T any](b *strings.Builder, slice []T) {
 	if len(slice) == 0 {
 		b.WriteString("[]")

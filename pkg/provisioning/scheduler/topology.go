@@ -155,7 +155,9 @@ func (t *topology) spreadGroup(pod *corev1.Pod, v *variant, c *corev1.TopologySp
 	if g.honorTaints {
 		g.ownerTolerations = pod.Spec.Tolerations
 	}
-	return t.intern(g, fmt.Sprintf("%s|%d|%v|%v|%v|%v", g.ownerReqs.String(), g.minDomains, g.honorAffinity, g.honorTaints, g.maxSkew, g.ownerTolerations)), nil
+	var tolerations strings.Builder
+	writeStrings(&tolerations, g.ownerTolerations)
+	return t.intern(g, fmt.Sprintf("%s|%d|%v|%v|%v|%s", g.ownerReqs.String(), g.minDomains, g.honorAffinity, g.honorTaints, g.maxSkew, tolerations.String())), nil
 }
 
 func (t *topology) affinityGroup(pod *corev1.Pod, kind groupKind, term corev1.PodAffinityTerm) (*topologyGroup, error) {
