@@ -25,7 +25,8 @@ const ArrivalWindow = 10 * time.Second
 // arrivingReplicas returns stand-ins for the pods ReplicaSets are still creating: for each
 // ReplicaSet with a pod pending in the snapshot that created a pod within ArrivalWindow and
 // reports no ReplicaFailure, as many copies of that pending pod as its spec.replicas exceeds
-// its live pods. The pass plans them with the real pods, so a burst that arrives over several
+// its pods that are bound, nominated or pending in the snapshot (the others are not yet
+// created, or not yet tried by the kube-scheduler). The pass plans them with the real pods, so a burst that arrives over several
 // batches is sized as one: the first batch's nodes have room for the rest, and the later pods
 // go there rather than each batch's remainder taking a small node of its own. The copies are
 // never nominated or reported: the pass extracts them from its results (isArriving), and a
@@ -42,7 +43,14 @@ func (p *Provisioner) arrivingReplicas(ctx context.Context, snap *state.Snapshot
 	if len(sample) == 0 {
 		return nil, nil
 	}
-	live := map[types.UID]int{}
+	pending := make(map[types.UID]bool, len(snap.Pending))
+	for _, pod := range snap.Pending {
+		pending[pod.UID] = true
+	}
+	// A live pod is accounted for when it is bound, nominated or planned in this pass; one
+	// the kube-scheduler has not tried yet (see state.SchedulerBacklog) is not, and a
+	// stand-in takes its place until it counts.
+	accounted := map[types.UID]int{}
 	newest := map[types.UID]time.Time{}
 	for _, pod := range snap.Pods {
 		owner := replicaSetOf(pod)
@@ -50,9 +58,11 @@ func (p *Provisioner) arrivingReplicas(ctx context.Context, snap *state.Snapshot
 			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		live[owner.UID]++
 		if created := pod.CreationTimestamp.Time; created.After(newest[owner.UID]) {
 			newest[owner.UID] = created
+		}
+		if _, nominated := p.cluster.NominatedTo(pod.UID); pod.Spec.NodeName != "" || pending[pod.UID] || nominated {
+			accounted[owner.UID]++
 		}
 	}
 	now := p.clock.Now()
@@ -72,7 +82,7 @@ func (p *Provisioner) arrivingReplicas(ctx context.Context, snap *state.Snapshot
 		if rs.UID != uid || rs.Spec.Replicas == nil || replicaFailure(rs) {
 			continue
 		}
-		for i := live[uid]; i < int(*rs.Spec.Replicas); i++ {
+		for i := accounted[uid]; i < int(*rs.Spec.Replicas); i++ {
 			copied := standIn(pod, rs, i)
 			uids[copied.UID] = true
 			out = append(out, copied)

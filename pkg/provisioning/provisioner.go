@@ -134,6 +134,9 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		return nil, err
 	}
 	metrics.SetIgnoredPods(len(unschedulable))
+	if again := p.plannedBefore(snap.Pending); again > 0 {
+		log.FromContext(ctx).V(1).Info("planning pods again", "pods", again, "pending", len(snap.Pending))
+	}
 	arriving, isArriving := p.arrivingReplicas(ctx, snap)
 	input.Pods = append(input.Pods, arriving...)
 	input.Pods = append(input.Pods, virtual...)
@@ -175,6 +178,18 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		fn(decision)
 	}
 	return decision, nil
+}
+
+// plannedBefore counts the pods an earlier pass placed (on a node or a claim it launched): they
+// wait for capacity again because their nomination ended (see state.Miss) or their claim went.
+func (p *Provisioner) plannedBefore(pods []*corev1.Pod) int {
+	n := 0
+	for _, pod := range pods {
+		if !p.cluster.PodScheduling(pod.UID).Schedulable.IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 // recordBuffers sets the buffers' Provisioning condition from where the pass put their virtual
