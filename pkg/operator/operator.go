@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,6 +59,13 @@ type Operator struct {
 	// start (see Start).
 	checkState func(context.Context) error
 }
+
+// The simulated kubelets' request budget and how many pods they start at once: a real node's
+// kubelet has 50 requests a second of its own (--kube-api-qps), so a fleet of them far more.
+const (
+	simKubeletQPS        = 1000
+	simKubeletPodWorkers = 16
+)
 
 // registrar is what every controller offers the operator.
 type registrar interface {
@@ -126,7 +134,17 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		if err := sim.IndexFields(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			return nil, err
 		}
-		kubelet, err := sim.NewKubelet(cloud, mgr.GetClient(), sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, StartupTaintDelay: opts.Sim.StartupTaintDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning, RegisterWithTaints: opts.Sim.RegisterWithTaints})
+		// The simulated kubelets write through a client of their own, as the nodes' kubelets
+		// would: starting a burst's pods must not spend the controller's request budget
+		// (--kube-client-qps), nor wait for it.
+		kubeletConfig := rest.CopyConfig(cfg)
+		kubeletConfig.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(simKubeletQPS, 2*simKubeletQPS)
+		kubeletClient, err := client.New(kubeletConfig, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+		if err != nil {
+			return nil, fmt.Errorf("creating the simulated kubelets' client: %w", err)
+		}
+		kubelet, err := sim.NewKubelet(cloud, kubeletClient, sim.KubeletOptions{ReadyDelay: opts.Sim.ReadyDelay, StartupTaintDelay: opts.Sim.StartupTaintDelay, MarkPodsRunning: opts.Sim.MarkPodsRunning,
+			RegisterWithTaints: opts.Sim.RegisterWithTaints, PodWorkers: simKubeletPodWorkers})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"sync"
+
 	"cmp"
 	"context"
 	"encoding/json"
@@ -52,6 +54,13 @@ type KubeletOptions struct {
 	MarkPodsRunning bool
 	// Interval is how often Run steps; zero means DefaultKubeletInterval.
 	Interval time.Duration
+	// PodWorkers, when more than one, is how many pods' status writes (starting them) run at
+	// once, in the background: Step hands the pods to start over and does not wait for them.
+	// Each real node's kubelet starts its pods on its own, so starting a burst of thousands of
+	// pods on the first nodes up must not hold up registering the others, nor take a write at a
+	// time. Zero or one starts them one after another within Step, in a fixed order, as a
+	// simulation on a virtual clock needs.
+	PodWorkers int
 	// KubeletVersion is the version the Nodes report; empty means DefaultKubeletVersion.
 	KubeletVersion string
 	// RegisterWithTaints are taints every Node registers with beyond its claim's, as a
@@ -70,6 +79,9 @@ func (o KubeletOptions) Validate() error {
 	}
 	if o.Interval < 0 {
 		return fmt.Errorf("interval %s is negative", o.Interval)
+	}
+	if o.PodWorkers < 0 {
+		return fmt.Errorf("pod workers %d is negative", o.PodWorkers)
 	}
 	return nil
 }
@@ -106,6 +118,10 @@ type Kubelet struct {
 	cloud *Cloud
 	kube  client.Client
 	opts  KubeletOptions
+	// starting holds the pods being started in the background (PodWorkers > 1), by UID, and
+	// startSlots bounds how many writes run at once.
+	starting   sync.Map
+	startSlots chan struct{}
 }
 
 // NewKubelet returns the kubelet stand-in of the cloud's instances, writing Nodes (and pods)
@@ -123,7 +139,7 @@ func NewKubelet(cloud *Cloud, kube client.Client, opts KubeletOptions) (*Kubelet
 	if opts.KubeletVersion == "" {
 		opts.KubeletVersion = DefaultKubeletVersion
 	}
-	return &Kubelet{cloud: cloud, kube: kube, opts: opts}, nil
+	return &Kubelet{cloud: cloud, kube: kube, opts: opts, startSlots: make(chan struct{}, max(opts.PodWorkers, 1))}, nil
 }
 
 // Run steps every Interval on the cloud's clock (the real clock unless the cloud was given
@@ -630,10 +646,29 @@ func (k *Kubelet) markPodsRunning(ctx context.Context, ready map[string]*corev1.
 		if node == nil || shared.DeletionTimestamp != nil || (shared.Status.Phase != "" && shared.Status.Phase != corev1.PodPending) {
 			continue
 		}
+		patch := newPodRunningPatch(shared, node, now)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: shared.Namespace, Name: shared.Name}}
-		if err := k.kube.Status().Patch(ctx, pod, newPodRunningPatch(shared, node, now)); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))
+		if k.opts.PodWorkers <= 1 {
+			if err := k.kube.Status().Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("marking pod %s/%s running: %w", pod.Namespace, pod.Name, err))
+			}
+			continue
 		}
+		if _, busy := k.starting.LoadOrStore(shared.UID, true); busy {
+			continue
+		}
+		go func(uid types.UID) {
+			defer k.starting.Delete(uid)
+			select {
+			case k.startSlots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-k.startSlots }()
+			if err := k.kube.Status().Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil && ctx.Err() == nil {
+				log.FromContext(ctx).Error(err, "simulated kubelet could not start a pod", "pod", client.ObjectKeyFromObject(pod))
+			}
+		}(shared.UID)
 	}
 	return errors.Join(errs...)
 }
