@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -387,5 +388,48 @@ func TestKubeletRun(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after cancellation")
+	}
+}
+
+// TestKubeletStartsPodsInTheBackground: with PodWorkers, Step hands the pods bound to a Ready
+// node over to background writes and returns; they turn Running soon after, each once.
+func TestKubeletStartsPodsInTheBackground(t *testing.T) {
+	f := newKubeletFixture(t, "workers", Options{}, KubeletOptions{MarkPodsRunning: true, PodWorkers: 4})
+	if _, err := f.cloud.Create(f.ctx, f.claim("workers")); err != nil {
+		t.Fatal(err)
+	}
+	f.step()
+	hostname := f.cloud.Instances()[0].Hostname
+	if node := f.node(hostname); node == nil || nodeReady(node) != corev1.ConditionTrue {
+		t.Fatalf("node %s not registered Ready", hostname)
+	}
+	for i := range 20 {
+		f.create(&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "bg-" + strconv.Itoa(i), Namespace: "default"},
+			Spec:       corev1.PodSpec{NodeName: hostname, Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+		})
+	}
+	// The cache behind the client may show the pods a moment late: step until it has, and
+	// until every write has landed.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f.step()
+		var pods corev1.PodList
+		if err := f.kube.List(f.ctx, &pods, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, pod := range pods.Items {
+			if pod.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if running == 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 20 pods Running 30 s after they were bound", running)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
