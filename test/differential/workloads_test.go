@@ -104,7 +104,7 @@ var workloads = []workload{
 		scaleTo: map[string]int{"small": 20, "medium": 20, "large": 20},
 	},
 	{
-		name: "affinity-burst", nodePool: fleetRequirements,
+		name: "affinity-burst", short: true, nodePool: fleetRequirements,
 		deployments: []deployment{
 			{name: "web", replicas: 12, cpu: "1", memory: "2Gi", constraints: onePerHost},
 			{name: "cache", replicas: 40, cpu: "500m", memory: "1Gi", constraints: nextToWeb},
