@@ -41,7 +41,8 @@ Karpenter's Helm chart uses.`,
 			}
 			// Feature gates first: a gate whose feature is not built stops the controller before
 			// it does anything.
-			if err := applyFeatureGates(&opts, featureGates, awsFeatureGates); err != nil {
+			unknownGates, err := applyFeatureGates(&opts, featureGates, awsFeatureGates)
+			if err != nil {
 				return usageError{err}
 			}
 			if err := applyKarpenterAliases(&opts, metricsPort, healthProbePort, disableLeaderElection); err != nil {
@@ -59,6 +60,9 @@ Karpenter's Helm chart uses.`,
 				return usageError{err}
 			}
 			ctrl.SetLogger(logger)
+			for _, unknown := range unknownGates {
+				logger.Info("ignoring a feature gate this controller does not know, as Karpenter does", "setting", unknown.setting, "gate", unknown.name)
+			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
@@ -89,7 +93,7 @@ Karpenter's Helm chart uses.`,
 	fs.int(&opts.KubeClientBurst, "kube-client-burst", "KUBE_CLIENT_BURST", opts.KubeClientBurst, "burst of requests to the API server")
 	fs.string(&kubeconfig, "kubeconfig", "KUBECONFIG", "", "kubeconfig of the cluster; empty means the in-cluster config or ~/.kube/config")
 	fs.string(&featureGates, "feature-gates", "FEATURE_GATES", "", "Karpenter's feature gates, Name=true,Other=false; unset gates take Karpenter's defaults ("+
-		featuregate.Karpenter.Defaults().String()+"); an unknown gate, or one turned on whose feature is not built, stops the controller")
+		featuregate.Karpenter.Defaults().String()+"); a gate turned on whose feature is not built stops the controller, an unknown one is logged and ignored")
 	fs.string(&awsFeatureGates, "aws-feature-gates", "AWS_FEATURE_GATES", "", "the AWS provider's feature gates, as Karpenter's ("+featuregate.AWS.Defaults().String()+")")
 	fs.string(&logLevel, "log-level", "LOG_LEVEL", "info", "log level: debug, info or error")
 	fs.string(&logOutputPaths, "log-output-paths", "LOG_OUTPUT_PATHS", "stdout", "comma-separated destinations of the logs: stdout, stderr or file paths")
@@ -239,16 +243,28 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
+// unknownGate is a gate name a setting set that its table does not know.
+type unknownGate struct{ setting, name string }
+
 // applyFeatureGates reads Karpenter's and the AWS provider's feature gates (package
-// featuregate) into opts: the gates that switch a feature here set it; an unknown gate, a
-// malformed item or a gate turned on whose feature is not built is an error naming it.
-func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) error {
+// featuregate) into opts: the gates that switch a feature here set it; a malformed item or a
+// gate turned on whose feature is not built is an error naming it. Names neither table knows
+// are accepted, as Karpenter accepts them, and returned for the caller to log.
+func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) ([]unknownGate, error) {
 	gates, err := featuregate.Karpenter.Parse(karpenterGates)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := featuregate.AWS.Parse(awsGates); err != nil {
-		return err
+	aws, err := featuregate.AWS.Parse(awsGates)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []unknownGate
+	for _, name := range gates.Unknown() {
+		unknown = append(unknown, unknownGate{featuregate.Karpenter.Setting, name})
+	}
+	for _, name := range aws.Unknown() {
+		unknown = append(unknown, unknownGate{featuregate.AWS.Setting, name})
 	}
 	opts.SpotToSpotConsolidation = gates.Enabled(featuregate.SpotToSpotConsolidation)
 	opts.RepackConsolidation = gates.Enabled(featuregate.RepackConsolidation)
@@ -256,7 +272,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.NodeRepair = gates.Enabled(featuregate.NodeRepair)
 	opts.NodeOverlay = gates.Enabled(featuregate.NodeOverlay)
 	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
-	return nil
+	return unknown, nil
 }
 
 // newLogger returns the controller's JSON logger at level, writing its lines to the

@@ -204,9 +204,9 @@ func TestSimulateCommand(t *testing.T) {
 	}
 }
 
-// TestControllerRefusesFeatureGates: a gate whose feature is not built, turned on, and an
-// unknown gate stop the controller before it does anything (it would otherwise fail on the
-// missing kubeconfig), with exit code 2 and a message naming the gate.
+// TestControllerRefusesFeatureGates: a gate whose feature is not built, turned on, stops the
+// controller before it does anything (it would otherwise fail on the missing kubeconfig), with
+// exit code 2 and a message naming the gate; an unknown gate does not.
 func TestControllerRefusesFeatureGates(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "karpenter")
@@ -221,7 +221,7 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 		{env: []string{"FEATURE_GATES=TerminateFirstDrift=true"}, want: []string{"FEATURE_GATES", "TerminateFirstDrift=true", "not built yet"}},
 		{args: []string{"--feature-gates", "SpotToSpotConsolidation=true,TerminateFirstDrift=true"}, want: []string{"--feature-gates", "TerminateFirstDrift=true", "not built yet"}},
 		{env: []string{"FEATURE_GATES=TerminateFirstRepair=true"}, want: []string{"TerminateFirstRepair=true", "not built yet"}},
-		{env: []string{"FEATURE_GATES=Drift=true"}, want: []string{`unknown feature gate "Drift"`, "NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer"}},
+		{env: []string{"AWS_FEATURE_GATES=RebootForRepair=true"}, want: []string{"AWS_FEATURE_GATES", "RebootForRepair=true", "not built yet"}},
 		{env: []string{"AWS_FEATURE_GATES=NodeClassCEL=true"}, want: []string{"AWS_FEATURE_GATES", "NodeClassCEL=true", "not built yet"}},
 	} {
 		cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", missing}, tc.args...)...)
@@ -241,13 +241,18 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 		}
 	}
 	// Karpenter's defaults start: ReservedCapacity is on by default, and the chart's rendering of
-	// the defaults passes the gates and fails only later, on the missing kubeconfig.
+	// the defaults (AWS provider v1.15.2's) passes the gates and fails only later, on the
+	// missing kubeconfig. A gate name neither table knows is logged and ignored, as Karpenter
+	// (ParseFeatureGates) ignores it.
 	cmd := exec.Command(bin, "controller", "--kubeconfig", missing,
-		"--feature-gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false",
-		"--aws-feature-gates", "NodeClassCEL=false")
+		"--feature-gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,Drift=true",
+		"--aws-feature-gates", "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false")
 	out, err := cmd.CombinedOutput()
 	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 || !strings.Contains(string(out), "loading kubeconfig") {
 		t.Errorf("the default gates: want exit code 1 on the missing kubeconfig, got %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "ignoring a feature gate") || !strings.Contains(string(out), `"gate":"Drift"`) {
+		t.Errorf("the unknown gate Drift was not logged as ignored:\n%s", out)
 	}
 }
 
@@ -264,7 +269,7 @@ func TestApplyFeatureGates(t *testing.T) {
 	} {
 		opts := operator.DefaultOptions()
 		opts.SpotToSpotConsolidation, opts.StaticCapacity = !tc.spotToSpot, !tc.staticPools
-		if err := applyFeatureGates(&opts, tc.gates, ""); err != nil {
+		if _, err := applyFeatureGates(&opts, tc.gates, ""); err != nil {
 			t.Errorf("%q: %v", tc.gates, err)
 			continue
 		}
@@ -275,7 +280,7 @@ func TestApplyFeatureGates(t *testing.T) {
 	for gates, want := range map[string]bool{"": false, "NodeRepair=true": true, "NodeRepair=false": false} {
 		opts := operator.DefaultOptions()
 		opts.NodeRepair = !want
-		if err := applyFeatureGates(&opts, gates, ""); err != nil || opts.NodeRepair != want {
+		if _, err := applyFeatureGates(&opts, gates, ""); err != nil || opts.NodeRepair != want {
 			t.Errorf("%q: NodeRepair=%t (%v), want %t", gates, opts.NodeRepair, err, want)
 		}
 	}

@@ -4,8 +4,10 @@
 // featureGates all read gates through it, so they accept and refuse the same things.
 //
 // A gate either switches working behaviour here, or its feature is not built here yet and
-// turning it on is refused with a message naming it. No gate is accepted and ignored, and an
-// unknown gate name is refused with the list of known ones.
+// turning it on is refused with a message naming it. No known gate is accepted and ignored. A
+// name the table does not know is accepted and set nothing, as Karpenter accepts it (its own
+// chart renders gates of newer releases); Gates.Unknown lists such names, for the caller to
+// warn about.
 package featuregate
 
 import (
@@ -64,8 +66,13 @@ const (
 // Karpenter would disrupt it.
 const RepackConsolidation = "RepackConsolidation"
 
-// NodeClassCEL is the one gate of Karpenter's AWS provider (AWS_FEATURE_GATES).
-const NodeClassCEL = "NodeClassCEL"
+// The gates of Karpenter's AWS provider (AWS_FEATURE_GATES), as in v1.15.2.
+const (
+	NodeClassCEL    = "NodeClassCEL"
+	DRANVIDIAGPU    = "DRANVIDIAGPU"
+	DRAEFA          = "DRAEFA"
+	RebootForRepair = "RebootForRepair"
+)
 
 // Table is a set of gates read from one "Name=true,Other=false" setting.
 type Table struct {
@@ -110,14 +117,25 @@ var AWS = Table{
 	Gates: []Gate{
 		{Name: NodeClassCEL, Stage: "Alpha", Support: NotBuilt,
 			Here: "CEL expressions in an EC2NodeClass's spec.kubelet are not built yet"},
+		{Name: DRANVIDIAGPU, Stage: "Alpha", Support: NotBuilt,
+			Here: "NVIDIA GPUs offered through Dynamic Resource Allocation are not built yet"},
+		{Name: DRAEFA, Stage: "Alpha", Support: NotBuilt,
+			Here: "EFA devices offered through Dynamic Resource Allocation are not built yet"},
+		{Name: RebootForRepair, Stage: "Alpha", Support: NotBuilt,
+			Here: "repairing a node by rebooting its instance is not built yet (node repair here replaces the node)"},
 	},
 }
 
 // Gates are the value of every gate of a table: the ones set, and the defaults of the others.
 type Gates struct {
-	table  *Table
-	values map[string]bool
+	table   *Table
+	values  map[string]bool
+	unknown []string
 }
+
+// Unknown are the names set that the table does not know, in name order: accepted, and
+// setting nothing.
+func (g Gates) Unknown() []string { return g.unknown }
 
 // Names are the table's gate names, in order.
 func (t *Table) Names() []string {
@@ -148,9 +166,9 @@ func (t *Table) Defaults() Gates {
 }
 
 // Parse reads "Name=true,Other=false" (spaces around items are ignored; an empty string sets
-// nothing) into the table's gates, the unset ones at their defaults. A malformed item, an
-// unknown gate (the message lists the known ones) or a gate turned on whose feature is not
-// built here is an error naming it and the setting.
+// nothing) into the table's gates, the unset ones at their defaults. A malformed item or a gate
+// turned on whose feature is not built here is an error naming it and the setting; an unknown
+// name is accepted (see Gates.Unknown).
 func (t *Table) Parse(s string) (Gates, error) {
 	set := map[string]bool{}
 	var errs []error
@@ -181,6 +199,10 @@ func (t *Table) FromMap(set map[string]bool) (Gates, error) {
 	gates := t.Defaults()
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if _, known := t.Lookup(name); !known {
+			gates.unknown = append(gates.unknown, name)
+			continue
+		}
 		if err := t.Check(name, set[name]); err != nil {
 			errs = append(errs, err)
 			continue
@@ -194,7 +216,8 @@ func (t *Table) FromMap(set map[string]bool) (Gates, error) {
 }
 
 // Check says whether the gate may be set to enabled here: an unknown name is an error listing
-// the known ones, and turning on a gate whose feature is not built is an error saying so.
+// the known ones (for callers that refuse names they do not know, such as the simulator's
+// workload file), and turning on a gate whose feature is not built is an error saying so.
 func (t *Table) Check(name string, enabled bool) error {
 	gate, ok := t.Lookup(name)
 	if !ok {

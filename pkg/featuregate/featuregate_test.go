@@ -1,6 +1,7 @@
 package featuregate
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,8 +18,9 @@ func TestDefaults(t *testing.T) {
 	if got := gates.String(); got != want {
 		t.Errorf("defaults %s, want %s", got, want)
 	}
-	if got := AWS.Defaults().String(); got != "NodeClassCEL=false" {
-		t.Errorf("AWS defaults %s, want NodeClassCEL=false", got)
+	// The AWS provider v1.15.2's --aws-feature-gates default.
+	if want := "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false"; AWS.Defaults().String() != want {
+		t.Errorf("AWS defaults %s, want %s", AWS.Defaults(), want)
 	}
 }
 
@@ -41,12 +43,14 @@ func TestParse(t *testing.T) {
 		{in: "PodDeletionCostManagement=true", err: []string{"--feature-gates (FEATURE_GATES)", "PodDeletionCostManagement=true", "not built yet", "set it to false"}},
 		{in: "TerminateFirstDrift=true", err: []string{"TerminateFirstDrift=true", "not built yet"}},
 		{in: "TerminateFirstRepair=true", err: []string{"TerminateFirstRepair=true", "not built yet"}},
-		{in: "SpotToSpot=true", err: []string{`unknown feature gate "SpotToSpot"`, "the known gates are NodeRepair, ReservedCapacity, SpotToSpotConsolidation, NodeOverlay, StaticCapacity, CapacityBuffer,"}},
-		{in: "spotToSpotConsolidation=true", err: []string{`unknown feature gate "spotToSpotConsolidation"`}},
+		// Names the table does not know set nothing, as in Karpenter (ParseFeatureGates reads
+		// only the names it knows): see TestUnknownGates.
+		{in: "SpotToSpot=true", enabled: []string{ReservedCapacity}},
+		{in: "spotToSpotConsolidation=true,NodeRepair=true", enabled: []string{NodeRepair, ReservedCapacity}},
 		{in: "SpotToSpotConsolidation", err: []string{`"SpotToSpotConsolidation": want Name=true or Name=false`}},
 		{in: "SpotToSpotConsolidation=yes", err: []string{`"SpotToSpotConsolidation=yes"`}},
 		// Every bad item is reported, not only the first.
-		{in: "TerminateFirstDrift=true,Bogus=false", err: []string{"TerminateFirstDrift=true", `"Bogus"`}},
+		{in: "TerminateFirstDrift=true,Bogus", err: []string{"TerminateFirstDrift=true", `"Bogus"`}},
 	} {
 		gates, err := Karpenter.Parse(tc.in)
 		if len(tc.err) > 0 {
@@ -85,8 +89,35 @@ func TestAWSGates(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--aws-feature-gates (AWS_FEATURE_GATES)") || !strings.Contains(err.Error(), "NodeClassCEL=true") {
 		t.Errorf("NodeClassCEL=true: error %v, want one naming the setting and the gate", err)
 	}
-	if _, err := AWS.Parse("SpotToSpotConsolidation=true"); err == nil || !strings.Contains(err.Error(), "the known gates are NodeClassCEL") {
-		t.Errorf("a Karpenter gate in AWS_FEATURE_GATES: error %v, want it unknown there", err)
+	// What the AWS provider v1.15.2's chart renders by default (settings.awsFeatureGates).
+	gates, err := AWS.Parse("NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false")
+	if err != nil || len(gates.Unknown()) > 0 {
+		t.Errorf("v1.15.2's default AWS_FEATURE_GATES: %v, unknown %v", err, gates.Unknown())
+	}
+	for _, name := range []string{DRANVIDIAGPU, DRAEFA, RebootForRepair} {
+		if _, err := AWS.Parse(name + "=true"); err == nil || !strings.Contains(err.Error(), "not built yet") {
+			t.Errorf("%s=true: error %v, want it refused as not built", name, err)
+		}
+	}
+	gates, err = AWS.Parse("SpotToSpotConsolidation=true")
+	if err != nil || !slices.Equal(gates.Unknown(), []string{"SpotToSpotConsolidation"}) {
+		t.Errorf("a Karpenter gate in AWS_FEATURE_GATES: %v, unknown %v; want it accepted as unknown there", err, gates.Unknown())
+	}
+}
+
+// TestUnknownGates: a name the table does not know is accepted, sets nothing and is listed by
+// Unknown (in name order) for the caller to warn about; Check still refuses it for callers
+// that must.
+func TestUnknownGates(t *testing.T) {
+	gates, err := Karpenter.Parse("Zeta=true,SpotToSpotConsolidation=true,Alpha=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gates.Unknown(), []string{"Alpha", "Zeta"}) || !gates.Enabled(SpotToSpotConsolidation) {
+		t.Errorf("unknown %v, gates %s", gates.Unknown(), gates)
+	}
+	if err := Karpenter.Check("Zeta", true); err == nil || !strings.Contains(err.Error(), `unknown feature gate "Zeta"`) {
+		t.Errorf("Check of an unknown name: %v", err)
 	}
 }
 
@@ -100,13 +131,13 @@ func TestFromMap(t *testing.T) {
 	if !gates.Enabled(StaticCapacity) || gates.Enabled(ReservedCapacity) || gates.Enabled(SpotToSpotConsolidation) {
 		t.Errorf("gates %s, want StaticCapacity on and the rest off", gates)
 	}
-	_, err = Karpenter.FromMap(map[string]bool{TerminateFirstDrift: true, "Aaa": true})
+	_, err = Karpenter.FromMap(map[string]bool{TerminateFirstDrift: true, TerminateFirstRepair: true, "Aaa": true})
 	if err == nil {
-		t.Fatal("TerminateFirstDrift=true and an unknown gate accepted")
+		t.Fatal("TerminateFirstDrift=true and TerminateFirstRepair=true accepted")
 	}
 	msg := err.Error()
-	if i, j := strings.Index(msg, `"Aaa"`), strings.Index(msg, "TerminateFirstDrift=true"); i < 0 || j < 0 || i > j {
-		t.Errorf("error %q: want the unknown gate Aaa, then TerminateFirstDrift", msg)
+	if i, j := strings.Index(msg, "TerminateFirstDrift=true"), strings.Index(msg, "TerminateFirstRepair=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") {
+		t.Errorf("error %q: want TerminateFirstDrift, then TerminateFirstRepair, and not the unknown Aaa", msg)
 	}
 }
 

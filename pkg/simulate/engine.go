@@ -208,6 +208,13 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if err != nil {
 		return nil, err
 	}
+	// A workload file is this project's own: a name it misspells is refused, where the
+	// controller, reading Karpenter's settings, logs and ignores it as Karpenter does.
+	for _, name := range gates.Unknown() {
+		if err := featuregate.Karpenter.Check(name, w.FeatureGates[name]); err != nil {
+			return nil, err
+		}
+	}
 	set := controllers.New(controllers.Deps{Kube: e.kube, Cluster: cluster, Cloud: e.cloud, Instances: recordingLauncher{InstanceLifecycle: e.cloud, rec: e.rec}, Unavailable: unavailable, Clock: e.clock},
 		controllers.Options{
 			Disruption:     disruption.Options{SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation), Repack: gates.Enabled(featuregate.RepackConsolidation)},
