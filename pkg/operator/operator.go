@@ -126,7 +126,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 					return err
 				}
 			}
-			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency, Store: store,
+			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency, Store: store, Unavailable: unavailable,
 				Faults: opts.Sim.faultPlan()}); err != nil {
 				return nil, err
 			}

@@ -189,8 +189,9 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		startup = w.Cloud.StartupTaintDelay.Duration
 	}
 	var err error
+	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.cloud, err = sim.New(sim.Options{Clock: e.clock, NodeClasses: e.kube, Seed: seed, Zones: w.Cloud.Zones, LaunchLatency: launch,
-		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}})
+		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}, Unavailable: unavailable})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
@@ -200,7 +201,6 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones()})
 	cluster := state.NewCluster(e.kube, e.clock)
 	e.cluster = cluster
-	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.rec = newRecorder(w, seed, e.clock.Now)
 	e.kube.OnChange(e.rec.hist.observe)

@@ -104,6 +104,8 @@ type Cloud struct {
 	// none is.
 	nextEvent   time.Time
 	unavailable availability
+	// shared is Options.Unavailable: offerings marked there are not launched either.
+	shared *cloudprovider.UnavailableOfferings
 	// availabilityVersion changes whenever unavailable does.
 	availabilityVersion uint64
 	limits              []CapacityLimit
@@ -170,6 +172,7 @@ func New(opts Options) (*Cloud, error) {
 		live:          map[string]*instance{},
 		byClaim:       map[string]*instance{},
 		unavailable:   availability{},
+		shared:        opts.Unavailable,
 		limits:        slices.Clone(opts.Capacity),
 		used:          map[cloudprovider.OfferingID]int{},
 		addresses:     map[string]int{},
@@ -265,7 +268,7 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	var tried []cloudprovider.OfferingID
 	for _, cand := range cands {
 		id := cand.ID()
-		if c.unavailable.has(id) || !c.hasCapacityLocked(id) {
+		if c.unavailable.has(id) || c.shared != nil && c.shared.IsUnavailable(id) || !c.hasCapacityLocked(id) {
 			tried = append(tried, id)
 			continue
 		}

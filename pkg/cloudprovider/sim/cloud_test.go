@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
@@ -918,4 +919,31 @@ func TestFullCatalog(t *testing.T) {
 func wrongZone(claim *karpv1.NodeClaim) string {
 	zone, id, _ := ParseProviderID(claim.Status.ProviderID)
 	return ProviderID(allZones[(slices.Index(allZones, zone)+1)%len(allZones)], id)
+}
+
+// TestCreateSkipsOfferingsTheSharedCacheMarks: an offering the shared cache marks unavailable
+// (the interruption controller marks a reclaimed spot offering for three minutes) is not
+// launched, though the cloud itself has capacity for it; once the mark lapses it is again.
+func TestCreateSkipsOfferingsTheSharedCacheMarks(t *testing.T) {
+	types := []string{"c5.large", "m5.large"}
+	claim := func(name string) *karpv1.NodeClaim {
+		return testClaim(name, builders.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, types...))
+	}
+	clk := clocktesting.NewFakeClock(epoch)
+	shared := cloudprovider.NewUnavailableOfferings(clk, 3*time.Minute)
+	c, err := New(Options{Clock: clk, NodeClasses: fakeReader(testNodeClass("default")), Catalog: smallCatalog(t), Unavailable: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := cheapest(t, types, allZones, karpv1.CapacityTypeSpot)
+	shared.MarkUnavailable(first)
+	it, zone, ct := offeringOf(mustCreate(t, c, claim("a")))
+	if (cloudprovider.OfferingID{InstanceType: it, Zone: zone, CapacityType: ct}) == first {
+		t.Errorf("launched %s, which the shared cache marks unavailable", first)
+	}
+	clk.Step(4 * time.Minute)
+	it, zone, ct = offeringOf(mustCreate(t, c, claim("b")))
+	if (cloudprovider.OfferingID{InstanceType: it, Zone: zone, CapacityType: ct}) != first {
+		t.Errorf("after the mark lapsed launched %s/%s/%s, want the cheapest %s", it, zone, ct, first)
+	}
 }

@@ -63,6 +63,11 @@ type Options struct {
 	// Store, when set, keeps the live instances outside the process (see Store); nil keeps
 	// them in memory only.
 	Store Store
+	// Unavailable, when set, is the offering cache the scheduler reads and the interruption
+	// controller marks (a spot offering is unavailable for three minutes after an interruption):
+	// Create skips the offerings it marks, as a cloud provider's launch does, rather than
+	// launching the reclaimed offering again.
+	Unavailable *cloudprovider.UnavailableOfferings
 }
 
 // CapacityLimit bounds an offering's capacity pool: at most Count instances of InstanceType in
