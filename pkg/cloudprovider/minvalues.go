@@ -25,6 +25,23 @@ func UnmetMinValues(reqs scheduling.Requirements, its []*InstanceType) []string 
 	return short
 }
 
+// RelaxMinValues lowers each minValues of the requirements that the instance types do not meet
+// to the number of distinct values they have, as Karpenter's BestEffort minValues policy does,
+// and reports whether it lowered any.
+func RelaxMinValues(reqs scheduling.Requirements, its []*InstanceType) (scheduling.Requirements, bool) {
+	relaxed := false
+	for _, r := range reqs.All() {
+		if r.MinValues == nil {
+			continue
+		}
+		if n := distinctValues(r.Key, its, *r.MinValues); n < *r.MinValues {
+			reqs = reqs.WithMinValues(r.Key, n)
+			relaxed = true
+		}
+	}
+	return reqs, relaxed
+}
+
 // MinValuesPrefix is how many of the instance types, in order, it takes for UnmetMinValues to
 // be empty: the shortest list a NodeClaim may be cut to and keep its minValues (all of them
 // when they never meet it, 0 when reqs set no minValues).

@@ -234,10 +234,10 @@ func Register(r prometheus.Registerer) error {
 }
 
 // NodeClaimCreated records a NodeClaim created in the NodePool, for the reason
-// (ReasonProvisioned, ReasonStatic or DisruptionReason(r) of the disruption it replaces for).
-func NodeClaimCreated(reason, nodePool string) {
-	// This project does not relax minValues (no minValuesPolicy: BestEffort), so never true.
-	NodeClaimsCreatedTotal.WithLabelValues(reason, nodePool, "false").Inc()
+// (ReasonProvisioned, ReasonStatic or DisruptionReason(r) of the disruption it replaces for),
+// with whether its minValues were relaxed (MIN_VALUES_POLICY=BestEffort).
+func NodeClaimCreated(reason, nodePool string, minValuesRelaxed bool) {
+	NodeClaimsCreatedTotal.WithLabelValues(reason, nodePool, strconv.FormatBool(minValuesRelaxed)).Inc()
 }
 
 // NodeClaimTerminated records a NodeClaim of the NodePool, capacity type and zone whose

@@ -27,7 +27,7 @@ func TestRegisteredOnControllerRuntimeRegistry(t *testing.T) {
 	if err := metrics.Register(crmetrics.Registry); err != nil {
 		t.Fatalf("registering again: %v", err)
 	}
-	metrics.NodeClaimCreated(metrics.ReasonProvisioned, "registered-test")
+	metrics.NodeClaimCreated(metrics.ReasonProvisioned, "registered-test", false)
 	if len(metricstest.Gathered(t, crmetrics.Registry, "karpenter_nodeclaims_created_total", nil)) == 0 {
 		t.Error("karpenter_nodeclaims_created_total is not served by controller-runtime's Registry")
 	}
@@ -55,7 +55,7 @@ func TestMetricNamesFollowPrometheusConventions(t *testing.T) {
 	stop := metrics.ServeGauges(fixedGauges(3))
 	defer stop()
 	// Give every vector a series, so the linter sees them.
-	metrics.NodeClaimCreated(metrics.ReasonProvisioned, "lint")
+	metrics.NodeClaimCreated(metrics.ReasonProvisioned, "lint", false)
 	metrics.NodeClaimTerminated("lint", karpv1.CapacityTypeSpot, "zone-a", time.Minute, time.Second)
 	metrics.NodeClaimDisrupted(metrics.DisruptionReason(karpv1.DisruptionReasonEmpty), "lint", karpv1.CapacityTypeSpot, "when_empty", metrics.TerminationModeGraceful)
 	metrics.NodeRegistered("lint", "zone-a")

@@ -178,7 +178,7 @@ func (c *StaticController) create(ctx context.Context, np *karpv1.NodePool, acti
 		if err := c.kubeClient.Create(ctx, claim); err != nil {
 			return fmt.Errorf("creating nodeclaim: %w", err)
 		}
-		metrics.NodeClaimCreated(metrics.ReasonStatic, np.Name)
+		metrics.NodeClaimCreated(metrics.ReasonStatic, np.Name, false)
 		logger.Info("created nodeclaim for static nodepool", "nodeclaim", claim.Name, "zone", zone, "replicas", DesiredReplicas(np))
 	}
 	return nil

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,11 +38,16 @@ func NewLauncher(kube client.Client, cluster *state.Cluster) *Launcher {
 func (l *Launcher) Launch(ctx context.Context, np *karpv1.NodePool, claim *scheduler.Claim, reason string) (*karpv1.NodeClaim, error) {
 	nc := nodepool.NewNodeClaim(np, claim.NodeSelectorRequirements(), claim.Requests)
 	nodeoverlay.Annotate(nc, claim.InstanceTypes)
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	// As Karpenter's scheduler, on every NodeClaim it makes.
+	nc.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey] = strconv.FormatBool(claim.MinValuesRelaxed)
 	if err := l.kube.Create(ctx, nc); err != nil {
 		return nil, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
 	}
 	l.cluster.RecordCreated(nc)
-	metrics.NodeClaimCreated(reason, np.Name)
+	metrics.NodeClaimCreated(reason, np.Name, claim.MinValuesRelaxed)
 	log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name, "reason", reason,
 		"pods", len(claim.Pods), "instance-types", instanceTypeNames(claim.InstanceTypes, 5), "price", claim.Price)
 	return nc, nil

@@ -378,3 +378,32 @@ func TestDaemonSetHostPortsOnNewNodes(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestMinValuesRelaxedIsAnnotated: every NodeClaim the provisioner makes says whether its
+// minValues were relaxed (karpenter.sh/nodeclaim-min-values-relaxed, as Karpenter's scheduler
+// sets it); under BestEffort a NodePool asking for 3 instance families, for a pod that selects
+// one, launches with minValues 1 and "true".
+func TestMinValuesRelaxedIsAnnotated(t *testing.T) {
+	three := 3
+	families := builders.Requirement("karpenter.k8s.aws/instance-family", corev1.NodeSelectorOpIn, "m6a", "c6a", "r6a")
+	families.MinValues = &three
+	f := newFixture(t, nodePool("relax", families))
+	relaxing := provisioning.NewProvisioner(env.Client, f.cluster, f.cloud, nil, f.recorder, f.clock, provisioning.Options{MinValuesBestEffort: true})
+	pending(t, builders.Pod(builders.PodOptions{Name: "relaxed", CPU: "500m", NodeSelector: map[string]string{"karpenter.k8s.aws/instance-family": "m6a"}}))
+	decision, err := relaxing.Provision(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(decision.Created) != 1 {
+		t.Fatalf("%d claims created, want 1 (errors %v)", len(decision.Created), decision.Results.PodErrors)
+	}
+	claim := listClaims(t)[0]
+	if got := claim.Annotations[karpv1.NodeClaimMinValuesRelaxedAnnotationKey]; got != "true" {
+		t.Errorf("annotation %s=%q, want true", karpv1.NodeClaimMinValuesRelaxedAnnotationKey, got)
+	}
+	for _, r := range claim.Spec.Requirements {
+		if r.Key == "karpenter.k8s.aws/instance-family" && (r.MinValues == nil || *r.MinValues != 1) {
+			t.Errorf("instance-family requirement %+v, want minValues 1", r)
+		}
+	}
+}

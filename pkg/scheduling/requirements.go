@@ -135,6 +135,18 @@ func (rs Requirements) With(r Requirement) Requirements {
 	return Requirements{reqs: out}
 }
 
+// WithMinValues returns rs with the minValues of the requirement on key set to n (lowered or
+// raised, unlike With, which keeps the larger); rs itself when it has no requirement on key.
+func (rs Requirements) WithMinValues(key string, n int) Requirements {
+	i, found := rs.index(key)
+	if !found {
+		return rs
+	}
+	out := slices.Clone(rs.reqs)
+	out[i].MinValues = &n
+	return Requirements{reqs: out}
+}
+
 // Intersect returns the requirements of both.
 func (rs Requirements) Intersect(o Requirements) Requirements {
 	if len(o.reqs) == 0 {

@@ -745,6 +745,9 @@ func (s *solver) finish(c *claimState) *Claim {
 	// As Karpenter: the daemonsets' requests the claim is sure to carry, whichever of its
 	// types launches.
 	claim.Requests = scheduling.Merge(minRequests(daemons), requestsOf(c))
+	if s.opts.MinValuesBestEffort {
+		claim.Requirements, claim.MinValuesRelaxed = cloudprovider.RelaxMinValues(claim.Requirements, claim.InstanceTypes)
+	}
 	return claim
 }
 

@@ -217,8 +217,19 @@ func TestMinValues(t *testing.T) {
 	if len(tooBig.PodErrors) != 1 || !strings.Contains(tooBig.PodErrors[0].Err.Error(), "minValues") {
 		t.Fatalf("want a minValues error, got %+v", tooBig.PodErrors)
 	}
+	// BestEffort (MIN_VALUES_POLICY) launches it, with minValues lowered to the 2 types that
+	// fit and the claim marked relaxed, as Karpenter's scheduler does; a claim whose types meet
+	// minValues is not marked.
 	relaxed := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "7"})}, NodePools: []*NodePool{pool}, Options: Options{MinValuesBestEffort: true}})
 	mustPlaceAll(t, relaxed)
+	c := relaxed.NewClaims[0]
+	if got, _ := c.Requirements.Get(corev1.LabelInstanceTypeStable); !c.MinValuesRelaxed || got.MinValues == nil || *got.MinValues != 2 {
+		t.Errorf("relaxed claim: MinValuesRelaxed %t, minValues %v; want true and 2", c.MinValuesRelaxed, ptrValue(got.MinValues))
+	}
+	met := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1"})}, NodePools: []*NodePool{pool}, Options: Options{MinValuesBestEffort: true}})
+	if c := met.NewClaims[0]; c.MinValuesRelaxed {
+		t.Error("a claim whose types meet minValues marked relaxed")
+	}
 }
 
 func TestLimitsHitMidBatchSpillToLowerWeight(t *testing.T) {
@@ -522,4 +533,11 @@ func TestLimitsOnMemoryAndNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func ptrValue(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

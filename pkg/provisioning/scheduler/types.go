@@ -210,6 +210,9 @@ type Claim struct {
 	Price float64
 	// Hostname is a placeholder name, unique in the run, that pods' hostname topology used.
 	Hostname string
+	// MinValuesRelaxed: with Options.MinValuesBestEffort, the minValues its instance types do
+	// not meet were lowered in Requirements to what they do meet.
+	MinValuesRelaxed bool
 }
 
 // MaxInstanceTypes is how many instance types a NodeClaim names at most, the cheapest first, as

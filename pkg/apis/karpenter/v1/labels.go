@@ -33,6 +33,10 @@ const (
 	// NodeClaimTerminationTimestampAnnotationKey records when a draining node must be forcibly
 	// terminated (deletion time plus terminationGracePeriod).
 	NodeClaimTerminationTimestampAnnotationKey = Group + "/nodeclaim-termination-timestamp"
+	// NodeClaimMinValuesRelaxedAnnotationKey says ("true" or "false") whether the scheduler
+	// lowered the minValues of a NodeClaim's requirements to what its instance types meet
+	// (minValuesPolicy BestEffort, MIN_VALUES_POLICY).
+	NodeClaimMinValuesRelaxedAnnotationKey = Group + "/nodeclaim-min-values-relaxed"
 )
 
 // Finalizers and taints.
