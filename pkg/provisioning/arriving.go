@@ -26,11 +26,12 @@ const ArrivalWindow = 10 * time.Second
 // ReplicaSet with a pod pending in the snapshot that created a pod within ArrivalWindow and
 // reports no ReplicaFailure, as many copies of that pending pod as its spec.replicas exceeds
 // its pods that are bound, nominated or pending in the snapshot (the others are not yet
-// created, or not yet tried by the kube-scheduler). The pass plans them with the real pods, so a burst that arrives over several
-// batches is sized as one: the first batch's nodes have room for the rest, and the later pods
-// go there rather than each batch's remainder taking a small node of its own. The copies are
-// never nominated or reported: the pass extracts them from its results (isArriving), and a
-// claim launched for them is launched empty of pods, as a capacity buffer's.
+// created, or not yet tried by the kube-scheduler). The pass plans them with the real pods, so
+// a burst that arrives over several batches is sized as one: the first batch's nodes have
+// room for the rest, and the later pods go there rather than each batch's remainder taking a
+// small node of its own. The copies are never nominated or reported: the pass extracts them
+// from its results (isArriving), and a claim launched for them alone is launched without
+// pods, as a capacity buffer's.
 func (p *Provisioner) arrivingReplicas(ctx context.Context, snap *state.Snapshot) ([]*corev1.Pod, func(*corev1.Pod) bool) {
 	sample := map[types.UID]*corev1.Pod{} // a pending pod of each ReplicaSet, by its UID
 	for _, pod := range snap.Pending {
