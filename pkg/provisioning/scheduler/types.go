@@ -135,24 +135,9 @@ type Results struct {
 // none), so the capacity the extracted pods asked for is still launched.
 func (r *Results) Extract(match func(*corev1.Pod) bool) Results {
 	var out Results
-	placements := r.ExistingPlacements[:0:0]
-	for _, pl := range r.ExistingPlacements {
-		if match(pl.Pod) {
-			out.ExistingPlacements = append(out.ExistingPlacements, pl)
-			continue
-		}
-		placements = append(placements, pl)
-	}
-	r.ExistingPlacements = placements
+	r.ExistingPlacements, out.ExistingPlacements = partition(r.ExistingPlacements, func(pl Placement) bool { return match(pl.Pod) })
 	for i, c := range r.NewClaims {
-		var kept, taken []*corev1.Pod
-		for _, pod := range c.Pods {
-			if match(pod) {
-				taken = append(taken, pod)
-				continue
-			}
-			kept = append(kept, pod)
-		}
+		kept, taken := partition(c.Pods, match)
 		if len(taken) == 0 {
 			continue
 		}
@@ -161,16 +146,20 @@ func (r *Results) Extract(match func(*corev1.Pod) bool) Results {
 		r.NewClaims[i] = &remaining
 		out.NewClaims = append(out.NewClaims, &extracted)
 	}
-	errs := r.PodErrors[:0:0]
-	for _, pe := range r.PodErrors {
-		if match(pe.Pod) {
-			out.PodErrors = append(out.PodErrors, pe)
-			continue
-		}
-		errs = append(errs, pe)
-	}
-	r.PodErrors = errs
+	r.PodErrors, out.PodErrors = partition(r.PodErrors, func(pe PodError) bool { return match(pe.Pod) })
 	return out
+}
+
+// partition splits items into those taken does not select and those it does, each in order.
+func partition[T any](items []T, taken func(T) bool) (kept, took []T) {
+	for _, item := range items {
+		if taken(item) {
+			took = append(took, item)
+		} else {
+			kept = append(kept, item)
+		}
+	}
+	return kept, took
 }
 
 // Placement binds a pod to an existing node or in-flight claim.
