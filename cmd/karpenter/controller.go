@@ -88,6 +88,8 @@ Karpenter's Helm chart uses.`,
 	fs.bool(&opts.LeaderElection, "leader-elect", "LEADER_ELECT", opts.LeaderElection, "elect a leader so that only one replica acts")
 	fs.bool(&disableLeaderElection, "disable-leader-election", "DISABLE_LEADER_ELECTION", false, "run without leader election, as Karpenter names it (the same as --leader-elect=false)")
 	fs.string(&opts.LeaderElectionNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", opts.LeaderElectionNamespace, "namespace of the leader election Lease")
+	fs.string(&opts.LeaderElectionName, "leader-election-name", "LEADER_ELECTION_NAME", opts.LeaderElectionName, "name of the leader election Lease")
+	fs.int64(&opts.MemoryLimit, "memory-limit", "MEMORY_LIMIT", opts.MemoryLimit, "the container's memory limit in bytes (Karpenter's chart sets it); when positive the Go runtime's soft memory limit is 90% of it")
 	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")
 	fs.float32(&opts.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", opts.KubeClientQPS, "requests per second to the API server")
 	fs.int(&opts.KubeClientBurst, "kube-client-burst", "KUBE_CLIENT_BURST", opts.KubeClientBurst, "burst of requests to the API server")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -36,7 +37,8 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/termination"
 )
 
-// LeaderElectionID names the Lease replicas compete for.
+// LeaderElectionID is the default name of the Lease replicas compete for
+// (Options.LeaderElectionName).
 const LeaderElectionID = "karpenter-leader-election"
 
 // Operator is a manager with Karpenter's controllers registered.
@@ -77,6 +79,11 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if opts.MemoryLimit > 0 {
+		// As Karpenter: a soft limit at 90% of the container's, so garbage collection speeds
+		// up before the kernel's limit is reached.
+		debug.SetMemoryLimit(int64(float64(opts.MemoryLimit) * 0.9))
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = opts.KubeClientQPS, opts.KubeClientBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -84,7 +91,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionID:              opts.LeaderElectionName,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		// controller-runtime 0.23's priority queue can deadlock on shutdown (a ready item sent to

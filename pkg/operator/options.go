@@ -39,6 +39,13 @@ type Options struct {
 	// Lease (defaults to the namespace the process runs in).
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaderElectionName names the Lease (LEADER_ELECTION_NAME, as Karpenter names it; default
+	// LeaderElectionID).
+	LeaderElectionName string
+	// MemoryLimit, when positive, is the container's memory limit in bytes (MEMORY_LIMIT, which
+	// Karpenter's chart sets from it): the Go runtime's soft memory limit is set to 90% of it,
+	// as Karpenter does, so the collector works harder before the container is killed.
+	MemoryLimit int64
 	// RegistrationTTL is how long a NodeClaim may take to register before it is replaced.
 	RegistrationTTL time.Duration
 	// SpotToSpotConsolidation lets consolidation replace a spot node with a cheaper spot node
@@ -165,6 +172,8 @@ func DefaultOptions() Options {
 		MetricsBindAddress:      ":8080",
 		HealthProbeBindAddress:  ":8081",
 		LeaderElection:          true,
+		LeaderElectionName:      LeaderElectionID,
+		MemoryLimit:             -1,
 		RegistrationTTL:         15 * time.Minute,
 		KubeClientQPS:           200,
 		KubeClientBurst:         300,
@@ -205,6 +214,9 @@ func (o Options) Validate() error {
 	}
 	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-client-qps (KUBE_CLIENT_QPS) %v and --kube-client-burst (KUBE_CLIENT_BURST) %d: must be positive", o.KubeClientQPS, o.KubeClientBurst))
+	}
+	if o.LeaderElectionName == "" {
+		errs = append(errs, fmt.Errorf("--leader-election-name (LEADER_ELECTION_NAME): must not be empty (Karpenter's default is %q)", LeaderElectionID))
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))

@@ -57,3 +57,16 @@ func TestSimFaultsReachTheCloud(t *testing.T) {
 		t.Errorf("List at a throttle rate of 1 = %v, want RequestLimitExceeded", err)
 	}
 }
+
+// TestLeaderElectionName: the Lease's name defaults to Karpenter's and may be changed
+// (LEADER_ELECTION_NAME), but not emptied.
+func TestLeaderElectionName(t *testing.T) {
+	opts := operator.DefaultOptions()
+	if opts.LeaderElectionName != "karpenter-leader-election" {
+		t.Errorf("default Lease name %q, want Karpenter's karpenter-leader-election", opts.LeaderElectionName)
+	}
+	opts.LeaderElectionName = ""
+	if err := opts.Validate(); err == nil || !strings.Contains(err.Error(), "--leader-election-name (LEADER_ELECTION_NAME)") {
+		t.Errorf("an empty Lease name: %v", err)
+	}
+}
