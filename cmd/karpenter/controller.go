@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -27,6 +28,7 @@ func newControllerCommand() *cobra.Command {
 	// Karpenter's own names for three settings, so its values and environments work as they are.
 	var metricsPort, healthProbePort int
 	var disableLeaderElection bool
+	var unbuilt unbuiltSettings
 	var fs *envFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -43,6 +45,9 @@ Karpenter's Helm chart uses.`,
 			// it does anything.
 			unknownGates, err := applyFeatureGates(&opts, featureGates, awsFeatureGates)
 			if err != nil {
+				return usageError{err}
+			}
+			if err := refuseUnbuiltSettings(unbuilt); err != nil {
 				return usageError{err}
 			}
 			if err := applyKarpenterAliases(&opts, metricsPort, healthProbePort, disableLeaderElection); err != nil {
@@ -88,6 +93,9 @@ Karpenter's Helm chart uses.`,
 	fs.bool(&opts.LeaderElection, "leader-elect", "LEADER_ELECT", opts.LeaderElection, "elect a leader so that only one replica acts")
 	fs.bool(&disableLeaderElection, "disable-leader-election", "DISABLE_LEADER_ELECTION", false, "run without leader election, as Karpenter names it (the same as --leader-elect=false)")
 	fs.string(&opts.LeaderElectionNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", opts.LeaderElectionNamespace, "namespace of the leader election Lease")
+	fs.string(&unbuilt.schedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "Karpenter v1.15's kube-scheduler configuration for its simulation (podTopologySpread.defaultConstraints): not built here, so only empty is accepted")
+	fs.bool(&unbuilt.ignoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "pods with resource claims (Dynamic Resource Allocation) are not provisioned for, as by Karpenter's default; false (DRA scheduling) is not built here")
+	fs.bool(&unbuilt.enableZonalShift, "enable-zonal-shift", "ENABLE_ZONAL_SHIFT", false, "honour ARC zonal shifts (aws): not built here, so only false is accepted")
 	fs.string(&opts.LeaderElectionName, "leader-election-name", "LEADER_ELECTION_NAME", opts.LeaderElectionName, "name of the leader election Lease")
 	fs.int64(&opts.MemoryLimit, "memory-limit", "MEMORY_LIMIT", opts.MemoryLimit, "the container's memory limit in bytes (Karpenter's chart sets it); when positive the Go runtime's soft memory limit is 90% of it")
 	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")
@@ -243,6 +251,29 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
 	return ctrl.GetConfig()
+}
+
+// unbuiltSettings are Karpenter v1.15's settings whose feature is not built here: read, so
+// that a value other than Karpenter's default stops the controller with a message rather than
+// being ignored.
+type unbuiltSettings struct {
+	schedulerConfig                     string
+	ignoreDRARequests, enableZonalShift bool
+}
+
+// refuseUnbuiltSettings names each unbuilt setting set away from Karpenter's default.
+func refuseUnbuiltSettings(u unbuiltSettings) error {
+	var errs []error
+	if u.schedulerConfig != "" {
+		errs = append(errs, errors.New("--scheduler-config (SCHEDULER_CONFIG): default topology spread constraints for Karpenter's scheduling simulation are not built here; unset it"))
+	}
+	if !u.ignoreDRARequests {
+		errs = append(errs, errors.New("--ignore-dra-requests=false (IGNORE_DRA_REQUESTS): provisioning for pods with resource claims (Dynamic Resource Allocation) is not built here; leave it true, Karpenter's default"))
+	}
+	if u.enableZonalShift {
+		errs = append(errs, errors.New("--enable-zonal-shift (ENABLE_ZONAL_SHIFT): honouring ARC zonal shifts is not built here; leave it false, Karpenter's default"))
+	}
+	return errors.Join(errs...)
 }
 
 // unknownGate is a gate name a setting set that its table does not know.

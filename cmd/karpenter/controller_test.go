@@ -222,6 +222,10 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 		{args: []string{"--feature-gates", "SpotToSpotConsolidation=true,TerminateFirstDrift=true"}, want: []string{"--feature-gates", "TerminateFirstDrift=true", "not built yet"}},
 		{env: []string{"FEATURE_GATES=TerminateFirstRepair=true"}, want: []string{"TerminateFirstRepair=true", "not built yet"}},
 		{env: []string{"AWS_FEATURE_GATES=RebootForRepair=true"}, want: []string{"AWS_FEATURE_GATES", "RebootForRepair=true", "not built yet"}},
+		// Karpenter v1.15's settings whose feature is not built here, set away from its default.
+		{env: []string{"SCHEDULER_CONFIG=podTopologySpread: {}"}, want: []string{"SCHEDULER_CONFIG", "not built here"}},
+		{env: []string{"IGNORE_DRA_REQUESTS=false"}, want: []string{"IGNORE_DRA_REQUESTS", "not built here"}},
+		{args: []string{"--enable-zonal-shift"}, want: []string{"ENABLE_ZONAL_SHIFT", "not built here"}},
 		{env: []string{"AWS_FEATURE_GATES=NodeClassCEL=true"}, want: []string{"AWS_FEATURE_GATES", "NodeClassCEL=true", "not built yet"}},
 	} {
 		cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", missing}, tc.args...)...)
@@ -244,7 +248,7 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 	// the defaults (AWS provider v1.15.2's) passes the gates and fails only later, on the
 	// missing kubeconfig. A gate name neither table knows is logged and ignored, as Karpenter
 	// (ParseFeatureGates) ignores it.
-	cmd := exec.Command(bin, "controller", "--kubeconfig", missing,
+	cmd := exec.Command(bin, "controller", "--kubeconfig", missing, "--ignore-dra-requests=true", "--enable-zonal-shift=false",
 		"--feature-gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,Drift=true",
 		"--aws-feature-gates", "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false")
 	out, err := cmd.CombinedOutput()
