@@ -96,6 +96,7 @@ Karpenter's Helm chart uses.`,
 	fs.string(&unbuilt.schedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "Karpenter v1.15's kube-scheduler configuration for its simulation (podTopologySpread.defaultConstraints): not built here, so only empty is accepted")
 	fs.bool(&unbuilt.ignoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "pods with resource claims (Dynamic Resource Allocation) are not provisioned for, as by Karpenter's default; false (DRA scheduling) is not built here")
 	fs.bool(&unbuilt.enableZonalShift, "enable-zonal-shift", "ENABLE_ZONAL_SHIFT", false, "honour ARC zonal shifts (aws): not built here, so only false is accepted")
+	fs.bool(&opts.EnableProfiling, "enable-profiling", "ENABLE_PROFILING", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
 	fs.string(&opts.LeaderElectionName, "leader-election-name", "LEADER_ELECTION_NAME", opts.LeaderElectionName, "name of the leader election Lease")
 	fs.int64(&opts.MemoryLimit, "memory-limit", "MEMORY_LIMIT", opts.MemoryLimit, "the container's memory limit in bytes (Karpenter's chart sets it); when positive the Go runtime's soft memory limit is 90% of it")
 	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -69,6 +71,25 @@ const (
 	simKubeletPodWorkers = 16
 )
 
+// profilingHandlers are Go's pprof profiles by path, as Karpenter serves them on its metrics
+// address with ENABLE_PROFILING; none when off.
+func profilingHandlers(enabled bool) map[string]http.Handler {
+	if !enabled {
+		return nil
+	}
+	handlers := map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
+	for _, name := range []string{"allocs", "heap", "block", "goroutine", "threadcreate"} {
+		handlers["/debug/pprof/"+name] = pprof.Handler(name)
+	}
+	return handlers
+}
+
 // registrar is what every controller offers the operator.
 type registrar interface {
 	Register(manager.Manager) error
@@ -88,7 +109,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	cfg.QPS, cfg.Burst = opts.KubeClientQPS, opts.KubeClientBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        apis.NewScheme(),
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress, ExtraHandlers: profilingHandlers(opts.EnableProfiling)},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              opts.LeaderElectionName,

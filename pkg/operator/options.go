@@ -42,6 +42,9 @@ type Options struct {
 	// LeaderElectionName names the Lease (LEADER_ELECTION_NAME, as Karpenter names it; default
 	// LeaderElectionID).
 	LeaderElectionName string
+	// EnableProfiling serves Go's pprof profiles under /debug/pprof/ on the metrics address
+	// (ENABLE_PROFILING, as Karpenter names it).
+	EnableProfiling bool
 	// MemoryLimit, when positive, is the container's memory limit in bytes (MEMORY_LIMIT, which
 	// Karpenter's chart sets from it): the Go runtime's soft memory limit is set to 90% of it,
 	// as Karpenter does, so the collector works harder before the container is killed.
