@@ -134,8 +134,11 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		return nil, err
 	}
 	metrics.SetIgnoredPods(len(unschedulable))
-	if again := p.plannedBefore(snap.Pending); again > 0 {
-		log.FromContext(ctx).V(1).Info("planning pods again", "pods", again, "pending", len(snap.Pending))
+	// The count takes the cluster state's lock once per pending pod: only for a debug log.
+	if debug := log.FromContext(ctx).V(1); debug.Enabled() {
+		if again := p.plannedBefore(snap.Pending); again > 0 {
+			debug.Info("planning pods again", "pods", again, "pending", len(snap.Pending))
+		}
 	}
 	arriving, isArriving := p.arrivingReplicas(ctx, snap)
 	input.Pods = append(input.Pods, arriving...)
