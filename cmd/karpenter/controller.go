@@ -27,7 +27,9 @@ func newControllerCommand() *cobra.Command {
 	var logLevel, logOutputPaths, logErrorOutputPaths, kubeconfig, featureGates, awsFeatureGates string
 	// Karpenter's own names for three settings, so its values and environments work as they are.
 	var metricsPort, healthProbePort int
-	var disableLeaderElection bool
+	var disableLeaderElection, disableControllerWarmup bool
+	// KARPENTER_SERVICE is read, as Karpenter reads it, and used by neither.
+	var karpenterService string
 	var unbuilt unbuiltSettings
 	var fs *envFlags
 	cmd := &cobra.Command{
@@ -50,6 +52,7 @@ Karpenter's Helm chart uses.`,
 			if err := refuseUnbuiltSettings(unbuilt); err != nil {
 				return usageError{err}
 			}
+			opts.ControllerWarmup = !disableControllerWarmup
 			if err := applyKarpenterAliases(&opts, metricsPort, healthProbePort, disableLeaderElection); err != nil {
 				return usageError{err}
 			}
@@ -67,6 +70,9 @@ Karpenter's Helm chart uses.`,
 			ctrl.SetLogger(logger)
 			for _, unknown := range unknownGates {
 				logger.Info("ignoring a feature gate this controller does not know, as Karpenter does", "setting", unknown.setting, "gate", unknown.name)
+			}
+			if opts.NodeRepair && !opts.LegacyNodeRepair {
+				logger.Info("NodeRepair runs the standalone node repair controller, as LEGACY_NODE_REPAIR=true does in Karpenter v1.15: repair as a disruption method is not built here")
 			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
@@ -99,6 +105,10 @@ Karpenter's Helm chart uses.`,
 	fs.bool(&opts.EnableProfiling, "enable-profiling", "ENABLE_PROFILING", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
 	fs.string(&opts.LeaderElectionName, "leader-election-name", "LEADER_ELECTION_NAME", opts.LeaderElectionName, "name of the leader election Lease")
 	fs.int64(&opts.MemoryLimit, "memory-limit", "MEMORY_LIMIT", opts.MemoryLimit, "the container's memory limit in bytes (Karpenter's chart sets it); when positive the Go runtime's soft memory limit is 90% of it")
+	fs.int64(&opts.CPURequests, "cpu-requests", "CPU_REQUESTS", opts.CPURequests, "the container's CPU request in millicores (Karpenter's chart sets it); controllers that work on many objects at once scale their concurrency with it, as Karpenter's do")
+	fs.bool(&disableControllerWarmup, "disable-controller-warmup", "DISABLE_CONTROLLER_WARMUP", !opts.ControllerWarmup, "do not start the controllers' watches before this replica is elected leader (with false, a new leader's caches are already full)")
+	fs.bool(&opts.LegacyNodeRepair, "legacy-node-repair", "LEGACY_NODE_REPAIR", opts.LegacyNodeRepair, "with the NodeRepair gate, Karpenter's standalone node repair controller rather than repair as a disruption method; the standalone one is the one built here, so it runs either way")
+	fs.string(&karpenterService, "karpenter-service", "KARPENTER_SERVICE", "", "the Service of Karpenter's former webhook; Karpenter v1.15 reads it and uses it nowhere, nor does this controller")
 	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")
 	fs.float32(&opts.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", opts.KubeClientQPS, "requests per second to the API server")
 	fs.int(&opts.KubeClientBurst, "kube-client-burst", "KUBE_CLIENT_BURST", opts.KubeClientBurst, "burst of requests to the API server")
@@ -116,6 +126,11 @@ Karpenter's Helm chart uses.`,
 	fs.bool(&opts.AWS.IsolatedVPC, "isolated-vpc", "ISOLATED_VPC", false, "do not call the Pricing API; use the shipped on-demand prices (aws)")
 	fs.int(&opts.AWS.ReservedENIs, "reserved-enis", "RESERVED_ENIS", 0, "network interfaces kept from pods when computing max pods (aws)")
 	fs.float64(&opts.AWS.VMMemoryOverheadPercent, "vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT", opts.AWS.VMMemoryOverheadPercent, "share of instance memory lost to virtualization (aws)")
+	fs.bool(&opts.AWS.EKSControlPlane, "eks-control-plane", "EKS_CONTROL_PLANE", false, "read the cluster's Kubernetes version from EKS DescribeCluster rather than the API server (aws)")
+	fs.duration(&opts.AWS.Refresh.AMIs, "ami-refresh-interval", "AMI_REFRESH_INTERVAL", opts.AWS.Refresh.AMIs, "how often an EC2NodeClass's images are read from EC2 again, at least 1m (aws)")
+	fs.duration(&opts.AWS.Refresh.Subnets, "subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", opts.AWS.Refresh.Subnets, "how often an EC2NodeClass's subnets are read from EC2 again, at least 1m (aws)")
+	fs.duration(&opts.AWS.Refresh.SecurityGroups, "security-group-refresh-interval", "SECURITY_GROUP_REFRESH_INTERVAL", opts.AWS.Refresh.SecurityGroups, "how often an EC2NodeClass's security groups are read from EC2 again, at least 1m (aws)")
+	fs.bool(&opts.AWS.DisableDryRun, "disable-dry-run", "DISABLE_DRY_RUN", false, "Karpenter's switch for the dry-run EC2 calls of its EC2NodeClass validation; this provider validates without them, so either value makes none (aws)")
 	fs.int64(&opts.Sim.Seed, "sim-seed", "SIM_SEED", opts.Sim.Seed, "seed of the simulated cloud")
 	fs.duration(&opts.Sim.LaunchLatency, "sim-launch-latency", "SIM_LAUNCH_LATENCY", opts.Sim.LaunchLatency, "simulated time from launch to node registration")
 	fs.duration(&opts.Sim.ReadyDelay, "sim-ready-delay", "SIM_READY_DELAY", opts.Sim.ReadyDelay, "simulated time from registration to node Ready")

@@ -46,8 +46,12 @@ func TestControllerBinary(t *testing.T) {
 	cmd := exec.Command(bin, "controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0",
 		"--sim-launch-latency", "100ms", "--sim-ready-delay", "100ms",
 		"--batch-idle-duration", "200ms", "--batch-max-duration", "1s")
-	// Karpenter's names for these settings work as they are.
-	cmd.Env = append(os.Environ(), "DISABLE_LEADER_ELECTION=true", fmt.Sprintf("HEALTH_PROBE_PORT=%d", health))
+	// Karpenter's names for these settings work as they are, and the settings of Karpenter
+	// v1.15's chart are accepted (the AWS ones validated with the simulated cloud too).
+	cmd.Env = append(os.Environ(), "DISABLE_LEADER_ELECTION=true", fmt.Sprintf("HEALTH_PROBE_PORT=%d", health),
+		"CPU_REQUESTS=2000", "DISABLE_CONTROLLER_WARMUP=false", "KARPENTER_SERVICE=karpenter", "LEGACY_NODE_REPAIR=true",
+		"DISABLE_DRY_RUN=true", "EKS_CONTROL_PLANE=false", "AMI_REFRESH_INTERVAL=5m", "SUBNET_REFRESH_INTERVAL=2m",
+		"SECURITY_GROUP_REFRESH_INTERVAL=1m")
 	logs, err := os.Create(filepath.Join(dir, "controller.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +167,21 @@ func TestControllerRejectsBadSettings(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitCodeUsage || !strings.Contains(string(out), "SIM_API_THROTTLE_RATE") {
 		t.Errorf("SIM_API_THROTTLE_RATE=often: want exit code %d naming SIM_API_THROTTLE_RATE, got %v\n%s", exitCodeUsage, err, out)
+	}
+
+	// Karpenter v1.15's bounds: a CPU request of at least a millicore, refresh intervals of at
+	// least a minute (AWS options.go Validate).
+	cmd = exec.Command(bin, "controller", "--cloud-provider", "aws", "--cluster-name", "c")
+	cmd.Env = append(os.Environ(), "CPU_REQUESTS=0", "AMI_REFRESH_INTERVAL=30s", "SECURITY_GROUP_REFRESH_INTERVAL=0s")
+	out, err = cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitCodeUsage {
+		t.Errorf("CPU_REQUESTS=0 and short refresh intervals: want exit code %d, got %v\n%s", exitCodeUsage, err, out)
+	}
+	for _, want := range []string{"--cpu-requests (CPU_REQUESTS) 0", "--ami-refresh-interval (AMI_REFRESH_INTERVAL) 30s",
+		"--security-group-refresh-interval (SECURITY_GROUP_REFRESH_INTERVAL) 0s"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not name %q:\n%s", want, out)
+		}
 	}
 
 	cmd = exec.Command(bin, "controller")

@@ -67,6 +67,9 @@ type Options struct {
 	Disruption disruption.Options
 	// RegistrationTTL is how long a launched NodeClaim may take to register (0: the default).
 	RegistrationTTL time.Duration
+	// TerminationReconciles bounds the NodeClaims drained at once under a manager (0: the
+	// termination package's default).
+	TerminationReconciles int
 	// RegistrationHealth keeps the NodePools' NodeRegistrationHealthy condition, hearing of
 	// registrations and failed launches from the lifecycle controller.
 	RegistrationHealth bool
@@ -157,7 +160,7 @@ func New(deps Deps, opts Options) *Set {
 		instances = deps.Instances
 	}
 	s.Lifecycle = nodeclaim.NewLifecycleController(deps.Kube, instances, deps.Unavailable, deps.Clock, deps.Recorder, lifecycleOpts)
-	s.Termination = termination.NewController(deps.Kube, s.Lifecycle, deps.Clock, deps.Recorder, termination.Options{})
+	s.Termination = termination.NewController(deps.Kube, s.Lifecycle, deps.Clock, deps.Recorder, termination.Options{MaxConcurrentReconciles: opts.TerminationReconciles})
 	s.Disruption = disruption.NewController(deps.Kube, deps.Cluster, cloud(metrics.ControllerDisruption), deps.Unavailable, deps.Clock, deps.Recorder, opts.Disruption)
 	s.GarbageCollector = nodeclaim.NewGarbageCollector(deps.Kube, cloud("nodeclaim.garbagecollection"), deps.Clock, deps.Recorder, nodeclaim.GarbageCollectorOptions{})
 	s.Consistency = nodeclaim.NewConsistencyController(deps.Kube, deps.Clock, deps.Recorder)

@@ -52,6 +52,8 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		IsolatedVPC:             opts.AWS.IsolatedVPC,
 		ReservedENIs:            opts.AWS.ReservedENIs,
 		VMMemoryOverheadPercent: opts.AWS.VMMemoryOverheadPercent,
+		EKSControlPlane:         opts.AWS.EKSControlPlane,
+		Refresh:                 opts.AWS.Refresh,
 		KubernetesVersion:       kubernetesVersion(disco, clk),
 		KubeDNSIP:               kubeDNSIP(mgr.GetAPIReader()),
 		Recorder:                recorder,

@@ -119,7 +119,10 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		// a worker that already left, under the queue's lock: kubernetes-sigs/controller-runtime
 		// issue 3538, fixed after 0.23.3), holding a stopping replica for the full 30s grace
 		// period; the classic rate-limited queue has no such race.
-		Controller: config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation, UsePriorityQueue: ptr.To(false)},
+		// Warm-up starts the watches before the election is won; controller-runtime ignores it
+		// without leader election, and Karpenter sets it only with (operator.go, v1.15.0).
+		Controller: config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation, UsePriorityQueue: ptr.To(false),
+			EnableWarmup: ptr.To(opts.LeaderElection && opts.ControllerWarmup)},
 		// The one ConfigMap read (the simulated cloud's state) is read directly: caching would
 		// watch every ConfigMap in the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.ConfigMap{}}}},
@@ -214,12 +217,15 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 			PollInterval:            opts.DisruptionPollInterval,
 			ValidationDelay:         opts.ConsolidationValidationDelay,
 		},
-		RegistrationTTL:    opts.RegistrationTTL,
-		RegistrationHealth: true,
-		NodeRepair:         opts.NodeRepair,
-		NodeOverlay:        opts.NodeOverlay,
-		CapacityBuffer:     opts.CapacityBuffer,
-		CloudMetrics:       true,
+		RegistrationTTL: opts.RegistrationTTL,
+		// Karpenter's node termination controller: 100 at one core, 5000 at sixty
+		// (node/termination/controller.go's minReconciles and maxReconciles).
+		TerminationReconciles: opts.ScaledReconciles(100, 5000),
+		RegistrationHealth:    true,
+		NodeRepair:            opts.NodeRepair,
+		NodeOverlay:           opts.NodeOverlay,
+		CapacityBuffer:        opts.CapacityBuffer,
+		CloudMetrics:          true,
 	})
 	op.Provisioner = set.Provisioner
 	if set.Overlays != nil {

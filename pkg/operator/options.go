@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
 
+	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 )
@@ -49,6 +50,20 @@ type Options struct {
 	// Karpenter's chart sets from it): the Go runtime's soft memory limit is set to 90% of it,
 	// as Karpenter does, so the collector works harder before the container is killed.
 	MemoryLimit int64
+	// CPURequests is the controller container's CPU request in millicores (CPU_REQUESTS, which
+	// Karpenter's chart sets from it; default 1000). As in Karpenter, controllers that work on
+	// many objects at once scale their concurrent reconciles with it (ScaledReconciles).
+	CPURequests int64
+	// ControllerWarmup starts the controllers' watches before this replica wins the leader
+	// election, so that a new leader's caches are already full (Karpenter's
+	// DISABLE_CONTROLLER_WARMUP=false; off by default, as there). It has no effect without
+	// leader election.
+	ControllerWarmup bool
+	// LegacyNodeRepair asks for Karpenter's standalone node repair controller rather than
+	// repair as a disruption method (LEGACY_NODE_REPAIR). The standalone controller is the one
+	// built here (package repair), so NodeRepair runs it either way; the operator logs that when
+	// this is false.
+	LegacyNodeRepair bool
 	// RegistrationTTL is how long a NodeClaim may take to register before it is replaced.
 	RegistrationTTL time.Duration
 	// SpotToSpotConsolidation lets consolidation replace a spot node with a cheaper spot node
@@ -151,6 +166,17 @@ type AWSOptions struct {
 	ReservedENIs int
 	// VMMemoryOverheadPercent is memory lost to virtualization (VM_MEMORY_OVERHEAD_PERCENT).
 	VMMemoryOverheadPercent float64
+	// EKSControlPlane reads the cluster's Kubernetes version from EKS DescribeCluster rather
+	// than from the API server (EKS_CONTROL_PLANE).
+	EKSControlPlane bool
+	// Refresh is how often an EC2NodeClass's images, subnets and security groups are read from
+	// EC2 again (AMI_REFRESH_INTERVAL, SUBNET_REFRESH_INTERVAL, SECURITY_GROUP_REFRESH_INTERVAL;
+	// default and minimum one minute, as in Karpenter).
+	Refresh awsprovider.RefreshIntervals
+	// DisableDryRun is Karpenter's switch for the dry-run EC2 calls its EC2NodeClass
+	// validation makes (DISABLE_DRY_RUN). This provider validates without dry-run calls, so
+	// either value leaves it making none.
+	DisableDryRun bool
 	// Config, when set, is used instead of the SDK's default configuration chain (tests point
 	// it at an in-process far end).
 	Config *aws.Config
@@ -177,11 +203,12 @@ func DefaultOptions() Options {
 		LeaderElection:          true,
 		LeaderElectionName:      LeaderElectionID,
 		MemoryLimit:             -1,
+		CPURequests:             1000,
 		RegistrationTTL:         15 * time.Minute,
 		KubeClientQPS:           200,
 		KubeClientBurst:         300,
 		Sim:                     SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, StartupTaintDelay: sim.DefaultStartupTaintDelay, MarkPodsRunning: true},
-		AWS:                     AWSOptions{VMMemoryOverheadPercent: 0.075},
+		AWS:                     AWSOptions{VMMemoryOverheadPercent: 0.075, Refresh: awsprovider.DefaultRefreshIntervals},
 	}
 }
 
@@ -199,6 +226,9 @@ func (o Options) Validate() error {
 		}
 		if v := o.AWS.VMMemoryOverheadPercent; v < 0 || v >= 1 {
 			errs = append(errs, fmt.Errorf("--vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) %v: must be a fraction in [0, 1), such as 0.075", v))
+		}
+		if err := o.AWS.Refresh.Validate(); err != nil {
+			errs = append(errs, err)
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--cloud-provider %q: must be %q or %q", o.CloudProvider, CloudProviderSim, CloudProviderAWS))
@@ -220,6 +250,9 @@ func (o Options) Validate() error {
 	}
 	if o.LeaderElectionName == "" {
 		errs = append(errs, fmt.Errorf("--leader-election-name (LEADER_ELECTION_NAME): must not be empty (Karpenter's default is %q)", LeaderElectionID))
+	}
+	if o.CPURequests <= 0 {
+		errs = append(errs, fmt.Errorf("--cpu-requests (CPU_REQUESTS) %d: must be a positive number of millicores, such as 1000", o.CPURequests))
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
@@ -256,6 +289,15 @@ func (o Options) Validate() error {
 		errs = append(errs, errors.New("--sim-launch-latency, --sim-ready-delay and --sim-startup-taint-delay must not be negative"))
 	}
 	return errors.Join(errs...)
+}
+
+// ScaledReconciles is how many reconciles a controller runs at once for CPURequests, scaled
+// as Karpenter scales it (utils/controller.LinearScaleReconciles in v1.15.0): minimum at one
+// core, maximum at sixty, linear between.
+func (o Options) ScaledReconciles(minimum, maximum int) int {
+	cores := int(math.Ceil(float64(o.CPURequests) / 1000))
+	n := minimum + int(float64(maximum-minimum)/59*float64(cores-1))
+	return min(max(n, minimum), maximum)
 }
 
 // faultPlan is the simulated cloud's fault plan the options ask for.

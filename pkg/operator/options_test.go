@@ -70,3 +70,19 @@ func TestLeaderElectionName(t *testing.T) {
 		t.Errorf("an empty Lease name: %v", err)
 	}
 }
+
+// TestScaledReconciles: concurrency grows with CPU_REQUESTS as Karpenter v1.15.0 scales it
+// (pkg/utils/controller/controller.go LinearScaleReconciles with CPUCount): the minimum at up to
+// one core, the maximum from sixty, linear between on whole cores.
+func TestScaledReconciles(t *testing.T) {
+	for _, tc := range []struct {
+		millicores int64
+		want       int
+	}{{100, 100}, {1000, 100}, {1001, 183}, {2000, 183}, {30000, 2508}, {60000, 5000}, {96000, 5000}} {
+		opts := operator.DefaultOptions()
+		opts.CPURequests = tc.millicores
+		if got := opts.ScaledReconciles(100, 5000); got != tc.want {
+			t.Errorf("CPURequests %d: %d reconciles, want %d", tc.millicores, got, tc.want)
+		}
+	}
+}

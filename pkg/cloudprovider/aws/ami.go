@@ -223,7 +223,7 @@ func betterImage(a, b image) bool {
 // aliasImages resolves an alias through its SSM parameters; parameters the family does not
 // publish for this release are skipped (as Karpenter does), but at least one must resolve.
 func (p *Provider) aliasImages(ctx context.Context, alias string, now time.Time) ([]image, error) {
-	version, err := p.opts.KubernetesVersion()
+	version, err := p.kubernetesVersion(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster's Kubernetes version: %w", err)
 	}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -22,12 +24,61 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 )
 
-// How often a NodeClass is resolved again: images, subnets and groups change in AWS without
-// the NodeClass changing.
+// How often a NodeClass's instance profile is read again from IAM, and how soon a NodeClass
+// that is not Ready is resolved again. Its images, subnets and security groups are read again
+// as Options.Refresh says.
 const (
-	nodeClassResync        = 5 * time.Minute
+	instanceProfileRefresh = 5 * time.Minute
 	nodeClassNotReadyRetry = 30 * time.Second
 )
+
+// refreshTimes remembers when each part of each NodeClass's status (named by its condition)
+// was last read successfully, at which generation: a part is read again when its interval has
+// passed or the spec changed.
+type refreshTimes struct {
+	mu   sync.Mutex
+	last map[refreshKey]time.Time
+}
+
+type refreshKey struct {
+	uid        types.UID
+	generation int64
+	part       string
+}
+
+// within says whether nc's part was read at its current generation less than every ago.
+func (r *refreshTimes) within(nc *awsv1.EC2NodeClass, part string, every time.Duration, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.last[refreshKey{nc.UID, nc.Generation, part}]
+	return ok && now.Sub(at) < every
+}
+
+// mark records that nc's part was read at now, forgetting its older generations.
+func (r *refreshTimes) mark(nc *awsv1.EC2NodeClass, part string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[refreshKey]time.Time{}
+	}
+	for k := range r.last {
+		if k.uid == nc.UID && k.part == part {
+			delete(r.last, k)
+		}
+	}
+	r.last[refreshKey{nc.UID, nc.Generation, part}] = now
+}
+
+// forget drops what is remembered of a deleted NodeClass.
+func (r *refreshTimes) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.last {
+		if k.uid == uid {
+			delete(r.last, k)
+		}
+	}
+}
 
 // NodeClassController resolves each EC2NodeClass's subnets, security groups, images and
 // instance profile into its status with one condition each (SubnetsReady,
@@ -80,7 +131,8 @@ func (r *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 	if !ready {
 		return reconcile.Result{RequeueAfter: nodeClassNotReadyRetry}, nil
 	}
-	return reconcile.Result{RequeueAfter: nodeClassResync}, nil
+	p := r.provider.opts.Refresh
+	return reconcile.Result{RequeueAfter: min(p.AMIs, p.Subnets, p.SecurityGroups, instanceProfileRefresh)}, nil
 }
 
 // finalize holds the NodeClass until no NodeClaim uses it, then deletes the instance profile
@@ -105,6 +157,7 @@ func (r *NodeClassController) finalize(ctx context.Context, nc *awsv1.EC2NodeCla
 	if err := r.provider.launchTemplates.deleteForNodeClass(ctx, nc.Name); err != nil {
 		return reconcile.Result{}, err
 	}
+	r.provider.refreshed.forget(nc.UID)
 	patch := client.MergeFrom(nc.DeepCopy())
 	controllerutil.RemoveFinalizer(nc, awsv1.TerminationFinalizer)
 	return reconcile.Result{}, client.IgnoreNotFound(kube.Patch(ctx, nc, patch))
@@ -122,26 +175,49 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		}
 		meta.SetStatusCondition(&nc.Status.Conditions, c)
 	}
-	subnets, err := p.resolveSubnets(ctx, nc)
-	if err == nil {
-		nc.Status.Subnets = subnets
+	due := func(part string, every time.Duration) bool {
+		c := meta.FindStatusCondition(nc.Status.Conditions, part)
+		return c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != nc.Generation ||
+			!p.refreshed.within(nc, part, every, now.Time)
 	}
-	set(awsv1.ConditionTypeSubnetsReady, err, "SubnetsNotFound")
-	groups, err := p.resolveSecurityGroups(ctx, nc)
-	if err == nil {
-		nc.Status.SecurityGroups = groups
+	resolve := func(part string, every time.Duration, reasonFalse string, read func() error) {
+		if !due(part, every) {
+			return
+		}
+		err := read()
+		set(part, err, reasonFalse)
+		if err == nil {
+			p.refreshed.mark(nc, part, now.Time)
+		}
 	}
-	set(awsv1.ConditionTypeSecurityGroupsReady, err, "SecurityGroupsNotFound")
-	amis, err := p.resolveAMIs(ctx, nc)
-	if err == nil {
-		nc.Status.AMIs = amis
-	}
-	set(awsv1.ConditionTypeAMIsReady, err, "AMINotFound")
-	profile, err := p.resolveInstanceProfile(ctx, nc)
-	if err == nil {
-		nc.Status.InstanceProfile = profile
-	}
-	set(awsv1.ConditionTypeInstanceProfileReady, err, "InstanceProfileNotReady")
+	resolve(awsv1.ConditionTypeSubnetsReady, p.opts.Refresh.Subnets, "SubnetsNotFound", func() error {
+		subnets, err := p.resolveSubnets(ctx, nc)
+		if err == nil {
+			nc.Status.Subnets = subnets
+		}
+		return err
+	})
+	resolve(awsv1.ConditionTypeSecurityGroupsReady, p.opts.Refresh.SecurityGroups, "SecurityGroupsNotFound", func() error {
+		groups, err := p.resolveSecurityGroups(ctx, nc)
+		if err == nil {
+			nc.Status.SecurityGroups = groups
+		}
+		return err
+	})
+	resolve(awsv1.ConditionTypeAMIsReady, p.opts.Refresh.AMIs, "AMINotFound", func() error {
+		amis, err := p.resolveAMIs(ctx, nc)
+		if err == nil {
+			nc.Status.AMIs = amis
+		}
+		return err
+	})
+	resolve(awsv1.ConditionTypeInstanceProfileReady, instanceProfileRefresh, "InstanceProfileNotReady", func() error {
+		profile, err := p.resolveInstanceProfile(ctx, nc)
+		if err == nil {
+			nc.Status.InstanceProfile = profile
+		}
+		return err
+	})
 	reason, err := p.validate(ctx, nc)
 	set(awsv1.ConditionTypeValidationSucceeded, err, reason)
 

@@ -47,9 +47,15 @@ type Options struct {
 	// as their kubelet's clusterDNS when the EC2NodeClass sets none, as Karpenter injects it.
 	// Empty when it could not be read: the image's own default then stands.
 	KubeDNSIP string
-	// KubernetesVersion returns the cluster's version as "major.minor" (used by AMI aliases).
-	// Required.
+	// KubernetesVersion returns the cluster's version as "major.minor" (used by AMI aliases),
+	// read from the API server. Required.
 	KubernetesVersion func() (string, error)
+	// EKSControlPlane reads the version from EKS DescribeCluster instead (EKS_CONTROL_PLANE),
+	// as Karpenter's version provider does when it is set.
+	EKSControlPlane bool
+	// Refresh is how often a NodeClass's images, subnets and security groups are read from
+	// EC2 again.
+	Refresh RefreshIntervals
 	// KubeClient reads and writes NodeClasses, NodeClaims and Nodes. Required.
 	KubeClient client.Client
 	// Unavailable is the offering cache shared with the scheduler: offerings that ran out of
@@ -63,6 +69,38 @@ type Options struct {
 	// OrphanGracePeriod is how long an instance may live without a NodeClaim before it is
 	// terminated (default 5 minutes, longer than a launch takes to be recorded).
 	OrphanGracePeriod time.Duration
+}
+
+// RefreshIntervals are how often each part of an EC2NodeClass's status is read from EC2 again
+// (Karpenter's AMI_REFRESH_INTERVAL, SUBNET_REFRESH_INTERVAL and
+// SECURITY_GROUP_REFRESH_INTERVAL), each at least MinRefreshInterval. A change of the
+// NodeClass's spec reads every part at once.
+type RefreshIntervals struct {
+	AMIs, Subnets, SecurityGroups time.Duration
+}
+
+// MinRefreshInterval is Karpenter's default, and its minimum, for each refresh interval.
+const MinRefreshInterval = time.Minute
+
+// DefaultRefreshIntervals are Karpenter's defaults.
+var DefaultRefreshIntervals = RefreshIntervals{AMIs: MinRefreshInterval, Subnets: MinRefreshInterval, SecurityGroups: MinRefreshInterval}
+
+// Validate reports each interval under MinRefreshInterval, naming its setting.
+func (r RefreshIntervals) Validate() error {
+	var errs []error
+	for _, i := range []struct {
+		flag, env string
+		interval  time.Duration
+	}{
+		{"--ami-refresh-interval", "AMI_REFRESH_INTERVAL", r.AMIs},
+		{"--subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", r.Subnets},
+		{"--security-group-refresh-interval", "SECURITY_GROUP_REFRESH_INTERVAL", r.SecurityGroups},
+	} {
+		if i.interval < MinRefreshInterval {
+			errs = append(errs, fmt.Errorf("%s (%s) %s: must be at least 1m, as in Karpenter", i.flag, i.env, i.interval))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Validate reports every invalid option, naming the flag and environment variable to fix.
@@ -81,6 +119,9 @@ func (o Options) Validate() error {
 	}
 	if o.VMMemoryOverheadPercent < 0 || o.VMMemoryOverheadPercent >= 1 {
 		errs = append(errs, fmt.Errorf("--vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) %v: must be a fraction in [0, 1), such as 0.075", o.VMMemoryOverheadPercent))
+	}
+	if err := o.Refresh.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.KubeClient == nil {
 		errs = append(errs, errors.New("a Kubernetes client is required"))

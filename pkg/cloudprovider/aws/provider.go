@@ -74,6 +74,10 @@ type Provider struct {
 	events  *kevents.Recorder
 	// overlay, when set (SetOverlay), adjusts the instance types a NodePool's claims launch by.
 	overlay cloudprovider.OverlayHolder
+	// refreshed paces the NodeClass controller's reads of EC2 (Options.Refresh).
+	refreshed refreshTimes
+	// eksVersion caches the version EKS reports, under Options.EKSControlPlane.
+	eksVersion cachedVersion
 }
 
 // SetOverlay makes a NodePool's claims launch by the instance types o adjusts (package

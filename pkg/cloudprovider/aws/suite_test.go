@@ -60,6 +60,7 @@ func newFixture(t *testing.T, mutate ...func(*Options)) *fixture {
 		KubernetesVersion: func() (string, error) { return testVersion, nil },
 		Clock:             clk,
 		InterruptionQueue: "karpenter-interruptions",
+		Refresh:           DefaultRefreshIntervals,
 	}
 	for _, m := range mutate {
 		m(&opts)
