@@ -51,8 +51,9 @@ type Options struct {
 	// as Karpenter does, so the collector works harder before the container is killed.
 	MemoryLimit int64
 	// CPURequests is the controller container's CPU request in millicores (CPU_REQUESTS, which
-	// Karpenter's chart sets from it; default 1000). As in Karpenter, controllers that work on
-	// many objects at once scale their concurrent reconciles with it (ScaledReconciles).
+	// Karpenter's chart sets from it; default 1000, which a value of zero or less also means, as
+	// in Karpenter's options Parse). As in Karpenter, controllers that work on many objects at
+	// once scale their concurrent reconciles with it (ScaledReconciles).
 	CPURequests int64
 	// ControllerWarmup starts the controllers' watches before this replica wins the leader
 	// election, so that a new leader's caches are already full (Karpenter's
@@ -251,9 +252,6 @@ func (o Options) Validate() error {
 	if o.LeaderElectionName == "" {
 		errs = append(errs, fmt.Errorf("--leader-election-name (LEADER_ELECTION_NAME): must not be empty (Karpenter's default is %q)", LeaderElectionID))
 	}
-	if o.CPURequests <= 0 {
-		errs = append(errs, fmt.Errorf("--cpu-requests (CPU_REQUESTS) %d: must be a positive number of millicores, such as 1000", o.CPURequests))
-	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
 	}
@@ -295,7 +293,11 @@ func (o Options) Validate() error {
 // as Karpenter scales it (utils/controller.LinearScaleReconciles in v1.15.0): minimum at one
 // core, maximum at sixty, linear between.
 func (o Options) ScaledReconciles(minimum, maximum int) int {
-	cores := int(math.Ceil(float64(o.CPURequests) / 1000))
+	millicores := o.CPURequests
+	if millicores <= 0 {
+		millicores = 1000
+	}
+	cores := int(math.Ceil(float64(millicores) / 1000))
 	n := minimum + int(float64(maximum-minimum)/59*float64(cores-1))
 	return min(max(n, minimum), maximum)
 }

@@ -78,7 +78,7 @@ func TestScaledReconciles(t *testing.T) {
 	for _, tc := range []struct {
 		millicores int64
 		want       int
-	}{{100, 100}, {1000, 100}, {1001, 183}, {2000, 183}, {30000, 2508}, {60000, 5000}, {96000, 5000}} {
+	}{{-5, 100}, {0, 100}, {100, 100}, {1000, 100}, {1001, 183}, {2000, 183}, {30000, 2508}, {60000, 5000}, {96000, 5000}} {
 		opts := operator.DefaultOptions()
 		opts.CPURequests = tc.millicores
 		if got := opts.ScaledReconciles(100, 5000); got != tc.want {
