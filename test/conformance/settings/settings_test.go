@@ -60,7 +60,9 @@ func addFlagsOptions(t *testing.T, path string) []option {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := func(n ast.Node) string { return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset]) }
+	text := func(n ast.Node) string {
+		return string(src[fset.Position(n.Pos()).Offset:fset.Position(n.End()).Offset])
+	}
 	literal := func(e ast.Expr) string {
 		lit, ok := e.(*ast.BasicLit)
 		if !ok || lit.Kind != token.STRING {
