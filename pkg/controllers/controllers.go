@@ -27,6 +27,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/expiration"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
@@ -99,7 +100,7 @@ type Set struct {
 	// Termination drains and finalizes deleting NodeClaims, and deletes the NodeClaim of a
 	// deleted Node.
 	Termination *termination.Controller
-	// Disruption removes or replaces nodes that are empty, underused, drifted or expired.
+	// Disruption removes or replaces nodes that are empty, underused or drifted.
 	Disruption *disruption.Controller
 	// GarbageCollector removes claims whose instance is gone, and instances without a claim.
 	GarbageCollector *nodeclaim.GarbageCollector
@@ -111,6 +112,8 @@ type Set struct {
 	RegistrationHealth *nodepool.RegistrationHealth
 	// Static keeps static NodePools (spec.replicas) at their size.
 	Static *nodepool.StaticController
+	// Expiration deletes the NodeClaims that outlived their expireAfter.
+	Expiration *expiration.Controller
 	// Repair replaces unhealthy nodes; nil unless Options.NodeRepair and the cloud declares
 	// repair policies.
 	Repair *repair.Controller
@@ -162,6 +165,7 @@ func New(deps Deps, opts Options) *Set {
 	s.Lifecycle = nodeclaim.NewLifecycleController(deps.Kube, instances, deps.Unavailable, deps.Clock, deps.Recorder, lifecycleOpts)
 	s.Termination = termination.NewController(deps.Kube, s.Lifecycle, deps.Clock, deps.Recorder, termination.Options{MaxConcurrentReconciles: opts.TerminationReconciles})
 	s.Disruption = disruption.NewController(deps.Kube, deps.Cluster, cloud(metrics.ControllerDisruption), deps.Unavailable, deps.Clock, deps.Recorder, opts.Disruption)
+	s.Expiration = expiration.NewController(deps.Kube, deps.Clock)
 	s.GarbageCollector = nodeclaim.NewGarbageCollector(deps.Kube, cloud("nodeclaim.garbagecollection"), deps.Clock, deps.Recorder, nodeclaim.GarbageCollectorOptions{})
 	s.Consistency = nodeclaim.NewConsistencyController(deps.Kube, deps.Clock, deps.Recorder)
 	s.NodePoolStatus = nodepool.NewStatusController(deps.Kube, deps.Clock, deps.Recorder)

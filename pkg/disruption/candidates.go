@@ -2,15 +2,10 @@ package disruption
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
@@ -18,10 +13,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
-
-// DefaultExpireAfter is the expiry of a NodeClaim whose spec and NodePool leave it unset (the
-// API server defaults it; in-memory stores may not).
-const DefaultExpireAfter = 720 * time.Hour
 
 // Reasons of the Consolidatable and Drifted conditions.
 const (
@@ -52,10 +43,9 @@ const (
 )
 
 // Candidate is a node disruption may act on: initialized, of a dynamic NodePool, not being
-// deleted. A protected candidate (NodeProtection or PodProtection set) is left to the forceful
-// methods: expiration ignores both protections, and drift of a claim with a
-// terminationGracePeriod ignores PodProtection (the drain honours it until the grace period
-// ends), as Karpenter does.
+// deleted. A protected candidate (NodeProtection or PodProtection set) is left alone, but by
+// drift of a claim with a terminationGracePeriod, which ignores PodProtection (the drain
+// honours it until the grace period ends), as Karpenter does.
 type Candidate struct {
 	*state.StateNode
 	// NodePool the node belongs to.
@@ -74,8 +64,6 @@ type Candidate struct {
 	Consolidatable bool
 	// Drifted is why the node drifted from its NodePool, or "".
 	Drifted string
-	// Expired: the node outlived its expireAfter.
-	Expired bool
 	// NodeProtection says why the node itself may not be voluntarily disrupted (it is
 	// nominated for pods, or the karpenter.sh/do-not-disrupt annotation is on its Node or
 	// NodeClaim), or "".
@@ -121,56 +109,6 @@ type Blocked struct {
 	Reason string
 }
 
-// pdbIndex finds the PodDisruptionBudgets that forbid evicting a pod.
-type pdbIndex struct {
-	pdbs      []*policyv1.PodDisruptionBudget
-	selectors []labels.Selector
-}
-
-func newPDBIndex(pdbs []*policyv1.PodDisruptionBudget) *pdbIndex {
-	sorted := append([]*policyv1.PodDisruptionBudget(nil), pdbs...)
-	sort.Slice(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
-	})
-	idx := &pdbIndex{}
-	for _, pdb := range sorted {
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil {
-			continue
-		}
-		idx.pdbs = append(idx.pdbs, pdb)
-		idx.selectors = append(idx.selectors, sel)
-	}
-	return idx
-}
-
-// blocking returns the first budget that selects pod and allows no disruption.
-func (idx *pdbIndex) blocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
-	for i, pdb := range idx.pdbs {
-		if pdb.Namespace == pod.Namespace && pdb.Status.DisruptionsAllowed <= 0 && idx.selectors[i].Matches(labels.Set(pod.Labels)) {
-			return pdb
-		}
-	}
-	return nil
-}
-
-// fullyBlocking returns the first budget that selects pod and can never allow its eviction
-// (maxUnavailable 0 or 0%, minAvailable 100%), Karpenter's fully blocking PodDisruptionBudget.
-func (idx *pdbIndex) fullyBlocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
-	for i, pdb := range idx.pdbs {
-		if pdb.Namespace != pod.Namespace || !idx.selectors[i].Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		maxUnavailable, minAvailable := pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable
-		if maxUnavailable != nil && (maxUnavailable.Type == intstr.Int && maxUnavailable.IntVal == 0 || maxUnavailable.Type == intstr.String && maxUnavailable.StrVal == "0%") ||
-			minAvailable != nil && minAvailable.Type == intstr.String && minAvailable.StrVal == "100%" {
-			return pdb
-		}
-	}
-	return nil
-}
-
 // nodeProtection says why a node itself may not be voluntarily disrupted at now, or "": it is
 // nominated for pods (checked first, as Karpenter's ValidateNodeDisruptable does), or its own
 // annotation (or its NodeClaim's) says so. Karpenter's words, as its DisruptionBlocked Events
@@ -187,14 +125,14 @@ func nodeProtection(sn *state.StateNode, now time.Time) string {
 
 // podProtection says why a node's pods may not be voluntarily disrupted at now, or "":
 // Karpenter's words, as its DisruptionBlocked Events say them.
-func podProtection(pods []*corev1.Pod, pdbs *pdbIndex, now time.Time) string {
+func podProtection(pods []*corev1.Pod, pdbs *state.PDBIndex, now time.Time) string {
 	for _, pod := range pods {
 		if p := karpv1.PodDoNotDisrupt(pod, now); p.Active {
 			return fmt.Sprintf("Pod has %q annotation (Pod=%s/%s)", karpv1.DoNotDisruptAnnotationKey, pod.Namespace, pod.Name)
 		}
 	}
 	for _, pod := range pods {
-		if pdb := pdbs.blocking(pod); pdb != nil {
+		if pdb := pdbs.Blocking(pod); pdb != nil {
 			return fmt.Sprintf("Pdb prevents pod evictions (PodDisruptionBudget=[%s/%s])", pdb.Namespace, pdb.Name)
 		}
 	}
@@ -260,29 +198,6 @@ func drifted(claim *karpv1.NodeClaim, nodeLabels map[string]string, np *karpv1.N
 		}
 	}
 	return string(cloudReason)
-}
-
-// expired reports whether a claim outlived its expireAfter (the claim's, else its NodePool's,
-// else DefaultExpireAfter).
-func expired(claim *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time) bool {
-	at, ok := expiresAt(claim, np)
-	return ok && !now.Before(at)
-}
-
-// expiresAt is when a claim expires, unless its expireAfter is Never.
-func expiresAt(claim *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, bool) {
-	d := claim.Spec.ExpireAfter
-	if d.IsZero() {
-		d = np.Spec.Template.Spec.ExpireAfter
-	}
-	after := DefaultExpireAfter
-	if !d.IsZero() {
-		if d.IsNever() {
-			return time.Time{}, false
-		}
-		after = *d.Duration
-	}
-	return claim.CreationTimestamp.Add(after), true
 }
 
 // nodePrice reads a node's price from the instance types: the offering of its instance type

@@ -601,7 +601,7 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 			}
 		} else if !f.disrupted[cand.NodeClaim.Name] {
 			f.disrupted[cand.NodeClaim.Name] = true
-			policy := "" // as Karpenter: a policy only for consolidation, not drift or expiry
+			policy := "" // as Karpenter: a policy only for consolidation, not drift
 			if consolidationType(f.cmd.Method) != "" {
 				policy = metrics.ConsolidationPolicy(cand.NodePool.Spec.Disruption.ConsolidationPolicy)
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/expiration"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -446,7 +447,10 @@ func TestBudgetScheduleBlocksConsolidationDuringItsWindow(t *testing.T) {
 	}
 }
 
-func TestExpiredClaimReplacedDespiteZeroBudget(t *testing.T) {
+// TestExpiredClaimLeftToExpiration: disruption takes no command for an expired node, not even
+// one that ignores budgets: package expiration deletes it, as Karpenter v1.15's
+// nodeclaim.expiration controller does.
+func TestExpiredClaimLeftToExpiration(t *testing.T) {
 	np := builders.NodePool(m5Pool, func(np *karpv1.NodePool) {
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
 		np.Spec.Disruption.ConsolidateAfter = karpv1.NeverDuration()
@@ -454,17 +458,10 @@ func TestExpiredClaimReplacedDespiteZeroBudget(t *testing.T) {
 	f := newFixture(t, np)
 	f.clock.SetTime(nextMonday())
 	f.node(np, "old", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "4Gi"}))
+	f.clock.Step(expiration.DefaultExpireAfter) // the claim's expireAfter defaults to 720h
 	f.step(10 * time.Second)
-	if len(f.commands) != 0 {
-		t.Fatalf("%s: the claim is not yet expired", f.commands[0].Message())
-	}
-	f.clock.Step(disruption.DefaultExpireAfter) // the claim's expireAfter defaults to 720h
-	f.step(10 * time.Second)
-	if len(f.commands) != 1 || f.commands[0].Method != disruption.MethodExpiration {
-		t.Fatalf("commands = %d, want one expiration despite a zero budget", len(f.commands))
-	}
-	if len(f.commands[0].Replacements) != 1 {
-		t.Errorf("expiration of a node with pods should replace it first: %s", f.commands[0].Message())
+	if len(f.commands) != 0 || claimGone(t, "old") {
+		t.Fatalf("commands = %d: expiry is not disruption's", len(f.commands))
 	}
 }
 

@@ -30,7 +30,6 @@ import (
 // The disruption methods, in the order Decide tries them.
 const (
 	MethodDrift      = "drift"
-	MethodExpiration = "expiration"
 	MethodEmptiness  = "emptiness"
 	MethodMultiNode  = "multi-node consolidation"
 	MethodSingleNode = "single-node consolidation"
@@ -202,8 +201,6 @@ func (c *Command) Message() string {
 	switch c.Method {
 	case MethodDrift:
 		return "drifted: " + action
-	case MethodExpiration:
-		return "expired: " + action
 	default:
 		return "consolidating: " + action
 	}
@@ -242,12 +239,12 @@ type Decision struct {
 	// duration, with when it ends (or ended): Karpenter tells each pod in an Event.
 	TimedProtections []TimedProtection
 	// NextChange is the earliest moment after Now at which the same cluster may be decided
-	// differently because time passed: a node's consolidateAfter or expireAfter running out, a
+	// differently because time passed: a node's consolidateAfter running out, a
 	// pod's do-not-disrupt duration ending, a scheduled budget opening or closing. Zero when no
 	// such moment is known.
 	NextChange time.Time
-	// Eligible counts the nodes each disruption reason could act on now (drifted, expired,
-	// empty and underutilized candidates), budgets aside.
+	// Eligible counts the nodes each disruption reason could act on now (drifted, empty and
+	// underutilized candidates), budgets aside.
 	Eligible map[karpv1.DisruptionReason]int
 	// Budgets are the NodePools' disruption budgets now, per reason.
 	Budgets []PoolBudget
@@ -332,7 +329,7 @@ type TimedProtection struct {
 }
 
 // Decide evaluates the cluster and returns at most one command: the first that drift,
-// expiration, emptiness, multi-node, single-node then re-pack consolidation (with
+// emptiness, multi-node, single-node then re-pack consolidation (with
 // Input.Packing) find. It is deterministic
 // (but for Decision.Evaluations, real time), records nothing, and does not modify its input.
 func Decide(in Input) *Decision {
@@ -350,7 +347,6 @@ func Decide(in Input) *Decision {
 		decide func() *Command
 	}{
 		{MethodDrift, karpv1.DisruptionReasonDrifted, d.drift},
-		{MethodExpiration, karpv1.DisruptionReasonExpired, d.expiration},
 		{MethodEmptiness, karpv1.DisruptionReasonEmpty, d.emptiness},
 		{MethodMultiNode, karpv1.DisruptionReasonUnderutilized, d.multiNode},
 		{MethodSingleNode, karpv1.DisruptionReasonUnderutilized, d.singleNode},
@@ -377,7 +373,6 @@ func Decide(in Input) *Decision {
 	out.Timeouts, out.UnseenNodePools, out.Moves = d.timeouts, d.unseenPools, d.moves
 	out.Eligible = map[karpv1.DisruptionReason]int{
 		karpv1.DisruptionReasonDrifted:       len(d.driftable()),
-		karpv1.DisruptionReasonExpired:       len(d.expired()),
 		karpv1.DisruptionReasonEmpty:         len(d.empty()),
 		karpv1.DisruptionReasonUnderutilized: len(d.underutilized()),
 	}
@@ -548,7 +543,7 @@ func newDecider(in Input) *decider {
 	for _, name := range poolNames {
 		allTypes = append(allTypes, in.InstanceTypes[name])
 	}
-	pdbs := newPDBIndex(in.PDBs)
+	pdbs := state.NewPDBIndex(in.PDBs)
 	for _, sn := range in.Nodes {
 		if sn.NodeClaim == nil {
 			continue
@@ -586,7 +581,7 @@ func newDecider(in Input) *decider {
 		status.Consolidatable, status.ConsolidatableReason, status.ConsolidatableMessage = consolidatable(sn.NodeClaim, np, in.Now)
 		status.Drifted = drifted(sn.NodeClaim, sn.Node.Labels, np, in.CloudDrift[sn.NodeClaim.Name])
 		d.statuses = append(d.statuses, status)
-		c.Consolidatable, c.Drifted, c.Expired = status.Consolidatable, status.Drifted, expired(sn.NodeClaim, np, in.Now)
+		c.Consolidatable, c.Drifted = status.Consolidatable, status.Drifted
 
 		c.NodeProtection, c.PodProtection = nodeProtection(sn, in.Now), podProtection(c.Pods, pdbs, in.Now)
 		if sn.Nominated(in.Now) {
@@ -605,15 +600,12 @@ func newDecider(in Input) *decider {
 		if at, ok := consolidatableAt(sn.NodeClaim, np); ok {
 			d.wake(at)
 		}
-		if at, ok := expiresAt(sn.NodeClaim, np); ok {
-			d.wake(at)
-		}
 		if c.protected() == "" {
 			if why := consolidationPassesOver(c); why != "" {
 				d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: why})
 			}
 		}
-		if why := c.protected(); why != "" && !c.Expired {
+		if why := c.protected(); why != "" {
 			if c.Drifted != "" && !c.mayDrift() || c.Consolidatable && d.mayConsolidate(c) {
 				d.blocked = append(d.blocked, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: why})
 			}
@@ -730,7 +722,7 @@ func (d *decider) filter(keep func(*Candidate) bool) []*Candidate {
 	return out
 }
 
-// replaceEach is drift's and expiration's strategy: delete the empty nodes together, else
+// replaceEach is drift's strategy: delete the empty nodes together, else
 // replace the first node whose pods can all be placed (on other nodes or new ones).
 func (d *decider) replaceEach(method string, reason karpv1.DisruptionReason, cands []*Candidate) *Command {
 	var empty []*Candidate
@@ -755,18 +747,6 @@ func (d *decider) drift() *Command {
 	return d.replaceEach(MethodDrift, karpv1.DisruptionReasonDrifted, cands)
 }
 
-// expiration is forceful: budgets, do-not-disrupt and PodDisruptionBudgets do not stop it (the
-// drain honours the last two until the claim's terminationGracePeriod ends). When no expired
-// node's pods can all be placed, the first expired node goes without a replacement: its pods
-// are evicted and provisioned for as any pending pod.
-func (d *decider) expiration() *Command {
-	cands := d.expired()
-	if cmd := d.replaceEach(MethodExpiration, karpv1.DisruptionReasonExpired, cands); cmd != nil || len(cands) == 0 {
-		return cmd
-	}
-	return &Command{Method: MethodExpiration, Reason: karpv1.DisruptionReasonExpired, Candidates: cands[:1], Savings: cands[0].Price}
-}
-
 func (d *decider) emptiness() *Command {
 	cands := d.withinBudget(d.empty(), karpv1.DisruptionReasonEmpty, 0)
 	if len(cands) == 0 {
@@ -778,11 +758,6 @@ func (d *decider) emptiness() *Command {
 // driftable are the drifted candidates drift may act on.
 func (d *decider) driftable() []*Candidate {
 	return d.filter(func(c *Candidate) bool { return c.Drifted != "" && c.mayDrift() })
-}
-
-// expired are the candidates past their expireAfter.
-func (d *decider) expired() []*Candidate {
-	return d.filter(func(c *Candidate) bool { return c.Expired })
 }
 
 // empty are the consolidatable, unprotected candidates without pods to move, but for those
@@ -1107,7 +1082,7 @@ type simulator struct {
 // whatIfWorkers is how many what-ifs single-node consolidation runs at once.
 const whatIfWorkers = 2
 
-func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *pdbIndex) *simulator {
+func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *state.PDBIndex) *simulator {
 	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{},
 		infos: [whatIfWorkers]*scheduler.PodInfos{in.PodInfos, in.SecondPodInfos}, launching: map[string]string{}, pending: in.Pending}
 	if s.infos[0] == nil {
@@ -1140,11 +1115,7 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *pdbIndex) *
 			}
 		}
 		if sn.MarkedForDeletion {
-			for _, pod := range sn.Pods {
-				if pod.Spec.NodeName != "" && state.IsReschedulable(pod) && !karpv1.PodDoNotDisrupt(pod, in.Now).Active && pdbs.fullyBlocking(pod) == nil {
-					s.deleting = append(s.deleting, pod)
-				}
-			}
+			s.deleting = append(s.deleting, sn.ReschedulablePods(pdbs, in.Now)...)
 			continue
 		}
 		if sn.Node != nil && sn.Node.Spec.Unschedulable {

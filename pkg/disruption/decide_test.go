@@ -389,16 +389,25 @@ func TestBudgetReasons(t *testing.T) {
 	}
 }
 
-func TestExpirationIgnoresBudgets(t *testing.T) {
+// TestExpiryIsNotADisruptionMethod: an expired node is left to package expiration, as
+// Karpenter v1.15 leaves it to its nodeclaim.expiration controller (disruption's methods are
+// emptiness, drift and consolidation: pkg/controllers/disruption/controller.go NewMethods); with
+// nothing else to do about it, disruption does nothing.
+func TestExpiryIsNotADisruptionMethod(t *testing.T) {
 	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
-		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "0"}}
 		np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("30m")
 	})
 	c := newCluster(catalog(), np)
-	c.add(stateNode(np, "old", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pod("3", "10Gi")))
+	// Spot, busy: nothing cheaper can hold it, so consolidation has nothing to do either.
+	sn := c.add(stateNode(np, "old", findType(c.types, "m.xlarge"), "spot", "test-zone-1", pod("3", "10Gi")))
+	sn.NodeClaim.Spec.ExpireAfter = karpv1.MustParseNillableDuration("30m")
+	c.in.Now = sn.NodeClaim.CreationTimestamp.Add(time.Hour)
 	d := Decide(c.in)
-	if d.Command == nil || d.Command.Method != MethodExpiration || len(d.Command.Replacements) != 1 {
-		t.Fatalf("command = %+v, want expiration with a replacement", d.Command)
+	if d.Command != nil {
+		t.Fatalf("command %s for an expired node", d.Command.Message())
+	}
+	if n, ok := d.Eligible[karpv1.DisruptionReasonExpired]; ok {
+		t.Errorf("%d nodes eligible for expiry in disruption's counts", n)
 	}
 }
 
@@ -647,52 +656,6 @@ func TestReplacementStaysInTheZoneOfThePodsVolumes(t *testing.T) {
 	}
 	if pinned := zonesAllowed(Decide(c.in)); pinned[0] || !pinned[1] || pinned[2] {
 		t.Errorf("zones allowed %v (test-zone-1..3): the pod's volume is in test-zone-2 only", pinned)
-	}
-}
-
-// TestExpirationIsForceful: as in Karpenter v1, an expired node goes even when a do-not-disrupt
-// pod, a PodDisruptionBudget or the node's own do-not-disrupt annotation protects it (the drain
-// then holds those pods until the terminationGracePeriod ends), and even when its pods have
-// nowhere to go yet.
-func TestExpirationIsForceful(t *testing.T) {
-	expiring := func(np *karpv1.NodePool) { np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("30m") }
-	for _, tc := range []struct {
-		name    string
-		protect func(c *cluster, sn *state.StateNode)
-	}{
-		{"do-not-disrupt pod", func(c *cluster, sn *state.StateNode) {
-			sn.Pods[0].Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
-		}},
-		{"pdb allows 0", func(c *cluster, sn *state.StateNode) {
-			sn.Pods[0].Labels = map[string]string{"app": "web"}
-			c.in.PDBs = []*policyv1.PodDisruptionBudget{{
-				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: sn.Pods[0].Namespace},
-				Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-			}}
-		}},
-		{"do-not-disrupt node", func(c *cluster, sn *state.StateNode) {
-			sn.Node.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
-		}},
-		{"nominated node", func(c *cluster, sn *state.StateNode) {
-			sn.NominatedUntil = epoch.Add(time.Minute)
-		}},
-		{"pod with nowhere to go", func(c *cluster, sn *state.StateNode) {
-			sn.Pods[0].Spec.NodeSelector = map[string]string{"team": "gone"}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, expiring)
-			c := newCluster(catalog(), np)
-			sn := c.add(stateNode(np, "old", findType(c.types, "m.xlarge"), "on-demand", "test-zone-1", pod("3", "10Gi")))
-			tc.protect(c, sn)
-			d := Decide(c.in)
-			if d.Command == nil || d.Command.Method != MethodExpiration || d.Command.Candidates[0].Name() != "old" {
-				t.Fatalf("command = %+v, blocked = %+v; want expiration of old", d.Command, d.Blocked)
-			}
-			if len(d.Blocked) != 0 {
-				t.Errorf("blocked = %+v, want none: expiration is forceful", d.Blocked)
-			}
-		})
 	}
 }
 

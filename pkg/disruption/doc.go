@@ -1,6 +1,7 @@
 // Package disruption removes and replaces Karpenter's nodes when they are no longer wanted:
-// drifted from their NodePool, expired, empty, or underutilized. It is Karpenter's disruption
-// controller, cut into a pure decision core and a thin orchestrator.
+// drifted from their NodePool, empty, or underutilized. It is Karpenter's disruption
+// controller, cut into a pure decision core and a thin orchestrator. Expiry is not a
+// disruption method, as in Karpenter v1.15: package expiration deletes expired NodeClaims.
 //
 // # The flow of one pass (Controller.Step)
 //
@@ -17,11 +18,9 @@
 //     it waits; a karpenter.sh/do-not-disrupt annotation on its Node or NodeClaim; a
 //     do-not-disrupt pod; a pod behind a PodDisruptionBudget that allows 0 disruptions). Consolidation never touches
 //     a protected node; drift does only when the protection is its pods' and its NodeClaim has
-//     a terminationGracePeriod (the drain honours the pods until it ends); expiration is
-//     forceful and ignores protection. Then it tries the methods in order and returns the
-//     first command found:
-//     Drift (replace) → Expiration (replace, or delete when its pods have nowhere to go yet;
-//     ignores budgets) → Emptiness (delete) →
+//     a terminationGracePeriod (the drain honours the pods until it ends). Then it tries the
+//     methods in order and returns the first command found:
+//     Drift (replace) → Emptiness (delete) →
 //     multi-node consolidation (delete or replace many by at most one cheaper node, largest
 //     prefix by disruption cost found by binary search) → single-node consolidation (delete,
 //     or replace by a strictly cheaper node, trying one node of each NodePool in turn) →
@@ -51,8 +50,7 @@
 //     becoming consolidatable, a budget window, a PodDisruptionBudget allowing disruptions
 //     again, pending pods: Decision.NextChange and Decision.Eligibility), where Karpenter
 //     waits for the 5-minute refresh.
-//  4. The controller writes the conditions, and carries out the command: drift and expiration at
-//     once; consolidation (Empty, Underutilized) only after it has been decided again, the same,
+//  4. The controller writes the conditions, and carries out the command: drift at once; consolidation (Empty, Underutilized) only after it has been decided again, the same,
 //     on a fresh snapshot at least ValidationDelay later.
 //  5. Carrying out a command: mark its nodes in state.Cluster (the provisioner then leaves them
 //     alone), taint them karpenter.sh/disrupted, record a DisruptionReason condition and an
@@ -64,7 +62,7 @@
 // reason (Empty, Underutilized, Drifted); the most restrictive active budget wins, a percentage
 // is of the NodePool's initialized nodes (rounded up), those being deleted or NotReady count
 // against it, and a budget with a cron schedule is active for its duration
-// after each firing (UTC; see ParseSchedule). Expiration is forceful and ignores budgets.
+// after each firing (UTC; see ParseSchedule).
 //
 // # Cost rules
 //

@@ -35,8 +35,8 @@ func decisionOf(cmd *Command) string {
 	return metrics.DecisionDelete
 }
 
-// consolidationType is the consolidation_type label of a method: empty for drift and
-// expiration, which are not consolidation.
+// consolidationType is the consolidation_type label of a method: empty for drift, which is not
+// consolidation.
 func consolidationType(method string) string {
 	switch method {
 	case MethodEmptiness:

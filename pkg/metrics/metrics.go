@@ -292,7 +292,7 @@ func EvictionRequested(code int) { PodsEvictionRequestsTotal.WithLabelValues(str
 // SetEligibleNodes records how many nodes the last disruption pass found eligible for each
 // reason; reasons not given are set to 0.
 func SetEligibleNodes(byReason map[karpv1.DisruptionReason]int) {
-	for _, r := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonExpired} {
+	for _, r := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized, karpv1.DisruptionReasonDrifted} {
 		VoluntaryDisruptionEligibleNodes.WithLabelValues(DisruptionReason(r)).Set(float64(byReason[r]))
 	}
 }

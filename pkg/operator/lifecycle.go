@@ -8,8 +8,8 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 )
 
-// lifecycleControllers are the controller set's NodePool, NodeClaim, termination, disruption
-// and (with the NodeRepair gate) repair controllers, in the order they are registered.
+// lifecycleControllers are the controller set's NodePool, NodeClaim, termination, expiration,
+// disruption and (with the NodeRepair gate) repair controllers, in the order they are registered.
 // Static NodePools (spec.replicas) are kept at their size only with the StaticCapacity
 // feature gate on; off, they get no nodes and a Warning event says why.
 func lifecycleControllers(mgr manager.Manager, set *controllers.Set, recorder record.EventRecorder, opts Options) []registrar {
@@ -25,6 +25,7 @@ func lifecycleControllers(mgr manager.Manager, set *controllers.Set, recorder re
 		set.Consistency,
 		set.GarbageCollector,
 		set.Termination,
+		set.Expiration,
 		set.Disruption,
 	}
 	if set.Repair != nil {

@@ -55,7 +55,7 @@ func (c *PodController) Reconcile(ctx context.Context, req reconcile.Request) (r
 
 // Register adds the controller, and the provisioner itself, to the manager. NodePool changes
 // also trigger a pass (a NodePool becoming Ready, limits raised), and so does a NodeClaim's
-// deletion: its pods need capacity again. The cluster state learns of the deletion at once,
+// deletion, when it starts (its node's pods are placed while it drains) and when it ends. The cluster state learns of the deletion at once,
 // since a claim deleted right after its creation (a launch failing with insufficient capacity)
 // may never be seen by the cache, and would otherwise hold its pods' nominations until
 // state.CreatedClaimTTL.
@@ -71,6 +71,12 @@ func (c *PodController) Register(mgr manager.Manager) error {
 			return nil
 		})).
 		Watches(&karpv1.NodeClaim{}, handler.Funcs{
+			// A claim starting to delete: its node's pods are placed while it drains.
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil {
+					c.provisioner.Trigger()
+				}
+			},
 			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				c.provisioner.ClaimDeleted(e.Object.GetName())
 			},

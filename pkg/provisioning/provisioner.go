@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/record"
@@ -117,7 +118,11 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 			return nil, err
 		}
 	}
-	if len(snap.Pending) == 0 && len(virtual) == 0 {
+	deleting, err := p.deletingPods(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Pending) == 0 && len(virtual) == 0 && len(deleting) == 0 {
 		p.recordBuffers(ctx, capacitybuffer.Outcome{})
 		metrics.SetIgnoredPods(0)
 		metrics.SetSchedulingOutcome(metrics.ControllerProvisioner, 0, nil)
@@ -129,7 +134,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		}
 		return decision, nil
 	}
-	input, pools, unschedulable, err := p.input(ctx, snap)
+	input, pools, unschedulable, err := p.input(ctx, snap, deleting)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +154,14 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	logDecisions(ctx, input.Pods, results, time.Since(start))
 	if isArriving != nil {
 		results.Extract(isArriving)
+	}
+	if len(deleting) > 0 {
+		// Their room is launched; they are neither nominated (they are bound) nor reported.
+		moving := make(map[types.UID]bool, len(deleting))
+		for _, pod := range deleting {
+			moving[pod.UID] = true
+		}
+		results.Extract(func(pod *corev1.Pod) bool { return moving[pod.UID] })
 	}
 	results.PodErrors = append(results.PodErrors, unschedulable...)
 	p.recordBuffers(ctx, capacitybuffer.Split(results))
@@ -237,10 +250,42 @@ func (p *Provisioner) markDecisions(results *scheduler.Results) {
 	metrics.ObserveSchedulingDecisions(p.cluster.MarkSchedulingDecisions(placed, failed))
 }
 
-// input builds the scheduler's input from a snapshot. The pending pods no node would take
-// whatever the scheduler decides (a volume that does not exist) are left out of it, each with
-// its error.
-func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (scheduler.Input, map[string]*karpv1.NodePool, []scheduler.PodError, error) {
+// deletingPods are the pods of the nodes marked for deletion (a NodeClaim deleted, expired or
+// repaired, a disruption command's candidates once its replacements are launched) that will
+// move soon: Karpenter's provisioner places them beside the pending pods
+// (provisioner.go Schedule, v1.15.0: nodes.Deleting().CurrentlyReschedulablePods), so that
+// their new room launches while the node drains rather than after. A disruption command's pods
+// find their replacements' room there.
+func (p *Provisioner) deletingPods(ctx context.Context, snap *state.Snapshot) ([]*corev1.Pod, error) {
+	var marked []*state.StateNode
+	for _, sn := range snap.Nodes {
+		if sn.MarkedForDeletion && sn.Node != nil && len(sn.Pods) > 0 {
+			marked = append(marked, sn)
+		}
+	}
+	if len(marked) == 0 {
+		return nil, nil
+	}
+	list := &policyv1.PodDisruptionBudgetList{}
+	if err := p.kubeClient.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	}
+	pdbs := make([]*policyv1.PodDisruptionBudget, len(list.Items))
+	for i := range list.Items {
+		pdbs[i] = &list.Items[i]
+	}
+	idx, now := state.NewPDBIndex(pdbs), p.clock.Now()
+	var out []*corev1.Pod
+	for _, sn := range marked {
+		out = append(out, sn.ReschedulablePods(idx, now)...)
+	}
+	return out, nil
+}
+
+// input builds the scheduler's input from a snapshot and the pods of deleting nodes. The
+// pending pods no node would take whatever the scheduler decides (a volume that does not
+// exist) are left out of it, each with its error; such deleting pods are left out silently.
+func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot, deleting []*corev1.Pod) (scheduler.Input, map[string]*karpv1.NodePool, []scheduler.PodError, error) {
 	in := scheduler.Input{
 		Pods:               make([]*corev1.Pod, 0, len(snap.Pending)),
 		Options:            scheduler.Options{IgnorePreferences: p.opts.IgnorePreferences, MinValuesBestEffort: p.opts.MinValuesBestEffort},
@@ -282,11 +327,14 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot) (schedule
 	// Initialized capacity first, then capacity still launching.
 	in.Nodes = snap.SchedulerNodes()
 	var unschedulable []scheduler.PodError
-	for _, pod := range snap.Pending {
+	pending := len(snap.Pending)
+	for i, pod := range append(snap.Pending[:pending:pending], deleting...) {
 		reqs, err := VolumeRequirements(ctx, p.kubeClient, pod)
 		if IsMissingVolume(err) {
 			// As Karpenter: the kube-scheduler will not place it, so no node is made for it.
-			unschedulable = append(unschedulable, scheduler.PodError{Pod: pod, Err: err})
+			if i < pending {
+				unschedulable = append(unschedulable, scheduler.PodError{Pod: pod, Err: err})
+			}
 			continue
 		}
 		if err != nil {

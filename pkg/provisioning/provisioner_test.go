@@ -10,7 +10,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -405,5 +408,64 @@ func TestMinValuesRelaxedIsAnnotated(t *testing.T) {
 		if r.Key == "karpenter.k8s.aws/instance-family" && (r.MinValues == nil || *r.MinValues != 1) {
 			t.Errorf("instance-family requirement %+v, want minValues 1", r)
 		}
+	}
+}
+
+// TestDeletingNodesPodsAreProvisionedFor: the pods of a node whose NodeClaim is deleting are
+// placed beside the pending ones, so that their room launches while the node drains, as
+// Karpenter's provisioner schedules the deleting nodes' CurrentlyReschedulablePods
+// (pkg/controllers/provisioning/provisioner.go Schedule, v1.15.0); not those that will not move
+// soon (a do-not-disrupt pod, one behind a PodDisruptionBudget that can never allow its
+// eviction, a daemonset's). They are neither nominated nor reported.
+func TestDeletingNodesPodsAreProvisionedFor(t *testing.T) {
+	f := newFixture(t, nodePool("default"))
+	ctx := context.Background()
+	claim := builders.NodeClaim(builders.NodeClaimOptions{Name: "old", NodePool: "default",
+		Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}}}},
+		func(c *karpv1.NodeClaim) { c.Finalizers = []string{"test.karpenter.sh/keep"} })
+	create(t, claim)
+	claim.Status.NodeName = "old-node"
+	if err := env.Client.Status().Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	node := builders.Node("old-node", map[string]string{karpv1.NodePoolLabelKey: "default"}, corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")})
+	create(t, node)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	bound := func(name string, mutate func(*corev1.Pod)) {
+		p := builders.Pod(builders.PodOptions{Name: name, CPU: "1", Memory: "1Gi", NodeName: "old-node"})
+		mutate(p)
+		create(t, p)
+	}
+	bound("movable", func(*corev1.Pod) {})
+	bound("held", func(p *corev1.Pod) { p.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"} })
+	bound("blocked", func(p *corev1.Pod) { p.Labels = map[string]string{"app": "blocked"} })
+	bound("daemon", func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "agent-uid"}}
+	})
+	zero := intstr.FromInt32(0)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "blocked", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "blocked"}}}}
+	create(t, pdb)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pdb) })
+
+	if d, err := f.provisioner.Provision(ctx); err != nil || len(d.Created) != 0 {
+		t.Fatalf("before the deletion: created %d claims (%v), want none", len(d.Created), err)
+	}
+	if err := env.Client.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.provisioner.Provision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Created) != 1 {
+		t.Fatalf("created %d claims for the deleting node's movable pod, want 1", len(d.Created))
+	}
+	if cpu := d.Created[0].Spec.Resources.Requests[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("1")) != 0 {
+		t.Errorf("the claim requests %s CPU, want 1: only the movable pod moves soon", cpu.String())
+	}
+	if n := len(d.Results.PodErrors) + len(d.Results.ExistingPlacements) + len(d.Results.NewClaims[0].Pods); n != 0 {
+		t.Errorf("%d deleting pods reported or nominated, want none", n)
 	}
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
-	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/termination"
 )
 
@@ -169,7 +168,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("deleting nodeclaim of unhealthy node: %w", err))
 	}
 	log.FromContext(ctx).Info("deleting unhealthy node", "condition", cond.Type, "status", cond.Status, "since", cond.LastTransitionTime.Time, "toleration", policy.TolerationDuration.String())
-	pods, err := c.reschedulablePods(ctx, node.Name)
+	pods, err := termination.ReschedulablePodCount(ctx, c.kube, node.Name)
 	if err != nil {
 		// Counted as none: the metric must not hold the repair, which has happened.
 		log.FromContext(ctx).V(1).Info("listing reschedulable pods for the disruption metric", "error", err.Error())
@@ -265,21 +264,6 @@ func (c *Controller) annotateTerminationTimestamp(ctx context.Context, claim *ka
 	}
 	log.FromContext(ctx).Info("annotated nodeclaim", karpv1.NodeClaimTerminationTimestampAnnotationKey, stamp)
 	return nil
-}
-
-// reschedulablePods counts the pods on the node that must move when it goes.
-func (c *Controller) reschedulablePods(ctx context.Context, nodeName string) (int, error) {
-	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{termination.PodNodeNameIndex: nodeName}); err != nil {
-		return 0, fmt.Errorf("listing pods: %w", err)
-	}
-	n := 0
-	for i := range pods.Items {
-		if pods.Items[i].Spec.NodeName == nodeName && state.IsReschedulable(&pods.Items[i]) {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // findCondition returns the node's condition of the type, or nil.

@@ -31,6 +31,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/controllers"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/expiration"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
@@ -94,6 +95,8 @@ type engine struct {
 	classStatus *sim.NodeClassStatusController
 	termination *termination.Controller
 	disruption  *disruption.Controller
+	// expiration deletes the NodeClaims past their expireAfter.
+	expiration *expiration.Controller
 	// repair is node repair, nil unless the NodeRepair feature gate is on.
 	repair *repair.Controller
 	// overlays evaluates the NodeOverlays, nil unless the NodeOverlay feature gate is on;
@@ -103,11 +106,14 @@ type engine struct {
 	// overlaysWarned is the last evaluation error warned of, so that it is warned of once.
 	overlaysWarned string
 	// buffers resolves CapacityBuffers, nil unless the CapacityBuffer feature gate is on;
-	// bufferDue is when each is resolved again (its RequeueAfter), and bufferWanted says it
-	// woke the provisioner, which then runs even without pending pods.
-	buffers      *capacitybuffer.Controller
-	bufferDue    map[types.NamespacedName]time.Time
-	bufferWanted bool
+	// bufferDue is when each is resolved again (its RequeueAfter).
+	buffers   *capacitybuffer.Controller
+	bufferDue map[types.NamespacedName]time.Time
+	// provisionWanted says something woke the provisioner, which then runs even without
+	// pending pods: the buffers' controller, or a NodeClaim starting to delete (its node's
+	// pods are placed while it drains); deletingSeen are the claims seen deleting.
+	provisionWanted bool
+	deletingSeen    map[string]bool
 	// settled holds, by NodeClaim name, the versions of the claim and of its Nodes when the
 	// lifecycle and termination controllers last had nothing more to do for it (see
 	// reconcileClaims).
@@ -167,7 +173,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		seed = *opts.Seed
 	}
 	e := &engine{w: w, opts: opts, clock: clocktesting.NewFakeClock(Start), deployments: map[string]*deploymentState{}, jobs: map[string]*jobsState{},
-		settled: map[string]string{}}
+		settled: map[string]string{}, deletingSeen: map[string]bool{}}
 	e.kube = memory.New(awsv1.NewScheme(), e.clock, memory.WithSeed(uint64(seed)), memory.WithAutoCreateNamespaces())
 	e.tracked = newPodTracker()
 	e.kube.OnChange(e.tracked.observe)
@@ -224,9 +230,11 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		})
 	e.provisioner, e.nomination, e.lifecycle, e.termination, e.disruption = set.Provisioner, set.Nomination, set.Lifecycle, set.Termination, set.Disruption
 	e.gc, e.poolStatus, e.poolStatic, e.repair, e.overlays = set.GarbageCollector, set.NodePoolStatus, set.Static, set.Repair, set.Overlays
+	e.expiration = set.Expiration
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
+	e.expiration.Observe(e.rec.expired)
 	if e.repair != nil {
 		e.repair.Observe(e.rec.repaired)
 	}
@@ -364,11 +372,11 @@ func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
 	}
 	if pending == 0 {
 		e.batchStart, e.batchPending = time.Time{}, 0
-		if e.bufferWanted {
+		if e.provisionWanted {
 			// The buffers' controller woke the provisioner (as its 30s resync does in a
 			// cluster): their virtual pods are placed again, launching for those whose room
-			// real pods took.
-			e.bufferWanted = false
+			// real pods took. Or a claim started deleting: its node's pods are placed.
+			e.provisionWanted = false
 			_, err = e.provisioner.Provision(ctx)
 		}
 		return err
@@ -383,7 +391,7 @@ func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
 	if now.Sub(e.batchLastChange) < e.opts.BatchIdleDuration && now.Sub(e.batchStart) < e.opts.BatchMaxDuration {
 		return nil
 	}
-	e.batchStart, e.bufferWanted = time.Time{}, false
+	e.batchStart, e.provisionWanted = time.Time{}, false
 	_, err = e.provisioner.Provision(ctx)
 	return err
 }
@@ -392,7 +400,7 @@ func (e *engine) maybeProvision(ctx context.Context, now time.Time) error {
 type bufferTrigger struct{ e *engine }
 
 // Trigger asks for a provisioning pass at the next pass.
-func (t bufferTrigger) Trigger() { t.e.bufferWanted = true }
+func (t bufferTrigger) Trigger() { t.e.provisionWanted = true }
 
 // reconcileBuffers resolves each CapacityBuffer when it is due: first seen, then after the
 // controller's RequeueAfter, as its watch and resync would in a cluster.
@@ -501,10 +509,26 @@ func (e *engine) reconcileClaims(ctx context.Context) error {
 		}
 	}
 	listed := make(map[string]bool, len(claims.Items))
+	now := e.clock.Now()
+	var nextExpiry time.Time
 	for _, c := range claims.Items {
 		listed[c.Name] = true
 		version := c.ResourceVersion + " " + nodeVersions[c.Status.ProviderID]
 		settles := c.DeletionTimestamp == nil && c.IsInitialized()
+		// As the expiration controller's requeue at each claim's expiry: an expired claim is
+		// deleted, and terminated from this pass on.
+		if at, ok := expiration.ExpiresAt(&c); ok && c.DeletionTimestamp == nil {
+			if now.Before(at) {
+				if nextExpiry.IsZero() || at.Before(nextExpiry) {
+					nextExpiry = at
+				}
+			} else {
+				if _, err := e.expiration.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: c.Name}}); err != nil && !apierrors.IsConflict(err) {
+					e.rec.warn(fmt.Sprintf("expiring nodeclaim %s: %v", c.Name, err))
+				}
+				settles = false
+			}
+		}
 		if settles && e.settled[c.Name] == version {
 			continue
 		}
@@ -532,6 +556,11 @@ func (e *engine) reconcileClaims(ctx context.Context) error {
 		if e.requeueAt.IsZero() || (!before.IsZero() && before.Before(e.requeueAt)) {
 			e.requeueAt = before
 		}
+		if c.DeletionTimestamp != nil && !e.deletingSeen[c.Name] {
+			// As the provisioner's NodeClaim watch: a claim starting to delete wakes it.
+			e.deletingSeen[c.Name] = true
+			e.provisionWanted = true
+		}
 		if c.DeletionTimestamp != nil {
 			// As the provisioner's NodeClaim watch: a claim finalized now (a launch that failed
 			// at once among them) releases its pods.
@@ -541,6 +570,10 @@ func (e *engine) reconcileClaims(ctx context.Context) error {
 		}
 	}
 	maps.DeleteFunc(e.settled, func(name, _ string) bool { return !listed[name] })
+	maps.DeleteFunc(e.deletingSeen, func(name string, _ bool) bool { return !listed[name] })
+	if !nextExpiry.IsZero() && (e.requeueAt.IsZero() || nextExpiry.Before(e.requeueAt)) {
+		e.requeueAt = nextExpiry
+	}
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/expiration"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/repair"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -325,6 +326,21 @@ func (r *recorder) disrupted(cmd *disruption.Command) {
 // MethodRepair is the method of node repair's entries in the log and the report's
 // disruptions.
 const MethodRepair = "repair"
+
+// MethodExpiration is the method of expiry's entries in the log and the report's disruptions.
+const MethodExpiration = "expiration"
+
+// expired logs an expired NodeClaim's deletion.
+func (r *recorder) expired(x expiration.Expiry) {
+	r.commands[MethodExpiration]++
+	node := x.Node
+	if node == "" {
+		node = x.NodeClaim
+	}
+	r.hist.removing(node, string(karpv1.DisruptionReasonExpired))
+	r.log(LogEntry{Kind: LogDisruption, Method: MethodExpiration, Reason: string(karpv1.DisruptionReasonExpired), Action: "delete", Nodes: []string{node},
+		Message: fmt.Sprintf("expired: deleting node %s, %s after its launch; its %d pods are evicted and provisioned for while it drains", node, x.ExpireAfter, x.Pods)})
+}
 
 // repaired logs node repair's deletions, and the first time the safety valve holds a node.
 func (r *recorder) repaired(rep repair.Outcome) {

@@ -14,6 +14,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
+	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
 // PodNodeNameIndex indexes Pods by spec.nodeName. IndexFields registers it; without it the
@@ -110,6 +111,22 @@ func isCritical(pod *corev1.Pod) bool {
 // already includes its grace period) passed more than timeout ago: its kubelet is presumed gone.
 func isStuckTerminating(pod *corev1.Pod, now time.Time, timeout time.Duration) bool {
 	return pod.DeletionTimestamp != nil && now.Sub(pod.DeletionTimestamp.Time) > timeout
+}
+
+// ReschedulablePodCount counts the pods bound to the node that must move when it goes
+// (state.IsReschedulable), as Karpenter counts them for karpenter_pods_disruption_initiated_total.
+func ReschedulablePodCount(ctx context.Context, reader client.Reader, nodeName string) (int, error) {
+	pods, err := podsOn(ctx, reader, []string{nodeName})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods {
+		if state.IsReschedulable(p) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // podsOn lists the pods bound to the named nodes, sorted by namespace and name. It uses

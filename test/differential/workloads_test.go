@@ -21,6 +21,9 @@ type workload struct {
 	// drift, when set, changes the NodePool's template labels after the other phases, which
 	// drifts every node.
 	drift bool
+	// expireAfter, when set, is the NodePool's spec.template.spec.expireAfter: after the other
+	// phases the suite waits for every node to expire and its pods to run again.
+	expireAfter string
 }
 
 // deployment is a Deployment of pause pods with requests.
@@ -126,6 +129,13 @@ var workloads = []workload{
 		},
 		drift: true,
 	},
+	{
+		name: "expiry", nodePool: fleetRequirements,
+		deployments: []deployment{
+			{name: "app", replicas: 60, cpu: "500m", memory: "1Gi", constraints: spreadOverZones},
+		},
+		expireAfter: "3m",
+	},
 }
 
 // nodePoolManifest is the workload's NodePool named "fleet" for a controller, with extra
@@ -134,13 +144,17 @@ func (w workload) nodePoolManifest(c controller, labels map[string]string) strin
 	var b strings.Builder
 	b.WriteString("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: fleet\nspec:\n")
 	spec := w.nodePool
-	template := "  template:\n    spec:\n      nodeClassRef: " + c.nodeClassRef + "\n"
+	templateSpec := "    spec:\n      nodeClassRef: " + c.nodeClassRef + "\n"
+	if w.expireAfter != "" {
+		templateSpec += "      expireAfter: " + w.expireAfter + "\n"
+	}
+	template := "  template:\n" + templateSpec
 	if len(labels) > 0 {
 		template = "  template:\n    metadata:\n      labels:\n"
 		for k, v := range labels {
 			template += fmt.Sprintf("        %s: %q\n", k, v)
 		}
-		template += "    spec:\n      nodeClassRef: " + c.nodeClassRef + "\n"
+		template += templateSpec
 	}
 	b.WriteString(strings.Replace(spec, "  template:\n    spec:\n", template, 1))
 	return b.String()
