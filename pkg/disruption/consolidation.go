@@ -38,7 +38,9 @@ type SearchTimeout struct {
 // past it is a timeout (Decision.Timeouts) and the search returns the best command found
 // before it, if any.
 func (d *decider) multiNode() *Command {
-	cands := d.withinBudget(d.underutilized(), karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates)
+	// As Karpenter's firstNConsolidationOption, whose binary search over at most 100 indices
+	// takes candidates[0:mid+1]: a command may take one more than the bound.
+	cands := d.withinBudget(d.underutilized(), karpv1.DisruptionReasonUnderutilized, d.opts.MaxMultiNodeCandidates+1)
 	deadline, bounded := d.searchDeadline(MultiNodeConsolidationTimeout)
 	var best *Command
 	lo, hi := 2, len(cands)

@@ -180,6 +180,25 @@ func TestOnDemandReplacementIsSpotOnly(t *testing.T) {
 // Multi-node consolidation never replaces nodes with one of their own type at no saving: four
 // part-filled on-demand m.xlarge nodes are consolidated by deleting some, not by a fifth
 // m.xlarge.
+// TestMultiNodeTakesUpTo101: with more candidates than the bound of 100, multi-node
+// consolidation's first command takes 101 of them, as Karpenter v1.15.0's does
+// (multinodeconsolidation.go firstNConsolidationOption: max 100, candidates[0:mid+1]).
+func TestMultiNodeTakesUpTo101(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	for i := range 130 {
+		c.add(stateNode(np, fmt.Sprintf("n%03d", i), m, "on-demand", "test-zone-1", pod("100m", "100Mi")))
+	}
+	d := Decide(c.in)
+	if d.Command == nil || d.Command.Method != MethodMultiNode {
+		t.Fatalf("command %+v, want multi-node consolidation", d.Command)
+	}
+	if n := len(d.Command.Candidates); n != 101 {
+		t.Errorf("%s: %d candidates, want 101", d.Command.Message(), n)
+	}
+}
+
 func TestMultiNodeNeverReplacesWithTheirOwnType(t *testing.T) {
 	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
 		everyBudget("100%")(np)
