@@ -58,8 +58,9 @@ type Candidate struct {
 	// Price is the node's price, $/hour: its instance type's offering in its zone and capacity
 	// type. Zero when unknown.
 	Price float64
-	// DisruptionCost orders candidates: the cheaper to disrupt, the sooner tried.
-	DisruptionCost float64
+	// RescheduleCost is what disrupting the node costs: 1, plus the positive eviction costs
+	// of its pods (EvictionCost), as Karpenter's RescheduleDisruptionCost.
+	RescheduleCost float64
 	// Consolidatable: consolidateAfter has passed since the node's last pod event.
 	Consolidatable bool
 	// Drifted is why the node drifted from its NodePool, or "".
@@ -74,6 +75,15 @@ type Candidate struct {
 }
 
 // protected says why no voluntary method may disrupt the candidate, or "".
+// IsEmpty reports whether disrupting the node costs nothing beyond the node itself: no pod to
+// move, or only pods whose eviction costs nothing (a disruption cost or priority low enough),
+// as Karpenter's Candidate.IsEmpty. Such a node is emptiness's, under its Empty budget.
+func (c *Candidate) IsEmpty() bool { return c.RescheduleCost <= perNodeRescheduleCost }
+
+// SavingsRatio is the node's price per unit of reschedule cost: consolidation tries the
+// highest first, as Karpenter's sortCandidates.
+func (c *Candidate) SavingsRatio() float64 { return c.Price / c.RescheduleCost }
+
 func (c *Candidate) protected() string {
 	if c.NodeProtection != "" {
 		return c.NodeProtection

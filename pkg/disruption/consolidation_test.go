@@ -189,9 +189,11 @@ func TestUnseenNodePoolsKeptWhenSingleNodeDoesNotFinish(t *testing.T) {
 func TestSingleNodeTriesEveryCandidateWithinBudget(t *testing.T) {
 	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("1"))
 	c := newCluster(catalog(), np)
-	large := findType(c.types, "c.large")
+	// Full spot nodes (nothing cheaper may replace them without spot-to-spot consolidation),
+	// tried first: they save the most per unit of reschedule cost.
+	m4 := findType(c.types, "m.4xlarge")
 	for _, name := range []string{"x", "y"} {
-		c.add(stateNode(np, name, large, karpv1.CapacityTypeSpot, "test-zone-1", pod("1500m", "2Gi")))
+		c.add(stateNode(np, name, m4, karpv1.CapacityTypeSpot, "test-zone-1", pod("15", "2Gi")))
 	}
 	// Tried last (two pods to move), and replaceable by a cheaper c.4xlarge.
 	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), karpv1.CapacityTypeOnDemand, "test-zone-1", pod("7500m", "2Gi"), pod("7500m", "2Gi")))
@@ -254,7 +256,7 @@ func TestSingleNodeTakesWhatIfsInOrder(t *testing.T) {
 	}{
 		{"both replaceable", func(c *cluster) { big(c, "big1"); big(c, "big2") }, "big1", nil},
 		{"first unmovable", func(c *cluster) {
-			c.add(stateNode(np, "x", findType(c.types, "c.large"), karpv1.CapacityTypeSpot, "test-zone-1", pod("1500m", "2Gi")))
+			c.add(stateNode(np, "x", findType(c.types, "m.4xlarge"), karpv1.CapacityTypeSpot, "test-zone-1", pod("15", "2Gi")))
 			big(c, "big")
 		}, "big", []string{"x"}},
 	} {

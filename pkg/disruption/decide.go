@@ -29,8 +29,8 @@ import (
 
 // The disruption methods, in the order Decide tries them.
 const (
-	MethodDrift      = "drift"
 	MethodEmptiness  = "emptiness"
+	MethodDrift      = "drift"
 	MethodMultiNode  = "multi-node consolidation"
 	MethodSingleNode = "single-node consolidation"
 	// MethodRepack (repack.go) is ours, tried last.
@@ -328,8 +328,8 @@ type TimedProtection struct {
 	Until time.Time
 }
 
-// Decide evaluates the cluster and returns at most one command: the first that drift,
-// emptiness, multi-node, single-node then re-pack consolidation (with
+// Decide evaluates the cluster and returns at most one command: the first that emptiness,
+// drift, multi-node, single-node then re-pack consolidation (with
 // Input.Packing) find. It is deterministic
 // (but for Decision.Evaluations, real time), records nothing, and does not modify its input.
 func Decide(in Input) *Decision {
@@ -346,8 +346,8 @@ func Decide(in Input) *Decision {
 		reason karpv1.DisruptionReason
 		decide func() *Command
 	}{
-		{MethodDrift, karpv1.DisruptionReasonDrifted, d.drift},
 		{MethodEmptiness, karpv1.DisruptionReasonEmpty, d.emptiness},
+		{MethodDrift, karpv1.DisruptionReasonDrifted, d.drift},
 		{MethodMultiNode, karpv1.DisruptionReasonUnderutilized, d.multiNode},
 		{MethodSingleNode, karpv1.DisruptionReasonUnderutilized, d.singleNode},
 		{MethodRepack, karpv1.DisruptionReasonUnderutilized, d.repack},
@@ -399,7 +399,7 @@ func (d *decider) eligibility() uint64 {
 		h.WriteString(c.Name())
 		h.WriteByte(0)
 		flag(c.Consolidatable)
-		flag(len(c.Pods) == 0)
+		flag(c.IsEmpty())
 		h.WriteString(c.protected())
 		h.WriteByte(0)
 		h.WriteString(c.Drifted)
@@ -491,20 +491,20 @@ type budgetKey struct {
 
 // decider holds one decision's evaluation of the cluster.
 type decider struct {
-	in         Input
-	opts       Options
-	pools      map[string]*karpv1.NodePool // dynamic NodePools by name
-	total      map[string]int              // initialized nodes per NodePool
-	disrupting map[string]int              // of those, the ones being deleted or NotReady
-	poolCost   map[string]float64          // $/hour of each NodePool's nodes
-	poolPods   map[string]int              // reschedulable pods on each NodePool's nodes
-	allowed    map[budgetKey]int
-	candidates []*Candidate // sorted by disruption cost
-	statuses   []ClaimStatus
-	blocked    []Blocked
-	problems   []error
-	invalid    []PodProblem // pods with an invalid do-not-disrupt value
-	timed      []TimedProtection
+	in                 Input
+	opts               Options
+	pools              map[string]*karpv1.NodePool // dynamic NodePools by name
+	total              map[string]int              // initialized nodes per NodePool
+	disrupting         map[string]int              // of those, the ones being deleted or NotReady
+	poolCost           map[string]float64          // $/hour of each NodePool's nodes
+	poolRescheduleCost map[string]float64          // reschedule cost of each NodePool's nodes
+	allowed            map[budgetKey]int
+	candidates         []*Candidate // sorted by disruption cost
+	statuses           []ClaimStatus
+	blocked            []Blocked
+	problems           []error
+	invalid            []PodProblem // pods with an invalid do-not-disrupt value
+	timed              []TimedProtection
 	// unconsolidatable are the candidates single-node consolidation could not act on, and why.
 	unconsolidatable []Blocked
 	timeouts         []SearchTimeout // Decision.Timeouts
@@ -529,7 +529,7 @@ func newDecider(in Input) *decider {
 	d := &decider{
 		in: in, opts: in.Options.withDefaults(), unseenPools: in.UnseenNodePools,
 		pools: map[string]*karpv1.NodePool{}, total: map[string]int{}, disrupting: map[string]int{},
-		poolCost: map[string]float64{}, poolPods: map[string]int{}, allowed: map[budgetKey]int{},
+		poolCost: map[string]float64{}, poolRescheduleCost: map[string]float64{}, allowed: map[budgetKey]int{},
 	}
 	var poolNames []string
 	for _, np := range in.NodePools {
@@ -572,9 +572,9 @@ func newDecider(in Input) *decider {
 		c.CapacityType = nodeLabel(sn, karpv1.CapacityTypeLabelKey)
 		c.Zone = nodeLabel(sn, corev1.LabelTopologyZone)
 		c.Price = nodePrice(c.InstanceType, c.CapacityType, c.Zone, append([][]*cloudprovider.InstanceType{in.InstanceTypes[np.Name]}, allTypes...)...)
-		c.DisruptionCost = float64(len(c.Pods))
+		c.RescheduleCost = rescheduleCost(c.Pods)
 		d.poolCost[np.Name] += c.Price
-		d.poolPods[np.Name] += len(c.Pods)
+		d.poolRescheduleCost[np.Name] += c.RescheduleCost
 
 		var status ClaimStatus
 		status.NodeClaim = sn.NodeClaim.Name
@@ -612,20 +612,19 @@ func newDecider(in Input) *decider {
 		}
 		d.candidates = append(d.candidates, c)
 	}
+	// As Karpenter's sortCandidates: the most saved per unit of reschedule cost first (its sort
+	// is not stable; names break ties here).
 	sort.SliceStable(d.candidates, func(i, j int) bool {
 		a, b := d.candidates[i], d.candidates[j]
-		if a.DisruptionCost != b.DisruptionCost {
-			return a.DisruptionCost < b.DisruptionCost
-		}
-		if a.Price != b.Price {
-			return a.Price > b.Price
+		if ra, rb := a.SavingsRatio(), b.SavingsRatio(); ra != rb {
+			return ra > rb
 		}
 		return a.Name() < b.Name()
 	})
 	d.sim = newSimulator(in, d.pools, pdbs)
 	d.holdsBuffer = d.bufferNodes()
 	for _, c := range d.candidates {
-		if d.holdsBuffer[c.Name()] && len(c.Pods) == 0 && c.protected() == "" && consolidationPassesOver(c) == "" {
+		if d.holdsBuffer[c.Name()] && c.IsEmpty() && c.protected() == "" && consolidationPassesOver(c) == "" {
 			d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: fmt.Sprintf("Node %q has buffer pods", c.Name())})
 		}
 	}
@@ -642,7 +641,7 @@ func (d *decider) bufferNodes() map[string]bool {
 	}
 	empty := map[string]bool{}
 	for _, c := range d.candidates {
-		if len(c.Pods) == 0 {
+		if c.IsEmpty() {
 			empty[c.Name()] = true
 		}
 	}
@@ -669,7 +668,7 @@ func (d *decider) bufferNodes() map[string]bool {
 
 // mayConsolidate reports whether the node's NodePool lets consolidation act on it now.
 func (d *decider) mayConsolidate(c *Candidate) bool {
-	return len(c.Pods) == 0 || underutilizedPolicy(c.NodePool)
+	return c.IsEmpty() || underutilizedPolicy(c.NodePool)
 }
 
 func underutilizedPolicy(np *karpv1.NodePool) bool {
@@ -760,11 +759,11 @@ func (d *decider) driftable() []*Candidate {
 	return d.filter(func(c *Candidate) bool { return c.Drifted != "" && c.mayDrift() })
 }
 
-// empty are the consolidatable, unprotected candidates without pods to move, but for those
-// holding a CapacityBuffer's room.
+// empty are the consolidatable, unprotected candidates that are empty (Candidate.IsEmpty), but
+// for those holding a CapacityBuffer's room.
 func (d *decider) empty() []*Candidate {
 	return d.filter(func(c *Candidate) bool {
-		return c.Consolidatable && len(c.Pods) == 0 && c.protected() == "" && !d.holdsBuffer[c.Name()]
+		return c.Consolidatable && c.IsEmpty() && c.protected() == "" && !d.holdsBuffer[c.Name()]
 	})
 }
 
@@ -772,7 +771,7 @@ func (d *decider) empty() []*Candidate {
 // policy consolidates underutilized nodes.
 func (d *decider) underutilized() []*Candidate {
 	return d.filter(func(c *Candidate) bool {
-		return c.Consolidatable && len(c.Pods) > 0 && underutilizedPolicy(c.NodePool) && c.protected() == ""
+		return c.Consolidatable && !c.IsEmpty() && underutilizedPolicy(c.NodePool) && c.protected() == ""
 	})
 }
 
@@ -790,7 +789,7 @@ func consolidationPassesOver(c *Candidate) string {
 	if _, ok := consolidatableAt(c.NodeClaim, c.NodePool); !ok {
 		return fmt.Sprintf("NodePool %q has consolidation disabled", c.NodePool.Name)
 	}
-	if len(c.Pods) > 0 && !underutilizedPolicy(c.NodePool) {
+	if !c.IsEmpty() && !underutilizedPolicy(c.NodePool) {
 		return fmt.Sprintf("NodePool %q has consolidation policy WhenEmpty, but node is not empty", c.NodePool.Name)
 	}
 	return ""
@@ -1006,37 +1005,43 @@ func cheaperTypes(claim *scheduler.Claim, limit float64, exclude func(name, capa
 	return claim.Price, true
 }
 
-// balancedAllows applies the Balanced policy: when a candidate's NodePool is Balanced, the
-// share of those NodePools' cost saved must be at least BalancedThreshold times the share of
-// their pods moved.
+// balancedAllows applies the Balanced policy, as Karpenter v1.15.0's EvaluateBalancedMove
+// (pkg/controllers/disruption/balanced.go): each Balanced NodePool among the candidates' must
+// save a share of its cost at least BalancedThreshold times the share of its reschedule cost
+// the move disrupts (its candidates' RescheduleCost over its nodes'); a move from several
+// NodePools credits each with the savings in proportion to the price of its candidates.
 //
 // As Karpenter, every consolidation move evaluated is noted per NodePool of its candidates
 // (Decision.Moves), approved or rejected, with its score on Balanced NodePools.
 func (d *decider) balancedAllows(cmd *Command) bool {
 	pools := map[string]*karpv1.NodePool{}
-	balanced := false
-	moved := 0
+	sourceCost, poolSource, poolMoved := 0.0, map[string]float64{}, map[string]float64{}
 	for _, c := range cmd.Candidates {
 		pools[c.NodePool.Name] = c.NodePool
-		balanced = balanced || c.NodePool.Spec.Disruption.ConsolidationPolicy == karpv1.ConsolidationPolicyBalanced
-		moved += len(c.Pods)
+		sourceCost += c.Price
+		poolSource[c.NodePool.Name] += c.Price
+		poolMoved[c.NodePool.Name] += c.RescheduleCost
 	}
-	allowed, score := true, -1.0 // no score: no Balanced pool, or nothing moves
-	if balanced && moved > 0 {
-		cost, pods := 0.0, 0
-		for name := range pools {
-			cost += d.poolCost[name]
-			pods += d.poolPods[name]
+	allowed := true
+	scores := map[string]float64{}
+	for name, np := range pools {
+		if np.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyBalanced {
+			continue
 		}
-		allowed = false
-		if cost > 0 && pods > 0 {
-			score = (cmd.Savings / cost) / (float64(moved) / float64(pods))
-			allowed = score >= BalancedThreshold
+		savings := cmd.Savings
+		if len(pools) > 1 && sourceCost > 0 {
+			savings *= poolSource[name] / sourceCost
 		}
+		score := 0.0
+		if cost, rc := d.poolCost[name], d.poolRescheduleCost[name]; cost > 0 && rc > 0 {
+			score = (savings / cost) / (poolMoved[name] / rc)
+		}
+		scores[name] = score
+		allowed = allowed && score >= BalancedThreshold
 	}
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		m := Move{NodePool: name, Policy: pools[name].Spec.Disruption.ConsolidationPolicy, Approved: allowed, Score: -1}
-		if m.Policy == karpv1.ConsolidationPolicyBalanced {
+		if score, ok := scores[name]; ok {
 			m.Score = score
 		}
 		d.moves = append(d.moves, m)

@@ -180,6 +180,74 @@ func TestOnDemandReplacementIsSpotOnly(t *testing.T) {
 // Multi-node consolidation never replaces nodes with one of their own type at no saving: four
 // part-filled on-demand m.xlarge nodes are consolidated by deleting some, not by a fifth
 // m.xlarge.
+// TestEvictionCostOrdersCandidates: consolidation tries first the node that saves the most per
+// unit of reschedule cost, as Karpenter v1.15.0 (consolidation.go sortCandidates by
+// SavingsRatio; utils/disruption EvictionCost): a pod whose pod-deletion-cost says it is
+// precious keeps its node longer than an equal node of an equal pod. Before, candidates were
+// ordered by pod count and the protected pod's node, first by name, went first.
+func TestEvictionCostOrdersCandidates(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
+		everyBudget("1")(np)
+		np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+		}
+	})
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	// Tried first, and kept: nothing cheaper holds its pod, which fits nowhere else.
+	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("10", "60Gi")))
+	precious := pod("1", "1Gi")
+	precious.Annotations = map[string]string{corev1.PodDeletionCost: "1000000000"}
+	c.add(stateNode(np, "a", m, "on-demand", "test-zone-1", precious))
+	c.add(stateNode(np, "b", m, "on-demand", "test-zone-1", pod("1", "1Gi")))
+	d := Decide(c.in)
+	if d.Command == nil || len(d.Command.Candidates) != 1 || d.Command.Candidates[0].Name() != "b" {
+		t.Fatalf("command %+v, want node b deleted first: a's pod costs more to evict", d.Command)
+	}
+}
+
+// TestEmptyCountsEvictionCost: a node whose pods cost nothing to evict (karpenter.sh/disruption-cost
+// low enough) is empty, as Karpenter v1.15.0's Candidate.IsEmpty (RescheduleDisruptionCost <= 1):
+// emptiness deletes it even under WhenEmpty, and by the Empty budget.
+func TestEmptyCountsEvictionCost(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+	})
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	throwaway := pod("1", "1Gi")
+	throwaway.Annotations = map[string]string{karpv1.DisruptionCostAnnotationKey: "-134217728"} // -2^27: cost 0
+	c.add(stateNode(np, "cheap-pods", m, "on-demand", "test-zone-1", throwaway))
+	c.add(stateNode(np, "busy", m, "on-demand", "test-zone-1", pod("1", "1Gi")))
+	d := Decide(c.in)
+	if d.Command == nil || d.Command.Method != MethodEmptiness || len(d.Command.Candidates) != 1 || d.Command.Candidates[0].Name() != "cheap-pods" {
+		t.Fatalf("command %+v, want emptiness of cheap-pods", d.Command)
+	}
+	for _, tc := range []struct {
+		annotations map[string]string
+		priority    int32
+		want        float64
+	}{
+		{nil, 0, 1},
+		{map[string]string{karpv1.DisruptionCostAnnotationKey: "134217728"}, 0, 2},
+		{map[string]string{karpv1.DisruptionCostAnnotationKey: "-134217728", corev1.PodDeletionCost: "134217728"}, 0, 0},
+		{map[string]string{corev1.PodDeletionCost: "268435456"}, 0, 3},
+		{map[string]string{karpv1.DisruptionCostAnnotationKey: "many"}, 0, 1},
+		{nil, 2000000000, 10},
+		{nil, -33554432, 0},
+	} {
+		p := pod("1", "1Gi")
+		p.Annotations = tc.annotations
+		if tc.priority != 0 {
+			p.Spec.Priority = &tc.priority
+		}
+		if got := EvictionCost(p); got != tc.want {
+			t.Errorf("EvictionCost(%v, priority %d) = %v, want %v", tc.annotations, tc.priority, got, tc.want)
+		}
+	}
+}
+
 // TestMultiNodeTakesUpTo101: with more candidates than the bound of 100, multi-node
 // consolidation's first command takes 101 of them, as Karpenter v1.15.0's does
 // (multinodeconsolidation.go firstNConsolidationOption: max 100, candidates[0:mid+1]).

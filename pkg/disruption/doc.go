@@ -20,9 +20,11 @@
 //     a protected node; drift does only when the protection is its pods' and its NodeClaim has
 //     a terminationGracePeriod (the drain honours the pods until it ends). Then it tries the
 //     methods in order and returns the first command found:
-//     Drift (replace) → Emptiness (delete) →
+//     Emptiness (delete; a node is empty when its pods' eviction costs add nothing, as
+//     Karpenter's Candidate.IsEmpty) → Drift (replace) →
 //     multi-node consolidation (delete or replace many by at most one cheaper node, largest
-//     prefix by disruption cost found by binary search) → single-node consolidation (delete,
+//     prefix found by binary search, candidates ordered by savings ratio: price over reschedule
+//     cost, 1 plus their pods' EvictionCost, as Karpenter orders them) → single-node consolidation (delete,
 //     or replace by a strictly cheaper node, trying one node of each NodePool in turn) →
 //     re-pack consolidation, ours (repack.go, docs/repack.md): while a NodePool costs 1.10×
 //     or more the lower bound of its pods packed from scratch (Input.Packing, measured by the

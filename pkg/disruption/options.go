@@ -20,8 +20,8 @@ const (
 	DefaultReplacementTimeout = 10 * time.Minute
 	// DefaultMaxMultiNodeCandidates bounds the candidates multi-node consolidation considers.
 	DefaultMaxMultiNodeCandidates = 100
-	// BalancedThreshold is the least ratio of cost share saved to pod share moved at which the
-	// Balanced policy consolidates underutilized nodes.
+	// BalancedThreshold is the least ratio of cost share saved to reschedule cost share
+	// disrupted at which the Balanced policy consolidates underutilized nodes (1/BalancedK).
 	BalancedThreshold = 0.5
 )
 

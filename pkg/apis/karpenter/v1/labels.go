@@ -25,6 +25,9 @@ const (
 const (
 	// DoNotDisruptAnnotationKey, set to "true" on a pod or node, blocks voluntary disruption.
 	DoNotDisruptAnnotationKey = Group + "/do-not-disrupt"
+	// DisruptionCostAnnotationKey, an int32 on a pod, weighs its eviction when consolidation
+	// orders nodes: higher costs more (see disruption.EvictionCost).
+	DisruptionCostAnnotationKey = Group + "/disruption-cost"
 	// NodePoolHashAnnotationKey holds the hash of a NodePool's static template fields, copied to
 	// each NodeClaim at launch so drift can be detected.
 	NodePoolHashAnnotationKey = Group + "/nodepool-hash"
