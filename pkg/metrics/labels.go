@@ -128,8 +128,13 @@ const (
 
 // Values of LabelReason for karpenter_nodeclaims_disrupted_total besides the disruption reasons.
 const (
-	// ReasonLiveness: the NodeClaim did not launch or register within the registration TTL.
-	ReasonLiveness = "liveness"
+	// ReasonLaunchTimeout: the NodeClaim did not launch within the launch timeout.
+	ReasonLaunchTimeout = "launch_timeout"
+	// ReasonRegistrationTimeout: the NodeClaim's node did not register within the registration
+	// timeout.
+	ReasonRegistrationTimeout = "registration_timeout"
+	// ReasonNodeClassNotReady: the NodeClaim's NodeClass was not ready when it launched.
+	ReasonNodeClassNotReady = "nodeclass_not_ready"
 	// ReasonGarbageCollected: the NodeClaim's instance no longer exists in the cloud.
 	ReasonGarbageCollected = "garbage_collected"
 	// ReasonUnhealthy: node repair replaced the node, whose condition matched a repair policy

@@ -47,7 +47,7 @@ var (
 		Help: "NodeClaims whose instance Karpenter terminated and whose finalizer it removed, by owning nodepool, capacity type and zone.",
 	}, []string{LabelNodePool, LabelCapacityType, LabelZone})
 	// NodeClaimsDisruptedTotal counts the NodeClaims Karpenter deleted to disrupt them, by
-	// reason (a DisruptionReason, ReasonLiveness, ReasonGarbageCollected or ReasonUnhealthy),
+	// reason (a DisruptionReason, ReasonLaunchTimeout, ReasonRegistrationTimeout, ReasonNodeClassNotReady, ReasonGarbageCollected or ReasonUnhealthy),
 	// NodePool and capacity type.
 	NodeClaimsDisruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: subsystemNodeClaims, Name: "disrupted_total",
@@ -250,7 +250,7 @@ func NodeClaimTerminated(nodePool, capacityType, zone string, terminating, insta
 }
 
 // NodeClaimDisrupted records a NodeClaim deleted to disrupt it, for the reason
-// (DisruptionReason(r), ReasonLiveness or ReasonGarbageCollected), with the NodePool's
+// (DisruptionReason(r), a timeout, ReasonNodeClassNotReady or ReasonGarbageCollected), with the NodePool's
 // consolidation policy when consolidation disrupted it (ConsolidationPolicy, else "") and how
 // its drain is bounded (TerminationMode).
 func NodeClaimDisrupted(reason, nodePool, capacityType, consolidationPolicy, terminationMode string) {

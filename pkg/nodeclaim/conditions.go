@@ -19,8 +19,6 @@ const (
 	ReasonReady       = "Ready"
 	// ReasonLaunchFailed: Create failed with an error that carries no reason of its own.
 	ReasonLaunchFailed = "LaunchFailed"
-	// ReasonNodeClassNotReady: Create reported the NodeClass missing or not ready.
-	ReasonNodeClassNotReady = "NodeClassNotReady"
 	// ReasonAwaitingLaunch: registration waits for the instance to launch.
 	ReasonAwaitingLaunch = "AwaitingLaunch"
 	// ReasonNodeNotFound: no Node with the claim's provider ID has joined yet.

@@ -23,7 +23,7 @@ const (
 	// deleted.
 	EventReasonInsufficientCapacityError events.Reason = "InsufficientCapacityError"
 	// EventReasonNodeClassNotReady (Warning): the claim's NodeClass is missing or not ready;
-	// the launch waits.
+	// the claim is deleted.
 	EventReasonNodeClassNotReady events.Reason = "NodeClassNotReady"
 	// EventReasonFailedConsistencyCheck (Warning): a consistency check found the claim's Node
 	// not as the claim expected; the message says how.
@@ -69,7 +69,7 @@ func insufficientCapacityErrorPodEvent(pod *corev1.Pod, claim *karpv1.NodeClaim,
 		DedupeValues: []string{string(pod.UID)}, RateLimiter: limiter}
 }
 
-// nodeClassNotReadyEvent: the claim's launch waits for its NodeClass.
+// nodeClassNotReadyEvent: the claim's NodeClass is not ready; the claim is deleted.
 func nodeClassNotReadyEvent(claim *karpv1.NodeClaim, err error) events.Event {
 	return events.Event{InvolvedObject: claim, Type: corev1.EventTypeWarning, Reason: EventReasonNodeClassNotReady,
 		Message: truncateMessage(fmt.Sprintf("NodeClaim %s event: %s", claim.Name, err.Error())), DedupeValues: []string{string(claim.UID)}}

@@ -18,6 +18,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 // launch creates the claim's instance unless it has one, and copies what was launched onto the
@@ -81,9 +82,16 @@ func (c *LifecycleController) launchFailed(ctx context.Context, claim *karpv1.No
 		res.deleted = true
 		return c.deleteClaim(ctx, claim)
 	case cloudprovider.IsNodeClassNotReadyError(err):
-		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonNodeClassNotReady, err.Error())
+		// As Karpenter v1.15.0 (lifecycle launch.go launchNodeClaim): deleted at once, not
+		// counted against the NodePool's registration health; the provisioner launches again
+		// once the NodePool, which follows its NodeClass, is Ready.
+		logger.Info("nodeclass not ready, deleting nodeclaim", "error", err.Error())
 		c.events.Publish(nodeClassNotReadyEvent(claim, err))
-		res.requeue(NodeClassNotReadyRequeue)
+		res.deleted = true
+		if err := c.deleteClaim(ctx, claim); err != nil {
+			return err
+		}
+		metrics.NodeClaimDisrupted(metrics.ReasonNodeClassNotReady, claim.Labels[karpv1.NodePoolLabelKey], claim.Labels[karpv1.CapacityTypeLabelKey], "", metrics.TerminationMode(claim))
 		return nil
 	case cloudprovider.IsTerminalCreateError(err):
 		reason, message := launchFailure(err)

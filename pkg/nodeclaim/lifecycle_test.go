@@ -3,6 +3,7 @@ package nodeclaim
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"slices"
 	"strings"
 	"testing"
@@ -14,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
 func TestLaunchWritesStatusAndLabels(t *testing.T) {
@@ -275,29 +276,22 @@ func TestInsufficientCapacityMarksOfferingsAndDeletes(t *testing.T) {
 	}
 }
 
-func TestNodeClassNotReadyKeepsClaim(t *testing.T) {
+// TestNodeClassNotReadyDeletesClaim: a claim whose NodeClass is missing or not ready is deleted
+// at once, as Karpenter v1.15.0's lifecycle deletes it (launch.go launchNodeClaim:
+// IsNodeClassNotReadyError), and counted as nodeclass_not_ready; before, it waited up to the
+// registration TTL.
+func TestNodeClassNotReadyDeletesClaim(t *testing.T) {
 	f := newFixture(t, fixtureOptions{})
+	disrupted := metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonNodeClassNotReady, "default", "", "", metrics.TerminationModeGraceful)
+	before := testutil.ToFloat64(disrupted)
 	f.createClaim("nodeclass", claimOptions{nodeClass: "missing"})
-	res := f.mustReconcile("nodeclass")
-	if res.RequeueAfter != NodeClassNotReadyRequeue {
-		t.Errorf("RequeueAfter %s, want %s", res.RequeueAfter, NodeClassNotReadyRequeue)
-	}
-	claim := f.claim("nodeclass")
-	if claim == nil || claim.DeletionTimestamp != nil {
-		t.Fatal("the claim was deleted")
-	}
-	expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonNodeClassNotReady)
-	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeClassNotReady)
-	f.expectEvent("Warning", EventReasonNodeClassNotReady)
-
-	// Once the NodeClass exists the launch goes ahead. It is deleted afterwards, so that a
-	// rerun (-count=2) starts without it again.
-	env.EnsureNodeClass(t, "missing")
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "missing"}})
-	})
 	f.mustReconcile("nodeclass")
-	expectCondition(t, f.claim("nodeclass"), karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched)
+	f.expectDeleting("nodeclass")
+	f.expectEvent("Warning", EventReasonNodeClassNotReady)
+	if got := testutil.ToFloat64(disrupted) - before; got != 1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=nodeclass_not_ready} rose by %v, want 1", got)
+	}
+	f.finish("nodeclass")
 }
 
 func TestCreateErrors(t *testing.T) {
@@ -326,32 +320,48 @@ func TestCreateErrors(t *testing.T) {
 func TestLivenessDeletesUnregisteredClaim(t *testing.T) {
 	f := newFixture(t, fixtureOptions{opts: LifecycleOptions{RegistrationTTL: 10 * time.Minute}})
 	f.createClaim("liveness", claimOptions{})
-	f.createClaim("unlaunched", claimOptions{nodeClass: "never"})
 	res := f.mustReconcile("liveness")
 	if res.RequeueAfter <= 9*time.Minute || res.RequeueAfter > 10*time.Minute {
 		t.Errorf("RequeueAfter %s, want about the ttl", res.RequeueAfter)
 	}
-	f.mustReconcile("unlaunched")
 
 	f.clock.Step(9 * time.Minute)
 	f.mustReconcile("liveness")
-	f.mustReconcile("unlaunched")
-	if f.claim("liveness").DeletionTimestamp != nil || f.claim("unlaunched").DeletionTimestamp != nil {
+	if f.claim("liveness").DeletionTimestamp != nil {
 		t.Fatal("deleted before the ttl")
 	}
 
 	f.clock.Step(time.Minute + time.Second)
 	f.mustReconcile("liveness")
-	f.mustReconcile("unlaunched")
 	f.expectDeleting("liveness")
-	f.expectDeleting("unlaunched")
 	f.expectEvent("Warning", EventReasonLivenessExpired)
 
 	// Deleting a launched claim terminates its instance.
 	f.finish("liveness")
-	f.finish("unlaunched")
 	if f.liveInstances() != 0 {
 		t.Errorf("%d instances, want 0", f.liveInstances())
+	}
+}
+
+// TestLaunchTimeout: a claim that cannot launch (every Create fails, retryably) is deleted five
+// minutes after its creation, as Karpenter v1.15.0's Liveness (LaunchTimeout), and counted as
+// launch_timeout; before, it was retried for the whole registration TTL.
+func TestLaunchTimeout(t *testing.T) {
+	f := newFixture(t, fixtureOptions{sim: sim.Options{Faults: sim.FaultPlan{CreateErrorRate: 1}}})
+	disrupted := metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonLaunchTimeout, "default", "", "", metrics.TerminationModeGraceful)
+	before := testutil.ToFloat64(disrupted)
+	f.createClaim("stuck", claimOptions{})
+	_, _ = f.reconcile("stuck")
+	f.clock.Step(LaunchTimeout - time.Second)
+	_, _ = f.reconcile("stuck")
+	if f.claim("stuck").DeletionTimestamp != nil {
+		t.Fatal("deleted before the launch timeout")
+	}
+	f.clock.Step(2 * time.Second)
+	_, _ = f.reconcile("stuck")
+	f.expectDeleting("stuck")
+	if got := testutil.ToFloat64(disrupted) - before; got != 1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=launch_timeout} rose by %v, want 1", got)
 	}
 }
 

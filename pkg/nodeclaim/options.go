@@ -13,7 +13,8 @@ import (
 
 // Defaults of LifecycleOptions and GarbageCollectorOptions.
 const (
-	// DefaultRegistrationTTL is how long a NodeClaim may take to launch and register.
+	// DefaultRegistrationTTL is how long a NodeClaim may take to register, as Karpenter's
+	// registration timeout.
 	DefaultRegistrationTTL = 15 * time.Minute
 	// DefaultMaxConcurrentReconciles is how many NodeClaims the lifecycle controller works on
 	// at once.
@@ -27,9 +28,9 @@ const (
 
 // Fixed intervals of the lifecycle.
 const (
-	// NodeClassNotReadyRequeue is how soon a launch blocked by a NodeClass that is not ready is
-	// retried.
-	NodeClassNotReadyRequeue = 10 * time.Second
+	// LaunchTimeout is how long after its creation a NodeClaim may stay not Launched before it
+	// is deleted, as Karpenter's.
+	LaunchTimeout = 5 * time.Minute
 	// InstanceTerminatingRequeue is how often a deleting NodeClaim checks whether its instance
 	// is gone.
 	InstanceTerminatingRequeue = 5 * time.Second
@@ -38,7 +39,7 @@ const (
 // LifecycleOptions configure a LifecycleController. The zero value is usable: every zero field
 // takes its default.
 type LifecycleOptions struct {
-	// RegistrationTTL is how long after its creation a NodeClaim may stay not Launched or not
+	// RegistrationTTL is how long after its creation a launched NodeClaim may stay not
 	// Registered before it is deleted; zero means DefaultRegistrationTTL.
 	RegistrationTTL time.Duration
 	// MaxConcurrentReconciles bounds the parallel reconciles under a manager; zero means
