@@ -169,7 +169,7 @@ func New(deps Deps, opts Options) *Set {
 	s.GarbageCollector = nodeclaim.NewGarbageCollector(deps.Kube, cloud("nodeclaim.garbagecollection"), deps.Clock, deps.Recorder, nodeclaim.GarbageCollectorOptions{})
 	s.Consistency = nodeclaim.NewConsistencyController(deps.Kube, deps.Clock, deps.Recorder)
 	s.NodePoolStatus = nodepool.NewStatusController(deps.Kube, deps.Clock, deps.Recorder)
-	var staticOpts []nodepool.StaticOption
+	staticOpts := []nodepool.StaticOption{nodepool.WithDisruptionMarks(deps.Cluster.MarkedForDeletion)}
 	if deps.APIReader != nil {
 		staticOpts = append(staticOpts, nodepool.WithAPIReader(deps.APIReader))
 	}

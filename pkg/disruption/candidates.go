@@ -98,8 +98,8 @@ func (c *Candidate) mayDrift() bool {
 	return c.NodeProtection == "" && (c.PodProtection == "" || c.NodeClaim.Spec.TerminationGracePeriod != nil)
 }
 
-// ClaimStatus is what a pass concludes about an initialized NodeClaim of a dynamic NodePool,
-// for its Consolidatable and Drifted conditions.
+// ClaimStatus is what a pass concludes about an initialized NodeClaim, for its Consolidatable
+// and Drifted conditions.
 type ClaimStatus struct {
 	// NodeClaim is the claim's name.
 	NodeClaim string

@@ -29,10 +29,11 @@ import (
 
 // The disruption methods, in the order Decide tries them.
 const (
-	MethodEmptiness  = "emptiness"
-	MethodDrift      = "drift"
-	MethodMultiNode  = "multi-node consolidation"
-	MethodSingleNode = "single-node consolidation"
+	MethodEmptiness   = "emptiness"
+	MethodStaticDrift = "static drift"
+	MethodDrift       = "drift"
+	MethodMultiNode   = "multi-node consolidation"
+	MethodSingleNode  = "single-node consolidation"
 	// MethodRepack (repack.go) is ours, tried last.
 )
 
@@ -199,7 +200,7 @@ func (c *Command) Message() string {
 		action = fmt.Sprintf("replacing %s with %s", what, strings.Join(with, ", "))
 	}
 	switch c.Method {
-	case MethodDrift:
+	case MethodDrift, MethodStaticDrift:
 		return "drifted: " + action
 	default:
 		return "consolidating: " + action
@@ -329,7 +330,7 @@ type TimedProtection struct {
 }
 
 // Decide evaluates the cluster and returns at most one command: the first that emptiness,
-// drift, multi-node, single-node then re-pack consolidation (with
+// static drift, drift, multi-node, single-node then re-pack consolidation (with
 // Input.Packing) find. It is deterministic
 // (but for Decision.Evaluations, real time), records nothing, and does not modify its input.
 func Decide(in Input) *Decision {
@@ -347,6 +348,7 @@ func Decide(in Input) *Decision {
 		decide func() *Command
 	}{
 		{MethodEmptiness, karpv1.DisruptionReasonEmpty, d.emptiness},
+		{MethodStaticDrift, karpv1.DisruptionReasonDrifted, d.staticDrift},
 		{MethodDrift, karpv1.DisruptionReasonDrifted, d.drift},
 		{MethodMultiNode, karpv1.DisruptionReasonUnderutilized, d.multiNode},
 		{MethodSingleNode, karpv1.DisruptionReasonUnderutilized, d.singleNode},
@@ -372,7 +374,7 @@ func Decide(in Input) *Decision {
 	out.NextChange, out.repackWaits = d.next, d.repackWaits // a method may have added a moment
 	out.Timeouts, out.UnseenNodePools, out.Moves = d.timeouts, d.unseenPools, d.moves
 	out.Eligible = map[karpv1.DisruptionReason]int{
-		karpv1.DisruptionReasonDrifted:       len(d.driftable()),
+		karpv1.DisruptionReasonDrifted:       len(d.driftable()) + len(d.staticDriftable()),
 		karpv1.DisruptionReasonEmpty:         len(d.empty()),
 		karpv1.DisruptionReasonUnderutilized: len(d.underutilized()),
 	}
@@ -494,6 +496,9 @@ type decider struct {
 	in                 Input
 	opts               Options
 	pools              map[string]*karpv1.NodePool // dynamic NodePools by name
+	staticPools        map[string]*karpv1.NodePool // static NodePools (spec.replicas) by name
+	static             []*Candidate                // static NodePools' nodes, for static drift
+	staticActive       map[string]int              // static NodePools' claims not being deleted
 	total              map[string]int              // initialized nodes per NodePool
 	disrupting         map[string]int              // of those, the ones being deleted or NotReady
 	poolCost           map[string]float64          // $/hour of each NodePool's nodes
@@ -528,12 +533,17 @@ func (d *decider) wake(t time.Time) {
 func newDecider(in Input) *decider {
 	d := &decider{
 		in: in, opts: in.Options.withDefaults(), unseenPools: in.UnseenNodePools,
-		pools: map[string]*karpv1.NodePool{}, total: map[string]int{}, disrupting: map[string]int{},
+		pools: map[string]*karpv1.NodePool{}, staticPools: map[string]*karpv1.NodePool{}, staticActive: map[string]int{},
+		total: map[string]int{}, disrupting: map[string]int{},
 		poolCost: map[string]float64{}, poolRescheduleCost: map[string]float64{}, allowed: map[budgetKey]int{},
 	}
 	var poolNames []string
 	for _, np := range in.NodePools {
-		if np.DeletionTimestamp == nil && !nodepool.IsStatic(np) {
+		switch {
+		case np.DeletionTimestamp != nil:
+		case nodepool.IsStatic(np):
+			d.staticPools[np.Name] = np
+		default:
 			d.pools[np.Name] = np
 			poolNames = append(poolNames, np.Name)
 		}
@@ -550,6 +560,9 @@ func newDecider(in Input) *decider {
 		}
 		np := d.pools[sn.NodePool()]
 		if np == nil {
+			if sp := d.staticPools[sn.NodePool()]; sp != nil {
+				d.addStatic(sn, sp, pdbs)
+			}
 			continue
 		}
 		if sn.Node == nil || !sn.Initialized() {
@@ -744,6 +757,84 @@ func (d *decider) replaceEach(method string, reason karpv1.DisruptionReason, can
 func (d *decider) drift() *Command {
 	cands := d.withinBudget(d.driftable(), karpv1.DisruptionReasonDrifted, 0)
 	return d.replaceEach(MethodDrift, karpv1.DisruptionReasonDrifted, cands)
+}
+
+// addStatic notes a node of a static NodePool: counted against the NodePool's budgets and
+// active claims, and, initialized, a candidate of static drift alone, with its Drifted status.
+func (d *decider) addStatic(sn *state.StateNode, np *karpv1.NodePool, pdbs *state.PDBIndex) {
+	if !sn.MarkedForDeletion {
+		d.staticActive[np.Name]++
+	}
+	if sn.Node == nil || !sn.Initialized() {
+		return
+	}
+	d.total[np.Name]++
+	if sn.MarkedForDeletion || !state.NodeReady(sn.Node) {
+		d.disrupting[np.Name]++
+	}
+	if sn.MarkedForDeletion {
+		return
+	}
+	c := &Candidate{StateNode: sn, NodePool: np}
+	for _, pod := range sn.Pods {
+		if state.IsReschedulable(pod) {
+			c.Pods = append(c.Pods, pod)
+		}
+	}
+	status := ClaimStatus{NodeClaim: sn.NodeClaim.Name}
+	status.Consolidatable, status.ConsolidatableReason, status.ConsolidatableMessage = consolidatable(sn.NodeClaim, np, d.in.Now)
+	status.Drifted = drifted(sn.NodeClaim, sn.Node.Labels, np, d.in.CloudDrift[sn.NodeClaim.Name])
+	d.statuses = append(d.statuses, status)
+	c.Drifted = status.Drifted
+	c.NodeProtection, c.PodProtection = nodeProtection(sn, d.in.Now), podProtection(c.Pods, pdbs, d.in.Now)
+	c.RescheduleCost = rescheduleCost(c.Pods)
+	if c.Drifted != "" && !c.mayDrift() {
+		d.blocked = append(d.blocked, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: c.protected()})
+	}
+	d.static = append(d.static, c)
+}
+
+// staticDriftable are the drifted nodes of static NodePools static drift may act on.
+func (d *decider) staticDriftable() []*Candidate {
+	var out []*Candidate
+	for _, c := range d.static {
+		if c.Drifted != "" && c.mayDrift() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// staticDrift replaces a drifted node of a static NodePool by a NodeClaim of its template,
+// launched first, as Karpenter v1.15.0's StaticDrift (disruption/staticdrift.go): within the
+// NodePool's Drifted budget, not while it has more claims than its replicas (a scale-down is
+// under way), and not when the replacement would take it past limits.nodes. The replacement
+// is not sized to the pods (the NodePool's nodes are what its template says); the static
+// NodePool controller counts the node being replaced as pending disruption meanwhile. One
+// node at a time, as every command here.
+func (d *decider) staticDrift() *Command {
+	for _, c := range d.staticDriftable() {
+		np := c.NodePool
+		if d.budget(np, karpv1.DisruptionReasonDrifted) == 0 {
+			continue
+		}
+		active := int64(d.staticActive[np.Name])
+		if active > *np.Spec.Replicas {
+			continue
+		}
+		if limit, ok := np.Spec.Limits[nodepool.ResourceNodes]; ok && active+1 > limit.Value() {
+			continue
+		}
+		reqs, err := nodepool.ClaimRequirements(np)
+		if err != nil {
+			d.problems = append(d.problems, err)
+			continue
+		}
+		claim := &scheduler.Claim{NodePool: np.Name, Requirements: reqs, Taints: np.Spec.Template.Spec.Taints, Labels: np.Spec.Template.Labels}
+		return &Command{Method: MethodStaticDrift, Reason: karpv1.DisruptionReasonDrifted, Candidates: []*Candidate{c},
+			Replacements: []*Replacement{{NodePool: np, Claim: claim}}}
+	}
+	return nil
 }
 
 func (d *decider) emptiness() *Command {

@@ -11,7 +11,8 @@
 //     and unmark its nodes. Nothing new is decided while a command is in flight.
 //  2. Take a snapshot of the cluster (state.Cluster), the PodDisruptionBudgets, each NodePool's
 //     instance types and the cloud provider's drift verdict per NodeClaim, and call Decide.
-//  3. Decide (pure, deterministic) evaluates every initialized NodeClaim of a dynamic NodePool:
+//  3. Decide (pure, deterministic) evaluates every initialized NodeClaim of a dynamic NodePool
+//     (those of static NodePools only for static drift):
 //     its Consolidatable and Drifted conditions, and whether it is protected (nominated for
 //     pods, as Karpenter's StateNode.Nominated: a provisioning pass placed pods on it or a
 //     disruption command moved pods to it within the nomination window, or a pod nominated to
@@ -21,7 +22,8 @@
 //     a terminationGracePeriod (the drain honours the pods until it ends). Then it tries the
 //     methods in order and returns the first command found:
 //     Emptiness (delete; a node is empty when its pods' eviction costs add nothing, as
-//     Karpenter's Candidate.IsEmpty) → Drift (replace) →
+//     Karpenter's Candidate.IsEmpty) → static drift (a drifted node of a static NodePool,
+//     replaced by a NodeClaim of its template launched first) → Drift (replace) →
 //     multi-node consolidation (delete or replace many by at most one cheaper node, largest
 //     prefix found by binary search, candidates ordered by savings ratio: price over reschedule
 //     cost, 1 plus their pods' EvictionCost, as Karpenter orders them) → single-node consolidation (delete,

@@ -34,7 +34,9 @@ import (
 //     active claims, ties to the first by name (a minValues on zones is dropped from the
 //     narrowed claim). Without such a zone claims are not narrowed.
 //   - extra claims are deleted, preferring those not yet Initialized, then the newest, then
-//     the first by name.
+//     the first by name; a claim a disruption command is replacing (static drift launches the
+//     replacement first) counts towards the replicas but is never the extra one
+//     (WithDisruptionMarks).
 //
 // Dynamic NodePools and NodePools that are not Ready are left alone.
 //
@@ -47,6 +49,8 @@ type StaticController struct {
 	kubeClient    client.Client
 	apiReader     client.Reader
 	instanceTypes cloudprovider.InstanceTypeProvider
+	// disrupting reports the claims a disruption command is replacing (WithDisruptionMarks).
+	disrupting func(claim string) bool
 }
 
 // StaticOption configures a StaticController.
@@ -57,6 +61,14 @@ type StaticOption func(*StaticController)
 // deletes any.
 func WithAPIReader(reader client.Reader) StaticOption {
 	return func(c *StaticController) { c.apiReader = reader }
+}
+
+// WithDisruptionMarks tells the controller which NodeClaims a disruption command is replacing
+// (state.Cluster.MarkedForDeletion): as Karpenter's pending-disruption count, such a claim
+// still counts towards the replicas, so none is created for it, but is never the extra one
+// deleted, so the replacement launched beside it stays.
+func WithDisruptionMarks(marked func(claim string) bool) StaticOption {
+	return func(c *StaticController) { c.disrupting = marked }
 }
 
 // NewStaticController returns a StaticController that reads and writes NodeClaims through
@@ -100,11 +112,15 @@ func (c *StaticController) Reconcile(ctx context.Context, req reconcile.Request)
 			return reconcile.Result{}, err
 		}
 	}
+	running := active
+	if c.disrupting != nil {
+		running = slices.DeleteFunc(slices.Clone(active), func(claim *karpv1.NodeClaim) bool { return c.disrupting(claim.Name) })
+	}
 	switch {
 	case int64(len(active)) < desired:
 		err = c.create(ctx, np, active, int(desired-int64(len(active))))
-	case int64(len(active)) > desired:
-		err = c.delete(ctx, np, active, int(int64(len(active))-desired))
+	case int64(len(running)) > desired:
+		err = c.delete(ctx, np, running, int(int64(len(running))-desired))
 	}
 	return reconcile.Result{}, err
 }

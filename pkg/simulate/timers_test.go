@@ -174,3 +174,23 @@ func TestWorkloadFeatureGates(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticDrift: a static NodePool's drifted nodes are replaced one at a time (its default
+// budget, 10% of three nodes, allows one), each replacement launched before the node it
+// replaces goes, and the NodePool keeps its three nodes, as Karpenter v1.15.0's StaticDrift
+// (disruption/staticdrift.go). Before, static NodePools were left out of disruption entirely.
+func TestStaticDrift(t *testing.T) {
+	static := strings.Replace(timelineActions, "  spec:\n    disruption:", "  spec:\n    replicas: 3\n    disruption:", 1)
+	static = strings.Replace(static, "      spec:\n        disruption:", "      spec:\n        replicas: 3\n        disruption:", 1)
+	static = "featureGates: {StaticCapacity: true}\n" + static[:strings.Index(static, "  - at: 1h\n")]
+	rep := run(t, static)
+	if got := rep.DisruptionMethods["static drift"]; got != 3 {
+		t.Errorf("disruptions %v, want the three static nodes replaced once each", rep.DisruptionMethods)
+	}
+	if rep.Nodes.Launched != 6 || rep.Nodes.Final != 3 {
+		t.Errorf("%d nodes launched, %d at the end; want the three and their replacements, three at the end", rep.Nodes.Launched, rep.Nodes.Final)
+	}
+	if rep.Nodes.Peak > 4 {
+		t.Errorf("%d nodes at once, want at most four: one replacement at a time", rep.Nodes.Peak)
+	}
+}

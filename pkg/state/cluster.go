@@ -204,6 +204,13 @@ func (c *Cluster) MarkForDeletion(names ...string) {
 	}
 }
 
+// MarkedForDeletion reports whether disruption marked the node or NodeClaim of that name.
+func (c *Cluster) MarkedForDeletion(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deleting[name]
+}
+
 // UnmarkForDeletion undoes MarkForDeletion.
 func (c *Cluster) UnmarkForDeletion(names ...string) {
 	c.mu.Lock()
