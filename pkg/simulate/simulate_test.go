@@ -108,6 +108,10 @@ func TestWorkloadErrors(t *testing.T) {
 		{"unknown operator", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "operator: In, values: [c, m]", "operator: Like, values: [c, m]", 1), `small.yaml:11: NodePool "default": spec.template.spec.requirements[0].operator: Unsupported value: "Like"`},
 		{"restricted label", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    template:\n      metadata: {labels: {karpenter.sh/team: a}}\n", 1), `spec.template.metadata.labels: Invalid value: label domain "karpenter.sh" is restricted`},
 		{"bad consolidateAfter", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    disruption: {consolidateAfter: 1 minute}\n    template:\n", 1), `small.yaml:8: NodePool "default": spec.disruption.consolidateAfter: "1 minute" is not a duration: write a Go duration such as 30s, 5m or 720h`},
+		{"kubelet field Karpenter refuses", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {evictionHard: {memory.free: 1Gi}}\n", 1),
+			`small.yaml:21: EC2NodeClass "default": spec.kubelet.evictionHard: "memory.free" isn't a valid eviction signal`},
+		{"kubelet CEL expression", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"pods * 2\"}\n", 1),
+			`spec.kubelet contains a CEL expression (spec.kubelet.maxPods), but the NodeClassCEL feature gate is disabled`},
 		{"unknown manifest field", "name: x\nduration: 1h\nmanifests: |\n  apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: a}\n  spec: {template: {spec: {nodeClassRef: {group: g, kind: k, name: x}}}, bogus: 1}\n", `small.yaml:7: NodePool "a": spec.bogus: unknown field`},
 	}
 	for _, tc := range cases {

@@ -787,6 +787,15 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 			errs = append(errs, doc.src.StatusErrors(err)...)
 			continue
 		}
+		// The API server takes any kubelet configuration; the controller refuses what
+		// Karpenter's would (the NodeClass would never be Ready), so a run refuses it at once.
+		if nc, ok := co.(*awsv1.EC2NodeClass); ok {
+			if reason, err := cloudprovider.ValidateKubelet(nc); err != nil {
+				// The message names the fields itself; the line is spec.kubelet's.
+				errs = append(errs, fmt.Errorf("%s: %s: %s (%s: the EC2NodeClass would never be Ready)", doc.src.At("spec.kubelet"), doc.src.Object(), err, reason))
+				continue
+			}
+		}
 		if earlier, dup := seen[gvk.Kind+"/"+co.GetName()]; dup {
 			errs = append(errs, duplicate(doc, earlier))
 			continue

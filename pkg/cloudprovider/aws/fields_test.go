@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -339,5 +341,72 @@ func TestNestedVirtualization(t *testing.T) {
 	lts := f.aws.LaunchTemplates()
 	if lt := lts[len(lts)-1]; lt.NestedVirtualization != "disabled" {
 		t.Errorf("launch template nested virtualization %q, want disabled", lt.NestedVirtualization)
+	}
+}
+
+// kubeletOf is a kubelet configuration written as JSON, decoded as the API server's objects are.
+func kubeletOf(t *testing.T, doc string) *awsv1.KubeletConfiguration {
+	t.Helper()
+	k := &awsv1.KubeletConfiguration{}
+	if err := json.Unmarshal([]byte(doc), k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestKubeletFieldsKarpenterDoesNotRead: spec.kubelet takes any field of the upstream kubelet
+// configuration, as Karpenter v1.15 does. An AL2023 NodeClass is Ready and its nodes' NodeConfig
+// carries the fields; one whose configuration Karpenter's controller refuses says why in
+// ValidationSucceeded (not Ready), as do AL2 and Bottlerocket NodeClasses with fields their
+// bootstrap would drop.
+func TestKubeletFieldsKarpenterDoesNotRead(t *testing.T) {
+	f := newFixture(t)
+	ncs, nps := readManifests(t, "seed-004-nodepool.yaml")
+	nc := ncs[0]
+	nc.Spec.Kubelet = kubeletOf(t, `{"maxPods": 30, "containerLogMaxSize": "50Mi", "shutdownGracePeriod": "45s"}`)
+	got := f.applyNodeClass(nc)
+	if s, msg := condition(got, awsv1.ConditionTypeReady); s != metav1.ConditionTrue {
+		t.Fatalf("Ready %s: %s", s, msg)
+	}
+	if want := []string{"containerLogMaxSize", "shutdownGracePeriod"}; !reflect.DeepEqual(got.Spec.Kubelet.Unmanaged(), want) {
+		t.Errorf("the API server kept %v, want %v", got.Spec.Kubelet.Unmanaged(), want)
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "kubelet", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
+		t.Fatal(err)
+	}
+	ud := f.aws.LaunchTemplates()[0].UserData
+	for _, want := range []string{"containerLogMaxSize: 50Mi", "shutdownGracePeriod: 45s", "maxPods: 30"} {
+		if !strings.Contains(ud, want) {
+			t.Errorf("user data lacks %q:\n%s", want, ud)
+		}
+	}
+
+	for _, tc := range []struct {
+		name, family, kubelet, reason, message string
+	}{
+		{"kubelet-invalid", "", `{"evictionHard": {"memory.free": "1Gi"}}`, cloudprovider.ReasonInvalidKubeletConfiguration, `spec.kubelet.evictionHard: "memory.free" isn't a valid eviction signal`},
+		{"kubelet-unknown", "", `{"containerLogMaxSise": "50Mi"}`, cloudprovider.ReasonInvalidKubeletConfiguration, "spec.kubelet.containerLogMaxSise: unknown field"},
+		{"kubelet-taints", "", `{"registerWithTaints": []}`, cloudprovider.ReasonInvalidKubeletConfiguration, "spec.kubelet.registerWithTaints: can't be set"},
+		{"kubelet-expression", "", `{"maxPods": "pods * 2"}`, cloudprovider.ReasonKubeletExpressionsDisabled, "but the NodeClassCEL feature gate is disabled"},
+		{"kubelet-al2", "al2@latest", `{"containerLogMaxSize": "50Mi"}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "spec.kubelet has fields not applied by the AL2 AMI family that would be silently dropped: containerLogMaxSize"},
+		{"kubelet-al2-dns", "al2@latest", `{"clusterDNS": ["10.0.0.10", "10.0.0.11"]}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.clusterDNS: the AL2 AMI family doesn't accept multiple entries"},
+		{"kubelet-bottlerocket", "bottlerocket@latest", `{"podsPerCore": 4}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "not applied by the Bottlerocket AMI family that would be silently dropped: podsPerCore"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := ncs[0].DeepCopy()
+			nc.ResourceVersion, nc.Name = "", tc.name
+			if tc.family != "" {
+				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: tc.family}}
+			}
+			nc.Spec.Kubelet = kubeletOf(t, tc.kubelet)
+			got := f.applyNodeClass(nc)
+			c := meta.FindStatusCondition(got.Status.Conditions, awsv1.ConditionTypeValidationSucceeded)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
+				t.Errorf("ValidationSucceeded %+v, want False %s saying %q", c, tc.reason, tc.message)
+			}
+			if s, _ := condition(got, awsv1.ConditionTypeReady); s != metav1.ConditionFalse {
+				t.Errorf("Ready %s", s)
+			}
+		})
 	}
 }

@@ -1,0 +1,72 @@
+package cloudprovider
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+)
+
+// Reasons of a ValidationSucceeded condition that refuses an EC2NodeClass's kubelet
+// configuration, as Karpenter's AWS provider v1.15 names them.
+const (
+	// ReasonInvalidKubeletConfiguration: a field is not one of the upstream kubelet
+	// configuration, has a value of another type, or breaks one of Karpenter's rules.
+	ReasonInvalidKubeletConfiguration = "InvalidKubeletConfiguration"
+	// ReasonKubeletExpressionsDisabled: a field holds a CEL expression, which needs the
+	// NodeClassCEL gate.
+	ReasonKubeletExpressionsDisabled = "KubeletExpressionsDisabled"
+	// ReasonUnsupportedKubeletConfiguration: the AMI family would not apply a field.
+	ReasonUnsupportedKubeletConfiguration = "UnsupportedKubeletConfiguration"
+)
+
+// ValidateKubelet checks an EC2NodeClass's kubelet configuration as Karpenter's AWS provider
+// v1.15 does before it lets the NodeClass launch, since the API server takes any object there:
+//   - awsv1.KubeletConfiguration.Validate: fields and values of the upstream configuration,
+//     and Karpenter's rules;
+//   - no CEL expressions (a string maxPods, a kubeReserved or systemReserved value that is not
+//     a quantity): they need the AWS provider's NodeClassCEL gate, which is off by default in
+//     Karpenter and not built here;
+//   - every field reaches the node: only AL2023 renders the whole configuration (nodeadm's
+//     NodeConfig); AL2 and Bottlerocket take the fields Karpenter reads and map, so any other
+//     field, podsPerCore on Bottlerocket (which has no such setting) and more than one
+//     clusterDNS address on either (a single-valued setting) are refused rather than dropped.
+//     Custom renders nothing of it (the image bootstraps itself), as with Karpenter.
+//
+// It returns the reason for the NodeClass's ValidationSucceeded condition with the error, or
+// "" and nil.
+func ValidateKubelet(nc *awsv1.EC2NodeClass) (string, error) {
+	k := nc.Spec.Kubelet
+	if k == nil {
+		return "", nil
+	}
+	if errs := k.Validate(); len(errs) > 0 {
+		return ReasonInvalidKubeletConfiguration, errors.Join(errs...)
+	}
+	if expressions := k.Expressions(); len(expressions) > 0 {
+		return ReasonKubeletExpressionsDisabled, fmt.Errorf("spec.kubelet contains a CEL expression (%s), but the NodeClassCEL feature gate is disabled: it is not built here yet, so give a value",
+			strings.Join(expressions, ", "))
+	}
+	family := OptionsFromNodeClass(nc).AMIFamily
+	switch family {
+	case "", awsv1.AMIFamilyAL2023, awsv1.AMIFamilyCustom:
+		return "", nil
+	}
+	var msgs []string
+	unsupported := k.Unmanaged()
+	if k.PodsPerCore != nil && family == awsv1.AMIFamilyBottlerocket {
+		unsupported = append(unsupported, "podsPerCore")
+	}
+	if len(unsupported) > 0 {
+		msgs = append(msgs, fmt.Sprintf("spec.kubelet has fields not applied by the %s AMI family that would be silently dropped: %s (only AL2023 takes every kubelet field)",
+			family, strings.Join(unsupported, ", ")))
+	}
+	if len(k.ClusterDNS) > 1 {
+		msgs = append(msgs, fmt.Sprintf("spec.kubelet.clusterDNS: the %s AMI family doesn't accept multiple entries, only one, but %d were set", family, len(k.ClusterDNS)))
+	}
+	if len(msgs) > 0 {
+		return ReasonUnsupportedKubeletConfiguration, errors.New(strings.Join(msgs, "; "))
+	}
+	return "", nil
+}
