@@ -410,3 +410,53 @@ func TestKubeletFieldsKarpenterDoesNotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestNitroEnclaves: enclaveOptions enabled limits the instance types to those
+// DescribeInstanceTypes reports supporting Nitro Enclaves and reaches the launch template, as
+// Karpenter v1.15.2's launch template does; disabled limits nothing and enables nothing.
+func TestNitroEnclaves(t *testing.T) {
+	f := newFixture(t)
+	supporting := []string{"c6i.xlarge", "m6i.xlarge"}
+	f.aws.SetNitroEnclavesSupported(supporting...)
+	ncs, nps := readManifests(t, "seed-004-nodepool.yaml")
+	enabled, disabled := ncs[0], ncs[0].DeepCopy()
+	enabled.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: true}
+	f.applyNodeClass(enabled)
+	its, err := f.provider.GetInstanceTypes(f.ctx, nps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range its {
+		names = append(names, it.Name)
+	}
+	if !slices.Equal(names, supporting) {
+		t.Errorf("instance types %v, want those supporting Nitro Enclaves %v", names, supporting)
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "enclaves", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
+		t.Fatal(err)
+	}
+	if lt := f.aws.LaunchTemplates()[0]; lt.NitroEnclaves == nil || !*lt.NitroEnclaves {
+		t.Errorf("launch template enclave options %v, want enabled", lt.NitroEnclaves)
+	}
+	if inst := f.aws.Instances()[0]; !slices.Contains(supporting, inst.Type) {
+		t.Errorf("launched %s", inst.Type)
+	}
+
+	disabled.Name = "enclaves-disabled"
+	disabled.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: false}
+	f.applyNodeClass(disabled)
+	pool := nps[0].DeepCopy()
+	pool.Name = "enclaves-disabled"
+	pool.Spec.Template.Spec.NodeClassRef.Name = disabled.Name
+	if its, err := f.provider.GetInstanceTypes(f.ctx, pool); err != nil || len(its) <= len(supporting) {
+		t.Errorf("%d instance types with enclaves disabled (%v), want every type", len(its), err)
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(pool, "no-enclaves", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
+		t.Fatal(err)
+	}
+	lts := f.aws.LaunchTemplates()
+	if lt := lts[len(lts)-1]; lt.NitroEnclaves != nil {
+		t.Errorf("launch template enclave options %v, want unset (EC2's default, off)", *lt.NitroEnclaves)
+	}
+}

@@ -71,6 +71,8 @@ type launchSettings struct {
 	ConnectionTracking *awsv1.ConnectionTracking `json:"connectionTracking,omitempty"`
 	// NestedVirtualization is the NodeClass's cpuOptions.nestedVirtualization.
 	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
+	// NitroEnclaves is the NodeClass's enclaveOptions.enabled.
+	NitroEnclaves bool `json:"nitroEnclaves,omitempty"`
 }
 
 // name is the template's name: the prefix and a hash of the settings.
@@ -254,6 +256,7 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	if nc.Spec.CPUOptions != nil {
 		s.NestedVirtualization = aws.ToString(nc.Spec.CPUOptions.NestedVirtualization)
 	}
+	s.NitroEnclaves = enclavesEnabled(nc)
 	for _, g := range nc.Status.SecurityGroups {
 		s.SecurityGroupIDs = append(s.SecurityGroupIDs, g.ID)
 	}
@@ -371,6 +374,9 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 	}
 	if s.NestedVirtualization != "" {
 		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(s.NestedVirtualization)}
+	}
+	if s.NitroEnclaves {
+		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(true)}
 	}
 	for _, b := range s.BlockDevices {
 		if b == nil || b.EBS == nil {

@@ -514,6 +514,9 @@ func (a *AWS) validateCandidateLocked(c *candidate, req *FleetRequest) *FleetErr
 	if lt.NestedVirtualization == "enabled" && !slices.Contains(a.processorFeatures[o.InstanceType], "nested-virtualization") {
 		return fail("UnsupportedOperation", "The instance type %s does not support nested virtualization.", o.InstanceType)
 	}
+	if lt.NitroEnclaves != nil && *lt.NitroEnclaves && !a.nitroEnclaves[o.InstanceType] {
+		return fail("UnsupportedOperation", "The instance type %s does not support Nitro Enclaves.", o.InstanceType)
+	}
 	for _, sg := range a.templateGroups(lt) {
 		if a.securityGroup(sg) == nil {
 			return fail("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)
