@@ -252,3 +252,35 @@ func TestStartupTaintsAreLifted(t *testing.T) {
 		t.Errorf("pods waited at most %vs with a 25s startup taint delay and %vs with the default 5s: want 20s more", slow.Pods.PendingMaxS, byDefault.Pods.PendingMaxS)
 	}
 }
+
+// TestDedicatedTenancy: pods that select karpenter.k8s.aws/instance-tenancy: dedicated get
+// dedicated nodes, as Karpenter v1.15.2 launches them (the others may share them); every other
+// node is of the default tenancy, labelled so.
+func TestDedicatedTenancy(t *testing.T) {
+	rep := run(t, "name: tenancy\nduration: 10m\n"+nodePoolManifests+`timeline:
+  - at: 0s
+    deploy: {name: shared, replicas: 2, pod: {cpu: "1", memory: 1Gi}}
+  - at: 0s
+    deploy: {name: dedicated, replicas: 2, pod: {cpu: "1", memory: 1Gi, nodeSelector: {karpenter.k8s.aws/instance-tenancy: dedicated}}}
+`)
+	if rep.Pods.NeverScheduled != 0 {
+		t.Fatalf("%d pods never scheduled: %+v", rep.Pods.NeverScheduled, rep.Pods.Unscheduled)
+	}
+	tenancies := map[string]int{}
+	for _, n := range rep.NodeHistory {
+		tenancies[n.Labels["karpenter.k8s.aws/instance-tenancy"]]++
+	}
+	if tenancies["dedicated"] == 0 || tenancies["dedicated"]+tenancies["default"] != len(rep.NodeHistory) {
+		t.Errorf("nodes by tenancy %v, want dedicated ones, and default ones only besides", tenancies)
+	}
+	for _, p := range rep.PodHistory {
+		if p.Node == "" {
+			continue
+		}
+		for _, n := range rep.NodeHistory {
+			if n.Name == p.Node && p.Workload == "dedicated" && n.Labels["karpenter.k8s.aws/instance-tenancy"] != "dedicated" {
+				t.Errorf("pod %s on node %s of tenancy %s", p.Name, n.Name, n.Labels["karpenter.k8s.aws/instance-tenancy"])
+			}
+		}
+	}
+}

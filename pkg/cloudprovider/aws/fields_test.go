@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
@@ -458,5 +459,56 @@ func TestNitroEnclaves(t *testing.T) {
 	lts := f.aws.LaunchTemplates()
 	if lt := lts[len(lts)-1]; lt.NitroEnclaves != nil {
 		t.Errorf("launch template enclave options %v, want unset (EC2's default, off)", *lt.NitroEnclaves)
+	}
+}
+
+// TestInstanceTenancy: karpenter.k8s.aws/instance-tenancy is a label every instance type may
+// take either value of, as in Karpenter v1.15.2: a claim that allows the default tenancy
+// launches on shared hardware (no placement in the launch template), one that requires
+// dedicated launches with the template's placement tenancy dedicated; the claim and the
+// instance read back carry the tenancy label.
+func TestInstanceTenancy(t *testing.T) {
+	f := newFixture(t)
+	_, np := f.seed004()
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	shared, err := f.provider.Create(f.ctx, claimFor(np, "shared", cpu))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dedicated, err := f.provider.Create(f.ctx, claimFor(np, "dedicated", cpu, req(awsv1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, awsv1.TenancyDedicated)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(np, "host", cpu, req(awsv1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, "host"))); err == nil {
+		t.Errorf("a claim allowing neither tenancy launched")
+	}
+	for _, tc := range []struct {
+		claim *karpv1.NodeClaim
+		want  string
+	}{{shared, awsv1.TenancyDefault}, {dedicated, awsv1.TenancyDedicated}} {
+		if got := tc.claim.Labels[awsv1.LabelInstanceTenancy]; got != tc.want {
+			t.Errorf("claim %s tenancy label %q, want %q", tc.claim.Name, got, tc.want)
+		}
+		back, err := f.provider.Get(f.ctx, tc.claim.Status.ProviderID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Labels[awsv1.LabelInstanceTenancy]; got != tc.want {
+			t.Errorf("instance of %s read back with tenancy %q, want %q", tc.claim.Name, got, tc.want)
+		}
+		var inst fake.Instance
+		for _, i := range f.aws.Instances() {
+			if strings.HasSuffix(tc.claim.Status.ProviderID, i.ID) {
+				inst = i
+			}
+		}
+		if inst.Tenancy != tc.want {
+			t.Errorf("EC2 instance of %s has tenancy %q, want %q", tc.claim.Name, inst.Tenancy, tc.want)
+		}
+		for _, lt := range f.aws.LaunchTemplates() {
+			if lt.Name == inst.LaunchTemplateName && lt.Tenancy != map[string]string{awsv1.TenancyDefault: "", awsv1.TenancyDedicated: "dedicated"}[tc.want] {
+				t.Errorf("launch template of %s has placement tenancy %q", tc.claim.Name, lt.Tenancy)
+			}
+		}
 	}
 }

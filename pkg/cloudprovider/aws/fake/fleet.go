@@ -560,7 +560,10 @@ func (a *AWS) launchLocked(req *FleetRequest, c *candidate, reservation string) 
 		ID: a.hexIDLocked("i-", 17), Type: c.override.InstanceType, Zone: c.subnet.Zone, SubnetID: c.subnet.ID, ImageID: c.imageID,
 		CapacityType: req.CapacityType, State: "running", LaunchTime: a.now(), PrivateIP: ip, PrivateDNSName: a.privateDNSName(ip),
 		SecurityGroupIDs: a.templateGroups(c.lt), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name, FleetID: req.ID, reservationID: reservation,
-		Tags: cloneTags(c.lt.InstanceTags),
+		Tags: cloneTags(c.lt.InstanceTags), Tenancy: c.lt.Tenancy,
+	}
+	if inst.Tenancy == "" {
+		inst.Tenancy = "default"
 	}
 	if inst.Tags == nil {
 		inst.Tags = map[string]string{}

@@ -52,6 +52,9 @@ type LaunchTemplate struct {
 	// NitroEnclaves is LaunchTemplateData.EnclaveOptions.Enabled (nil: unset). Instances of
 	// types that do not support Nitro Enclaves fail to launch from a template enabling them.
 	NitroEnclaves *bool
+	// Tenancy is LaunchTemplateData.Placement.Tenancy: default, dedicated, host or empty
+	// (unset, default). Instances launched from the template have it.
+	Tenancy string
 }
 
 // NetworkInterface is a launch template's network interface.
@@ -264,6 +267,11 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 		return nil, err
 	}
 	lt.NitroEnclaves = enclaves
+	switch lt.Tenancy = q.get(d + "Placement.Tenancy"); lt.Tenancy {
+	case "", "default", "dedicated", "host":
+	default:
+		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter placement.tenancy is invalid.", lt.Tenancy)
+	}
 	if len(lt.NetworkInterfaces) > 0 {
 		lt.AssociatePublicIP = clonePtr(lt.NetworkInterfaces[0].AssociatePublicIP)
 		if len(lt.SecurityGroupIDs) > 0 && len(lt.NetworkInterfaces[0].SecurityGroupIDs) > 0 {
