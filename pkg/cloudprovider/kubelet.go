@@ -1,7 +1,6 @@
 package cloudprovider
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -35,38 +34,59 @@ const (
 //     Custom renders nothing of it (the image bootstraps itself), as with Karpenter.
 //
 // It returns the reason for the NodeClass's ValidationSucceeded condition with the error, or
-// "" and nil.
+// "" and nil. The error joins *awsv1.KubeletError values, each naming its field.
 func ValidateKubelet(nc *awsv1.EC2NodeClass) (string, error) {
 	k := nc.Spec.Kubelet
 	if k == nil {
 		return "", nil
 	}
 	if errs := k.Validate(); len(errs) > 0 {
-		return ReasonInvalidKubeletConfiguration, errors.Join(errs...)
+		return ReasonInvalidKubeletConfiguration, kubeletErrors(errs)
 	}
 	if expressions := k.Expressions(); len(expressions) > 0 {
-		return ReasonKubeletExpressionsDisabled, fmt.Errorf("spec.kubelet contains a CEL expression (%s), but the NodeClassCEL feature gate is disabled: it is not built here yet, so give a value",
-			strings.Join(expressions, ", "))
+		var errs []error
+		for _, path := range expressions {
+			errs = append(errs, &awsv1.KubeletError{Field: path,
+				Detail: "contains a CEL expression, but the NodeClassCEL feature gate is disabled (it is not built here): give a value"})
+		}
+		return ReasonKubeletExpressionsDisabled, kubeletErrors(errs)
 	}
 	family := OptionsFromNodeClass(nc).AMIFamily
 	switch family {
 	case "", awsv1.AMIFamilyAL2023, awsv1.AMIFamilyCustom:
 		return "", nil
 	}
-	var msgs []string
+	var errs []error
 	unsupported := k.Unmanaged()
 	if k.PodsPerCore != nil && family == awsv1.AMIFamilyBottlerocket {
 		unsupported = append(unsupported, "podsPerCore")
 	}
 	if len(unsupported) > 0 {
-		msgs = append(msgs, fmt.Sprintf("spec.kubelet has fields not applied by the %s AMI family that would be silently dropped: %s (only AL2023 takes every kubelet field)",
-			family, strings.Join(unsupported, ", ")))
+		errs = append(errs, &awsv1.KubeletError{Field: "spec.kubelet", Detail: fmt.Sprintf(
+			"has fields not applied by the %s AMI family that would be silently dropped: %s (only AL2023 takes every kubelet field)", family, strings.Join(unsupported, ", "))})
 	}
 	if len(k.ClusterDNS) > 1 {
-		msgs = append(msgs, fmt.Sprintf("spec.kubelet.clusterDNS: the %s AMI family doesn't accept multiple entries, only one, but %d were set", family, len(k.ClusterDNS)))
+		errs = append(errs, &awsv1.KubeletError{Field: "spec.kubelet.clusterDNS", Detail: fmt.Sprintf(
+			"the %s AMI family doesn't accept multiple entries, only one, but %d were set", family, len(k.ClusterDNS))})
 	}
-	if len(msgs) > 0 {
-		return ReasonUnsupportedKubeletConfiguration, errors.New(strings.Join(msgs, "; "))
+	if len(errs) > 0 {
+		return ReasonUnsupportedKubeletConfiguration, kubeletErrors(errs)
 	}
 	return "", nil
 }
+
+// kubeletErrors are the reasons a kubelet configuration is refused, in one message joined by
+// "; " as Karpenter's condition joins them; errors.As and errors.Is see each.
+type kubeletErrors []error
+
+// Error implements error.
+func (e kubeletErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns the errors.
+func (e kubeletErrors) Unwrap() []error { return e }

@@ -791,8 +791,19 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 		// Karpenter's would (the NodeClass would never be Ready), so a run refuses it at once.
 		if nc, ok := co.(*awsv1.EC2NodeClass); ok {
 			if reason, err := cloudprovider.ValidateKubelet(nc); err != nil {
-				// The message names the fields itself; the line is spec.kubelet's.
-				errs = append(errs, fmt.Errorf("%s: %s: %s (%s: the EC2NodeClass would never be Ready)", doc.src.At("spec.kubelet"), doc.src.Object(), err, reason))
+				var each interface{ Unwrap() []error }
+				causes := []error{err}
+				if errors.As(err, &each) {
+					causes = each.Unwrap()
+				}
+				for _, cause := range causes {
+					field, detail := "spec.kubelet", cause.Error()
+					var ke *awsv1.KubeletError
+					if errors.As(cause, &ke) {
+						field, detail = ke.Field, ke.Detail
+					}
+					errs = append(errs, doc.errorf(field, "%s (%s: the EC2NodeClass would never be Ready)", detail, reason))
+				}
 				continue
 			}
 		}

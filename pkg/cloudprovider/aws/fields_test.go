@@ -389,7 +389,7 @@ func TestKubeletFieldsKarpenterDoesNotRead(t *testing.T) {
 		{"kubelet-unknown", "", `{"containerLogMaxSise": "50Mi"}`, cloudprovider.ReasonInvalidKubeletConfiguration, "spec.kubelet.containerLogMaxSise: unknown field"},
 		{"kubelet-taints", "", `{"registerWithTaints": []}`, cloudprovider.ReasonInvalidKubeletConfiguration, "spec.kubelet.registerWithTaints: can't be set"},
 		{"kubelet-expression", "", `{"maxPods": "pods * 2"}`, cloudprovider.ReasonKubeletExpressionsDisabled, "but the NodeClassCEL feature gate is disabled"},
-		{"kubelet-al2", "al2@latest", `{"containerLogMaxSize": "50Mi"}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "spec.kubelet has fields not applied by the AL2 AMI family that would be silently dropped: containerLogMaxSize"},
+		{"kubelet-al2", "al2@latest", `{"containerLogMaxSize": "50Mi"}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "spec.kubelet: has fields not applied by the AL2 AMI family that would be silently dropped: containerLogMaxSize"},
 		{"kubelet-al2-dns", "al2@latest", `{"clusterDNS": ["10.0.0.10", "10.0.0.11"]}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.clusterDNS: the AL2 AMI family doesn't accept multiple entries"},
 		{"kubelet-bottlerocket", "bottlerocket@latest", `{"podsPerCore": 4}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "not applied by the Bottlerocket AMI family that would be silently dropped: podsPerCore"},
 	} {

@@ -184,6 +184,23 @@ func (k *KubeletConfiguration) Expressions() []string {
 	return out
 }
 
+// KubeletError is one reason a kubelet configuration is refused: the field, as a path such as
+// spec.kubelet.evictionHard[memory.free], and what is wrong with it.
+type KubeletError struct {
+	// Field is the path of the refused field.
+	Field string
+	// Detail says what is wrong with it.
+	Detail string
+}
+
+// Error implements error as "<field>: <detail>".
+func (e *KubeletError) Error() string { return e.Field + ": " + e.Detail }
+
+// kubeletErrorf is a *KubeletError on field.
+func kubeletErrorf(field, format string, args ...any) error {
+	return &KubeletError{Field: field, Detail: fmt.Sprintf(format, args...)}
+}
+
 // evictionSignals are the kubelet eviction signals that may key an eviction map.
 var evictionSignals = []string{"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"}
 
@@ -219,37 +236,37 @@ func (k *KubeletConfiguration) Validate() []error {
 		}
 		errs = append(errs, upstreamKubeletConfiguration.fields[name].check("spec.kubelet."+name, fields[name])...)
 	}
-	errorf := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	errorf := func(field, format string, args ...any) { errs = append(errs, kubeletErrorf(field, format, args...)) }
 	for _, field := range slices.Sorted(maps.Keys(karpenterOwnedKubeletFields)) {
 		if _, ok := fields[field]; ok {
-			errorf("spec.kubelet.%s: can't be set, %s", field, karpenterOwnedKubeletFields[field])
+			errorf("spec.kubelet."+field, "can't be set, %s", karpenterOwnedKubeletFields[field])
 		}
 	}
 	for _, field := range []string{"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim"} {
 		signals, _ := stringMap(fields, field)
 		for _, key := range slices.Sorted(maps.Keys(signals)) {
 			if !slices.Contains(evictionSignals, key) {
-				errorf("spec.kubelet.%s: %q isn't a valid eviction signal, must be one of %s", field, key, strings.Join(evictionSignals, ", "))
+				errorf("spec.kubelet."+field, "%q isn't a valid eviction signal, must be one of %s", key, strings.Join(evictionSignals, ", "))
 			}
 			value := signals[key]
 			if field == "evictionSoftGracePeriod" {
 				if d, err := time.ParseDuration(value); err != nil {
-					errorf("spec.kubelet.%s[%s]: %q must be a duration", field, key, value)
+					errorf(fmt.Sprintf("spec.kubelet.%s[%s]", field, key), "%q must be a duration", value)
 				} else if d < 0 {
-					errorf("spec.kubelet.%s[%s]: %q can't be a negative duration", field, key, value)
+					errorf(fmt.Sprintf("spec.kubelet.%s[%s]", field, key), "%q can't be a negative duration", value)
 				}
 				continue
 			}
 			if pct, ok := strings.CutSuffix(value, "%"); ok {
 				if v, err := strconv.ParseFloat(pct, 64); err != nil || v < 0 || v > 100 {
-					errorf("spec.kubelet.%s[%s]: %q must be a percentage or a resource quantity", field, key, value)
+					errorf(fmt.Sprintf("spec.kubelet.%s[%s]", field, key), "%q must be a percentage or a resource quantity", value)
 				}
 				continue
 			}
 			if q, err := resource.ParseQuantity(value); err != nil {
-				errorf("spec.kubelet.%s[%s]: %q must be a percentage or a resource quantity", field, key, value)
+				errorf(fmt.Sprintf("spec.kubelet.%s[%s]", field, key), "%q must be a percentage or a resource quantity", value)
 			} else if q.Sign() < 0 {
-				errorf("spec.kubelet.%s[%s]: %q can't be a negative resource quantity", field, key, value)
+				errorf(fmt.Sprintf("spec.kubelet.%s[%s]", field, key), "%q can't be a negative resource quantity", value)
 			}
 		}
 	}
@@ -257,39 +274,39 @@ func (k *KubeletConfiguration) Validate() []error {
 	grace, _ := stringMap(fields, "evictionSoftGracePeriod")
 	for _, signal := range slices.Sorted(maps.Keys(soft)) {
 		if _, ok := grace[signal]; !ok {
-			errorf("spec.kubelet.evictionSoft[%s]: has no matching evictionSoftGracePeriod", signal)
+			errorf(fmt.Sprintf("spec.kubelet.evictionSoft[%s]", signal), "has no matching evictionSoftGracePeriod")
 		}
 	}
 	for _, signal := range slices.Sorted(maps.Keys(grace)) {
 		if _, ok := soft[signal]; !ok {
-			errorf("spec.kubelet.evictionSoftGracePeriod[%s]: has no matching evictionSoft", signal)
+			errorf(fmt.Sprintf("spec.kubelet.evictionSoftGracePeriod[%s]", signal), "has no matching evictionSoft")
 		}
 	}
 	for _, field := range []string{"kubeReserved", "systemReserved"} {
 		reserved, _ := stringMap(fields, field)
 		for _, key := range slices.Sorted(maps.Keys(reserved)) {
 			if !slices.Contains(reservedResources, key) {
-				errorf("spec.kubelet.%s: %q isn't a reservable resource, must be one of %s", field, key, strings.Join(reservedResources, ", "))
+				errorf("spec.kubelet."+field, "%q isn't a reservable resource, must be one of %s", key, strings.Join(reservedResources, ", "))
 			}
 			if strings.HasPrefix(reserved[key], "-") {
-				errorf("spec.kubelet.%s[%s]: %q can't be a negative resource quantity", field, key, reserved[key])
+				errorf(fmt.Sprintf("spec.kubelet.%s[%s]", field, key), "%q can't be a negative resource quantity", reserved[key])
 			}
 		}
 	}
 	for _, field := range []string{"imageGCHighThresholdPercent", "imageGCLowThresholdPercent"} {
 		if v, ok := integer(fields, field); ok && (v < 0 || v > 100) {
-			errorf("spec.kubelet.%s: %d must be between 0 and 100", field, v)
+			errorf("spec.kubelet."+field, "%d must be between 0 and 100", v)
 		}
 	}
 	for _, field := range []string{"podsPerCore", "evictionMaxPodGracePeriod", "maxPods"} {
 		if v, ok := integer(fields, field); ok && v < 0 {
-			errorf("spec.kubelet.%s: %d can't be negative", field, v)
+			errorf("spec.kubelet."+field, "%d can't be negative", v)
 		}
 	}
 	high, highOK := integer(fields, "imageGCHighThresholdPercent")
 	low, lowOK := integer(fields, "imageGCLowThresholdPercent")
 	if highOK && lowOK && high <= low {
-		errorf("spec.kubelet: imageGCHighThresholdPercent (%d) must be greater than imageGCLowThresholdPercent (%d)", high, low)
+		errorf("spec.kubelet", "imageGCHighThresholdPercent (%d) must be greater than imageGCLowThresholdPercent (%d)", high, low)
 	}
 	return errs
 }
@@ -358,13 +375,13 @@ type kubeletValue struct {
 // upstream type does not have. null is taken anywhere, as decoding takes it.
 func (v *kubeletValue) check(path string, raw json.RawMessage) []error {
 	if v == nil {
-		return []error{fmt.Errorf("%s: unknown field: not a field of the kubelet configuration (kubelet.config.k8s.io/v1beta1 KubeletConfiguration, k8s.io/kubelet %s)", path, upstreamKubeletVersion)}
+		return []error{kubeletErrorf(path, "unknown field: not a field of the kubelet configuration (kubelet.config.k8s.io/v1beta1 KubeletConfiguration, k8s.io/kubelet %s)", upstreamKubeletVersion)}
 	}
 	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || v.kind == kubeletAny {
 		return nil
 	}
 	wrong := func(want string) []error {
-		return []error{fmt.Errorf("%s: %s is not %s", path, bytes.TrimSpace(raw), want)}
+		return []error{kubeletErrorf(path, "%s is not %s", bytes.TrimSpace(raw), want)}
 	}
 	switch v.kind {
 	case kubeletString, kubeletDuration, kubeletTime:
