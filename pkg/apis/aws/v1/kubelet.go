@@ -186,6 +186,8 @@ func (k *KubeletConfiguration) Expressions() []string {
 
 // KubeletError is one reason a kubelet configuration is refused: the field, as a path such as
 // spec.kubelet.evictionHard[memory.free], and what is wrong with it.
+//
+// +kubebuilder:object:generate=false
 type KubeletError struct {
 	// Field is the path of the refused field.
 	Field string
