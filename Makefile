@@ -19,8 +19,10 @@ all: build
 build:
 	go build -o bin/karpenter ./cmd/karpenter
 
-## generate: deepcopy functions and CRD manifests from the API types (controller-gen), copied into the chart
+## generate: deepcopy functions and CRD manifests from the API types (controller-gen), copied into the chart,
+## and the shape of the upstream kubelet configuration spec.kubelet is checked against (hack/kubeletschema)
 generate:
+	go run ./hack/kubeletschema pkg/apis/aws/v1/zz_generated.kubeletschema.go
 	go tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/apis/...
 	go tool controller-gen crd paths=./pkg/apis/... output:crd:artifacts:config=config/crd
 	go run ./hack/crdpatch config/crd

@@ -314,9 +314,17 @@ func TestDefaults(t *testing.T) {
 		"PREFERENCE_POLICY":                   "Respect",
 		"MIN_VALUES_POLICY":                   "Strict",
 		"DISABLE_CLUSTER_STATE_OBSERVABILITY": "false",
+		// As Karpenter v1.15's chart renders them.
+		"KARPENTER_SERVICE":               "karpenter",
+		"CPU_REQUESTS":                    "resourceFieldRef:requests.cpu",
+		"MEMORY_LIMIT":                    "resourceFieldRef:limits.memory",
+		"AMI_REFRESH_INTERVAL":            "1m",
+		"SUBNET_REFRESH_INTERVAL":         "1m",
+		"SECURITY_GROUP_REFRESH_INTERVAL": "1m",
+		"IGNORE_DRA_REQUESTS":             "true",
 		// Karpenter's defaults (pkg/featuregate).
-		"FEATURE_GATES":     "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
-		"AWS_FEATURE_GATES": "NodeClassCEL=false",
+		"FEATURE_GATES":     "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false",
+		"AWS_FEATURE_GATES": "DRAEFA=false,DRANVIDIAGPU=false,NodeClassCEL=false,RebootForRepair=false",
 		"GOMEMLIMIT":        "resourceFieldRef:limits.memory",
 	}
 	checkEnv(t, envOf(c), wantEnv)
@@ -393,8 +401,15 @@ func TestUserValues(t *testing.T) {
 		"PREFERENCE_POLICY":                   "Ignore",
 		"MIN_VALUES_POLICY":                   "BestEffort",
 		"DISABLE_CLUSTER_STATE_OBSERVABILITY": "false",
-		"FEATURE_GATES":                       "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
-		"AWS_FEATURE_GATES":                   "NodeClassCEL=false",
+		"KARPENTER_SERVICE":                   "karpenter",
+		"CPU_REQUESTS":                        "resourceFieldRef:requests.cpu",
+		"MEMORY_LIMIT":                        "resourceFieldRef:limits.memory",
+		"AMI_REFRESH_INTERVAL":                "1m",
+		"SUBNET_REFRESH_INTERVAL":             "1m",
+		"SECURITY_GROUP_REFRESH_INTERVAL":     "1m",
+		"IGNORE_DRA_REQUESTS":                 "true",
+		"FEATURE_GATES":                       "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false",
+		"AWS_FEATURE_GATES":                   "DRAEFA=false,DRANVIDIAGPU=false,NodeClassCEL=false,RebootForRepair=false",
 		"GOMEMLIMIT":                          "resourceFieldRef:limits.memory",
 		"REGISTRATION_TTL":                    "10m",
 	})
@@ -417,7 +432,7 @@ func TestUserValues(t *testing.T) {
 // gate set on or off, every gate unset. The controller checks them (pkg/featuregate; cmd/karpenter
 // TestControllerRefusesFeatureGates refuses NodeRepair=true).
 func TestFeatureGates(t *testing.T) {
-	const defaults = "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"
+	const defaults = "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false"
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -643,6 +658,10 @@ func TestContainerEnvironment(t *testing.T) {
 			t.Errorf("the chart sets %s, which `karpenter controller` does not read", e.Name)
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			environ = append(environ, e.Name+"="+envNamespace)
+		case e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "requests.cpu":
+			environ = append(environ, e.Name+"=1000") // the kubelet resolves it to millicores (divisor 1m)
+		case e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+			environ = append(environ, e.Name+"=1073741824") // and this one to bytes
 		case e.ValueFrom != nil:
 			t.Errorf("env %s: a valueFrom the test does not resolve", e.Name)
 		default:

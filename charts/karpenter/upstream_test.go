@@ -16,8 +16,8 @@ import (
 )
 
 // Karpenter's own values files (aws/karpenter-provider-aws charts/karpenter/values.yaml), kept as
-// they are: the newest (v1.14.1, the mirror's HEAD) and v1.0.0's, which still had the webhook
-// and the post-install hook.
+// they are: the reference release's (v1.15.2, from its Go module zip) and v1.0.0's, which still
+// had the webhook and the post-install hook.
 const (
 	upstreamHead = "testdata/upstream-values-head.yaml"
 	upstreamV1_0 = "testdata/upstream-values-v1.0.0.yaml"
@@ -104,8 +104,50 @@ func readLeafKeys(t *testing.T, path string) []string {
 
 // TestUpstreamValuesFiles renders Karpenter's own values files, as they are, with a cluster name
 // (Karpenter's chart requires one too): the schema accepts every key, and the release renders.
-// Without the cluster name it fails with a message saying what to set.
+// Without the cluster name it fails with a message saying what to set. The reference release's
+// file, with this project's image set as a user would set it, renders the settings as
+// Karpenter v1.15.2's chart renders them.
 func TestUpstreamValuesFiles(t *testing.T) {
+	t.Run("v1.15.2 with an image", func(t *testing.T) {
+		data, err := os.ReadFile(upstreamHead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const image = "controller:\n  image:\n    repository: 123456789012.dkr.ecr.us-west-2.amazonaws.com/karpenter\n    tag: v0.1.0\n    digest: \"\"\n"
+		out, err := renderFiles(t, false, string(data), baseValues, image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d appsv1.Deployment
+		find(t, decode(t, out), "Deployment", &d)
+		c := d.Spec.Template.Spec.Containers[0]
+		if c.Image != "123456789012.dkr.ecr.us-west-2.amazonaws.com/karpenter:v0.1.0" {
+			t.Errorf("image %q, want the one set", c.Image)
+		}
+		env := envOf(c)
+		for k, v := range map[string]string{
+			"CLUSTER_NAME": "test", "IGNORE_DRA_REQUESTS": "true", "KARPENTER_SERVICE": "karpenter",
+			"CPU_REQUESTS": "resourceFieldRef:requests.cpu", "MEMORY_LIMIT": "resourceFieldRef:limits.memory",
+			"AMI_REFRESH_INTERVAL": "1m", "SUBNET_REFRESH_INTERVAL": "1m", "SECURITY_GROUP_REFRESH_INTERVAL": "1m",
+			"FEATURE_GATES":     "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false",
+			"AWS_FEATURE_GATES": "DRAEFA=false,DRANVIDIAGPU=false,NodeClassCEL=false,RebootForRepair=false",
+		} {
+			if env[k] != v {
+				t.Errorf("env %s=%q, want %q", k, env[k], v)
+			}
+		}
+		for _, k := range []string{"LEGACY_NODE_REPAIR", "EKS_CONTROL_PLANE", "ENABLE_ZONAL_SHIFT", "DISABLE_DRY_RUN"} {
+			if v, ok := env[k]; ok {
+				t.Errorf("env %s=%q rendered, want it left out when false, as Karpenter's chart does", k, v)
+			}
+		}
+		if _, err := featuregate.Karpenter.Parse(env["FEATURE_GATES"]); err != nil {
+			t.Errorf("the controller refuses FEATURE_GATES: %v", err)
+		}
+		if _, err := featuregate.AWS.Parse(env["AWS_FEATURE_GATES"]); err != nil {
+			t.Errorf("the controller refuses AWS_FEATURE_GATES: %v", err)
+		}
+	})
 	for _, file := range []string{upstreamHead, upstreamV1_0} {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -222,30 +264,43 @@ func upstreamKeyCases() []upstreamKeyCase {
 		{keys: []string{"settings.interruptionQueue"}, values: "settings: {interruptionQueue: Karpenter-prod}", kind: "Deployment", env: map[string]string{"INTERRUPTION_QUEUE": "Karpenter-prod"}},
 		{keys: []string{"settings.reservedENIs"}, values: "settings: {reservedENIs: '2'}", kind: "Deployment", env: map[string]string{"RESERVED_ENIS": "2"}},
 		{keys: []string{"settings.disableClusterStateObservability"}, values: "settings: {disableClusterStateObservability: true}", kind: "Deployment", env: map[string]string{"DISABLE_CLUSTER_STATE_OBSERVABILITY": "true"}},
-		// Without effect here, and said so in the release notes.
-		{keys: []string{"settings.eksControlPlane"}, values: "settings: {eksControlPlane: true}", kind: "NOTES", want: []string{"settings.eksControlPlane=true has no effect"}},
-		{keys: []string{"settings.amiRefreshInterval"}, values: "settings: {amiRefreshInterval: 5m}", kind: "NOTES", want: []string{"settings.amiRefreshInterval=5m has no effect"}},
-		{keys: []string{"settings.subnetRefreshInterval"}, values: "settings: {subnetRefreshInterval: 10m}", kind: "NOTES", want: []string{"settings.subnetRefreshInterval=10m has no effect"}},
+		// Karpenter v1.15's settings, rendered as its chart renders them (the controller reads
+		// each: docs/helm.md).
+		{keys: []string{"settings.eksControlPlane"}, values: "settings: {eksControlPlane: true}", kind: "Deployment", env: map[string]string{"EKS_CONTROL_PLANE": "true"}},
+		{keys: []string{"settings.amiRefreshInterval"}, values: "settings: {amiRefreshInterval: 5m}", kind: "Deployment", env: map[string]string{"AMI_REFRESH_INTERVAL": "5m"}},
+		{keys: []string{"settings.subnetRefreshInterval"}, values: "settings: {subnetRefreshInterval: 10m}", kind: "Deployment", env: map[string]string{"SUBNET_REFRESH_INTERVAL": "10m"}},
+		{keys: []string{"settings.securityGroupRefreshInterval"}, values: "settings: {securityGroupRefreshInterval: 3m}", kind: "Deployment", env: map[string]string{"SECURITY_GROUP_REFRESH_INTERVAL": "3m"}},
+		{keys: []string{"settings.legacyNodeRepair"}, values: "settings: {legacyNodeRepair: true}", kind: "Deployment", env: map[string]string{"LEGACY_NODE_REPAIR": "true"}},
+		{keys: []string{"settings.legacyNodeRepair"}, values: "settings: {legacyNodeRepair: true, featureGates: {terminateFirstRepair: true}}",
+			wantErr: "settings.legacyNodeRepair can't be combined with settings.featureGates.terminateFirstRepair"},
 		{keys: []string{"webhook.enabled", "webhook.port", "webhook.metrics.port"}, values: "webhook: {enabled: true, port: 8443, metrics: {port: 8001}}", kind: "NOTES", want: []string{"webhook.* has no effect"}},
 		{keys: []string{"postInstallHook.image.repository", "postInstallHook.image.tag", "postInstallHook.image.digest"},
 			values: "postInstallHook: {image: {repository: public.ecr.aws/bitnami/kubectl, tag: '1.30', digest: 'sha256:13'}}", kind: "NOTES", want: []string{"postInstallHook.* has no effect"}},
 		// Not honoured here: refused.
 		{keys: []string{"settings.enableZonalShift"}, values: "settings: {enableZonalShift: true}", wantErr: "settings.enableZonalShift=true: this controller does not call the ARC zonal shift API"},
 		{keys: []string{"settings.ignoreDRARequests"}, values: "settings: {ignoreDRARequests: false}", wantErr: "settings.ignoreDRARequests=false: this controller's scheduling ignores pods' dynamic resource allocation"},
-		// Karpenter dry-runs launches to check IAM permissions unless disableDryRun; this controller
-		// never does, so true is what runs (nothing to render), and false is documented.
-		{keys: []string{"settings.disableDryRun"}, values: "settings: {disableDryRun: true}", kind: "Deployment"},
+		{keys: []string{"settings.enableDRA"}, values: "settings: {enableDRA: true}", wantErr: "settings.enableDRA=true (it sets ignoreDRARequests to false): this controller's scheduling ignores"},
+		{keys: []string{"settings.enableDRA"}, values: "settings: {enableDRA: true, awsFeatureGates: {draEFA: false}}", wantErr: "settings.enableDRA is mutually exclusive with settings.awsFeatureGates.draEFA"},
+		{keys: []string{"settings.awsFeatureGates.draNVIDIAGPU"}, values: "settings: {awsFeatureGates: {draNVIDIAGPU: true}}", wantErr: "settings.awsFeatureGates.draNVIDIAGPU or draEFA=true (either sets ignoreDRARequests to false)"},
+		{keys: []string{"settings.awsFeatureGates.draEFA"}, values: "settings: {awsFeatureGates: {draEFA: true}}", wantErr: "settings.awsFeatureGates.draNVIDIAGPU or draEFA=true"},
+		// Karpenter dry-runs launches to check IAM permissions unless disableDryRun; the
+		// controller reads it and validates without dry runs either way.
+		{keys: []string{"settings.disableDryRun"}, values: "settings: {disableDryRun: true}", kind: "Deployment", env: map[string]string{"DISABLE_DRY_RUN": "true"}},
 		// The gates reach the controller as FEATURE_GATES; it refuses the ones not built
 		// (cmd/karpenter TestControllerRefusesFeatureGates).
-		{keys: []string{"settings.featureGates.nodeRepair"}, values: "settings: {featureGates: {nodeRepair: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.nodeOverlay"}, values: "settings: {featureGates: {nodeOverlay: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=true,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.reservedCapacity"}, values: "settings: {featureGates: {reservedCapacity: false}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=false,SpotToSpotConsolidation=false,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.spotToSpotConsolidation"}, values: "settings: {featureGates: {spotToSpotConsolidation: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.staticCapacity"}, values: "settings: {featureGates: {staticCapacity: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=true"}},
-		{keys: []string{"settings.featureGates.StaticCapacity"}, values: "settings: {featureGates: {StaticCapacity: true, staticCapacity: null}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=true"}},
-		{keys: []string{"settings.featureGates.capacityBuffer"}, values: "settings: {featureGates: {capacityBuffer: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true,NodeOverlay=false,NodeRepair=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
-		{keys: []string{"settings.featureGates.repackConsolidation"}, values: "settings: {featureGates: {repackConsolidation: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,RepackConsolidation=true,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false"}},
-		{keys: []string{"settings.awsFeatureGates.nodeClassCEL"}, values: "settings: {awsFeatureGates: {nodeClassCEL: true}}", kind: "Deployment", env: map[string]string{"AWS_FEATURE_GATES": "NodeClassCEL=true"}},
+		{keys: []string{"settings.featureGates.nodeRepair"}, values: "settings: {featureGates: {nodeRepair: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false"}},
+		{keys: []string{"settings.featureGates.nodeOverlay"}, values: "settings: {featureGates: {nodeOverlay: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=true,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false"}},
+		{keys: []string{"settings.featureGates.reservedCapacity"}, values: "settings: {featureGates: {reservedCapacity: false}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=false,SpotToSpotConsolidation=false,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false"}},
+		{keys: []string{"settings.featureGates.spotToSpotConsolidation"}, values: "settings: {featureGates: {spotToSpotConsolidation: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false"}},
+		{keys: []string{"settings.featureGates.staticCapacity"}, values: "settings: {featureGates: {staticCapacity: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=true,TerminateFirstDrift=false,TerminateFirstRepair=false"}},
+		{keys: []string{"settings.featureGates.StaticCapacity"}, values: "settings: {featureGates: {StaticCapacity: true, staticCapacity: null}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=true,TerminateFirstDrift=false,TerminateFirstRepair=false"}},
+		{keys: []string{"settings.featureGates.capacityBuffer"}, values: "settings: {featureGates: {capacityBuffer: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=true,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false"}},
+		{keys: []string{"settings.featureGates.repackConsolidation"}, values: "settings: {featureGates: {repackConsolidation: true}}", kind: "Deployment", env: map[string]string{"FEATURE_GATES": "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,PodDeletionCostManagement=false,RepackConsolidation=true,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false,TerminateFirstDrift=false,TerminateFirstRepair=false"}},
+		{keys: []string{"settings.featureGates.terminateFirstDrift"}, values: "settings: {featureGates: {terminateFirstDrift: true}}", kind: "Deployment", want: []string{"TerminateFirstDrift=true"}},
+		{keys: []string{"settings.featureGates.terminateFirstRepair"}, values: "settings: {featureGates: {terminateFirstRepair: true}}", kind: "Deployment", want: []string{"TerminateFirstRepair=true"}},
+		{keys: []string{"settings.featureGates.podDeletionCostManagement"}, values: "settings: {featureGates: {podDeletionCostManagement: true}}", kind: "Deployment", want: []string{"PodDeletionCostManagement=true"}},
+		{keys: []string{"settings.awsFeatureGates.nodeClassCEL"}, values: "settings: {awsFeatureGates: {nodeClassCEL: true}}", kind: "Deployment", env: map[string]string{"AWS_FEATURE_GATES": "DRAEFA=false,DRANVIDIAGPU=false,NodeClassCEL=true,RebootForRepair=false"}},
+		{keys: []string{"settings.awsFeatureGates.rebootForRepair"}, values: "settings: {awsFeatureGates: {rebootForRepair: true}}", kind: "Deployment", env: map[string]string{"AWS_FEATURE_GATES": "DRAEFA=false,DRANVIDIAGPU=false,NodeClassCEL=false,RebootForRepair=true"}},
 	}
 }
 
@@ -345,8 +400,9 @@ func TestUpstreamKeys(t *testing.T) {
 
 // TestFeatureGateValuesMatchTable: the gates settings.featureGates and
 // settings.awsFeatureGates accept (values.schema.json) are those of Karpenter's chart, each a
-// gate of the controller's table (pkg/featuregate) once capitalized, and values.yaml sets each
-// to Karpenter's default.
+// gate of the controller's table (pkg/featuregate) once capitalized (the DRA gates spelled as
+// Karpenter's chart renders them), and values.yaml sets each to Karpenter's default (null, as
+// Karpenter's chart leaves the DRA gates, is off).
 func TestFeatureGateValuesMatchTable(t *testing.T) {
 	data, err := os.ReadFile("values.schema.json")
 	if err != nil {
@@ -390,8 +446,8 @@ func TestFeatureGateValuesMatchTable(t *testing.T) {
 		want  []string
 	}{
 		// Karpenter's chart's keys, and repackConsolidation, this project's own gate.
-		{"featureGates", &featuregate.Karpenter, []string{"capacityBuffer", "nodeOverlay", "nodeRepair", "repackConsolidation", "reservedCapacity", "spotToSpotConsolidation", "staticCapacity"}},
-		{"awsFeatureGates", &featuregate.AWS, []string{"nodeClassCEL"}},
+		{"featureGates", &featuregate.Karpenter, []string{"capacityBuffer", "nodeOverlay", "nodeRepair", "podDeletionCostManagement", "repackConsolidation", "reservedCapacity", "spotToSpotConsolidation", "staticCapacity", "terminateFirstDrift", "terminateFirstRepair"}},
+		{"awsFeatureGates", &featuregate.AWS, []string{"draEFA", "draNVIDIAGPU", "nodeClassCEL", "rebootForRepair"}},
 	} {
 		var got []string
 		for name := range schema.Properties.Settings.Properties[tc.key].Properties {
@@ -405,7 +461,11 @@ func TestFeatureGateValuesMatchTable(t *testing.T) {
 			t.Errorf("settings.%s accepts %v, want Karpenter's chart's %v", tc.key, got, tc.want)
 		}
 		for _, name := range got {
-			gate, ok := tc.table.Lookup(strings.ToUpper(name[:1]) + name[1:])
+			gateName := strings.ToUpper(name[:1]) + name[1:]
+			if spelled, ok := map[string]string{"draNVIDIAGPU": "DRANVIDIAGPU", "draEFA": "DRAEFA"}[name]; ok {
+				gateName = spelled // as Karpenter's chart spells them in AWS_FEATURE_GATES
+			}
+			gate, ok := tc.table.Lookup(gateName)
 			if !ok {
 				t.Errorf("settings.%s.%s is not a gate of %s", tc.key, name, tc.table.Setting)
 				continue

@@ -24,9 +24,6 @@ const (
 	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
 	// quantityPattern is resource.Quantity's syntax, as Kubernetes publishes it for quantities.
 	quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`
-	// evictionThresholdPattern is a kubelet eviction threshold: a percentage (up to 100%, two
-	// decimals), a quantity, or empty. It is Karpenter's pattern verbatim.
-	evictionThresholdPattern = `^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$`
 )
 
 // constraint sets schema limits on the property at a path of a CRD's schema.
@@ -44,6 +41,33 @@ type constraint struct {
 	intOrString bool
 	// rules are CEL rules added to the property.
 	rules apiextensionsv1.ValidationRules
+	// preserveUnknownValues makes an object property's values (its additionalProperties)
+	// keep unknown fields, as controller-gen writes a map of JSON values; nothing else is set.
+	preserveUnknownValues bool
+}
+
+// overlayAWSLabels are the karpenter.k8s.aws labels a NodeOverlay requirement may name, in the
+// order of the AWS provider's published CRD.
+var overlayAWSLabels = []string{
+	"karpenter.k8s.aws/ec2nodeclass", "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+	"karpenter.k8s.aws/instance-category", "karpenter.k8s.aws/instance-hypervisor", "karpenter.k8s.aws/instance-family",
+	"karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-local-nvme", "karpenter.k8s.aws/instance-size",
+	"karpenter.k8s.aws/instance-cpu", "karpenter.k8s.aws/instance-cpu-manufacturer",
+	"karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz", "karpenter.k8s.aws/instance-memory",
+	"karpenter.k8s.aws/instance-ebs-bandwidth", "karpenter.k8s.aws/instance-network-bandwidth",
+	"karpenter.k8s.aws/instance-gpu-name", "karpenter.k8s.aws/instance-gpu-manufacturer",
+	"karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-memory",
+	"karpenter.k8s.aws/instance-accelerator-name", "karpenter.k8s.aws/instance-accelerator-manufacturer",
+	"karpenter.k8s.aws/instance-accelerator-count", "karpenter.k8s.aws/instance-capability-flex",
+}
+
+// quoted is a CEL list's elements: each string double-quoted, comma separated.
+func quoted(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = `"` + s + `"`
+	}
+	return strings.Join(out, ", ")
 }
 
 // taintConstraints are Karpenter's limits on a list of corev1.Taint at path.
@@ -80,11 +104,13 @@ func constraints() []constraint {
 		{file: nodeOverlays, path: "spec.requirements[].key", maxLength: 316, pattern: qualifiedNamePattern, rules: apiextensionsv1.ValidationRules{
 			{Rule: `self in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || !self.find("^([^/]+)").endsWith("karpenter.sh")`, Message: `label domain "karpenter.sh" is restricted`},
 			{Rule: `self != "kubernetes.io/hostname"`, Message: `label "kubernetes.io/hostname" is restricted`},
+			// The AWS provider's published NodeOverlay CRD (v1.15.2) restricts its domain but
+			// for the labels of instance types (not of offerings, placement or tenancy).
+			{Rule: `self in [` + quoted(overlayAWSLabels) + `] || !self.find("^([^/]+)").endsWith("karpenter.k8s.aws")`, Message: `label domain "karpenter.k8s.aws" is restricted`},
 		}},
-		{file: nodeClasses, path: "spec.kubelet.evictionHard{}", pattern: evictionThresholdPattern},
-		{file: nodeClasses, path: "spec.kubelet.evictionSoft{}", pattern: evictionThresholdPattern},
-		{file: nodeClasses, path: "spec.kubelet.kubeReserved{}", pattern: quantityPattern},
-		{file: nodeClasses, path: "spec.kubelet.systemReserved{}", pattern: quantityPattern},
+		// spec.kubelet is free-form, as Karpenter v1.15's map of JSON values makes it: its
+		// values, whatever they hold, are kept too.
+		{file: nodeClasses, path: "spec.kubelet", preserveUnknownValues: true},
 		// The legacy AWSNodeTemplate shares EC2NodeClass's BlockDevice type, but Karpenter v0.x
 		// took any quantity, integer or string, as its volume size; stored objects still do.
 		{file: "karpenter.k8s.aws_awsnodetemplates.yaml", path: "spec.blockDeviceMappings[].ebs.volumeSize", pattern: quantityPattern, intOrString: true},
@@ -143,6 +169,13 @@ func apply(file string, cs []constraint) error {
 // set walks steps down from schema and sets c's limits on the property it reaches. A step
 // "name[]" or "name{}" is the property name followed by a step into its items or values.
 func set(schema *apiextensionsv1.JSONSchemaProps, steps []string, c constraint) error {
+	if len(steps) == 0 && c.preserveUnknownValues {
+		if schema.Type != "object" || schema.Properties != nil {
+			return fmt.Errorf("is a %q with properties, not a free-form object", schema.Type)
+		}
+		schema.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{XPreserveUnknownFields: ptrTo(true)}}
+		return nil
+	}
 	if len(steps) == 0 {
 		if schema.Type != "string" {
 			return fmt.Errorf("is a %q, not a string", schema.Type)
@@ -205,3 +238,5 @@ func into(schema *apiextensionsv1.JSONSchemaProps, name string, rest []string, c
 	schema.Properties[name] = prop
 	return nil
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -11,11 +11,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 )
 
@@ -87,6 +89,8 @@ var refusedByKarpenter = []compatCase{
 	{"requirement key in karpenter.sh", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.sh/team, operator: Exists}]}}}}`},
 	{"requirement key in a karpenter.sh subdomain", "NodePool", `{spec: {template: {spec: {requirements: [{key: x.karpenter.sh/team, operator: Exists}]}}}}`},
 	{"requirement key karpenter.sh/nodepool", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [a]}]}}}}`},
+	{"requirement key in karpenter.k8s.aws", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/team, operator: Exists}]}}}}`},
+	{"requirement key karpenter.k8s.aws/instance-tenancies", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-tenancies, operator: Exists}]}}}}`},
 	{"requirement key kubernetes.io/hostname", "NodePool", `{spec: {template: {spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [a]}]}}}}`},
 	{"101 requirements", "NodePool", `{spec: {template: {spec: {requirements: ` + many(101, "{key: k%d, operator: Exists}") + `}}}}`},
 
@@ -95,6 +99,7 @@ var refusedByKarpenter = []compatCase{
 	{"label in a karpenter.sh subdomain", "NodePool", `{spec: {template: {metadata: {labels: {x.karpenter.sh/team: a}}}}}`},
 	{"label karpenter.sh/nodepool", "NodePool", `{spec: {template: {metadata: {labels: {karpenter.sh/nodepool: a}}}}}`},
 	{"label kubernetes.io/hostname", "NodePool", `{spec: {template: {metadata: {labels: {kubernetes.io/hostname: a}}}}}`},
+	{"label in karpenter.k8s.aws", "NodePool", `{spec: {template: {metadata: {labels: {karpenter.k8s.aws/team: a}}}}}`},
 	{"label value of 64 characters", "NodePool", `{spec: {template: {metadata: {labels: {team: ` + letters(64) + `}}}}}`},
 	{"label value with a space", "NodePool", `{spec: {template: {metadata: {labels: {team: "a b"}}}}}`},
 	{"label value starting with a dash", "NodePool", `{spec: {template: {metadata: {labels: {team: "-a"}}}}}`},
@@ -194,6 +199,7 @@ var refusedByKarpenter = []compatCase{
 	{"NodeClaim nodeClassRef missing", "NodeClaim", `{spec: {nodeClassRef: null}}`},
 	{"NodeClaim nodeClassRef group empty", "NodeClaim", `{spec: {nodeClassRef: {group: ""}}}`},
 	{"NodeClaim nodeClassRef group with a version", "NodeClaim", `{spec: {nodeClassRef: {group: karpenter.k8s.aws/v1}}}`},
+	{"NodeClaim requirement key in karpenter.k8s.aws", "NodeClaim", `{spec: {requirements: [{key: karpenter.k8s.aws/team, operator: Exists}]}}`},
 	{"NodeClaim request not a quantity", "NodeClaim", `{spec: {resources: {requests: {cpu: lots}}}}`},
 
 	// EC2NodeClass role and instance profile.
@@ -256,6 +262,13 @@ var refusedByKarpenter = []compatCase{
 	{"capacity reservation owner malformed", "EC2NodeClass", `{spec: {capacityReservationSelectorTerms: [{tags: {a: b}, ownerID: "12345"}]}}`},
 	{"capacity reservation instanceMatchCriteria unknown", "EC2NodeClass", `{spec: {capacityReservationSelectorTerms: [{instanceMatchCriteria: closed}]}}`},
 
+	// EC2NodeClass enclaveOptions and kubelet (free-form, but an object).
+	{"enclaveOptions without enabled", "EC2NodeClass", `{spec: {enclaveOptions: {}}}`},
+	{"enclaveOptions enabled a string", "EC2NodeClass", `{spec: {enclaveOptions: {enabled: "true"}}}`},
+	{"enclaveOptions unknown field", "EC2NodeClass", `{spec: {enclaveOptions: {enabled: true, debug: true}}}`},
+	{"kubelet a list", "EC2NodeClass", `{spec: {kubelet: [maxPods]}}`},
+	{"kubelet a string", "EC2NodeClass", `{spec: {kubelet: "maxPods: 10"}}`},
+
 	// EC2NodeClass tags.
 	{"tag kubernetes.io/cluster/", "EC2NodeClass", `{spec: {tags: {kubernetes.io/cluster/c: owned}}}`},
 	{"tag eks:eks-cluster-name", "EC2NodeClass", `{spec: {tags: {"eks:eks-cluster-name": c}}}`},
@@ -285,32 +298,6 @@ var refusedByKarpenter = []compatCase{
 	{"51 block device mappings", "EC2NodeClass", `{spec: {blockDeviceMappings: ` + many(51, "{deviceName: /dev/xvd%d, ebs: {volumeSize: 20Gi}}") + `}}`},
 	{"instanceStorePolicy unknown", "EC2NodeClass", `{spec: {instanceStorePolicy: RAID1}}`},
 
-	// EC2NodeClass kubelet.
-	{"systemReserved unknown key", "EC2NodeClass", `{spec: {kubelet: {systemReserved: {gpu: "1"}}}}`},
-	{"systemReserved negative", "EC2NodeClass", `{spec: {kubelet: {systemReserved: {cpu: "-1"}}}}`},
-	{"systemReserved not a quantity", "EC2NodeClass", `{spec: {kubelet: {systemReserved: {memory: lots}}}}`},
-	{"systemReserved unit Kubernetes lacks", "EC2NodeClass", `{spec: {kubelet: {systemReserved: {memory: 1Gb}}}}`},
-	{"kubeReserved unknown key", "EC2NodeClass", `{spec: {kubelet: {kubeReserved: {pods: "1"}}}}`},
-	{"kubeReserved negative", "EC2NodeClass", `{spec: {kubelet: {kubeReserved: {memory: -1Gi}}}}`},
-	{"kubeReserved not a quantity", "EC2NodeClass", `{spec: {kubelet: {kubeReserved: {cpu: one}}}}`},
-	{"kubeReserved with a space", "EC2NodeClass", `{spec: {kubelet: {kubeReserved: {cpu: "1 m"}}}}`},
-	{"evictionHard unknown key", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {memory.free: 1Gi}}}}`},
-	{"evictionHard not a quantity", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {memory.available: abc}}}}`},
-	{"evictionHard over 100%", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {nodefs.available: 101%}}}}`},
-	{"evictionHard three decimals", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {nodefs.available: 5.555%}}}}`},
-	{"evictionHard percent sign only", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {nodefs.available: "%"}}}}`},
-	{"evictionSoft unknown key", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {memory.free: 1Gi}, evictionSoftGracePeriod: {memory.free: 1m}}}}`},
-	{"evictionSoft not a quantity", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {memory.available: "10 percent"}, evictionSoftGracePeriod: {memory.available: 1m}}}}`},
-	{"evictionSoft over 100%", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {imagefs.available: 100.5%}, evictionSoftGracePeriod: {imagefs.available: 1m}}}}`},
-	{"evictionSoft without grace period", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {memory.available: 1Gi}}}}`},
-	{"evictionSoftGracePeriod without evictionSoft", "EC2NodeClass", `{spec: {kubelet: {evictionSoftGracePeriod: {memory.available: 1m}}}}`},
-	{"evictionSoftGracePeriod unknown key", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {memory.available: 1Gi}, evictionSoftGracePeriod: {memory.available: 1m, memory.free: 1m}}}}`},
-	{"image GC thresholds inverted", "EC2NodeClass", `{spec: {kubelet: {imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 60}}}`},
-	{"image GC thresholds equal", "EC2NodeClass", `{spec: {kubelet: {imageGCHighThresholdPercent: 60, imageGCLowThresholdPercent: 60}}}`},
-	{"imageGCHighThresholdPercent 101", "EC2NodeClass", `{spec: {kubelet: {imageGCHighThresholdPercent: 101}}}`},
-	{"imageGCLowThresholdPercent negative", "EC2NodeClass", `{spec: {kubelet: {imageGCLowThresholdPercent: -1}}}`},
-	{"maxPods negative", "EC2NodeClass", `{spec: {kubelet: {maxPods: -1}}}`},
-	{"podsPerCore negative", "EC2NodeClass", `{spec: {kubelet: {podsPerCore: -1}}}`},
 	// NodeOverlay.
 	{"overlay without spec", "NodeOverlay", `{spec: null}`},
 	{"overlay price and priceAdjustment", "NodeOverlay", `{spec: {price: "1.5"}}`},
@@ -330,6 +317,9 @@ var refusedByKarpenter = []compatCase{
 	{"overlay unknown operator", "NodeOverlay", `{spec: {requirements: [{key: a, operator: Like, values: [b]}]}}`},
 	{"overlay key in karpenter.sh", "NodeOverlay", `{spec: {requirements: [{key: karpenter.sh/team, operator: Exists}]}}`},
 	{"overlay key hostname", "NodeOverlay", `{spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [a]}]}}`},
+	{"overlay key in karpenter.k8s.aws", "NodeOverlay", `{spec: {requirements: [{key: karpenter.k8s.aws/team, operator: Exists}]}}`},
+	{"overlay key instance-tenancy", "NodeOverlay", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-tenancy, operator: In, values: [dedicated]}]}}`},
+	{"overlay key capacity-reservation-id", "NodeOverlay", `{spec: {requirements: [{key: karpenter.k8s.aws/capacity-reservation-id, operator: Exists}]}}`},
 	{"overlay bad key", "NodeOverlay", `{spec: {requirements: [{key: "bad key", operator: Exists}]}}`},
 	{"overlay 101 requirements", "NodeOverlay", `{spec: {requirements: ` + many(101, "{key: k%d, operator: Exists}") + `}}`},
 	// CapacityBuffer (autoscaling.x-k8s.io/v1beta1).
@@ -458,6 +448,21 @@ spec:
 	{"EC2NodeClass placementGroupSelector", "EC2NodeClass", `{spec: {placementGroupSelector: {name: pg}}}`},
 	{"EC2NodeClass ipPrefixCount", "EC2NodeClass", `{spec: {ipPrefixCount: 1}}`},
 	{"EC2NodeClass cpuOptions", "EC2NodeClass", `{spec: {cpuOptions: {nestedVirtualization: enabled}}}`},
+	// Karpenter v1.15 (AWS provider v1.15.2): Nitro Enclaves, a free-form kubelet, and the
+	// karpenter.k8s.aws labels it made well known (tenancy, reservations, placement groups).
+	{"EC2NodeClass enclaveOptions", "EC2NodeClass", `{spec: {enclaveOptions: {enabled: true}}}`},
+	{"EC2NodeClass enclaveOptions disabled", "EC2NodeClass", `{spec: {enclaveOptions: {enabled: false}}}`},
+	{"EC2NodeClass kubelet fields Karpenter does not read", "EC2NodeClass", `{spec: {kubelet: {maxPods: 20, containerLogMaxSize: 50Mi, shutdownGracePeriod: 30s, featureGates: {A: true}, logging: {format: json}}}}`},
+	{"EC2NodeClass kubelet empty", "EC2NodeClass", `{spec: {kubelet: {}}}`},
+	// Karpenter v1.14's CRD refused three decimals; v1.15's controller takes any percentage.
+	{"EC2NodeClass evictionHard three decimals", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {nodefs.available: 5.555%}}}}`},
+	{"NodePool label karpenter.k8s.aws/instance-cpu", "NodePool", `{spec: {template: {metadata: {labels: {karpenter.k8s.aws/instance-cpu: "4"}}}}}`},
+	{"NodePool requirement instance-tenancy", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-tenancy, operator: In, values: [dedicated]}]}}}}`},
+	{"NodePool label instance-tenancy", "NodePool", `{spec: {template: {metadata: {labels: {karpenter.k8s.aws/instance-tenancy: dedicated}}}}}`},
+	{"NodePool requirement capacity-reservation-interruptible", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/capacity-reservation-interruptible, operator: DoesNotExist}]}}}}`},
+	{"NodePool requirement placement group", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/placement-group-id, operator: DoesNotExist}, {key: karpenter.k8s.aws/placement-group-partition, operator: DoesNotExist}]}}}}`},
+	{"NodeClaim requirement instance-tenancy", "NodeClaim", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-tenancy, operator: In, values: [default, dedicated]}]}}`},
+	{"NodeOverlay requirement instance-family", "NodeOverlay", `{spec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}]}}`},
 	{"NodeOverlay base", "NodeOverlay", `{}`},
 	{"NodeOverlay absolute discount", "NodeOverlay", `{spec: {priceAdjustment: "-0.05"}}`},
 	{"NodeOverlay absolute increase", "NodeOverlay", `{spec: {priceAdjustment: "+1.2"}}`},
@@ -479,6 +484,41 @@ spec:
 	{"CapacityBuffer other strategy", "CapacityBuffer", `{spec: {provisioningStrategy: example.com/other}}`},
 }
 
+// kubeletRefusedByController: EC2NodeClasses whose kubelet configuration both API servers
+// accept (spec.kubelet is free-form, as in Karpenter v1.15) and Karpenter's controller refuses
+// (ValidationSucceeded False). Ours must refuse each too: KubeletConfiguration.Validate, or a
+// CEL expression (Expressions), which needs the NodeClassCEL gate Karpenter has off by default.
+var kubeletRefusedByController = []compatCase{
+	{"systemReserved unknown key", "EC2NodeClass", `{spec: {kubelet: {systemReserved: {gpu: "1"}}}}`},
+	{"systemReserved negative", "EC2NodeClass", `{spec: {kubelet: {systemReserved: {cpu: "-1"}}}}`},
+	{"systemReserved not a quantity", "EC2NodeClass", `{spec: {kubelet: {systemReserved: {memory: lots}}}}`},
+	{"systemReserved unit Kubernetes lacks", "EC2NodeClass", `{spec: {kubelet: {systemReserved: {memory: 1Gb}}}}`},
+	{"kubeReserved unknown key", "EC2NodeClass", `{spec: {kubelet: {kubeReserved: {pods: "1"}}}}`},
+	{"kubeReserved negative", "EC2NodeClass", `{spec: {kubelet: {kubeReserved: {memory: -1Gi}}}}`},
+	{"kubeReserved not a quantity", "EC2NodeClass", `{spec: {kubelet: {kubeReserved: {cpu: one}}}}`},
+	{"kubeReserved with a space", "EC2NodeClass", `{spec: {kubelet: {kubeReserved: {cpu: "1 m"}}}}`},
+	{"evictionHard unknown key", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {memory.free: 1Gi}}}}`},
+	{"evictionHard not a quantity", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {memory.available: abc}}}}`},
+	{"evictionHard over 100%", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {nodefs.available: 101%}}}}`},
+	{"evictionHard percent sign only", "EC2NodeClass", `{spec: {kubelet: {evictionHard: {nodefs.available: "%"}}}}`},
+	{"evictionSoft unknown key", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {memory.free: 1Gi}, evictionSoftGracePeriod: {memory.free: 1m}}}}`},
+	{"evictionSoft not a quantity", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {memory.available: "10 percent"}, evictionSoftGracePeriod: {memory.available: 1m}}}}`},
+	{"evictionSoft over 100%", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {imagefs.available: 100.5%}, evictionSoftGracePeriod: {imagefs.available: 1m}}}}`},
+	{"evictionSoft without grace period", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {memory.available: 1Gi}}}}`},
+	{"evictionSoftGracePeriod without evictionSoft", "EC2NodeClass", `{spec: {kubelet: {evictionSoftGracePeriod: {memory.available: 1m}}}}`},
+	{"evictionSoftGracePeriod unknown key", "EC2NodeClass", `{spec: {kubelet: {evictionSoft: {memory.available: 1Gi}, evictionSoftGracePeriod: {memory.available: 1m, memory.free: 1m}}}}`},
+	{"image GC thresholds inverted", "EC2NodeClass", `{spec: {kubelet: {imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 60}}}`},
+	{"image GC thresholds equal", "EC2NodeClass", `{spec: {kubelet: {imageGCHighThresholdPercent: 60, imageGCLowThresholdPercent: 60}}}`},
+	{"imageGCHighThresholdPercent 101", "EC2NodeClass", `{spec: {kubelet: {imageGCHighThresholdPercent: 101}}}`},
+	{"imageGCLowThresholdPercent negative", "EC2NodeClass", `{spec: {kubelet: {imageGCLowThresholdPercent: -1}}}`},
+	{"maxPods negative", "EC2NodeClass", `{spec: {kubelet: {maxPods: -1}}}`},
+	{"podsPerCore negative", "EC2NodeClass", `{spec: {kubelet: {podsPerCore: -1}}}`},
+	{"maxPods a CEL expression", "EC2NodeClass", `{spec: {kubelet: {maxPods: "pods * 2"}}}`},
+	{"kubelet field unknown", "EC2NodeClass", `{spec: {kubelet: {containerLogMaxSise: 50Mi}}}`},
+	{"kubelet field of the wrong type", "EC2NodeClass", `{spec: {kubelet: {containerLogMaxFiles: "5"}}}`},
+	{"kubelet registerWithTaints", "EC2NodeClass", `{spec: {kubelet: {registerWithTaints: [{key: a, effect: NoSchedule}]}}}`},
+}
+
 // refusedOnlyByUs: objects Karpenter's CRDs accept and ours refuse, each on purpose.
 var refusedOnlyByUs = []difference{
 	{compatCase{"requirement key in kubernetes.io", "NodePool", `{spec: {template: {spec: {requirements: [{key: kubernetes.io/role, operator: Exists}]}}}}`},
@@ -497,10 +537,8 @@ var refusedOnlyByUs = []difference{
 		"Karpenter refuses an invalid label key only at run time; ours at admission"},
 	{compatCase{"label key with an upper-case domain", "NodePool", `{spec: {template: {metadata: {labels: {Example.com/team: a}}}}}`},
 		"as the key with a space: a label key's domain is lower case"},
-	{compatCase{"label in karpenter.k8s.aws", "NodePool", `{spec: {template: {metadata: {labels: {karpenter.k8s.aws/team: a}}}}}`},
-		"the AWS provider's published NodePool CRD restricts the karpenter.k8s.aws domain (core Karpenter's does not know it)"},
-	{compatCase{"requirement key in karpenter.k8s.aws", "NodePool", `{spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/team, operator: Exists}]}}}}`},
-		"as the label"},
+	{compatCase{"AMI id with ssmParameter", "EC2NodeClass", `{spec: {amiFamily: AL2023, amiSelectorTerms: [{id: ami-123, ssmParameter: /my/ami}]}}`},
+		"Karpenter resolves such a term by its id and ignores the ssmParameter without a word; ours refuses the term, as it refuses an id with any other field"},
 	{compatCase{"volume size Ti without a number", "EC2NodeClass", `{spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: Ti}}]}}`},
 		"Karpenter's volumeSize pattern has an empty alternative that lets a bare unit through; it is not a quantity and would stop every client from decoding the EC2NodeClass list"},
 	{compatCase{"volume size T without a number", "EC2NodeClass", `{spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: T}}]}}`},
@@ -665,6 +703,26 @@ func TestKarpenterCRDCompatibility(t *testing.T) {
 			})
 		}
 	})
+	t.Run("kubelet refused by the controller", func(t *testing.T) {
+		for _, tc := range kubeletRefusedByController {
+			t.Run(tc.name, func(t *testing.T) {
+				obj := compatObject(t, tc.kind, tc.patch, "compat")
+				karpenterErr, oursErr := verdicts(t, obj)
+				if karpenterErr != nil || oursErr != nil {
+					t.Fatalf("spec.kubelet is free-form: want both to accept it, got Karpenter's: %v, ours: %v", karpenterErr, oursErr)
+				}
+				nc := &awsv1.EC2NodeClass{}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, nc); err != nil {
+					t.Fatal(err)
+				}
+				errs, expressions := nc.Spec.Kubelet.Validate(), nc.Spec.Kubelet.Expressions()
+				if len(errs) == 0 && len(expressions) == 0 {
+					t.Fatalf("our controller would take %s", tc.patch)
+				}
+				t.Logf("refused: %v; expressions: %v", errs, expressions)
+			})
+		}
+	})
 	t.Run("refused only by us", func(t *testing.T) {
 		for _, tc := range refusedOnlyByUs {
 			t.Run(tc.name, func(t *testing.T) {
@@ -728,7 +786,7 @@ func TestKarpenterCRDCompatibility(t *testing.T) {
 		}
 	})
 	if testing.Verbose() {
-		t.Logf("%d objects Karpenter refuses, %d it accepts, %d only we refuse, %d only we accept, %d updates",
-			len(refusedByKarpenter), len(acceptedByKarpenter), len(refusedOnlyByUs), len(acceptedOnlyByUs), len(compatUpdates))
+		t.Logf("%d objects Karpenter refuses, %d it accepts, %d kubelet configurations its controller refuses, %d only we refuse, %d only we accept, %d updates",
+			len(refusedByKarpenter), len(acceptedByKarpenter), len(kubeletRefusedByController), len(refusedOnlyByUs), len(acceptedOnlyByUs), len(compatUpdates))
 	}
 }

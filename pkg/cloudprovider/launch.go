@@ -106,12 +106,19 @@ func LaunchCandidates(types []*InstanceType, byName map[string]*InstanceType, re
 }
 
 // typeMatches reports whether an instance of the type, carrying the fixed labels too, meets
-// every requirement.
+// every requirement. A label chosen at launch (scheduling.LaunchChoices) and not fixed meets a
+// requirement that allows one of its values.
 func typeMatches(it *InstanceType, reqs []scheduling.Requirement, fixed map[string]string) bool {
 	for _, r := range reqs {
 		v, ok := it.Labels[r.Key]
 		if !ok {
 			v, ok = fixed[r.Key]
+		}
+		if values, choice := scheduling.LaunchChoices(r.Key); choice && !ok {
+			if !slices.ContainsFunc(values, r.Has) {
+				return false
+			}
+			continue
 		}
 		if ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
 			return false

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
 
@@ -49,8 +51,9 @@ var crdValidator = sync.OnceValues(validation.New)
 
 // Validate checks every Kubernetes object among the documents as the command writes it: read
 // back from its YAML, each must pass its CRD's schema and CEL rules as the API server checks a
-// create (pkg/validation), with no field the CRD does not define, and no two objects may have
-// the same kind and name. Every problem is returned, as Errors; each names the input field the
+// create (pkg/validation), with no field the CRD does not define, an EC2NodeClass's kubelet
+// configuration must be one the controller takes (cloudprovider.ValidateKubelet), and no two
+// objects may have the same kind and name. Every problem is returned, as Errors; each names the input field the
 // refused value was made from (with its file and line) when the converter traced it (see
 // Origin), else the input object, and says what the CRD accepts.
 func (r *Result) Validate() error {
@@ -95,8 +98,41 @@ func (r *Result) Validate() error {
 		default:
 			problems = append(problems, problem{err: fmt.Errorf("%s %q: %w", u.GetKind(), u.GetName(), err)})
 		}
+		problems = append(problems, doc.kubeletProblems(u)...)
 	}
 	return sortedErrors(problems)
+}
+
+// kubeletProblems are the reasons the controller would refuse the kubelet configuration of an
+// EC2NodeClass u (cloudprovider.ValidateKubelet): the API server takes any, as Karpenter v1.15's
+// does, so the schema does not catch them, and the EC2NodeClass would never be Ready.
+func (d *Document) kubeletProblems(u *unstructured.Unstructured) []problem {
+	if u.GetKind() != "EC2NodeClass" {
+		return nil
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, nc); err != nil {
+		return nil // the schema's check above reports what does not decode
+	}
+	reason, err := cloudprovider.ValidateKubelet(nc)
+	if err == nil {
+		return nil
+	}
+	causes := []error{err}
+	var each interface{ Unwrap() []error }
+	if errors.As(err, &each) {
+		causes = each.Unwrap()
+	}
+	var out []problem
+	for _, cause := range causes {
+		field, detail := "spec.kubelet", cause.Error()
+		var ke *awsv1.KubeletError
+		if errors.As(cause, &ke) {
+			field, detail = ke.Field, ke.Detail
+		}
+		out = append(out, d.problem(u, field, fmt.Sprintf("%s (%s, by the EC2NodeClass controller)", detail, reason)))
+	}
+	return out
 }
 
 // problem is one refused value, with where in the input it is (file and line, when known)

@@ -51,7 +51,9 @@ const (
 // and returns the first failure as a *ValidationError (nil when the NodePool is valid):
 //
 //  1. each requirement parses (operator and values agree, Gt/Lt/Gte/Lte take one integer);
-//  2. no requirement key is restricted: the karpenter.sh and karpenter.k8s.aws domains but for
+//  2. no requirement key is restricted, and an In requirement on a label with well-known
+//     values (karpenter.sh/capacity-type, karpenter.k8s.aws/instance-tenancy) names one of
+//     them, as many as its minValues, as Karpenter's validateWellKnownValues has it: the karpenter.sh and karpenter.k8s.aws domains but for
 //     their well-known labels, karpenter.sh/nodepool, kubernetes.io/hostname, and the
 //     kubernetes.io domain but for its well-known labels and node.kubernetes.io and
 //     node-restriction.kubernetes.io;
@@ -74,6 +76,9 @@ func Validate(np *karpv1.NodePool) error {
 		}
 		if reason := requirementKeyReason(s.Key); reason != "" {
 			return &ValidationError{Field: field, Reason: ReasonLabelRestricted, Detail: reason}
+		}
+		if detail := unknownValues(s); detail != "" {
+			return &ValidationError{Field: field, Reason: ReasonRequirementsUnsatisfiable, Detail: detail}
 		}
 		r.MinValues = s.MinValues
 		reqs = reqs.With(r)
@@ -114,6 +119,31 @@ func Validate(np *karpv1.NodePool) error {
 		}
 	}
 	return nil
+}
+
+// unknownValues says why an In requirement on a label with well-known values
+// (scheduling.WellKnownValues) can never be met, in Karpenter's words, or "" when it can: none
+// of its values is one of them, or fewer than its minValues are.
+func unknownValues(r karpv1.NodeSelectorRequirementWithMinValues) string {
+	known, ok := scheduling.WellKnownValues(r.Key)
+	if !ok || r.Operator != corev1.NodeSelectorOpIn {
+		return ""
+	}
+	var valid, invalid []string
+	for _, v := range r.Values {
+		if slices.Contains(known, v) {
+			valid = append(valid, v)
+		} else {
+			invalid = append(invalid, v)
+		}
+	}
+	switch {
+	case len(valid) == 0:
+		return fmt.Sprintf("no valid values found in %v for %s, expected one of: %v, got: %v", r.Values, r.Key, known, invalid)
+	case r.MinValues != nil && len(valid) < *r.MinValues:
+		return fmt.Sprintf("not enough valid values found in %v for %s, expected at least %d valid values from: %v, got: %d", r.Values, r.Key, *r.MinValues, known, len(valid))
+	}
+	return ""
 }
 
 // Requirements are what every node of the NodePool must meet: its template's requirements,

@@ -68,6 +68,20 @@ func TestValidate(t *testing.T) {
 			reason: nodepool.ReasonLabelRestricted, field: "spec.template.spec.requirements[0]",
 		},
 		{
+			name: "dedicated tenancy", labels: map[string]string{awsv1.LabelInstanceTenancy: "dedicated"},
+			reqs: []karpv1.NodeSelectorRequirementWithMinValues{req(awsv1.LabelInstanceTenancy, in, "dedicated", "host")},
+		},
+		{
+			name: "tenancy of no known value", reqs: []karpv1.NodeSelectorRequirementWithMinValues{req(awsv1.LabelInstanceTenancy, in, "host")},
+			reason: nodepool.ReasonRequirementsUnsatisfiable, field: "spec.template.spec.requirements[0]",
+		},
+		{
+			name: "capacity types fewer than minValues", reqs: []karpv1.NodeSelectorRequirementWithMinValues{
+				{Key: karpv1.CapacityTypeLabelKey, Operator: in, Values: []string{"spot", "cheap"}, MinValues: ptr.To(2)},
+			},
+			reason: nodepool.ReasonRequirementsUnsatisfiable, field: "spec.template.spec.requirements[0]",
+		},
+		{
 			name: "kubernetes.io requirement key", reqs: []karpv1.NodeSelectorRequirementWithMinValues{req("node-role.kubernetes.io/worker", in, "")},
 			reason: nodepool.ReasonLabelRestricted, field: "spec.template.spec.requirements[0]",
 		},

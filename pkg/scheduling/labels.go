@@ -45,7 +45,58 @@ var wellKnownLabels = map[string]bool{
 	awsv1.LabelInstanceCapabilityFlex:               true,
 	awsv1.LabelCapacityReservationID:                true,
 	awsv1.LabelCapacityReservationType:              true,
+	awsv1.LabelCapacityReservationInterruptible:     true,
+	awsv1.LabelPlacementGroupID:                     true,
+	awsv1.LabelPlacementGroupPartition:              true,
+	awsv1.LabelInstanceTenancy:                      true,
 	awsv1.LabelNodeClass:                            true,
+}
+
+// launchChoices are the well-known labels whose value no instance type fixes: an instance of
+// any type may take any of the values, and its launch takes the first one the claim allows, in
+// this order. The instance tenancy is one: as in Karpenter's AWS provider v1.15, every instance
+// type's requirements allow both tenancies, and a claim that allows the default one launches on
+// shared hardware.
+var launchChoices = map[string][]string{
+	awsv1.LabelInstanceTenancy: {awsv1.TenancyDefault, awsv1.TenancyDedicated},
+}
+
+// wellKnownValues are the only values some well-known labels take, as Karpenter's
+// WellKnownValuesForRequirements lists them: a NodePool requirement In none of them can never
+// be met.
+var wellKnownValues = map[string][]string{
+	karpv1.CapacityTypeLabelKey: {karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot, karpv1.CapacityTypeReserved},
+	awsv1.LabelInstanceTenancy:  launchChoices[awsv1.LabelInstanceTenancy],
+}
+
+// WellKnownValues returns the only values the label takes; false when any value may be.
+func WellKnownValues(key string) ([]string, bool) {
+	values, ok := wellKnownValues[key]
+	return values, ok
+}
+
+// LaunchChoices returns the values an instance of any type may take for the label, chosen at
+// its launch, in order of preference; false when the label is not chosen so.
+func LaunchChoices(key string) ([]string, bool) {
+	values, ok := launchChoices[key]
+	return values, ok
+}
+
+// LaunchChoiceLabels are the labels a launch for these requirements chooses: for each label
+// of LaunchChoices, the first value the requirements allow. A label whose values the
+// requirements all exclude is missing (no instance can meet them).
+func (rs Requirements) LaunchChoiceLabels() map[string]string {
+	out := map[string]string{}
+	for key, values := range launchChoices {
+		r, constrained := rs.Get(key)
+		for _, v := range values {
+			if !constrained || r.Has(v) {
+				out[key] = v
+				break
+			}
+		}
+	}
+	return out
 }
 
 // IsWellKnownLabel reports whether every Karpenter node carries the label, with a value set by

@@ -108,6 +108,10 @@ func TestWorkloadErrors(t *testing.T) {
 		{"unknown operator", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "operator: In, values: [c, m]", "operator: Like, values: [c, m]", 1), `small.yaml:11: NodePool "default": spec.template.spec.requirements[0].operator: Unsupported value: "Like"`},
 		{"restricted label", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    template:\n      metadata: {labels: {karpenter.sh/team: a}}\n", 1), `spec.template.metadata.labels: Invalid value: label domain "karpenter.sh" is restricted`},
 		{"bad consolidateAfter", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    template:\n", "    disruption: {consolidateAfter: 1 minute}\n    template:\n", 1), `small.yaml:8: NodePool "default": spec.disruption.consolidateAfter: "1 minute" is not a duration: write a Go duration such as 30s, 5m or 720h`},
+		{"kubelet field Karpenter refuses", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {evictionHard: {memory.free: 1Gi}}\n", 1),
+			`small.yaml:21: EC2NodeClass "default": spec.kubelet.evictionHard: "memory.free" isn't a valid eviction signal`},
+		{"kubelet CEL expression", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"pods * 2\"}\n", 1),
+			`EC2NodeClass "default": spec.kubelet.maxPods: contains a CEL expression, but the NodeClassCEL feature gate is disabled`},
 		{"unknown manifest field", "name: x\nduration: 1h\nmanifests: |\n  apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: a}\n  spec: {template: {spec: {nodeClassRef: {group: g, kind: k, name: x}}}, bogus: 1}\n", `small.yaml:7: NodePool "a": spec.bogus: unknown field`},
 	}
 	for _, tc := range cases {
@@ -246,5 +250,37 @@ func TestStartupTaintsAreLifted(t *testing.T) {
 	}
 	if d := slow.Pods.PendingMaxS - byDefault.Pods.PendingMaxS; d != 20 {
 		t.Errorf("pods waited at most %vs with a 25s startup taint delay and %vs with the default 5s: want 20s more", slow.Pods.PendingMaxS, byDefault.Pods.PendingMaxS)
+	}
+}
+
+// TestDedicatedTenancy: pods that select karpenter.k8s.aws/instance-tenancy: dedicated get
+// dedicated nodes, as Karpenter v1.15.2 launches them (the others may share them); every other
+// node is of the default tenancy, labelled so.
+func TestDedicatedTenancy(t *testing.T) {
+	rep := run(t, "name: tenancy\nduration: 10m\n"+nodePoolManifests+`timeline:
+  - at: 0s
+    deploy: {name: shared, replicas: 2, pod: {cpu: "1", memory: 1Gi}}
+  - at: 0s
+    deploy: {name: dedicated, replicas: 2, pod: {cpu: "1", memory: 1Gi, nodeSelector: {karpenter.k8s.aws/instance-tenancy: dedicated}}}
+`)
+	if rep.Pods.NeverScheduled != 0 {
+		t.Fatalf("%d pods never scheduled: %+v", rep.Pods.NeverScheduled, rep.Pods.Unscheduled)
+	}
+	tenancies := map[string]int{}
+	for _, n := range rep.NodeHistory {
+		tenancies[n.Labels["karpenter.k8s.aws/instance-tenancy"]]++
+	}
+	if tenancies["dedicated"] == 0 || tenancies["dedicated"]+tenancies["default"] != len(rep.NodeHistory) {
+		t.Errorf("nodes by tenancy %v, want dedicated ones, and default ones only besides", tenancies)
+	}
+	for _, p := range rep.PodHistory {
+		if p.Node == "" {
+			continue
+		}
+		for _, n := range rep.NodeHistory {
+			if n.Name == p.Node && p.Workload == "dedicated" && n.Labels["karpenter.k8s.aws/instance-tenancy"] != "dedicated" {
+				t.Errorf("pod %s on node %s of tenancy %s", p.Name, n.Name, n.Labels["karpenter.k8s.aws/instance-tenancy"])
+			}
+		}
 	}
 }

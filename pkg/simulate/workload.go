@@ -787,6 +787,26 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 			errs = append(errs, doc.src.StatusErrors(err)...)
 			continue
 		}
+		// The API server takes any kubelet configuration; the controller refuses what
+		// Karpenter's would (the NodeClass would never be Ready), so a run refuses it at once.
+		if nc, ok := co.(*awsv1.EC2NodeClass); ok {
+			if reason, err := cloudprovider.ValidateKubelet(nc); err != nil {
+				var each interface{ Unwrap() []error }
+				causes := []error{err}
+				if errors.As(err, &each) {
+					causes = each.Unwrap()
+				}
+				for _, cause := range causes {
+					field, detail := "spec.kubelet", cause.Error()
+					var ke *awsv1.KubeletError
+					if errors.As(cause, &ke) {
+						field, detail = ke.Field, ke.Detail
+					}
+					errs = append(errs, doc.errorf(field, "%s (%s: the EC2NodeClass would never be Ready)", detail, reason))
+				}
+				continue
+			}
+		}
 		if earlier, dup := seen[gvk.Kind+"/"+co.GetName()]; dup {
 			errs = append(errs, duplicate(doc, earlier))
 			continue

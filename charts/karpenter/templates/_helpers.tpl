@@ -58,16 +58,68 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 FEATURE_GATES (or AWS_FEATURE_GATES) from the mapping given (settings.featureGates): "Name=true,Other=false",
-names capitalized (spotToSpotConsolidation → SpotToSpotConsolidation), sorted. The controller
-checks them against its table of gates (pkg/featuregate): an unknown gate, or one turned on
-whose feature is not built, stops it at start with a message naming the gate.
+names capitalized (spotToSpotConsolidation → SpotToSpotConsolidation; draNVIDIAGPU → DRANVIDIAGPU
+and draEFA → DRAEFA, as Karpenter's chart spells them), a null gate false, sorted. The
+controller checks them against its table of gates (pkg/featuregate): a gate turned on whose
+feature is not built stops it at start with a message naming the gate; one it does not know is
+logged and ignored, as by Karpenter.
 */}}
 {{- define "karpenter.featureGates" -}}
+{{- $spelled := dict "draNVIDIAGPU" "DRANVIDIAGPU" "draEFA" "DRAEFA" }}
 {{- $gates := list }}
 {{- range $name, $enabled := . }}
-{{- $gates = append $gates (printf "%s%s=%t" (substr 0 1 $name | upper) (substr 1 -1 $name) $enabled) }}
+{{- $gate := get $spelled $name | default (printf "%s%s" (substr 0 1 $name | upper) (substr 1 -1 $name)) }}
+{{- $gates = append $gates (printf "%s=%t" $gate (and (kindIs "bool" $enabled) $enabled)) }}
 {{- end }}
 {{- join "," (sortAlpha $gates) }}
+{{- end }}
+
+{{/*
+Karpenter v1.15's DRA settings resolved as its chart resolves them (karpenter.dra), as JSON:
+settings.enableDRA turns on both AWS DRA gates (awsFeatureGates.draNVIDIAGPU and draEFA) and
+cannot be combined with them or with ignoreDRARequests; ignoreDRARequests is true unless set,
+and false when either DRA gate is on.
+*/}}
+{{- define "karpenter.dra" -}}
+{{- $settings := .Values.settings }}
+{{- $awsGates := default dict $settings.awsFeatureGates }}
+{{- $gates := list "draNVIDIAGPU" "draEFA" }}
+{{- if $settings.enableDRA }}
+{{- $set := list }}
+{{- range $gates }}
+{{- if not (kindIs "invalid" (index $awsGates .)) }}
+{{- $set = append $set (printf "settings.awsFeatureGates.%s" .) }}
+{{- end }}
+{{- end }}
+{{- if not (kindIs "invalid" $settings.ignoreDRARequests) }}
+{{- $set = append $set "settings.ignoreDRARequests" }}
+{{- end }}
+{{- if $set }}
+{{- fail (printf "settings.enableDRA is mutually exclusive with %s: unset them, or unset settings.enableDRA" (join ", " $set)) }}
+{{- end }}
+{{- end }}
+{{- $resolved := dict }}
+{{- $anyGate := false }}
+{{- range $gates }}
+{{- $g := index $awsGates . }}
+{{- $enabled := or (and (kindIs "bool" $settings.enableDRA) $settings.enableDRA) (and (kindIs "bool" $g) $g) }}
+{{- $_ := set $resolved . $enabled }}
+{{- $anyGate = or $anyGate $enabled }}
+{{- end }}
+{{- $ignore := ternary true $settings.ignoreDRARequests (kindIs "invalid" $settings.ignoreDRARequests) }}
+{{- $_ := set $resolved "ignoreDRARequests" (and (not $anyGate) $ignore) }}
+{{- toJson $resolved }}
+{{- end }}
+
+{{/*
+settings.awsFeatureGates with the DRA gates as karpenter.dra resolves them, as JSON.
+*/}}
+{{- define "karpenter.awsFeatureGates" -}}
+{{- $gates := deepCopy (default dict .Values.settings.awsFeatureGates) }}
+{{- $dra := include "karpenter.dra" . | fromJson }}
+{{- $_ := set $gates "draNVIDIAGPU" $dra.draNVIDIAGPU }}
+{{- $_ = set $gates "draEFA" $dra.draEFA }}
+{{- toJson $gates }}
 {{- end }}
 
 {{/*
@@ -109,8 +161,18 @@ to set instead; the ones without effect here are accepted with a warning in NOTE
 {{- if .Values.settings.enableZonalShift }}
 {{- fail "settings.enableZonalShift=true: this controller does not call the ARC zonal shift API, so it would keep launching into a shifted zone; set it to false (docs/helm.md)" }}
 {{- end }}
-{{- if and (kindIs "bool" .Values.settings.ignoreDRARequests) (not .Values.settings.ignoreDRARequests) }}
-{{- fail "settings.ignoreDRARequests=false: this controller's scheduling ignores pods' dynamic resource allocation (DRA) requests; set it to true (docs/helm.md)" }}
+{{- if and .Values.settings.legacyNodeRepair (.Values.settings.featureGates).terminateFirstRepair }}
+{{- fail "settings.legacyNodeRepair can't be combined with settings.featureGates.terminateFirstRepair: the legacy node repair controller doesn't support terminate-first repair" }}
+{{- end }}
+{{- $dra := include "karpenter.dra" . | fromJson }}
+{{- if not $dra.ignoreDRARequests }}
+{{- $why := "settings.ignoreDRARequests=false" }}
+{{- if .Values.settings.enableDRA }}
+{{- $why = "settings.enableDRA=true (it sets ignoreDRARequests to false)" }}
+{{- else if or $dra.draNVIDIAGPU $dra.draEFA }}
+{{- $why = "settings.awsFeatureGates.draNVIDIAGPU or draEFA=true (either sets ignoreDRARequests to false)" }}
+{{- end }}
+{{- fail (printf "%s: this controller's scheduling ignores pods' dynamic resource allocation (DRA) requests, and the AWS DRA drivers' gates are not built; leave ignoreDRARequests unset or true, and enableDRA and the DRA gates off (docs/helm.md)" $why) }}
 {{- end }}
 {{- end }}
 

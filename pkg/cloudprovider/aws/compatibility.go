@@ -20,6 +20,8 @@ type typeFacts struct {
 	enaUnsupported bool
 	// nestedVirtualization says ProcessorInfo.SupportedFeatures lists nested-virtualization.
 	nestedVirtualization bool
+	// nitroEnclaves says NitroEnclavesSupport is supported.
+	nitroEnclaves bool
 }
 
 // factsOf reads the facts of an instance type description.
@@ -34,13 +36,15 @@ func factsOf(info ec2types.InstanceTypeInfo) typeFacts {
 	if p := info.ProcessorInfo; p != nil {
 		f.nestedVirtualization = slices.Contains(p.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
 	}
+	f.nitroEnclaves = info.NitroEnclavesSupport == ec2types.NitroEnclavesSupportSupported
 	return f
 }
 
 // catalogFacts stand in for DescribeInstanceTypes when the shipped catalog is in use. The
 // catalog knows the interfaces of the default card only (taken as card 0, the only one), and
 // not ENA support: Nitro and bare metal types, which all support it, are taken to, others not.
-// Nor does it know which types support nested virtualization, so none is taken to. Each guess
+// Nor does it know which types support nested virtualization or Nitro Enclaves, so none is
+// taken to. Each guess
 // can only leave a type out, never offer one that cannot launch.
 func catalogFacts(e catalog.Entry) typeFacts {
 	f := typeFacts{networkCards: map[int32]int32{}, enaUnsupported: e.Hypervisor != "nitro" && !e.BareMetal}
@@ -56,6 +60,7 @@ type nodeClassTypeNeeds struct {
 	NetworkInterfaces    []*awsv1.NetworkInterface `json:"networkInterfaces,omitempty"`
 	ConnectionTracking   bool                      `json:"connectionTracking,omitempty"`
 	NestedVirtualization bool                      `json:"nestedVirtualization,omitempty"`
+	NitroEnclaves        bool                      `json:"nitroEnclaves,omitempty"`
 }
 
 // typeNeedsOf returns the NodeClass's needs of its instance types.
@@ -64,7 +69,13 @@ func typeNeedsOf(nc *awsv1.EC2NodeClass) nodeClassTypeNeeds {
 		NetworkInterfaces:    nc.Spec.NetworkInterfaces,
 		ConnectionTracking:   nc.Spec.ConnectionTracking != nil,
 		NestedVirtualization: nc.Spec.CPUOptions != nil && aws.ToString(nc.Spec.CPUOptions.NestedVirtualization) == string(ec2types.NestedVirtualizationSpecificationEnabled),
+		NitroEnclaves:        enclavesEnabled(nc),
 	}
+}
+
+// enclavesEnabled reports whether the NodeClass turns Nitro Enclaves on.
+func enclavesEnabled(nc *awsv1.EC2NodeClass) bool {
+	return nc.Spec.EnclaveOptions != nil && nc.Spec.EnclaveOptions.Enabled
 }
 
 // cacheKey distinguishes the instance type sets of different needs.
@@ -96,9 +107,14 @@ func (n nodeClassTypeNeeds) efaOnlyInterfaces() (all, firstCard int) {
 //     (it lowers the ENI-limited pod count);
 //   - connectionTracking needs a type built on Nitro (its hypervisor is nitro);
 //   - cpuOptions.nestedVirtualization enabled needs a type whose DescribeInstanceTypes lists the
-//     nested-virtualization processor feature.
+//     nested-virtualization processor feature;
+//   - enclaveOptions enabled needs a type whose DescribeInstanceTypes says it supports Nitro
+//     Enclaves.
 func (n nodeClassTypeNeeds) compatibleEntry(e catalog.Entry, f typeFacts) (catalog.Entry, bool) {
 	if n.NestedVirtualization && !f.nestedVirtualization {
+		return e, false
+	}
+	if n.NitroEnclaves && !f.nitroEnclaves {
 		return e, false
 	}
 	if n.ConnectionTracking && e.Hypervisor != "nitro" {

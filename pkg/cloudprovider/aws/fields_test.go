@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -8,10 +9,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
@@ -339,5 +342,173 @@ func TestNestedVirtualization(t *testing.T) {
 	lts := f.aws.LaunchTemplates()
 	if lt := lts[len(lts)-1]; lt.NestedVirtualization != "disabled" {
 		t.Errorf("launch template nested virtualization %q, want disabled", lt.NestedVirtualization)
+	}
+}
+
+// kubeletOf is a kubelet configuration written as JSON, decoded as the API server's objects are.
+func kubeletOf(t *testing.T, doc string) *awsv1.KubeletConfiguration {
+	t.Helper()
+	k := &awsv1.KubeletConfiguration{}
+	if err := json.Unmarshal([]byte(doc), k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestKubeletFieldsKarpenterDoesNotRead: spec.kubelet takes any field of the upstream kubelet
+// configuration, as Karpenter v1.15 does. An AL2023 NodeClass is Ready and its nodes' NodeConfig
+// carries the fields; one whose configuration Karpenter's controller refuses says why in
+// ValidationSucceeded (not Ready), as do AL2 and Bottlerocket NodeClasses with fields their
+// bootstrap would drop.
+func TestKubeletFieldsKarpenterDoesNotRead(t *testing.T) {
+	f := newFixture(t)
+	ncs, nps := readManifests(t, "seed-004-nodepool.yaml")
+	nc := ncs[0]
+	nc.Spec.Kubelet = kubeletOf(t, `{"maxPods": 30, "containerLogMaxSize": "50Mi", "shutdownGracePeriod": "45s"}`)
+	got := f.applyNodeClass(nc)
+	if s, msg := condition(got, awsv1.ConditionTypeReady); s != metav1.ConditionTrue {
+		t.Fatalf("Ready %s: %s", s, msg)
+	}
+	if want := []string{"containerLogMaxSize", "shutdownGracePeriod"}; !reflect.DeepEqual(got.Spec.Kubelet.Unmanaged(), want) {
+		t.Errorf("the API server kept %v, want %v", got.Spec.Kubelet.Unmanaged(), want)
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "kubelet", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
+		t.Fatal(err)
+	}
+	ud := f.aws.LaunchTemplates()[0].UserData
+	for _, want := range []string{"containerLogMaxSize: 50Mi", "shutdownGracePeriod: 45s", "maxPods: 30"} {
+		if !strings.Contains(ud, want) {
+			t.Errorf("user data lacks %q:\n%s", want, ud)
+		}
+	}
+
+	for _, tc := range []struct {
+		name, family, kubelet, reason, message string
+	}{
+		{"kubelet-invalid", "", `{"evictionHard": {"memory.free": "1Gi"}}`, cloudprovider.ReasonInvalidKubeletConfiguration, `spec.kubelet.evictionHard: "memory.free" isn't a valid eviction signal`},
+		{"kubelet-unknown", "", `{"containerLogMaxSise": "50Mi"}`, cloudprovider.ReasonInvalidKubeletConfiguration, "spec.kubelet.containerLogMaxSise: unknown field"},
+		{"kubelet-taints", "", `{"registerWithTaints": []}`, cloudprovider.ReasonInvalidKubeletConfiguration, "spec.kubelet.registerWithTaints: can't be set"},
+		{"kubelet-expression", "", `{"maxPods": "pods * 2"}`, cloudprovider.ReasonKubeletExpressionsDisabled, "but the NodeClassCEL feature gate is disabled"},
+		{"kubelet-al2", "al2@latest", `{"containerLogMaxSize": "50Mi"}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "spec.kubelet: has fields not applied by the AL2 AMI family that would be silently dropped: containerLogMaxSize"},
+		{"kubelet-al2-dns", "al2@latest", `{"clusterDNS": ["10.0.0.10", "10.0.0.11"]}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.clusterDNS: the AL2 AMI family doesn't accept multiple entries"},
+		{"kubelet-bottlerocket", "bottlerocket@latest", `{"podsPerCore": 4}`, cloudprovider.ReasonUnsupportedKubeletConfiguration, "not applied by the Bottlerocket AMI family that would be silently dropped: podsPerCore"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := ncs[0].DeepCopy()
+			nc.ResourceVersion, nc.Name = "", tc.name
+			if tc.family != "" {
+				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: tc.family}}
+			}
+			nc.Spec.Kubelet = kubeletOf(t, tc.kubelet)
+			got := f.applyNodeClass(nc)
+			c := meta.FindStatusCondition(got.Status.Conditions, awsv1.ConditionTypeValidationSucceeded)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
+				t.Errorf("ValidationSucceeded %+v, want False %s saying %q", c, tc.reason, tc.message)
+			}
+			if s, _ := condition(got, awsv1.ConditionTypeReady); s != metav1.ConditionFalse {
+				t.Errorf("Ready %s", s)
+			}
+		})
+	}
+}
+
+// TestNitroEnclaves: enclaveOptions enabled limits the instance types to those
+// DescribeInstanceTypes reports supporting Nitro Enclaves and reaches the launch template, as
+// Karpenter v1.15.2's launch template does; disabled limits nothing and enables nothing.
+func TestNitroEnclaves(t *testing.T) {
+	f := newFixture(t)
+	supporting := []string{"c6i.xlarge", "m6i.xlarge"}
+	f.aws.SetNitroEnclavesSupported(supporting...)
+	ncs, nps := readManifests(t, "seed-004-nodepool.yaml")
+	enabled, disabled := ncs[0], ncs[0].DeepCopy()
+	enabled.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: true}
+	f.applyNodeClass(enabled)
+	its, err := f.provider.GetInstanceTypes(f.ctx, nps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range its {
+		names = append(names, it.Name)
+	}
+	if !slices.Equal(names, supporting) {
+		t.Errorf("instance types %v, want those supporting Nitro Enclaves %v", names, supporting)
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "enclaves", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
+		t.Fatal(err)
+	}
+	if lt := f.aws.LaunchTemplates()[0]; lt.NitroEnclaves == nil || !*lt.NitroEnclaves {
+		t.Errorf("launch template enclave options %v, want enabled", lt.NitroEnclaves)
+	}
+	if inst := f.aws.Instances()[0]; !slices.Contains(supporting, inst.Type) {
+		t.Errorf("launched %s", inst.Type)
+	}
+
+	disabled.Name = "enclaves-disabled"
+	disabled.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: false}
+	f.applyNodeClass(disabled)
+	pool := nps[0].DeepCopy()
+	pool.Name = "enclaves-disabled"
+	pool.Spec.Template.Spec.NodeClassRef.Name = disabled.Name
+	if its, err := f.provider.GetInstanceTypes(f.ctx, pool); err != nil || len(its) <= len(supporting) {
+		t.Errorf("%d instance types with enclaves disabled (%v), want every type", len(its), err)
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(pool, "no-enclaves", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
+		t.Fatal(err)
+	}
+	lts := f.aws.LaunchTemplates()
+	if lt := lts[len(lts)-1]; lt.NitroEnclaves != nil {
+		t.Errorf("launch template enclave options %v, want unset (EC2's default, off)", *lt.NitroEnclaves)
+	}
+}
+
+// TestInstanceTenancy: karpenter.k8s.aws/instance-tenancy is a label every instance type may
+// take either value of, as in Karpenter v1.15.2: a claim that allows the default tenancy
+// launches on shared hardware (no placement in the launch template), one that requires
+// dedicated launches with the template's placement tenancy dedicated; the claim and the
+// instance read back carry the tenancy label.
+func TestInstanceTenancy(t *testing.T) {
+	f := newFixture(t)
+	_, np := f.seed004()
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	shared, err := f.provider.Create(f.ctx, claimFor(np, "shared", cpu))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dedicated, err := f.provider.Create(f.ctx, claimFor(np, "dedicated", cpu, req(awsv1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, awsv1.TenancyDedicated)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(np, "host", cpu, req(awsv1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, "host"))); err == nil {
+		t.Errorf("a claim allowing neither tenancy launched")
+	}
+	for _, tc := range []struct {
+		claim *karpv1.NodeClaim
+		want  string
+	}{{shared, awsv1.TenancyDefault}, {dedicated, awsv1.TenancyDedicated}} {
+		if got := tc.claim.Labels[awsv1.LabelInstanceTenancy]; got != tc.want {
+			t.Errorf("claim %s tenancy label %q, want %q", tc.claim.Name, got, tc.want)
+		}
+		back, err := f.provider.Get(f.ctx, tc.claim.Status.ProviderID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Labels[awsv1.LabelInstanceTenancy]; got != tc.want {
+			t.Errorf("instance of %s read back with tenancy %q, want %q", tc.claim.Name, got, tc.want)
+		}
+		var inst fake.Instance
+		for _, i := range f.aws.Instances() {
+			if strings.HasSuffix(tc.claim.Status.ProviderID, i.ID) {
+				inst = i
+			}
+		}
+		if inst.Tenancy != tc.want {
+			t.Errorf("EC2 instance of %s has tenancy %q, want %q", tc.claim.Name, inst.Tenancy, tc.want)
+		}
+		for _, lt := range f.aws.LaunchTemplates() {
+			if lt.Name == inst.LaunchTemplateName && lt.Tenancy != map[string]string{awsv1.TenancyDefault: "", awsv1.TenancyDedicated: "dedicated"}[tc.want] {
+				t.Errorf("launch template of %s has placement tenancy %q", tc.claim.Name, lt.Tenancy)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,6 +63,12 @@ func TestStaticDrift(t *testing.T) {
 		}, cloudprovider.DriftReasonNodeClass},
 		{"cpuOptions", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: strp("disabled")}
+		}, cloudprovider.DriftReasonNodeClass},
+		{"enclaveOptions", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: false}
+		}, cloudprovider.DriftReasonNodeClass},
+		{"a kubelet field Karpenter does not read", func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.Kubelet = &awsv1.KubeletConfiguration{MaxPods: int32p(42), Other: map[string]apiextensionsv1.JSON{"containerLogMaxSize": {Raw: []byte(`"50Mi"`)}}}
 		}, cloudprovider.DriftReasonNodeClass},
 		// As Karpenter (hash:"ignore"): a new prefix count reaches new nodes only.
 		{"ipPrefixCount", func(nc *awsv1.EC2NodeClass) { nc.Spec.IPPrefixCount = int32p(4) }, ""},
@@ -153,8 +160,9 @@ func TestHashVersionTakeover(t *testing.T) {
 	}
 }
 
-// TestNodeClassHashKeepsExistingHashes: the fields Karpenter v1.14 added (ipPrefixCount,
-// networkInterfaces, connectionTracking, cpuOptions, placementGroupSelector) marshal to nothing
+// TestNodeClassHashKeepsExistingHashes: the fields Karpenter v1.14 and v1.15 added (ipPrefixCount,
+// networkInterfaces, connectionTracking, cpuOptions, placementGroupSelector, enclaveOptions, the
+// kubelet fields Karpenter does not read) marshal to nothing
 // when unset, so a NodeClass that sets none of them hashes as it did before they existed: the
 // hash version stays, and nodes launched before them do not drift. The pinned value is the seed
 // 004 NodeClass's hash as the API server defaults it.
@@ -169,6 +177,12 @@ func TestNodeClassHashKeepsExistingHashes(t *testing.T) {
 	withPrefixes.Spec.IPPrefixCount = int32p(2)
 	if NodeClassHash(withPrefixes) != before {
 		t.Errorf("ipPrefixCount changed the hash; Karpenter leaves it out")
+	}
+	// v1.15: enclaveOptions and kubelet fields Karpenter does not read.
+	enclaves := nc.DeepCopy()
+	enclaves.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: true}
+	if NodeClassHash(enclaves) == before {
+		t.Errorf("enclaveOptions left the hash as it was; Karpenter hashes it")
 	}
 	placed := nc.DeepCopy()
 	placed.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: strp("training")}

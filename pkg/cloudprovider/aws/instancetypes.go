@@ -380,9 +380,9 @@ func (p *Provider) ensureFresh(ctx context.Context) {
 }
 
 // instanceTypes builds the instance types of a ready NodeClass: those compatible with its
-// network interfaces, connection tracking and CPU options (compatibleEntry), offered in the
-// zones of its subnets, priced, with capacity and overhead from its kubelet, volume and network
-// interface settings. Offerings the shared cache marks out of capacity are unavailable. The
+// network interfaces, connection tracking, CPU options and Nitro Enclaves (compatibleEntry),
+// offered in the zones of its subnets, priced, with capacity and overhead from its kubelet,
+// volume and network interface settings. Offerings the shared cache marks out of capacity are unavailable. The
 // result is shared. Each build records the vCPUs and memory of the region's instance types
 // (pkg/metrics), as Karpenter does whenever it resolves them.
 func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {

@@ -71,6 +71,10 @@ type launchSettings struct {
 	ConnectionTracking *awsv1.ConnectionTracking `json:"connectionTracking,omitempty"`
 	// NestedVirtualization is the NodeClass's cpuOptions.nestedVirtualization.
 	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
+	// NitroEnclaves is the NodeClass's enclaveOptions.enabled.
+	NitroEnclaves bool `json:"nitroEnclaves,omitempty"`
+	// Tenancy is the placement's tenancy when it is not the default: dedicated.
+	Tenancy string `json:"tenancy,omitempty"`
 }
 
 // name is the template's name: the prefix and a hash of the settings.
@@ -193,6 +197,8 @@ type launchParams struct {
 	taints []corev1.Taint
 	// nodePool and capacityType are what the template's tags say it launches for.
 	nodePool, capacityType string
+	// tenancy is the instances' tenancy: default or dedicated (empty: default).
+	tenancy string
 }
 
 // settings builds the launch settings of a NodeClass for an image and pod limit.
@@ -253,6 +259,10 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	}
 	if nc.Spec.CPUOptions != nil {
 		s.NestedVirtualization = aws.ToString(nc.Spec.CPUOptions.NestedVirtualization)
+	}
+	s.NitroEnclaves = enclavesEnabled(nc)
+	if params.tenancy != "" && params.tenancy != awsv1.TenancyDefault {
+		s.Tenancy = params.tenancy
 	}
 	for _, g := range nc.Status.SecurityGroups {
 		s.SecurityGroupIDs = append(s.SecurityGroupIDs, g.ID)
@@ -371,6 +381,12 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 	}
 	if s.NestedVirtualization != "" {
 		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(s.NestedVirtualization)}
+	}
+	if s.NitroEnclaves {
+		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(true)}
+	}
+	if s.Tenancy != "" {
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(s.Tenancy)}
 	}
 	for _, b := range s.BlockDevices {
 		if b == nil || b.EBS == nil {

@@ -238,9 +238,10 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 }
 
 // validate checks that the NodeClass asks for nothing the provider cannot do (capacity
-// reservations, placement groups, Windows), and that what its nodes need of the cluster is
-// known: for AL2023, whose nodeadm refuses a NodeConfig without it, the cluster's service CIDR.
-// It returns the ValidationSucceeded reason with the error.
+// reservations, placement groups, Windows), that its kubelet configuration is one Karpenter
+// takes and its AMI family applies (cloudprovider.ValidateKubelet), and that what its nodes
+// need of the cluster is known: for AL2023, whose nodeadm refuses a NodeConfig without it, the
+// cluster's service CIDR. It returns the ValidationSucceeded reason with the error.
 func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	switch {
@@ -252,7 +253,11 @@ func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string
 		return "PlacementGroupsNotSupported", errors.New("spec.placementGroupSelector: placement groups are not supported by this provider yet; remove the selector to launch without one")
 	case strings.HasPrefix(family, "Windows"):
 		return "AMIFamilyNotSupported", fmt.Errorf("spec.amiFamily %s: Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)
-	case family != awsv1.AMIFamilyAL2023 && family != "":
+	}
+	if reason, err := cloudprovider.ValidateKubelet(nc); err != nil {
+		return reason, err
+	}
+	if family != awsv1.AMIFamilyAL2023 && family != "" {
 		return "", nil
 	}
 	info, err := p.launchTemplates.clusterInfo(ctx)

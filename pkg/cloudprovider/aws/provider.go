@@ -171,6 +171,9 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 	if nodePool != "" {
 		fixed[karpv1.NodePoolLabelKey] = nodePool
 	}
+	// The tenancy: default (shared hardware) unless the claim allows dedicated only, as
+	// Karpenter's AWS provider picks it; it goes to the launch template's placement.
+	maps.Copy(fixed, reqs.LaunchChoiceLabels())
 	byName := make(map[string]*cloudprovider.InstanceType, len(its))
 	for _, it := range its {
 		byName[it.Name] = it
@@ -232,7 +235,8 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			subnetByZone[s.Zone] = s.ID
 		}
 	}
-	params := launchParams{labels: bootstrapLabels(claim.Labels, nodePool), taints: registrationTaints(claim), nodePool: nodePool, capacityType: capacityType}
+	params := launchParams{labels: bootstrapLabels(claim.Labels, nodePool), taints: registrationTaints(claim), nodePool: nodePool, capacityType: capacityType,
+		tenancy: fixed[awsv1.LabelInstanceTenancy]}
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	if family == "" {
 		family = awsv1.AMIFamilyAL2023
@@ -608,6 +612,10 @@ func (p *Provider) claimOf(i instance) *karpv1.NodeClaim {
 	claim.Labels[corev1.LabelTopologyZone] = i.zone()
 	claim.Labels[corev1.LabelTopologyRegion] = p.clients.Region()
 	claim.Labels[karpv1.CapacityTypeLabelKey] = ct
+	claim.Labels[awsv1.LabelInstanceTenancy] = awsv1.TenancyDefault
+	if t := string(i.Placement.Tenancy); t != "" {
+		claim.Labels[awsv1.LabelInstanceTenancy] = t
+	}
 	if v := tags[TagNodePool]; v != "" {
 		claim.Labels[karpv1.NodePoolLabelKey] = v
 	}

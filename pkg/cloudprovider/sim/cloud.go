@@ -243,6 +243,9 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	if nodePool != "" {
 		fixed[karpv1.NodePoolLabelKey] = nodePool
 	}
+	// The tenancy: default unless the claim allows dedicated only, as on AWS.
+	choices := reqs.LaunchChoiceLabels()
+	maps.Copy(fixed, choices)
 	base, byName, err := c.overlay.Apply(nodePool, set.base, set.byName)
 	if err != nil {
 		return nil, err
@@ -272,7 +275,7 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 			tried = append(tried, id)
 			continue
 		}
-		in := c.launchLocked(now, claim, nc, nodePool, cand)
+		in := c.launchLocked(now, claim, nc, nodePool, choices, cand)
 		if err := c.persistLocked(ctx); err != nil {
 			// The instance runs; a retry of the claim finds it by name and saves again.
 			return nil, cloudprovider.NewCreateError(err, ReasonInternalError, "the simulated cloud could not record the instance")
@@ -299,8 +302,9 @@ func (c *Cloud) existing(ctx context.Context, claimName string) (*instance, erro
 	return c.byClaim[claimName], nil
 }
 
-// launchLocked records a new instance of the candidate for the claim.
-func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, cand cloudprovider.LaunchCandidate) *instance {
+// launchLocked records a new instance of the candidate for the claim, with the labels chosen
+// at launch (its tenancy).
+func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, choices map[string]string, cand cloudprovider.LaunchCandidate) *instance {
 	c.launches++
 	id := instanceID(c.seed, c.launches)
 	for c.instances[id] != nil { // a 68-bit collision; keep IDs unique regardless
@@ -320,6 +324,7 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 	if nodePool != "" {
 		labels[karpv1.NodePoolLabelKey] = nodePool
 	}
+	maps.Copy(labels, choices)
 	in := &instance{
 		seq:               c.launches,
 		id:                id,

@@ -86,7 +86,7 @@ type Instance struct {
 	// NodeClassName is the EC2NodeClass it was launched from.
 	NodeClassName string
 	// Labels are the node labels the instance implies: instance type, zone, region, capacity
-	// type, arch, os, the instance type's other labels, NodePool and NodeClass.
+	// type, arch, os, the instance type's other labels, NodePool, NodeClass and tenancy.
 	Labels map[string]string
 	// Capacity and Allocatable are the node's resources under its NodeClass's kubelet settings.
 	Capacity, Allocatable corev1.ResourceList

@@ -17,12 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 )
 
 // NodeClassStatusController plays, for the simulated cloud, the part of the AWS provider's
 // EC2NodeClass controller: it resolves a NodeClass's selector terms to the cloud's subnets (one
 // per zone), security groups, images (one per architecture) and instance profile, writes them
-// to its status, and marks it Ready, so NodePools that use it can launch.
+// to its status, and marks it Ready, so NodePools that use it can launch; one whose kubelet
+// configuration the AWS provider would refuse (cloudprovider.ValidateKubelet) is marked not
+// Ready instead, with the reason in ValidationSucceeded.
 type NodeClassStatusController struct {
 	kubeClient client.Client
 	cloud      *Cloud
@@ -91,9 +94,20 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 	} else {
 		nc.Status.InstanceProfile = "sim_" + digest("profile", nc.Spec.Role)[:16]
 	}
+	// The kubelet configuration is refused as the AWS provider refuses it; the NodeClass is then
+	// not Ready, so nothing launches from it.
+	if reason, err := cloudprovider.ValidateKubelet(nc); err != nil {
+		now := metav1.NewTime(r.clock.Now())
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeValidationSucceeded, Status: metav1.ConditionFalse,
+			Reason: reason, ObservedGeneration: nc.Generation, Message: err.Error(), LastTransitionTime: now})
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeReady, Status: metav1.ConditionFalse,
+			Reason: awsv1.ConditionTypeValidationSucceeded + "False", ObservedGeneration: nc.Generation,
+			Message: awsv1.ConditionTypeValidationSucceeded + ": " + err.Error(), LastTransitionTime: now})
+	}
 	for _, t := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady,
 		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypeReady} {
-		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == nc.Generation {
+		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c != nil && c.ObservedGeneration == nc.Generation &&
+			(c.Status == metav1.ConditionTrue || (c.Status == metav1.ConditionFalse && c.Reason != t)) {
 			continue
 		}
 		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{

@@ -194,6 +194,20 @@ func (c *converter) nodeClass(plan *nodeClassPlan, doc *convert.Document) *awsv1
 		nodeClass.Spec.AMIFamily = ptr.To(v1Family)
 	}
 
+	// Bottlerocket has no pods-per-core setting: Karpenter v0.x ignored podsPerCore on its nodes,
+	// and v1.15's controller refuses it there, so it is dropped, with a warning.
+	if k := nodeClass.Spec.Kubelet; family == familyBottlerocket && k != nil && k.PodsPerCore != nil {
+		k = k.DeepCopy() // the plan's kubelet may be shared
+		k.PodsPerCore = nil
+		if isZero(k) && len(k.Other) == 0 {
+			k = nil
+		}
+		nodeClass.Spec.Kubelet = k
+		if plan.kubeletFrom != nil {
+			c.result.Warnf("%s: spec.kubeletConfiguration.podsPerCore: dropped: Bottlerocket has no pods-per-core setting (Karpenter v0.x ignored it on Bottlerocket nodes, and v1.15 refuses it there)", plan.kubeletFrom.label)
+		}
+	}
+
 	// Identity.
 	switch {
 	case spec.InstanceProfile != nil && *spec.InstanceProfile != "":

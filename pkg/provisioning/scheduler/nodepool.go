@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,11 +100,18 @@ func (ps *poolState) candidatesFor(reqs scheduling.Requirements) []*candidate {
 
 // labelsCompatible checks an instance type's labels against requirements. Labels the type
 // lacks must be allowed to be absent, unless they are not instance-type facts (NodePool labels,
-// zone, capacity type), which are checked elsewhere.
+// zone, capacity type), which are checked elsewhere, or are chosen at launch (the tenancy),
+// which must allow one of their values.
 func labelsCompatible(it *cloudprovider.InstanceType, reqs scheduling.Requirements) bool {
 	for _, r := range reqs.All() {
 		if v, ok := it.Labels[r.Key]; ok {
 			if !r.Has(v) {
+				return false
+			}
+			continue
+		}
+		if values, ok := scheduling.LaunchChoices(r.Key); ok {
+			if !slices.ContainsFunc(values, r.Has) {
 				return false
 			}
 			continue

@@ -107,7 +107,16 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:XValidation:message="tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass",rule="self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// Kubelet settings Karpenter must know to compute allocatable capacity, passed to the node.
+	// Kubelet configures the kubelet of the nodes: any field of the upstream
+	// KubeletConfiguration (kubelet.config.k8s.io/v1beta1) may be set, as in Karpenter v1.15.
+	// The fields that size nodes (maxPods, podsPerCore, kubeReserved, systemReserved,
+	// evictionHard) are read for scheduling; AL2023 nodes get every field, the other families
+	// those Karpenter maps to their bootstrap. The API server checks none of it: the
+	// EC2NodeClass controller does, and reports a configuration it refuses in the
+	// ValidationSucceeded condition (see KubeletConfiguration.Validate).
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
 	// BlockDeviceMappings are the instance's EBS volumes; at most one may be the root volume.
@@ -133,6 +142,11 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:default={"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"}
 	// +optional
 	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// EnclaveOptions turns on AWS Nitro Enclaves: the instances launch with enclaves enabled,
+	// and only instance types that support them are offered. Omitted, or enabled false, leaves
+	// them off. Enabled is required when enclaveOptions is given.
+	// +optional
+	EnclaveOptions *EnclaveOptions `json:"enclaveOptions,omitempty"`
 	// ConnectionTracking sets the idle connection tracking timeouts of the network interfaces
 	// the launch template attaches, except EFA-only ones.
 	// +optional
@@ -295,67 +309,6 @@ type AMISelectorTerm struct {
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
 
-// KubeletConfiguration holds the kubelet settings Karpenter needs to compute allocatable
-// resources and pod density. Keys of the reserved and eviction maps are limited to those the
-// kubelet accepts.
-//
-// +kubebuilder:validation:XValidation:message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",rule="has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ?  self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent  : true"
-// +kubebuilder:validation:XValidation:message="evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true"
-// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",rule="has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true"
-type KubeletConfiguration struct {
-	// ClusterDNS is the list of DNS server IPs the kubelet gives pods.
-	// +optional
-	ClusterDNS []string `json:"clusterDNS,omitempty"`
-	// MaxPods caps the pods per node, overriding the ENI-based default.
-	// +kubebuilder:validation:Minimum:=0
-	// +optional
-	MaxPods *int32 `json:"maxPods,omitempty"`
-	// PodsPerCore caps pods per vCPU; the smaller of it and MaxPods applies.
-	// +kubebuilder:validation:Minimum:=0
-	// +optional
-	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
-	// SystemReserved is held back for OS daemons (cpu, memory, ephemeral-storage, pid).
-	// +kubebuilder:validation:XValidation:message="valid keys for systemReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
-	// +kubebuilder:validation:XValidation:message="systemReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
-	// +optional
-	SystemReserved map[string]string `json:"systemReserved,omitempty"`
-	// KubeReserved is held back for Kubernetes daemons (cpu, memory, ephemeral-storage, pid);
-	// when unset it is computed from the instance's cores and pods.
-	// +kubebuilder:validation:XValidation:message="valid keys for kubeReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
-	// +kubebuilder:validation:XValidation:message="kubeReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
-	// +optional
-	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
-	// EvictionHard thresholds, such as memory.available: 100Mi or nodefs.available: 10%.
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionHard are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionHard map[string]string `json:"evictionHard,omitempty"`
-	// EvictionSoft thresholds; each needs a grace period in EvictionSoftGracePeriod.
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoft are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
-	// EvictionSoftGracePeriod is how long each soft threshold must hold before eviction.
-	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoftGracePeriod are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
-	// EvictionMaxPodGracePeriod is the longest grace period (seconds) given to pods evicted on a
-	// soft threshold.
-	// +optional
-	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
-	// ImageGCHighThresholdPercent is the disk usage that always triggers image garbage collection.
-	// +kubebuilder:validation:Minimum:=0
-	// +kubebuilder:validation:Maximum:=100
-	// +optional
-	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
-	// ImageGCLowThresholdPercent is the disk usage image garbage collection frees down to.
-	// +kubebuilder:validation:Minimum:=0
-	// +kubebuilder:validation:Maximum:=100
-	// +optional
-	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
-	// CPUCFSQuota enables CPU CFS quota enforcement for containers with CPU limits.
-	// +optional
-	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
-}
-
 // MetadataOptions configure the EC2 instance metadata service.
 type MetadataOptions struct {
 	// HTTPEndpoint turns the metadata service on or off.
@@ -434,6 +387,13 @@ type BlockDevice struct {
 	VolumeType *string `json:"volumeType,omitempty"`
 }
 
+// EnclaveOptions are the Nitro Enclaves settings of an instance.
+type EnclaveOptions struct {
+	// Enabled says whether the instance is enabled for AWS Nitro Enclaves.
+	// +required
+	Enabled bool `json:"enabled"`
+}
+
 // InstanceStorePolicy says how local instance-store disks are used.
 type InstanceStorePolicy string
 
@@ -488,6 +448,7 @@ type SecurityGroup struct {
 // CapacityReservation is a resolved capacity reservation.
 type CapacityReservation struct {
 	// ID of the reservation.
+	// +kubebuilder:validation:Pattern:="^cr-[0-9a-z]+$"
 	// +required
 	ID string `json:"id"`
 	// AvailabilityZone of the reservation.
@@ -497,15 +458,55 @@ type CapacityReservation struct {
 	// +required
 	InstanceType string `json:"instanceType"`
 	// OwnerID is the owning account.
+	// +kubebuilder:validation:Pattern:="^[0-9]{12}$"
 	// +required
 	OwnerID string `json:"ownerID"`
 	// EndTime, if any, after which the reservation expires.
 	// +optional
 	EndTime *metav1.Time `json:"endTime,omitempty"`
-	// InstanceMatchCriteria is "open" or "targeted".
+	// InstanceMatchCriteria says which launches the reservation takes: open ones any matching
+	// instance, targeted ones only launches that name it.
+	// +kubebuilder:validation:Enum:={open,targeted}
+	// +required
+	InstanceMatchCriteria string `json:"instanceMatchCriteria"`
+	// ReservationType is default (an On-Demand Capacity Reservation) or capacity-block (a
+	// Capacity Block for ML).
+	// +kubebuilder:validation:Enum:={default,capacity-block}
+	// +kubebuilder:default=default
 	// +optional
-	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
+	ReservationType CapacityReservationType `json:"reservationType"`
+	// Interruptible says the reservation's owner may reclaim its capacity.
+	// +optional
+	Interruptible bool `json:"interruptible"`
+	// State is active, or expiring once a capacity block is within EC2's reclamation window
+	// (only capacity blocks expire so).
+	// +kubebuilder:validation:Enum:={active,expiring}
+	// +kubebuilder:default=active
+	// +optional
+	State CapacityReservationState `json:"state"`
 }
+
+// CapacityReservationType is the kind of a capacity reservation.
+type CapacityReservationType string
+
+// Capacity reservation types.
+const (
+	// CapacityReservationTypeDefault is an On-Demand Capacity Reservation.
+	CapacityReservationTypeDefault CapacityReservationType = "default"
+	// CapacityReservationTypeCapacityBlock is a Capacity Block for ML.
+	CapacityReservationTypeCapacityBlock CapacityReservationType = "capacity-block"
+)
+
+// CapacityReservationState is whether a capacity reservation can still be launched into.
+type CapacityReservationState string
+
+// Capacity reservation states.
+const (
+	// CapacityReservationStateActive: instances may launch into the reservation.
+	CapacityReservationStateActive CapacityReservationState = "active"
+	// CapacityReservationStateExpiring: a capacity block within EC2's reclamation window.
+	CapacityReservationStateExpiring CapacityReservationState = "expiring"
+)
 
 // AMI is a resolved machine image.
 type AMI struct {

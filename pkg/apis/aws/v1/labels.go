@@ -25,8 +25,23 @@ const (
 	LabelInstanceCapabilityFlex               = Group + "/instance-capability-flex"
 	LabelCapacityReservationID                = Group + "/capacity-reservation-id"
 	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
+	LabelCapacityReservationInterruptible     = Group + "/capacity-reservation-interruptible"
+	LabelPlacementGroupID                     = Group + "/placement-group-id"
+	LabelPlacementGroupPartition              = Group + "/placement-group-partition"
+	// LabelInstanceTenancy is the instance's tenancy: TenancyDefault (shared hardware) or
+	// TenancyDedicated. Every instance type may launch either way; a NodePool or pod asking for
+	// dedicated only gets a dedicated instance.
+	LabelInstanceTenancy = Group + "/instance-tenancy"
 	// LabelNodeClass names the EC2NodeClass a node was launched from.
 	LabelNodeClass = Group + "/ec2nodeclass"
+)
+
+// Values of LabelInstanceTenancy, as EC2 names an instance's tenancy.
+const (
+	// TenancyDefault is an instance on shared hardware.
+	TenancyDefault = "default"
+	// TenancyDedicated is an instance on hardware dedicated to one account.
+	TenancyDedicated = "dedicated"
 )
 
 // Annotations and finalizers.

@@ -507,3 +507,43 @@ func TestLaunchTemplateNetworkAndCPUOptions(t *testing.T) {
 		t.Fatalf("nested virtualization on a type with it: %v %+v", err, out)
 	}
 }
+
+// TestLaunchTemplateNitroEnclaves: EnclaveOptions reach the template; only types
+// DescribeInstanceTypes reports supporting Nitro Enclaves launch from one enabling them.
+func TestLaunchTemplateNitroEnclaves(t *testing.T) {
+	f := newFake(t, fake.Options{Clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	c := ec2.NewFromConfig(f.Config())
+	f.AddRole("KarpenterNodeRole")
+	f.AddInstanceProfile("profile", "KarpenterNodeRole")
+	if _, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("enclaves"), LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+		ImageId: aws.String("ami-00000000000000001"), IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String("profile")},
+		EnclaveOptions: &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(true)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if lt := f.LaunchTemplates()[0]; lt.NitroEnclaves == nil || !*lt.NitroEnclaves {
+		t.Fatalf("enclave options %v, want enabled", lt.NitroEnclaves)
+	}
+	out, err := c.CreateFleet(ctx, fleetInput("enclaves", ec2types.DefaultTargetCapacityTypeOnDemand, override("m6i.xlarge", "subnet-00000000000000001")))
+	if err != nil || len(out.Instances) != 0 || len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "UnsupportedOperation" {
+		t.Fatalf("enclaves on a type without them: %v %+v", err, out)
+	}
+	f.SetNitroEnclavesSupported("m6i.xlarge")
+	types, err := c.DescribeInstanceTypes(ctx, &ec2.DescribeInstanceTypesInput{InstanceTypes: []ec2types.InstanceType{"m6i.xlarge", "m6i.large"}})
+	if err != nil || len(types.InstanceTypes) != 2 {
+		t.Fatal(err)
+	}
+	for _, info := range types.InstanceTypes {
+		want := ec2types.NitroEnclavesSupportUnsupported
+		if info.InstanceType == "m6i.xlarge" {
+			want = ec2types.NitroEnclavesSupportSupported
+		}
+		if info.NitroEnclavesSupport != want {
+			t.Errorf("%s NitroEnclavesSupport %q, want %q", info.InstanceType, info.NitroEnclavesSupport, want)
+		}
+	}
+	out, err = c.CreateFleet(ctx, fleetInput("enclaves", ec2types.DefaultTargetCapacityTypeOnDemand, override("m6i.xlarge", "subnet-00000000000000001")))
+	if err != nil || len(out.Instances) != 1 {
+		t.Fatalf("enclaves on a type with them: %v %+v", err, out)
+	}
+}

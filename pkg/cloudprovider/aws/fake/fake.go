@@ -65,16 +65,19 @@ type AWS struct {
 	// processorFeatures are the ProcessorInfo.SupportedFeatures of instance types, which the
 	// catalog does not hold (see SetProcessorFeatures).
 	processorFeatures map[string][]string
-	templates         []*LaunchTemplate
-	fleets            []*FleetRequest
-	fleetTokens       map[string]*fleetResult
-	instances         []*Instance
-	ipCounter         int
-	parameters        map[string]*parameter
-	profiles          []*InstanceProfile
-	roles             map[string]*Role
-	clusters          map[string]*Cluster
-	queues            map[string]*queue
+	// nitroEnclaves are the instance types that support Nitro Enclaves, which the catalog
+	// does not say either (see SetNitroEnclavesSupported).
+	nitroEnclaves map[string]bool
+	templates     []*LaunchTemplate
+	fleets        []*FleetRequest
+	fleetTokens   map[string]*fleetResult
+	instances     []*Instance
+	ipCounter     int
+	parameters    map[string]*parameter
+	profiles      []*InstanceProfile
+	roles         map[string]*Role
+	clusters      map[string]*Cluster
+	queues        map[string]*queue
 	// msgNotify is closed (and replaced) whenever a queue gains a message, to wake long polls.
 	msgNotify chan struct{}
 	// authorizations are the permission checks of the requests served (see Authorizations).
@@ -125,6 +128,7 @@ func New(opts Options) *AWS {
 		throttles:         map[string]int{},
 		removed:           map[pool]bool{},
 		processorFeatures: map[string][]string{},
+		nitroEnclaves:     map[string]bool{},
 		ice:               map[pool]bool{},
 		poolCapacity:      map[pool]int{},
 		fleetTokens:       map[string]*fleetResult{},

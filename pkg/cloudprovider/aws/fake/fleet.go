@@ -514,6 +514,9 @@ func (a *AWS) validateCandidateLocked(c *candidate, req *FleetRequest) *FleetErr
 	if lt.NestedVirtualization == "enabled" && !slices.Contains(a.processorFeatures[o.InstanceType], "nested-virtualization") {
 		return fail("UnsupportedOperation", "The instance type %s does not support nested virtualization.", o.InstanceType)
 	}
+	if lt.NitroEnclaves != nil && *lt.NitroEnclaves && !a.nitroEnclaves[o.InstanceType] {
+		return fail("UnsupportedOperation", "The instance type %s does not support Nitro Enclaves.", o.InstanceType)
+	}
 	for _, sg := range a.templateGroups(lt) {
 		if a.securityGroup(sg) == nil {
 			return fail("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)
@@ -557,7 +560,10 @@ func (a *AWS) launchLocked(req *FleetRequest, c *candidate, reservation string) 
 		ID: a.hexIDLocked("i-", 17), Type: c.override.InstanceType, Zone: c.subnet.Zone, SubnetID: c.subnet.ID, ImageID: c.imageID,
 		CapacityType: req.CapacityType, State: "running", LaunchTime: a.now(), PrivateIP: ip, PrivateDNSName: a.privateDNSName(ip),
 		SecurityGroupIDs: a.templateGroups(c.lt), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name, FleetID: req.ID, reservationID: reservation,
-		Tags: cloneTags(c.lt.InstanceTags),
+		Tags: cloneTags(c.lt.InstanceTags), Tenancy: c.lt.Tenancy,
+	}
+	if inst.Tenancy == "" {
+		inst.Tenancy = "default"
 	}
 	if inst.Tags == nil {
 		inst.Tags = map[string]string{}

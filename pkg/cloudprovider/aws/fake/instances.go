@@ -38,6 +38,8 @@ type Instance struct {
 	LaunchTemplateID, LaunchTemplateName string
 	// FleetID is the fleet that launched it.
 	FleetID string
+	// Tenancy is its placement's tenancy: default or dedicated, as its launch template said.
+	Tenancy string
 
 	reservationID                         string
 	instanceProfileArn, instanceProfileID string
@@ -142,7 +144,10 @@ func (a *AWS) xmlInstance(inst *Instance) xmlInstance {
 		PrivateDNSName: inst.PrivateDNSName, InstanceType: inst.Type, LaunchTime: isoTime(inst.LaunchTime), SubnetID: inst.SubnetID,
 		PrivateIPAddress: inst.PrivateIP, Architecture: inst.Architecture, RootDeviceType: "ebs", RootDeviceName: "/dev/xvda",
 		VirtualizationType: "hvm", Hypervisor: "xen", Tags: xmlTags(inst.Tags)}
-	x.Placement.AvailabilityZone, x.Placement.AvailabilityZoneID, x.Placement.Tenancy = inst.Zone, a.zoneID(inst.Zone), "default"
+	x.Placement.AvailabilityZone, x.Placement.AvailabilityZoneID, x.Placement.Tenancy = inst.Zone, a.zoneID(inst.Zone), inst.Tenancy
+	if x.Placement.Tenancy == "" {
+		x.Placement.Tenancy = "default"
+	}
 	if s := a.subnet(inst.SubnetID); s != nil {
 		x.VpcID = s.VPCID
 	}

@@ -38,6 +38,18 @@ func (a *AWS) SetProcessorFeatures(instanceType string, features ...string) {
 	a.processorFeatures[instanceType] = slices.Clone(features)
 }
 
+// SetNitroEnclavesSupported makes DescribeInstanceTypes report NitroEnclavesSupport supported
+// for the instance types. The catalog holds no such fact, so by default every type reports
+// unsupported. CreateFleet refuses to launch a type from a launch template enabling Nitro
+// Enclaves unless it supports them, as EC2 does.
+func (a *AWS) SetNitroEnclavesSupported(instanceTypes ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range instanceTypes {
+		a.nitroEnclaves[t] = true
+	}
+}
+
 // RemoveOffering makes the instance type not offered in the zone: DescribeInstanceTypeOfferings
 // and DescribeSpotPriceHistory omit it and CreateFleet fails it with Unsupported.
 func (a *AWS) RemoveOffering(instanceType, zone string) {
@@ -162,6 +174,7 @@ type xmlInstanceTypeInfo struct {
 	DedicatedHostsSupported       bool                     `xml:"dedicatedHostsSupported"`
 	AutoRecoverySupported         bool                     `xml:"autoRecoverySupported"`
 	SupportedBootModes            []string                 `xml:"supportedBootModes>item"`
+	NitroEnclavesSupport          string                   `xml:"nitroEnclavesSupport"`
 }
 
 type xmlProcessorInfo struct {
@@ -271,7 +284,7 @@ func gbps(mbps int64) string { return strconv.FormatFloat(float64(mbps)/1000, 'f
 // spelling (NVIDIA, AWS, Intel, …). Previous generation means generation 3 or older. The catalog
 // does not count network cards: as EC2's types attach one EFA per card, a type has as many cards
 // as EFA interfaces (at least one), each with the default card's interfaces.
-func instanceTypeInfo(e catalog.Entry, processorFeatures []string) xmlInstanceTypeInfo {
+func instanceTypeInfo(e catalog.Entry, processorFeatures []string, nitroEnclaves bool) xmlInstanceTypeInfo {
 	nitro := e.Hypervisor == "nitro" || e.BareMetal
 	x := xmlInstanceTypeInfo{
 		InstanceType:                  e.Name,
@@ -287,11 +300,15 @@ func instanceTypeInfo(e catalog.Entry, processorFeatures []string) xmlInstanceTy
 		AutoRecoverySupported:         !e.BareMetal && e.LocalNVMeGiB == 0,
 		DedicatedHostsSupported:       true,
 		SupportedBootModes:            []string{"uefi"},
+		NitroEnclavesSupport:          "unsupported",
 		ProcessorInfo: xmlProcessorInfo{
 			SupportedArchitectures: []string{ec2Arch(e.Arch)},
 			Manufacturer:           manufacturer(e.CPUManufacturer),
 			SupportedFeatures:      processorFeatures,
 		},
+	}
+	if nitroEnclaves {
+		x.NitroEnclavesSupport = "supported"
 	}
 	if e.Arch == "amd64" {
 		x.SupportedBootModes = []string{"legacy-bios", "uefi"}
@@ -444,7 +461,7 @@ func (a *AWS) describeInstanceTypes(q *queryCall) (any, error) {
 	}
 	out := make([]xmlInstanceTypeInfo, 0, end-start)
 	for _, i := range matched[start:end] {
-		out = append(out, instanceTypeInfo(a.types[i], a.processorFeatures[a.types[i].Name]))
+		out = append(out, instanceTypeInfo(a.types[i], a.processorFeatures[a.types[i].Name], a.nitroEnclaves[a.types[i].Name]))
 	}
 	return struct {
 		InstanceTypes []xmlInstanceTypeInfo `xml:"instanceTypeSet>item"`

@@ -49,6 +49,12 @@ type LaunchTemplate struct {
 	// NestedVirtualization is LaunchTemplateData.CpuOptions.NestedVirtualization: enabled,
 	// disabled or empty (unset). Instances of types that do not support it fail to launch.
 	NestedVirtualization string
+	// NitroEnclaves is LaunchTemplateData.EnclaveOptions.Enabled (nil: unset). Instances of
+	// types that do not support Nitro Enclaves fail to launch from a template enabling them.
+	NitroEnclaves *bool
+	// Tenancy is LaunchTemplateData.Placement.Tenancy: default, dedicated, host or empty
+	// (unset, default). Instances launched from the template have it.
+	Tenancy string
 }
 
 // NetworkInterface is a launch template's network interface.
@@ -150,6 +156,7 @@ func (lt *LaunchTemplate) clone() LaunchTemplate {
 		c.NetworkInterfaces = append(c.NetworkInterfaces, n)
 	}
 	c.AssociatePublicIP = clonePtr(lt.AssociatePublicIP)
+	c.NitroEnclaves = clonePtr(lt.NitroEnclaves)
 	c.MetadataOptions = clonePtr(lt.MetadataOptions)
 	c.BlockDeviceMappings = nil
 	for _, b := range lt.BlockDeviceMappings {
@@ -254,6 +261,16 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 	case "", "enabled", "disabled":
 	default:
 		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter cpuOptions.nestedVirtualization is invalid.", lt.NestedVirtualization)
+	}
+	enclaves, err := q.bool(d + "EnclaveOptions.Enabled")
+	if err != nil {
+		return nil, err
+	}
+	lt.NitroEnclaves = enclaves
+	switch lt.Tenancy = q.get(d + "Placement.Tenancy"); lt.Tenancy {
+	case "", "default", "dedicated", "host":
+	default:
+		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter placement.tenancy is invalid.", lt.Tenancy)
 	}
 	if len(lt.NetworkInterfaces) > 0 {
 		lt.AssociatePublicIP = clonePtr(lt.NetworkInterfaces[0].AssociatePublicIP)

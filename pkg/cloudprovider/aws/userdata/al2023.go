@@ -2,6 +2,7 @@ package userdata
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,7 +20,8 @@ const (
 // text/x-shellscript part, a "#cloud-config" a text/cloud-config part, and an already-MIME
 // document contributes its parts unchanged), then Karpenter's NodeConfig. nodeadm merges the
 // NodeConfigs in order, so Karpenter's cluster settings, node labels, taints and the kubelet
-// settings set on the EC2NodeClass win, and everything else the user configured is kept. The
+// settings set on the EC2NodeClass (every field of its kubelet configuration, those Karpenter
+// does not read as written) win, and everything else the user configured is kept. The
 // computed defaults (Options.MaxPods, Options.ClusterDNS) are left out when a user NodeConfig
 // already sets maxPods or clusterDNS, so the user's value stands.
 func AL2023(o Options) (string, error) {
@@ -114,6 +116,12 @@ func karpenterNodeConfig(o Options, userConfigs []map[string]any) map[string]any
 
 	k := o.kubelet()
 	config := map[string]any{}
+	// The kubelet fields Karpenter does not read, as the EC2NodeClass writes them: nodeadm
+	// passes the whole configuration to the kubelet, so AL2023 takes any field (the other
+	// families' NodeClasses are refused them). Karpenter's own settings below win.
+	for _, name := range k.Unmanaged() {
+		config[name] = json.RawMessage(k.Other[name].Raw)
+	}
 	if mp, explicit := o.maxPods(); mp != nil && (explicit || !userKubeletConfigSets(userConfigs, "maxPods")) {
 		config["maxPods"] = *mp
 	}

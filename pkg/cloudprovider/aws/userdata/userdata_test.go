@@ -1,6 +1,7 @@
 package userdata
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -202,6 +203,31 @@ func TestAL2023ExplicitKubeletWinsOverUserNodeConfig(t *testing.T) {
 	// Karpenter's NodeConfig is last, so nodeadm applies 42.
 	if got := nc.Spec.Kubelet.Config["maxPods"]; got != float64(42) {
 		t.Errorf("maxPods = %v, want 42", got)
+	}
+}
+
+// TestAL2023KubeletFieldsKarpenterDoesNotRead: every field of the EC2NodeClass's kubelet
+// configuration reaches nodeadm's NodeConfig as written, and Karpenter's own settings win over
+// the user's NodeConfig for them too.
+func TestAL2023KubeletFieldsKarpenterDoesNotRead(t *testing.T) {
+	o := baseOptions()
+	o.Kubelet = &awsv1.KubeletConfiguration{}
+	if err := json.Unmarshal([]byte(`{"maxPods": 42, "containerLogMaxSize": "50Mi", "containerLogMaxFiles": 3, "featureGates": {"A": true}, "shutdownGracePeriod": "45s"}`), o.Kubelet); err != nil {
+		t.Fatal(err)
+	}
+	o.UserData = ptr.To("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      containerLogMaxSize: 10Mi\n")
+	out, err := AL2023(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := parseMIMEOutput(t, out)
+	config := decodeNodeConfig(t, parts[len(parts)-1].body).Spec.Kubelet.Config
+	want := map[string]any{"maxPods": float64(42), "containerLogMaxSize": "50Mi", "containerLogMaxFiles": float64(3),
+		"featureGates": map[string]any{"A": true}, "shutdownGracePeriod": "45s"}
+	for k, v := range want {
+		if !reflect.DeepEqual(config[k], v) {
+			t.Errorf("kubelet config %s = %#v, want %#v", k, config[k], v)
+		}
 	}
 }
 

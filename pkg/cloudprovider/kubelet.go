@@ -1,0 +1,92 @@
+package cloudprovider
+
+import (
+	"fmt"
+	"strings"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+)
+
+// Reasons of a ValidationSucceeded condition that refuses an EC2NodeClass's kubelet
+// configuration, as Karpenter's AWS provider v1.15 names them.
+const (
+	// ReasonInvalidKubeletConfiguration: a field is not one of the upstream kubelet
+	// configuration, has a value of another type, or breaks one of Karpenter's rules.
+	ReasonInvalidKubeletConfiguration = "InvalidKubeletConfiguration"
+	// ReasonKubeletExpressionsDisabled: a field holds a CEL expression, which needs the
+	// NodeClassCEL gate.
+	ReasonKubeletExpressionsDisabled = "KubeletExpressionsDisabled"
+	// ReasonUnsupportedKubeletConfiguration: the AMI family would not apply a field.
+	ReasonUnsupportedKubeletConfiguration = "UnsupportedKubeletConfiguration"
+)
+
+// ValidateKubelet checks an EC2NodeClass's kubelet configuration as Karpenter's AWS provider
+// v1.15 does before it lets the NodeClass launch, since the API server takes any object there:
+//   - awsv1.KubeletConfiguration.Validate: fields and values of the upstream configuration,
+//     and Karpenter's rules;
+//   - no CEL expressions (a string maxPods, a kubeReserved or systemReserved value that is not
+//     a quantity): they need the AWS provider's NodeClassCEL gate, which is off by default in
+//     Karpenter and not built here;
+//   - every field reaches the node: only AL2023 renders the whole configuration (nodeadm's
+//     NodeConfig); AL2 and Bottlerocket take the fields Karpenter reads and map, so any other
+//     field, podsPerCore on Bottlerocket (which has no such setting) and more than one
+//     clusterDNS address on either (a single-valued setting) are refused rather than dropped.
+//     Custom renders nothing of it (the image bootstraps itself), as with Karpenter.
+//
+// It returns the reason for the NodeClass's ValidationSucceeded condition with the error, or
+// "" and nil. The error joins *awsv1.KubeletError values, each naming its field.
+func ValidateKubelet(nc *awsv1.EC2NodeClass) (string, error) {
+	k := nc.Spec.Kubelet
+	if k == nil {
+		return "", nil
+	}
+	if errs := k.Validate(); len(errs) > 0 {
+		return ReasonInvalidKubeletConfiguration, kubeletErrors(errs)
+	}
+	if expressions := k.Expressions(); len(expressions) > 0 {
+		var errs []error
+		for _, path := range expressions {
+			errs = append(errs, &awsv1.KubeletError{Field: path,
+				Detail: "contains a CEL expression, but the NodeClassCEL feature gate is disabled (it is not built here): give a value"})
+		}
+		return ReasonKubeletExpressionsDisabled, kubeletErrors(errs)
+	}
+	family := OptionsFromNodeClass(nc).AMIFamily
+	switch family {
+	case "", awsv1.AMIFamilyAL2023, awsv1.AMIFamilyCustom:
+		return "", nil
+	}
+	var errs []error
+	unsupported := k.Unmanaged()
+	if k.PodsPerCore != nil && family == awsv1.AMIFamilyBottlerocket {
+		unsupported = append(unsupported, "podsPerCore")
+	}
+	if len(unsupported) > 0 {
+		errs = append(errs, &awsv1.KubeletError{Field: "spec.kubelet", Detail: fmt.Sprintf(
+			"has fields not applied by the %s AMI family that would be silently dropped: %s (only AL2023 takes every kubelet field)", family, strings.Join(unsupported, ", "))})
+	}
+	if len(k.ClusterDNS) > 1 {
+		errs = append(errs, &awsv1.KubeletError{Field: "spec.kubelet.clusterDNS", Detail: fmt.Sprintf(
+			"the %s AMI family doesn't accept multiple entries, only one, but %d were set", family, len(k.ClusterDNS))})
+	}
+	if len(errs) > 0 {
+		return ReasonUnsupportedKubeletConfiguration, kubeletErrors(errs)
+	}
+	return "", nil
+}
+
+// kubeletErrors are the reasons a kubelet configuration is refused, in one message joined by
+// "; " as Karpenter's condition joins them; errors.As and errors.Is see each.
+type kubeletErrors []error
+
+// Error implements error.
+func (e kubeletErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns the errors.
+func (e kubeletErrors) Unwrap() []error { return e }
