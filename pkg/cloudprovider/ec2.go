@@ -80,6 +80,9 @@ type InstanceTypeOptions struct {
 	InstanceStorePolicy *awsv1.InstanceStorePolicy
 	// Zones are the availability zones to make offerings in. None means no offerings.
 	Zones []string
+	// ZoneIDs are the zones' IDs (topology.k8s.aws/zone-id), by zone, as the EC2NodeClass's
+	// subnets report them (ZoneIDsOf); a zone without one gives offerings without a zone ID.
+	ZoneIDs map[string]string
 	// CapacityTypes to make offerings of; nil means spot and on-demand.
 	CapacityTypes []string
 	// Prices price the offerings; a combination without a price gets no offering. Nil means
@@ -91,6 +94,23 @@ type InstanceTypeOptions struct {
 func (o InstanceTypeOptions) Validate() error {
 	_, err := o.compile()
 	return err
+}
+
+// ZoneIDsOf maps the zones of the subnets to their IDs (topology.k8s.aws/zone-id), as the
+// EC2NodeClass's status reports them (DescribeSubnets' AvailabilityZoneId); nil when none is
+// known.
+func ZoneIDsOf(subnets []awsv1.Subnet) map[string]string {
+	var ids map[string]string
+	for _, s := range subnets {
+		if s.Zone == "" || s.ZoneID == "" {
+			continue
+		}
+		if ids == nil {
+			ids = map[string]string{}
+		}
+		ids[s.Zone] = s.ZoneID
+	}
+	return ids
 }
 
 // OptionsFromNodeClass returns the options an EC2NodeClass implies: its kubelet settings, AMI
@@ -197,6 +217,7 @@ type builder struct {
 	evictMemory    *threshold
 	evictNodeFS    *threshold
 	zones          []string
+	zoneIDs        map[string]string
 	capacityTypes  []string
 	prices         Prices
 }
@@ -246,6 +267,7 @@ func (o InstanceTypeOptions) compile() (*builder, error) {
 	if b.zones, err = sortedSet("zone", o.Zones); err != nil {
 		return nil, err
 	}
+	b.zoneIDs = o.ZoneIDs
 	capacityTypes := o.CapacityTypes
 	if capacityTypes == nil {
 		capacityTypes = []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot}
@@ -488,7 +510,7 @@ func (b *builder) offerings(name string) Offerings {
 				if ofs == nil {
 					ofs = make(Offerings, 0, len(b.zones)*len(b.capacityTypes))
 				}
-				ofs = append(ofs, Offering{Zone: zone, CapacityType: ct, Price: price, Available: true})
+				ofs = append(ofs, Offering{Zone: zone, ZoneID: b.zoneIDs[zone], CapacityType: ct, Price: price, Available: true})
 			}
 		}
 	}
@@ -621,7 +643,8 @@ func (o InstanceTypeOptions) CacheKey() string {
 		ReservedENIs        int                         `json:"reservedENIs,omitempty"`
 		VMMemoryOverhead    *float64                    `json:"vmMemoryOverhead,omitempty"`
 		Zones               []string                    `json:"zones"`
-	}{o.Kubelet, o.AMIFamily, "", o.InstanceStorePolicy, o.ReservedENIs, o.VMMemoryOverheadPercent, o.Zones}
+		ZoneIDs             map[string]string           `json:"zoneIDs,omitempty"`
+	}{o.Kubelet, o.AMIFamily, "", o.InstanceStorePolicy, o.ReservedENIs, o.VMMemoryOverheadPercent, o.Zones, o.ZoneIDs}
 	if o.RootVolumeSize != nil {
 		key.RootVolume = o.RootVolumeSize.String()
 	}

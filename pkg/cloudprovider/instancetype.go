@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
@@ -103,13 +104,17 @@ func (it *InstanceType) computeAllocatable() {
 }
 
 // NodeLabels returns the labels of a node launched as the offering: Labels plus
-// topology.kubernetes.io/zone and karpenter.sh/capacity-type. The map is new; the caller owns it.
+// topology.kubernetes.io/zone, topology.k8s.aws/zone-id (when known) and
+// karpenter.sh/capacity-type. The map is new; the caller owns it.
 func (it *InstanceType) NodeLabels(o Offering) map[string]string {
-	labels := make(map[string]string, len(it.Labels)+2)
+	labels := make(map[string]string, len(it.Labels)+3)
 	for k, v := range it.Labels {
 		labels[k] = v
 	}
 	labels[corev1.LabelTopologyZone] = o.Zone
+	if o.ZoneID != "" {
+		labels[awsv1.LabelTopologyZoneID] = o.ZoneID
+	}
 	labels[karpv1.CapacityTypeLabelKey] = o.CapacityType
 	return labels
 }
@@ -173,14 +178,11 @@ func (r Resources) Sub(s Resources) Resources {
 	}
 }
 
-// CheapestOffering returns the cheapest available offering of the instance type in a zone and
-// capacity type reqs allow (either unconstrained when reqs do not name it): the offering a
-// launch of it would choose. Ties go as in Offerings.CheapestWhere. It is false when no such
-// offering is available.
+// CheapestOffering returns the cheapest available offering of the instance type in a zone,
+// zone ID and capacity type reqs allow (OfferingFilter): the offering a launch of it would
+// choose. Ties go as in Offerings.CheapestWhere. It is false when no such offering is
+// available.
 func (it *InstanceType) CheapestOffering(reqs scheduling.Requirements) (Offering, bool) {
-	zones, hasZones := reqs.Get(corev1.LabelTopologyZone)
-	capacityTypes, hasCapacityTypes := reqs.Get(karpv1.CapacityTypeLabelKey)
-	return it.Offerings.CheapestWhere(func(o Offering) bool {
-		return o.Available && (!hasZones || zones.Has(o.Zone)) && (!hasCapacityTypes || capacityTypes.Has(o.CapacityType))
-	})
+	f := NewOfferingFilter(reqs)
+	return it.Offerings.CheapestWhere(func(o Offering) bool { return o.Available && f.Allows(o) })
 }

@@ -57,16 +57,10 @@ type LaunchRequest struct {
 // type lacks (instance-gpu-name on a type without GPUs) satisfies only requirements that allow
 // it to be absent.
 func LaunchCandidates(types []*InstanceType, byName map[string]*InstanceType, req LaunchRequest) []LaunchCandidate {
-	var zoneReq, ctReq *scheduling.Requirement
+	offerings := NewOfferingFilter(req.Requirements)
 	var typeReqs []scheduling.Requirement
 	for _, r := range req.Requirements.All() {
-		switch {
-		case !scheduling.IsWellKnownLabel(r.Key):
-		case r.Key == corev1.LabelTopologyZone:
-			zoneReq = &r
-		case r.Key == karpv1.CapacityTypeLabelKey:
-			ctReq = &r
-		default:
+		if scheduling.IsWellKnownLabel(r.Key) && !IsOfferingKey(r.Key) {
 			typeReqs = append(typeReqs, r)
 		}
 	}
@@ -87,7 +81,7 @@ func LaunchCandidates(types []*InstanceType, byName map[string]*InstanceType, re
 			continue
 		}
 		for _, o := range it.Offerings {
-			if (zoneReq != nil && !zoneReq.Has(o.Zone)) || (ctReq != nil && !ctReq.Has(o.CapacityType)) {
+			if !offerings.Allows(o) {
 				continue
 			}
 			out = append(out, LaunchCandidate{InstanceType: it, Offering: o})

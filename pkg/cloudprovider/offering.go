@@ -1,12 +1,23 @@
 package cloudprovider
 
-import "slices"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
+)
 
 // Offering is one way to buy an instance type: in a zone, as a capacity type, at a price. The
 // scheduler reads Zone and CapacityType as plain fields; no label maps are involved.
 type Offering struct {
 	// Zone is the availability zone, the value of topology.kubernetes.io/zone.
 	Zone string
+	// ZoneID is the zone's ID, the value of topology.k8s.aws/zone-id (the same zone name can be
+	// another physical zone in another account); empty when unknown.
+	ZoneID string
 	// CapacityType is the value of karpenter.sh/capacity-type: spot, on-demand or reserved.
 	CapacityType string
 	// Price is the cost in $/hour.
@@ -14,6 +25,44 @@ type Offering struct {
 	// Available says the cloud is believed to have capacity for it right now; offerings that
 	// recently ran out are kept but marked unavailable.
 	Available bool
+}
+
+// OfferingFilter is what requirements ask of an offering: its zone, zone ID and capacity type,
+// the well-known labels an offering, not an instance type, decides.
+type OfferingFilter struct {
+	zone, zoneID, capacityType          scheduling.Requirement
+	hasZone, hasZoneID, hasCapacityType bool
+}
+
+// NewOfferingFilter reads the offering keys of reqs.
+func NewOfferingFilter(reqs scheduling.Requirements) OfferingFilter {
+	var f OfferingFilter
+	f.zone, f.hasZone = reqs.Get(corev1.LabelTopologyZone)
+	f.zoneID, f.hasZoneID = reqs.Get(awsv1.LabelTopologyZoneID)
+	f.capacityType, f.hasCapacityType = reqs.Get(karpv1.CapacityTypeLabelKey)
+	return f
+}
+
+// Allows reports whether the offering meets the requirements, available or not. An offering
+// without a known zone ID meets a zone ID requirement only when the requirement allows the
+// label to be absent.
+func (f OfferingFilter) Allows(o Offering) bool {
+	if f.hasZone && !f.zone.Has(o.Zone) || f.hasCapacityType && !f.capacityType.Has(o.CapacityType) {
+		return false
+	}
+	if f.hasZoneID {
+		if o.ZoneID == "" {
+			return f.zoneID.AllowsAbsent()
+		}
+		return f.zoneID.Has(o.ZoneID)
+	}
+	return true
+}
+
+// IsOfferingKey reports whether the label is decided by the offering (zone, zone ID, capacity
+// type) rather than by the instance type.
+func IsOfferingKey(key string) bool {
+	return key == corev1.LabelTopologyZone || key == awsv1.LabelTopologyZoneID || key == karpv1.CapacityTypeLabelKey
 }
 
 // ID names the offering of the given instance type.

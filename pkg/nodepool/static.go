@@ -233,22 +233,21 @@ func initialized(claim *karpv1.NodeClaim) bool {
 	return claim.IsInitialized()
 }
 
-// zones are the zones, sorted, that reqs allow and in which some instance type of np whose
-// labels reqs allow has an available offering of a capacity type reqs allow.
+// zones are the zones, sorted, in which some instance type of np whose labels reqs allow has an
+// available offering reqs allow (its zone, zone ID and capacity type).
 func (c *StaticController) zones(ctx context.Context, np *karpv1.NodePool, reqs scheduling.Requirements) ([]string, error) {
 	instanceTypes, err := c.instanceTypes.GetInstanceTypes(ctx, np)
 	if err != nil {
 		return nil, fmt.Errorf("getting instance types: %w", err)
 	}
-	zoneReq, hasZoneReq := reqs.Get(corev1.LabelTopologyZone)
-	capacityReq, hasCapacityReq := reqs.Get(karpv1.CapacityTypeLabelKey)
+	offerings := cloudprovider.NewOfferingFilter(reqs)
 	var zones []string
 	for _, it := range instanceTypes {
 		if !labelsAllowed(reqs, it.Labels) {
 			continue
 		}
 		for _, o := range it.Offerings {
-			if !o.Available || (hasZoneReq && !zoneReq.Has(o.Zone)) || (hasCapacityReq && !capacityReq.Has(o.CapacityType)) {
+			if !o.Available || !offerings.Allows(o) {
 				continue
 			}
 			if !slices.Contains(zones, o.Zone) {

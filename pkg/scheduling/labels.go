@@ -49,6 +49,7 @@ var wellKnownLabels = map[string]bool{
 	awsv1.LabelPlacementGroupID:                     true,
 	awsv1.LabelPlacementGroupPartition:              true,
 	awsv1.LabelInstanceTenancy:                      true,
+	awsv1.LabelTopologyZoneID:                       true,
 	awsv1.LabelNodeClass:                            true,
 }
 

@@ -396,6 +396,7 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 		zoneSet[s.Zone] = true
 	}
 	opts.Zones = slices.Sorted(maps.Keys(zoneSet))
+	opts.ZoneIDs = cloudprovider.ZoneIDsOf(nc.Status.Subnets)
 
 	c := &p.types
 	c.mu.Lock()

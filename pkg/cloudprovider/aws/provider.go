@@ -603,7 +603,7 @@ func (p *Provider) claimOf(i instance) *karpv1.NodeClaim {
 	}
 	if e, ok := p.entry(string(i.InstanceType)); ok {
 		if it, err := cloudprovider.NewInstanceType(e, cloudprovider.InstanceTypeOptions{ReservedENIs: p.opts.ReservedENIs}); err == nil {
-			maps.Copy(claim.Labels, it.NodeLabels(cloudprovider.Offering{Zone: i.zone(), CapacityType: ct}))
+			maps.Copy(claim.Labels, it.NodeLabels(cloudprovider.Offering{Zone: i.zone(), ZoneID: i.zoneID(), CapacityType: ct}))
 			claim.Status.Capacity = it.Capacity.DeepCopy()
 			claim.Status.Allocatable = it.Allocatable().DeepCopy()
 		}

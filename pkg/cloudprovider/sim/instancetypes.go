@@ -26,6 +26,7 @@ type typeSet struct {
 func (c *Cloud) instanceTypes(nc *awsv1.EC2NodeClass) (*typeSet, error) {
 	opts := cloudprovider.OptionsFromNodeClass(nc)
 	opts.Zones = nodeClassZones(nc, c.zones)
+	opts.ZoneIDs = cloudprovider.ZoneIDsOf(nc.Status.Subnets)
 	opts.CapacityTypes = c.capacityTypes
 	opts.Prices = c.prices
 	k := opts.CacheKey()

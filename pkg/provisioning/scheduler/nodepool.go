@@ -116,8 +116,7 @@ func labelsCompatible(it *cloudprovider.InstanceType, reqs scheduling.Requiremen
 			}
 			continue
 		}
-		switch r.Key {
-		case corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey, karpv1.NodePoolLabelKey, corev1.LabelHostname:
+		if cloudprovider.IsOfferingKey(r.Key) || r.Key == karpv1.NodePoolLabelKey || r.Key == corev1.LabelHostname {
 			continue
 		}
 		if scheduling.IsWellKnownLabel(r.Key) && !r.AllowsAbsent() {

@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -355,19 +357,23 @@ func creatableValues(ps *poolState, reqs scheduling.Requirements, key string) []
 		return cached
 	}
 	seen := map[string]bool{}
-	zones, hasZones := reqs.Get(corev1.LabelTopologyZone)
-	capacityTypes, hasCapacityTypes := reqs.Get(karpv1.CapacityTypeLabelKey)
+	offerings := cloudprovider.NewOfferingFilter(reqs)
 	for _, c := range ps.candidatesFor(reqs) {
 		switch key {
-		case corev1.LabelTopologyZone, karpv1.CapacityTypeLabelKey:
+		case corev1.LabelTopologyZone, awsv1.LabelTopologyZoneID, karpv1.CapacityTypeLabelKey:
 			for _, o := range c.it.Offerings {
-				if !o.Available || (hasZones && !zones.Has(o.Zone)) || (hasCapacityTypes && !capacityTypes.Has(o.CapacityType)) {
+				if !o.Available || !offerings.Allows(o) {
 					continue
 				}
-				if key == corev1.LabelTopologyZone {
+				switch key {
+				case corev1.LabelTopologyZone:
 					seen[o.Zone] = true
-				} else {
+				case karpv1.CapacityTypeLabelKey:
 					seen[o.CapacityType] = true
+				default:
+					if o.ZoneID != "" {
+						seen[o.ZoneID] = true
+					}
 				}
 			}
 		default:

@@ -32,6 +32,9 @@ const (
 	// TenancyDedicated. Every instance type may launch either way; a NodePool or pod asking for
 	// dedicated only gets a dedicated instance.
 	LabelInstanceTenancy = Group + "/instance-tenancy"
+	// LabelTopologyZoneID is the ID of the node's availability zone (use1-az1), which names the
+	// same physical zone in every account, unlike the zone's name.
+	LabelTopologyZoneID = "topology.k8s.aws/zone-id"
 	// LabelNodeClass names the EC2NodeClass a node was launched from.
 	LabelNodeClass = Group + "/ec2nodeclass"
 )
