@@ -40,6 +40,12 @@ const (
 	EventReasonTerminating events.Reason = "DisruptionTerminating"
 	// EventReasonAbandoned: a disruption was given up (its replacement failed) and undone.
 	EventReasonAbandoned events.Reason = "DisruptionAbandoned"
+	// EventReasonConsolidationCandidate: consolidation found a replacement for the node.
+	EventReasonConsolidationCandidate events.Reason = "ConsolidationCandidate"
+	// EventReasonConsolidationRejected: a consolidation of the node failed its validation.
+	EventReasonConsolidationRejected events.Reason = "ConsolidationRejected"
+	// EventReasonConsolidationApproved: the Balanced policy approved a consolidation.
+	EventReasonConsolidationApproved events.Reason = "ConsolidationApproved"
 )
 
 // Candidate is a node disruption may act on: initialized, of a dynamic NodePool, not being

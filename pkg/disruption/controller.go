@@ -278,6 +278,12 @@ func (c *Controller) Step(ctx context.Context) error {
 	if c.pending != nil && (cmd == nil || c.pending.cmd.Key() != cmd.Key()) {
 		// The consolidation waiting for validation is not decided again: it failed validation.
 		metrics.DisruptionValidationFailed(consolidationType(c.pending.cmd.Method))
+		if karpentersConsolidation(c.pending.cmd.Method) {
+			reason := rejectionReason(c.pending.cmd, decision)
+			for _, cand := range c.pending.cmd.Candidates {
+				c.events.Publish(consolidationRejectedEvents(c.pending.cmd, cand, reason)...)
+			}
+		}
 		c.pending = nil
 	}
 	if cmd == nil {
@@ -288,6 +294,7 @@ func (c *Controller) Step(ctx context.Context) error {
 		if c.pending == nil { // a different pending command was dropped above
 			c.pending = &pendingCommand{cmd: cmd, decided: now}
 			logger.V(1).Info("consolidation pending validation", "method", cmd.Method, "nodes", cmd.NodeNames(), "savings", cmd.Savings)
+			c.publishConsolidationFound(in, cmd)
 			return nil
 		}
 		if now.Sub(c.pending.decided) < c.opts.ValidationDelay {
@@ -509,6 +516,57 @@ func (c *Controller) reportBlocked(in *Input, d *Decision) {
 	for _, b := range d.BlockedPools {
 		c.events.Publish(nodePoolBlockedEvent(pools[b.NodePool], b.Reason))
 	}
+}
+
+// karpentersConsolidation reports whether the method is one of Karpenter's consolidation
+// searches, whose commands it announces (ConsolidationCandidate, ConsolidationRejected).
+func karpentersConsolidation(method string) bool {
+	return method == MethodMultiNode || method == MethodSingleNode
+}
+
+// publishConsolidationFound announces a consolidation command decided for the first time, as
+// Karpenter's computeConsolidation and Balanced evaluator do: ConsolidationCandidate on each
+// node a replacing command would remove, ConsolidationApproved with its Balanced scores.
+func (c *Controller) publishConsolidationFound(in *Input, cmd *Command) {
+	if karpentersConsolidation(cmd.Method) && len(cmd.Replacements) > 0 {
+		for _, cand := range cmd.Candidates {
+			c.events.Publish(consolidationCandidateEvents(cmd, cand)...)
+		}
+	}
+	if len(cmd.Scores) > 0 {
+		pools := map[string]*karpv1.NodePool{}
+		for _, np := range in.NodePools {
+			pools[np.Name] = np
+		}
+		c.events.Publish(consolidationApprovedEvents(cmd, pools)...)
+	}
+}
+
+// rejectionReason is Karpenter's category of a consolidation that failed validation, read from
+// the decision that did not take it again: "budget" when a NodePool of its nodes allows no more
+// disruption for its reason, "churn" when one of its nodes is protected or not consolidatable
+// any more, "scheduling" otherwise (its pods no longer fit as planned).
+func rejectionReason(cmd *Command, d *Decision) string {
+	pools, nodes, claims := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, cand := range cmd.Candidates {
+		pools[cand.NodePool.Name], nodes[cand.Name()], claims[cand.NodeClaim.Name] = true, true, true
+	}
+	for _, b := range d.BlockedPools {
+		if pools[b.NodePool] && b.Reason == cmd.Reason {
+			return "budget"
+		}
+	}
+	for _, b := range d.Blocked {
+		if nodes[b.Node] {
+			return "churn"
+		}
+	}
+	for _, s := range d.Claims {
+		if claims[s.NodeClaim] && !s.Consolidatable {
+			return "churn"
+		}
+	}
+	return "scheduling"
 }
 
 // execute starts carrying out a command.

@@ -634,3 +634,43 @@ func TestPackingMeasuredAndServed(t *testing.T) {
 		t.Error("not measured again after the packing interval")
 	}
 }
+
+// TestConsolidationEvents: a replacing consolidation announces itself on the node and its claim
+// (ConsolidationCandidate, with the command and its savings) when first decided; one that fails
+// validation says why (ConsolidationRejected, Karpenter's category: here churn, the node having
+// become do-not-disrupt meanwhile), as Karpenter v1.15.0's consolidation.go and
+// singlenodeconsolidation.go record them (disruption/events ConsolidationCandidate,
+// ConsolidationRejected).
+func TestConsolidationEvents(t *testing.T) {
+	np := builders.NodePool(m5Pool)
+	f := newFixture(t, np)
+	claim := f.node(np, "big", "m5.4xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
+	f.step(10 * time.Second)
+	f.expectEvent("Normal ConsolidationCandidate", "Consolidation candidate: Underutilized: replace: nodepools=["+np.Name+"]: [big] -> [1 replacement] (savings: $")
+	stored := &karpv1.NodeClaim{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(claim), stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	if err := env.Client.Update(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	f.step(20 * time.Second)
+	if len(f.commands) != 0 {
+		t.Fatalf("%s carried out on a do-not-disrupt node", f.commands[0].Message())
+	}
+	f.expectEvent("Normal ConsolidationRejected", "Consolidation rejected: Underutilized: replace: nodepools=["+np.Name+"]: [big] -> [1 replacement] (savings: $")
+	f.expectEvent("Normal ConsolidationRejected", "reason: churn")
+}
+
+// TestBalancedApprovalEvent: a consolidation the Balanced policy approves says its score on the
+// node (ConsolidationApproved), as Karpenter v1.15.0's balanced evaluator records it.
+func TestBalancedApprovalEvent(t *testing.T) {
+	np := builders.NodePool(m5Pool, func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyBalanced
+	})
+	f := newFixture(t, np)
+	f.node(np, "big", "m5.4xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "1", Memory: "1Gi"}))
+	f.step(10 * time.Second)
+	f.expectEvent("Normal ConsolidationApproved", ">= threshold 0.50 (k: 2, savings ")
+}

@@ -147,6 +147,9 @@ type Command struct {
 	Placements []scheduler.Placement
 	// Savings is the change in $/hour: the candidates' prices less the replacements'.
 	Savings float64
+	// Scores are the Balanced policy's scores of the command, one per Balanced NodePool of
+	// its candidates (Move.Score and its shares).
+	Scores []Move
 }
 
 // Key identifies a command by method and nodes, to tell whether a later decision is the same.
@@ -287,9 +290,12 @@ type Move struct {
 	Policy karpv1.ConsolidationPolicy
 	// Approved is false when the Balanced policy rejected the move.
 	Approved bool
-	// Score is the move's Balanced score (share of cost saved over share of pods moved) for a
-	// Balanced NodePool; negative when the move was not scored or the NodePool is not Balanced.
+	// Score is the move's Balanced score (SavingsShare over DisruptionShare) for a Balanced
+	// NodePool; negative when the move was not scored or the NodePool is not Balanced.
 	Score float64
+	// SavingsShare and DisruptionShare are, for a Balanced NodePool, the share of its cost the
+	// move saves and the share of its reschedule cost it disrupts.
+	SavingsShare, DisruptionShare float64
 }
 
 // PoolBudget is how many of a NodePool's nodes may start disrupting for a reason, and how many
@@ -1114,7 +1120,7 @@ func (d *decider) balancedAllows(cmd *Command) bool {
 		poolMoved[c.NodePool.Name] += c.RescheduleCost
 	}
 	allowed := true
-	scores := map[string]float64{}
+	scores := map[string]Move{}
 	for name, np := range pools {
 		if np.Spec.Disruption.ConsolidationPolicy != karpv1.ConsolidationPolicyBalanced {
 			continue
@@ -1123,17 +1129,20 @@ func (d *decider) balancedAllows(cmd *Command) bool {
 		if len(pools) > 1 && sourceCost > 0 {
 			savings *= poolSource[name] / sourceCost
 		}
-		score := 0.0
+		m := Move{NodePool: name, Policy: np.Spec.Disruption.ConsolidationPolicy}
 		if cost, rc := d.poolCost[name], d.poolRescheduleCost[name]; cost > 0 && rc > 0 {
-			score = (savings / cost) / (poolMoved[name] / rc)
+			m.SavingsShare, m.DisruptionShare = savings/cost, poolMoved[name]/rc
+			m.Score = m.SavingsShare / m.DisruptionShare
 		}
-		scores[name] = score
-		allowed = allowed && score >= BalancedThreshold
+		scores[name] = m
+		allowed = allowed && m.Score >= BalancedThreshold
 	}
+	cmd.Scores = nil
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		m := Move{NodePool: name, Policy: pools[name].Spec.Disruption.ConsolidationPolicy, Approved: allowed, Score: -1}
-		if score, ok := scores[name]; ok {
-			m.Score = score
+		if scored, ok := scores[name]; ok {
+			m.Score, m.SavingsShare, m.DisruptionShare = scored.Score, scored.SavingsShare, scored.DisruptionShare
+			cmd.Scores = append(cmd.Scores, m)
 		}
 		d.moves = append(d.moves, m)
 	}

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -138,4 +139,77 @@ func uidOf[T interface {
 		}
 	}
 	return ""
+}
+
+// commandString says what a consolidation command does from one candidate's side, in
+// Karpenter's words (its Command.StringForNode, without the command's ID, which ours has not):
+// the whole command for a command of one node, that node's part of it otherwise.
+func commandString(cmd *Command, cand *Candidate) string {
+	decision := decisionOf(cmd)
+	if len(cmd.Candidates) > 1 {
+		return fmt.Sprintf("%s: [%s] (part of %d-node consolidation)", decision, cand.Name(), len(cmd.Candidates))
+	}
+	var pools []string
+	for _, c := range cmd.Candidates {
+		if !slices.Contains(pools, c.NodePool.Name) {
+			pools = append(pools, c.NodePool.Name)
+		}
+	}
+	sources := strings.Join(cmd.NodeNames(), ", ")
+	if n := len(cmd.Replacements); n > 0 {
+		plural := "replacements"
+		if n == 1 {
+			plural = "replacement"
+		}
+		return fmt.Sprintf("%s: %s: nodepools=[%s]: [%s] -> [%d %s] (savings: $%.2f)", cmd.Reason, decision, strings.Join(pools, ","), sources, n, plural, cmd.Savings)
+	}
+	return fmt.Sprintf("%s: %s: nodepools=[%s]: [%s] (savings: $%.2f)", cmd.Reason, decision, strings.Join(pools, ","), sources, cmd.Savings)
+}
+
+// consolidationCandidateEvents: consolidation found a replacement for the candidate's node
+// (Karpenter records these for replacing commands only).
+func consolidationCandidateEvents(cmd *Command, cand *Candidate) []events.Event {
+	command := commandString(cmd, cand)
+	message := fmt.Sprintf("Consolidation candidate: %s (savings: $%.2f)", command, cmd.Savings)
+	return []events.Event{
+		{InvolvedObject: cand.Node, Type: corev1.EventTypeNormal, Reason: EventReasonConsolidationCandidate, Message: message, DedupeValues: []string{uidOf(cand.Node), command}},
+		{InvolvedObject: cand.NodeClaim, Type: corev1.EventTypeNormal, Reason: EventReasonConsolidationCandidate, Message: message, DedupeValues: []string{uidOf(cand.NodeClaim), command}},
+	}
+}
+
+// consolidationRejectedEvents: the consolidation of the candidate's node failed validation for
+// reason: budget, scheduling or churn, Karpenter's categories.
+func consolidationRejectedEvents(cmd *Command, cand *Candidate, reason string) []events.Event {
+	command := commandString(cmd, cand)
+	message := fmt.Sprintf("Consolidation rejected: %s, reason: %s (savings: $%.2f)", command, reason, cmd.Savings)
+	return []events.Event{
+		{InvolvedObject: cand.Node, Type: corev1.EventTypeNormal, Reason: EventReasonConsolidationRejected, Message: message, DedupeValues: []string{uidOf(cand.Node), command, reason}},
+		{InvolvedObject: cand.NodeClaim, Type: corev1.EventTypeNormal, Reason: EventReasonConsolidationRejected, Message: message, DedupeValues: []string{uidOf(cand.NodeClaim), command, reason}},
+	}
+}
+
+// consolidationScoreMessage is the Balanced policy's score of a move, in Karpenter's words.
+func consolidationScoreMessage(m Move) string {
+	return fmt.Sprintf("score %.2f >= threshold %.2f (k: %d, savings %.1f%%, disruption %.1f%%)",
+		m.Score, BalancedThreshold, balancedK, 100*m.SavingsShare, 100*m.DisruptionShare)
+}
+
+// consolidationApprovedEvents: the Balanced policy approved the command; on the node (and its
+// claim) of a single-node command, on each Balanced NodePool of a multi-node one, as Karpenter.
+func consolidationApprovedEvents(cmd *Command, pools map[string]*karpv1.NodePool) []events.Event {
+	var out []events.Event
+	for _, m := range cmd.Scores {
+		message := consolidationScoreMessage(m)
+		if len(cmd.Candidates) == 1 {
+			c := cmd.Candidates[0]
+			out = append(out,
+				events.Event{InvolvedObject: c.Node, Type: corev1.EventTypeNormal, Reason: EventReasonConsolidationApproved, Message: message, DedupeValues: []string{uidOf(c.Node)}},
+				events.Event{InvolvedObject: c.NodeClaim, Type: corev1.EventTypeNormal, Reason: EventReasonConsolidationApproved, Message: message, DedupeValues: []string{uidOf(c.NodeClaim)}})
+			continue
+		}
+		if np := pools[m.NodePool]; np != nil {
+			out = append(out, events.Event{InvolvedObject: np, Type: corev1.EventTypeNormal, Reason: EventReasonConsolidationApproved, Message: message, DedupeValues: []string{uidOf(np)}})
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/eventlog"
 )
@@ -23,6 +24,13 @@ func TestEventTable(t *testing.T) {
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abcde", UID: "c"}}
 	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", UID: "np"}}
 	until := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	cand := &Candidate{StateNode: &state.StateNode{Node: node, NodeClaim: claim}, NodePool: np}
+	other := &Candidate{StateNode: &state.StateNode{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-2"}}}, NodePool: np}
+	score := Move{NodePool: "default", Policy: karpv1.ConsolidationPolicyBalanced, Approved: true, Score: 1.25, SavingsShare: 0.25, DisruptionShare: 0.2}
+	single := &Command{Method: MethodSingleNode, Reason: karpv1.DisruptionReasonUnderutilized, Candidates: []*Candidate{cand},
+		Replacements: []*Replacement{{}}, Savings: 0.25, Scores: []Move{score}}
+	multi := &Command{Method: MethodMultiNode, Reason: karpv1.DisruptionReasonUnderutilized, Candidates: []*Candidate{cand, other},
+		Replacements: []*Replacement{{}}, Savings: 0.40, Scores: []Move{score}}
 	eventlog.CheckTable(t, []eventlog.Case{
 		{Name: "launching", Events: []events.Event{launchingEvent(claim, karpv1.DisruptionReasonUnderutilized)}, Want: [][5]string{
 			{"NodeClaim", "default-abcde", "Normal", "DisruptionLaunching", "Launching NodeClaim: Underutilized"}}},
@@ -52,6 +60,18 @@ func TestEventTable(t *testing.T) {
 			Dedupe: [][]string{{"p"}}},
 		{Name: "abandoned", Events: []events.Event{abandonedEvent(node, "consolidating: deleting 1 node")}, Want: [][5]string{
 			{"Node", "ip-10-0-0-1", "Warning", "DisruptionAbandoned", "abandoned: consolidating: deleting 1 node"}}},
+		{Name: "consolidation candidate", Events: consolidationCandidateEvents(single, cand), Want: [][5]string{
+			{"Node", "ip-10-0-0-1", "Normal", "ConsolidationCandidate", "Consolidation candidate: Underutilized: replace: nodepools=[default]: [ip-10-0-0-1] -> [1 replacement] (savings: $0.25) (savings: $0.25)"},
+			{"NodeClaim", "default-abcde", "Normal", "ConsolidationCandidate", "Consolidation candidate: Underutilized: replace: nodepools=[default]: [ip-10-0-0-1] -> [1 replacement] (savings: $0.25) (savings: $0.25)"}},
+			Dedupe: [][]string{{"n", "Underutilized: replace: nodepools=[default]: [ip-10-0-0-1] -> [1 replacement] (savings: $0.25)"}, {"c", "Underutilized: replace: nodepools=[default]: [ip-10-0-0-1] -> [1 replacement] (savings: $0.25)"}}},
+		{Name: "consolidation rejected, part of a multi-node command", Events: consolidationRejectedEvents(multi, cand, "scheduling"), Want: [][5]string{
+			{"Node", "ip-10-0-0-1", "Normal", "ConsolidationRejected", "Consolidation rejected: replace: [ip-10-0-0-1] (part of 2-node consolidation), reason: scheduling (savings: $0.40)"},
+			{"NodeClaim", "default-abcde", "Normal", "ConsolidationRejected", "Consolidation rejected: replace: [ip-10-0-0-1] (part of 2-node consolidation), reason: scheduling (savings: $0.40)"}}},
+		{Name: "consolidation approved", Events: consolidationApprovedEvents(single, nil), Want: [][5]string{
+			{"Node", "ip-10-0-0-1", "Normal", "ConsolidationApproved", "score 1.25 >= threshold 0.50 (k: 2, savings 25.0%, disruption 20.0%)"},
+			{"NodeClaim", "default-abcde", "Normal", "ConsolidationApproved", "score 1.25 >= threshold 0.50 (k: 2, savings 25.0%, disruption 20.0%)"}}},
+		{Name: "consolidation approved, multi-node", Events: consolidationApprovedEvents(multi, map[string]*karpv1.NodePool{"default": np}), Want: [][5]string{
+			{"NodePool", "default", "Normal", "ConsolidationApproved", "score 1.25 >= threshold 0.50 (k: 2, savings 25.0%, disruption 20.0%)"}}},
 	})
 }
 

@@ -21,8 +21,10 @@ const (
 	// DefaultMaxMultiNodeCandidates bounds the candidates multi-node consolidation considers.
 	DefaultMaxMultiNodeCandidates = 100
 	// BalancedThreshold is the least ratio of cost share saved to reschedule cost share
-	// disrupted at which the Balanced policy consolidates underutilized nodes (1/BalancedK).
-	BalancedThreshold = 0.5
+	// disrupted at which the Balanced policy consolidates underutilized nodes (1/balancedK).
+	BalancedThreshold = 1.0 / balancedK
+	// balancedK is Karpenter's BalancedK.
+	balancedK = 2
 )
 
 // Options tune disruption. The zero value is Karpenter's behaviour.
