@@ -377,7 +377,8 @@ func TestConvertRefusesWhatTheAPIServerWould(t *testing.T) {
 		}},
 		{"error-refused-output", []string{
 			`input.yaml:14: Provisioner "default": spec.requirements[1].operator: Unsupported value: "Maybe"`,
-			`input.yaml:20: Provisioner "default": spec.kubeletConfiguration.maxPods: Invalid value: -1: should be greater than or equal to 0`,
+			// v1.15.2's kubelet is free-form: the EC2NodeClass controller refuses what the CRD did.
+			`input.yaml:20: Provisioner "default": spec.kubeletConfiguration.maxPods: -1 can't be negative (InvalidKubeletConfiguration, by the EC2NodeClass controller)`,
 		}},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
