@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,7 +52,9 @@ type Controller struct {
 
 	mu        sync.Mutex
 	pending   *pendingCommand // consolidation waiting for validation
-	inflight  *inflightCommand
+	// inflight are the commands being carried out, oldest first: as Karpenter's orchestration
+	// queue, many at once, each NodePool's budgets bounding its own.
+	inflight  []*inflightCommand
 	podSets   map[string]string // node name → its pods' UIDs, to spot pod events
 	observers []func(*Command)
 	// nextChange is the last decision's NextChange.
@@ -144,7 +147,7 @@ func (c *Controller) Start(ctx context.Context) error {
 func (c *Controller) PassInterval() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.inflight != nil {
+	if len(c.inflight) > 0 {
 		return c.opts.FollowInterval
 	}
 	return c.opts.PollInterval
@@ -191,26 +194,38 @@ func (c *Controller) NextWakeup() time.Time {
 func (c *Controller) InFlight() *Command {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.inflight == nil {
+	if len(c.inflight) == 0 {
 		return nil
 	}
-	return c.inflight.cmd
+	return c.inflight[0].cmd
 }
 
-// Step runs one pass: follow the command in flight, or decide and start the next one.
+// Step runs one pass: follow every command in flight, then decide and start the next one.
 func (c *Controller) Step(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	logger := log.FromContext(ctx).WithName("disruption")
 	ctx = log.IntoContext(ctx, logger)
 	now := c.clock.Now()
-	if c.inflight != nil {
-		done, err := c.follow(ctx, now)
-		if err != nil || !done {
-			return err
+	var followErrs []error
+	for _, f := range slices.Clone(c.inflight) {
+		done, err := c.follow(ctx, f, now)
+		if err != nil {
+			followErrs = append(followErrs, err)
 		}
-		c.packedAt = time.Time{} // the fleet changed: measure it afresh, and re-pack may try again
+		if done {
+			c.packedAt = time.Time{} // the fleet changed: measure it afresh, and re-pack may try again
+		}
 	}
+	if err := c.decide(ctx, logger, now); err != nil {
+		followErrs = append(followErrs, err)
+	}
+	return errors.Join(followErrs...)
+}
+
+// decide takes a decision on the cluster as it is, commands in flight included (their nodes
+// are marked and count against their NodePools' budgets), and starts its command.
+func (c *Controller) decide(ctx context.Context, logger logr.Logger, now time.Time) error {
 	in, err := c.input(ctx, now)
 	if err != nil {
 		return err
@@ -593,7 +608,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		"replacements", len(cmd.Replacements), "savings", fmt.Sprintf("%.4f", cmd.Savings), "message", cmd.Message())
 	for _, cand := range cmd.Candidates {
 		if err := c.taint(ctx, cand.Node.Name, true); err != nil {
-			c.abandon(ctx, cmd, nil)
+			c.abandon(ctx, nil, cmd, nil)
 			return err
 		}
 	}
@@ -601,26 +616,26 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 	for _, r := range cmd.Replacements {
 		claim, err := c.launcher.Launch(ctx, r.NodePool, r.Claim, metrics.DisruptionReason(cmd.Reason))
 		if err != nil {
-			c.abandon(ctx, cmd, created)
+			c.abandon(ctx, nil, cmd, created)
 			return fmt.Errorf("replacing for %s: %w", cmd.Method, err)
 		}
 		created = append(created, claim.Name)
 		c.events.Publish(launchingEvent(claim, cmd.Reason))
 	}
-	c.inflight = &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}}
+	f := &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}}
+	c.inflight = append(c.inflight, f)
 	if len(created) == 0 {
-		_, err := c.follow(ctx, now)
+		_, err := c.follow(ctx, f, now)
 		return err
 	}
 	return nil
 }
 
-// follow moves the command in flight on: delete the candidates once every replacement is
+// follow moves a command in flight on: delete the candidates once every replacement is
 // initialized, or abandon it. It reports whether the command is over.
-func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
-	f := c.inflight
+func (c *Controller) follow(ctx context.Context, f *inflightCommand, now time.Time) (bool, error) {
 	if !f.deleted.IsZero() {
-		return c.candidatesGone(ctx, now)
+		return c.candidatesGone(ctx, f, now)
 	}
 	ready := true
 	for _, name := range f.replacements {
@@ -628,7 +643,7 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 		err := c.kube.Get(ctx, client.ObjectKey{Name: name}, &claim)
 		switch {
 		case apierrors.IsNotFound(err) || err == nil && claim.DeletionTimestamp != nil:
-			c.abandon(ctx, f.cmd, f.replacements)
+			c.abandon(ctx, f, f.cmd, f.replacements)
 			return true, fmt.Errorf("replacement nodeclaim %s is gone; abandoned disrupting %v", name, f.cmd.NodeNames())
 		case err != nil:
 			return false, fmt.Errorf("getting replacement nodeclaim %s: %w", name, err)
@@ -639,7 +654,7 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 	}
 	if !ready {
 		if now.Sub(f.started) >= c.opts.ReplacementTimeout {
-			c.abandon(ctx, f.cmd, f.replacements)
+			c.abandon(ctx, f, f.cmd, f.replacements)
 			return true, fmt.Errorf("replacements %v did not initialize within %s; abandoned disrupting %v", f.replacements, c.opts.ReplacementTimeout, f.cmd.NodeNames())
 		}
 		return false, nil
@@ -672,14 +687,13 @@ func (c *Controller) follow(ctx context.Context, now time.Time) (bool, error) {
 		return false, errors.Join(errs...) // retried on the next pass
 	}
 	f.deleted = now
-	return c.candidatesGone(ctx, now)
+	return c.candidatesGone(ctx, f, now)
 }
 
-// candidatesGone ends the command in flight once its candidates' NodeClaims are gone, or a
+// candidatesGone ends a command in flight once its candidates' NodeClaims are gone, or a
 // PollInterval after they were deleted (a drain a PodDisruptionBudget holds up waits for the
 // budget, not for the next decision), and reports whether it ended.
-func (c *Controller) candidatesGone(ctx context.Context, now time.Time) (bool, error) {
-	f := c.inflight
+func (c *Controller) candidatesGone(ctx context.Context, f *inflightCommand, now time.Time) (bool, error) {
 	if now.Sub(f.deleted) < c.opts.PollInterval {
 		for _, cand := range f.cmd.Candidates {
 			var claim karpv1.NodeClaim
@@ -692,12 +706,18 @@ func (c *Controller) candidatesGone(ctx context.Context, now time.Time) (bool, e
 			}
 		}
 	}
-	c.inflight = nil
+	c.forget(f)
 	return true, nil
 }
 
+// forget drops a command from those in flight.
+func (c *Controller) forget(f *inflightCommand) {
+	c.inflight = slices.DeleteFunc(c.inflight, func(g *inflightCommand) bool { return g == f })
+}
+
 // abandon undoes a command: unmark and untaint its nodes, delete replacements not initialized.
-func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []string) {
+// f is the command in flight, nil for one that failed before it was.
+func (c *Controller) abandon(ctx context.Context, f *inflightCommand, cmd *Command, replacements []string) {
 	logger := log.FromContext(ctx)
 	for _, cand := range cmd.Candidates {
 		c.cluster.UnmarkForDeletion(cand.Name(), cand.NodeClaim.Name)
@@ -721,7 +741,9 @@ func (c *Controller) abandon(ctx context.Context, cmd *Command, replacements []s
 		}
 	}
 	metrics.DisruptionQueueFailed(consolidationType(cmd.Method), decisionOf(cmd), metrics.DisruptionReason(cmd.Reason), failed)
-	c.inflight = nil
+	if f != nil {
+		c.forget(f)
+	}
 }
 
 // taint adds (or removes) the karpenter.sh/disrupted:NoSchedule taint, so the kube-scheduler

@@ -5,10 +5,13 @@
 //
 // # The flow of one pass (Controller.Step)
 //
-//  1. If a command is in flight (its replacements are launching), follow it: once every
+//  1. Follow every command in flight (its replacements are launching): once every
 //     replacement is Initialized, delete the candidates' NodeClaims (the termination controller
 //     drains them); when a replacement fails or ReplacementTimeout passes, abandon the command
-//     and unmark its nodes. Nothing new is decided while a command is in flight.
+//     and unmark its nodes. As Karpenter's orchestration queue, many commands are in flight at
+//     once: each pass decides anew, the nodes of commands in flight marked (not candidates)
+//     and counted against their NodePools' budgets, so one NodePool's drift does not wait for
+//     another's replacement.
 //  2. Take a snapshot of the cluster (state.Cluster), the PodDisruptionBudgets, each NodePool's
 //     instance types and the cloud provider's drift verdict per NodeClaim, and call Decide.
 //  3. Decide (pure, deterministic) evaluates every initialized NodeClaim of a dynamic NodePool
