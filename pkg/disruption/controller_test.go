@@ -674,3 +674,53 @@ func TestBalancedApprovalEvent(t *testing.T) {
 	f.step(10 * time.Second)
 	f.expectEvent("Normal ConsolidationApproved", ">= threshold 0.50 (k: 2, savings ")
 }
+
+// TestCommandsRunConcurrently: a second NodePool's drift starts while the first's replacement is
+// still launching, as Karpenter's orchestration queue holds many commands at once, each
+// NodePool's budget bounding its own (disruption/queue.go); within one NodePool the budget of
+// one node still holds the second back. Before, one command at a time.
+func TestCommandsRunConcurrently(t *testing.T) {
+	pool := func(name string) *karpv1.NodePool {
+		return builders.NodePool(m5Pool, func(np *karpv1.NodePool) {
+			np.Name = name
+			np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
+		})
+	}
+	a, b := pool("pool-a"), pool("pool-b")
+	f := newFixture(t, a)
+	f.create(b)
+	b.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
+	if err := env.Client.Status().Update(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []struct {
+		np   *karpv1.NodePool
+		name string
+	}{{a, "a1"}, {a, "a2"}, {b, "b1"}} {
+		f.node(n.np, n.name, "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
+	}
+	// A template label every node lacks: they all drift.
+	for _, np := range []*karpv1.NodePool{a, b} {
+		var cur karpv1.NodePool
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: np.Name}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Template.Labels = map[string]string{"team": "b"}
+		if err := env.Client.Update(context.Background(), &cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.step(10 * time.Second)
+	f.step(10 * time.Second)
+	f.step(10 * time.Second)
+	pools := map[string]int{}
+	for _, c := range f.commands {
+		if c.Method != disruption.MethodDrift {
+			t.Errorf("command %s, want drift", c.Message())
+		}
+		pools[c.Candidates[0].NodePool.Name]++
+	}
+	if pools["pool-a"] != 1 || pools["pool-b"] != 1 {
+		t.Errorf("drift commands per NodePool %v while the first replacements launch, want one each (budget of one node each)", pools)
+	}
+}
