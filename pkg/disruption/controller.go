@@ -50,8 +50,8 @@ type Controller struct {
 	events      *events.Recorder
 	opts        Options
 
-	mu        sync.Mutex
-	pending   *pendingCommand // consolidation waiting for validation
+	mu      sync.Mutex
+	pending *pendingCommand // consolidation waiting for validation
 	// inflight are the commands being carried out, oldest first: as Karpenter's orchestration
 	// queue, many at once, each NodePool's budgets bounding its own.
 	inflight  []*inflightCommand
