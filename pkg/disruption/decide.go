@@ -571,38 +571,16 @@ func newDecider(in Input) *decider {
 			}
 			continue
 		}
-		if sn.Node == nil || !sn.Initialized() {
-			continue // budgets count initialized nodes only, as Karpenter does
-		}
-		d.total[np.Name]++
-		if sn.MarkedForDeletion || !state.NodeReady(sn.Node) {
-			d.disrupting[np.Name]++
-		}
-		if sn.MarkedForDeletion {
+		c := d.candidate(sn, np, pdbs)
+		if c == nil {
 			continue
-		}
-		c := &Candidate{StateNode: sn, NodePool: np}
-		for _, pod := range sn.Pods {
-			if state.IsReschedulable(pod) {
-				c.Pods = append(c.Pods, pod)
-			}
 		}
 		c.InstanceType = nodeLabel(sn, corev1.LabelInstanceTypeStable)
 		c.CapacityType = nodeLabel(sn, karpv1.CapacityTypeLabelKey)
 		c.Zone = nodeLabel(sn, corev1.LabelTopologyZone)
 		c.Price = nodePrice(c.InstanceType, c.CapacityType, c.Zone, append([][]*cloudprovider.InstanceType{in.InstanceTypes[np.Name]}, allTypes...)...)
-		c.RescheduleCost = rescheduleCost(c.Pods)
 		d.poolCost[np.Name] += c.Price
 		d.poolRescheduleCost[np.Name] += c.RescheduleCost
-
-		var status ClaimStatus
-		status.NodeClaim = sn.NodeClaim.Name
-		status.Consolidatable, status.ConsolidatableReason, status.ConsolidatableMessage = consolidatable(sn.NodeClaim, np, in.Now)
-		status.Drifted = drifted(sn.NodeClaim, sn.Node.Labels, np, in.CloudDrift[sn.NodeClaim.Name])
-		d.statuses = append(d.statuses, status)
-		c.Consolidatable, c.Drifted = status.Consolidatable, status.Drifted
-
-		c.NodeProtection, c.PodProtection = nodeProtection(sn, in.Now), podProtection(c.Pods, pdbs, in.Now)
 		if sn.Nominated(in.Now) {
 			d.wake(sn.NominatedUntil)
 		}
@@ -765,21 +743,19 @@ func (d *decider) drift() *Command {
 	return d.replaceEach(MethodDrift, karpv1.DisruptionReasonDrifted, cands)
 }
 
-// addStatic notes a node of a static NodePool: counted against the NodePool's budgets and
-// active claims, and, initialized, a candidate of static drift alone, with its Drifted status.
-func (d *decider) addStatic(sn *state.StateNode, np *karpv1.NodePool, pdbs *state.PDBIndex) {
-	if !sn.MarkedForDeletion {
-		d.staticActive[np.Name]++
-	}
+// candidate counts an initialized node of np against its budgets and, unless it is marked for
+// deletion, returns it as a candidate with its pods to move, reschedule cost, protections and
+// its claim's Consolidatable and Drifted status (noted for the conditions); nil otherwise.
+func (d *decider) candidate(sn *state.StateNode, np *karpv1.NodePool, pdbs *state.PDBIndex) *Candidate {
 	if sn.Node == nil || !sn.Initialized() {
-		return
+		return nil // budgets count initialized nodes only, as Karpenter does
 	}
 	d.total[np.Name]++
 	if sn.MarkedForDeletion || !state.NodeReady(sn.Node) {
 		d.disrupting[np.Name]++
 	}
 	if sn.MarkedForDeletion {
-		return
+		return nil
 	}
 	c := &Candidate{StateNode: sn, NodePool: np}
 	for _, pod := range sn.Pods {
@@ -787,13 +763,26 @@ func (d *decider) addStatic(sn *state.StateNode, np *karpv1.NodePool, pdbs *stat
 			c.Pods = append(c.Pods, pod)
 		}
 	}
+	c.RescheduleCost = rescheduleCost(c.Pods)
 	status := ClaimStatus{NodeClaim: sn.NodeClaim.Name}
 	status.Consolidatable, status.ConsolidatableReason, status.ConsolidatableMessage = consolidatable(sn.NodeClaim, np, d.in.Now)
 	status.Drifted = drifted(sn.NodeClaim, sn.Node.Labels, np, d.in.CloudDrift[sn.NodeClaim.Name])
 	d.statuses = append(d.statuses, status)
-	c.Drifted = status.Drifted
+	c.Consolidatable, c.Drifted = status.Consolidatable, status.Drifted
 	c.NodeProtection, c.PodProtection = nodeProtection(sn, d.in.Now), podProtection(c.Pods, pdbs, d.in.Now)
-	c.RescheduleCost = rescheduleCost(c.Pods)
+	return c
+}
+
+// addStatic notes a node of a static NodePool: counted against the NodePool's budgets and
+// active claims, and, initialized, a candidate of static drift alone, with its Drifted status.
+func (d *decider) addStatic(sn *state.StateNode, np *karpv1.NodePool, pdbs *state.PDBIndex) {
+	if !sn.MarkedForDeletion {
+		d.staticActive[np.Name]++
+	}
+	c := d.candidate(sn, np, pdbs)
+	if c == nil {
+		return
+	}
 	if c.Drifted != "" && !c.mayDrift() {
 		d.blocked = append(d.blocked, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: c.protected()})
 	}

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"context"
 	"sort"
 	"testing"
 	"time"
@@ -73,18 +72,7 @@ timeline:
 // run again there. Before, expiry was a disruption command: one node at a time, each waiting
 // for its replacement to initialize.
 func TestExpiryIsForceful(t *testing.T) {
-	w, err := ParseWorkload("expiry.yaml", []byte(expiryWorkload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := newEngine(context.Background(), w, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := e.run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, e := runEngine(t, "expiry.yaml", expiryWorkload)
 	expired := map[string]time.Duration{}
 	for _, ev := range rep.Events {
 		if ev.Kind != LogDisruption {

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -37,18 +36,7 @@ manifests: |
 // cluster: the node is drained and its instance terminated by Karpenter, and the replacement
 // is launched, before the two minutes run out; the cloud never has to reclaim it.
 func TestSpotInterruptionActsAtTheWarning(t *testing.T) {
-	w, err := ParseWorkload("interruption.yaml", []byte(spotInterruption))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := newEngine(context.Background(), w, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := e.run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, e := runEngine(t, "interruption.yaml", spotInterruption)
 	warning := Start.Add(10 * time.Minute)
 	reclaim := warning.Add(sim.DefaultInterruptionNotice)
 	var interrupted *sim.Instance

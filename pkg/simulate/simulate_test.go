@@ -62,6 +62,25 @@ func run(t *testing.T, text string) *Report {
 	return rep
 }
 
+// runEngine runs a workload given as text and returns its report and the engine, for tests that
+// look at the cluster or the cloud afterwards.
+func runEngine(t *testing.T, name, text string) (*Report, *engine) {
+	t.Helper()
+	w, err := ParseWorkload(name, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEngine(context.Background(), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, e
+}
+
 func TestSmallScenario(t *testing.T) {
 	rep := run(t, small)
 	// 40 pods are asked for; consolidation may move some, which their deployment recreates.

@@ -50,18 +50,7 @@ manifests: |
 // carries its zone's true ID. Before, the requirement was a plain label: nodes launched in every
 // zone and all claimed use1-az2, and a pod selecting a zone ID never scheduled.
 func TestZoneID(t *testing.T) {
-	w, err := ParseWorkload("zoneid.yaml", []byte(zoneIDWorkload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := newEngine(context.Background(), w, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := e.run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, e := runEngine(t, "zoneid.yaml", zoneIDWorkload)
 	if rep.Pods.NeverScheduled != 0 {
 		t.Errorf("pods %+v: every pod should run", rep.Pods)
 	}

@@ -9,23 +9,20 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/openkarpenter/karpenter/test/conformance/internal/upstream"
 )
 
 // upstreamReasons reads the string constants of Karpenter core's pkg/events/reason.go from the
 // module cache.
 func upstreamReasons(t *testing.T) []string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/karpenter").Output()
-	if err != nil {
-		t.Fatalf("locating sigs.k8s.io/karpenter: %v", err)
-	}
-	path := filepath.Join(strings.TrimSpace(string(out)), "pkg", "events", "reason.go")
+	path := upstream.CoreFile(t, "pkg/events/reason.go")
 	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Fatal(err)

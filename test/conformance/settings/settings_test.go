@@ -21,6 +21,7 @@ import (
 	coreoptions "sigs.k8s.io/karpenter/pkg/operator/options"
 
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
+	"github.com/openkarpenter/karpenter/test/conformance/internal/upstream"
 )
 
 // awsOptionsFile is the AWS provider's options source at the reference release, v1.15.2: its
@@ -106,16 +107,6 @@ func addFlagsOptions(t *testing.T, path string) []option {
 	return opts
 }
 
-// coreOptionsFile is Karpenter core's options source in the module cache.
-func coreOptionsFile(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/karpenter").Output()
-	if err != nil {
-		t.Fatalf("locating sigs.k8s.io/karpenter: %v", err)
-	}
-	return filepath.Join(strings.TrimSpace(string(out)), "pkg", "operator", "options", "options.go")
-}
-
 // ourHelp builds our binary and returns it and its controller's flags: each flag's name and the
 // environment variables its help names.
 func ourHelp(t *testing.T) (string, map[string][]string) {
@@ -151,7 +142,7 @@ func ourHelp(t *testing.T) (string, map[string][]string) {
 // AWS provider v1.15.2's options is one of our controller's, by the same names; the settings
 // whose feature is not built stop it at start naming the setting.
 func TestEverySettingKnown(t *testing.T) {
-	core := addFlagsOptions(t, coreOptionsFile(t))
+	core := addFlagsOptions(t, upstream.CoreFile(t, "pkg/operator/options/options.go"))
 	// The parse is checked against the flags core itself registers.
 	fs := coreoptions.FlagSet{FlagSet: flag.NewFlagSet("karpenter", flag.ContinueOnError)}
 	(&coreoptions.Options{}).AddFlags(&fs)
