@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +16,7 @@ func runExample(t *testing.T, nodeRepair bool) (*Report, *engine) {
 		t.Fatal(err)
 	}
 	w.FeatureGates = map[string]bool{"NodeRepair": nodeRepair}
-	e, err := newEngine(context.Background(), w, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := e.run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep, e
+	return runWorkload(t, w)
 }
 
 // TestNodeRepairExample: each node that falls ill is replaced once its condition has held for

@@ -70,6 +70,12 @@ func runEngine(t *testing.T, name, text string) (*Report, *engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runWorkload(t, w)
+}
+
+// runWorkload runs a workload and returns its report and the engine.
+func runWorkload(t *testing.T, w *Workload) (*Report, *engine) {
+	t.Helper()
 	e, err := newEngine(context.Background(), w, Options{})
 	if err != nil {
 		t.Fatal(err)
