@@ -587,11 +587,6 @@ func rejectionReason(cmd *Command, d *Decision) string {
 // execute starts carrying out a command.
 func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) error {
 	logger := log.FromContext(ctx)
-	names := make([]string, 0, 2*len(cmd.Candidates))
-	for _, cand := range cmd.Candidates {
-		names = append(names, cand.Name(), cand.NodeClaim.Name)
-	}
-	c.cluster.MarkForDeletion(names...)
 	// As Karpenter records the command's results: the nodes that take the candidates' pods are
 	// nominated, so that no other command disrupts them meanwhile.
 	destinations := make([]string, 0, len(cmd.Placements))
@@ -612,6 +607,16 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 			return err
 		}
 	}
+	names := make([]string, 0, 2*len(cmd.Candidates))
+	for _, cand := range cmd.Candidates {
+		names = append(names, cand.Name(), cand.NodeClaim.Name)
+	}
+	if cmd.Method == MethodStaticDrift {
+		// Marked before the replacement exists, as Karpenter marks a static node pending
+		// disruption first: the static NodePool controller must never take the replacement
+		// for an extra claim.
+		c.cluster.MarkForDeletion(names...)
+	}
 	var created []string
 	for _, r := range cmd.Replacements {
 		claim, err := c.launcher.Launch(ctx, r.NodePool, r.Claim, metrics.DisruptionReason(cmd.Reason))
@@ -622,6 +627,10 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		created = append(created, claim.Name)
 		c.events.Publish(launchingEvent(claim, cmd.Reason))
 	}
+	// Marked once the replacements exist, as Karpenter's queue marks them (StartCommand): the
+	// provisioner places the pods of marked nodes, and finds the replacements' room for them
+	// rather than launching more. The taint keeps new pods off the nodes meanwhile.
+	c.cluster.MarkForDeletion(names...)
 	f := &inflightCommand{cmd: cmd, replacements: created, started: now, disrupted: map[string]bool{}}
 	c.inflight = append(c.inflight, f)
 	if len(created) == 0 {

@@ -59,9 +59,12 @@
 //     waits for the 5-minute refresh.
 //  4. The controller writes the conditions, and carries out the command: drift at once; consolidation (Empty, Underutilized) only after it has been decided again, the same,
 //     on a fresh snapshot at least ValidationDelay later.
-//  5. Carrying out a command: mark its nodes in state.Cluster (the provisioner then leaves them
-//     alone), taint them karpenter.sh/disrupted, record a DisruptionReason condition and an
-//     Event, create the replacement NodeClaims, and continue at step 1.
+//  5. Carrying out a command: taint its nodes karpenter.sh/disrupted, create the replacement
+//     NodeClaims, then mark its nodes in state.Cluster, as Karpenter's queue (the provisioner
+//     places no pod on a marked node and places a marked node's pods, which find the
+//     replacements' room; a static drift's node is marked first, for the static NodePool
+//     controller), and continue at step 1; the DisruptionReason condition and the Events come
+//     as the candidates are deleted.
 //
 // # Budgets
 //
