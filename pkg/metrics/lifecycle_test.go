@@ -217,10 +217,12 @@ func TestMetricsFollowTheNodeLifecycle(t *testing.T) {
 		return len(claims.Items) == 0 && live == 0, fmt.Sprintf("%d nodeclaims, %d live instances", len(claims.Items), live)
 	})
 	var down scrape
-	harness.Eventually(t, 30*time.Second, "no node reported", func() (bool, string) {
+	// A claim is counted terminated just after its finalizer goes, so just after it is gone.
+	harness.Eventually(t, 30*time.Second, "no node reported, every claim counted terminated", func() (bool, string) {
 		down = scrapeMetrics(t)
 		reported := down.value("karpenter_cluster_state_node_count", nil)
-		return reported == 0, fmt.Sprintf("%v nodes reported", reported)
+		terminated := delta(before, down, "karpenter_nodeclaims_terminated_total", labels("nodepool=default"))
+		return reported == 0 && terminated == float64(launched), fmt.Sprintf("%v nodes reported, %v of %d claims counted terminated", reported, terminated, launched)
 	})
 	check("nodeclaims disrupted as empty", delta(before, down, "karpenter_nodeclaims_disrupted_total", labels("reason=empty", "nodepool=default")), float64(launched))
 	check("nodeclaims disrupted", delta(before, down, "karpenter_nodeclaims_disrupted_total", nil), float64(launched))
