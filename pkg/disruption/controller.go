@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -343,18 +342,15 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 	if err != nil {
 		return nil, fmt.Errorf("taking snapshot: %w", err)
 	}
-	var pdbs policyv1.PodDisruptionBudgetList
-	if err := c.kube.List(ctx, &pdbs); err != nil {
-		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	pdbs, err := state.ListPDBs(ctx, c.kube)
+	if err != nil {
+		return nil, err
 	}
 	in := &Input{
 		Now: now, Nodes: snap.Nodes, Pending: snap.Pending, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
-		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos, SecondPodInfos: c.secondInfos,
-	}
-	for i := range pdbs.Items {
-		in.PDBs = append(in.PDBs, &pdbs.Items[i])
+		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos, SecondPodInfos: c.secondInfos, PDBs: pdbs,
 	}
 	if c.buffers != nil {
 		if in.BufferPods, err = c.buffers.VirtualPods(ctx); err != nil {

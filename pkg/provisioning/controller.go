@@ -55,8 +55,8 @@ func (c *PodController) Reconcile(ctx context.Context, req reconcile.Request) (r
 
 // Register adds the controller, and the provisioner itself, to the manager. NodePool changes
 // also trigger a pass (a NodePool becoming Ready, limits raised), and so does a NodeClaim's
-// deletion, when it starts (its node's pods are placed while it drains) and when it ends. The cluster state learns of the deletion at once,
-// since a claim deleted right after its creation (a launch failing with insufficient capacity)
+// deletion, when it starts (its node's pods are placed while it drains) and when it ends. The
+// cluster state learns of the deletion at once, since a claim deleted right after its creation (a launch failing with insufficient capacity)
 // may never be seen by the cache, and would otherwise hold its pods' nominations until
 // state.CreatedClaimTTL.
 func (c *PodController) Register(mgr manager.Manager) error {

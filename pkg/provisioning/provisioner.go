@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/record"
@@ -152,16 +151,14 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	results := p.solve(input)
 	logRefusals(ctx, results)
 	logDecisions(ctx, input.Pods, results, time.Since(start))
-	if isArriving != nil {
-		results.Extract(isArriving)
-	}
-	if len(deleting) > 0 {
-		// Their room is launched; they are neither nominated (they are bound) nor reported.
+	if isArriving != nil || len(deleting) > 0 {
+		// Their room is launched; stand-ins are not pods, and the deleting nodes' pods are
+		// bound: neither is nominated nor reported.
 		moving := make(map[types.UID]bool, len(deleting))
 		for _, pod := range deleting {
 			moving[pod.UID] = true
 		}
-		results.Extract(func(pod *corev1.Pod) bool { return moving[pod.UID] })
+		results.Extract(func(pod *corev1.Pod) bool { return moving[pod.UID] || isArriving != nil && isArriving(pod) })
 	}
 	results.PodErrors = append(results.PodErrors, unschedulable...)
 	p.recordBuffers(ctx, capacitybuffer.Split(results))
@@ -266,13 +263,9 @@ func (p *Provisioner) deletingPods(ctx context.Context, snap *state.Snapshot) ([
 	if len(marked) == 0 {
 		return nil, nil
 	}
-	list := &policyv1.PodDisruptionBudgetList{}
-	if err := p.kubeClient.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
-	}
-	pdbs := make([]*policyv1.PodDisruptionBudget, len(list.Items))
-	for i := range list.Items {
-		pdbs[i] = &list.Items[i]
+	pdbs, err := state.ListPDBs(ctx, p.kubeClient)
+	if err != nil {
+		return nil, err
 	}
 	idx, now := state.NewPDBIndex(pdbs), p.clock.Now()
 	var out []*corev1.Pod

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -9,9 +11,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
+
+// ListPDBs reads every PodDisruptionBudget.
+func ListPDBs(ctx context.Context, reader client.Reader) ([]*policyv1.PodDisruptionBudget, error) {
+	var list policyv1.PodDisruptionBudgetList
+	if err := reader.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	}
+	out := make([]*policyv1.PodDisruptionBudget, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
 
 // PDBIndex finds the PodDisruptionBudgets that forbid evicting a pod.
 type PDBIndex struct {

@@ -33,40 +33,33 @@ const (
 )
 
 // refreshTimes remembers when each part of each NodeClass's status (named by its condition)
-// was last read successfully, at which generation: a part is read again when its interval has
-// passed or the spec changed.
+// was last read successfully; a spec change is told by the condition's observed generation.
 type refreshTimes struct {
 	mu   sync.Mutex
 	last map[refreshKey]time.Time
 }
 
 type refreshKey struct {
-	uid        types.UID
-	generation int64
-	part       string
+	uid  types.UID
+	part string
 }
 
-// within says whether nc's part was read at its current generation less than every ago.
+// within says whether nc's part was read less than every ago.
 func (r *refreshTimes) within(nc *awsv1.EC2NodeClass, part string, every time.Duration, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	at, ok := r.last[refreshKey{nc.UID, nc.Generation, part}]
+	at, ok := r.last[refreshKey{nc.UID, part}]
 	return ok && now.Sub(at) < every
 }
 
-// mark records that nc's part was read at now, forgetting its older generations.
+// mark records that nc's part was read at now.
 func (r *refreshTimes) mark(nc *awsv1.EC2NodeClass, part string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.last == nil {
 		r.last = map[refreshKey]time.Time{}
 	}
-	for k := range r.last {
-		if k.uid == nc.UID && k.part == part {
-			delete(r.last, k)
-		}
-	}
-	r.last[refreshKey{nc.UID, nc.Generation, part}] = now
+	r.last[refreshKey{nc.UID, part}] = now
 }
 
 // forget drops what is remembered of a deleted NodeClass.
