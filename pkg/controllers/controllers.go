@@ -6,7 +6,9 @@
 //   - termination finalizes NodeClaims through the lifecycle controller (its Finalizer), after
 //     it has drained their nodes;
 //   - the lifecycle controller lets a claim's Node take pods only once nomination has pointed
-//     the pods planned for it at it (LifecycleOptions.BeforeRegister), and tells those pods
+//     the pods planned for it at it (LifecycleOptions.BeforeRegister), holds it a while for
+//     the pods planned for it that their ReplicaSet is still creating
+//     (LifecycleOptions.HoldRegistration), and tells those pods
 //     when their claim could not launch (LifecycleOptions.Nominees);
 //   - the provisioner and disruption create NodeClaims through the same provisioning.Launcher;
 //   - the provisioner and disruption plan around offerings that recently ran out
@@ -153,7 +155,8 @@ func New(deps Deps, opts Options) *Set {
 	s.Provisioner = provisioning.NewProvisioner(deps.Kube, deps.Cluster, cloud(metrics.ControllerProvisioner), deps.Unavailable, deps.Recorder, deps.Clock, opts.Provisioning)
 	s.Nomination = provisioning.NewNominationController(deps.Kube, deps.Cluster, deps.Clock)
 	s.Provisioner.Observe(s.Nomination.Placed)
-	lifecycleOpts := nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, BeforeRegister: s.Nomination.BeforeRegister, Nominees: deps.Cluster.Nominees}
+	lifecycleOpts := nodeclaim.LifecycleOptions{RegistrationTTL: opts.RegistrationTTL, BeforeRegister: s.Nomination.BeforeRegister,
+		HoldRegistration: deps.Cluster.HoldsRegistration, Nominees: deps.Cluster.Nominees}
 	if opts.RegistrationHealth {
 		s.RegistrationHealth = nodepool.NewRegistrationHealth(deps.Kube, deps.Clock)
 		lifecycleOpts.RegistrationHealth = s.RegistrationHealth

@@ -25,6 +25,10 @@ const (
 	ReasonNodeNotFound = "NodeNotFound"
 	// ReasonMultipleNodesFound: several Nodes carry the claim's provider ID.
 	ReasonMultipleNodesFound = "MultipleNodesFound"
+	// ReasonAwaitingBatch: the Node has joined and registration waits, at most
+	// MaxRegistrationHold, for the nodes launched with it and the pods planned for it
+	// (LifecycleOptions.HoldRegistration).
+	ReasonAwaitingBatch = "AwaitingBatch"
 	// ReasonAwaitingRegistration: initialization waits for registration.
 	ReasonAwaitingRegistration = "AwaitingRegistration"
 	// ReasonNodeNotReady: the Node is not Ready yet.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -478,5 +479,44 @@ func TestBeforeRegisterRunsWhileTheNodeIsTainted(t *testing.T) {
 	}
 	if hasTaint(node.Spec.Taints, unregistered) {
 		t.Error("registration left the unregistered taint")
+	}
+}
+
+// TestHoldRegistration: a claim the hook holds keeps its joined Node unregistered (tainted, so
+// no pod lands there) with the reason AwaitingBatch, and registers it once the hook lets go or
+// MaxRegistrationHold after the Node joined, whichever comes first.
+func TestHoldRegistration(t *testing.T) {
+	unregistered := corev1.Taint{Key: karpv1.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+	held := map[string]bool{"released": true, "capped": true}
+	f := newFixture(t, fixtureOptions{opts: LifecycleOptions{HoldRegistration: func(claim string) bool { return held[claim] }}})
+	for _, name := range []string{"released", "capped"} {
+		f.createClaim(name, claimOptions{})
+		f.mustReconcile(name)
+	}
+	f.stepKubelet()
+	for _, name := range []string{"released", "capped"} {
+		if res := f.mustReconcile(name); res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
+			t.Errorf("%s: a held claim looks again after %s, want within a second", name, res.RequeueAfter)
+		}
+		claim := f.claim(name)
+		cond := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeRegistered)
+		if cond == nil || cond.Status != metav1.ConditionUnknown || cond.Reason != ReasonAwaitingBatch {
+			t.Fatalf("%s: Registered = %+v, want Unknown/%s", name, cond, ReasonAwaitingBatch)
+		}
+		nodes, err := NodesByProviderID(f.ctx, env.Client, claim.Status.ProviderID)
+		if err != nil || len(nodes) != 1 || !hasTaint(nodes[0].Spec.Taints, unregistered) {
+			t.Fatalf("%s: the held node (%d, %v) must keep the unregistered taint", name, len(nodes), err)
+		}
+	}
+	held["released"] = false
+	f.mustReconcile("released")
+	if !isTrue(f.claim("released"), karpv1.ConditionTypeRegistered) {
+		t.Error("released: not registered once the hook let go")
+	}
+	// The fake clock started before the node joined (on the API server's clock).
+	f.clock.Step(MaxRegistrationHold + time.Second)
+	f.mustReconcile("capped")
+	if claim := f.claim("capped"); !isTrue(claim, karpv1.ConditionTypeRegistered) || hasTaint(f.nodeOf(claim).Spec.Taints, unregistered) {
+		t.Error("capped: still not registered MaxRegistrationHold after its node joined")
 	}
 }

@@ -59,6 +59,17 @@ func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.No
 			"node claim registration error", "taint", karpv1.UnregisteredTaintKey)
 		c.events.Publish(unregisteredTaintMissingEvent(claim))
 	}
+	if c.opts.HoldRegistration != nil && c.clock.Since(node.CreationTimestamp.Time) < MaxRegistrationHold && c.opts.HoldRegistration(claim.Name) {
+		// What BeforeRegister does while the claim waits need not be done when the batch
+		// registers: the nodes then open to pods together, not one announcement apart.
+		if c.opts.BeforeRegister != nil {
+			c.opts.BeforeRegister(ctx, claim, node)
+		}
+		c.setCondition(claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonAwaitingBatch,
+			"node "+node.Name+" waits for the nodes launched with it, and the pods planned for it, to take pods together")
+		res.requeue(min(registrationHoldPoll, MaxRegistrationHold-c.clock.Since(node.CreationTimestamp.Time)))
+		return nil, nil
+	}
 	if c.opts.BeforeRegister != nil {
 		c.opts.BeforeRegister(ctx, claim, node)
 	}

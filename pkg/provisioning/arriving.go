@@ -13,26 +13,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
-// ArrivalWindow is how recently a ReplicaSet must have created a pod for the provisioner to
-// count the replicas it has yet to create (see arrivingReplicas). A ReplicaSet creating a
-// burst adds pods every few milliseconds; one that stopped (a quota, an admission webhook
-// refusing its pods) has not for longer than this.
-const ArrivalWindow = 10 * time.Second
-
 // arrivingReplicas returns stand-ins for the pods ReplicaSets are still creating: for each
-// ReplicaSet with a pod pending in the snapshot that created a pod within ArrivalWindow and
+// ReplicaSet with a pod pending in the snapshot that created a pod within state.ArrivalWindow and
 // reports no ReplicaFailure, as many copies of that pending pod as its spec.replicas exceeds
 // its pods that are bound, nominated or pending in the snapshot (the others are not yet
 // created, or not yet tried by the kube-scheduler). The pass plans them with the real pods, so
 // a burst that arrives over several batches is sized as one: the first batch's nodes have
 // room for the rest, and the later pods go there rather than each batch's remainder taking a
 // small node of its own. The copies are never nominated or reported: the pass extracts them
-// from its results (isArriving), and a claim launched for them alone is launched without
-// pods, as a capacity buffer's.
-func (p *Provisioner) arrivingReplicas(ctx context.Context, snap *state.Snapshot) ([]*corev1.Pod, func(*corev1.Pod) bool) {
+// from its results (the returned map has each stand-in's ReplicaSet, by the stand-in's UID),
+// and a claim launched for them alone is launched without pods, as a capacity buffer's; the
+// room they were given is reserved for the ReplicaSet's next pods (reserveArrivals).
+func (p *Provisioner) arrivingReplicas(ctx context.Context, snap *state.Snapshot) ([]*corev1.Pod, map[types.UID]arrival) {
 	sample := map[types.UID]*corev1.Pod{} // a pending pod of each ReplicaSet, by its UID
 	for _, pod := range snap.Pending {
 		if owner := replicaSetOf(pod); owner != nil && !claimsVolumes(pod) {
@@ -66,11 +63,14 @@ func (p *Provisioner) arrivingReplicas(ctx context.Context, snap *state.Snapshot
 			accounted[owner.UID]++
 		}
 	}
+	for uid := range sample {
+		accounted[uid] += p.cluster.Reserved(uid)
+	}
 	now := p.clock.Now()
-	uids := map[types.UID]bool{}
+	arrivals := map[types.UID]arrival{}
 	var out []*corev1.Pod
 	for uid, pod := range sample {
-		if now.Sub(newest[uid]) > ArrivalWindow {
+		if now.Sub(newest[uid]) > state.ArrivalWindow {
 			continue
 		}
 		rs := &appsv1.ReplicaSet{}
@@ -85,14 +85,44 @@ func (p *Provisioner) arrivingReplicas(ctx context.Context, snap *state.Snapshot
 		}
 		for i := accounted[uid]; i < int(*rs.Spec.Replicas); i++ {
 			copied := standIn(pod, rs, i)
-			uids[copied.UID] = true
+			arrivals[copied.UID] = arrival{owner: uid, replicas: int(*rs.Spec.Replicas)}
 			out = append(out, copied)
 		}
 	}
 	if len(out) > 0 {
 		log.FromContext(ctx).V(1).Info("planning replicas still to be created", "pods", len(out))
 	}
-	return out, func(pod *corev1.Pod) bool { return uids[pod.UID] }
+	return out, arrivals
+}
+
+// arrival is the ReplicaSet a stand-in stands for a pod of, and its replicas.
+type arrival struct {
+	owner    types.UID
+	replicas int
+}
+
+// reserveArrivals reserves in the cluster state the room the pass planned for its stand-ins
+// (state.Cluster.Reserve), from the extracted placements: on existing nodes and in-flight
+// claims by name, on the pass's new claims by their index in the results (the launched
+// claims, in the same order).
+func (p *Provisioner) reserveArrivals(arrivals map[types.UID]arrival, extracted scheduler.Results, claimIndex map[types.UID]int, created []*karpv1.NodeClaim) {
+	reserve := func(pod *corev1.Pod, target string, launched bool) {
+		a, ok := arrivals[pod.UID]
+		if !ok {
+			return
+		}
+		p.cluster.Reserve(a.owner, a.replicas, pod, target, launched)
+	}
+	for _, pl := range extracted.ExistingPlacements {
+		reserve(pl.Pod, pl.Node, false)
+	}
+	for _, c := range extracted.NewClaims {
+		for _, pod := range c.Pods {
+			if i, ok := claimIndex[pod.UID]; ok && i < len(created) {
+				reserve(pod, created[i].Name, true)
+			}
+		}
+	}
 }
 
 // replicaSetOf is the pod's controller when that is a ReplicaSet.

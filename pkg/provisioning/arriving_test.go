@@ -51,8 +51,8 @@ func ownedPods(rs *appsv1.ReplicaSet, first, n int) []*corev1.Pod {
 }
 
 // TestReplicasStillToComeAreSizedFor: a ReplicaSet that wants 20 pods and has created 4 so far
-// gets, from the pass that plans the 4, room for all 20; only the 4 are nominated, and the
-// pass that sees the other 16 places them in that room without launching more. A ReplicaSet
+// gets, from the pass that plans the 4, room for all 20; only the 4 are nominated, the room of
+// the other 16 is reserved for them, and they take it as they come, without a launch. A ReplicaSet
 // that reports it fails to create pods gets room for the pods it has only.
 func TestReplicasStillToComeAreSizedFor(t *testing.T) {
 	f := newFixture(t, nodePool("default"))
@@ -82,14 +82,26 @@ func TestReplicasStillToComeAreSizedFor(t *testing.T) {
 			t.Errorf("pod %s not nominated", pod.Name)
 		}
 	}
-	pending(t, ownedPods(rs, 4, 16)...)
+	// The other 16 take the room reserved for them: nominated to the first pass's claims,
+	// they are not pending for the next pass, which launches nothing.
+	launched := map[string]bool{}
+	for _, claim := range decision.Created {
+		launched[claim.Name] = true
+	}
+	rest := ownedPods(rs, 4, 16)
+	pending(t, rest...)
 	again, err := f.provisioner.Provision(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(again.Created) != 0 || len(again.Results.ExistingPlacements) != 16 {
-		t.Errorf("the pass after the rest arrived created %d claims and placed %d pods on launching ones; want 0 and 16",
+	if len(again.Created) != 0 || len(again.Results.ExistingPlacements) != 0 {
+		t.Errorf("the pass after the rest arrived created %d claims and placed %d pods; want none: they took their reserved room",
 			len(again.Created), len(again.Results.ExistingPlacements))
+	}
+	for _, pod := range rest {
+		if target, ok := f.cluster.NominatedTo(pod.UID); !ok || !launched[target] {
+			t.Errorf("pod %s nominated to %q (%v), want a claim of the first pass", pod.Name, target, ok)
+		}
 	}
 
 	failing := replicaSet(t, "quota", 20, true)

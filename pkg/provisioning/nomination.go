@@ -65,7 +65,7 @@ func NewNominationController(kube client.Client, cluster *state.Cluster, c clock
 }
 
 // Register watches NodeClaims (a claim's Node registering), Nodes, pods whose nominated
-// node name the kube-scheduler cleared, and the targets the provisioner placed pods on (Placed),
+// node name the kube-scheduler cleared or that take a reservation (state.Cluster.Reserve), and the targets the provisioner placed pods on (Placed),
 // under mgr. It must run before the provisioner's first pass.
 func (c *NominationController) Register(mgr manager.Manager) error {
 	c.placed = make(chan event.GenericEvent, placedQueue)
@@ -90,6 +90,11 @@ func (c *NominationController) Register(mgr manager.Manager) error {
 				return nil
 			}
 			if target, ok := c.cluster.NominatedTo(pod.UID); ok {
+				return c.requests(target)
+			}
+			// A pod of a ReplicaSet the provisioner planned room for before the pod existed
+			// is told that room now, before the kube-scheduler gives it other room.
+			if target, ok := c.cluster.TakeReservation(pod); ok && AnnouncesNomination(pod) {
 				return c.requests(target)
 			}
 			return nil
@@ -245,7 +250,15 @@ func (c *NominationController) nominate(ctx context.Context, target string, key 
 	if err := c.kube.Get(ctx, key, pod, client.UnsafeDisableDeepCopy); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if pod.UID != uid || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.NominatedNodeName != "" || !AnnouncesNomination(pod) {
+	if pod.UID != uid {
+		return nil
+	}
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Status.NominatedNodeName == node.Name {
+		// Nothing left to tell it (state.Cluster.HoldsRegistration waits for that).
+		c.cluster.Announced(uid, target)
+		return nil
+	}
+	if pod.Status.NominatedNodeName != "" || !AnnouncesNomination(pod) {
 		return nil
 	}
 	if settled && c.cluster.Refused(pod, target, node.Name, node.Labels[karpv1.NodePoolLabelKey]) {

@@ -144,21 +144,34 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 			debug.Info("planning pods again", "pods", again, "pending", len(snap.Pending))
 		}
 	}
-	arriving, isArriving := p.arrivingReplicas(ctx, snap)
+	arriving, arrivals := p.arrivingReplicas(ctx, snap)
 	input.Pods = append(input.Pods, arriving...)
 	input.Pods = append(input.Pods, virtual...)
 	start := time.Now()
 	results := p.solve(input)
 	logRefusals(ctx, results)
 	logDecisions(ctx, input.Pods, results, time.Since(start))
-	if isArriving != nil || len(deleting) > 0 {
+	var extracted scheduler.Results
+	var claimIndex map[types.UID]int // the stand-ins' new claims, by index in results.NewClaims
+	if len(arrivals) > 0 || len(deleting) > 0 {
 		// Their room is launched; stand-ins are not pods, and the deleting nodes' pods are
 		// bound: neither is nominated nor reported.
 		moving := make(map[types.UID]bool, len(deleting))
 		for _, pod := range deleting {
 			moving[pod.UID] = true
 		}
-		results.Extract(func(pod *corev1.Pod) bool { return moving[pod.UID] || isArriving != nil && isArriving(pod) })
+		claimIndex = map[types.UID]int{}
+		for i, c := range results.NewClaims {
+			for _, pod := range c.Pods {
+				if _, ok := arrivals[pod.UID]; ok {
+					claimIndex[pod.UID] = i
+				}
+			}
+		}
+		extracted = results.Extract(func(pod *corev1.Pod) bool {
+			_, arriving := arrivals[pod.UID]
+			return moving[pod.UID] || arriving
+		})
 	}
 	results.PodErrors = append(results.PodErrors, unschedulable...)
 	p.recordBuffers(ctx, capacitybuffer.Split(results))
@@ -175,6 +188,12 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 			p.events.Publish(nominatedEvent(pod, claim.Name, "", p.podEvents))
 		}
 	}
+	names := make([]string, len(decision.Created))
+	for i, claim := range decision.Created {
+		names[i] = claim.Name
+	}
+	p.cluster.RecordBatch(names...)
+	p.reserveArrivals(arrivals, extracted, claimIndex, decision.Created)
 	targets := placementTargets(snap)
 	for _, pl := range results.ExistingPlacements {
 		p.cluster.Nominate(pl.Pod, pl.Node, false)

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,12 @@ type Cluster struct {
 
 	mu          sync.Mutex
 	nominations map[types.UID]nomination
+	// reserved holds, by ReplicaSet UID, the room planned for pods it has yet to create
+	// (Reserve).
+	reserved map[types.UID]*replicaSetReservations
+	// batches maps the NodeClaims a provisioning pass created together to their batch
+	// (RecordBatch).
+	batches map[string]*launchBatch
 	// refusals remembers, per pod, the nodes that turned it away and the launches it missed.
 	refusals map[types.UID]*refusal
 	// missed are the refusals recorded since the last snapshot, which reports them.
@@ -68,6 +75,8 @@ type nomination struct {
 	launched bool
 	// announced: the pod's status.nominatedNodeName was set to the target's node.
 	announced bool
+	// unannounced: the pod is never told its node (scheduling.PlacedByKubeScheduler).
+	unannounced bool
 }
 
 type createdClaim struct {
@@ -98,7 +107,7 @@ func (c *Cluster) Nominate(pod *corev1.Pod, target string, launched bool) {
 	defer c.mu.Unlock()
 	c.forget(pod.UID)
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	c.nominations[pod.UID] = nomination{target: target, since: c.clock.Now(), launched: launched}
+	c.nominations[pod.UID] = nomination{target: target, since: c.clock.Now(), launched: launched, unannounced: scheduling.PlacedByKubeScheduler(pod)}
 	if c.nominees[target] == nil {
 		c.nominees[target] = map[types.UID]types.NamespacedName{}
 	}
@@ -192,6 +201,7 @@ func (c *Cluster) ClaimDeleted(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.created, name)
+	delete(c.batches, name)
 }
 
 // MarkForDeletion marks nodes (by Node or NodeClaim name) that disruption is about to remove:
@@ -448,9 +458,11 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	// pods seen forget the nominations and refusals of pods gone; with none, they are not
 	// noted (a refusal is only ever made for a nominated pod).
 	var seen map[types.UID]bool
-	if len(c.nominations) > 0 || len(c.refusals) > 0 {
+	if len(c.nominations) > 0 || len(c.refusals) > 0 || len(c.reserved) > 0 {
 		seen = make(map[types.UID]bool, len(allPods))
 	}
+	// The pods of ReplicaSets holding reservations (settleReservations).
+	reservedPods := replicaSetPods{live: map[types.UID]int{}, newest: map[types.UID]time.Time{}, boundOn: map[types.UID]map[string]int{}}
 	snap.Pods = make([]*corev1.Pod, 0, len(allPods))
 	for _, pod := range allPods {
 		if seen != nil {
@@ -460,6 +472,12 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 		if isTerminal(pod) {
 			continue
 		}
+		var owner types.UID
+		if len(c.reserved) > 0 && pod.DeletionTimestamp == nil {
+			if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && c.reserved[ref.UID] != nil {
+				owner = ref.UID
+			}
+		}
 		if pod.Spec.NodeName != "" {
 			if sn, ok := targets[pod.Spec.NodeName]; ok {
 				sn.Pods = append(sn.Pods, pod)
@@ -467,6 +485,9 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			if n, ok := c.nominations[pod.UID]; ok {
 				c.nominateTarget(n.target, now)
 				c.forget(pod.UID)
+				reservedPods.count(owner, pod, "")
+			} else {
+				reservedPods.count(owner, pod, pod.Spec.NodeName)
 			}
 			delete(c.refusals, pod.UID)
 			continue
@@ -475,16 +496,20 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			c.forget(pod.UID)
 			continue
 		}
+		if owner != "" {
+			reservedPods.count(owner, pod, "")
+			c.takeReservation(pod)
+		}
 		if n, ok := c.nominations[pod.UID]; ok {
 			sn, exists := targets[n.target]
 			live := exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace())
 			switch {
-			case live && scheduling.PlacedByKubeScheduler(pod):
-				// It holds no room where it was planned: the kube-scheduler, not told of the
-				// plan, gives that room to whichever pod comes first. Pending, it is planned
-				// again on every pass among the room left, as Karpenter plans every pending
-				// pod; its nomination keeps its target from disruption meanwhile.
 			case live:
+				// A pod the kube-scheduler places itself (scheduling.PlacedByKubeScheduler) is
+				// not told its node, yet holds its room here too: the pods told theirs keep
+				// their room from it, so it lands in the room planned for the pods like it
+				// (in its zone, where it is spread over zones), and planning it again on
+				// every pass, among room the others of its kind hold, launched for it anew.
 				sn.Pods = append(sn.Pods, pod)
 				continue
 			default:
@@ -531,6 +556,7 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			c.forget(uid) // the pod is gone
 		}
 	}
+	c.settleReservations(targets, reservedPods, now)
 	c.pruneRefusals(seen, now)
 	c.prunePodScheduling(snap.Pods, now)
 	// A target pods are nominated to and wait for is nominated, as Karpenter's passes nominate

@@ -182,7 +182,8 @@ func (c *Cluster) pruneRefusals(seen map[types.UID]bool, now time.Time) {
 }
 
 // Announced records that the nominated node name of the pod, nominated to target, was set to
-// target's node. It does nothing when the pod is no longer nominated to target.
+// target's node, or that the pod needs it no more (bound, or being deleted). It does nothing
+// when the pod is no longer nominated to target.
 func (c *Cluster) Announced(pod types.UID, target string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

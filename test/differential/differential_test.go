@@ -60,6 +60,9 @@ type phase struct {
 	// launched and removed count the NodeClaims created and deleted during the phase.
 	launched, removed int
 	types             map[string]int // instance types of the settled fleet
+	// fleet describes each node of the settled fleet: its type, zone and how many pods of
+	// each app run there.
+	fleet []string
 }
 
 // perRemoved is the time the phase took to settle, per NodeClaim removed.
@@ -89,6 +92,17 @@ func TestDifferential(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			if testing.Short() && !w.short {
 				t.Skip("not in the short form")
+			}
+			if os.Getenv("DIFFERENTIAL_ONLY") == "ours" {
+				// Ours alone, against the plan (while working on our controller).
+				mine := runWorkload(t, ours, w)
+				for _, p := range mine.phases {
+					t.Logf("%-14s %-10s ours:     %s", w.name, p.name, p)
+				}
+				if !t.Failed() {
+					comparePlan(t, w, mine)
+				}
+				return
 			}
 			theirs := runWorkload(t, upstream, w)
 			if t.Failed() {
@@ -128,6 +142,16 @@ func compare(t *testing.T, w workload, theirs, mine outcome) {
 			t.Errorf("%s: ours took %s per node removed, upstream %s", my.name, mine.Round(time.Second), theirs.Round(time.Second))
 		}
 	}
+	comparePlan(t, w, mine)
+	if t.Failed() {
+		t.Logf("upstream's NodeClaims:\n%s", strings.Join(theirs.timeline, "\n"))
+	}
+}
+
+// comparePlan checks our burst against what `karpenter simulate` plans for the same
+// manifests, logging our NodeClaims when it fails.
+func comparePlan(t *testing.T, w workload, mine outcome) {
+	t.Helper()
 	plan := simulatePlan(t, w)
 	burst := mine.phases[0]
 	t.Logf("%-14s simulate plans %d nodes at $%.4f/h", w.name, plan.Nodes.Peak, plan.Cost.PeakPerHour)
@@ -138,8 +162,8 @@ func compare(t *testing.T, w workload, theirs, mine outcome) {
 		t.Errorf("burst: ours costs $%.4f/h, simulate plans $%.4f/h", burst.cost, plan.Cost.PeakPerHour)
 	}
 	if t.Failed() {
-		t.Logf("upstream's NodeClaims:\n%s", strings.Join(theirs.timeline, "\n"))
 		t.Logf("our NodeClaims:\n%s", strings.Join(mine.timeline, "\n"))
+		t.Logf("our fleet after the burst:\n%s", strings.Join(burst.fleet, "\n"))
 	}
 }
 
@@ -354,7 +378,21 @@ func (o *observer) settleWhen(name string, began time.Time, pods int, quiet time
 					p.removed++
 				}
 			}
+			apps := map[string]map[string]int{}
+			for _, pod := range podList {
+				if apps[pod.Spec.NodeName] == nil {
+					apps[pod.Spec.NodeName] = map[string]int{}
+				}
+				apps[pod.Spec.NodeName][pod.Labels["app"]]++
+			}
 			for _, n := range nodes {
+				var counts []string
+				for app, k := range apps[n.Name] {
+					counts = append(counts, fmt.Sprintf("%s=%d", app, k))
+				}
+				sort.Strings(counts)
+				p.fleet = append(p.fleet, fmt.Sprintf("%s %s %s (created +%s): %s", n.Name, n.Labels[corev1.LabelInstanceTypeStable],
+					n.Labels[corev1.LabelTopologyZone], n.CreationTimestamp.Sub(o.start).Round(time.Second), strings.Join(counts, " ")))
 				price, ok := shared.catalog.price(&n)
 				if !ok {
 					o.t.Errorf("node %s: no price for %s in %s as %s", n.Name, n.Labels[corev1.LabelInstanceTypeStable],
