@@ -15,6 +15,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
@@ -104,11 +105,12 @@ type arrival struct {
 // reserveArrivals reserves in the cluster state the room the pass planned for its stand-ins
 // (state.Cluster.Reserve), from the extracted placements: on existing nodes and in-flight
 // claims by name, on the pass's new claims by their index in the results (the launched
-// claims, in the same order).
+// claims, in the same order). A stand-in the kube-scheduler places itself
+// (scheduling.PlacedByKubeScheduler) holds no room, as its pods' nominations do not.
 func (p *Provisioner) reserveArrivals(arrivals map[types.UID]arrival, extracted scheduler.Results, claimIndex map[types.UID]int, created []*karpv1.NodeClaim) {
 	reserve := func(pod *corev1.Pod, target string, launched bool) {
 		a, ok := arrivals[pod.UID]
-		if !ok {
+		if !ok || scheduling.PlacedByKubeScheduler(pod) {
 			return
 		}
 		p.cluster.Reserve(a.owner, a.replicas, pod, target, launched)

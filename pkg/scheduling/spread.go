@@ -7,8 +7,8 @@ import corev1 "k8s.io/api/core/v1"
 // Its planned node cannot be announced to the kube-scheduler (status.nominatedNodeName): the
 // kube-scheduler counts the pods nominated to a node in that node's domain but not those
 // nominated to nodes of other domains, so a batch nominated over several zones looks skewed
-// from every node and none of its pods would bind. The provisioner's state counts its room on
-// the node it was planned on all the same, until the nomination runs out.
+// from every node and none of its pods would bind. Such a pod holds no room on the node it
+// was planned on; it is planned again on every pass, as Karpenter plans every pending pod.
 func PlacedByKubeScheduler(pod *corev1.Pod) bool {
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
 		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {

@@ -504,12 +504,15 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			sn, exists := targets[n.target]
 			live := exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace())
 			switch {
+			case live && scheduling.PlacedByKubeScheduler(pod):
+				// It holds no room where it was planned: the kube-scheduler, not told of the
+				// plan, may give that room to another pod of its kind, and counted there it
+				// would skew the plan's view of its spread from the kube-scheduler's (which
+				// counts bound pods only), planning it again and again where the
+				// kube-scheduler will not put it. Pending, it is planned again on every pass
+				// among the room left, as Karpenter plans every pending pod; its nomination
+				// keeps its target from disruption meanwhile.
 			case live:
-				// A pod the kube-scheduler places itself (scheduling.PlacedByKubeScheduler) is
-				// not told its node, yet holds its room here too: the pods told theirs keep
-				// their room from it, so it lands in the room planned for the pods like it
-				// (in its zone, where it is spread over zones), and planning it again on
-				// every pass, among room the others of its kind hold, launched for it anew.
 				sn.Pods = append(sn.Pods, pod)
 				continue
 			default:

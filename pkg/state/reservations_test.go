@@ -138,3 +138,25 @@ func TestHoldsRegistration(t *testing.T) {
 		t.Fatal("d registered while room on e waits for a pod to be created")
 	}
 }
+
+// TestRegistrationWaitsForAnnouncements: a claim registers once every pod nominated to it has
+// been told its node, never waiting for a pod that is not told (a DoNotSchedule spread).
+func TestRegistrationWaitsForAnnouncements(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cluster := state.NewCluster(memory.New(apis.NewScheme(), clk), clk)
+	spread := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "spread", Namespace: "default", UID: "spread"},
+		Spec: corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1,
+			TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}}},
+	}
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "default", UID: "plain"}}
+	cluster.Nominate(spread, "new", true)
+	cluster.Nominate(plain, "new", true)
+	if !cluster.HoldsRegistration("new") {
+		t.Fatal("the claim registered before its plain pod was told its node")
+	}
+	cluster.Announced(plain.UID, "new")
+	if cluster.HoldsRegistration("new") {
+		t.Fatal("the claim waits for its spread pod to be told its node, which it never is")
+	}
+}
