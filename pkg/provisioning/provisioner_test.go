@@ -255,8 +255,9 @@ func TestNodePoolWithoutInstanceTypesGetsEvent(t *testing.T) {
 	expectEvent(t, "NodePool", "nothing", corev1.EventTypeWarning, "NoCompatibleInstanceTypes", "NodePool requirements filtered out all compatible available instance types")
 	expectEvent(t, "NodePool", "too-few", corev1.EventTypeWarning, "NoCompatibleInstanceTypes",
 		"NodePool requirements filtered out all compatible available instance types due to minValues incompatibility")
+	// The NodePools in the order they are tried: equal weights by name, descending.
 	expectPodEvent(t, "stranded", corev1.EventTypeWarning, "FailedScheduling",
-		"Failed to schedule pod, incompatible with every nodepool: nodepool nothing: no instance type met the scheduling requirements or had enough resources or had a required offering, requirements=")
+		"Failed to schedule pod, incompatible with every nodepool: nodepool too-few: minValues requirement is not met for label(s)")
 }
 
 // TestNominatedEventNamesTheClaim: a pod a new NodeClaim is launched for gets Karpenter's

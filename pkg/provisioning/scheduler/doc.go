@@ -42,7 +42,8 @@
 //     then the first that admits the pod at no extra cost (on a claim the LP plan opened, only
 //     in the room its promises leave); failing that, the one whose upgrade to a larger
 //     instance type costs least, if that is no more than the pod's worth at market prices.
-//  3. A new claim on the highest-weight NodePool that admits the pod. Where the LP plan applies
+//  3. A new claim on the highest-weight NodePool that admits the pod (equal weights: the name
+//     that sorts last, as Karpenter's OrderByWeight). Where the LP plan applies
 //     (the pod has no node-level constraints and no host ports; the NodePool has no minValues;
 //     its limits, if any, still allow the node's type), the claim is the next node of the plan
 //     that holds a pod of its size

@@ -84,7 +84,7 @@ type solver struct {
 	opts     Options
 	pods     []*podInfo
 	nodes    []*nodeState
-	pools    []*poolState // by weight, highest first, then name
+	pools    []*poolState // by weight, highest first, then name, last first
 	claims   []*claimState
 	topology *topology
 	// pending counts the unplaced pods per shape key, for the look-ahead that sizes claims.
@@ -167,7 +167,8 @@ func newSolver(in Input) *solver {
 		if s.pools[i].Weight != s.pools[j].Weight {
 			return s.pools[i].Weight > s.pools[j].Weight
 		}
-		return s.pools[i].Name < s.pools[j].Name
+		// Equal weights by name, descending, as Karpenter's OrderByWeight (utils/nodepool).
+		return s.pools[i].Name > s.pools[j].Name
 	})
 	// Every group any variant of any pod can use exists before counting, so counts are whole.
 	for _, p := range s.pods {

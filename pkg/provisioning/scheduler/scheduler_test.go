@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -325,6 +327,36 @@ func TestWeightOrdersNodePools(t *testing.T) {
 	mustPlaceAll(t, r)
 	if r.NewClaims[0].NodePool != "high" {
 		t.Errorf("nodepool %s, want the heavier", r.NewClaims[0].NodePool)
+	}
+}
+
+// TestEqualWeightNodePoolsByNameDescending: NodePools of equal weight are tried by name,
+// the one that sorts last first, as Karpenter's OrderByWeight (utils/nodepool, v1.15.0),
+// whatever order they are given in.
+func TestEqualWeightNodePoolsByNameDescending(t *testing.T) {
+	for _, tc := range []struct {
+		weights map[string]int32
+		want    string
+	}{
+		{map[string]int32{"a": 0, "b": 0}, "b"},
+		{map[string]int32{"a": 10, "c": 10, "z": 0}, "c"},
+	} {
+		for _, reversed := range []bool{false, true} {
+			var pools []*NodePool
+			for _, name := range slices.Sorted(maps.Keys(tc.weights)) {
+				np := onDemandPool(name)
+				np.Weight = tc.weights[name]
+				pools = append(pools, np)
+			}
+			if reversed {
+				slices.Reverse(pools)
+			}
+			r := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "1"})}, NodePools: pools})
+			mustPlaceAll(t, r)
+			if got := r.NewClaims[0].NodePool; got != tc.want {
+				t.Errorf("weights %v (given reversed: %v): nodepool %s, want %s", tc.weights, reversed, got, tc.want)
+			}
+		}
 	}
 }
 

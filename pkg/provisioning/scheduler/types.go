@@ -96,7 +96,8 @@ type Node struct {
 type NodePool struct {
 	// Name of the NodePool.
 	Name string
-	// Weight orders NodePools; higher is tried first.
+	// Weight orders NodePools; higher is tried first, and among equal weights the name that
+	// sorts last (as Karpenter's OrderByWeight).
 	Weight int32
 	// Requirements are the template's requirements and its labels (as In requirements).
 	Requirements scheduling.Requirements
