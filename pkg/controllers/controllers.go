@@ -6,9 +6,8 @@
 //   - termination finalizes NodeClaims through the lifecycle controller (its Finalizer), after
 //     it has drained their nodes;
 //   - the lifecycle controller lets a claim's Node take pods only once nomination has pointed
-//     the pods planned for it at it (LifecycleOptions.BeforeRegister), holds it a while for
-//     the pods planned for it that their ReplicaSet is still creating
-//     (LifecycleOptions.HoldRegistration), and tells those pods
+//     the pods planned for it at it (LifecycleOptions.BeforeRegister), opens the Nodes of one
+//     provisioning pass to pods together (LifecycleOptions.HoldRegistration), and tells those pods
 //     when their claim could not launch (LifecycleOptions.Nominees);
 //   - the provisioner and disruption create NodeClaims through the same provisioning.Launcher;
 //   - the provisioner and disruption plan around offerings that recently ran out

@@ -52,16 +52,17 @@ type LifecycleOptions struct {
 	MaxConcurrentReconciles int
 	// BeforeRegister, when set, is called when a claim's Node is found and before the claim
 	// registers it (which lifts the karpenter.sh/unregistered taint, so the Node may take pods
-	// from then on), and at each look while registration is held (HoldRegistration). The provisioner uses it to point the pods planned for the claim at the
-	// Node first (pkg/provisioning's NominationController). It must not block for long; what
-	// it fails to do is its own concern, registration goes ahead.
+	// from then on), and at each look while registration is held (HoldRegistration). The
+	// provisioner uses it to point the pods planned for the claim at the Node first
+	// (pkg/provisioning's NominationController). It must not block for long; what it fails to
+	// do is its own concern, registration goes ahead.
 	BeforeRegister func(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node)
 	// HoldRegistration, when set, says whether a claim whose Node has joined should wait
 	// before registering it: the provisioner holds the claims it launched together until each
-	// has a Node, and while room on them is reserved for pods a ReplicaSet is still creating
-	// (state.Cluster.HoldsRegistration), so that the kube-scheduler, which never sees one of
-	// them open before the others, places their pods as planned. A claim waits at most
-	// MaxRegistrationHold after its Node joined.
+	// has a Node, no room on them is reserved for pods a ReplicaSet is still creating, and
+	// every pod planned on them has been told its node (state.Cluster.HoldsRegistration), so
+	// that the kube-scheduler, which never sees one of them open before the others, places
+	// their pods as planned. A claim waits at most MaxRegistrationHold after its Node joined.
 	HoldRegistration func(claimName string) bool
 	// Nominees, when set, names the pods planned for a claim (by the claim's name), which get
 	// an InsufficientCapacityError Event when it cannot launch for want of capacity

@@ -65,8 +65,9 @@ func NewNominationController(kube client.Client, cluster *state.Cluster, c clock
 }
 
 // Register watches NodeClaims (a claim's Node registering), Nodes, pods whose nominated
-// node name the kube-scheduler cleared or that take a reservation (state.Cluster.Reserve), and the targets the provisioner placed pods on (Placed),
-// under mgr. It must run before the provisioner's first pass.
+// node name the kube-scheduler cleared or that take a reservation (state.Cluster.Reserve),
+// and the targets the provisioner placed pods on (Placed), under mgr. It must run before the
+// provisioner's first pass.
 func (c *NominationController) Register(mgr manager.Manager) error {
 	c.placed = make(chan event.GenericEvent, placedQueue)
 	return ctrl.NewControllerManagedBy(mgr).

@@ -155,7 +155,7 @@ func (p *replicaSetPods) count(owner types.UID, pod *corev1.Pod, bound string) {
 // creating pods) or that outnumber the replicas their ReplicaSet has yet to create, and adds
 // the others' stand-ins to their targets' pods. A pod of the ReplicaSet bound without a
 // nomination took room the kube-scheduler chose: the reservation dropped for it is preferably
-// one on its node.
+// one on its node. A target holding reservations is nominated (StateNode.NominatedUntil).
 func (c *Cluster) settleReservations(targets map[string]*StateNode, pods replicaSetPods, now time.Time) {
 	for owner, rs := range c.reserved {
 		kept := rs.held[:0]
@@ -177,6 +177,8 @@ func (c *Cluster) settleReservations(targets map[string]*StateNode, pods replica
 		for _, r := range rs.held {
 			sn := targets[r.target]
 			sn.Pods = append(sn.Pods, r.standIn)
+			// Room waiting for a pod keeps its node from disruption, as a nominee's does.
+			c.nominateTarget(r.target, now)
 		}
 	}
 }

@@ -48,6 +48,7 @@ func TestReservations(t *testing.T) {
 	}
 	cluster := state.NewCluster(kube, clk)
 	cluster.NominationGrace = 20 * time.Second
+	nominated := map[string]bool{}
 	snapshot := func() (requested map[string]int64, pending int) {
 		t.Helper()
 		snap, err := cluster.SyncSnapshot(ctx)
@@ -57,6 +58,7 @@ func TestReservations(t *testing.T) {
 		requested = map[string]int64{}
 		for _, sn := range snap.Nodes {
 			requested[sn.Name()] = sn.Requested.Cpu().Value()
+			nominated[sn.Name()] = sn.Nominated(clk.Now())
 		}
 		return requested, len(snap.Pending)
 	}
@@ -67,6 +69,9 @@ func TestReservations(t *testing.T) {
 	}
 	if got, _ := snapshot(); got["a"] != 2 || got["b"] != 2 {
 		t.Fatalf("requested = %v, want the reserved 2 cpu on a and on b", got)
+	}
+	if !nominated["a"] || !nominated["b"] {
+		t.Fatalf("nominated = %v: room reserved on a node keeps it from disruption", nominated)
 	}
 	// Its first pod is created and waits: it takes a reservation at once.
 	first := pod("web-1")

@@ -19,8 +19,9 @@ import (
 // Solve places the input's pods and returns the decisions. It does not modify the input.
 //
 // Unless the options ask for GrowClaims, it solves twice when the first answer opens new
-// claims: once as described in the package doc, once growing claims as Karpenter's scheduler
-// does, and keeps the cheaper answer (see cheaper). The default packing's LP plan and
+// claims or leaves pods unplaced: once as described in the package doc, once growing claims as
+// Karpenter's scheduler does (in its order of pods), and keeps the cheaper answer (see
+// cheaper), but never one that leaves unplaced a pod the other places. The default packing's LP plan and
 // look-ahead win on large batches of free pods; growing claims wins where pods cannot share a
 // node the look-ahead can see them share (zonal topology spread above all, whose pods the
 // look-ahead sizes claims for a few at a time) and on small batches where one larger node
@@ -28,13 +29,17 @@ import (
 func Solve(in Input) *Results {
 	in.Progress.setQueued(len(in.Pods))
 	planned := newSolver(in).solve()
-	if in.Options.GrowClaims || len(planned.NewClaims) < 2 {
+	if in.Options.GrowClaims || len(planned.NewClaims) < 2 && len(planned.PodErrors) == 0 {
 		return planned
 	}
 	grown := in
 	grown.Options.GrowClaims = true
 	grown.Progress = nil
 	alt := newSolver(grown).solve()
+	if refusesPlaced(planned, alt) {
+		// Never leave pending a pod Karpenter's packing places (its order of pods differs).
+		return alt
+	}
 	tolerance := 0.0
 	if slices.ContainsFunc(in.Pods, scheduling.PlacedByKubeScheduler) {
 		tolerance = unannouncedTolerance
@@ -43,6 +48,24 @@ func Solve(in Input) *Results {
 		return alt
 	}
 	return planned
+}
+
+// refusesPlaced reports whether a refuses a pod that b places (both answers for the same input,
+// whose pods they share).
+func refusesPlaced(a, b *Results) bool {
+	if len(a.PodErrors) == 0 {
+		return false
+	}
+	refused := make(map[*corev1.Pod]bool, len(b.PodErrors))
+	for _, pe := range b.PodErrors {
+		refused[pe.Pod] = true
+	}
+	for _, pe := range a.PodErrors {
+		if !refused[pe.Pod] {
+			return true
+		}
+	}
+	return false
 }
 
 // unannouncedTolerance is how much dearer the Karpenter packing may be and still be chosen
@@ -263,7 +286,29 @@ func (s *solver) solve() *Results {
 
 // sortQueue orders pods: higher priority first; then pods that constrain which node they share
 // (they need nodes of their own, which the others then fill); then larger requests; then name.
+// Growing claims as Karpenter does, it takes Karpenter's order instead (scheduling/queue.go,
+// v1.15.0: cpu, then memory, descending; then the oldest; then by UID), but for a capacity
+// buffer's virtual pods (the lowest priority there is), which come last.
 func (s *solver) sortQueue(queue []*podInfo) {
+	if s.opts.GrowClaims {
+		sort.SliceStable(queue, func(i, j int) bool {
+			a, b := queue[i], queue[j]
+			if va, vb := a.priority == math.MinInt32, b.priority == math.MinInt32; va != vb {
+				return vb
+			}
+			if a.res.MilliCPU != b.res.MilliCPU {
+				return a.res.MilliCPU > b.res.MilliCPU
+			}
+			if a.res.Memory != b.res.Memory {
+				return a.res.Memory > b.res.Memory
+			}
+			if ta, tb := a.pod.CreationTimestamp, b.pod.CreationTimestamp; !ta.Equal(&tb) {
+				return ta.Before(&tb)
+			}
+			return a.pod.UID < b.pod.UID
+		})
+		return
+	}
 	sort.SliceStable(queue, func(i, j int) bool {
 		a, b := queue[i], queue[j]
 		if a.priority != b.priority {

@@ -330,6 +330,57 @@ func TestWeightOrdersNodePools(t *testing.T) {
 	}
 }
 
+// TestNoPodLeftPendingThatKarpenterPlaces: a 300m pod that keeps out of the zone of a 3-cpu
+// pod (required zone anti-affinity) must not take the only zone the 3-cpu pod may use. Our
+// order of pods (node-level constraints first) places the small pod first, in the first zone,
+// and shuts the large one out; Karpenter's (cpu, then memory, descending: scheduling/queue.go,
+// v1.15.0) places both, and the answer that leaves no pod pending Karpenter places wins.
+func TestNoPodLeftPendingThatKarpenterPlaces(t *testing.T) {
+	big := builders.Pod(builders.PodOptions{Name: "big", CPU: "3", Labels: map[string]string{"app": "big"},
+		NodeSelector: map[string]string{corev1.LabelTopologyZone: zone1}})
+	small := builders.Pod(builders.PodOptions{Name: "small", CPU: "300m", Affinity: &corev1.Affinity{
+		PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "big"}},
+		}}},
+	}})
+	r := Solve(Input{Pods: []*corev1.Pod{small, big}, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	for _, c := range r.NewClaims {
+		zone, _ := c.Requirements.Get(corev1.LabelTopologyZone)
+		for _, pod := range c.Pods {
+			if pod.Name == "small" && zone.Has(zone1) {
+				t.Errorf("the small pod's claim may be in %s, the big pod's zone: %v", zone1, c.Requirements)
+			}
+		}
+	}
+}
+
+// TestGrowClaimsQueueIsKarpenters: growing claims, pods are tried in Karpenter's order (cpu,
+// then memory, descending), whatever their priority or constraints.
+func TestGrowClaimsQueueIsKarpenters(t *testing.T) {
+	high := int32(1000)
+	pods := []*corev1.Pod{
+		builders.Pod(builders.PodOptions{Name: "anti", CPU: "300m", Priority: &high, Affinity: &corev1.Affinity{
+			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			}}},
+		}}),
+		builders.Pod(builders.PodOptions{Name: "small-mem", CPU: "1", Memory: "2Gi"}),
+		builders.Pod(builders.PodOptions{Name: "three", CPU: "3"}),
+		builders.Pod(builders.PodOptions{Name: "big-mem", CPU: "1", Memory: "8Gi"}),
+	}
+	s := newSolver(Input{Pods: pods, NodePools: []*NodePool{onDemandPool("default")}, Options: Options{GrowClaims: true}})
+	queue := slices.Clone(s.pods)
+	s.sortQueue(queue)
+	var got []string
+	for _, p := range queue {
+		got = append(got, p.pod.Name)
+	}
+	if want := []string{"three", "big-mem", "small-mem", "anti"}; !slices.Equal(got, want) {
+		t.Errorf("queue %v, want %v", got, want)
+	}
+}
+
 // TestEqualWeightNodePoolsByNameDescending: NodePools of equal weight are tried by name,
 // the one that sorts last first, as Karpenter's OrderByWeight (utils/nodepool, v1.15.0),
 // whatever order they are given in.
