@@ -39,7 +39,8 @@ var Divergences = []Divergence{
 		Name: "limits-contention-order",
 		Reason: "Intentional: when a NodePool's limits leave room for only some of the pods, which ones get it " +
 			"depends on the order pods are tried (Karpenter: by cpu and memory; ours: priority, then pods with " +
-			"node-level constraints, then size). Both refuse the rest with a limits reason.",
+			"node-level constraints, then size, unless Karpenter's packing of the batch wins). Both refuse the " +
+			"rest with a limits reason.",
 		Match: func(c *Case, v Violation) bool {
 			return (v.Rule == RuleRefusedByOursOnly || v.Rule == RuleRefusedByKarpenterOnly) && strings.Contains(v.Detail, "limit")
 		},

@@ -19,9 +19,10 @@ import (
 // Solve places the input's pods and returns the decisions. It does not modify the input.
 //
 // Unless the options ask for GrowClaims, it solves twice when the first answer opens new
-// claims or leaves pods unplaced: once as described in the package doc, once growing claims as
-// Karpenter's scheduler does (in its order of pods), and keeps the cheaper answer (see
-// cheaper), but never one that leaves unplaced a pod the other places. The default packing's LP plan and
+// claims: once as described in the package doc, once growing claims as Karpenter's scheduler
+// does, and keeps the cheaper answer (see cheaper). When the answer kept leaves pods
+// unplaced, it solves once more as Karpenter's scheduler does, in its order of pods too, and
+// takes that answer if it places a pod the other left unplaced. The default packing's LP plan and
 // look-ahead win on large batches of free pods; growing claims wins where pods cannot share a
 // node the look-ahead can see them share (zonal topology spread above all, whose pods the
 // look-ahead sizes claims for a few at a time) and on small batches where one larger node
@@ -29,23 +30,30 @@ import (
 func Solve(in Input) *Results {
 	in.Progress.setQueued(len(in.Pods))
 	planned := newSolver(in).solve()
-	if in.Options.GrowClaims || len(planned.NewClaims) < 2 && len(planned.PodErrors) == 0 {
+	if in.Options.GrowClaims {
 		return planned
 	}
 	grown := in
 	grown.Options.GrowClaims = true
 	grown.Progress = nil
-	alt := newSolver(grown).solve()
-	if refusesPlaced(planned, alt) {
-		// Never leave pending a pod Karpenter's packing places (its order of pods differs).
-		return alt
+	if len(planned.NewClaims) >= 2 {
+		alt := newSolver(grown).solve()
+		tolerance := 0.0
+		if slices.ContainsFunc(in.Pods, scheduling.PlacedByKubeScheduler) {
+			tolerance = unannouncedTolerance
+		}
+		if cheaper(alt, planned, tolerance) {
+			planned = alt
+		}
 	}
-	tolerance := 0.0
-	if slices.ContainsFunc(in.Pods, scheduling.PlacedByKubeScheduler) {
-		tolerance = unannouncedTolerance
-	}
-	if cheaper(alt, planned, tolerance) {
-		return alt
+	if len(planned.PodErrors) > 0 {
+		// Never leave pending a pod Karpenter would place: its order of pods (largest first)
+		// can place what ours (constrained pods first) shuts out.
+		karpenter := grown
+		karpenter.Options.karpenterOrder = true
+		if alt := newSolver(karpenter).solve(); refusesPlaced(planned, alt) {
+			return alt
+		}
 	}
 	return planned
 }
@@ -286,11 +294,11 @@ func (s *solver) solve() *Results {
 
 // sortQueue orders pods: higher priority first; then pods that constrain which node they share
 // (they need nodes of their own, which the others then fill); then larger requests; then name.
-// Growing claims as Karpenter does, it takes Karpenter's order instead (scheduling/queue.go,
+// With Options.karpenterOrder it takes Karpenter's order instead (scheduling/queue.go,
 // v1.15.0: cpu, then memory, descending; then the oldest; then by UID), but for a capacity
 // buffer's virtual pods (the lowest priority there is), which come last.
 func (s *solver) sortQueue(queue []*podInfo) {
-	if s.opts.GrowClaims {
+	if s.opts.karpenterOrder {
 		sort.SliceStable(queue, func(i, j int) bool {
 			a, b := queue[i], queue[j]
 			if va, vb := a.priority == math.MinInt32, b.priority == math.MinInt32; va != vb {

@@ -355,9 +355,9 @@ func TestNoPodLeftPendingThatKarpenterPlaces(t *testing.T) {
 	}
 }
 
-// TestGrowClaimsQueueIsKarpenters: growing claims, pods are tried in Karpenter's order (cpu,
-// then memory, descending), whatever their priority or constraints.
-func TestGrowClaimsQueueIsKarpenters(t *testing.T) {
+// TestKarpenterOrderQueue: in Karpenter's order, pods are tried by cpu, then memory,
+// descending, whatever their priority or constraints.
+func TestKarpenterOrderQueue(t *testing.T) {
 	high := int32(1000)
 	pods := []*corev1.Pod{
 		builders.Pod(builders.PodOptions{Name: "anti", CPU: "300m", Priority: &high, Affinity: &corev1.Affinity{
@@ -369,7 +369,7 @@ func TestGrowClaimsQueueIsKarpenters(t *testing.T) {
 		builders.Pod(builders.PodOptions{Name: "three", CPU: "3"}),
 		builders.Pod(builders.PodOptions{Name: "big-mem", CPU: "1", Memory: "8Gi"}),
 	}
-	s := newSolver(Input{Pods: pods, NodePools: []*NodePool{onDemandPool("default")}, Options: Options{GrowClaims: true}})
+	s := newSolver(Input{Pods: pods, NodePools: []*NodePool{onDemandPool("default")}, Options: Options{GrowClaims: true, karpenterOrder: true}})
 	queue := slices.Clone(s.pods)
 	s.sortQueue(queue)
 	var got []string

@@ -60,6 +60,11 @@ type Options struct {
 	// whether the pods fit in that few nodes at all, which growing claims answers; whether
 	// the replacement is cheaper is judged afterwards, on the instance types it names.
 	GrowClaims bool
+	// karpenterOrder, with GrowClaims, tries the pods in Karpenter's order (scheduling/queue.go,
+	// v1.15.0: cpu, then memory, descending; the oldest first; then by UID) rather than this
+	// scheduler's (see solver.sortQueue): Solve's last resort when its answers leave pods
+	// unplaced.
+	karpenterOrder bool
 	// CountEffectiveZones counts the pending pods by effective zone in
 	// Results.PendingByEffectiveZone.
 	CountEffectiveZones bool
