@@ -4,8 +4,10 @@
 //
 // The objects come from an informer-backed client.Reader (the controller-runtime cache); this
 // package adds what a cache cannot know yet and keeps it consistent under concurrent use:
-// nominations (pods the provisioner placed on capacity that has not taken them yet), NodeClaims
-// just created but not yet seen by the cache (so a fast second batch cannot launch twice), and
+// nominations (pods the provisioner placed on capacity that has not taken them yet), room
+// reserved for the pods a ReplicaSet is still creating (reservations.go), which NodeClaims one
+// pass launched together and may open to pods together (HoldsRegistration), NodeClaims just
+// created but not yet seen by the cache (so a fast second batch cannot launch twice), and
 // nodes marked for deletion by disruption.
 //
 // A pod that is not bound but has a status.nominatedNodeName (the kube-scheduler's, after a
