@@ -257,10 +257,10 @@ func (c *Cluster) RecordBatch(claims ...string) {
 }
 
 // HoldsRegistration reports whether a NodeClaim whose Node has joined (the caller found it)
-// should wait before registering the Node, which opens it to pods: while another claim
-// created in the same provisioning pass has no Node yet, and while, on any claim of the
-// pass, room is reserved for pods their ReplicaSet has yet to create (Reserve) or a pod
-// nominated there has not been told so yet (Announced). The kube-scheduler tries every pod
+// should wait before registering the Node, which opens it to pods: while a pod nominated to
+// it has not been told so yet (Announced); and, when room on the claims of its provisioning
+// pass is planned for pods not told their node (holdsRoomUntold), while another claim of the
+// pass has no Node yet or any of them waits for pods in the same way. The kube-scheduler tries every pod
 // waiting for a node when one registers, a pod nominated to a node not yet registered
 // included, and binds it to the registered one where there is room (the room planned for pods
 // it places itself); the batch's nodes registering together leave no such window, and its
@@ -272,12 +272,34 @@ func (c *Cluster) HoldsRegistration(claim string) bool {
 	if b != nil {
 		b.claims[claim] = true
 	}
-	if b == nil {
+	if b == nil || !c.holdsRoomUntold(b) {
 		return c.waitsForPods(claim)
 	}
 	for name, joined := range b.claims {
 		if !joined && c.batches[name] == b || c.waitsForPods(name) {
 			return true
+		}
+	}
+	return false
+}
+
+// holdsRoomUntold reports whether room on the batch's claims is planned for pods that will
+// not be told their node there: reserved for pods still to be created, or nominated to pods
+// the kube-scheduler places itself. Only then do its nodes wait for one another: the pods told
+// their node bind there whichever opens first, and a pod with required affinity to pods still
+// unbound binds best once those have; c.mu is held.
+func (c *Cluster) holdsRoomUntold(b *launchBatch) bool {
+	for name := range b.claims {
+		if c.batches[name] != b {
+			continue
+		}
+		if c.holdsReservations(name) {
+			return true
+		}
+		for uid := range c.nominees[name] {
+			if c.nominations[uid].unannounced {
+				return true
+			}
 		}
 	}
 	return false

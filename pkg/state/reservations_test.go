@@ -116,13 +116,18 @@ func TestReservations(t *testing.T) {
 	}
 }
 
-// TestHoldsRegistration: the claims one pass launched register together, once each has a
-// Node (a claim deleted meanwhile does not hold the others), and none registers while room on
-// any of them is reserved for pods still to be created.
+// TestHoldsRegistration: the claims one pass launched with room for pods not told their node
+// (a DoNotSchedule spread, a ReplicaSet's pods still to be created) register together, once
+// each has a Node (a claim deleted meanwhile does not hold the others) and no room on any of
+// them is reserved; a pass whose pods are all told their node does not wait.
 func TestHoldsRegistration(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cluster := state.NewCluster(memory.New(apis.NewScheme(), clk), clk)
 	cluster.RecordBatch("a", "b", "c")
+	// Room on a is planned for a pod the kube-scheduler places itself.
+	cluster.Nominate(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "spread", UID: "spread"},
+		Spec: corev1.PodSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1,
+			TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}}}}, "a", true)
 	if !cluster.HoldsRegistration("a") {
 		t.Fatal("a registered while b and c have no node")
 	}
@@ -135,6 +140,13 @@ func TestHoldsRegistration(t *testing.T) {
 	}
 	if cluster.HoldsRegistration("alone") {
 		t.Fatal("a claim of no batch held")
+	}
+	// A batch whose pods are all told their node does not wait for its other claims.
+	cluster.RecordBatch("f", "g")
+	cluster.Nominate(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", UID: "plain"}}, "g", true)
+	cluster.Announced("plain", "g")
+	if cluster.HoldsRegistration("f") {
+		t.Fatal("f held for g, though every pod planned on them is told its node")
 	}
 	cluster.RecordBatch("d", "e")
 	cluster.Reserve("rs", 1, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-arriving-0"}}, "e", true)
