@@ -58,11 +58,12 @@ type LifecycleOptions struct {
 	// do is its own concern, registration goes ahead.
 	BeforeRegister func(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node)
 	// HoldRegistration, when set, says whether a claim whose Node has joined should wait
-	// before registering it: the provisioner holds the claims it launched together until each
-	// has a Node, no room on them is reserved for pods a ReplicaSet is still creating, and
-	// every pod planned on them has been told its node (state.Cluster.HoldsRegistration), so
-	// that the kube-scheduler, which never sees one of them open before the others, places
-	// their pods as planned. A claim waits at most MaxRegistrationHold after its Node joined.
+	// before registering it: the provisioner holds a claim until every pod planned on it has
+	// been told its node, and the claims it launched together, when room on them is planned
+	// for pods not told (state.Cluster.HoldsRegistration), until each has a Node and no room
+	// on them waits for a pod still to be created, so that the kube-scheduler, which never
+	// sees one of them open before the others, places their pods as planned. A claim waits at
+	// most MaxRegistrationHold after its Node joined.
 	HoldRegistration func(claimName string) bool
 	// Nominees, when set, names the pods planned for a claim (by the claim's name), which get
 	// an InsufficientCapacityError Event when it cannot launch for want of capacity
