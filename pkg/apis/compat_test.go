@@ -595,7 +595,9 @@ func startKarpenterServer(t *testing.T) *apiserver.Env {
 		if err := karpenter.Client.Delete(ctx, ours); err != nil {
 			t.Fatalf("deleting our %s: %v", crd.Name, err)
 		}
-		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		// A CRD goes once the API server has stopped serving it, which takes longer on a
+		// loaded machine (30 s once ran out in CI beside the other packages' servers).
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			err := karpenter.Client.Get(ctx, client.ObjectKeyFromObject(ours), ours)
 			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 		}); err != nil {
