@@ -20,9 +20,12 @@ type claimState struct {
 	used         cloudprovider.Resources // the pods' requests (room already excludes daemonsets)
 	usedExtended corev1.ResourceList
 	ports        []scheduling.HostPort
-	// target is the instance type the claim is sized for; its capacity is reserved against
-	// the NodePool's limits.
-	target   *candidate
+	// target is the instance type the claim is sized for.
+	target *candidate
+	// charged is what the claim holds of the NodePool's limits (nil when it has none): as
+	// Karpenter's subtractMax, the most any type the claim could launch as when it opened has,
+	// per limited resource. Its types stay within it as pods join.
+	charged  corev1.ResourceList
 	hostname string
 	// promised counts, per pod size, the pending pods the claim's look-ahead counted on.
 	promised map[cloudprovider.Resources]int
@@ -86,13 +89,9 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 		}
 		return false
 	}
-	var released *cloudprovider.InstanceType
-	if c.target != nil {
-		released = c.target.it
-	}
 	// minValues counts the types the claim could launch as: those that fit, within limits.
 	launchable := func(cand *candidate) bool {
-		return fits(cand) && (cand == c.target || c.pool.withinLimits(cand.it, released) == nil)
+		return fits(cand) && c.withinLimits(cand.it) == nil
 	}
 	if err := minValuesMet(reqs, candidates, launchable, s.opts.MinValuesBestEffort); err != nil {
 		return nil, 0, fmt.Errorf("%w, %s", err, filterDetail(reqs, used, extended))
@@ -102,7 +101,7 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 	}
 	var limitErr error
 	for _, cand := range candidates {
-		switch err := s.typeRefusal(c, cand, used, extended, ports, released); err.(type) {
+		switch err := typeRefusal(c, cand, used, extended, ports); err.(type) {
 		case nil:
 		case *daemonPortError:
 			if portErr == nil {
@@ -179,27 +178,17 @@ func extendedFits(cand *candidate, extended corev1.ResourceList) bool {
 	return true
 }
 
-// othersKeepMinValues checks that reserving take (and releasing give) against the NodePool's
-// limits leaves every other claim of the NodePool enough types within limits for its
-// minValues: a claim's types are cut to those within limits when it is finished, and the
-// capacity a later claim reserves must not cut an earlier one below its minValues. Only
-// NodePools with both limits and minValues pay for the check.
-func (s *solver) othersKeepMinValues(c *claimState, take, give *cloudprovider.InstanceType) error {
-	if c.pool.remaining == nil || s.opts.MinValuesBestEffort || !hasMinValues(c.pool.Requirements) {
-		return nil
+// withinLimits reports whether the claim may launch as an instance type under its NodePool's
+// limits: within what the NodePool has left when the claim is still to open, within what the
+// claim was charged once it has.
+func (c *claimState) withinLimits(it *cloudprovider.InstanceType) error {
+	if c.target == nil {
+		return c.pool.withinLimits(it)
 	}
-	c.pool.reserve(take, give)
-	defer c.pool.reserve(give, take)
-	for _, other := range s.claims {
-		if other == c || other.pool != c.pool || other.target == nil {
-			continue
-		}
-		launchable := func(cand *candidate) bool {
-			return cand.admits(other.used, other.usedExtended, other.ports) == nil &&
-				(cand == other.target || c.pool.withinLimits(cand.it, other.target.it) == nil)
-		}
-		if err := minValuesMet(other.requirements, other.pool.candidatesFor(other.requirements), launchable, false); err != nil {
-			return fmt.Errorf("limits: a %s would leave another claim too few instance types: %w", take.Name, err)
+	for name, held := range c.charged {
+		if need := capacityOf(it, name); need.Cmp(held) > 0 {
+			return fmt.Errorf("all available instance types exceed limits for nodepool (NodePool=%s): %s %s of a %s, %s charged to the node when it opened under spec.limits",
+				c.pool.Name, name, need.String(), it.Name, held.String())
 		}
 	}
 	return nil
@@ -226,14 +215,8 @@ func minValuesMet(reqs scheduling.Requirements, candidates []*candidate, fits fu
 
 // commit applies a plan: the pod joins the claim.
 func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
-	if pl.target != c.target {
-		var released *cloudprovider.InstanceType
-		if c.target != nil {
-			released = c.target.it
-		}
-		c.pool.reserve(pl.target.it, released)
-		c.target = pl.target
-	}
+	opening := c.target == nil
+	c.target = pl.target
 	if pl.promise != nil {
 		// The pod opening the claim is not among the pods it was promised.
 		c.promised = pl.promise
@@ -253,6 +236,10 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 		c.usedExtended = scheduling.Merge(c.usedExtended, p.extended)
 	}
 	c.ports = append(c.ports, p.hostPorts...)
+	if opening {
+		c.charged = c.pool.charge(c.pool.launchable(c.requirements, c.used, c.usedExtended, c.ports))
+		c.pool.take(c.charged)
+	}
 	s.trimPromises(c)
 	s.recordTopology(p, func(key string) string {
 		if key == corev1.LabelHostname {

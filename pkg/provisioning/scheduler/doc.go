@@ -24,7 +24,11 @@
 //   - topology: topology spread, pod affinity and anti-affinity, and other pods'
 //     anti-affinity, in a domain the target has or, for a claim, can still choose.
 //   - instance type: claims only: an instance type that holds the claim's pods with this one
-//     beside the daemonsets, within the NodePool's limits and minValues.
+//     beside the daemonsets, within the NodePool's limits and minValues. As Karpenter's
+//     subtractMax, a claim opening is charged, against the limits, the most any type it may
+//     launch as has, and its types stay within that charge: a batch never takes a NodePool
+//     over its limits whichever types launch, and what a limit no longer allows goes to the
+//     next NodePool in the same batch.
 //
 // Cheap and selective stages come first; topology is last of the shared checks because it is
 // costly and stateful, and the instance type search last because it needs what the others

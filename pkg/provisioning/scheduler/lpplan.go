@@ -137,7 +137,7 @@ func (s *solver) openPlanned(c *claimState, p *podInfo, reqs scheduling.Requirem
 			continue
 		}
 		cand := candidateOf(c.pool.candidatesFor(reqs), pat.it)
-		if cand == nil || s.typeRefusal(c, cand, p.res, p.extended, p.hostPorts, nil) != nil {
+		if cand == nil || typeRefusal(c, cand, p.res, p.extended, p.hostPorts) != nil {
 			continue
 		}
 		for k, j := range pat.left {

@@ -133,25 +133,17 @@ func cheapestOffering(it *cloudprovider.InstanceType, reqs scheduling.Requiremen
 	return o.Price, ok
 }
 
-// withinLimits reports whether launching an instance type keeps the NodePool within its limits,
-// given capacity already reserved for the claim being resized (released first).
-func (ps *poolState) withinLimits(it *cloudprovider.InstanceType, released *cloudprovider.InstanceType) error {
-	if ps.remaining == nil {
-		return nil
-	}
+// withinLimits reports whether launching an instance type keeps the NodePool within what its
+// limits have left.
+func (ps *poolState) withinLimits(it *cloudprovider.InstanceType) error {
 	for name, left := range ps.remaining {
-		q := left.DeepCopy()
-		if released != nil {
-			q.Add(capacityOf(released, name))
-		}
-		need := capacityOf(it, name)
-		if need.Cmp(q) > 0 {
+		if need := capacityOf(it, name); need.Cmp(left) > 0 {
 			// Karpenter's words first, then which limit.
 			if name == resourceNodes {
-				return fmt.Errorf("node limits have been exhausted for nodepool (NodePool=%s): %s left under spec.limits", ps.Name, q.String())
+				return fmt.Errorf("node limits have been exhausted for nodepool (NodePool=%s): %s left under spec.limits", ps.Name, left.String())
 			}
 			return fmt.Errorf("all available instance types exceed limits for nodepool (NodePool=%s): %s %s of a %s, %s left under spec.limits",
-				ps.Name, name, need.String(), it.Name, q.String())
+				ps.Name, name, need.String(), it.Name, left.String())
 		}
 	}
 	return nil
@@ -167,19 +159,53 @@ func capacityOf(it *cloudprovider.InstanceType, name corev1.ResourceName) resour
 	return it.Capacity[name]
 }
 
-// reserve moves capacity between the limits and a claim: it takes `take` (if any) and gives
-// back `give` (if any).
-func (ps *poolState) reserve(take, give *cloudprovider.InstanceType) {
-	if ps.remaining == nil {
-		return
+// launchable is the instance types a claim of these requirements and pods could launch as:
+// those with room for the pods beside their daemonsets and within the NodePool's limits.
+func (ps *poolState) launchable(reqs scheduling.Requirements, used cloudprovider.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) []*cloudprovider.InstanceType {
+	var out []*cloudprovider.InstanceType
+	for _, cand := range ps.candidatesFor(reqs) {
+		if cand.admits(used, extended, ports) == nil && ps.withinLimits(cand.it) == nil {
+			out = append(out, cand.it)
+		}
 	}
-	for name, left := range ps.remaining {
-		if give != nil {
-			left.Add(capacityOf(give, name))
+	return out
+}
+
+// charge is what a new claim that may launch as any of its instance types holds of the
+// NodePool's limits: per limited resource, the most any of them has (Karpenter's
+// subtractMax), and one node. A claim charged so never takes the NodePool over its limits
+// whichever type launches. It is nil when the NodePool has no limits.
+func (ps *poolState) charge(its []*cloudprovider.InstanceType) corev1.ResourceList {
+	if ps.remaining == nil {
+		return nil
+	}
+	charged := corev1.ResourceList{}
+	for name := range ps.remaining {
+		var most resource.Quantity
+		for _, it := range its {
+			if q := capacityOf(it, name); q.Cmp(most) > 0 {
+				most = q
+			}
 		}
-		if take != nil {
-			left.Sub(capacityOf(take, name))
-		}
+		charged[name] = most
+	}
+	return charged
+}
+
+// take subtracts a claim's charge from what the NodePool's limits have left.
+func (ps *poolState) take(charged corev1.ResourceList) {
+	for name, q := range charged {
+		left := ps.remaining[name]
+		left.Sub(q)
+		ps.remaining[name] = left
+	}
+}
+
+// refund gives a claim's charge back to the NodePool's limits.
+func (ps *poolState) refund(charged corev1.ResourceList) {
+	for name, q := range charged {
+		left := ps.remaining[name]
+		left.Add(q)
 		ps.remaining[name] = left
 	}
 }

@@ -627,10 +627,10 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 	)
 	bestEff, bestRoom, bestOthers := -1.0, int64(0), 0.0
 	for _, cand := range candidates {
-		if cand.price <= 0 || s.typeRefusal(c, cand, p.res, p.extended, p.hostPorts, nil) != nil {
+		if cand.price <= 0 || typeRefusal(c, cand, p.res, p.extended, p.hostPorts) != nil {
 			continue
 		}
-		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) && c.pool.withinLimits(x.it, nil) == nil }, s.opts.MinValuesBestEffort) != nil {
+		if minValuesMet(reqs, candidates, func(x *candidate) bool { return p.res.Fits(x.room) && c.pool.withinLimits(x.it) == nil }, s.opts.MinValuesBestEffort) != nil {
 			continue
 		}
 		others := fill(cand.room.Sub(p.res), sizes, takes, nil)
@@ -785,7 +785,7 @@ func (s *solver) finish(c *claimState) *Claim {
 		if cand.admits(c.used, c.usedExtended, c.ports) != nil {
 			continue
 		}
-		if cand != c.target && c.pool.withinLimits(cand.it, c.target.it) != nil {
+		if c.withinLimits(cand.it) != nil {
 			continue
 		}
 		claim.InstanceTypes = append(claim.InstanceTypes, cand.it)
@@ -851,6 +851,15 @@ func (s *solver) mergeClaims() {
 	}
 }
 
+// packing is a repacking of claims: the claims in each bin, the bins' requests, and the
+// instance type each launches as.
+type packing struct {
+	bins    [][]*claimState
+	used    []cloudprovider.Resources
+	targets []*candidate
+	price   float64
+}
+
 // repack packs the group's claims, whole, into as few nodes as cost no more than the claims do:
 // for each instance type as the bin, first fit by decreasing cpu, each bin then launched as the
 // cheapest type that holds it; the cheapest packing (then the one with fewest nodes) wins when
@@ -875,11 +884,6 @@ func (s *solver) repack(group []*claimState, joined map[*claimState]bool) {
 			}
 		}
 		return nil
-	}
-	type packing struct {
-		bins    [][]*claimState
-		targets []*candidate
-		price   float64
 	}
 	var best *packing
 	seen := map[cloudprovider.Resources]bool{}
@@ -907,7 +911,7 @@ func (s *solver) repack(group []*claimState, joined map[*claimState]bool) {
 		if len(bins) >= len(group) {
 			continue
 		}
-		p := &packing{bins: bins}
+		p := &packing{bins: bins, used: used}
 		for _, u := range used {
 			t := cheapestHolding(u)
 			if t == nil {
@@ -924,7 +928,7 @@ func (s *solver) repack(group []*claimState, joined map[*claimState]bool) {
 			best = p
 		}
 	}
-	if best == nil || !s.reserveAll(pool, group, best.targets) {
+	if best == nil || !recharge(pool, group, best) {
 		return
 	}
 	for i, bin := range best.bins {
@@ -938,23 +942,34 @@ func (s *solver) repack(group []*claimState, joined map[*claimState]bool) {
 	}
 }
 
-// reserveAll moves the NodePool's reserved capacity from the group's targets to the new
-// targets, when the limits allow them; otherwise it changes nothing and reports false.
-func (s *solver) reserveAll(pool *poolState, group []*claimState, targets []*candidate) bool {
-	for _, c := range group {
-		pool.reserve(nil, c.target.it)
+// recharge moves the group's charges against the NodePool's limits to the packing's bins, each
+// charged as a claim opening with the bin's pods would be, when the limits allow every bin its
+// target; otherwise it changes nothing and reports false.
+func recharge(pool *poolState, group []*claimState, p *packing) bool {
+	if pool.remaining == nil {
+		return true
 	}
-	for i, t := range targets {
-		if pool.withinLimits(t.it, nil) != nil {
-			for _, r := range targets[:i] {
-				pool.reserve(nil, r.it)
+	for _, c := range group {
+		pool.refund(c.charged)
+	}
+	charges := make([]corev1.ResourceList, 0, len(p.bins))
+	for i, bin := range p.bins {
+		head := bin[0]
+		its := pool.launchable(head.requirements, p.used[i], head.usedExtended, head.ports)
+		if !slices.Contains(its, p.targets[i].it) {
+			for _, ch := range charges {
+				pool.refund(ch)
 			}
 			for _, c := range group {
-				pool.reserve(c.target.it, nil)
+				pool.take(c.charged)
 			}
 			return false
 		}
-		pool.reserve(t.it, nil)
+		charges = append(charges, pool.charge(its))
+		pool.take(charges[i])
+	}
+	for i, bin := range p.bins {
+		bin[0].charged = charges[i]
 	}
 	return true
 }

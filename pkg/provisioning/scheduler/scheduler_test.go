@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -623,4 +624,43 @@ func ptrValue(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// TestNewClaimChargedLargestType: as Karpenter's subtractMax, a new claim holds, of its
+// NodePool's limits, the most any type it may launch as has, so a batch never takes the
+// NodePool over its limits whichever types launch, and the claims the limits no longer allow
+// overflow to the next NodePool in the same batch.
+func TestNewClaimChargedLargestType(t *testing.T) {
+	capped := onDemandPool("capped", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "small", "medium", "large", "xlarge"))
+	capped.Weight = 10
+	capped.Remaining = builders.Resources("cpu", "20")
+	other := onDemandPool("other")
+	apart := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "apart"}},
+	}}}}
+	pods := builders.Pods(3, builders.PodOptions{CPU: "1", Labels: map[string]string{"app": "apart"}, Affinity: apart})
+	r := Solve(Input{Pods: pods, NodePools: []*NodePool{other, capped}})
+	mustPlaceAll(t, r)
+	var cappedTypes [][]string
+	most := resource.Quantity{}
+	for _, c := range r.NewClaims {
+		if c.NodePool != "capped" {
+			continue
+		}
+		cappedTypes = append(cappedTypes, claimTypes(c))
+		var largest resource.Quantity
+		for _, it := range c.InstanceTypes {
+			if q := it.Capacity[corev1.ResourceCPU]; q.Cmp(largest) > 0 {
+				largest = q
+			}
+		}
+		most.Add(largest)
+	}
+	want := [][]string{{"small", "medium", "large", "xlarge"}, {"small", "medium"}}
+	if !reflect.DeepEqual(cappedTypes, want) {
+		t.Errorf("capped claims' types = %v, want %v: the first holds 16 of the 20 cpu, the second the 4 left, the third goes to other", cappedTypes, want)
+	}
+	if limit := resource.MustParse("20"); most.Cmp(limit) > 0 {
+		t.Errorf("capped's claims may launch %s cpu in all, over its limit of 20", most.String())
+	}
 }

@@ -303,15 +303,11 @@ func (s *solver) instanceTypeStage(t *trial) bool {
 
 // typeRefusal is the instance type stage's check of one instance type for a claim: a node of
 // the type has room for used (and extended) beside its daemonsets with no host port of ports
-// taken by one, and launching it in place of released keeps the NodePool within its limits
-// and every other claim of the NodePool its minValues. The look-ahead sizes new claims with
-// it too.
-func (s *solver) typeRefusal(c *claimState, cand *candidate, used cloudprovider.Resources, extended corev1.ResourceList, ports []scheduling.HostPort, released *cloudprovider.InstanceType) error {
+// taken by one, within the NodePool's limits (claimState.withinLimits). The look-ahead sizes
+// new claims with it too.
+func typeRefusal(c *claimState, cand *candidate, used cloudprovider.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) error {
 	if err := cand.admits(used, extended, ports); err != nil {
 		return err
 	}
-	if err := c.pool.withinLimits(cand.it, released); err != nil {
-		return err
-	}
-	return s.othersKeepMinValues(c, cand.it, released)
+	return c.withinLimits(cand.it)
 }
