@@ -241,9 +241,10 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 	// made are the pod templates of the workloads, to be made as the API server stores their
 	// pods once every RuntimeClass is read.
 	type made struct {
-		doc  document
-		tmpl *corev1.PodTemplateSpec
-		job  bool
+		doc      document
+		tmpl     *corev1.PodTemplateSpec
+		job      bool
+		stateful *statefulSet
 	}
 	var templates []made
 	type pdb struct {
@@ -293,7 +294,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		}
 		name := i.src.Name
 		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl, stateful: stateful}})
-		templates = append(templates, made{doc: i, tmpl: &tmpl})
+		templates = append(templates, made{doc: i, tmpl: &tmpl, stateful: stateful})
 	}
 	for _, doc := range docs {
 		i, raw := doc, doc.raw
@@ -429,7 +430,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			return nil, err
 		}
 		for _, m := range templates {
-			stored, problems := storedTemplate(creation, m.doc.src.Name, m.tmpl, m.job)
+			stored, problems := storedTemplate(creation, m.doc.src.Name, m.tmpl, m.job, m.stateful)
 			if len(problems) > 0 {
 				errs = append(errs, m.doc.src.FieldErrors(underTemplate(problems, m.doc.src.Kind != "Pod"))...)
 				continue

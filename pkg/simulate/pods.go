@@ -70,9 +70,10 @@ func podCreation(objs []client.Object) (*validation.PodCreation, error) {
 // storedTemplate returns the template of owner's pods as the API server stores each of them:
 // its metadata as written (with the annotations the server sets) and the spec of a pod made of
 // it, labelled as createPod labels it, once created. A Job's pods without a restartPolicy
-// never restart, as the simulator runs them. A refusal is returned as field errors with paths
-// relative to the template (spec.runtimeClassName, …).
-func storedTemplate(c *validation.PodCreation, owner string, tmpl *corev1.PodTemplateSpec, job bool) (*corev1.PodTemplateSpec, field.ErrorList) {
+// never restart, as the simulator runs them; a StatefulSet's (stateful set) have the volumes of
+// their claims, as its controller gives them (createPod names each pod's own). A refusal is
+// returned as field errors with paths relative to the template (spec.runtimeClassName, …).
+func storedTemplate(c *validation.PodCreation, owner string, tmpl *corev1.PodTemplateSpec, job bool, stateful *statefulSet) (*corev1.PodTemplateSpec, field.ErrorList) {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Name, pod.Namespace = owner+"-1", namespace
 	if pod.Labels == nil {
@@ -81,6 +82,9 @@ func storedTemplate(c *validation.PodCreation, owner string, tmpl *corev1.PodTem
 	pod.Labels[ownerLabel] = owner
 	if job && pod.Spec.RestartPolicy == "" {
 		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
+	if stateful != nil {
+		stateful.podClaims(pod, owner, 0)
 	}
 	stored, errs := c.Stored(pod)
 	for _, fe := range errs {

@@ -356,7 +356,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			reportTemplate(i, action, count, problems, template)
 			return nil
 		}
-		stored, problems := storedTemplate(creation, name, tmpl, job)
+		stored, problems := storedTemplate(creation, name, tmpl, job, nil)
 		reportTemplate(i, action, count, underTemplate(problems, true), template)
 		return stored
 	}
