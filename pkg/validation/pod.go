@@ -51,7 +51,7 @@ func NewPodCreation(runtimeClasses []*nodev1.RuntimeClass) (*PodCreation, error)
 	return &PodCreation{runtimeClass: plugin, classes: client.lister}, nil
 }
 
-// Stored returns pod as the API server stores it when it is created, with the server's own
+// Stored returns p as the API server stores it when it is created, with the server's own
 // code from k8s.io/kubernetes, in the order of its create path:
 //
 //   - the v1 defaults (SetDefaults_Pod and those of every field: a container with limits and
@@ -67,10 +67,11 @@ func NewPodCreation(runtimeClasses []*nodev1.RuntimeClass) (*PodCreation, error)
 //     value), topology spread constraints' matchLabelKeys likewise, the status reset (Pending,
 //     its QoS class), and then the strategy's Validate;
 //
-// then the conversion back to v1. A pod without a namespace is created in "default". pod
-// itself is not changed. A refusal is returned as field errors with the server's message and
-// a field path relative to the pod (spec.runtimeClassName, spec.nodeSelector[key], spec.overhead);
-// an internal failure as a field.InternalError.
+// then the conversion back to v1. A pod without a namespace is created in "default". p itself
+// is not changed; nor is the rest of its metadata filled (uid, creationTimestamp). A refusal is returned as field errors with the server's message and
+// a field path relative to the pod (spec.runtimeClassName, spec.nodeSelector[key],
+// spec.overhead); an internal failure as a field.InternalError. The other admission plugins
+// (DefaultTolerationSeconds, Priority, ServiceAccount, LimitRanger, webhooks, …) are not run.
 func (c *PodCreation) Stored(p *corev1.Pod) (*corev1.Pod, field.ErrorList) {
 	external := p.DeepCopy()
 	if external.Namespace == "" {
