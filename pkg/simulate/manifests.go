@@ -156,8 +156,10 @@ func (d document) isKarpenter() bool {
 // are its manifests; Deployments, StatefulSets, ReplicaSets and Pods are deployed at the start,
 // Jobs run at the start, DaemonSets reserve their pods' room on new nodes, a
 // PodDisruptionBudget with an integer minAvailable or maxUnavailable guards the deployment
-// whose pods it selects, and StorageClasses, PersistentVolumes and PersistentVolumeClaims are
-// created for the pods' volumes (a StatefulSet's volumeClaimTemplates give each pod its own).
+// whose pods it selects, StorageClasses, PersistentVolumes and PersistentVolumeClaims are
+// created for the pods' volumes (a StatefulSet's volumeClaimTemplates give each pod its own),
+// and RuntimeClasses give the pods naming them their overhead and scheduling. The pods are
+// made as the API server stores them (pods.go).
 func parsePlainManifests(file string, data []byte) (*Workload, error) {
 	docs, errs := readDocuments(file, string(data), 1)
 	return plainWorkload(file, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), docs, errs)
@@ -235,7 +237,16 @@ func readFile(file string) ([]byte, error) {
 func plainWorkload(source, name string, docs []document, errs []error) (*Workload, error) {
 	file := source
 	w := &Workload{file: file, Name: name, Duration: Duration{PlainManifestsDuration}}
-	var karpenter, storage []document
+	var karpenter, storage, runtimeClasses []document
+	// made are the pod templates of the workloads, to be made as the API server stores their
+	// pods once every RuntimeClass is read.
+	type made struct {
+		doc      document
+		tmpl     *corev1.PodTemplateSpec
+		job      bool
+		stateful *statefulSet
+	}
+	var templates []made
 	type pdb struct {
 		doc document
 		pdb *policyv1.PodDisruptionBudget
@@ -283,6 +294,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		}
 		name := i.src.Name
 		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl, stateful: stateful}})
+		templates = append(templates, made{doc: i, tmpl: &tmpl, stateful: stateful})
 	}
 	for _, doc := range docs {
 		i, raw := doc, doc.raw
@@ -298,6 +310,10 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		}
 		if isStorageKind(u.GetAPIVersion(), kind) {
 			storage = append(storage, doc)
+			continue
+		}
+		if isRuntimeClass(u.GetAPIVersion(), kind) {
+			runtimeClasses = append(runtimeClasses, doc)
 			continue
 		}
 		if ignoredKinds[kind] {
@@ -378,6 +394,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 				continue
 			}
 			w.Timeline = append(w.Timeline, Event{Jobs: &Jobs{Name: name, Count: int(n), Runtime: Duration{runtime}, template: &tmpl}})
+			templates = append(templates, made{doc: i, tmpl: &tmpl, job: true})
 		case "apps/v1/DaemonSet":
 			// No pods are made for it, but its pods' requests reserve room on every new node.
 			var ds appsv1.DaemonSet
@@ -394,7 +411,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 				pdbs = append(pdbs, pdb{doc: i, pdb: &p})
 			}
 		default:
-			add(i, "", "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job, PodDisruptionBudget, StorageClass, PersistentVolume or PersistentVolumeClaim")
+			add(i, "", "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job, PodDisruptionBudget, StorageClass, PersistentVolume, PersistentVolumeClaim or RuntimeClass")
 		}
 	}
 	objs, err := decodeObjects(karpenter)
@@ -403,7 +420,24 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 	}
 	volumes, storageErrs := storageObjects(storage, w)
 	errs = append(errs, storageErrs...)
-	w.Objects = append(append(objs, daemonSets...), volumes...)
+	classes, classErrs := decodeRuntimeClasses(runtimeClasses)
+	errs = append(errs, classErrs...)
+	w.Objects = append(append(append(objs, daemonSets...), volumes...), classes...)
+	// The pods as the API server stores them, once the objects they may name are all valid.
+	if len(errs) == 0 {
+		creation, err := podCreation(w.Objects)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range templates {
+			stored, problems := storedTemplate(creation, m.doc.src.Name, m.tmpl, m.job, m.stateful)
+			if len(problems) > 0 {
+				errs = append(errs, m.doc.src.FieldErrors(underTemplate(problems, m.doc.src.Kind != "Pod"))...)
+				continue
+			}
+			*m.tmpl = *stored
+		}
+	}
 	if !hasNodePool(objs) && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no NodePool: add at least one NodePool (karpenter.sh/v1) and its EC2NodeClass", file))
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -52,9 +53,10 @@ type Workload struct {
 	// node repair (the unhealthy timeline event) NodeRepair: true.
 	FeatureGates map[string]bool `yaml:"featureGates"`
 	// Manifests are Karpenter objects (NodePool, EC2NodeClass), the StorageClasses,
-	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, and CapacityBuffers
+	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, CapacityBuffers
 	// (autoscaling.x-k8s.io/v1beta1, with the CapacityBuffer feature gate) with the PodTemplates
-	// they name, as YAML documents, exactly as they would be applied to a cluster.
+	// they name, and the RuntimeClasses (node.k8s.io/v1) the pods name, as YAML documents,
+	// exactly as they would be applied to a cluster.
 	Manifests string `yaml:"manifests"`
 	// Timeline is what happens when.
 	Timeline []Event `yaml:"timeline"`
@@ -329,12 +331,11 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		add(lineOf(&root, "duration"), "duration", "%s is longer than the simulator's bound of %s (30 days)", w.Duration, MaxDuration)
 	}
 	eventNodes := yamlNodes(events)
-	// checkTemplate reports what the API server would refuse in the Deployment or Job that
-	// timeline event i (action deploy or jobs) stands for, at the line of the field as written
-	// in the event; count is the name of the event's pod count field.
-	checkTemplate := func(i int, action, count, name string, pods int, tmpl *corev1.PodTemplateSpec, template, job bool) {
+	// reportTemplate reports errs, problems of the Deployment or Job of timeline event i, at
+	// the line of their field as written in the event.
+	reportTemplate := func(i int, action, count string, errs field.ErrorList, template bool) {
 		base := fmt.Sprintf("timeline[%d].%s", i, action)
-		for _, fe := range workloadProblems(name, pods, tmpl, job) {
+		for _, fe := range errs {
 			f, inPod := shapeField(fe.Field, template)
 			switch {
 			case inPod:
@@ -345,6 +346,20 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			add(yamlpath.Line(eventNodes.at(i), action+"."+f), base+"."+f, "%s", fe.ErrorBody())
 		}
 	}
+	// checkTemplate reports what the API server would refuse in the Deployment or Job that
+	// timeline event i (action deploy or jobs) stands for; count is the name of the event's
+	// pod count field. It returns the template as the API server stores the pods made of it
+	// (pods.go), nil when the template is refused.
+	var creation *validation.PodCreation // set once the manifests are read, before any event
+	checkTemplate := func(i int, action, count, name string, pods int, tmpl *corev1.PodTemplateSpec, template, job bool) *corev1.PodTemplateSpec {
+		if problems := workloadProblems(name, pods, tmpl, job); len(problems) > 0 {
+			reportTemplate(i, action, count, problems, template)
+			return nil
+		}
+		stored, problems := storedTemplate(creation, name, tmpl, job, nil)
+		reportTemplate(i, action, count, underTemplate(problems, true), template)
+		return stored
+	}
 	var objs []client.Object
 	var err error
 	if strings.TrimSpace(w.Manifests) != "" {
@@ -354,6 +369,10 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		}
 	}
 	w.Objects = objs
+	creation, creationErr := podCreation(objs)
+	if creationErr != nil {
+		return nil, creationErr
+	}
 	if !hasNodePool(objs) && err == nil {
 		add(manifestsLine, "manifests", "no NodePool: add at least one NodePool and its EC2NodeClass")
 	}
@@ -460,7 +479,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			if err != nil {
 				add(shapeLine(eventNodes.at(i), "deploy", err), field+".deploy.pod", "%v", err)
 			} else {
-				checkTemplate(i, "deploy", "replicas", d.Name, d.Replicas, tmpl, d.Pod.Template != nil, false)
+				tmpl = checkTemplate(i, "deploy", "replicas", d.Name, d.Replicas, tmpl, d.Pod.Template != nil, false)
 			}
 			d.template = tmpl
 		case e.Scale != nil:
@@ -502,7 +521,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			if err != nil {
 				add(shapeLine(eventNodes.at(i), "jobs", err), field+".jobs.pod", "%v", err)
 			} else {
-				checkTemplate(i, "jobs", "count", j.Name, j.Count, tmpl, j.Pod.Template != nil, true)
+				tmpl = checkTemplate(i, "jobs", "count", j.Name, j.Count, tmpl, j.Pod.Template != nil, true)
 			}
 			j.template = tmpl
 		case e.Interrupt != nil:
@@ -726,16 +745,19 @@ func decodeValue(v any, into any) error {
 }
 
 // decodeManifests reads YAML documents into the project's typed objects (CapacityBuffers among
-// them), the storage objects and PodTemplates, strictly; text starts on line firstLine of file.
+// them), the storage objects, PodTemplates and RuntimeClasses, strictly; text starts on line
+// firstLine of file.
 func decodeManifests(file, text string, firstLine int) ([]client.Object, error) {
 	docs, errs := readDocuments(file, text, firstLine)
-	var karpenter, storage, templates []document
+	var karpenter, storage, templates, runtimeClasses []document
 	for _, doc := range docs {
 		switch {
 		case isStorageKind(doc.src.APIVersion, doc.src.Kind):
 			storage = append(storage, doc)
 		case isPodTemplate(doc.src.APIVersion, doc.src.Kind):
 			templates = append(templates, doc)
+		case isRuntimeClass(doc.src.APIVersion, doc.src.Kind):
+			runtimeClasses = append(runtimeClasses, doc)
 		default:
 			karpenter = append(karpenter, doc)
 		}
@@ -743,8 +765,9 @@ func decodeManifests(file, text string, firstLine int) ([]client.Object, error) 
 	objs, err := decodeObjects(karpenter)
 	more, storageErrs := storageObjects(storage, nil)
 	pts, templateErrs := decodePodTemplates(templates)
-	objs = append(append(objs, more...), pts...)
-	return objs, errors.Join(append(append(append(errs, err), storageErrs...), templateErrs...)...)
+	classes, classErrs := decodeRuntimeClasses(runtimeClasses)
+	objs = append(append(append(objs, more...), pts...), classes...)
+	return objs, errors.Join(append(append(append(append(errs, err), storageErrs...), templateErrs...), classErrs...)...)
 }
 
 // decodeObjects decodes documents into the project's typed objects, strictly, with the CRDs'
@@ -763,7 +786,7 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 		gvk := (&unstructured.Unstructured{Object: doc.raw}).GroupVersionKind()
 		obj, err := scheme.New(gvk)
 		if err != nil {
-			errs = append(errs, doc.errorf("kind", "unknown kind %s; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1), and for spare capacity CapacityBuffer (autoscaling.x-k8s.io/v1beta1) and PodTemplate (v1)", gvk.GroupKind()))
+			errs = append(errs, doc.errorf("kind", "unknown kind %s; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1), for spare capacity CapacityBuffer (autoscaling.x-k8s.io/v1beta1) and PodTemplate (v1), and RuntimeClass (node.k8s.io/v1)", gvk.GroupKind()))
 			continue
 		}
 		if decodeErrs := doc.decode(obj); len(decodeErrs) > 0 {

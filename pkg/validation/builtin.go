@@ -16,6 +16,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"    // the apps/v1 defaults and conversions
 	_ "k8s.io/kubernetes/pkg/apis/batch/install"   // the batch/v1 defaults and conversions
 	_ "k8s.io/kubernetes/pkg/apis/core/install"    // the v1 defaults and conversions
+	_ "k8s.io/kubernetes/pkg/apis/node/install"    // the node.k8s.io/v1 defaults and conversions
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"  // the policy/v1 defaults and conversions
 	_ "k8s.io/kubernetes/pkg/apis/storage/install" // the storage.k8s.io/v1 defaults and conversions
 	"k8s.io/kubernetes/pkg/registry/apps/daemonset"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/kubernetes/pkg/registry/core/persistentvolumeclaim"
 	"k8s.io/kubernetes/pkg/registry/core/pod"
 	"k8s.io/kubernetes/pkg/registry/core/podtemplate"
+	"k8s.io/kubernetes/pkg/registry/node/runtimeclass"
 	"k8s.io/kubernetes/pkg/registry/policy/poddisruptionbudget"
 	"k8s.io/kubernetes/pkg/registry/storage/storageclass"
 )
@@ -50,6 +52,7 @@ var builtinKinds = map[schema.GroupKind]builtinKind{
 	{Group: "batch", Kind: "Job"}:                   {job.Strategy, "jobs"},
 	{Group: "policy", Kind: "PodDisruptionBudget"}:  {poddisruptionbudget.Strategy, "poddisruptionbudgets"},
 	{Group: "storage.k8s.io", Kind: "StorageClass"}: {storageclass.Strategy, "storageclasses"},
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:    {runtimeclass.Strategy, "runtimeclasses"},
 }
 
 // IsBuiltin reports whether ValidateBuiltin checks objects of gk.
@@ -58,14 +61,15 @@ func IsBuiltin(gk schema.GroupKind) bool {
 	return ok
 }
 
-// ValidateBuiltin checks a built-in object (a Pod, PodTemplate, PersistentVolumeClaim, PersistentVolume,
-// Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, PodDisruptionBudget or StorageClass, as its
-// k8s.io/api type with its kind set) as the API server checks it on create, with the server's
-// own code from k8s.io/kubernetes: the version's defaults, the conversion to the internal
-// type, then the kind's registry strategy (PrepareForCreate, Validate) and the ObjectMeta
-// checks, the steps of the server's create path. An object without a namespace is checked in
-// "default". obj itself is not changed. The errors carry the server's field paths, relative
-// to the object.
+// ValidateBuiltin checks a built-in object (a Pod, PodTemplate, PersistentVolumeClaim,
+// PersistentVolume, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, PodDisruptionBudget,
+// StorageClass or RuntimeClass, as its k8s.io/api type with its kind set) as the API server
+// checks it on create, with the server's own code from k8s.io/kubernetes: the version's
+// defaults, the conversion to the internal type, then the kind's registry strategy
+// (PrepareForCreate, Validate) and the ObjectMeta checks, the steps of the server's create
+// path (admission plugins aside: PodCreation runs the RuntimeClass plugin on pods). An object
+// without a namespace is checked in "default". obj itself is not changed. The errors carry the
+// server's field paths, relative to the object.
 func ValidateBuiltin(obj runtime.Object) (field.ErrorList, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	kind, ok := builtinKinds[gvk.GroupKind()]

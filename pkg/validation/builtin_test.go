@@ -124,6 +124,14 @@ metadata: {name: gp3}
 provisioner: ebs.csi.aws.com
 volumeBindingMode: WaitForFirstConsumer
 `,
+	"RuntimeClass": `
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata}
+handler: kata
+overhead: {podFixed: {cpu: 250m, memory: 160Mi}}
+scheduling: {nodeSelector: {sandbox: kata}, tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]}
+`,
 }
 
 // builtinCases are patches of builtinBase: the mistakes users make, each of which the server
@@ -180,6 +188,9 @@ var builtinCases = []struct {
 	{name: "no storage request", kind: "PersistentVolumeClaim", invalid: true, patch: `{spec: {resources: {requests: null}}}`},
 	{name: "no capacity", kind: "PersistentVolume", invalid: true, patch: `{spec: {capacity: null}}`},
 	{name: "binding mode unknown", kind: "StorageClass", invalid: true, patch: `{volumeBindingMode: Later}`},
+	{name: "valid", kind: "RuntimeClass"},
+	{name: "handler not a DNS label", kind: "RuntimeClass", invalid: true, patch: `{handler: Kata_1}`},
+	{name: "negative overhead", kind: "RuntimeClass", invalid: true, patch: `{overhead: {podFixed: {cpu: "-1"}}}`},
 	{name: "replicas without a serviceName", kind: "StatefulSet", patch: `{spec: {serviceName: null}}`},
 	{name: "negative volume claim size", kind: "StatefulSet", invalid: true,
 		patch: `{spec: {volumeClaimTemplates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: "-1Gi"}}}}]}}`},

@@ -28,6 +28,11 @@
 // Errors are field.Errors with the server's field paths, types and details, and ValidateObject
 // returns the same 422 Invalid error the server sends.
 //
+// Built-in kinds (Pods, Deployments, … RuntimeClasses) are checked by ValidateBuiltin with the
+// server's own defaulting, conversion and registry strategies from k8s.io/kubernetes, and
+// PodCreation makes a pod what the server stores on create (defaults, the RuntimeClass
+// admission plugin, PrepareForCreate), for the simulator's pods.
+//
 // Not covered: admission webhooks and ValidatingAdmissionPolicies (the project installs none),
 // the request size limit, and fieldValidation=Strict, whose unknown-field report is available
 // separately as UnknownFields. The package tests run one table of objects through both this

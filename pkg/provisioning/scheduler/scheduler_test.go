@@ -664,3 +664,35 @@ func TestNewClaimChargedLargestType(t *testing.T) {
 		t.Errorf("capped's claims may launch %s cpu in all, over its limit of 20", most.String())
 	}
 }
+
+// TestAffinityTermsAsStored: a pod (anti-)affinity term's labelSelector is read as the API server
+// stored it, with its matchLabelKeys already merged at creation, as the kube-scheduler reads it;
+// matchLabelKeys are not applied again from the pod's labels of now.
+func TestAffinityTermsAsStored(t *testing.T) {
+	cases := []struct {
+		name     string
+		selector *metav1.LabelSelector
+	}{
+		// Merged when the pod was labelled version v1; relabelled v2 since.
+		{"merged at creation, relabelled since", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "version", Operator: metav1.LabelSelectorOpIn, Values: []string{"v1"}}}}},
+		// Created where the API server did not merge them (MatchLabelKeysInPodAffinity off).
+		{"not merged", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bound := builders.Pod(builders.PodOptions{Name: "web-0", CPU: "100m", Labels: map[string]string{"app": "web", "version": "v1"}})
+			node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1},
+				Available: builders.Resources("cpu", "8", "memory", "16Gi", "pods", "100"), Pods: []*corev1.Pod{bound}}
+			anti := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: c.selector, MatchLabelKeys: []string{"version"}, TopologyKey: corev1.LabelHostname,
+			}}}}
+			pod := builders.Pod(builders.PodOptions{Name: "web-1", CPU: "100m", Labels: map[string]string{"app": "web", "version": "v2"}, Affinity: anti})
+			r := Solve(Input{Pods: []*corev1.Pod{pod}, Nodes: []*Node{node}, NodePools: []*NodePool{onDemandPool("default")}})
+			mustPlaceAll(t, r)
+			if len(r.ExistingPlacements) != 0 {
+				t.Errorf("placed beside web-0, which its stored selector %s selects", metav1.FormatLabelSelector(c.selector))
+			}
+		})
+	}
+}

@@ -162,8 +162,13 @@ func (t *topology) spreadGroup(pod *corev1.Pod, v *variant, c *corev1.TopologySp
 	return t.intern(g, fmt.Sprintf("%s|%d|%v|%v|%v|%s", g.ownerReqs.String(), g.minDomains, g.honorAffinity, g.honorTaints, g.maxSkew, tolerations.String())), nil
 }
 
+// affinityGroup is the group of a pod (anti-)affinity term. The term's labelSelector is read as
+// stored, as the kube-scheduler reads it: the API server merged its matchLabelKeys and
+// mismatchLabelKeys into it when the pod was created (key In, key NotIn the pod's value; GA
+// since Kubernetes 1.33), so merging them again here would repeat matchLabelKeys and, for a
+// pod whose labels changed since, contradict the stored selector.
 func (t *topology) affinityGroup(pod *corev1.Pod, kind groupKind, term corev1.PodAffinityTerm) (*topologyGroup, error) {
-	selector, err := selectorWithLabelKeys(term.LabelSelector, term.MatchLabelKeys, pod.Labels)
+	selector, err := selectorWithLabelKeys(term.LabelSelector, nil, pod.Labels)
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", kind, term.TopologyKey, err)
 	}
@@ -182,6 +187,10 @@ func (t *topology) affinityGroup(pod *corev1.Pod, kind groupKind, term corev1.Po
 	return t.intern(g, ""), nil
 }
 
+// selectorWithLabelKeys is ls with key=value added for each of matchLabelKeys the pod has a
+// label of (nil ls selects nothing). Spread constraints take it as the kube-scheduler does at
+// scheduling time; the API server merging them at creation too (key In (value), since
+// Kubernetes 1.34) only repeats the same requirement.
 func selectorWithLabelKeys(ls *metav1.LabelSelector, matchLabelKeys []string, podLabels map[string]string) (labels.Selector, error) {
 	if ls == nil {
 		return labels.Nothing(), nil
