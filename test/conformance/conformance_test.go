@@ -48,6 +48,7 @@ func TestConformance(t *testing.T) {
 	}
 	start := time.Now()
 	excused := map[string]int{}
+	excusedSeeds := map[string][]int64{}
 	failures := 0
 	pods, claimsOurs, claimsTheirs := 0, 0, 0
 	costOurs, costTheirs := 0.0, 0.0
@@ -76,6 +77,7 @@ func TestConformance(t *testing.T) {
 		costTheirs += Cost(c, r.Karpenter)
 		for name, vs := range r.Excused {
 			excused[name] += len(vs)
+			excusedSeeds[name] = append(excusedSeeds[name], seed)
 		}
 		if *seedFlag != 0 || *caseFile != "" {
 			t.Logf("ours: %s", describe(r.Ours))
@@ -106,7 +108,8 @@ func TestConformance(t *testing.T) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		t.Logf("divergence %s excused %d violations", name, excused[name])
+		seeds := excusedSeeds[name]
+		t.Logf("divergence %s excused %d violations in %d cases (seeds %v)", name, excused[name], len(seeds), seeds[:min(len(seeds), 40)])
 	}
 	t.Logf("%d cases (%d pods) in %s: %d failed; claims ours %d karpenter %d; cost ours $%.2f/h karpenter $%.2f/h",
 		len(seeds), pods, time.Since(start).Round(time.Millisecond), failures, claimsOurs, claimsTheirs, costOurs, costTheirs)
