@@ -36,6 +36,21 @@ var Divergences = []Divergence{
 		},
 	},
 	{
+		Name: "karpenter-ored-terms-spread",
+		Reason: "Karpenter bug: with ORed required node affinity terms, v1.15.0 takes a DoNotSchedule spread's domains " +
+			"from the term it places the pod under; the kube-scheduler counts every node any term matches (node " +
+			"affinity policy Honor), so the pods Karpenter puts beyond maxSkew stay pending. Ours counts them all, " +
+			"and refuses the pods no domain admits within maxSkew, as the kube-scheduler would.",
+		Match: func(c *Case, v Violation) bool {
+			p := c.pod(v.Pod)
+			if p == nil || requiredTerms(p) < 2 {
+				return false
+			}
+			return v.Scheduler == "karpenter" && v.Rule == RuleSpread ||
+				v.Rule == RuleRefusedByOursOnly && strings.Contains(v.Detail, "topology spread")
+		},
+	},
+	{
 		Name: "limits-contention-order",
 		Reason: "Intentional: when a NodePool's limits leave room for only some of the pods, which ones get it " +
 			"depends on the order pods are tried (Karpenter: by cpu and memory; ours: priority, then pods with " +
@@ -92,6 +107,14 @@ var Divergences = []Divergence{
 			return v.Scheduler == "karpenter" && (v.Rule == RuleNodeSelection || v.Rule == RuleClaimInstanceType) && strings.Contains(v.Detail, TierLabel)
 		},
 	},
+}
+
+// requiredTerms counts a pod's ORed required node affinity terms.
+func requiredTerms(p *corev1.Pod) int {
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		return len(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
+	}
+	return 0
 }
 
 func hasMinDomains(p *corev1.Pod) bool {

@@ -239,6 +239,33 @@ func (v *variant) build(pod *corev1.Pod, term *corev1.NodeSelectorTerm) {
 	v.spread = append(slices.Clone(v.spread), v.scheduleAnyway...)
 }
 
+// otherTerms are the requirements of the pod's required node affinity terms other than the one
+// the variant is placed under (each with the pod's node selector): the kube-scheduler ORs them,
+// so a spread counts a node any of them matches among its domains. Nil with one term or none.
+func otherTerms(pod *corev1.Pod, v *variant) []scheduling.Requirements {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) < 2 {
+		return nil
+	}
+	current := len(terms) - len(v.nextTerms) - 1
+	var out []scheduling.Requirements
+	for i := range terms {
+		if i == current {
+			continue
+		}
+		alt := &variant{}
+		alt.build(pod, &terms[i])
+		if alt.requirementsErr == nil {
+			out = append(out, alt.required)
+		}
+	}
+	return out
+}
+
 // matchFieldsAsLabels turns the one supported field selector, metadata.name, into a hostname
 // requirement.
 func matchFieldsAsLabels(fields []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {

@@ -696,3 +696,30 @@ func TestAffinityTermsAsStored(t *testing.T) {
 		})
 	}
 }
+
+// TestSpreadDomainsOfOredNodeAffinityTerms: the kube-scheduler counts, among a spread's
+// domains, the nodes any of the pod's ORed required node affinity terms matches (node
+// affinity policy Honor). Pods placed under the first term (not zone 3) would skew zones 1
+// and 2 against zone 3, which the second term allows: the pods the skew refuses there go to
+// zone 3 under the second term.
+func TestSpreadDomainsOfOredNodeAffinityTerms(t *testing.T) {
+	app := map[string]string{"app": "api"}
+	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpNotIn, Values: []string{zone3}}}},
+		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}},
+	}}}}
+	pods := builders.Pods(6, builders.PodOptions{Labels: app, CPU: "1", Spread: zonalSpread(app), Affinity: affinity})
+	r := Solve(Input{Pods: pods, NodePools: []*NodePool{onDemandPool("default")}})
+	mustPlaceAll(t, r)
+	perZone := map[string]int{}
+	for _, c := range r.NewClaims {
+		z, ok := c.Requirements.Get(corev1.LabelTopologyZone)
+		if !ok || len(z.Values()) != 1 {
+			t.Fatalf("claim zone not pinned: %s", c.Requirements)
+		}
+		perZone[z.Values()[0]] += len(c.Pods)
+	}
+	if !reflect.DeepEqual(perZone, map[string]int{zone1: 2, zone2: 2, zone3: 2}) {
+		t.Errorf("per zone = %v, want 2 in each: zone 3 is a domain by the second term", perZone)
+	}
+}

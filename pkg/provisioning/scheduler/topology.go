@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,7 +41,11 @@ type topologyGroup struct {
 	// honorAffinity and honorTaints: which existing nodes count (spread's node policies).
 	honorAffinity, honorTaints bool
 	ownerReqs                  scheduling.Requirements
-	ownerTolerations           []corev1.Toleration
+	// ownerAlternatives are the owner's other required node affinity terms (each with its node
+	// selector): a node any of them matches is eligible too, as the kube-scheduler reads ORed
+	// terms, though the owner is placed under one at a time.
+	ownerAlternatives []scheduling.Requirements
+	ownerTolerations  []corev1.Toleration
 
 	counts map[string]int // matching pods per domain
 	owners map[string]int // pods carrying this anti-affinity term, per domain
@@ -151,15 +156,20 @@ func (t *topology) spreadGroup(pod *corev1.Pod, v *variant, c *corev1.TopologySp
 	if c.MinDomains != nil {
 		g.minDomains = *c.MinDomains
 	}
+	var alternatives strings.Builder
 	if g.honorAffinity {
 		g.ownerReqs = v.requirements
+		g.ownerAlternatives = otherTerms(pod, v)
+		for _, alt := range g.ownerAlternatives {
+			alternatives.WriteString("|" + alt.String())
+		}
 	}
 	if g.honorTaints {
 		g.ownerTolerations = pod.Spec.Tolerations
 	}
 	var tolerations strings.Builder
 	writeStrings(&tolerations, g.ownerTolerations)
-	return t.intern(g, fmt.Sprintf("%s|%d|%v|%v|%v|%s", g.ownerReqs.String(), g.minDomains, g.honorAffinity, g.honorTaints, g.maxSkew, tolerations.String())), nil
+	return t.intern(g, fmt.Sprintf("%s|%d|%v|%v|%v|%s%s", g.ownerReqs.String(), g.minDomains, g.honorAffinity, g.honorTaints, g.maxSkew, tolerations.String(), alternatives.String())), nil
 }
 
 // affinityGroup is the group of a pod (anti-)affinity term. The term's labelSelector is read as
@@ -317,7 +327,8 @@ func (g *topologyGroup) countsNode(n *Node) bool {
 	if g.kind != spreadGroup {
 		return true
 	}
-	if g.honorAffinity && g.ownerReqs.Len() > 0 && g.ownerReqs.Matches(n.Labels) != nil {
+	if g.honorAffinity && g.ownerReqs.Len() > 0 && g.ownerReqs.Matches(n.Labels) != nil &&
+		!slices.ContainsFunc(g.ownerAlternatives, func(alt scheduling.Requirements) bool { return alt.Matches(n.Labels) == nil }) {
 		return false
 	}
 	if g.honorTaints && scheduling.Tolerates(g.ownerTolerations, n.Taints) != nil {
@@ -346,12 +357,14 @@ func (t *topology) addCreatableDomains(pools []*poolState) {
 			continue
 		}
 		for _, np := range pools {
-			reqs := np.Requirements.Intersect(g.ownerReqs)
-			if reqs.Satisfiable() != nil {
-				continue
-			}
-			for _, d := range creatableValues(np, reqs, g.key) {
-				g.domains[d] = true
+			for _, owner := range append([]scheduling.Requirements{g.ownerReqs}, g.ownerAlternatives...) {
+				reqs := np.Requirements.Intersect(owner)
+				if reqs.Satisfiable() != nil {
+					continue
+				}
+				for _, d := range creatableValues(np, reqs, g.key) {
+					g.domains[d] = true
+				}
 			}
 		}
 	}
