@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -47,8 +48,31 @@ import (
 // Start is the virtual time every simulation starts at.
 var Start = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-// namespace holds the simulated workloads.
-const namespace = "default"
+// defaultNamespace is the namespace of an object whose manifest names none.
+const defaultNamespace = "default"
+
+// qualified is how reports and timeline events name an object of a namespace: its bare name
+// in namespace default (so that a workload all in default reads as before namespaces were
+// kept), namespace/name elsewhere.
+func qualified(namespace, name string) string {
+	if namespace == "" || namespace == defaultNamespace {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// podKey is the name reports give a pod: qualified by its namespace.
+func podKey(p *corev1.Pod) string { return qualified(p.Namespace, p.Name) }
+
+// ownerKey is the name of the workload a pod belongs to (its deployment's or jobs'), qualified
+// by its namespace; empty for a pod of no workload.
+func ownerKey(p *corev1.Pod) string {
+	owner := p.Labels[ownerLabel]
+	if owner == "" {
+		return ""
+	}
+	return qualified(p.Namespace, owner)
+}
 
 // Options tune a run.
 type Options struct {
@@ -119,6 +143,7 @@ type engine struct {
 	// reconcileClaims).
 	settled map[string]string
 
+	// deployments and jobs are by their qualified names (see qualified).
 	deployments map[string]*deploymentState
 	jobs        map[string]*jobsState
 	// tracked follows the workloads' pods (see syncWorkloads).
@@ -247,9 +272,22 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if opts.BatchMaxDuration <= 0 {
 		e.opts.BatchMaxDuration = provisioning.DefaultBatchMaxDuration
 	}
-	for _, obj := range w.Objects {
+	// Namespaces first: an object of a namespace not yet created creates it, without labels.
+	namespaces := slices.Clone(w.Objects)
+	slices.SortStableFunc(namespaces, func(a, b client.Object) int {
+		_, nsA := a.(*corev1.Namespace)
+		_, nsB := b.(*corev1.Namespace)
+		switch {
+		case nsA == nsB:
+			return 0
+		case nsA:
+			return -1
+		}
+		return 1
+	})
+	for _, obj := range namespaces {
 		if err := e.kube.Create(ctx, obj.DeepCopyObject().(client.Object)); err != nil {
-			return nil, fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+			return nil, fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, qualified(obj.GetNamespace(), obj.GetName()), err)
 		}
 	}
 	if w.setup != nil {
@@ -322,7 +360,8 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	// As kube-controller-manager's disruption controller: PDBs' allowed disruptions.
 	e.kube.SyncDisruptionBudgets()
 	for key := range bound.Bound {
-		e.rec.bound(key[len(namespace)+1:], now)
+		ns, name, _ := strings.Cut(key, "/")
+		e.rec.bound(qualified(ns, name), now)
 	}
 	if err := e.maybeProvision(ctx, now); err != nil {
 		return err
@@ -721,11 +760,11 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 		e.rec.log(timelineEntry(&ev))
 		switch {
 		case ev.Deploy != nil:
-			e.deployments[ev.Deploy.Name] = &deploymentState{spec: ev.Deploy, template: ev.Deploy.template, replicas: ev.Deploy.Replicas}
+			e.deployments[ev.Deploy.key()] = &deploymentState{spec: ev.Deploy, template: ev.Deploy.template, replicas: ev.Deploy.Replicas}
 			if ev.Deploy.MinAvailable != nil {
 				minAvailable := intstr.FromInt32(int32(*ev.Deploy.MinAvailable))
 				pdb := &policyv1.PodDisruptionBudget{
-					ObjectMeta: metav1.ObjectMeta{Name: ev.Deploy.Name, Namespace: namespace},
+					ObjectMeta: metav1.ObjectMeta{Name: ev.Deploy.Name, Namespace: ev.Deploy.namespace()},
 					Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: ev.Deploy.template.Labels}},
 				}
 				if err := e.kube.Create(ctx, pdb); err != nil {
@@ -733,17 +772,23 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 				}
 			}
 		case ev.Scale != nil:
-			e.deployments[ev.Scale.Name].replicas = ev.Scale.Replicas
+			e.deployments[cmp.Or(ev.Scale.target, ev.Scale.Name)].replicas = ev.Scale.Replicas
 		case ev.Delete != nil:
-			if d, ok := e.deployments[ev.Delete.Name]; ok {
+			key := cmp.Or(ev.Delete.target, ev.Delete.Name)
+			ns, name := defaultNamespace, key
+			if d, ok := e.deployments[key]; ok {
 				d.replicas = 0
+				ns, name = d.spec.namespace(), d.spec.Name
 			}
-			delete(e.jobs, ev.Delete.Name)
-			if err := e.deleteOwnedPods(ctx, ev.Delete.Name); err != nil {
+			if j, ok := e.jobs[key]; ok {
+				ns, name = j.spec.namespace(), j.spec.Name
+			}
+			delete(e.jobs, key)
+			if err := e.deleteOwnedPods(ctx, ns, name); err != nil {
 				return err
 			}
 		case ev.Jobs != nil:
-			e.jobs[ev.Jobs.Name] = &jobsState{spec: ev.Jobs}
+			e.jobs[ev.Jobs.key()] = &jobsState{spec: ev.Jobs}
 		case ev.Interrupt != nil:
 			e.interrupt(ev.Interrupt.Count)
 		case ev.CapacityShortage != nil:
@@ -839,7 +884,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		if exists[node] {
 			continue
 		}
-		pods, err := e.pods(client.InNamespace(namespace), client.MatchingFields{"spec.nodeName": node})
+		pods, err := e.pods(client.MatchingFields{"spec.nodeName": node})
 		if err != nil {
 			return err
 		}
@@ -862,7 +907,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 				continue
 			}
 			end := runningSince(p).Add(j.spec.Runtime.Duration)
-			e.rec.jobEnds[p.Name] = end
+			e.rec.jobEnds[podKey(p)] = end
 			if !now.Before(end) {
 				done = append(done, p)
 			}
@@ -872,7 +917,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		if err := e.finishPod(ctx, p); err != nil {
 			return err
 		}
-		delete(e.rec.jobEnds, p.Name)
+		delete(e.rec.jobEnds, podKey(p))
 	}
 	for _, name := range sortedKeys(e.deployments) {
 		d := e.deployments[name]
@@ -885,7 +930,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		have := e.tracked.live[name]
 		for i := have; i < d.replicas; i++ {
 			d.serial++
-			if err := e.createPod(ctx, name, d.serial, d.template); err != nil {
+			if err := e.createPod(ctx, d.spec.namespace(), d.spec.Name, d.serial, d.template, nil); err != nil {
 				return err
 			}
 		}
@@ -909,7 +954,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	for _, name := range sortedKeys(e.jobs) {
 		j := e.jobs[name]
 		for ; j.created < j.spec.Count; j.created++ {
-			if err := e.createPod(ctx, name, j.created+1, j.spec.template); err != nil {
+			if err := e.createPod(ctx, j.spec.namespace(), j.spec.Name, j.created+1, j.spec.template, nil); err != nil {
 				return err
 			}
 		}
@@ -917,9 +962,11 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// sortedByName sorts pods of one namespace by name, as List returns them, and returns them.
+// sortedByName sorts pods by namespace and name, as List returns them, and returns them.
 func sortedByName(pods []*corev1.Pod) []*corev1.Pod {
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	return pods
 }
 
@@ -953,7 +1000,7 @@ func runningSince(p *corev1.Pod) time.Time {
 // free (its predecessor gone). With ordered (OrderedReady) pod management, one is created only
 // when all below it run and are Ready. (A plain-manifest workload never scales it down.)
 func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live []*corev1.Pod) error {
-	s, name := d.spec.stateful, d.spec.Name
+	s, ns, name := d.spec.stateful, d.spec.namespace(), d.spec.Name
 	byName := map[string]*corev1.Pod{}
 	for _, p := range live {
 		byName[p.Name] = p
@@ -966,13 +1013,13 @@ func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live [
 			}
 			continue
 		}
-		if e.podExists(ctx, podName) {
+		if e.podExists(ctx, ns, podName) {
 			if s.ordered {
 				break
 			}
 			continue // its predecessor is still being deleted
 		}
-		if err := e.createPod(ctx, name, i, d.template); err != nil {
+		if err := e.createPod(ctx, ns, name, i, d.template, s); err != nil {
 			return err
 		}
 		if s.ordered {
@@ -982,12 +1029,15 @@ func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live [
 	return nil
 }
 
-// podExists reports whether a pod of that name is in the store, being deleted or not.
-func (e *engine) podExists(ctx context.Context, name string) bool {
+// podExists reports whether a pod of that namespace and name is in the store, being deleted or
+// not.
+func (e *engine) podExists(ctx context.Context, namespace, name string) bool {
 	return e.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Pod{}, client.UnsafeDisableDeepCopy) == nil
 }
 
-func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *corev1.PodTemplateSpec) error {
+// createPod creates the pod serial of the workload owner of namespace from its template, and
+// first the pod's claims when the workload is a StatefulSet (stateful set).
+func (e *engine) createPod(ctx context.Context, namespace, owner string, serial int, tmpl *corev1.PodTemplateSpec, stateful *statefulSet) error {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Name = owner + "-" + strconv.Itoa(serial)
 	pod.Namespace = namespace
@@ -995,16 +1045,16 @@ func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[ownerLabel] = owner
-	if d := e.deployments[owner]; d != nil && d.spec.stateful != nil {
+	if stateful != nil {
 		// As the StatefulSet controller: the pod's claims first, unless they exist already.
-		for _, pvc := range d.spec.stateful.podClaims(pod, owner, serial) {
+		for _, pvc := range stateful.podClaims(pod, owner, serial) {
 			if err := e.kube.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating persistentvolumeclaim %s: %w", pvc.Name, err)
 			}
 		}
 	}
 	if err := e.kube.Create(ctx, pod); err != nil {
-		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		return fmt.Errorf("creating pod %s: %w", podKey(pod), err)
 	}
 	e.rec.podCreated(pod)
 	return nil
@@ -1046,7 +1096,7 @@ func (e *engine) apply(ctx context.Context, obj client.Object) error {
 // nodes and their NodeClaims.
 func (e *engine) annotate(ctx context.Context, a *Annotate) error {
 	if a.Deployment != "" {
-		d := e.deployments[a.Deployment]
+		d := e.deployments[cmp.Or(a.target, a.Deployment)]
 		template := d.template.DeepCopy()
 		if template.Annotations == nil {
 			template.Annotations = map[string]string{}
@@ -1054,7 +1104,7 @@ func (e *engine) annotate(ctx context.Context, a *Annotate) error {
 		maps.Copy(template.Annotations, a.Annotations)
 		d.template = template
 		var pods corev1.PodList
-		if err := e.kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{ownerLabel: a.Deployment}); err != nil {
+		if err := e.kube.List(ctx, &pods, client.InNamespace(d.spec.namespace()), client.MatchingLabels{ownerLabel: d.spec.Name}); err != nil {
 			return err
 		}
 		for i := range pods.Items {
@@ -1104,7 +1154,8 @@ func (e *engine) setAnnotations(ctx context.Context, obj client.Object, annotati
 	return client.IgnoreNotFound(e.kube.Update(ctx, obj))
 }
 
-func (e *engine) deleteOwnedPods(ctx context.Context, owner string) error {
+// deleteOwnedPods deletes the pods of the workload owner of namespace.
+func (e *engine) deleteOwnedPods(ctx context.Context, namespace, owner string) error {
 	var pods corev1.PodList
 	if err := e.kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{ownerLabel: owner}); err != nil {
 		return err

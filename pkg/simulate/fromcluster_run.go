@@ -490,7 +490,7 @@ func (r *ClusterRun) translateStorage() {
 		cleanMeta(&pv.ObjectMeta)
 		pv.Status = corev1.PersistentVolumeStatus{}
 		if ref := pv.Spec.ClaimRef; ref != nil {
-			pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: namespace, Name: simName(cmp.Or(ref.Namespace, "default"), ref.Name)}
+			pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: defaultNamespace, Name: simName(cmp.Or(ref.Namespace, "default"), ref.Name)}
 		}
 		pv.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolume"))
 		r.storage = append(r.storage, pv)
@@ -498,7 +498,7 @@ func (r *ClusterRun) translateStorage() {
 	for i := range r.cluster.Claims {
 		pvc := r.cluster.Claims[i].DeepCopy()
 		pvc.Name = simName(cmp.Or(pvc.Namespace, "default"), pvc.Name)
-		pvc.Namespace = namespace
+		pvc.Namespace = defaultNamespace
 		cleanMeta(&pvc.ObjectMeta)
 		pvc.Status = corev1.PersistentVolumeClaimStatus{}
 		pvc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
@@ -517,7 +517,7 @@ func (r *ClusterRun) translateBudgets() {
 			continue
 		}
 		pdb := src.DeepCopy()
-		pdb.Name, pdb.Namespace = simName(ns, src.Name), namespace
+		pdb.Name, pdb.Namespace = simName(ns, src.Name), defaultNamespace
 		cleanMeta(&pdb.ObjectMeta)
 		pdb.Status = policyv1.PodDisruptionBudgetStatus{}
 		pdb.Spec.Selector = narrowed(src.Spec.Selector, []string{ns})
@@ -619,7 +619,7 @@ func (r *ClusterRun) adopt(ctx context.Context, e *engine) error {
 			continue // pending: the timeline's deploy creates it
 		}
 		p := &corev1.Pod{ObjectMeta: *cp.template.ObjectMeta.DeepCopy(), Spec: *cp.template.Spec.DeepCopy()}
-		p.Name, p.Namespace = cp.name, namespace
+		p.Name, p.Namespace = cp.name, defaultNamespace
 		p.Labels[ownerLabel] = cp.name
 		p.Spec.NodeName = cp.node
 		if err := e.kube.Create(ctx, p); err != nil {

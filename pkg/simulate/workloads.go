@@ -11,8 +11,8 @@ import (
 // and Job controllers the engine plays need not read every pod on every pass: at a hundred
 // thousand pods, that scan was a large part of each pass.
 type podTracker struct {
-	// byOwner holds the current version of every pod of the simulation's namespace, by its
-	// owner label, then name (the store's own objects: read-only).
+	// byOwner holds the current version of every pod, by its workload (ownerKey), then
+	// namespace/name (the store's own objects: read-only).
 	byOwner map[string]map[string]*corev1.Pod
 	// live counts each owner's live pods: not being deleted, not Succeeded.
 	live map[string]int
@@ -32,12 +32,12 @@ func podLive(p *corev1.Pod) bool {
 // observe takes one change of the store (memory.Client.OnChange).
 func (t *podTracker) observe(ch memory.Change) {
 	pod, ok := ch.Object.(*corev1.Pod)
-	if !ok || pod.Namespace != namespace {
+	if !ok {
 		return
 	}
-	owner := pod.Labels[ownerLabel]
+	owner, key := ownerKey(pod), pod.Namespace+"/"+pod.Name
 	pods := t.byOwner[owner]
-	if prev := pods[pod.Name]; prev != nil {
+	if prev := pods[key]; prev != nil {
 		if podLive(prev) {
 			t.live[owner]--
 		}
@@ -46,7 +46,7 @@ func (t *podTracker) observe(ch memory.Change) {
 				delete(t.onNode, prev.Spec.NodeName)
 			}
 		}
-		delete(pods, pod.Name)
+		delete(pods, key)
 	}
 	if ch.Type == watch.Deleted {
 		return
@@ -55,7 +55,7 @@ func (t *podTracker) observe(ch memory.Change) {
 		pods = map[string]*corev1.Pod{}
 		t.byOwner[owner] = pods
 	}
-	pods[pod.Name] = pod
+	pods[key] = pod
 	if podLive(pod) {
 		t.live[owner]++
 	}
