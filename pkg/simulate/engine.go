@@ -3,6 +3,8 @@ package simulate
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +42,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/repair"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -351,6 +355,9 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 		e.rec.warn(fmt.Sprintf("handling interruptions: %v", err))
 	}
 	if err := e.syncWorkloads(ctx, now); err != nil {
+		return err
+	}
+	if err := e.syncDaemonSets(ctx); err != nil {
 		return err
 	}
 	bound, err := e.binder.Step(ctx)
@@ -960,6 +967,91 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// daemonTolerations are the tolerations the DaemonSet controller adds to every pod it makes
+// (Kubernetes' AddOrUpdateDaemonPodTolerations): its pods run on nodes not ready or
+// unreachable, under pressure, or cordoned.
+var daemonTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
+// syncDaemonSets plays the DaemonSet controller: every node that is not being deleted runs one
+// pod of each DaemonSet whose pods select its labels and tolerate its taints (besides those
+// every daemon pod tolerates, daemonTolerations). The pod is created bound to its node and
+// owned by its DaemonSet, as the controller's pods are, so that the binder sees its requests
+// and host ports, the reports its requests, and Karpenter's controllers take it for a daemon
+// pod (not reschedulable: a node with only daemon pods is empty). A node that goes loses its
+// daemon pods with its other pods (syncWorkloads).
+func (e *engine) syncDaemonSets(ctx context.Context) error {
+	var daemonSets appsv1.DaemonSetList
+	if err := e.kube.List(ctx, &daemonSets, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	if len(daemonSets.Items) == 0 {
+		return nil
+	}
+	var nodes corev1.NodeList
+	if err := e.kube.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if node.DeletionTimestamp != nil {
+			continue
+		}
+		taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
+			return scheduling.Tolerates(daemonTolerations, []corev1.Taint{t}) == nil
+		})
+		present := e.tracked.daemons[node.Name]
+		for j := range daemonSets.Items {
+			ds := &daemonSets.Items[j]
+			if ds.DeletionTimestamp != nil || present[ds.UID] > 0 || !state.DaemonSetSchedules(ds, node.Labels, taints) {
+				continue
+			}
+			if err := e.createDaemonPod(ctx, ds, node.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// createDaemonPod creates the pod of a DaemonSet on a node, as the DaemonSet controller would
+// (named <daemonset>-<node>, cut with a hash to a name's bound). A pod of that name still being
+// deleted there is left to go first.
+func (e *engine) createDaemonPod(ctx context.Context, ds *appsv1.DaemonSet, node string) error {
+	tmpl := &ds.Spec.Template
+	controller := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: daemonPodName(ds.Name, node), Namespace: ds.Namespace, Labels: maps.Clone(tmpl.Labels), Annotations: maps.Clone(tmpl.Annotations),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &controller, BlockOwnerDeletion: &controller}},
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = node
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, daemonTolerations...)
+	if err := e.kube.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s of daemonset %s on node %s: %w", podKey(pod), qualified(ds.Namespace, ds.Name), node, err)
+	}
+	return nil
+}
+
+// daemonPodName is the name of a DaemonSet's pod on a node: <daemonset>-<node>, cut to 253
+// characters (a pod name's bound) with a hash of the whole when longer.
+func daemonPodName(daemonSet, node string) string {
+	name := daemonSet + "-" + node
+	if len(name) <= 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(name[:240], ".-") + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 // sortedByName sorts pods by namespace and name, as List returns them, and returns them.

@@ -168,7 +168,7 @@ func (d document) isKarpenter() bool {
 
 // parsePlainManifests turns Kubernetes documents into a workload: NodePools and EC2NodeClasses
 // are its manifests; Deployments, StatefulSets, ReplicaSets and Pods are deployed at the start,
-// Jobs run at the start, DaemonSets reserve their pods' room on new nodes, a
+// Jobs run at the start, DaemonSets run their pod on every node they select and tolerate, a
 // PodDisruptionBudget with an integer minAvailable or maxUnavailable guards the deployments of
 // its namespace whose pods it selects, Namespaces are created with their labels (for pod
 // affinity's namespaceSelector), and StorageClasses, PersistentVolumes and
@@ -396,12 +396,10 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			}
 			w.Timeline = append(w.Timeline, Event{Jobs: &Jobs{Name: name, Namespace: nonDefault(i.namespace()), Count: int(n), Runtime: Duration{runtime}, template: &tmpl}})
 		case "apps/v1/DaemonSet":
-			// No pods are made for it, but its pods' requests reserve room on every new node.
+			// Its pod runs on every node it selects and tolerates (engine.syncDaemonSets).
 			var ds appsv1.DaemonSet
 			if decode(&ds) {
-				if ds.Namespace == "" {
-					ds.Namespace = "kube-system"
-				}
+				ds.Namespace = cmp.Or(ds.Namespace, defaultNamespace)
 				ds.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DaemonSet"))
 				daemonSets = append(daemonSets, &ds)
 			}

@@ -2,6 +2,8 @@ package simulate
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
@@ -18,10 +20,44 @@ type podTracker struct {
 	live map[string]int
 	// onNode counts the pods bound to each node name, being deleted or not.
 	onNode map[string]int
+	// daemons counts, by node name and then DaemonSet UID, the DaemonSets' pods bound there
+	// that are not being deleted (see daemonOf).
+	daemons map[string]map[types.UID]int
 }
 
 func newPodTracker() *podTracker {
-	return &podTracker{byOwner: map[string]map[string]*corev1.Pod{}, live: map[string]int{}, onNode: map[string]int{}}
+	return &podTracker{byOwner: map[string]map[string]*corev1.Pod{}, live: map[string]int{}, onNode: map[string]int{}, daemons: map[string]map[types.UID]int{}}
+}
+
+// daemonOf is the UID of the DaemonSet whose pod p is, bound to a node and not being deleted;
+// empty otherwise.
+func daemonOf(p *corev1.Pod) types.UID {
+	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+		return ""
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "DaemonSet" {
+		return ref.UID
+	}
+	return ""
+}
+
+// countDaemon adds n to the count of p's DaemonSet on its node, when p is a daemon pod.
+func (t *podTracker) countDaemon(p *corev1.Pod, n int) {
+	uid := daemonOf(p)
+	if uid == "" {
+		return
+	}
+	byDS := t.daemons[p.Spec.NodeName]
+	if byDS == nil {
+		byDS = map[types.UID]int{}
+		t.daemons[p.Spec.NodeName] = byDS
+	}
+	if byDS[uid] += n; byDS[uid] <= 0 {
+		delete(byDS, uid)
+		if len(byDS) == 0 {
+			delete(t.daemons, p.Spec.NodeName)
+		}
+	}
 }
 
 // podLive reports whether a pod counts towards its owner's replicas.
@@ -46,6 +82,7 @@ func (t *podTracker) observe(ch memory.Change) {
 				delete(t.onNode, prev.Spec.NodeName)
 			}
 		}
+		t.countDaemon(prev, -1)
 		delete(pods, key)
 	}
 	if ch.Type == watch.Deleted {
@@ -62,6 +99,7 @@ func (t *podTracker) observe(ch memory.Change) {
 	if pod.Spec.NodeName != "" {
 		t.onNode[pod.Spec.NodeName]++
 	}
+	t.countDaemon(pod, 1)
 }
 
 // livePods returns the owner's live pods, in no order.

@@ -5,7 +5,9 @@
 // fit nowhere PodScheduled=False with reason Unschedulable, which is what Karpenter watches for.
 // As the kube-scheduler, it tries a pod's nominated node (status.nominatedNodeName) first and
 // keeps that node's room for it, and clears the name when the pod fits nowhere. The room of
-// the daemonset pods a node will run is kept for them too (there is no daemonset controller).
+// the daemonset pods a node will run is kept for them too, until they are there (the
+// simulation's DaemonSet controller creates them once the node exists; API-server tests without
+// a control plane have none).
 //
 // It binds volumes too, as the kube-scheduler's volume binding, the PersistentVolume controller
 // and a CSI provisioner would: a claim of an Immediate StorageClass gets a volume at once, in a
@@ -306,8 +308,8 @@ func (b *Binder) boundSignature(pod *corev1.Pod, node string) uint64 {
 // not Ready take no pods, but still count as topology domains, as for the kube-scheduler
 // (whose default node taints policy is Ignore).
 func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler.Node {
-	// The room of the daemonset pods the node will run, while they are not there yet (a
-	// simulation has no daemonset controller), as Karpenter reserves it when it provisions.
+	// The room of the daemonset pods the node will run, while they are not there yet, as
+	// Karpenter reserves it when it provisions; once there, they count as its other pods.
 	expected := state.ExpectedDaemonSets(pods, node.Labels, node.Spec.Taints, b.daemonSets)
 	taints := node.Spec.Taints
 	if node.Spec.Unschedulable {
