@@ -233,8 +233,12 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, StartupTaintDelay: startup, MarkPodsRunning: true, RegisterWithTaints: w.Cloud.registerWithTaints}); err != nil {
 		return nil, err
 	}
-	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones()})
+	// A namespaceSelector selects by the labels of the Namespaces among the manifests, unless
+	// they are not known (a cluster read without its Namespaces): then every namespace.
+	readNamespaces := !w.namespacesUnknown
+	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones(), ReadNamespaces: readNamespaces})
 	cluster := state.NewCluster(e.kube, e.clock)
+	cluster.ReadNamespaces = readNamespaces
 	e.cluster = cluster
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.rec = newRecorder(w, seed, e.clock.Now)

@@ -487,7 +487,7 @@ func (r *ClusterRun) workload(fromScratch bool) *Workload {
 	if fromScratch {
 		name = "from scratch"
 	}
-	w := &Workload{Name: name, Duration: Duration{r.duration}, Seed: r.opts.Seed, file: r.cluster.Source}
+	w := &Workload{Name: name, Duration: Duration{r.duration}, Seed: r.opts.Seed, file: r.cluster.Source, namespacesUnknown: true}
 	if len(r.zones) > 0 {
 		w.Cloud.Zones = slices.Clone(r.zones)
 	}

@@ -193,3 +193,36 @@ func TestNamespacesBudgetsAndEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespacesSelectorAntiAffinity: a pod keeping apart from the cache pods of the
+// namespaces labelled team: data shares a node with a cache pod of another namespace, and not
+// with one of data. Read as every namespace, the selector kept it from both.
+func TestNamespacesSelectorAntiAffinity(t *testing.T) {
+	namespaces := "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: data, labels: {team: data}}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n"
+	web := strings.Replace(webBeside("namespaceSelector: {matchLabels: {team: data}}"), "podAffinity:", "podAntiAffinity:", 1)
+	for _, tc := range []struct {
+		namespace string
+		together  bool
+	}{{"other", true}, {"data", false}} {
+		t.Run(tc.namespace, func(t *testing.T) {
+			cache := strings.ReplaceAll(webBeside(""), "web", "db")
+			cache = strings.Replace(cache, "metadata: {name: db}", "metadata: {name: db, namespace: "+tc.namespace+"}", 1)
+			cache = strings.Replace(cache, "      affinity:\n        podAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n          - labelSelector: {matchLabels: {app: db}}\n            topologyKey: kubernetes.io/hostname\n            \n", "", 1)
+			rep, e := simulated(t, "selector.yaml", namespacePool+namespaces+cache+web)
+			if rep.Pods.Scheduled != 2 || len(rep.Pods.Unscheduled) > 0 {
+				t.Fatalf("%d pods scheduled, unscheduled %+v: want both", rep.Pods.Scheduled, rep.Pods.Unscheduled)
+			}
+			ctx := context.Background()
+			var webPod, db corev1.Pod
+			if err := e.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web-1"}, &webPod); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.kube.Get(ctx, client.ObjectKey{Namespace: tc.namespace, Name: "db-1"}, &db); err != nil {
+				t.Fatal(err)
+			}
+			if together := webPod.Spec.NodeName == db.Spec.NodeName; together != tc.together || tc.together && len(rep.Fleet) != 1 {
+				t.Errorf("web on %s, db of %s on %s (%d nodes): want them together %v", webPod.Spec.NodeName, tc.namespace, db.Spec.NodeName, len(rep.Fleet), tc.together)
+			}
+		})
+	}
+}

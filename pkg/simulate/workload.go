@@ -69,6 +69,9 @@ type Workload struct {
 	// setup, when set, runs once the engine has created Objects, before the first pass: a
 	// cluster taken in by --from-cluster adopts its nodes and pods there (fromcluster.go).
 	setup func(ctx context.Context, e *engine) error
+	// namespacesUnknown says the Namespaces' labels were not read (a cluster's): a pod
+	// affinity term's namespaceSelector then selects every namespace.
+	namespacesUnknown bool
 }
 
 // CloudSettings tune the simulated cloud.

@@ -73,6 +73,10 @@ type Binder struct {
 
 // Options configure a Binder. The zero value is usable.
 type Options struct {
+	// ReadNamespaces makes the namespaceSelector of a pod affinity term select namespaces by
+	// their labels, as the kube-scheduler does; off, it selects every namespace (for Namespaces
+	// whose labels are not known).
+	ReadNamespaces bool
 	// Zones are where a volume of an Immediate StorageClass without allowedTopologies may be
 	// provisioned (the cloud's zones); empty means the zones of the cluster's nodes, and the
 	// claim waits while there are none.
@@ -218,9 +222,17 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 			nominees[node.Name] = append(nominees[node.Name], pod)
 		}
 	}
+	// As the kube-scheduler, an affinity term's namespaceSelector selects namespaces by their
+	// labels.
+	var namespaceLabels map[string]map[string]string
+	if b.opts.ReadNamespaces {
+		if namespaceLabels, err = state.NamespaceLabels(ctx, b.kubeClient, pods); err != nil {
+			return res, err
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(nominees)) {
 		in := scheduler.Input{Pods: nominees[name], Nodes: []*scheduler.Node{b.schedulerNode(byName[name], bound[name])},
-			VolumeRequirements: volumes, Options: scheduler.Options{IgnorePreferences: true}}
+			VolumeRequirements: volumes, NamespaceLabels: namespaceLabels, Options: scheduler.Options{IgnorePreferences: true}}
 		results := scheduler.Solve(in)
 		if err := b.bindPods(ctx, results.ExistingPlacements, byName, bound, res, &signature); err != nil {
 			return res, err
@@ -233,7 +245,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		return res, nil
 	}
 
-	in := scheduler.Input{Pods: others, VolumeRequirements: volumes, Options: scheduler.Options{IgnorePreferences: true}}
+	in := scheduler.Input{Pods: others, VolumeRequirements: volumes, NamespaceLabels: namespaceLabels, Options: scheduler.Options{IgnorePreferences: true}}
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		if node.DeletionTimestamp == nil {
