@@ -32,8 +32,9 @@ and a simulated cloud (the EC2 catalog and prices), over the timeline of a workl
 virtual clock. Reports the nodes launched, what they cost, how long pods waited and how full the
 fleet was. The same workload and seed always give the same report. See examples/ for workloads.
 WORKLOAD.yaml may also be plain Kubernetes manifests (NodePools, EC2NodeClasses, Deployments,
-StatefulSets, Jobs, DaemonSets, PodDisruptionBudgets, StorageClasses, PersistentVolumes and
-PersistentVolumeClaims), simulated for an hour as if applied at once; - reads
+StatefulSets, Jobs, DaemonSets, PodDisruptionBudgets, Namespaces, StorageClasses,
+PersistentVolumes and PersistentVolumeClaims, each in the namespace it names), simulated for an
+hour as if applied at once; - reads
 standard input. Manifests may be split over several files and directories (their .yaml, .yml
 and .json files), as for kubectl apply -f.
 

@@ -347,7 +347,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		return nil, err
 	}
 	in := &Input{
-		Now: now, Nodes: snap.Nodes, Pending: snap.Pending, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets,
+		Now: now, Nodes: snap.Nodes, Pending: snap.Pending, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, NamespaceLabels: snap.NamespaceLabels,
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
 		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos, SecondPodInfos: c.secondInfos, PDBs: pdbs,

@@ -51,6 +51,9 @@ type Input struct {
 	InstanceTypes map[string][]*cloudprovider.InstanceType
 	// DaemonSets in the cluster, for the overhead of replacements.
 	DaemonSets []*appsv1.DaemonSet
+	// NamespaceLabels are the Namespaces' labels, for affinity terms' namespaceSelector
+	// (state.Snapshot.NamespaceLabels; nil when not read).
+	NamespaceLabels map[string]map[string]string
 	// PDBs are the PodDisruptionBudgets in the cluster.
 	PDBs []*policyv1.PodDisruptionBudget
 	// VolumeRequirements are the node requirements a pod's volumes impose, by pod UID (see
@@ -1166,7 +1169,9 @@ type simulator struct {
 	capacity map[string]corev1.ResourceList // capacity per node name
 	volumes  map[types.UID]scheduling.Requirements
 	daemons  []*corev1.Pod // what the daemonsets would run on a new node
-	buffer   []*corev1.Pod // the CapacityBuffers' virtual pods
+	// namespaces are Input.NamespaceLabels.
+	namespaces map[string]map[string]string
+	buffer     []*corev1.Pod // the CapacityBuffers' virtual pods
 	// infos keeps what the what-ifs derive from each pod: a decision solves the same pods
 	// once per candidate tried, and the next decision mostly the same pods again. One per
 	// worker (whatIfWorkers): the second is made on first use when the input has none.
@@ -1183,6 +1188,7 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *state.PDBIn
 		s.infos[0] = scheduler.NewPodInfos()
 	}
 	s.daemons = state.DaemonPods(in.DaemonSets)
+	s.namespaces = in.NamespaceLabels
 	s.buffer = in.BufferPods
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		np := pools[name]
@@ -1286,7 +1292,7 @@ func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool, worker 
 		pods = append(pods, s.buffer...)
 	}
 	in := scheduler.Input{Pods: pods, Nodes: make([]*scheduler.Node, 0, len(s.targets)), VolumeRequirements: s.volumes, DaemonPods: s.daemons, Options: scheduler.Options{GrowClaims: fewestNodes},
-		Infos: s.infos[worker]}
+		Infos: s.infos[worker], NamespaceLabels: s.namespaces}
 	for _, n := range s.targets {
 		if !removed[n.Name] {
 			copied := *n // the scheduler reassigns a node's Pods; keep ours intact

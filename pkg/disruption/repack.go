@@ -252,7 +252,7 @@ func (c *Controller) MeasurePacking(ctx context.Context) (*packing.Result, error
 	if err != nil {
 		return nil, fmt.Errorf("taking snapshot: %w", err)
 	}
-	in := Input{Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
+	in := Input{Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, NamespaceLabels: snap.NamespaceLabels, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
 	for _, np := range snap.NodePools {
 		if np.DeletionTimestamp != nil || nodepool.IsStatic(np) {
 			continue

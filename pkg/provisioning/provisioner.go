@@ -304,6 +304,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot, deleting 
 		VolumeRequirements: map[types.UID]scheduling.Requirements{},
 		Avoid:              snap.Avoid,
 		DaemonPods:         state.DaemonPods(snap.DaemonSets),
+		NamespaceLabels:    snap.NamespaceLabels,
 	}
 	pools := map[string]*karpv1.NodePool{}
 	typesByPool := map[string][]*cloudprovider.InstanceType{}

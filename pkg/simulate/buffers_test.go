@@ -60,7 +60,7 @@ func TestCapacityBufferExample(t *testing.T) {
 		t.Errorf("%d launches for the buffer alone, want one at least per spike", relaunched)
 	}
 	var cb autoscalingv1beta1.CapacityBuffer
-	if err := e.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "web"}, &cb); err != nil {
+	if err := e.kube.Get(ctx, client.ObjectKey{Namespace: defaultNamespace, Name: "web"}, &cb); err != nil {
 		t.Fatal(err)
 	}
 	ready := meta.FindStatusCondition(cb.Status.Conditions, autoscalingv1beta1.ConditionReadyForProvisioning)
@@ -103,10 +103,17 @@ func TestCapacityBufferRefused(t *testing.T) {
 		{"scalableRef", "featureGates: {CapacityBuffer: true}\n", "scalableRef: {kind: Deployment, name: web}\n    percentage: 10", "spec.scalableRef: the simulator's deployments are timeline events"},
 		{"missing template", "featureGates: {CapacityBuffer: true}\n", "podTemplateRef: {name: other}\n    replicas: 1", `spec.podTemplateRef: no PodTemplate "other" among the manifests`},
 		{"invalid buffer", "featureGates: {CapacityBuffer: true}\n", "podTemplateRef: {name: spare}", "If podTemplateRef is set, replicas or limits must also be set"},
-		{"valid, moved to the pods' namespace", "featureGates: {CapacityBuffer: true}\n", "podTemplateRef: {name: spare}\n    replicas: 1", ""},
+		{"template of another namespace", "featureGates: {CapacityBuffer: true}\n", "podTemplateRef: {name: spare}\n    replicas: 1", `spec.podTemplateRef: no PodTemplate "spare" among the manifests in namespace elsewhere`},
+		{"valid, in its own namespace", "featureGates: {CapacityBuffer: true}\n", "podTemplateRef: {name: spare}\n    replicas: 1", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := "name: t\nduration: 1h\n" + tc.gates + "manifests: |\n" + pool +
+			// The buffer and its template are in namespace elsewhere, but in the case of a
+			// template of another namespace.
+			manifests := strings.Replace(pool, "metadata: {name: spare}", "metadata: {name: spare, namespace: elsewhere}", 1)
+			if tc.name == "template of another namespace" {
+				manifests = pool
+			}
+			doc := "name: t\nduration: 1h\n" + tc.gates + "manifests: |\n" + manifests +
 				"  apiVersion: autoscaling.x-k8s.io/v1beta1\n  kind: CapacityBuffer\n  metadata: {name: spare, namespace: elsewhere}\n  spec:\n    " + tc.buffer + "\n"
 			w, err := ParseWorkload("w.yaml", []byte(doc))
 			if tc.want == "" {
@@ -114,8 +121,8 @@ func TestCapacityBufferRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, o := range w.Objects {
-					if o.GetObjectKind().GroupVersionKind().Kind == "CapacityBuffer" && o.GetNamespace() != namespace {
-						t.Errorf("buffer in namespace %q, want the simulated pods' %q", o.GetNamespace(), namespace)
+					if o.GetObjectKind().GroupVersionKind().Kind == "CapacityBuffer" && o.GetNamespace() != "elsewhere" {
+						t.Errorf("buffer in namespace %q, want the one it names, elsewhere", o.GetNamespace())
 					}
 				}
 				return

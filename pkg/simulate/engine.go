@@ -1,7 +1,10 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +42,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/repair"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -47,8 +52,31 @@ import (
 // Start is the virtual time every simulation starts at.
 var Start = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-// namespace holds the simulated workloads.
-const namespace = "default"
+// defaultNamespace is the namespace of an object whose manifest names none.
+const defaultNamespace = "default"
+
+// qualified is how reports and timeline events name an object of a namespace: its bare name
+// in namespace default (so that a workload all in default reads as before namespaces were
+// kept), namespace/name elsewhere.
+func qualified(namespace, name string) string {
+	if namespace == "" || namespace == defaultNamespace {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// podKey is the name reports give a pod: qualified by its namespace.
+func podKey(p *corev1.Pod) string { return qualified(p.Namespace, p.Name) }
+
+// ownerKey is the name of the workload a pod belongs to (its deployment's or jobs'), qualified
+// by its namespace; empty for a pod of no workload.
+func ownerKey(p *corev1.Pod) string {
+	owner := p.Labels[ownerLabel]
+	if owner == "" {
+		return ""
+	}
+	return qualified(p.Namespace, owner)
+}
 
 // Options tune a run.
 type Options struct {
@@ -119,6 +147,7 @@ type engine struct {
 	// reconcileClaims).
 	settled map[string]string
 
+	// deployments and jobs are by their qualified names (see qualified).
 	deployments map[string]*deploymentState
 	jobs        map[string]*jobsState
 	// tracked follows the workloads' pods (see syncWorkloads).
@@ -204,8 +233,12 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if e.kubelet, err = sim.NewKubelet(e.cloud, e.kube, sim.KubeletOptions{ReadyDelay: ready, StartupTaintDelay: startup, MarkPodsRunning: true, RegisterWithTaints: w.Cloud.registerWithTaints}); err != nil {
 		return nil, err
 	}
-	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones()})
+	// A namespaceSelector selects by the labels of the Namespaces among the manifests, unless
+	// they are not known (a cluster read without its Namespaces): then every namespace.
+	readNamespaces := !w.namespacesUnknown
+	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones(), ReadNamespaces: readNamespaces})
 	cluster := state.NewCluster(e.kube, e.clock)
+	cluster.ReadNamespaces = readNamespaces
 	e.cluster = cluster
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.rec = newRecorder(w, seed, e.clock.Now)
@@ -247,9 +280,22 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if opts.BatchMaxDuration <= 0 {
 		e.opts.BatchMaxDuration = provisioning.DefaultBatchMaxDuration
 	}
-	for _, obj := range w.Objects {
+	// Namespaces first: an object of a namespace not yet created creates it, without labels.
+	namespaces := slices.Clone(w.Objects)
+	slices.SortStableFunc(namespaces, func(a, b client.Object) int {
+		_, nsA := a.(*corev1.Namespace)
+		_, nsB := b.(*corev1.Namespace)
+		switch {
+		case nsA == nsB:
+			return 0
+		case nsA:
+			return -1
+		}
+		return 1
+	})
+	for _, obj := range namespaces {
 		if err := e.kube.Create(ctx, obj.DeepCopyObject().(client.Object)); err != nil {
-			return nil, fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+			return nil, fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, qualified(obj.GetNamespace(), obj.GetName()), err)
 		}
 	}
 	if w.setup != nil {
@@ -315,6 +361,9 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	if err := e.syncWorkloads(ctx, now); err != nil {
 		return err
 	}
+	if err := e.syncDaemonSets(ctx); err != nil {
+		return err
+	}
 	bound, err := e.binder.Step(ctx)
 	if err != nil {
 		return err
@@ -322,7 +371,8 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	// As kube-controller-manager's disruption controller: PDBs' allowed disruptions.
 	e.kube.SyncDisruptionBudgets()
 	for key := range bound.Bound {
-		e.rec.bound(key[len(namespace)+1:], now)
+		ns, name, _ := strings.Cut(key, "/")
+		e.rec.bound(qualified(ns, name), now)
 	}
 	if err := e.maybeProvision(ctx, now); err != nil {
 		return err
@@ -721,11 +771,11 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 		e.rec.log(timelineEntry(&ev))
 		switch {
 		case ev.Deploy != nil:
-			e.deployments[ev.Deploy.Name] = &deploymentState{spec: ev.Deploy, template: ev.Deploy.template, replicas: ev.Deploy.Replicas}
+			e.deployments[ev.Deploy.key()] = &deploymentState{spec: ev.Deploy, template: ev.Deploy.template, replicas: ev.Deploy.Replicas}
 			if ev.Deploy.MinAvailable != nil {
 				minAvailable := intstr.FromInt32(int32(*ev.Deploy.MinAvailable))
 				pdb := &policyv1.PodDisruptionBudget{
-					ObjectMeta: metav1.ObjectMeta{Name: ev.Deploy.Name, Namespace: namespace},
+					ObjectMeta: metav1.ObjectMeta{Name: ev.Deploy.Name, Namespace: ev.Deploy.namespace()},
 					Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: ev.Deploy.template.Labels}},
 				}
 				if err := e.kube.Create(ctx, pdb); err != nil {
@@ -733,17 +783,23 @@ func (e *engine) applyEvents(ctx context.Context, now time.Time) error {
 				}
 			}
 		case ev.Scale != nil:
-			e.deployments[ev.Scale.Name].replicas = ev.Scale.Replicas
+			e.deployments[cmp.Or(ev.Scale.target, ev.Scale.Name)].replicas = ev.Scale.Replicas
 		case ev.Delete != nil:
-			if d, ok := e.deployments[ev.Delete.Name]; ok {
+			key := cmp.Or(ev.Delete.target, ev.Delete.Name)
+			ns, name := defaultNamespace, key
+			if d, ok := e.deployments[key]; ok {
 				d.replicas = 0
+				ns, name = d.spec.namespace(), d.spec.Name
 			}
-			delete(e.jobs, ev.Delete.Name)
-			if err := e.deleteOwnedPods(ctx, ev.Delete.Name); err != nil {
+			if j, ok := e.jobs[key]; ok {
+				ns, name = j.spec.namespace(), j.spec.Name
+			}
+			delete(e.jobs, key)
+			if err := e.deleteOwnedPods(ctx, ns, name); err != nil {
 				return err
 			}
 		case ev.Jobs != nil:
-			e.jobs[ev.Jobs.Name] = &jobsState{spec: ev.Jobs}
+			e.jobs[ev.Jobs.key()] = &jobsState{spec: ev.Jobs}
 		case ev.Interrupt != nil:
 			e.interrupt(ev.Interrupt.Count)
 		case ev.CapacityShortage != nil:
@@ -839,7 +895,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		if exists[node] {
 			continue
 		}
-		pods, err := e.pods(client.InNamespace(namespace), client.MatchingFields{"spec.nodeName": node})
+		pods, err := e.pods(client.MatchingFields{"spec.nodeName": node})
 		if err != nil {
 			return err
 		}
@@ -862,7 +918,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 				continue
 			}
 			end := runningSince(p).Add(j.spec.Runtime.Duration)
-			e.rec.jobEnds[p.Name] = end
+			e.rec.jobEnds[podKey(p)] = end
 			if !now.Before(end) {
 				done = append(done, p)
 			}
@@ -872,7 +928,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		if err := e.finishPod(ctx, p); err != nil {
 			return err
 		}
-		delete(e.rec.jobEnds, p.Name)
+		delete(e.rec.jobEnds, podKey(p))
 	}
 	for _, name := range sortedKeys(e.deployments) {
 		d := e.deployments[name]
@@ -885,7 +941,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 		have := e.tracked.live[name]
 		for i := have; i < d.replicas; i++ {
 			d.serial++
-			if err := e.createPod(ctx, name, d.serial, d.template); err != nil {
+			if err := e.createPod(ctx, d.spec.namespace(), d.spec.Name, d.serial, d.template, nil); err != nil {
 				return err
 			}
 		}
@@ -909,7 +965,7 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	for _, name := range sortedKeys(e.jobs) {
 		j := e.jobs[name]
 		for ; j.created < j.spec.Count; j.created++ {
-			if err := e.createPod(ctx, name, j.created+1, j.spec.template); err != nil {
+			if err := e.createPod(ctx, j.spec.namespace(), j.spec.Name, j.created+1, j.spec.template, nil); err != nil {
 				return err
 			}
 		}
@@ -917,9 +973,96 @@ func (e *engine) syncWorkloads(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// sortedByName sorts pods of one namespace by name, as List returns them, and returns them.
+// daemonTolerations are the tolerations the DaemonSet controller adds to every pod it makes
+// (Kubernetes' AddOrUpdateDaemonPodTolerations): its pods run on nodes not ready or
+// unreachable, under pressure, or cordoned.
+var daemonTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
+// syncDaemonSets plays the DaemonSet controller: every node that is not being deleted runs one
+// pod of each DaemonSet whose pods select its labels and tolerate its taints (besides those
+// every daemon pod tolerates, daemonTolerations). The pod is created bound to its node and
+// owned by its DaemonSet, as the controller's pods are, so that the binder sees its requests
+// and host ports, the reports its requests, and Karpenter's controllers take it for a daemon
+// pod (not reschedulable: a node with only daemon pods is empty). A node that goes loses its
+// daemon pods with its other pods (syncWorkloads).
+func (e *engine) syncDaemonSets(ctx context.Context) error {
+	var daemonSets appsv1.DaemonSetList
+	if err := e.kube.List(ctx, &daemonSets, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	if len(daemonSets.Items) == 0 {
+		return nil
+	}
+	var nodes corev1.NodeList
+	if err := e.kube.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if node.DeletionTimestamp != nil {
+			continue
+		}
+		taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
+			return scheduling.Tolerates(daemonTolerations, []corev1.Taint{t}) == nil
+		})
+		present := e.tracked.daemons[node.Name]
+		for j := range daemonSets.Items {
+			ds := &daemonSets.Items[j]
+			if ds.DeletionTimestamp != nil || present[ds.UID] > 0 || !state.DaemonSetSchedules(ds, node.Labels, taints) {
+				continue
+			}
+			if err := e.createDaemonPod(ctx, ds, node.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// createDaemonPod creates the pod of a DaemonSet on a node, as the DaemonSet controller would
+// (named <daemonset>-<node>, cut with a hash to a name's bound). A pod of that name still being
+// deleted there is left to go first.
+func (e *engine) createDaemonPod(ctx context.Context, ds *appsv1.DaemonSet, node string) error {
+	tmpl := &ds.Spec.Template
+	controller := true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: daemonPodName(ds.Name, node), Namespace: ds.Namespace, Labels: maps.Clone(tmpl.Labels), Annotations: maps.Clone(tmpl.Annotations),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &controller, BlockOwnerDeletion: &controller}},
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = node
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, daemonTolerations...)
+	if err := e.kube.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating pod %s of daemonset %s on node %s: %w", podKey(pod), qualified(ds.Namespace, ds.Name), node, err)
+	}
+	return nil
+}
+
+// daemonPodName is the name of a DaemonSet's pod on a node: <daemonset>-<node>, cut to 253
+// characters (a pod name's bound) with a hash of the whole when longer.
+func daemonPodName(daemonSet, node string) string {
+	name := daemonSet + "-" + node
+	if len(name) <= 253 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.TrimRight(name[:240], ".-") + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// sortedByName sorts pods by namespace and name, as List returns them, and returns them.
 func sortedByName(pods []*corev1.Pod) []*corev1.Pod {
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	return pods
 }
 
@@ -953,7 +1096,7 @@ func runningSince(p *corev1.Pod) time.Time {
 // free (its predecessor gone). With ordered (OrderedReady) pod management, one is created only
 // when all below it run and are Ready. (A plain-manifest workload never scales it down.)
 func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live []*corev1.Pod) error {
-	s, name := d.spec.stateful, d.spec.Name
+	s, ns, name := d.spec.stateful, d.spec.namespace(), d.spec.Name
 	byName := map[string]*corev1.Pod{}
 	for _, p := range live {
 		byName[p.Name] = p
@@ -966,13 +1109,13 @@ func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live [
 			}
 			continue
 		}
-		if e.podExists(ctx, podName) {
+		if e.podExists(ctx, ns, podName) {
 			if s.ordered {
 				break
 			}
 			continue // its predecessor is still being deleted
 		}
-		if err := e.createPod(ctx, name, i, d.template); err != nil {
+		if err := e.createPod(ctx, ns, name, i, d.template, s); err != nil {
 			return err
 		}
 		if s.ordered {
@@ -982,12 +1125,15 @@ func (e *engine) syncStatefulSet(ctx context.Context, d *deploymentState, live [
 	return nil
 }
 
-// podExists reports whether a pod of that name is in the store, being deleted or not.
-func (e *engine) podExists(ctx context.Context, name string) bool {
+// podExists reports whether a pod of that namespace and name is in the store, being deleted or
+// not.
+func (e *engine) podExists(ctx context.Context, namespace, name string) bool {
 	return e.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Pod{}, client.UnsafeDisableDeepCopy) == nil
 }
 
-func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *corev1.PodTemplateSpec) error {
+// createPod creates the pod serial of the workload owner of namespace from its template, and
+// first the pod's claims when the workload is a StatefulSet (stateful set).
+func (e *engine) createPod(ctx context.Context, namespace, owner string, serial int, tmpl *corev1.PodTemplateSpec, stateful *statefulSet) error {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Name = owner + "-" + strconv.Itoa(serial)
 	pod.Namespace = namespace
@@ -995,16 +1141,16 @@ func (e *engine) createPod(ctx context.Context, owner string, serial int, tmpl *
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[ownerLabel] = owner
-	if d := e.deployments[owner]; d != nil && d.spec.stateful != nil {
+	if stateful != nil {
 		// As the StatefulSet controller: the pod's claims first, unless they exist already.
-		for _, pvc := range d.spec.stateful.podClaims(pod, owner, serial) {
+		for _, pvc := range stateful.podClaims(pod, owner, serial) {
 			if err := e.kube.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating persistentvolumeclaim %s: %w", pvc.Name, err)
 			}
 		}
 	}
 	if err := e.kube.Create(ctx, pod); err != nil {
-		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+		return fmt.Errorf("creating pod %s: %w", podKey(pod), err)
 	}
 	e.rec.podCreated(pod)
 	return nil
@@ -1046,7 +1192,7 @@ func (e *engine) apply(ctx context.Context, obj client.Object) error {
 // nodes and their NodeClaims.
 func (e *engine) annotate(ctx context.Context, a *Annotate) error {
 	if a.Deployment != "" {
-		d := e.deployments[a.Deployment]
+		d := e.deployments[cmp.Or(a.target, a.Deployment)]
 		template := d.template.DeepCopy()
 		if template.Annotations == nil {
 			template.Annotations = map[string]string{}
@@ -1054,7 +1200,7 @@ func (e *engine) annotate(ctx context.Context, a *Annotate) error {
 		maps.Copy(template.Annotations, a.Annotations)
 		d.template = template
 		var pods corev1.PodList
-		if err := e.kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{ownerLabel: a.Deployment}); err != nil {
+		if err := e.kube.List(ctx, &pods, client.InNamespace(d.spec.namespace()), client.MatchingLabels{ownerLabel: d.spec.Name}); err != nil {
 			return err
 		}
 		for i := range pods.Items {
@@ -1104,7 +1250,8 @@ func (e *engine) setAnnotations(ctx context.Context, obj client.Object, annotati
 	return client.IgnoreNotFound(e.kube.Update(ctx, obj))
 }
 
-func (e *engine) deleteOwnedPods(ctx context.Context, owner string) error {
+// deleteOwnedPods deletes the pods of the workload owner of namespace.
+func (e *engine) deleteOwnedPods(ctx context.Context, namespace, owner string) error {
 	var pods corev1.PodList
 	if err := e.kube.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{ownerLabel: owner}); err != nil {
 		return err

@@ -35,15 +35,11 @@ import (
 //     zone, capacity type, allocatable, labels and taints), its pods bound where they run, its
 //     PodDisruptionBudgets, and the disruption controllers left to act until they settle.
 //
-// Every namespace's pods run in the simulation's one namespace, named <namespace>.<name> (cut
-// to 63 characters with a hash when longer), with the label SimNamespaceLabel naming their
-// namespace; the selectors of PodDisruptionBudgets, pod (anti-)affinity terms and topology
-// spread constraints are narrowed by that label to the namespaces they name, so that they
-// select the same pods as in the cluster. Each pod is its own workload of one replica: when
-// disruption evicts it, a new one like it is made, as its controller would.
-
-// SimNamespaceLabel on a simulated pod names the namespace of the pod it stands for.
-const SimNamespaceLabel = "simulate.karpenter.sh/namespace"
+// Every object keeps its namespace and name (a pod's name cut to 63 characters with a hash
+// when longer: it names its workload, in a label), so PodDisruptionBudgets, pod
+// (anti-)affinity terms and topology spread constraints select the same pods as in the
+// cluster. Each pod is its own workload of one replica: when disruption evicts it, a new one
+// like it is made, as its controller would.
 
 // UnmanagedNodePool is how reports name the NodePool of nodes Karpenter does not manage.
 const UnmanagedNodePool = "(unmanaged)"
@@ -107,9 +103,10 @@ type adoptedNode struct {
 
 // clusterPod is one of the cluster's pods that runs in the simulation as a workload.
 type clusterPod struct {
-	// name is its name in the simulation (and its workload's); original is namespace/name.
-	name, original string
-	template       *corev1.PodTemplateSpec
+	// namespace and name are its workload's in the simulation (name is the pod's, cut to a
+	// label value's bound, see workloadName); original is namespace/name.
+	namespace, name, original string
+	template                  *corev1.PodTemplateSpec
 	// node is where it runs; empty for a pending pod.
 	node string
 }
@@ -309,15 +306,15 @@ func (r *ClusterRun) adoptNodes() error {
 	return nil
 }
 
-// simName is the name in the simulation of the object namespace/name: <namespace>.<name>, cut
-// to 63 characters (a label value's bound) with a hash of the whole when longer.
-func simName(namespace, name string) string {
-	full := namespace + "." + name
-	if len(full) <= 63 {
-		return full
+// workloadName is the name of the workload that stands for a pod of the cluster: the pod's
+// name, cut to 63 characters (the bound of the label value that ties pods to their workload)
+// with a hash of the whole when longer.
+func workloadName(name string) string {
+	if len(name) <= 63 {
+		return name
 	}
-	sum := sha256.Sum256([]byte(full))
-	head := strings.TrimRight(full[:54], ".-_")
+	sum := sha256.Sum256([]byte(name))
+	head := strings.TrimRight(name[:54], ".-_")
 	return head + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
@@ -358,7 +355,7 @@ func (r *ClusterRun) translatePods() {
 			r.daemons = append(r.daemons, p)
 			continue
 		}
-		cp := &clusterPod{name: simName(p.Namespace, p.Name), original: p.Namespace + "/" + p.Name, template: r.podTemplate(p, claims)}
+		cp := &clusterPod{namespace: p.Namespace, name: workloadName(p.Name), original: p.Namespace + "/" + p.Name, template: r.podTemplate(p, claims)}
 		if p.Spec.NodeName != "" {
 			if nodes[p.Spec.NodeName] {
 				cp.node = p.Spec.NodeName
@@ -401,10 +398,8 @@ func daemonSetFromPod(p *corev1.Pod, name string) *appsv1.DaemonSet {
 	}
 }
 
-// podTemplate is the template of the pods that stand for p in the simulation: its labels
-// (with SimNamespaceLabel), annotations and spec, unbound, with its claims renamed as the
-// simulation names them and the selectors of its affinity terms and spread constraints
-// narrowed to the namespaces they select in the cluster.
+// podTemplate is the template of the pods that stand for p in the simulation: its labels,
+// annotations and spec, unbound; a volume of a claim that was not read becomes an emptyDir.
 func (r *ClusterRun) podTemplate(p *corev1.Pod, claims map[string]bool) *corev1.PodTemplateSpec {
 	spec := p.Spec.DeepCopy()
 	spec.NodeName = ""
@@ -412,72 +407,18 @@ func (r *ClusterRun) podTemplate(p *corev1.Pod, claims map[string]bool) *corev1.
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[SimNamespaceLabel] = p.Namespace
 	for i := range spec.Volumes {
 		v := &spec.Volumes[i]
-		if v.PersistentVolumeClaim == nil {
-			continue
-		}
-		if claims[p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName] {
-			v.PersistentVolumeClaim.ClaimName = simName(p.Namespace, v.PersistentVolumeClaim.ClaimName)
+		if v.PersistentVolumeClaim == nil || claims[p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName] {
 			continue
 		}
 		r.warn(fmt.Sprintf("pod %s/%s: persistentvolumeclaim %s is not among the objects read: its volume is taken as an emptyDir (add pvc,pv to kubectl get for its zone to count)", p.Namespace, p.Name, v.PersistentVolumeClaim.ClaimName))
 		v.VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	}
-	if a := spec.Affinity; a != nil {
-		for _, pa := range []*corev1.PodAffinity{a.PodAffinity} {
-			if pa != nil {
-				narrowTerms(p.Namespace, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
-			}
-		}
-		if pa := a.PodAntiAffinity; pa != nil {
-			narrowTerms(p.Namespace, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
-		}
-	}
-	for i := range spec.TopologySpreadConstraints {
-		c := &spec.TopologySpreadConstraints[i]
-		if c.LabelSelector != nil {
-			c.LabelSelector = narrowed(c.LabelSelector, []string{p.Namespace})
-		}
-	}
 	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: maps.Clone(p.Annotations)}, Spec: *spec}
 }
 
-// narrowTerms narrows each affinity term's selector to the namespaces it selects: those it
-// names, else its pod's; a namespace selector (whose namespaces' labels are not read) counts
-// as every namespace.
-func narrowTerms(namespace string, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) {
-	narrow := func(t *corev1.PodAffinityTerm) {
-		switch {
-		case t.NamespaceSelector != nil:
-		case len(t.Namespaces) > 0:
-			t.LabelSelector = narrowed(t.LabelSelector, t.Namespaces)
-		default:
-			t.LabelSelector = narrowed(t.LabelSelector, []string{namespace})
-		}
-		t.Namespaces, t.NamespaceSelector = nil, nil
-	}
-	for i := range required {
-		narrow(&required[i])
-	}
-	for i := range preferred {
-		narrow(&preferred[i].PodAffinityTerm)
-	}
-}
-
-// narrowed is the selector that also requires SimNamespaceLabel to be one of namespaces.
-func narrowed(sel *metav1.LabelSelector, namespaces []string) *metav1.LabelSelector {
-	out := &metav1.LabelSelector{}
-	if sel != nil {
-		out = sel.DeepCopy()
-	}
-	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: SimNamespaceLabel, Operator: metav1.LabelSelectorOpIn, Values: slices.Clone(namespaces)})
-	return out
-}
-
-// translateStorage moves the claims into the simulation's namespace under their simulated
-// names, and points the volumes bound to them there.
+// translateStorage takes the StorageClasses, volumes and claims as they are.
 func (r *ClusterRun) translateStorage() {
 	for i := range r.cluster.StorageClasses {
 		sc := r.cluster.StorageClasses[i].DeepCopy()
@@ -490,15 +431,14 @@ func (r *ClusterRun) translateStorage() {
 		cleanMeta(&pv.ObjectMeta)
 		pv.Status = corev1.PersistentVolumeStatus{}
 		if ref := pv.Spec.ClaimRef; ref != nil {
-			pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: namespace, Name: simName(cmp.Or(ref.Namespace, "default"), ref.Name)}
+			pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: cmp.Or(ref.Namespace, defaultNamespace), Name: ref.Name}
 		}
 		pv.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolume"))
 		r.storage = append(r.storage, pv)
 	}
 	for i := range r.cluster.Claims {
 		pvc := r.cluster.Claims[i].DeepCopy()
-		pvc.Name = simName(cmp.Or(pvc.Namespace, "default"), pvc.Name)
-		pvc.Namespace = namespace
+		pvc.Namespace = cmp.Or(pvc.Namespace, defaultNamespace)
 		cleanMeta(&pvc.ObjectMeta)
 		pvc.Status = corev1.PersistentVolumeClaimStatus{}
 		pvc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
@@ -506,8 +446,7 @@ func (r *ClusterRun) translateStorage() {
 	}
 }
 
-// translateBudgets moves the PodDisruptionBudgets into the simulation's namespace, each
-// selecting the pods of its own namespace.
+// translateBudgets takes the PodDisruptionBudgets that select pods.
 func (r *ClusterRun) translateBudgets() {
 	for i := range r.cluster.PodDisruptionBudgets {
 		src := &r.cluster.PodDisruptionBudgets[i]
@@ -517,10 +456,9 @@ func (r *ClusterRun) translateBudgets() {
 			continue
 		}
 		pdb := src.DeepCopy()
-		pdb.Name, pdb.Namespace = simName(ns, src.Name), namespace
+		pdb.Namespace = ns
 		cleanMeta(&pdb.ObjectMeta)
 		pdb.Status = policyv1.PodDisruptionBudgetStatus{}
-		pdb.Spec.Selector = narrowed(src.Spec.Selector, []string{ns})
 		pdb.SetGroupVersionKind(policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"))
 		r.pdbs = append(r.pdbs, pdb)
 	}
@@ -549,7 +487,7 @@ func (r *ClusterRun) workload(fromScratch bool) *Workload {
 	if fromScratch {
 		name = "from scratch"
 	}
-	w := &Workload{Name: name, Duration: Duration{r.duration}, Seed: r.opts.Seed, file: r.cluster.Source}
+	w := &Workload{Name: name, Duration: Duration{r.duration}, Seed: r.opts.Seed, file: r.cluster.Source, namespacesUnknown: true}
 	if len(r.zones) > 0 {
 		w.Cloud.Zones = slices.Clone(r.zones)
 	}
@@ -560,7 +498,7 @@ func (r *ClusterRun) workload(fromScratch bool) *Workload {
 		w.Objects = append(w.Objects, o.DeepCopyObject().(client.Object))
 	}
 	for _, p := range r.pods {
-		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: p.name, Replicas: 1, template: p.template.DeepCopy()}})
+		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: p.name, Namespace: nonDefault(p.namespace), Replicas: 1, template: p.template.DeepCopy()}})
 	}
 	if fromScratch {
 		for _, key := range slices.Sorted(maps.Keys(r.daemonSets)) {
@@ -619,14 +557,14 @@ func (r *ClusterRun) adopt(ctx context.Context, e *engine) error {
 			continue // pending: the timeline's deploy creates it
 		}
 		p := &corev1.Pod{ObjectMeta: *cp.template.ObjectMeta.DeepCopy(), Spec: *cp.template.Spec.DeepCopy()}
-		p.Name, p.Namespace = cp.name, namespace
+		p.Name, p.Namespace = cp.name, cp.namespace
 		p.Labels[ownerLabel] = cp.name
 		p.Spec.NodeName = cp.node
 		if err := e.kube.Create(ctx, p); err != nil {
 			return fmt.Errorf("creating pod %s: %w", cp.original, err)
 		}
 		e.rec.podCreated(p)
-		e.rec.bound(p.Name, now)
+		e.rec.bound(podKey(p), now)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,9 +13,11 @@ import (
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -469,7 +472,7 @@ func TestFromClusterVolumesKeepTheirZone(t *testing.T) {
 	original := nodeOfPod(t, c, "ledger-0")
 	moved := 0
 	for _, p := range rep.PodHistory {
-		if p.Workload != "payments.ledger-0" || p.Node == "" || p.Node == original {
+		if p.Workload != "payments/ledger-0" || p.Node == "" || p.Node == original {
 			continue
 		}
 		moved++
@@ -485,11 +488,12 @@ func TestFromClusterVolumesKeepTheirZone(t *testing.T) {
 	}
 }
 
-// TestFromClusterNamespacesNarrowSelectors: pods of every namespace share the simulation's one,
-// so each selector is narrowed to the namespaces it selects in the cluster.
-func TestFromClusterNamespacesNarrowSelectors(t *testing.T) {
+// TestFromClusterKeepsNamespaces: the objects read from a cluster keep their namespaces and
+// names in the simulation, so pod affinity terms, topology spread constraints and
+// PodDisruptionBudgets are taken as they are and select the same pods as in the cluster.
+func TestFromClusterKeepsNamespaces(t *testing.T) {
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{
 		NodeName: "n1",
 		Affinity: &corev1.Affinity{
 			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
@@ -499,38 +503,62 @@ func TestFromClusterNamespacesNarrowSelectors(t *testing.T) {
 			}},
 		},
 		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}},
+		Volumes:                   []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
 	}}
-	r := &ClusterRun{}
-	tmpl := r.podTemplate(pod, map[string]bool{})
-	if tmpl.Spec.NodeName != "" || tmpl.Labels[SimNamespaceLabel] != "shop" || tmpl.Labels["app"] != "web" {
-		t.Errorf("template %+v: want unbound, labelled with its namespace", tmpl.ObjectMeta)
+	claim := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "shop"}}
+	volume := corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "shop", Name: "data"}}}
+	pdb := policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel}}
+	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	r := &ClusterRun{cluster: &Cluster{Pods: []corev1.Pod{pod}, Claims: []corev1.PersistentVolumeClaim{claim}, Volumes: []corev1.PersistentVolume{volume},
+		PodDisruptionBudgets: []policyv1.PodDisruptionBudget{pdb}}, nodes: []*adoptedNode{{node: &node}}, daemonSets: map[string]*appsv1.DaemonSet{}}
+	r.translatePods()
+	r.translateStorage()
+	r.translateBudgets()
+	if len(r.pods) != 1 || r.pods[0].namespace != "shop" || r.pods[0].name != "web-1" || r.pods[0].node != "n1" {
+		t.Fatalf("pods %+v: want web-1 of shop on n1", r.pods)
 	}
-	namespacesOf := func(s *metav1.LabelSelector) []string {
-		for _, e := range s.MatchExpressions {
-			if e.Key == SimNamespaceLabel {
-				return e.Values
+	tmpl := r.pods[0].template
+	want := pod.Spec.DeepCopy()
+	want.NodeName = ""
+	if !equality.Semantic.DeepEqual(tmpl.Spec, *want) || !maps.Equal(tmpl.Labels, pod.Labels) {
+		t.Errorf("template %+v %+v: want the pod's labels and spec, unbound", tmpl.Labels, tmpl.Spec)
+	}
+	w := r.workload(true)
+	var deployed []string
+	for _, ev := range w.Timeline {
+		deployed = append(deployed, ev.Deploy.key())
+	}
+	var objects []string
+	for _, o := range w.Objects {
+		objects = append(objects, o.GetObjectKind().GroupVersionKind().Kind+" "+qualified(o.GetNamespace(), o.GetName()))
+	}
+	if !slices.Equal(deployed, []string{"shop/web-1"}) {
+		t.Errorf("deployed %q, want shop/web-1", deployed)
+	}
+	if want := []string{"PersistentVolume pv-1", "PersistentVolumeClaim shop/data", "PodDisruptionBudget shop/web"}; !slices.Equal(objects, want) {
+		t.Errorf("objects %q, want %q", objects, want)
+	}
+	for _, o := range w.Objects {
+		switch o := o.(type) {
+		case *policyv1.PodDisruptionBudget:
+			if !equality.Semantic.DeepEqual(o.Spec.Selector, sel) {
+				t.Errorf("budget selector %v, want the cluster's %v", o.Spec.Selector, sel)
+			}
+		case *corev1.PersistentVolume:
+			if ref := o.Spec.ClaimRef; ref == nil || ref.Namespace != "shop" || ref.Name != "data" {
+				t.Errorf("volume bound to %v, want shop/data", ref)
 			}
 		}
-		return nil
-	}
-	terms := tmpl.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	for i, want := range [][]string{{"shop"}, {"a", "b"}, nil} {
-		if got := namespacesOf(terms[i].LabelSelector); !slices.Equal(got, want) || terms[i].Namespaces != nil || terms[i].NamespaceSelector != nil {
-			t.Errorf("term %d: namespaces %v (%v, %v), want %v", i, got, terms[i].Namespaces, terms[i].NamespaceSelector, want)
-		}
-	}
-	if got := namespacesOf(tmpl.Spec.TopologySpreadConstraints[0].LabelSelector); !slices.Equal(got, []string{"shop"}) {
-		t.Errorf("spread constraint narrowed to %v, want [shop]", got)
 	}
 	if len(sel.MatchExpressions) != 0 || pod.Spec.NodeName != "n1" {
 		t.Error("the pod read was changed")
 	}
 
-	long := simName(strings.Repeat("n", 40), strings.Repeat("p", 40))
-	if len(long) > 63 || long == simName(strings.Repeat("n", 40), strings.Repeat("p", 39)+"q") || strings.ContainsAny(long[len(long)-1:], ".-_") {
-		t.Errorf("simName of a long name: %q", long)
+	long := workloadName(strings.Repeat("p", 80))
+	if len(long) > 63 || long == workloadName(strings.Repeat("p", 79)+"q") || strings.ContainsAny(long[len(long)-1:], ".-_") {
+		t.Errorf("workloadName of a long name: %q", long)
 	}
-	if simName("shop", "web-1") != "shop.web-1" {
-		t.Errorf("simName(shop, web-1) = %q", simName("shop", "web-1"))
+	if workloadName("web-1") != "web-1" {
+		t.Errorf("workloadName(web-1) = %q", workloadName("web-1"))
 	}
 }

@@ -156,7 +156,7 @@ type history struct {
 	// draining are the nodes being deleted or disrupted: a pod deleted from one is evicted.
 	draining map[string]bool
 	pods     []PodRecord
-	// podIndex gives a pod name's current record in pods.
+	// podIndex gives a pod's current record in pods, by podKey.
 	podIndex map[string]int
 	// removal is the latest reason given to remove each node.
 	removal  map[string]string
@@ -173,8 +173,8 @@ func (h *history) at() int64 { return int64(h.now().Sub(Start) / time.Second) }
 func (h *history) created(p *corev1.Pod, key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	workload := p.Labels[ownerLabel]
-	h.podIndex[p.Name] = len(h.pods)
+	workload := ownerKey(p)
+	h.podIndex[podKey(p)] = len(h.pods)
 	h.pods = append(h.pods, PodRecord{Name: key, Workload: workload, CreatedAt: int64(p.CreationTimestamp.Sub(Start) / time.Second)})
 }
 
@@ -193,7 +193,7 @@ func (h *history) observe(ch memory.Change) {
 	case *corev1.Pod:
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		i, ok := h.podIndex[obj.Name]
+		i, ok := h.podIndex[podKey(obj)]
 		if !ok {
 			return
 		}

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ const (
 
 // ignoredKinds make no pods and need no nodes; a plain-manifest workload skips them.
 var ignoredKinds = map[string]bool{
-	"Namespace": true, "Service": true, "ConfigMap": true, "Secret": true, "ServiceAccount": true,
+	"Service": true, "ConfigMap": true, "Secret": true, "ServiceAccount": true,
 	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true, "Ingress": true,
 	"NetworkPolicy": true, "HorizontalPodAutoscaler": true, "PriorityClass": true, "LimitRange": true, "ResourceQuota": true,
 }
@@ -145,6 +146,19 @@ func (d document) decode(obj kruntime.Object) []error {
 	return errs
 }
 
+// namespace is the namespace the document names, "default" when it names none.
+func (d document) namespace() string {
+	return cmp.Or((&unstructured.Unstructured{Object: d.raw}).GetNamespace(), defaultNamespace)
+}
+
+// nonDefault is the namespace as a workload event holds it: empty for the default namespace.
+func nonDefault(ns string) string {
+	if ns == defaultNamespace {
+		return ""
+	}
+	return ns
+}
+
 // isKarpenter reports whether a document is one of Karpenter's objects (NodePool,
 // EC2NodeClass, ...) rather than a workload.
 func (d document) isKarpenter() bool {
@@ -154,12 +168,14 @@ func (d document) isKarpenter() bool {
 
 // parsePlainManifests turns Kubernetes documents into a workload: NodePools and EC2NodeClasses
 // are its manifests; Deployments, StatefulSets, ReplicaSets and Pods are deployed at the start,
-// Jobs run at the start, DaemonSets reserve their pods' room on new nodes, a
-// PodDisruptionBudget with an integer minAvailable or maxUnavailable guards the deployment
-// whose pods it selects, StorageClasses, PersistentVolumes and PersistentVolumeClaims are
-// created for the pods' volumes (a StatefulSet's volumeClaimTemplates give each pod its own),
-// and RuntimeClasses give the pods naming them their overhead and scheduling. The pods are
-// made as the API server stores them (pods.go).
+// Jobs run at the start, DaemonSets run their pod on every node they select and tolerate, a
+// PodDisruptionBudget with an integer minAvailable or maxUnavailable guards the deployments of
+// its namespace whose pods it selects, Namespaces are created with their labels (for pod
+// affinity's namespaceSelector), StorageClasses, PersistentVolumes and PersistentVolumeClaims
+// are created for the pods' volumes (a StatefulSet's volumeClaimTemplates give each pod its
+// own), and RuntimeClasses give the pods naming them their overhead and scheduling. Every
+// object keeps the namespace it names (default "default"); a workload's name need only be
+// unique within its namespace. The pods are made as the API server stores them (pods.go).
 func parsePlainManifests(file string, data []byte) (*Workload, error) {
 	docs, errs := readDocuments(file, string(data), 1)
 	return plainWorkload(file, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)), docs, errs)
@@ -252,21 +268,22 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		pdb *policyv1.PodDisruptionBudget
 	}
 	var pdbs []pdb
-	var daemonSets []client.Object
+	var daemonSets, namespaces []client.Object
 	add := func(doc document, field, format string, args ...any) {
 		errs = append(errs, doc.errorf(field, format, args...))
 	}
-	used := map[string]document{}
-	pods := 0 // of the whole run
+	used := map[string]document{} // by qualified name
+	pods := 0                     // of the whole run
 	// claim reserves a workload's name and completes its pod template (already checked as the
 	// API server checks it), or reports why not.
 	claim := func(i document, tmpl *corev1.PodTemplateSpec) bool {
 		name := i.src.Name
-		if earlier, ok := used[name]; ok {
-			add(i, "metadata.name", "Duplicate value: %q: used by an earlier %s (%s); give each workload its own name", name, earlier.src.Kind, earlier.src.At(""))
+		key := qualified(i.namespace(), name)
+		if earlier, ok := used[key]; ok {
+			add(i, "metadata.name", "Duplicate value: %q: used by an earlier %s (%s); give each workload of a namespace its own name", name, earlier.src.Kind, earlier.src.At(""))
 			return false
 		}
-		used[name] = i
+		used[key] = i
 		if tmpl.Labels == nil {
 			tmpl.Labels = map[string]string{"app": name}
 		}
@@ -292,8 +309,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 		if !count(i, "spec.replicas", n) || !claim(i, &tmpl) {
 			return
 		}
-		name := i.src.Name
-		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: name, Replicas: n, template: &tmpl, stateful: stateful}})
+		w.Timeline = append(w.Timeline, Event{Deploy: &Deployment{Name: i.src.Name, Namespace: nonDefault(i.namespace()), Replicas: n, template: &tmpl, stateful: stateful}})
 		templates = append(templates, made{doc: i, tmpl: &tmpl, stateful: stateful})
 	}
 	for _, doc := range docs {
@@ -393,17 +409,21 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 			if !count(i, countField, int(n)) || !claim(i, &tmpl) {
 				continue
 			}
-			w.Timeline = append(w.Timeline, Event{Jobs: &Jobs{Name: name, Count: int(n), Runtime: Duration{runtime}, template: &tmpl}})
+			w.Timeline = append(w.Timeline, Event{Jobs: &Jobs{Name: name, Namespace: nonDefault(i.namespace()), Count: int(n), Runtime: Duration{runtime}, template: &tmpl}})
 			templates = append(templates, made{doc: i, tmpl: &tmpl, job: true})
 		case "apps/v1/DaemonSet":
-			// No pods are made for it, but its pods' requests reserve room on every new node.
+			// Its pod runs on every node it selects and tolerates (engine.syncDaemonSets).
 			var ds appsv1.DaemonSet
 			if decode(&ds) {
-				if ds.Namespace == "" {
-					ds.Namespace = "kube-system"
-				}
+				ds.Namespace = cmp.Or(ds.Namespace, defaultNamespace)
 				ds.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DaemonSet"))
 				daemonSets = append(daemonSets, &ds)
+			}
+		case "v1/Namespace":
+			var ns corev1.Namespace
+			if decode(&ns) {
+				ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+				namespaces = append(namespaces, &ns)
 			}
 		case "policy/v1/PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
@@ -411,7 +431,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 				pdbs = append(pdbs, pdb{doc: i, pdb: &p})
 			}
 		default:
-			add(i, "", "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job, PodDisruptionBudget, StorageClass, PersistentVolume, PersistentVolumeClaim or RuntimeClass")
+			add(i, "", "not simulated; use NodePool, EC2NodeClass, Deployment, StatefulSet, ReplicaSet, DaemonSet, Pod, Job, PodDisruptionBudget, Namespace, StorageClass, PersistentVolume, PersistentVolumeClaim or RuntimeClass")
 		}
 	}
 	objs, err := decodeObjects(karpenter)
@@ -422,7 +442,7 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 	errs = append(errs, storageErrs...)
 	classes, classErrs := decodeRuntimeClasses(runtimeClasses)
 	errs = append(errs, classErrs...)
-	w.Objects = append(append(append(objs, daemonSets...), volumes...), classes...)
+	w.Objects = append(append(append(append(namespaces, objs...), daemonSets...), volumes...), classes...)
 	// The pods as the API server stores them, once the objects they may name are all valid.
 	if len(errs) == 0 {
 		creation, err := podCreation(w.Objects)
@@ -467,8 +487,8 @@ func hasNodePool(objs []client.Object) bool {
 	return false
 }
 
-// guard applies a PodDisruptionBudget to the deployments whose pods it selects, as the
-// minimum of their replicas that must stay available.
+// guard applies a PodDisruptionBudget to the deployments of its namespace whose pods it
+// selects, as the minimum of their replicas that must stay available.
 func guard(w *Workload, p *policyv1.PodDisruptionBudget) *field.Error {
 	if p.Spec.Selector == nil {
 		return field.Required(field.NewPath("spec", "selector"), "a PodDisruptionBudget of the simulator selects the pods it guards")
@@ -480,7 +500,7 @@ func guard(w *Workload, p *policyv1.PodDisruptionBudget) *field.Error {
 	matched := false
 	for _, e := range w.Timeline {
 		d := e.Deploy
-		if d == nil || !sel.Matches(labels.Set(d.template.Labels)) {
+		if d == nil || d.namespace() != cmp.Or(p.Namespace, defaultNamespace) || !sel.Matches(labels.Set(d.template.Labels)) {
 			continue
 		}
 		matched = true
@@ -509,7 +529,7 @@ func guard(w *Workload, p *policyv1.PodDisruptionBudget) *field.Error {
 		d.MinAvailable = &minAvailable
 	}
 	if !matched {
-		return field.Invalid(field.NewPath("spec", "selector"), metav1.FormatLabelSelector(p.Spec.Selector), "selects no Deployment, StatefulSet, ReplicaSet or Pod of this file")
+		return field.Invalid(field.NewPath("spec", "selector"), metav1.FormatLabelSelector(p.Spec.Selector), "selects no Deployment, StatefulSet, ReplicaSet or Pod of this file"+inNamespace(p.Namespace))
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func podCreation(objs []client.Object) (*validation.PodCreation, error) {
 // returned as field errors with paths relative to the template (spec.runtimeClassName, …).
 func storedTemplate(c *validation.PodCreation, owner string, tmpl *corev1.PodTemplateSpec, job bool, stateful *statefulSet) (*corev1.PodTemplateSpec, field.ErrorList) {
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
-	pod.Name, pod.Namespace = owner+"-1", namespace
+	pod.Name, pod.Namespace = owner+"-1", defaultNamespace // the namespace changes nothing the server stores
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}

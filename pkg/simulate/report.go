@@ -201,8 +201,8 @@ type FleetNode struct {
 type recorder struct {
 	w    *Workload
 	seed int64
-	// created and scheduled are by pod: its name, and for a pod that replaced another of the
-	// same name (a StatefulSet's) "name#2", "name#3", …; current gives a name's latest.
+	// created and scheduled are by pod: its name (podKey), and for a pod that replaced another
+	// of the same name (a StatefulSet's) "name#2", "name#3", …; current gives a name's latest.
 	created           map[string]time.Time
 	scheduled         map[string]time.Duration
 	current           map[string]string
@@ -252,20 +252,21 @@ func (r *recorder) decision(d *provisioning.Decision) {
 	}
 	for _, c := range d.Results.NewClaims {
 		for _, p := range c.Pods {
-			delete(r.podErrors, p.Name)
+			delete(r.podErrors, podKey(p))
 		}
 	}
 	for _, pl := range d.Results.ExistingPlacements {
-		delete(r.podErrors, pl.Pod.Name)
+		delete(r.podErrors, podKey(pl.Pod))
 	}
 	for _, pe := range d.Results.PodErrors {
-		r.podErrors[pe.Pod.Name] = pe.Err.Error()
+		r.podErrors[podKey(pe.Pod)] = pe.Err.Error()
 	}
 	for _, refusal := range d.Refused {
-		if _, known := r.podErrors[refusal.Pod.Name]; !known {
-			r.podErrors[refusal.Pod.Name] = refusal.Message()
+		pod := qualified(refusal.Pod.Namespace, refusal.Pod.Name)
+		if _, known := r.podErrors[pod]; !known {
+			r.podErrors[pod] = refusal.Message()
 		}
-		r.log(LogEntry{Kind: LogRefusal, Message: fmt.Sprintf("pod %s: %s", refusal.Pod.Name, refusal.Message()), Nodes: []string{refusal.Node}})
+		r.log(LogEntry{Kind: LogRefusal, Message: fmt.Sprintf("pod %s: %s", pod, refusal.Message()), Nodes: []string{refusal.Node}})
 	}
 	for i, claim := range d.Created {
 		if i < len(d.Results.NewClaims) {
@@ -287,11 +288,11 @@ func (r *recorder) unscheduled(ctx context.Context, e *engine) ([]Unscheduled, e
 		if p.Spec.NodeName != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		workload := p.Labels[ownerLabel]
+		workload := ownerKey(p)
 		if workload == "" {
-			workload = p.Name
+			workload = podKey(p)
 		}
-		reason, ok := r.podErrors[p.Name]
+		reason, ok := r.podErrors[podKey(p)]
 		if !ok {
 			reason = waitingReason
 		}
@@ -371,17 +372,18 @@ func (r *recorder) warn(msg string) {
 
 // podCreated notes a new pod, a new incarnation of its name if the name was used before.
 func (r *recorder) podCreated(p *corev1.Pod) {
-	r.incarnations[p.Name]++
-	key := p.Name
-	if n := r.incarnations[p.Name]; n > 1 {
-		key = p.Name + "#" + strconv.Itoa(n)
+	name := podKey(p)
+	r.incarnations[name]++
+	key := name
+	if n := r.incarnations[name]; n > 1 {
+		key = name + "#" + strconv.Itoa(n)
 	}
-	r.current[p.Name] = key
+	r.current[name] = key
 	r.created[key] = p.CreationTimestamp.Time
 	r.hist.created(p, key)
 }
 
-// bound notes when a pod was bound to a node.
+// bound notes when a pod (by podKey) was bound to a node.
 func (r *recorder) bound(name string, now time.Time) {
 	key, ok := r.current[name]
 	if !ok {

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // Storage in a workload: StorageClasses, PersistentVolumes and PersistentVolumeClaims are
-// created as they are written (claims in the namespace of the simulated pods), a StatefulSet's
+// created as they are written (claims in the namespaces they name), a StatefulSet's
 // volumeClaimTemplates give each of its pods its own claims, and the kube-scheduler stand-in
 // (pkg/simulate/binder) binds them, so stateful pods land in their volumes' zones.
 
@@ -30,7 +31,7 @@ func isStorageKind(apiVersion, kind string) bool {
 }
 
 // decodeStorage decodes a StorageClass, PersistentVolume or PersistentVolumeClaim document
-// strictly; a claim goes to the simulated pods' namespace, whatever it names.
+// strictly; a claim stays in the namespace it names (default "default").
 func decodeStorage(doc document) (client.Object, []error) {
 	var obj client.Object
 	gvk := corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
@@ -49,7 +50,7 @@ func decodeStorage(doc document) (client.Object, []error) {
 		return nil, []error{doc.errorf("metadata.name", "Required value")}
 	}
 	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok {
-		pvc.Namespace = namespace
+		pvc.Namespace = cmp.Or(pvc.Namespace, defaultNamespace)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, nil
@@ -62,7 +63,7 @@ func decodeStorage(doc document) (client.Object, []error) {
 func storageObjects(docs []document, w *Workload) ([]client.Object, []error) {
 	var out []client.Object
 	var errs []error
-	seen := map[string]document{} // kind/name -> the first
+	seen := map[string]document{} // kind/namespace/name -> the first
 	for _, doc := range docs {
 		u := &unstructured.Unstructured{Object: doc.raw}
 		kind, name := u.GetKind(), u.GetName()
@@ -75,11 +76,12 @@ func storageObjects(docs []document, w *Workload) ([]client.Object, []error) {
 			errs = append(errs, doc.src.FieldErrors(problems)...)
 			continue
 		}
-		if earlier, dup := seen[kind+"/"+name]; dup {
+		id := kind + "/" + obj.GetNamespace() + "/" + name
+		if earlier, dup := seen[id]; dup {
 			errs = append(errs, duplicate(doc, earlier))
 			continue
 		}
-		seen[kind+"/"+name] = doc
+		seen[id] = doc
 		out = append(out, obj)
 	}
 	// The newest default class wins, as in Kubernetes: here the last one written.

@@ -122,7 +122,7 @@ func TestVolumesPlacePods(t *testing.T) {
 	var previous *corev1.Pod
 	for _, name := range []string{"db-0", "db-1", "db-2", "legacy-1"} {
 		pod := &corev1.Pod{}
-		if err := e.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
+		if err := e.kube.Get(ctx, client.ObjectKey{Namespace: defaultNamespace, Name: name}, pod); err != nil {
 			t.Fatalf("pod %s: %v", name, err)
 		}
 		if previous != nil && name != "legacy-1" && pod.CreationTimestamp.Before(previous.Status.StartTime) {
@@ -140,7 +140,7 @@ func TestVolumesPlacePods(t *testing.T) {
 			t.Errorf("pod %s in %q, outside the StorageClass's us-east-1b and -c", name, zone)
 		}
 		pvc := &corev1.PersistentVolumeClaim{}
-		if err := e.kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "data-" + name}, pvc); err != nil {
+		if err := e.kube.Get(ctx, client.ObjectKey{Namespace: defaultNamespace, Name: "data-" + name}, pvc); err != nil {
 			t.Fatalf("claim of pod %s: %v", name, err)
 		}
 		pv := &corev1.PersistentVolume{}

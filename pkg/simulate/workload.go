@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -55,8 +57,10 @@ type Workload struct {
 	// Manifests are Karpenter objects (NodePool, EC2NodeClass), the StorageClasses,
 	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, CapacityBuffers
 	// (autoscaling.x-k8s.io/v1beta1, with the CapacityBuffer feature gate) with the PodTemplates
-	// they name, and the RuntimeClasses (node.k8s.io/v1) the pods name, as YAML documents,
-	// exactly as they would be applied to a cluster.
+	// they name, the RuntimeClasses (node.k8s.io/v1) the pods name, and Namespaces (whose
+	// labels pod affinity's namespaceSelector matches), as YAML documents, exactly as they would
+	// be applied to a cluster. Namespaced objects keep the namespace they name (default
+	// "default").
 	Manifests string `yaml:"manifests"`
 	// Timeline is what happens when.
 	Timeline []Event `yaml:"timeline"`
@@ -67,6 +71,9 @@ type Workload struct {
 	// setup, when set, runs once the engine has created Objects, before the first pass: a
 	// cluster taken in by --from-cluster adopts its nodes and pods there (fromcluster.go).
 	setup func(ctx context.Context, e *engine) error
+	// namespacesUnknown says the Namespaces' labels were not read (a cluster's): a pod
+	// affinity term's namespaceSelector then selects every namespace.
+	namespacesUnknown bool
 }
 
 // CloudSettings tune the simulated cloud.
@@ -142,9 +149,12 @@ type PodShape struct {
 
 // Deployment is a named set of identical pods kept at a replica count.
 type Deployment struct {
-	Name     string   `yaml:"name"`
-	Replicas int      `yaml:"replicas"`
-	Pod      PodShape `yaml:"pod"`
+	Name string `yaml:"name"`
+	// Namespace is the namespace of the deployment and its pods (default "default"); a name
+	// need only be unique within its namespace.
+	Namespace string   `yaml:"namespace"`
+	Replicas  int      `yaml:"replicas"`
+	Pod       PodShape `yaml:"pod"`
 	// MinAvailable, when set, adds a PodDisruptionBudget.
 	MinAvailable *int `yaml:"minAvailable"`
 
@@ -153,38 +163,60 @@ type Deployment struct {
 	stateful *statefulSet
 }
 
+// namespace is the deployment's namespace: "default" when it names none.
+func (d *Deployment) namespace() string { return cmp.Or(d.Namespace, defaultNamespace) }
+
+// key is the deployment's qualified name (see qualified).
+func (d *Deployment) key() string { return qualified(d.Namespace, d.Name) }
+
 // Scale changes a Deployment's replicas.
 type Scale struct {
+	// Name is the deployment's name, or namespace/name when deployments of several namespaces
+	// have that name.
 	Name     string `yaml:"name"`
 	Replicas int    `yaml:"replicas"`
+
+	target string // the deployment's qualified name
 }
 
 // Delete removes a Deployment or Jobs by name.
 type Delete struct {
+	// Name is the deployment's or jobs' name, or namespace/name when several namespaces have
+	// that name.
 	Name string `yaml:"name"`
+
+	target string // the qualified name of what it deletes
 }
 
 // Jobs runs Count pods that each finish Runtime after they start running.
 type Jobs struct {
-	Name    string   `yaml:"name"`
-	Count   int      `yaml:"count"`
-	Runtime Duration `yaml:"runtime"`
-	Pod     PodShape `yaml:"pod"`
+	Name string `yaml:"name"`
+	// Namespace is the namespace of the jobs' pods (default "default").
+	Namespace string   `yaml:"namespace"`
+	Count     int      `yaml:"count"`
+	Runtime   Duration `yaml:"runtime"`
+	Pod       PodShape `yaml:"pod"`
 
 	template *corev1.PodTemplateSpec
 }
+
+// namespace is the jobs' namespace: "default" when they name none.
+func (j *Jobs) namespace() string { return cmp.Or(j.Namespace, defaultNamespace) }
+
+// key is the jobs' qualified name (see qualified).
+func (j *Jobs) key() string { return qualified(j.Namespace, j.Name) }
 
 // String describes the event for the report's log, such as "scale web to 10".
 func (e *Event) String() string {
 	switch {
 	case e.Deploy != nil:
-		return fmt.Sprintf("deploy %s: %d replicas", e.Deploy.Name, e.Deploy.Replicas)
+		return fmt.Sprintf("deploy %s: %d replicas", e.Deploy.key(), e.Deploy.Replicas)
 	case e.Scale != nil:
 		return fmt.Sprintf("scale %s to %d", e.Scale.Name, e.Scale.Replicas)
 	case e.Delete != nil:
 		return "delete " + e.Delete.Name
 	case e.Jobs != nil:
-		return fmt.Sprintf("jobs %s: %d pods of %s", e.Jobs.Name, e.Jobs.Count, e.Jobs.Runtime)
+		return fmt.Sprintf("jobs %s: %d pods of %s", e.Jobs.key(), e.Jobs.Count, e.Jobs.Runtime)
 	case e.Interrupt != nil:
 		return fmt.Sprintf("interrupt %d spot instances", e.Interrupt.Count)
 	case e.CapacityShortage != nil:
@@ -220,11 +252,14 @@ func (e *Event) String() string {
 
 // Annotate sets Annotations on every pod of a Deployment (those running and those it creates
 // later), or on the Nodes oldest Nodes (with their NodeClaims), such as
-// karpenter.sh/do-not-disrupt. Exactly one of Deployment and Nodes is set.
+// karpenter.sh/do-not-disrupt. Exactly one of Deployment and Nodes is set; Deployment is a
+// name, or namespace/name when deployments of several namespaces have that name.
 type Annotate struct {
 	Deployment  string            `yaml:"deployment"`
 	Nodes       int               `yaml:"nodes"`
 	Annotations map[string]string `yaml:"annotations"`
+
+	target string // the deployment's qualified name
 }
 
 // Unhealthy makes the Count oldest running nodes (of NodePool, when set) that do not report
@@ -430,7 +465,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	for _, msg := range bufferProblems(w.Objects, w.FeatureGates[featuregate.CapacityBuffer]) {
 		add(manifestsLine, "manifests", "%s", msg)
 	}
-	known := map[string]string{}  // name -> "deployment" or "jobs"
+	known := map[string]string{}  // qualified name -> "deployment" or "jobs"
 	var applied []client.Object   // by apply events so far
 	replicas := map[string]int{}  // of each deployment, as of the event
 	pods, refusedPods := 0, false // of the run so far; whether the bound was reported
@@ -462,10 +497,13 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			d := e.Deploy
 			if d.Name == "" {
 				add(e.line, field+".deploy.name", "required")
-			} else if _, dup := known[d.Name]; dup {
-				add(e.line, field+".deploy.name", "%q is already used by an earlier event", d.Name)
+			} else if _, dup := known[d.key()]; dup {
+				add(e.line, field+".deploy.name", "%q is already used by an earlier event%s", d.Name, inNamespace(d.Namespace))
 			}
-			known[d.Name] = "deployment"
+			for _, msg := range namespaceProblems(d.Namespace) {
+				add(e.line, field+".deploy.namespace", "%q: %s", d.Namespace, msg)
+			}
+			known[d.key()] = "deployment"
 			if d.Replicas < 0 {
 				add(e.line, field+".deploy.replicas", "%d is negative", d.Replicas)
 			}
@@ -474,7 +512,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			} else {
 				addPods(i, field+".deploy.replicas", "deploy.replicas", d.Replicas)
 			}
-			replicas[d.Name] = d.Replicas
+			replicas[d.key()] = d.Replicas
 			tmpl, err := d.Pod.template(d.Name)
 			if err != nil {
 				add(shapeLine(eventNodes.at(i), "deploy", err), field+".deploy.pod", "%v", err)
@@ -483,9 +521,11 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			}
 			d.template = tmpl
 		case e.Scale != nil:
-			if known[e.Scale.Name] != "deployment" {
-				add(e.line, field+".scale.name", "no deployment %q was deployed before this event", e.Scale.Name)
+			target, problem := resolveTarget(known, e.Scale.Name, "deployment")
+			if problem != "" {
+				add(e.line, field+".scale.name", "%s", problem)
 			}
+			e.Scale.target = target
 			if e.Scale.Replicas < 0 {
 				add(e.line, field+".scale.replicas", "%d is negative", e.Scale.Replicas)
 			}
@@ -493,19 +533,24 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 				add(yamlpath.Line(eventNodes.at(i), "scale.replicas"), field+".scale.replicas", "%s", tooMany(e.Scale.Replicas, MaxPodsPerWorkload, "pods"))
 			} else {
 				// A scale-up makes the pods it adds.
-				addPods(i, field+".scale.replicas", "scale.replicas", e.Scale.Replicas-replicas[e.Scale.Name])
+				addPods(i, field+".scale.replicas", "scale.replicas", e.Scale.Replicas-replicas[target])
 			}
-			replicas[e.Scale.Name] = e.Scale.Replicas
+			replicas[target] = e.Scale.Replicas
 		case e.Delete != nil:
-			if _, ok := known[e.Delete.Name]; !ok {
-				add(e.line, field+".delete.name", "no deployment or jobs %q exist before this event", e.Delete.Name)
+			target, problem := resolveTarget(known, e.Delete.Name, "")
+			if problem != "" {
+				add(e.line, field+".delete.name", "%s", problem)
 			}
+			e.Delete.target = target
 		case e.Jobs != nil:
 			j := e.Jobs
 			if j.Name == "" {
 				add(e.line, field+".jobs.name", "required")
 			}
-			known[j.Name] = "jobs"
+			for _, msg := range namespaceProblems(j.Namespace) {
+				add(e.line, field+".jobs.namespace", "%q: %s", j.Namespace, msg)
+			}
+			known[j.key()] = "jobs"
 			if j.Count <= 0 {
 				add(e.line, field+".jobs.count", "must be positive")
 			}
@@ -568,8 +613,12 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			switch {
 			case (a.Deployment == "") == (a.Nodes == 0):
 				add(e.line, field+".annotate", "needs exactly one of deployment (a name) and nodes (a count of the oldest nodes)")
-			case a.Deployment != "" && known[a.Deployment] != "deployment":
-				add(e.line, field+".annotate.deployment", "no deployment %q was deployed before this event", a.Deployment)
+			case a.Deployment != "":
+				target, problem := resolveTarget(known, a.Deployment, "deployment")
+				if problem != "" {
+					add(e.line, field+".annotate.deployment", "%s", problem)
+				}
+				a.target = target
 			case a.Nodes < 0:
 				add(e.line, field+".annotate.nodes", "%d is negative", a.Nodes)
 			}
@@ -586,6 +635,66 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 		return nil, errors.Join(errs...)
 	}
 	return w, nil
+}
+
+// inNamespace is " in namespace <ns>" for a namespace other than default, to end a message.
+func inNamespace(ns string) string {
+	if ns == "" || ns == defaultNamespace {
+		return ""
+	}
+	return " in namespace " + ns
+}
+
+// namespaceProblems are what the API server would refuse in a namespace's name (none for
+// empty: the default namespace).
+func namespaceProblems(ns string) []string {
+	if ns == "" {
+		return nil
+	}
+	return k8svalidation.IsDNS1123Label(ns)
+}
+
+// resolveTarget finds what an event names among the deployments and jobs deployed before it
+// (known, by qualified name): name is a bare name, or namespace/name. A bare name stands for
+// the one workload of that name, whatever its namespace; when several namespaces hold one,
+// the name is ambiguous and the problem says which to write. kind, when set, is the kind the
+// target must be ("deployment"). It returns the target's qualified name, or a problem.
+func resolveTarget(known map[string]string, name, kind string) (string, string) {
+	what := "deployment or jobs"
+	if kind != "" {
+		what = kind
+	}
+	fits := func(key string) bool {
+		k, ok := known[key]
+		return ok && (kind == "" || k == kind)
+	}
+	if ns, bare, ok := strings.Cut(name, "/"); ok {
+		if key := qualified(ns, bare); fits(key) {
+			return key, ""
+		}
+		return "", fmt.Sprintf("no %s %q in namespace %s before this event", what, bare, ns)
+	}
+	var found []string
+	for _, key := range slices.Sorted(maps.Keys(known)) {
+		ns, bare, ok := strings.Cut(key, "/")
+		if !ok {
+			ns, bare = defaultNamespace, key
+		}
+		if bare == name && fits(key) {
+			found = append(found, ns+"/"+bare)
+		}
+	}
+	switch len(found) {
+	case 0:
+		if kind != "" {
+			return "", fmt.Sprintf("no %s %q was deployed before this event", what, name)
+		}
+		return "", fmt.Sprintf("no %s %q exist before this event", what, name)
+	case 1:
+		ns, bare, _ := strings.Cut(found[0], "/")
+		return qualified(ns, bare), ""
+	}
+	return "", fmt.Sprintf("%q is ambiguous: several namespaces have a %s of that name; write namespace/name, one of %s", name, what, strings.Join(found, ", "))
 }
 
 // problems are what is wrong with the simulated cloud's settings of the workload file (its
@@ -745,13 +854,32 @@ func decodeValue(v any, into any) error {
 }
 
 // decodeManifests reads YAML documents into the project's typed objects (CapacityBuffers among
-// them), the storage objects, PodTemplates and RuntimeClasses, strictly; text starts on line
-// firstLine of file.
+// them), the storage objects, PodTemplates, RuntimeClasses and Namespaces, strictly; text
+// starts on line firstLine of file.
 func decodeManifests(file, text string, firstLine int) ([]client.Object, error) {
 	docs, errs := readDocuments(file, text, firstLine)
 	var karpenter, storage, templates, runtimeClasses []document
+	var namespaces []client.Object
+	seenNamespaces := map[string]document{}
 	for _, doc := range docs {
 		switch {
+		case doc.src.APIVersion == "v1" && doc.src.Kind == "Namespace":
+			ns := &corev1.Namespace{}
+			gvk := corev1.SchemeGroupVersion.WithKind("Namespace")
+			if decodeErrs := doc.decode(ns); len(decodeErrs) > 0 {
+				errs = append(errs, decodeErrs...)
+				continue
+			}
+			if problems := builtinProblems(ns, gvk); len(problems) > 0 {
+				errs = append(errs, doc.src.FieldErrors(problems)...)
+				continue
+			}
+			if earlier, dup := seenNamespaces[ns.Name]; dup {
+				errs = append(errs, duplicate(doc, earlier))
+				continue
+			}
+			seenNamespaces[ns.Name] = doc
+			namespaces = append(namespaces, ns)
 		case isStorageKind(doc.src.APIVersion, doc.src.Kind):
 			storage = append(storage, doc)
 		case isPodTemplate(doc.src.APIVersion, doc.src.Kind):
@@ -766,7 +894,7 @@ func decodeManifests(file, text string, firstLine int) ([]client.Object, error) 
 	more, storageErrs := storageObjects(storage, nil)
 	pts, templateErrs := decodePodTemplates(templates)
 	classes, classErrs := decodeRuntimeClasses(runtimeClasses)
-	objs = append(append(append(objs, more...), pts...), classes...)
+	objs = append(append(append(append(namespaces, objs...), more...), pts...), classes...)
 	return objs, errors.Join(append(append(append(append(errs, err), storageErrs...), templateErrs...), classErrs...)...)
 }
 
@@ -781,12 +909,12 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 	}
 	var out []client.Object
 	var errs []error
-	seen := map[string]document{} // kind/name -> the first
+	seen := map[string]document{} // kind/namespace/name -> the first
 	for _, doc := range docs {
 		gvk := (&unstructured.Unstructured{Object: doc.raw}).GroupVersionKind()
 		obj, err := scheme.New(gvk)
 		if err != nil {
-			errs = append(errs, doc.errorf("kind", "unknown kind %s; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1), for spare capacity CapacityBuffer (autoscaling.x-k8s.io/v1beta1) and PodTemplate (v1), and RuntimeClass (node.k8s.io/v1)", gvk.GroupKind()))
+			errs = append(errs, doc.errorf("kind", "unknown kind %s; use NodePool (karpenter.sh/v1), EC2NodeClass (karpenter.k8s.aws/v1), NodeOverlay (karpenter.sh/v1alpha1), for volumes StorageClass (storage.k8s.io/v1), PersistentVolume and PersistentVolumeClaim (v1), for spare capacity CapacityBuffer (autoscaling.x-k8s.io/v1beta1) and PodTemplate (v1), RuntimeClass (node.k8s.io/v1), and Namespace (v1) for pod affinity's namespaceSelector", gvk.GroupKind()))
 			continue
 		}
 		if decodeErrs := doc.decode(obj); len(decodeErrs) > 0 {
@@ -798,8 +926,8 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 			errs = append(errs, doc.errorf("kind", "%s is not an object", gvk.Kind))
 			continue
 		}
-		if _, ok := co.(*autoscalingv1beta1.CapacityBuffer); ok {
-			co.SetNamespace(namespace) // with the simulated pods, whatever it names
+		if _, ok := co.(*autoscalingv1beta1.CapacityBuffer); ok && co.GetNamespace() == "" {
+			co.SetNamespace(defaultNamespace)
 		}
 		// The same schema, defaults and CEL rules the API server would apply.
 		if err := validator.DefaultObject(co); err != nil {
@@ -830,11 +958,12 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 				continue
 			}
 		}
-		if earlier, dup := seen[gvk.Kind+"/"+co.GetName()]; dup {
+		id := gvk.Kind + "/" + co.GetNamespace() + "/" + co.GetName()
+		if earlier, dup := seen[id]; dup {
 			errs = append(errs, duplicate(doc, earlier))
 			continue
 		}
-		seen[gvk.Kind+"/"+co.GetName()] = doc
+		seen[id] = doc
 		co.GetObjectKind().SetGroupVersionKind(gvk)
 		out = append(out, co)
 	}
@@ -920,9 +1049,9 @@ func (w *Workload) names() []string {
 	for _, e := range w.Timeline {
 		switch {
 		case e.Deploy != nil:
-			set[e.Deploy.Name] = true
+			set[e.Deploy.key()] = true
 		case e.Jobs != nil:
-			set[e.Jobs.Name] = true
+			set[e.Jobs.key()] = true
 		}
 	}
 	out := make([]string, 0, len(set))

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -38,6 +39,11 @@ type Cluster struct {
 
 	// NominationGrace overrides DefaultNominationGrace when set.
 	NominationGrace time.Duration
+	// ReadNamespaces makes a snapshot read the Namespaces' labels when a pod's affinity term
+	// selects namespaces by them (Snapshot.NamespaceLabels). The simulator sets it; the
+	// controller does not (its ClusterRole grants no access to Namespaces), so there a
+	// namespaceSelector counts as every namespace.
+	ReadNamespaces bool
 	// LaunchBackoffBase and LaunchBackoffMax override the package's defaults when
 	// LaunchBackoffBase is set (tests on a real clock).
 	LaunchBackoffBase, LaunchBackoffMax time.Duration
@@ -320,6 +326,49 @@ type Snapshot struct {
 	// Avoid lists, per pending pod, the nodes (or NodeClaims) that recently turned it away: the
 	// scheduler must not plan it there again (see Cluster.Refused).
 	Avoid map[types.UID][]string
+	// NamespaceLabels are the Namespaces' labels by name, read with ReadNamespaces when a pod's
+	// affinity term has a namespaceSelector (see NamespaceLabels); nil otherwise.
+	NamespaceLabels map[string]map[string]string
+}
+
+// NamespaceLabels reads the labels of the Namespaces, by name, when one of pods has a pod
+// (anti-)affinity term with a namespaceSelector, which selects namespaces by them; nil, without
+// reading anything, otherwise. Each namespace has the label kubernetes.io/metadata.name with
+// its name, as kube-apiserver sets it.
+func NamespaceLabels(ctx context.Context, reader client.Reader, pods []*corev1.Pod) (map[string]map[string]string, error) {
+	if !slices.ContainsFunc(pods, hasNamespaceSelector) {
+		return nil, nil
+	}
+	var namespaces corev1.NamespaceList
+	if err := reader.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	out := make(map[string]map[string]string, len(namespaces.Items))
+	for i := range namespaces.Items {
+		ns := &namespaces.Items[i]
+		labels := maps.Clone(ns.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[corev1.LabelMetadataName] = ns.Name
+		out[ns.Name] = labels
+	}
+	return out, nil
+}
+
+// hasNamespaceSelector reports whether a pod has a pod (anti-)affinity term, required or
+// preferred, with a namespaceSelector.
+func hasNamespaceSelector(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	selects := func(required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) bool {
+		return slices.ContainsFunc(required, func(t corev1.PodAffinityTerm) bool { return t.NamespaceSelector != nil }) ||
+			slices.ContainsFunc(preferred, func(t corev1.WeightedPodAffinityTerm) bool { return t.PodAffinityTerm.NamespaceSelector != nil })
+	}
+	return a.PodAffinity != nil && selects(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) ||
+		a.PodAntiAffinity != nil && selects(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 }
 
 // objectRanger is a reader that visits its own objects without copying them, as List with
@@ -395,6 +444,12 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	var namespaceLabels map[string]map[string]string
+	if c.ReadNamespaces {
+		if namespaceLabels, err = NamespaceLabels(ctx, c.reader, allPods); err != nil {
+			return nil, err
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
@@ -413,7 +468,7 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 		byName[name] = cc.claim
 		unseen++
 	}
-	snap := &Snapshot{Synced: unseen == 0}
+	snap := &Snapshot{Synced: unseen == 0, NamespaceLabels: namespaceLabels}
 	for i := range daemonSets.Items {
 		snap.DaemonSets = append(snap.DaemonSets, &daemonSets.Items[i])
 	}

@@ -192,7 +192,7 @@ type shapeCount struct {
 func newSolver(in Input) *solver {
 	s := &solver{
 		opts:            in.Options,
-		topology:        newTopology(),
+		topology:        newTopology(in.NamespaceLabels),
 		pending:         map[string]*shapeCount{},
 		shareableShapes: map[string][]*shapeCount{},
 		rejected:        map[string][]uint64{},

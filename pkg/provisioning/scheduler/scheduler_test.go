@@ -723,3 +723,39 @@ func TestSpreadDomainsOfOredNodeAffinityTerms(t *testing.T) {
 		t.Errorf("per zone = %v, want 2 in each: zone 3 is a domain by the second term", perZone)
 	}
 }
+
+// TestNamespaceSelector: an anti-affinity term's namespaceSelector selects the namespaces whose
+// labels it matches (with those it lists), once the input holds their labels; an empty
+// selector, or labels not read, select every namespace.
+func TestNamespaceSelector(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	bound := builders.Pod(builders.PodOptions{Name: "web-0", Namespace: "shop", CPU: "100m", Labels: web})
+	namespaces := map[string]map[string]string{"shop": {"team": "shop"}, "data": {"team": "data"}, "default": nil}
+	for _, tc := range []struct {
+		name       string
+		selector   *metav1.LabelSelector
+		listed     []string
+		namespaces map[string]map[string]string
+		beside     bool
+	}{
+		{"selects the bound pod's namespace", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}, nil, namespaces, false},
+		{"selects another namespace", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}, nil, namespaces, true},
+		{"lists the bound pod's namespace", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}, []string{"shop"}, namespaces, false},
+		{"empty selector: every namespace", &metav1.LabelSelector{}, nil, namespaces, false},
+		{"labels not read: every namespace", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}, nil, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1},
+				Available: builders.Resources("cpu", "8", "memory", "16Gi", "pods", "100"), Pods: []*corev1.Pod{bound}}
+			anti := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: web}, TopologyKey: corev1.LabelHostname, NamespaceSelector: tc.selector, Namespaces: tc.listed,
+			}}}}
+			pod := builders.Pod(builders.PodOptions{Name: "web-1", CPU: "100m", Labels: web, Affinity: anti})
+			r := Solve(Input{Pods: []*corev1.Pod{pod}, Nodes: []*Node{node}, NodePools: []*NodePool{onDemandPool("default")}, NamespaceLabels: tc.namespaces})
+			mustPlaceAll(t, r)
+			if beside := len(r.ExistingPlacements) == 1; beside != tc.beside {
+				t.Errorf("placed beside the bound pod of shop: %v, want %v", beside, tc.beside)
+			}
+		})
+	}
+}

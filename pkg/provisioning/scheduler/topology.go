@@ -74,7 +74,9 @@ func (g *topologyGroup) minCount() int {
 
 // topology holds every group of a run.
 type topology struct {
-	groups map[string]*topologyGroup
+	// namespaceLabels are Input.NamespaceLabels (nil when not read).
+	namespaceLabels map[string]map[string]string
+	groups          map[string]*topologyGroup
 	// selecting caches, per shape key, the groups whose selector matches the shape's pods.
 	selecting map[string][]*topologyGroup
 }
@@ -89,8 +91,8 @@ func (t *topology) hasKey(key string) bool {
 	return false
 }
 
-func newTopology() *topology {
-	return &topology{groups: map[string]*topologyGroup{}, selecting: map[string][]*topologyGroup{}}
+func newTopology(namespaceLabels map[string]map[string]string) *topology {
+	return &topology{namespaceLabels: namespaceLabels, groups: map[string]*topologyGroup{}, selecting: map[string][]*topologyGroup{}}
 }
 
 // owned returns the groups of a pod's current variant, creating them on first sight.
@@ -183,6 +185,27 @@ func (t *topology) affinityGroup(pod *corev1.Pod, kind groupKind, term corev1.Po
 		return nil, fmt.Errorf("%s on %s: %w", kind, term.TopologyKey, err)
 	}
 	g := &topologyGroup{kind: kind, key: term.TopologyKey, selector: selector}
+	if term.NamespaceSelector != nil && t.namespaceLabels != nil {
+		// As Kubernetes: the namespaces listed and those the selector matches; an empty
+		// selector matches every namespace.
+		nsSelector, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+		if err != nil {
+			return nil, fmt.Errorf("%s on %s: namespaceSelector: %w", kind, term.TopologyKey, err)
+		}
+		if nsSelector.Empty() {
+			return t.intern(g, ""), nil
+		}
+		g.namespaces = map[string]bool{}
+		for _, ns := range term.Namespaces {
+			g.namespaces[ns] = true
+		}
+		for ns, nsLabels := range t.namespaceLabels {
+			if nsSelector.Matches(labels.Set(nsLabels)) {
+				g.namespaces[ns] = true
+			}
+		}
+		return t.intern(g, ""), nil
+	}
 	if len(term.Namespaces) > 0 || term.NamespaceSelector == nil {
 		g.namespaces = map[string]bool{}
 		for _, ns := range term.Namespaces {
@@ -192,8 +215,8 @@ func (t *topology) affinityGroup(pod *corev1.Pod, kind groupKind, term corev1.Po
 			g.namespaces[pod.Namespace] = true
 		}
 	}
-	// A namespaceSelector matches namespaces by their labels, which the snapshot does not hold:
-	// it is read as every namespace, the safe side for anti-affinity.
+	// A namespaceSelector matches namespaces by their labels: when the input holds none, it is
+	// read as every namespace, the safe side for anti-affinity.
 	return t.intern(g, ""), nil
 }
 

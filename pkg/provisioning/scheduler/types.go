@@ -27,6 +27,11 @@ type Input struct {
 	// tolerations and node selection admit such a node take their requests and host ports
 	// there, as Karpenter's daemon overhead groups do.
 	DaemonPods []*corev1.Pod
+	// NamespaceLabels are the labels of the cluster's Namespaces, by name, which the
+	// namespaceSelector of a pod (anti-)affinity term selects namespaces by; nil when they were
+	// not read, and a namespaceSelector then counts as every namespace (the safe side for
+	// anti-affinity).
+	NamespaceLabels map[string]map[string]string
 	// Avoid names, per pod (by UID), existing nodes and in-flight claims it must not be placed
 	// on: they turned it away before, for a reason the scheduler may not see.
 	Avoid map[types.UID][]string

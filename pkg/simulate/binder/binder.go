@@ -5,7 +5,9 @@
 // fit nowhere PodScheduled=False with reason Unschedulable, which is what Karpenter watches for.
 // As the kube-scheduler, it tries a pod's nominated node (status.nominatedNodeName) first and
 // keeps that node's room for it, and clears the name when the pod fits nowhere. The room of
-// the daemonset pods a node will run is kept for them too (there is no daemonset controller).
+// the daemonset pods a node will run is kept for them too, until they are there (the
+// simulation's DaemonSet controller creates them once the node exists; API-server tests without
+// a control plane have none).
 //
 // It binds volumes too, as the kube-scheduler's volume binding, the PersistentVolume controller
 // and a CSI provisioner would: a claim of an Immediate StorageClass gets a volume at once, in a
@@ -71,6 +73,10 @@ type Binder struct {
 
 // Options configure a Binder. The zero value is usable.
 type Options struct {
+	// ReadNamespaces makes the namespaceSelector of a pod affinity term select namespaces by
+	// their labels, as the kube-scheduler does; off, it selects every namespace (for Namespaces
+	// whose labels are not known).
+	ReadNamespaces bool
 	// Zones are where a volume of an Immediate StorageClass without allowedTopologies may be
 	// provisioned (the cloud's zones); empty means the zones of the cluster's nodes, and the
 	// claim waits while there are none.
@@ -216,9 +222,17 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 			nominees[node.Name] = append(nominees[node.Name], pod)
 		}
 	}
+	// As the kube-scheduler, an affinity term's namespaceSelector selects namespaces by their
+	// labels.
+	var namespaceLabels map[string]map[string]string
+	if b.opts.ReadNamespaces {
+		if namespaceLabels, err = state.NamespaceLabels(ctx, b.kubeClient, pods); err != nil {
+			return res, err
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(nominees)) {
 		in := scheduler.Input{Pods: nominees[name], Nodes: []*scheduler.Node{b.schedulerNode(byName[name], bound[name])},
-			VolumeRequirements: volumes, Options: scheduler.Options{IgnorePreferences: true}}
+			VolumeRequirements: volumes, NamespaceLabels: namespaceLabels, Options: scheduler.Options{IgnorePreferences: true}}
 		results := scheduler.Solve(in)
 		if err := b.bindPods(ctx, results.ExistingPlacements, byName, bound, res, &signature); err != nil {
 			return res, err
@@ -231,7 +245,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 		return res, nil
 	}
 
-	in := scheduler.Input{Pods: others, VolumeRequirements: volumes, Options: scheduler.Options{IgnorePreferences: true}}
+	in := scheduler.Input{Pods: others, VolumeRequirements: volumes, NamespaceLabels: namespaceLabels, Options: scheduler.Options{IgnorePreferences: true}}
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		if node.DeletionTimestamp == nil {
@@ -306,8 +320,8 @@ func (b *Binder) boundSignature(pod *corev1.Pod, node string) uint64 {
 // not Ready take no pods, but still count as topology domains, as for the kube-scheduler
 // (whose default node taints policy is Ignore).
 func (b *Binder) schedulerNode(node *corev1.Node, pods []*corev1.Pod) *scheduler.Node {
-	// The room of the daemonset pods the node will run, while they are not there yet (a
-	// simulation has no daemonset controller), as Karpenter reserves it when it provisions.
+	// The room of the daemonset pods the node will run, while they are not there yet, as
+	// Karpenter reserves it when it provisions; once there, they count as its other pods.
 	expected := state.ExpectedDaemonSets(pods, node.Labels, node.Spec.Taints, b.daemonSets)
 	taints := node.Spec.Taints
 	if node.Spec.Unschedulable {
