@@ -412,9 +412,14 @@ func admitAll(pod *corev1.Pod, checks []groupCheck, domain string) error {
 }
 
 // bestDomain picks for an undecided claim the domain of key that admits the pod with the lowest
-// count of matching pods (spreading), among the values a new node could have.
+// count of matching pods (spreading), among the values a new node with room for the pod could
+// have (all a new node could have when no instance type holds the pod alone), so that a domain
+// only smaller types reach is not pinned for it.
 func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) (string, error) {
 	values := creatableValues(pool, reqs, key)
+	if holding := creatableValuesHolding(pool, reqs, key, p.res); len(holding) > 0 {
+		values = holding
+	}
 	best, bestCount := "", math.MaxInt
 	var firstErr error
 	for _, d := range values {

@@ -759,3 +759,29 @@ func TestNamespaceSelector(t *testing.T) {
 		})
 	}
 }
+
+// TestDomainPinnedWhereThePodFits: a pod that another pod's zonal affinity selects has its new
+// claim's zone pinned (so the affinity can count it); the zone must be one where an instance
+// type with room for it launches, not the first zone any type reaches (conformance seed 31:
+// the pods stayed pending that Karpenter placed).
+func TestDomainPinnedWhereThePodFits(t *testing.T) {
+	zoneB := []cloudprovider.Offering{{Zone: zone2, CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.8, Available: true}}
+	types := []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "big", CPU: 16, MemoryGiB: 64, PricePerHour: 0.8, Offerings: zoneB}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "small", CPU: 2, MemoryGiB: 16, PricePerHour: 0.1}),
+	}
+	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(scheduling.MustRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone1, zone2)), InstanceTypes: types}
+	pref := &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 50, PodAffinityTerm: corev1.PodAffinityTerm{
+		TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a3"}}}}}}}
+	pods := append(builders.Pods(2, builders.PodOptions{Name: "w0", CPU: "3", Labels: map[string]string{"app": "a3"}}),
+		builders.Pods(2, builders.PodOptions{Name: "gpu", CPU: "500m", Labels: map[string]string{"app": "a1"}, Affinity: pref, Extended: map[corev1.ResourceName]string{"nvidia.com/gpu": "1"}})...)
+	r := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+	for _, e := range r.PodErrors {
+		if e.Pod.Name != "gpu-0" && e.Pod.Name != "gpu-1" {
+			t.Errorf("%s refused: %v", e.Pod.Name, e.Err)
+		}
+	}
+	if len(r.NewClaims) != 1 || claimTypes(r.NewClaims[0])[0] != "big" {
+		t.Errorf("want the 3-cpu pods on one big node in %s, got %d claims", zone2, len(r.NewClaims))
+	}
+}

@@ -397,13 +397,29 @@ func (t *topology) addCreatableDomains(pools []*poolState) {
 // from the compatible instance types' labels and the zones and capacity types of their
 // available offerings, or the requirement's own values for other keys.
 func creatableValues(ps *poolState, reqs scheduling.Requirements, key string) []string {
+	return domainValues(ps, reqs, key, nil)
+}
+
+// creatableValuesHolding is creatableValues of the instance types with room for requests
+// beside their daemonsets.
+func creatableValuesHolding(ps *poolState, reqs scheduling.Requirements, key string, requests cloudprovider.Resources) []string {
+	return domainValues(ps, reqs, key, &requests)
+}
+
+func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holding *cloudprovider.Resources) []string {
 	cacheKey := key + "\x00" + reqs.String()
+	if holding != nil {
+		cacheKey += fmt.Sprintf("\x00%v", *holding)
+	}
 	if cached, ok := ps.domainValues[cacheKey]; ok {
 		return cached
 	}
 	seen := map[string]bool{}
 	offerings := cloudprovider.NewOfferingFilter(reqs)
 	for _, c := range ps.candidatesFor(reqs) {
+		if holding != nil && !holding.Fits(c.room) {
+			continue
+		}
 		switch key {
 		case corev1.LabelTopologyZone, awsv1.LabelTopologyZoneID, karpv1.CapacityTypeLabelKey:
 			for _, o := range c.it.Offerings {
