@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,27 +31,32 @@ func isRuntimeClass(apiVersion, kind string) bool {
 // decodeRuntimeClasses decodes RuntimeClass documents strictly and checks them as the API
 // server would, each name once; errors name the document and field.
 func decodeRuntimeClasses(docs []document) ([]client.Object, []error) {
+	return decodeBuiltins(docs, nodev1.SchemeGroupVersion.WithKind("RuntimeClass"), func() client.Object { return &nodev1.RuntimeClass{} })
+}
+
+// decodeBuiltins decodes documents of one built-in kind (gvk, made by newObject) strictly and
+// checks them as the API server would, each name once; errors name the document and field.
+func decodeBuiltins(docs []document, gvk schema.GroupVersionKind, newObject func() client.Object) ([]client.Object, []error) {
 	var out []client.Object
 	var errs []error
 	seen := map[string]document{}
 	for _, doc := range docs {
-		rc := &nodev1.RuntimeClass{}
-		if decodeErrs := doc.decode(rc); len(decodeErrs) > 0 {
+		obj := newObject()
+		if decodeErrs := doc.decode(obj); len(decodeErrs) > 0 {
 			errs = append(errs, decodeErrs...)
 			continue
 		}
-		gvk := nodev1.SchemeGroupVersion.WithKind("RuntimeClass")
-		rc.SetGroupVersionKind(gvk)
-		if problems := builtinProblems(rc, gvk); len(problems) > 0 {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		if problems := builtinProblems(obj, gvk); len(problems) > 0 {
 			errs = append(errs, doc.src.FieldErrors(problems)...)
 			continue
 		}
-		if earlier, dup := seen[rc.Name]; dup {
+		if earlier, dup := seen[obj.GetName()]; dup {
 			errs = append(errs, duplicate(doc, earlier))
 			continue
 		}
-		seen[rc.Name] = doc
-		out = append(out, rc)
+		seen[obj.GetName()] = doc
+		out = append(out, obj)
 	}
 	return out, errs
 }

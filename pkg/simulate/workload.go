@@ -858,28 +858,11 @@ func decodeValue(v any, into any) error {
 // starts on line firstLine of file.
 func decodeManifests(file, text string, firstLine int) ([]client.Object, error) {
 	docs, errs := readDocuments(file, text, firstLine)
-	var karpenter, storage, templates, runtimeClasses []document
-	var namespaces []client.Object
-	seenNamespaces := map[string]document{}
+	var karpenter, storage, templates, runtimeClasses, namespaceDocs []document
 	for _, doc := range docs {
 		switch {
 		case doc.src.APIVersion == "v1" && doc.src.Kind == "Namespace":
-			ns := &corev1.Namespace{}
-			gvk := corev1.SchemeGroupVersion.WithKind("Namespace")
-			if decodeErrs := doc.decode(ns); len(decodeErrs) > 0 {
-				errs = append(errs, decodeErrs...)
-				continue
-			}
-			if problems := builtinProblems(ns, gvk); len(problems) > 0 {
-				errs = append(errs, doc.src.FieldErrors(problems)...)
-				continue
-			}
-			if earlier, dup := seenNamespaces[ns.Name]; dup {
-				errs = append(errs, duplicate(doc, earlier))
-				continue
-			}
-			seenNamespaces[ns.Name] = doc
-			namespaces = append(namespaces, ns)
+			namespaceDocs = append(namespaceDocs, doc)
 		case isStorageKind(doc.src.APIVersion, doc.src.Kind):
 			storage = append(storage, doc)
 		case isPodTemplate(doc.src.APIVersion, doc.src.Kind):
@@ -894,8 +877,9 @@ func decodeManifests(file, text string, firstLine int) ([]client.Object, error) 
 	more, storageErrs := storageObjects(storage, nil)
 	pts, templateErrs := decodePodTemplates(templates)
 	classes, classErrs := decodeRuntimeClasses(runtimeClasses)
+	namespaces, namespaceErrs := decodeBuiltins(namespaceDocs, corev1.SchemeGroupVersion.WithKind("Namespace"), func() client.Object { return &corev1.Namespace{} })
 	objs = append(append(append(append(namespaces, objs...), more...), pts...), classes...)
-	return objs, errors.Join(append(append(append(append(errs, err), storageErrs...), templateErrs...), classErrs...)...)
+	return objs, errors.Join(append(append(append(append(append(errs, err), storageErrs...), templateErrs...), classErrs...), namespaceErrs...)...)
 }
 
 // decodeObjects decodes documents into the project's typed objects, strictly, with the CRDs'
