@@ -49,6 +49,23 @@ func consolidationType(method string) string {
 	return ""
 }
 
+// recordRepaired counts a node repair deleted, as Karpenter's queue does for repair
+// (recordCandidateDisrupted): karpenter_nodeclaims_disrupted_total and
+// karpenter_pods_disruption_initiated_total with reason unhealthy, and
+// karpenter_nodeclaims_unhealthy_disrupted_total by the condition repaired. The termination
+// mode is the drain bound repair applied: forceful when zero, eventual when positive, else
+// the NodeClaim's own.
+func recordRepaired(c *Candidate) {
+	mode := metrics.TerminationMode(c.NodeClaim)
+	if b := c.DrainBound; b != nil {
+		mode = metrics.TerminationModeEventual
+		if *b <= 0 {
+			mode = metrics.TerminationModeForceful
+		}
+	}
+	metrics.NodeClaimRepaired(string(c.Repair.Condition), c.NodePool.Name, c.CapacityType, c.NodeClaim.Status.ImageID, mode, len(c.Pods))
+}
+
 // recordDecisionGauges sets the gauges of a disruption pass: the nodes eligible per reason and
 // each NodePool's budgets.
 func recordDecisionGauges(decision *Decision) {

@@ -626,7 +626,9 @@ func (u *Unhealthy) problems(objs []client.Object) [][2]string {
 	}) {
 		out = append(out, [2]string{".nodePool", fmt.Sprintf("no NodePool %q among the manifests or applied before this event", u.NodePool)})
 	}
-	policies := cloudprovider.EC2RepairPolicies()
+	// The simulator runs node repair as Karpenter's legacy controller does (see engine.go), with
+	// the legacy policies: one per condition type and status, any reason.
+	policies := cloudprovider.LegacyEC2RepairPolicies()
 	var known []string
 	for _, p := range policies {
 		known = append(known, fmt.Sprintf("%s %s (%s)", p.ConditionType, p.ConditionStatus, p.TolerationDuration))
