@@ -610,7 +610,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 	for _, cand := range cmd.Candidates {
 		names = append(names, cand.Name(), cand.NodeClaim.Name)
 	}
-	if cmd.Method == MethodStaticDrift {
+	if cmd.static() {
 		// Marked before the replacement exists, as Karpenter marks a static node pending
 		// disruption first: the static NodePool controller must never take the replacement
 		// for an extra claim.

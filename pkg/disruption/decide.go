@@ -860,16 +860,37 @@ func (d *decider) staticDrift() *Command {
 		if limit, ok := np.Spec.Limits[nodepool.ResourceNodes]; ok && active+1 > limit.Value() {
 			continue
 		}
-		reqs, err := nodepool.ClaimRequirements(np)
+		r, err := staticReplacement(np)
 		if err != nil {
 			d.problems = append(d.problems, err)
 			continue
 		}
-		claim := &scheduler.Claim{NodePool: np.Name, Requirements: reqs, Taints: np.Spec.Template.Spec.Taints, Labels: np.Spec.Template.Labels}
 		return &Command{Method: MethodStaticDrift, Reason: karpv1.DisruptionReasonDrifted, Candidates: []*Candidate{c},
-			Replacements: []*Replacement{{NodePool: np, Claim: claim}}}
+			Replacements: []*Replacement{r}}
 	}
 	return nil
+}
+
+// staticReplacement is a NodeClaim of a static NodePool's template, the replacement of one of
+// its nodes: not sized to pods, as the static NodePool controller launches them.
+func staticReplacement(np *karpv1.NodePool) (*Replacement, error) {
+	reqs, err := nodepool.ClaimRequirements(np)
+	if err != nil {
+		return nil, err
+	}
+	claim := &scheduler.Claim{NodePool: np.Name, Requirements: reqs, Taints: np.Spec.Template.Spec.Taints, Labels: np.Spec.Template.Labels}
+	return &Replacement{NodePool: np, Claim: claim}, nil
+}
+
+// static reports whether the command disrupts nodes of a static NodePool (static drift, or
+// repair of such a node): the controller marks them before their replacement exists.
+func (c *Command) static() bool {
+	for _, cand := range c.Candidates {
+		if nodepool.IsStatic(cand.NodePool) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *decider) emptiness() *Command {

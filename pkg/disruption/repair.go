@@ -2,11 +2,13 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/health"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
 )
 
 // MethodRepair is node repair as a disruption method, tried first, as Karpenter v1.15.0's
@@ -41,7 +43,8 @@ type RepairHold struct {
 //   - the first candidate whose pods all fit, on other nodes and new ones, is the command:
 //     the new ones are its replacements, launched and initialized before the node is deleted
 //     (none when its pods fit elsewhere); a candidate whose pods do not fit is blocked with
-//     why (DisruptionBlocked).
+//     why (DisruptionBlocked); a node of a static NodePool is replaced by a NodeClaim of its
+//     template (repairStatic).
 //
 // The node's drain is bounded (Candidate.DrainBound) by its policy's terminationGracePeriod,
 // or its NodeClaim's when shorter. A policy whose action is RebootNode replaces the node here:
@@ -54,7 +57,7 @@ func (d *decider) repair() *Command {
 	}
 	now := d.in.Now
 	var eligible []*Candidate
-	for _, c := range d.candidates {
+	for _, c := range append(slices.Clone(d.candidates), d.static...) {
 		matches := m.Match(c.Node)
 		d.wake(health.NextEligible(matches, now))
 		result := health.Resolve(matches, now)
@@ -96,6 +99,13 @@ func (d *decider) repair() *Command {
 		if d.budget(c.NodePool, karpv1.DisruptionReasonUnhealthy) == 0 {
 			continue
 		}
+		if nodepool.IsStatic(c.NodePool) {
+			if cmd := d.repairStatic(c); cmd != nil {
+				c.DrainBound = drainBound(c, c.Repair)
+				return cmd
+			}
+			continue
+		}
 		cmd, why := d.simulate(MethodRepair, karpv1.DisruptionReasonUnhealthy, []*Candidate{c}, -1, false)
 		if cmd == nil {
 			d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why})
@@ -107,11 +117,34 @@ func (d *decider) repair() *Command {
 	return nil
 }
 
+// repairStatic is the repair of a node of a static NodePool, as Karpenter v1.15.0's Repair
+// does it, mirroring static drift: not while the NodePool has more claims than its replicas (a
+// scale-down is under way), and with a NodeClaim of its template launched first, unless that
+// would take the NodePool past its limits.nodes: the node is then blocked (DisruptionBlocked),
+// as Karpenter blocks it without the TerminateFirstRepair gate (not built here).
+func (d *decider) repairStatic(c *Candidate) *Command {
+	np := c.NodePool
+	active := int64(d.staticActive[np.Name])
+	if active > *np.Spec.Replicas {
+		return nil
+	}
+	if limit, ok := np.Spec.Limits[nodepool.ResourceNodes]; ok && active+1 > limit.Value() {
+		d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: "static NodePool is at its node limit and cannot stage a replacement"})
+		return nil
+	}
+	r, err := staticReplacement(np)
+	if err != nil {
+		d.problems = append(d.problems, err)
+		return nil
+	}
+	return &Command{Method: MethodRepair, Reason: karpv1.DisruptionReasonUnhealthy, Candidates: []*Candidate{c}, Replacements: []*Replacement{r}}
+}
+
 // repairable counts the candidates repair could act on now, budgets and the unhealthy-fraction
 // stop aside (for karpenter_voluntary_disruption_eligible_nodes).
 func (d *decider) repairable() int {
 	n := 0
-	for _, c := range d.candidates {
+	for _, c := range append(slices.Clone(d.candidates), d.static...) {
 		if c.Repair != nil && c.Node.Annotations[karpv1.DoNotRepairAnnotationKey] != "true" {
 			n++
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
@@ -284,5 +286,48 @@ func TestRepairIgnoresDoNotDisrupt(t *testing.T) {
 	}
 	if b := f.commands[0].Candidates[0].DrainBound; b == nil || *b != 10*time.Minute {
 		t.Errorf("drain bound %v, want EC2's 10 minutes", b)
+	}
+}
+
+// TestRepairStaticNodePool: a node of a static NodePool is replaced by a NodeClaim of its
+// template, launched first, as Karpenter v1.15.0's Repair does (its static path, mirroring
+// static drift); at the NodePool's limits.nodes no replacement can launch first, and without
+// terminate-first the node is blocked, with Karpenter's words.
+func TestRepairStaticNodePool(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limit   bool
+		replace bool
+	}{{"below its limit", false, true}, {"at its limit", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			replicas := int64(1)
+			opts := builders.NodePoolOptions{Name: "static", Requirements: m5Pool.Requirements, Replicas: &replicas}
+			if tc.limit {
+				opts.Limits = corev1.ResourceList{nodepool.ResourceNodes: resource.MustParse("1")}
+			}
+			np := builders.NodePool(opts)
+			f := newRepairFixture(t, np)
+			f.node(np, "static-1", "m5.xlarge", time.Hour, fullPod())
+			f.clock.Step(time.Minute)
+			f.sicken("static-1")
+			f.step(30 * time.Minute)
+			if !tc.replace {
+				if len(f.commands) != 0 {
+					t.Fatalf("repair at the node limit: %s", f.commands[0].Message())
+				}
+				f.expectEvent("Normal DisruptionBlocked", "static NodePool is at its node limit and cannot stage a replacement")
+				return
+			}
+			if len(f.commands) != 1 || len(f.commands[0].Replacements) != 1 || f.commands[0].Method != disruption.MethodRepair {
+				t.Fatalf("%d commands, want the static node's repair with one replacement", len(f.commands))
+			}
+			news := replacements(t, "static-1")
+			if len(news) != 1 || news[0].Labels[karpv1.NodePoolLabelKey] != "static" {
+				t.Fatalf("replacement claims %v, want one of the static NodePool", news)
+			}
+			if claimGone(t, "static-1") {
+				t.Error("the static node was deleted before its replacement initialized")
+			}
+		})
 	}
 }

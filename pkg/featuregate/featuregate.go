@@ -89,7 +89,7 @@ var Karpenter = Table{
 	Setting: "--feature-gates (FEATURE_GATES)",
 	Gates: []Gate{
 		{Name: NodeRepair, Stage: "Alpha", Support: Switches,
-			Here: "a node whose condition matches one of the cloud provider's repair policies (Ready False or Unknown, or a node monitoring agent's condition) for longer than it tolerates is repaired as a disruption method, as in Karpenter v1.15: within its NodePool's Unhealthy budget, its replacement launched first, its drain bounded, unless karpenter.sh/do-not-repair or more than 20% of its NodePool unhealthy stops it (static NodePools' nodes are not repaired yet); --legacy-node-repair runs Karpenter's legacy node.health controller instead"},
+			Here: "a node whose condition matches one of the cloud provider's repair policies (Ready False or Unknown, or a node monitoring agent's condition) for longer than it tolerates is repaired as a disruption method, as in Karpenter v1.15: within its NodePool's Unhealthy budget, its replacement launched first, its drain bounded, unless karpenter.sh/do-not-repair or more than 20% of its NodePool unhealthy stops it; --legacy-node-repair runs Karpenter's legacy node.health controller instead"},
 		{Name: ReservedCapacity, Default: true, Stage: "Beta", Support: RefusedPerObject,
 			Here: "launching into EC2 capacity reservations is not built yet: an EC2NodeClass with capacityReservationSelectorTerms is refused (ValidationSucceeded False, CapacityReservationsNotSupported) whatever the gate says"},
 		{Name: SpotToSpotConsolidation, Stage: "Alpha", Support: Switches,
@@ -103,7 +103,7 @@ var Karpenter = Table{
 		{Name: TerminateFirstDrift, Stage: "Alpha", Support: NotBuilt,
 			Here: "terminating a drifted node before its replacement can launch is not built yet"},
 		{Name: TerminateFirstRepair, Stage: "Alpha", Support: NotBuilt,
-			Here: "terminating an unhealthy node before its replacement is not built yet: Karpenter v1.15 does it only when the replacement cannot launch first, for a node in a full capacity reservation (refused here per EC2NodeClass) or of a static NodePool at its limits.nodes (whose nodes repair does not act on here yet); node repair here always launches the replacement first"},
+			Here: "terminating an unhealthy node before its replacement is not built yet: Karpenter v1.15 does it only when the replacement cannot launch first, for a node in a full capacity reservation (refused here per EC2NodeClass) or of a static NodePool at its limits.nodes (blocked here, as Karpenter blocks it with the gate off); node repair here always launches the replacement first"},
 		{Name: PodDeletionCostManagement, Stage: "Alpha", Support: NotBuilt,
 			Here: "setting controller.kubernetes.io/pod-deletion-cost on pods of nodes to consolidate is not built yet"},
 		{Name: RepackConsolidation, Stage: "Alpha", Support: Switches,
