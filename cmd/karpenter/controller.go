@@ -316,6 +316,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.RepackConsolidation = gates.Enabled(featuregate.RepackConsolidation)
 	opts.StaticCapacity = gates.Enabled(featuregate.StaticCapacity)
 	opts.NodeRepair = gates.Enabled(featuregate.NodeRepair)
+	opts.TerminateFirstRepair = gates.Enabled(featuregate.TerminateFirstRepair)
 	opts.NodeOverlay = gates.Enabled(featuregate.NodeOverlay)
 	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
 	return unknown, nil

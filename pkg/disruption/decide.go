@@ -151,7 +151,16 @@ type Command struct {
 	// Scores are the Balanced policy's scores of the command, one per Balanced NodePool of
 	// its candidates (Move.Score and its shares).
 	Scores []Move
+	// TerminateFirst, when set, says why the command deletes its candidates without the
+	// replacement they would need launched first (TerminateFirstStaticAtLimit), as Karpenter's
+	// TerminateFirstReason.
+	TerminateFirst string
 }
+
+// TerminateFirstStaticAtLimit is why a repair of a static NodePool's node terminates it first:
+// the NodePool is at its limits.nodes, so a replacement cannot launch beside it (Karpenter's
+// static-at-limit).
+const TerminateFirstStaticAtLimit = "static-at-limit"
 
 // Key identifies a command by method and nodes, to tell whether a later decision is the same.
 func (c *Command) Key() string {

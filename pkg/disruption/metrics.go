@@ -23,14 +23,21 @@ func recordDecision(cmd *Command) {
 		if !seen[c.NodePool.Name] {
 			seen[c.NodePool.Name] = true
 			metrics.NodePoolDisruptionDecision(c.NodePool.Name, decision, metrics.DisruptionReason(cmd.Reason), consolidationType(cmd.Method))
+			if cmd.TerminateFirst != "" {
+				metrics.TerminateFirstDecision(c.NodePool.Name, metrics.DisruptionReason(cmd.Reason), cmd.TerminateFirst)
+			}
 		}
 	}
 }
 
-// decisionOf is the decision label of a command: replace when it launches replacements.
+// decisionOf is the decision label of a command: replace when it launches replacements,
+// terminate-first when it deletes without the replacement its candidates need.
 func decisionOf(cmd *Command) string {
-	if len(cmd.Replacements) > 0 {
+	switch {
+	case len(cmd.Replacements) > 0:
 		return metrics.DecisionReplace
+	case cmd.TerminateFirst != "":
+		return metrics.DecisionTerminateFirst
 	}
 	return metrics.DecisionDelete
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// NodeRepair gate unless --legacy-node-repair runs the legacy controller (package repair)
 	// instead. Nil: no repair here.
 	Repair *health.Matcher
+	// TerminateFirstRepair lets repair terminate a node before its replacement when the
+	// replacement cannot launch first (the TerminateFirstRepair gate): here, a node of a static
+	// NodePool at its limits.nodes, which is otherwise blocked.
+	TerminateFirstRepair bool
 }
 
 // Validate reports the first invalid option.

@@ -44,7 +44,8 @@ type RepairHold struct {
 //     the new ones are its replacements, launched and initialized before the node is deleted
 //     (none when its pods fit elsewhere); a candidate whose pods do not fit is blocked with
 //     why (DisruptionBlocked); a node of a static NodePool is replaced by a NodeClaim of its
-//     template (repairStatic).
+//     template (repairStatic), or at its limits.nodes terminated first with
+//     Options.TerminateFirstRepair.
 //
 // The node's drain is bounded (Candidate.DrainBound) by its policy's terminationGracePeriod,
 // or its NodeClaim's when shorter. A policy whose action is RebootNode replaces the node here:
@@ -120,8 +121,9 @@ func (d *decider) repair() *Command {
 // repairStatic is the repair of a node of a static NodePool, as Karpenter v1.15.0's Repair
 // does it, mirroring static drift: not while the NodePool has more claims than its replicas (a
 // scale-down is under way), and with a NodeClaim of its template launched first, unless that
-// would take the NodePool past its limits.nodes: the node is then blocked (DisruptionBlocked),
-// as Karpenter blocks it without the TerminateFirstRepair gate (not built here).
+// would take the NodePool past its limits.nodes. The node is then terminated first (the
+// static NodePool controller refills the NodePool) with Options.TerminateFirstRepair when the
+// NodePool is Ready and not being deleted, and blocked (DisruptionBlocked) otherwise.
 func (d *decider) repairStatic(c *Candidate) *Command {
 	np := c.NodePool
 	active := int64(d.staticActive[np.Name])
@@ -129,6 +131,9 @@ func (d *decider) repairStatic(c *Candidate) *Command {
 		return nil
 	}
 	if limit, ok := np.Spec.Limits[nodepool.ResourceNodes]; ok && active+1 > limit.Value() {
+		if d.opts.TerminateFirstRepair && nodepool.IsReady(np) && np.DeletionTimestamp == nil {
+			return &Command{Method: MethodRepair, Reason: karpv1.DisruptionReasonUnhealthy, Candidates: []*Candidate{c}, TerminateFirst: TerminateFirstStaticAtLimit}
+		}
 		d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: "static NodePool is at its node limit and cannot stage a replacement"})
 		return nil
 	}

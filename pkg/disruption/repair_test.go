@@ -25,12 +25,19 @@ import (
 // cloud's repair policies (EC2's, as the AWS provider v1.15.2 declares them).
 func newRepairFixture(t *testing.T, np *karpv1.NodePool) *fixture {
 	t.Helper()
+	return newRepairFixtureWith(t, np, disruption.Options{})
+}
+
+// newRepairFixtureWith is newRepairFixture with the options given (Repair set by it).
+func newRepairFixtureWith(t *testing.T, np *karpv1.NodePool, opts disruption.Options) *fixture {
+	t.Helper()
 	f := newFixture(t, np)
 	m, err := health.NewMatcher(f.cloud.RepairPolicies())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), f.cloud, nil, f.clock, f.recorder, disruption.Options{Repair: m})
+	opts.Repair = m
+	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), f.cloud, nil, f.clock, f.recorder, opts)
 	f.controller.Observe(func(c *disruption.Command) { f.commands = append(f.commands, c) })
 	return f
 }
@@ -291,14 +298,17 @@ func TestRepairIgnoresDoNotDisrupt(t *testing.T) {
 
 // TestRepairStaticNodePool: a node of a static NodePool is replaced by a NodeClaim of its
 // template, launched first, as Karpenter v1.15.0's Repair does (its static path, mirroring
-// static drift); at the NodePool's limits.nodes no replacement can launch first, and without
-// terminate-first the node is blocked, with Karpenter's words.
+// static drift); at the NodePool's limits.nodes no replacement can launch first: without the
+// TerminateFirstRepair gate the node is blocked, with Karpenter's words; with it, the node is
+// deleted at once (a terminate-first decision, static-at-limit), for the static NodePool
+// controller to refill.
 func TestRepairStaticNodePool(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		limit   bool
-		replace bool
-	}{{"below its limit", false, true}, {"at its limit", true, false}} {
+		name           string
+		limit          bool
+		terminateFirst bool
+		replace        bool
+	}{{"below its limit", false, false, true}, {"at its limit", true, false, false}, {"at its limit, terminate first", true, true, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			replicas := int64(1)
 			opts := builders.NodePoolOptions{Name: "static", Requirements: m5Pool.Requirements, Replicas: &replicas}
@@ -306,11 +316,25 @@ func TestRepairStaticNodePool(t *testing.T) {
 				opts.Limits = corev1.ResourceList{nodepool.ResourceNodes: resource.MustParse("1")}
 			}
 			np := builders.NodePool(opts)
-			f := newRepairFixture(t, np)
+			f := newRepairFixtureWith(t, np, disruption.Options{TerminateFirstRepair: tc.terminateFirst})
 			f.node(np, "static-1", "m5.xlarge", time.Hour, fullPod())
 			f.clock.Step(time.Minute)
 			f.sicken("static-1")
+			decisions := metrics.VoluntaryDisruptionTerminateFirstDecisionsTotal.WithLabelValues("static", "unhealthy", disruption.TerminateFirstStaticAtLimit)
+			before := testutil.ToFloat64(decisions)
 			f.step(30 * time.Minute)
+			if tc.terminateFirst {
+				if len(f.commands) != 1 || len(f.commands[0].Replacements) != 0 || f.commands[0].TerminateFirst != disruption.TerminateFirstStaticAtLimit {
+					t.Fatalf("%d commands, want the static node's terminate-first repair", len(f.commands))
+				}
+				if !claimGone(t, "static-1") {
+					t.Error("a terminate-first repair did not delete the node at once")
+				}
+				if got := testutil.ToFloat64(decisions) - before; got != 1 {
+					t.Errorf("karpenter_voluntary_disruption_terminate_first_decisions_total rose by %v, want 1", got)
+				}
+				return
+			}
 			if !tc.replace {
 				if len(f.commands) != 0 {
 					t.Fatalf("repair at the node limit: %s", f.commands[0].Message())

@@ -225,6 +225,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 			PollInterval:            opts.DisruptionPollInterval,
 			ValidationDelay:         opts.ConsolidationValidationDelay,
 			Repair:                  repairPolicies,
+			TerminateFirstRepair:    opts.TerminateFirstRepair,
 		},
 		RegistrationTTL: opts.RegistrationTTL,
 		// Karpenter's node termination controller: 100 at one core, 5000 at sixty

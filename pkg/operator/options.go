@@ -81,6 +81,10 @@ type Options struct {
 	// a disruption method (package disruption, MethodRepair), or with LegacyNodeRepair the
 	// legacy controller (package repair).
 	NodeRepair bool
+	// TerminateFirstRepair lets node repair terminate a node before its replacement when the
+	// replacement cannot launch first (the feature gate of that name in FEATURE_GATES): here a
+	// node of a static NodePool at its limits.nodes.
+	TerminateFirstRepair bool
 	// NodeOverlay applies the cluster's NodeOverlays to the instance types every controller
 	// sees and the cloud launches (the feature gate of that name in FEATURE_GATES; package
 	// nodeoverlay). Off, as by Karpenter's default, they are not read.
@@ -192,6 +196,7 @@ func DefaultOptions() Options {
 		RepackConsolidation:     gates.Enabled(featuregate.RepackConsolidation),
 		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
 		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
+		TerminateFirstRepair:    gates.Enabled(featuregate.TerminateFirstRepair),
 		NodeOverlay:             gates.Enabled(featuregate.NodeOverlay),
 		CapacityBuffer:          gates.Enabled(featuregate.CapacityBuffer),
 		CloudProvider:           CloudProviderSim,

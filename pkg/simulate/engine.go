@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -220,6 +221,9 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		if err := featuregate.Karpenter.Check(name, w.FeatureGates[name]); err != nil {
 			return nil, err
 		}
+	}
+	if gates.Enabled(featuregate.TerminateFirstRepair) {
+		return nil, errors.New("featureGates.TerminateFirstRepair: " + terminateFirstRepairRefused)
 	}
 	set := controllers.New(controllers.Deps{Kube: e.kube, Cluster: cluster, Cloud: e.cloud, Instances: recordingLauncher{InstanceLifecycle: e.cloud, rec: e.rec}, Unavailable: unavailable, Clock: e.clock},
 		controllers.Options{

@@ -406,6 +406,8 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			staticCapacity = w.FeatureGates[name]
 		} else if name == featuregate.NodeOverlay {
 			nodeOverlay = w.FeatureGates[name]
+		} else if name == featuregate.TerminateFirstRepair && w.FeatureGates[name] {
+			add(lineOf(&root, "featureGates"), "featureGates."+name, "%s", terminateFirstRepairRefused)
 		}
 	}
 	// Without the NodeOverlay gate Karpenter does not read NodeOverlays; the simulator refuses
@@ -612,6 +614,9 @@ func (c *CloudSettings) problems(file string, root *yaml.Node) []error {
 	}
 	return errs
 }
+
+// terminateFirstRepairRefused says why a workload may not turn TerminateFirstRepair on.
+const terminateFirstRepairRefused = "the simulator runs node repair as Karpenter's legacy controller (--legacy-node-repair), which never terminates first; TerminateFirstRepair is not supported in simulate yet"
 
 // problems are what is wrong with the event, each as the field (".count", …) and the
 // message; objs are the NodePools it may name.
