@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -546,7 +547,8 @@ type decider struct {
 	opts               Options
 	pools              map[string]*karpv1.NodePool // dynamic NodePools by name
 	staticPools        map[string]*karpv1.NodePool // static NodePools (spec.replicas) by name
-	static             []*Candidate                // static NodePools' nodes, for static drift
+	static             []*Candidate                // static NodePools' nodes, for static drift and repair
+	uninitialized      []*Candidate                // registered nodes not initialized, for repair
 	staticActive       map[string]int              // static NodePools' claims not being deleted
 	total              map[string]int              // initialized nodes per NodePool
 	disrupting         map[string]int              // of those, the ones being deleted or NotReady
@@ -609,6 +611,11 @@ func newDecider(in Input) *decider {
 	for _, sn := range in.Nodes {
 		if sn.NodeClaim == nil {
 			continue
+		}
+		if sn.Node != nil && !sn.Initialized() && !sn.MarkedForDeletion {
+			if np := cmp.Or(d.pools[sn.NodePool()], d.staticPools[sn.NodePool()]); np != nil {
+				d.addUninitialized(sn, np, pdbs)
+			}
 		}
 		np := d.pools[sn.NodePool()]
 		if np == nil {
@@ -820,6 +827,21 @@ func (d *decider) candidate(sn *state.StateNode, np *karpv1.NodePool, pdbs *stat
 	c.Consolidatable, c.Drifted = status.Consolidatable, status.Drifted
 	c.NodeProtection, c.PodProtection = nodeProtection(sn, d.in.Now), podProtection(c.Pods, pdbs, d.in.Now)
 	return c
+}
+
+// addUninitialized notes a registered node that has not initialized, of a dynamic or static
+// NodePool: no candidate of any method but repair, which Karpenter v1.15 lets act on it (a
+// node that never initializes is not left stranded), with neither need nor use of budget.
+func (d *decider) addUninitialized(sn *state.StateNode, np *karpv1.NodePool, pdbs *state.PDBIndex) {
+	c := &Candidate{StateNode: sn, NodePool: np}
+	for _, pod := range sn.Pods {
+		if state.IsReschedulable(pod) {
+			c.Pods = append(c.Pods, pod)
+		}
+	}
+	c.RescheduleCost = rescheduleCost(c.Pods)
+	c.PodProtection = podProtection(c.Pods, pdbs, d.in.Now)
+	d.uninitialized = append(d.uninitialized, c)
 }
 
 // addStatic notes a node of a static NodePool: counted against the NodePool's budgets and

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/packing"
 )
@@ -70,7 +71,7 @@ func recordRepaired(c *Candidate) {
 			mode = metrics.TerminationModeForceful
 		}
 	}
-	metrics.NodeClaimRepaired(string(c.Repair.Condition), c.NodePool.Name, c.CapacityType, c.NodeClaim.Status.ImageID, mode, len(c.Pods))
+	metrics.NodeClaimRepaired(string(c.Repair.Condition), c.NodePool.Name, nodeLabel(c.StateNode, karpv1.CapacityTypeLabelKey), c.NodeClaim.Status.ImageID, mode, len(c.Pods))
 }
 
 // recordDecisionGauges sets the gauges of a disruption pass: the nodes eligible per reason and

@@ -30,8 +30,8 @@ type RepairHold struct {
 
 // repair finds one unhealthy node to repair, as Karpenter v1.15.0's Repair.ComputeCommands:
 //
-//   - a candidate is a node whose conditions match a repair policy past its toleration
-//     (Options.Repair); karpenter.sh/do-not-disrupt on the node or its pods does not protect it,
+//   - a candidate is a node, initialized or not, whose conditions match a repair policy past
+//     its toleration (Options.Repair); karpenter.sh/do-not-disrupt on the node or its pods does not protect it,
 //     but karpenter.sh/do-not-repair on its Node does (DisruptionBlocked: "repair is blocked
 //     through the ... annotation"), and so does being nominated for pending pods; a node whose
 //     pods a PodDisruptionBudget or do-not-disrupt protects needs a drain bound, from its
@@ -58,7 +58,7 @@ func (d *decider) repair() *Command {
 	}
 	now := d.in.Now
 	var eligible []*Candidate
-	for _, c := range append(slices.Clone(d.candidates), d.static...) {
+	for _, c := range d.repairCandidates() {
 		matches := m.Match(c.Node)
 		d.wake(health.NextEligible(matches, now))
 		result := health.Resolve(matches, now)
@@ -97,7 +97,9 @@ func (d *decider) repair() *Command {
 				Message: fmt.Sprintf("more than %s of nodes in nodepool %q are unhealthy", RepairUnhealthyThreshold, c.NodePool.Name)})
 			continue
 		}
-		if d.budget(c.NodePool, karpv1.DisruptionReasonUnhealthy) == 0 {
+		// Budgets count initialized nodes only: an uninitialized one runs no workload to
+		// protect, so its repair neither needs nor consumes budget, as in Karpenter.
+		if c.Initialized() && d.budget(c.NodePool, karpv1.DisruptionReasonUnhealthy) == 0 {
 			continue
 		}
 		if nodepool.IsStatic(c.NodePool) {
@@ -145,11 +147,19 @@ func (d *decider) repairStatic(c *Candidate) *Command {
 	return &Command{Method: MethodRepair, Reason: karpv1.DisruptionReasonUnhealthy, Candidates: []*Candidate{c}, Replacements: []*Replacement{r}}
 }
 
+// repairCandidates are the nodes repair may act on: the candidates of dynamic NodePools, the
+// nodes of static ones, and the registered nodes not initialized.
+func (d *decider) repairCandidates() []*Candidate {
+	out := slices.Clone(d.candidates)
+	out = append(out, d.static...)
+	return append(out, d.uninitialized...)
+}
+
 // repairable counts the candidates repair could act on now, budgets and the unhealthy-fraction
 // stop aside (for karpenter_voluntary_disruption_eligible_nodes).
 func (d *decider) repairable() int {
 	n := 0
-	for _, c := range append(slices.Clone(d.candidates), d.static...) {
+	for _, c := range d.repairCandidates() {
 		if c.Repair != nil && c.Node.Annotations[karpv1.DoNotRepairAnnotationKey] != "true" {
 			n++
 		}

@@ -355,3 +355,27 @@ func TestRepairStaticNodePool(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairUninitializedNode: a registered node that never initialized is repaired too, and
+// without budget (Karpenter v1.15.0's NewCandidate ignores the uninitialized error for repair;
+// ComputeCommands consults budgets for initialized nodes only): its NodePool's Unhealthy
+// budget is 0, yet the node, which runs nothing, is deleted.
+func TestRepairUninitializedNode(t *testing.T) {
+	web := builders.NodePool(builders.NodePoolOptions{Name: "web", Requirements: m5Pool.Requirements,
+		Budgets: []karpv1.Budget{{Nodes: "0", Reasons: []karpv1.DisruptionReason{karpv1.DisruptionReasonUnhealthy}}}})
+	f := newRepairFixture(t, web)
+	claim := f.node(web, "stuck", "m5.xlarge", 0)
+	claim.Status.Conditions = nil
+	if err := env.Client.Status().Update(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(time.Minute)
+	f.sicken("stuck")
+	f.step(30 * time.Minute)
+	if len(f.commands) != 1 || f.commands[0].Method != disruption.MethodRepair || len(f.commands[0].Replacements) != 0 {
+		t.Fatalf("%d commands, want the uninitialized node's repair, deleting it", len(f.commands))
+	}
+	if !claimGone(t, "stuck") {
+		t.Error("the uninitialized unhealthy node was not deleted")
+	}
+}
