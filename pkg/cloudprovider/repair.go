@@ -11,9 +11,10 @@ import (
 type RepairAction string
 
 const (
-	// RebootNode reboots the node's instance in place. Karpenter v1.15 does it only under the
-	// AWS provider's RebootForRepair gate, which is not built here: the providers here never
-	// return it (EC2RepairPolicies says so), and node repair refuses a policy set that does.
+	// RebootNode reboots the node's instance in place. The AWS provider v1.15.2 asks for it
+	// only under its RebootForRepair gate, which is not built here: the providers here never
+	// return it (EC2RepairPolicies says so), and node repair (package disruption) replaces the
+	// node for a policy that does, as the AWS provider's policies do with the gate off.
 	RebootNode RepairAction = "RebootNode"
 	// ReplaceNode replaces the node: a replacement is launched and initialized where its pods
 	// need one, then the node is drained and terminated.

@@ -66,9 +66,10 @@
 //  5. Carrying out a command: taint its nodes karpenter.sh/disrupted, create the replacement
 //     NodeClaims, then mark its nodes in state.Cluster, as Karpenter's queue (the provisioner
 //     places no pod on a marked node and places a marked node's pods, which find the
-//     replacements' room; a static drift's node is marked first, for the static NodePool
-//     controller), and continue at step 1; the DisruptionReason condition and the Events come
-//     as the candidates are deleted.
+//     replacements' room; a static NodePool's node, drifted or repaired, is marked first, for
+//     the static NodePool controller), and continue at step 1; the DisruptionReason condition
+//     and the Events come as the candidates are deleted (a repaired node's NodeClaim first
+//     gets its termination timestamp, its drain bound from now).
 //
 // # Budgets
 //
