@@ -71,9 +71,6 @@ Karpenter's Helm chart uses.`,
 			for _, unknown := range unknownGates {
 				logger.Info("ignoring a feature gate this controller does not know, as Karpenter does", "setting", unknown.setting, "gate", unknown.name)
 			}
-			if opts.NodeRepair && !opts.LegacyNodeRepair {
-				logger.Info("NodeRepair runs the standalone node repair controller, as LEGACY_NODE_REPAIR=true does in Karpenter v1.15: repair as a disruption method is not built here")
-			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
@@ -107,7 +104,7 @@ Karpenter's Helm chart uses.`,
 	fs.int64(&opts.MemoryLimit, "memory-limit", "MEMORY_LIMIT", opts.MemoryLimit, "the container's memory limit in bytes (Karpenter's chart sets it); when positive the Go runtime's soft memory limit is 90% of it")
 	fs.int64(&opts.CPURequests, "cpu-requests", "CPU_REQUESTS", opts.CPURequests, "the container's CPU request in millicores (Karpenter's chart sets it); controllers that work on many objects at once scale their concurrency with it, as Karpenter's do")
 	fs.bool(&disableControllerWarmup, "disable-controller-warmup", "DISABLE_CONTROLLER_WARMUP", !opts.ControllerWarmup, "do not start the controllers' watches before this replica is elected leader (with false, a new leader's caches are already full)")
-	fs.bool(&opts.LegacyNodeRepair, "legacy-node-repair", "LEGACY_NODE_REPAIR", opts.LegacyNodeRepair, "with the NodeRepair gate, Karpenter's standalone node repair controller rather than repair as a disruption method; the standalone one is the one built here, so it runs either way")
+	fs.bool(&opts.LegacyNodeRepair, "legacy-node-repair", "LEGACY_NODE_REPAIR", opts.LegacyNodeRepair, "When set with the NodeRepair feature gate, Karpenter runs the legacy node repair controller instead of node repair as a disruption method. The legacy controller only replaces nodes: it does not support terminate-first repair, reboot, repair policy priority or termination grace periods, or the karpenter.sh/do-not-repair annotation. NOTE: The legacy node repair controller is planned for deprecation. If you use it because the new one does not work for you, please open an issue with your use case or problem.")
 	fs.string(&karpenterService, "karpenter-service", "KARPENTER_SERVICE", "", "the Service of Karpenter's former webhook; Karpenter v1.15 reads it and uses it nowhere, nor does this controller")
 	fs.duration(&opts.RegistrationTTL, "registration-ttl", "REGISTRATION_TTL", opts.RegistrationTTL, "replace NodeClaims that do not register within this time")
 	fs.float32(&opts.KubeClientQPS, "kube-client-qps", "KUBE_CLIENT_QPS", opts.KubeClientQPS, "requests per second to the API server")
@@ -319,6 +316,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.RepackConsolidation = gates.Enabled(featuregate.RepackConsolidation)
 	opts.StaticCapacity = gates.Enabled(featuregate.StaticCapacity)
 	opts.NodeRepair = gates.Enabled(featuregate.NodeRepair)
+	opts.TerminateFirstRepair = gates.Enabled(featuregate.TerminateFirstRepair)
 	opts.NodeOverlay = gates.Enabled(featuregate.NodeOverlay)
 	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
 	return unknown, nil

@@ -76,8 +76,14 @@ type Options struct {
 	// registrations and failed launches from the lifecycle controller.
 	RegistrationHealth bool
 	// NodeRepair builds node repair (the NodeRepair feature gate); it is built only for a cloud
-	// that declares repair policies, as in Karpenter.
+	// that declares repair policies, as in Karpenter. Repair is then a disruption method, whose
+	// compiled policies the caller passes in Disruption.Repair, unless LegacyNodeRepair.
 	NodeRepair bool
+	// LegacyNodeRepair builds, with NodeRepair, Karpenter's legacy node repair controller
+	// (Set.Repair, package repair) with the cloud's legacy policies
+	// (cloudprovider.LegacyRepairPolicies) instead of the disruption method
+	// (--legacy-node-repair); Disruption.Repair is then ignored.
+	LegacyNodeRepair bool
 	// NodeOverlay applies the cluster's NodeOverlays (the NodeOverlay feature gate): Set.Overlays
 	// evaluates them, and the controllers that choose instance types see them applied.
 	NodeOverlay bool
@@ -115,8 +121,8 @@ type Set struct {
 	Static *nodepool.StaticController
 	// Expiration deletes the NodeClaims that outlived their expireAfter.
 	Expiration *expiration.Controller
-	// Repair replaces unhealthy nodes; nil unless Options.NodeRepair and the cloud declares
-	// repair policies.
+	// Repair is the legacy node repair controller; nil unless Options.NodeRepair and
+	// Options.LegacyNodeRepair and the cloud declares repair policies.
 	Repair *repair.Controller
 	// Overlays evaluates the NodeOverlays; nil unless Options.NodeOverlay.
 	Overlays *nodeoverlay.Controller
@@ -166,7 +172,11 @@ func New(deps Deps, opts Options) *Set {
 	}
 	s.Lifecycle = nodeclaim.NewLifecycleController(deps.Kube, instances, deps.Unavailable, deps.Clock, deps.Recorder, lifecycleOpts)
 	s.Termination = termination.NewController(deps.Kube, s.Lifecycle, deps.Clock, deps.Recorder, termination.Options{MaxConcurrentReconciles: opts.TerminationReconciles})
-	s.Disruption = disruption.NewController(deps.Kube, deps.Cluster, cloud(metrics.ControllerDisruption), deps.Unavailable, deps.Clock, deps.Recorder, opts.Disruption)
+	disruptionOpts := opts.Disruption
+	if !opts.NodeRepair || opts.LegacyNodeRepair {
+		disruptionOpts.Repair = nil
+	}
+	s.Disruption = disruption.NewController(deps.Kube, deps.Cluster, cloud(metrics.ControllerDisruption), deps.Unavailable, deps.Clock, deps.Recorder, disruptionOpts)
 	s.Expiration = expiration.NewController(deps.Kube, deps.Clock)
 	s.GarbageCollector = nodeclaim.NewGarbageCollector(deps.Kube, cloud("nodeclaim.garbagecollection"), deps.Clock, deps.Recorder, nodeclaim.GarbageCollectorOptions{})
 	s.Consistency = nodeclaim.NewConsistencyController(deps.Kube, deps.Clock, deps.Recorder)
@@ -176,8 +186,8 @@ func New(deps Deps, opts Options) *Set {
 		staticOpts = append(staticOpts, nodepool.WithAPIReader(deps.APIReader))
 	}
 	s.Static = nodepool.NewStaticController(deps.Kube, cloud("nodepool.static"), staticOpts...)
-	if opts.NodeRepair && len(deps.Cloud.RepairPolicies()) > 0 {
-		s.Repair = repair.NewController(deps.Kube, deps.Cloud, deps.Clock, deps.Recorder)
+	if opts.NodeRepair && opts.LegacyNodeRepair && len(deps.Cloud.RepairPolicies()) > 0 {
+		s.Repair = repair.NewController(deps.Kube, cloudprovider.LegacyRepairPolicies(deps.Cloud), deps.Clock, deps.Recorder)
 	}
 	if opts.CapacityBuffer {
 		s.Buffers = capacitybuffer.NewBuffers(deps.Kube, deps.Clock)

@@ -10,6 +10,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
+	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
@@ -78,6 +79,13 @@ type Candidate struct {
 	// PodProtection says why its pods may not be voluntarily disrupted (a do-not-disrupt pod,
 	// or a PodDisruptionBudget that allows no disruption), or "".
 	PodProtection string
+	// Repair is the repair decision for the node when a repair policy applies to it now
+	// (MethodRepair), else nil.
+	Repair *health.Result
+	// DrainBound, for a node repair replaces, bounds its drain (see drainBound): the
+	// controller sets its NodeClaim's termination timestamp to this long after it deletes it.
+	// Nil leaves the NodeClaim's own terminationGracePeriod, if any, to bound it.
+	DrainBound *time.Duration
 }
 
 // protected says why no voluntary method may disrupt the candidate, or "".

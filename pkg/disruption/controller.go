@@ -527,6 +527,9 @@ func (c *Controller) reportBlocked(in *Input, d *Decision) {
 	for _, b := range d.BlockedPools {
 		c.events.Publish(nodePoolBlockedEvent(pools[b.NodePool], b.Reason))
 	}
+	for _, h := range d.RepairHolds {
+		c.events.Publish(nodeRepairBlockedEvents(nodes[h.Node], claims[h.NodeClaim], pools[h.NodePool], h.Message)...)
+	}
 }
 
 // karpentersConsolidation reports whether the method is one of Karpenter's consolidation
@@ -607,7 +610,7 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 	for _, cand := range cmd.Candidates {
 		names = append(names, cand.Name(), cand.NodeClaim.Name)
 	}
-	if cmd.Method == MethodStaticDrift {
+	if cmd.static() {
 		// Marked before the replacement exists, as Karpenter marks a static node pending
 		// disruption first: the static NodePool controller must never take the replacement
 		// for an extra claim.
@@ -672,6 +675,14 @@ func (c *Controller) follow(ctx context.Context, f *inflightCommand, now time.Ti
 		if err := c.kube.Status().Patch(ctx, claim, client.MergeFrom(cand.NodeClaim)); err != nil && !apierrors.IsNotFound(err) {
 			log.FromContext(ctx).V(1).Info("cannot record disruption reason", "nodeclaim", claim.Name, "error", err.Error())
 		}
+		if cand.DrainBound != nil && !f.disrupted[cand.NodeClaim.Name] {
+			// As Karpenter's queue: the deadline is stamped once the replacements are ready, so
+			// their launch does not eat into the drain's time.
+			if err := c.tightenTerminationTimestamp(ctx, cand.NodeClaim, now.Add(*cand.DrainBound)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		if err := c.kube.Delete(ctx, cand.NodeClaim); err != nil {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", cand.NodeClaim.Name, err))
@@ -679,12 +690,7 @@ func (c *Controller) follow(ctx context.Context, f *inflightCommand, now time.Ti
 			}
 		} else if !f.disrupted[cand.NodeClaim.Name] {
 			f.disrupted[cand.NodeClaim.Name] = true
-			policy := "" // as Karpenter: a policy only for consolidation, not drift
-			if consolidationType(f.cmd.Method) != "" {
-				policy = metrics.ConsolidationPolicy(cand.NodePool.Spec.Disruption.ConsolidationPolicy)
-			}
-			metrics.NodeClaimDisrupted(metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
-			metrics.PodsDisruptionInitiated(len(cand.Pods), metrics.DisruptionReason(f.cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
+			recordDisrupted(f.cmd, cand)
 		}
 		c.events.Publish(terminatingEvents(cand.Node, cand.NodeClaim, f.cmd.Reason)...)
 	}
@@ -693,6 +699,46 @@ func (c *Controller) follow(ctx context.Context, f *inflightCommand, now time.Ti
 	}
 	f.deleted = now
 	return c.candidatesGone(ctx, f, now)
+}
+
+// recordDisrupted counts a candidate whose NodeClaim a command deleted, in
+// karpenter_nodeclaims_disrupted_total and karpenter_pods_disruption_initiated_total (and for
+// repair, recordRepaired).
+func recordDisrupted(cmd *Command, cand *Candidate) {
+	if cand.Repair != nil {
+		recordRepaired(cand)
+		return
+	}
+	policy := "" // as Karpenter: a policy only for consolidation, not drift
+	if consolidationType(cmd.Method) != "" {
+		policy = metrics.ConsolidationPolicy(cand.NodePool.Spec.Disruption.ConsolidationPolicy)
+	}
+	metrics.NodeClaimDisrupted(metrics.DisruptionReason(cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
+	metrics.PodsDisruptionInitiated(len(cand.Pods), metrics.DisruptionReason(cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
+}
+
+// tightenTerminationTimestamp sets the claim's karpenter.sh/nodeclaim-termination-timestamp
+// to deadline unless it already holds an earlier one: a repair's drain bound may shorten a
+// deadline, never lengthen it, as Karpenter's TightenTerminationTimestampAnnotation.
+func (c *Controller) tightenTerminationTimestamp(ctx context.Context, claim *karpv1.NodeClaim, deadline time.Time) error {
+	var stored karpv1.NodeClaim
+	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(claim), &stored); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if v, ok := stored.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		if t, err := time.Parse(time.RFC3339, v); err == nil && !t.After(deadline) {
+			return nil
+		}
+	}
+	base := stored.DeepCopy()
+	if stored.Annotations == nil {
+		stored.Annotations = map[string]string{}
+	}
+	stored.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = deadline.UTC().Format(time.RFC3339)
+	if err := c.kube.Patch(ctx, &stored, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("bounding the drain of nodeclaim %s: %w", claim.Name, err)
+	}
+	return nil
 }
 
 // candidatesGone ends a command in flight once its candidates' NodeClaims are gone, or a

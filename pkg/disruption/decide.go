@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -34,7 +35,8 @@ const (
 	MethodDrift       = "drift"
 	MethodMultiNode   = "multi-node consolidation"
 	MethodSingleNode  = "single-node consolidation"
-	// MethodRepack (repack.go) is ours, tried last.
+	// MethodRepair (repair.go) is tried first, with Options.Repair; MethodRepack (repack.go)
+	// is ours, tried last.
 )
 
 // Input is everything one decision looks at. Decide does no I/O: the caller reads the cluster
@@ -153,7 +155,16 @@ type Command struct {
 	// Scores are the Balanced policy's scores of the command, one per Balanced NodePool of
 	// its candidates (Move.Score and its shares).
 	Scores []Move
+	// TerminateFirst, when set, says why the command deletes its candidates without the
+	// replacement they would need launched first (TerminateFirstStaticAtLimit), as Karpenter's
+	// TerminateFirstReason.
+	TerminateFirst string
 }
+
+// TerminateFirstStaticAtLimit is why a repair of a static NodePool's node terminates it first:
+// the NodePool is at its limits.nodes, so a replacement cannot launch beside it (Karpenter's
+// static-at-limit).
+const TerminateFirstStaticAtLimit = "static-at-limit"
 
 // Key identifies a command by method and nodes, to tell whether a later decision is the same.
 func (c *Command) Key() string {
@@ -208,6 +219,11 @@ func (c *Command) Message() string {
 	switch c.Method {
 	case MethodDrift, MethodStaticDrift:
 		return "drifted: " + action
+	case MethodRepair:
+		if r := c.Candidates[0].Repair; r != nil {
+			return fmt.Sprintf("unhealthy (%s %s): %s", r.Condition, r.Status, action)
+		}
+		return "unhealthy: " + action
 	default:
 		return "consolidating: " + action
 	}
@@ -237,6 +253,9 @@ type Decision struct {
 	// BlockedPools are the NodePools with nodes whose budgets allow no disruption for a reason
 	// now (Karpenter's DisruptionBlocked events on NodePools).
 	BlockedPools []PoolBlock
+	// RepairHolds are the unhealthy nodes the unhealthy-fraction stop keeps from repair
+	// (Karpenter's NodeRepairBlocked events).
+	RepairHolds []RepairHold
 	// Problems are configuration errors met (an invalid budget), which stop disruption of the
 	// NodePool concerned.
 	Problems []error
@@ -338,9 +357,9 @@ type TimedProtection struct {
 	Until time.Time
 }
 
-// Decide evaluates the cluster and returns at most one command: the first that emptiness,
-// static drift, drift, multi-node, single-node then re-pack consolidation (with
-// Input.Packing) find. It is deterministic
+// Decide evaluates the cluster and returns at most one command: the first that repair (with
+// Options.Repair), emptiness, static drift, drift, multi-node, single-node then re-pack
+// consolidation (with Input.Packing) find. It is deterministic
 // (but for Decision.Evaluations, real time), records nothing, and does not modify its input.
 func Decide(in Input) *Decision {
 	d := newDecider(in)
@@ -356,6 +375,7 @@ func Decide(in Input) *Decision {
 		reason karpv1.DisruptionReason
 		decide func() *Command
 	}{
+		{MethodRepair, karpv1.DisruptionReasonUnhealthy, d.repair},
 		{MethodEmptiness, karpv1.DisruptionReasonEmpty, d.emptiness},
 		{MethodStaticDrift, karpv1.DisruptionReasonDrifted, d.staticDrift},
 		{MethodDrift, karpv1.DisruptionReasonDrifted, d.drift},
@@ -379,13 +399,16 @@ func Decide(in Input) *Decision {
 			out.Consolidated = append(out.Consolidated, m.name)
 		}
 	}
-	out.Unconsolidatable = d.unconsolidatable
+	out.Unconsolidatable, out.RepairHolds, out.Blocked = d.unconsolidatable, d.repairHolds, d.blocked
 	out.NextChange, out.repackWaits = d.next, d.repackWaits // a method may have added a moment
 	out.Timeouts, out.UnseenNodePools, out.Moves = d.timeouts, d.unseenPools, d.moves
 	out.Eligible = map[karpv1.DisruptionReason]int{
 		karpv1.DisruptionReasonDrifted:       len(d.driftable()) + len(d.staticDriftable()),
 		karpv1.DisruptionReasonEmpty:         len(d.empty()),
 		karpv1.DisruptionReasonUnderutilized: len(d.underutilized()),
+	}
+	if d.opts.Repair != nil {
+		out.Eligible[karpv1.DisruptionReasonUnhealthy] = d.repairable()
 	}
 	out.Budgets = d.poolBudgets()
 	out.Problems = d.problems // last: reading the budgets may add some
@@ -469,24 +492,45 @@ func (d *decider) poolsWithNodes() []string {
 	return names
 }
 
+// reasons are the disruption reasons the decision's methods act for: drift, emptiness and
+// underutilization, and with Options.Repair, Unhealthy.
+func (d *decider) reasons() []karpv1.DisruptionReason {
+	out := []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized}
+	if d.opts.Repair != nil {
+		out = append(out, karpv1.DisruptionReasonUnhealthy)
+	}
+	return out
+}
+
+// disruptingFor is how many of a NodePool's nodes consume its budgets for reason: those being
+// deleted or NotReady, but for Unhealthy those being deleted only, as Karpenter's
+// NodePoolStatsFromNodes (NotReady is what repair acts on: counting it would let a wave of
+// unhealthy nodes freeze their own repair).
+func (d *decider) disruptingFor(pool string, reason karpv1.DisruptionReason) int {
+	if reason == karpv1.DisruptionReasonUnhealthy {
+		return d.marked[pool]
+	}
+	return d.disrupting[pool]
+}
+
 // poolBudgets is, for each NodePool with nodes, by name then reason, how many more of its
 // nodes its budgets let disrupt for each reason and how many are disrupting already.
 func (d *decider) poolBudgets() []PoolBudget {
 	var out []PoolBudget
 	for _, name := range d.poolsWithNodes() {
-		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized} {
-			out = append(out, PoolBudget{NodePool: name, Reason: reason, Allowed: d.budget(d.pools[name], reason), Disrupting: d.disrupting[name]})
+		for _, reason := range d.reasons() {
+			out = append(out, PoolBudget{NodePool: name, Reason: reason, Allowed: d.budget(d.pools[name], reason), Disrupting: d.disruptingFor(name, reason)})
 		}
 	}
 	return out
 }
 
 // blockedPools lists, by name then reason, the NodePools with nodes whose budgets allow no
-// disruption now for drift, emptiness or underutilization.
+// disruption now for one of the decision's reasons.
 func (d *decider) blockedPools() []PoolBlock {
 	var out []PoolBlock
 	for _, name := range d.poolsWithNodes() {
-		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnderutilized} {
+		for _, reason := range d.reasons() {
 			if allowed, err := AllowedDisruptions(d.pools[name], reason, d.total[name], 0, d.in.Now); err == nil && allowed == 0 {
 				out = append(out, PoolBlock{NodePool: name, Reason: reason})
 			}
@@ -506,10 +550,12 @@ type decider struct {
 	opts               Options
 	pools              map[string]*karpv1.NodePool // dynamic NodePools by name
 	staticPools        map[string]*karpv1.NodePool // static NodePools (spec.replicas) by name
-	static             []*Candidate                // static NodePools' nodes, for static drift
+	static             []*Candidate                // static NodePools' nodes, for static drift and repair
+	uninitialized      []*Candidate                // registered nodes not initialized, for repair
 	staticActive       map[string]int              // static NodePools' claims not being deleted
 	total              map[string]int              // initialized nodes per NodePool
 	disrupting         map[string]int              // of those, the ones being deleted or NotReady
+	marked             map[string]int              // of those, the ones being deleted
 	poolCost           map[string]float64          // $/hour of each NodePool's nodes
 	poolRescheduleCost map[string]float64          // reschedule cost of each NodePool's nodes
 	allowed            map[budgetKey]int
@@ -530,6 +576,8 @@ type decider struct {
 	holdsBuffer map[string]bool
 	// repackWaits is Decision.repackWaits.
 	repackWaits bool
+	// repairHolds is Decision.RepairHolds.
+	repairHolds []RepairHold
 }
 
 // wake notes a moment after now at which the decision may change on its own.
@@ -543,7 +591,7 @@ func newDecider(in Input) *decider {
 	d := &decider{
 		in: in, opts: in.Options.withDefaults(), unseenPools: in.UnseenNodePools,
 		pools: map[string]*karpv1.NodePool{}, staticPools: map[string]*karpv1.NodePool{}, staticActive: map[string]int{},
-		total: map[string]int{}, disrupting: map[string]int{},
+		total: map[string]int{}, disrupting: map[string]int{}, marked: map[string]int{},
 		poolCost: map[string]float64{}, poolRescheduleCost: map[string]float64{}, allowed: map[budgetKey]int{},
 	}
 	var poolNames []string
@@ -566,6 +614,11 @@ func newDecider(in Input) *decider {
 	for _, sn := range in.Nodes {
 		if sn.NodeClaim == nil {
 			continue
+		}
+		if sn.Node != nil && !sn.Initialized() && !sn.MarkedForDeletion {
+			if np := cmp.Or(d.pools[sn.NodePool()], d.staticPools[sn.NodePool()]); np != nil {
+				d.addUninitialized(sn, np, pdbs)
+			}
 		}
 		np := d.pools[sn.NodePool()]
 		if np == nil {
@@ -686,7 +739,7 @@ func (d *decider) budget(np *karpv1.NodePool, reason karpv1.DisruptionReason) in
 	if n, ok := d.allowed[key]; ok {
 		return n
 	}
-	n, err := AllowedDisruptions(np, reason, d.total[np.Name], d.disrupting[np.Name], d.in.Now)
+	n, err := AllowedDisruptions(np, reason, d.total[np.Name], d.disruptingFor(np.Name, reason), d.in.Now)
 	if err != nil {
 		d.problems = append(d.problems, err)
 	}
@@ -758,6 +811,9 @@ func (d *decider) candidate(sn *state.StateNode, np *karpv1.NodePool, pdbs *stat
 		d.disrupting[np.Name]++
 	}
 	if sn.MarkedForDeletion {
+		d.marked[np.Name]++
+	}
+	if sn.MarkedForDeletion {
 		return nil
 	}
 	c := &Candidate{StateNode: sn, NodePool: np}
@@ -774,6 +830,21 @@ func (d *decider) candidate(sn *state.StateNode, np *karpv1.NodePool, pdbs *stat
 	c.Consolidatable, c.Drifted = status.Consolidatable, status.Drifted
 	c.NodeProtection, c.PodProtection = nodeProtection(sn, d.in.Now), podProtection(c.Pods, pdbs, d.in.Now)
 	return c
+}
+
+// addUninitialized notes a registered node that has not initialized, of a dynamic or static
+// NodePool: no candidate of any method but repair, which Karpenter v1.15 lets act on it (a
+// node that never initializes is not left stranded), with neither need nor use of budget.
+func (d *decider) addUninitialized(sn *state.StateNode, np *karpv1.NodePool, pdbs *state.PDBIndex) {
+	c := &Candidate{StateNode: sn, NodePool: np}
+	for _, pod := range sn.Pods {
+		if state.IsReschedulable(pod) {
+			c.Pods = append(c.Pods, pod)
+		}
+	}
+	c.RescheduleCost = rescheduleCost(c.Pods)
+	c.PodProtection = podProtection(c.Pods, pdbs, d.in.Now)
+	d.uninitialized = append(d.uninitialized, c)
 }
 
 // addStatic notes a node of a static NodePool: counted against the NodePool's budgets and
@@ -823,16 +894,37 @@ func (d *decider) staticDrift() *Command {
 		if limit, ok := np.Spec.Limits[nodepool.ResourceNodes]; ok && active+1 > limit.Value() {
 			continue
 		}
-		reqs, err := nodepool.ClaimRequirements(np)
+		r, err := staticReplacement(np)
 		if err != nil {
 			d.problems = append(d.problems, err)
 			continue
 		}
-		claim := &scheduler.Claim{NodePool: np.Name, Requirements: reqs, Taints: np.Spec.Template.Spec.Taints, Labels: np.Spec.Template.Labels}
 		return &Command{Method: MethodStaticDrift, Reason: karpv1.DisruptionReasonDrifted, Candidates: []*Candidate{c},
-			Replacements: []*Replacement{{NodePool: np, Claim: claim}}}
+			Replacements: []*Replacement{r}}
 	}
 	return nil
+}
+
+// staticReplacement is a NodeClaim of a static NodePool's template, the replacement of one of
+// its nodes: not sized to pods, as the static NodePool controller launches them.
+func staticReplacement(np *karpv1.NodePool) (*Replacement, error) {
+	reqs, err := nodepool.ClaimRequirements(np)
+	if err != nil {
+		return nil, err
+	}
+	claim := &scheduler.Claim{NodePool: np.Name, Requirements: reqs, Taints: np.Spec.Template.Spec.Taints, Labels: np.Spec.Template.Labels}
+	return &Replacement{NodePool: np, Claim: claim}, nil
+}
+
+// static reports whether the command disrupts nodes of a static NodePool (static drift, or
+// repair of such a node): the controller marks them before their replacement exists.
+func (c *Command) static() bool {
+	for _, cand := range c.Candidates {
+		if nodepool.IsStatic(cand.NodePool) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *decider) emptiness() *Command {

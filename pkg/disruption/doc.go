@@ -1,5 +1,5 @@
 // Package disruption removes and replaces Karpenter's nodes when they are no longer wanted:
-// drifted from their NodePool, empty, or underutilized. It is Karpenter's disruption
+// unhealthy (node repair), drifted from their NodePool, empty, or underutilized. It is Karpenter's disruption
 // controller, cut into a pure decision core and a thin orchestrator. Expiry is not a
 // disruption method, as in Karpenter v1.15: package expiration deletes expired NodeClaims.
 //
@@ -24,6 +24,10 @@
 //     a protected node; drift does only when the protection is its pods' and its NodeClaim has
 //     a terminationGracePeriod (the drain honours the pods until it ends). Then it tries the
 //     methods in order and returns the first command found:
+//     repair, with Options.Repair (repair.go: a node a repair policy finds unhealthy past its
+//     toleration, most urgent first, within its NodePool's Unhealthy budget, unless
+//     karpenter.sh/do-not-repair or more than 20% of its NodePool unhealthy stops it; replaced
+//     as drift replaces, its drain bounded by its policy) →
 //     Emptiness (delete; a node is empty when its pods' eviction costs add nothing, as
 //     Karpenter's Candidate.IsEmpty) → static drift (a drifted node of a static NodePool,
 //     replaced by a NodeClaim of its template launched first) → Drift (replace) →
@@ -62,16 +66,17 @@
 //  5. Carrying out a command: taint its nodes karpenter.sh/disrupted, create the replacement
 //     NodeClaims, then mark its nodes in state.Cluster, as Karpenter's queue (the provisioner
 //     places no pod on a marked node and places a marked node's pods, which find the
-//     replacements' room; a static drift's node is marked first, for the static NodePool
-//     controller), and continue at step 1; the DisruptionReason condition and the Events come
-//     as the candidates are deleted.
+//     replacements' room; a static NodePool's node, drifted or repaired, is marked first, for
+//     the static NodePool controller), and continue at step 1; the DisruptionReason condition
+//     and the Events come as the candidates are deleted (a repaired node's NodeClaim first
+//     gets its termination timestamp, its drain bound from now).
 //
 // # Budgets
 //
 // Each NodePool's disruption.budgets bound how many of its nodes may be disrupting at once, per
-// reason (Empty, Underutilized, Drifted); the most restrictive active budget wins, a percentage
-// is of the NodePool's initialized nodes (rounded up), those being deleted or NotReady count
-// against it, and a budget with a cron schedule is active for its duration
+// reason (Empty, Underutilized, Drifted, and Unhealthy for repair); the most restrictive active
+// budget wins, a percentage is of the NodePool's initialized nodes (rounded up), those being
+// deleted or NotReady count against it (for Unhealthy, those being deleted only), and a budget with a cron schedule is active for its duration
 // after each firing (UTC; see ParseSchedule).
 //
 // # Cost rules

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
@@ -31,7 +32,23 @@ const (
 	// nodePoolBlockedDedupe: a NodePool's DisruptionBlocked Event for a reason is not repeated
 	// within it (budgets can change every minute).
 	nodePoolBlockedDedupe = time.Minute
+	// repairBlockedDedupe: a NodeRepairBlocked Event is not repeated for an object within it.
+	repairBlockedDedupe = 15 * time.Minute
 )
+
+// EventReasonNodeRepairBlocked (Node, NodeClaim and NodePool, Warning): the unhealthy-fraction
+// stop keeps an unhealthy node from repair, as Karpenter's NodeRepairBlocked.
+const EventReasonNodeRepairBlocked events.Reason = "NodeRepairBlocked"
+
+// nodeRepairBlockedEvents: the repair of the node is held, for message; on the Node, the
+// NodeClaim and the NodePool, each deduplicated by its UID for 15 minutes.
+func nodeRepairBlockedEvents(node *corev1.Node, claim *karpv1.NodeClaim, np *karpv1.NodePool, message string) []events.Event {
+	event := func(obj runtime.Object, uid string) events.Event {
+		return events.Event{InvolvedObject: obj, Type: corev1.EventTypeWarning, Reason: EventReasonNodeRepairBlocked,
+			Message: message, DedupeValues: []string{uid}, DedupeTimeout: repairBlockedDedupe}
+	}
+	return []events.Event{event(node, uidOf(node)), event(claim, uidOf(claim)), event(np, uidOf(np))}
+}
 
 // titled is Karpenter's rendering of a disruption reason in a message: each word starting
 // upper case.

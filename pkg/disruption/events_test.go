@@ -45,6 +45,18 @@ func TestEventTable(t *testing.T) {
 		{Name: "blocked", Events: blockedEvents(node, claim, `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/web-0)`), Want: [][5]string{
 			{"Node", "ip-10-0-0-1", "Normal", "DisruptionBlocked", `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/web-0)`},
 			{"NodeClaim", "default-abcde", "Normal", "DisruptionBlocked", `Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/web-0)`}}},
+		// Karpenter v1.15.0's repair (disruption/events NodeRepairBlocked, Blocked): each object
+		// by its UID, for 15 minutes.
+		{Name: "node repair blocked", Events: nodeRepairBlockedEvents(node, claim, np, `more than 20% of nodes in nodepool "default" are unhealthy`), Want: [][5]string{
+			{"Node", "ip-10-0-0-1", "Warning", "NodeRepairBlocked", `more than 20% of nodes in nodepool "default" are unhealthy`},
+			{"NodeClaim", "default-abcde", "Warning", "NodeRepairBlocked", `more than 20% of nodes in nodepool "default" are unhealthy`},
+			{"NodePool", "default", "Warning", "NodeRepairBlocked", `more than 20% of nodes in nodepool "default" are unhealthy`}},
+			Dedupe: [][]string{{"n"}, {"c"}, {"np"}}, DedupeTimeout: repairBlockedDedupe},
+		{Name: "repair vetoed", Events: blockedEvents(node, claim, `repair is blocked through the "karpenter.sh/do-not-repair" annotation`), Want: [][5]string{
+			{"Node", "ip-10-0-0-1", "Normal", "DisruptionBlocked", `repair is blocked through the "karpenter.sh/do-not-repair" annotation`},
+			{"NodeClaim", "default-abcde", "Normal", "DisruptionBlocked", `repair is blocked through the "karpenter.sh/do-not-repair" annotation`}}},
+		{Name: "unhealthy budget", Events: []events.Event{nodePoolBlockedEvent(np, karpv1.DisruptionReasonUnhealthy)}, Want: [][5]string{
+			{"NodePool", "default", "Normal", "DisruptionBlocked", "No allowed disruptions for disruption reason Unhealthy due to blocking budget"}}},
 		{Name: "nodepool blocked", Events: []events.Event{nodePoolBlockedEvent(np, karpv1.DisruptionReasonEmpty)}, Want: [][5]string{
 			{"NodePool", "default", "Normal", "DisruptionBlocked", "No allowed disruptions for disruption reason Empty due to blocking budget"}}},
 		{Name: "invalid do-not-disrupt", Events: []events.Event{invalidDoNotDisruptEvent(pod, errors.New(`invalid duration "forever"`))}, Want: [][5]string{

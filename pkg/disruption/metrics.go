@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/packing"
 )
@@ -23,14 +24,21 @@ func recordDecision(cmd *Command) {
 		if !seen[c.NodePool.Name] {
 			seen[c.NodePool.Name] = true
 			metrics.NodePoolDisruptionDecision(c.NodePool.Name, decision, metrics.DisruptionReason(cmd.Reason), consolidationType(cmd.Method))
+			if cmd.TerminateFirst != "" {
+				metrics.TerminateFirstDecision(c.NodePool.Name, metrics.DisruptionReason(cmd.Reason), cmd.TerminateFirst)
+			}
 		}
 	}
 }
 
-// decisionOf is the decision label of a command: replace when it launches replacements.
+// decisionOf is the decision label of a command: replace when it launches replacements,
+// terminate-first when it deletes without the replacement its candidates need.
 func decisionOf(cmd *Command) string {
-	if len(cmd.Replacements) > 0 {
+	switch {
+	case len(cmd.Replacements) > 0:
 		return metrics.DecisionReplace
+	case cmd.TerminateFirst != "":
+		return metrics.DecisionTerminateFirst
 	}
 	return metrics.DecisionDelete
 }
@@ -47,6 +55,23 @@ func consolidationType(method string) string {
 		return metrics.ConsolidationTypeMulti
 	}
 	return ""
+}
+
+// recordRepaired counts a node repair deleted, as Karpenter's queue does for repair
+// (recordCandidateDisrupted): karpenter_nodeclaims_disrupted_total and
+// karpenter_pods_disruption_initiated_total with reason unhealthy, and
+// karpenter_nodeclaims_unhealthy_disrupted_total by the condition repaired. The termination
+// mode is the drain bound repair applied: forceful when zero, eventual when positive, else
+// the NodeClaim's own.
+func recordRepaired(c *Candidate) {
+	mode := metrics.TerminationMode(c.NodeClaim)
+	if b := c.DrainBound; b != nil {
+		mode = metrics.TerminationModeEventual
+		if *b <= 0 {
+			mode = metrics.TerminationModeForceful
+		}
+	}
+	metrics.NodeClaimRepaired(string(c.Repair.Condition), c.NodePool.Name, nodeLabel(c.StateNode, karpv1.CapacityTypeLabelKey), c.NodeClaim.Status.ImageID, mode, len(c.Pods))
 }
 
 // recordDecisionGauges sets the gauges of a disruption pass: the nodes eligible per reason and

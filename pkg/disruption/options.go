@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/openkarpenter/karpenter/pkg/health"
 )
 
 // Defaults of Options.
@@ -54,6 +56,15 @@ type Options struct {
 	// Repack turns re-pack consolidation (ours, the RepackConsolidation gate) on. Off, the
 	// packing is still measured, but only Karpenter's consolidation methods act.
 	Repack bool
+	// Repair turns node repair as a disruption method (MethodRepair) on: the cloud provider's
+	// repair policies, compiled (health.NewMatcher). Karpenter v1.15 runs it under the
+	// NodeRepair gate unless --legacy-node-repair runs the legacy controller (package repair)
+	// instead. Nil: no repair here.
+	Repair *health.Matcher
+	// TerminateFirstRepair lets repair terminate a node before its replacement when the
+	// replacement cannot launch first (the TerminateFirstRepair gate): here, a node of a static
+	// NodePool at its limits.nodes, which is otherwise blocked.
+	TerminateFirstRepair bool
 }
 
 // Validate reports the first invalid option.

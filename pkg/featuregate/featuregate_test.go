@@ -42,7 +42,7 @@ func TestParse(t *testing.T) {
 			enabled: []string{ReservedCapacity}},
 		{in: "PodDeletionCostManagement=true", err: []string{"--feature-gates (FEATURE_GATES)", "PodDeletionCostManagement=true", "not built yet", "set it to false"}},
 		{in: "TerminateFirstDrift=true", err: []string{"TerminateFirstDrift=true", "not built yet"}},
-		{in: "TerminateFirstRepair=true", err: []string{"TerminateFirstRepair=true", "not built yet"}},
+		{in: "TerminateFirstRepair=true", enabled: []string{ReservedCapacity, TerminateFirstRepair}},
 		// Names the table does not know set nothing, as in Karpenter (ParseFeatureGates reads
 		// only the names it knows): see TestUnknownGates.
 		{in: "SpotToSpot=true", enabled: []string{ReservedCapacity}},
@@ -131,13 +131,13 @@ func TestFromMap(t *testing.T) {
 	if !gates.Enabled(StaticCapacity) || gates.Enabled(ReservedCapacity) || gates.Enabled(SpotToSpotConsolidation) {
 		t.Errorf("gates %s, want StaticCapacity on and the rest off", gates)
 	}
-	_, err = Karpenter.FromMap(map[string]bool{TerminateFirstDrift: true, TerminateFirstRepair: true, "Aaa": true})
+	_, err = Karpenter.FromMap(map[string]bool{TerminateFirstDrift: true, PodDeletionCostManagement: true, "Aaa": true})
 	if err == nil {
-		t.Fatal("TerminateFirstDrift=true and TerminateFirstRepair=true accepted")
+		t.Fatal("TerminateFirstDrift=true and PodDeletionCostManagement=true accepted")
 	}
 	msg := err.Error()
-	if i, j := strings.Index(msg, "TerminateFirstDrift=true"), strings.Index(msg, "TerminateFirstRepair=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") {
-		t.Errorf("error %q: want TerminateFirstDrift, then TerminateFirstRepair, and not the unknown Aaa", msg)
+	if i, j := strings.Index(msg, "PodDeletionCostManagement=true"), strings.Index(msg, "TerminateFirstDrift=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") {
+		t.Errorf("error %q: want PodDeletionCostManagement, then TerminateFirstDrift (by name), and not the unknown Aaa", msg)
 	}
 }
 

@@ -21,6 +21,12 @@ var (
 		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "decisions_by_nodepool_total",
 		Help: "Disruption decisions carried out, once per nodepool of their nodes, by nodepool, decision, reason and consolidation type.",
 	}, []string{LabelNodePool, LabelDecision, LabelReason, LabelConsolidationType})
+	// VoluntaryDisruptionTerminateFirstDecisionsTotal counts the terminate-first commands
+	// carried out, once per NodePool of their candidates.
+	VoluntaryDisruptionTerminateFirstDecisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: subsystemVoluntaryDisruption, Name: "terminate_first_decisions_total",
+		Help: "Number of terminate-first disruption decisions performed. Labeled by nodepool name, reason, and why the replacement couldn't be staged first.",
+	}, []string{LabelNodePool, LabelReason, LabelTerminateFirstReason})
 	// VoluntaryDisruptionFailedValidationsTotal counts the consolidation commands dropped
 	// because the decision after the validation delay differed.
 	VoluntaryDisruptionFailedValidationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -61,10 +67,10 @@ var (
 )
 
 // disruptionMetrics are the disruption controller's metrics beyond its decisions: evaluation
-// time, consolidation timeouts, failed validations, queue failures, per-NodePool decisions,
-// the pods disrupted and the consolidation moves.
+// time, consolidation timeouts, failed validations, queue failures, per-NodePool decisions
+// (terminate-first ones too), the pods disrupted and the consolidation moves.
 func disruptionMetrics() []prometheus.Collector {
-	return []prometheus.Collector{VoluntaryDisruptionEvaluationDurationSeconds, VoluntaryDisruptionDecisionsByNodePoolTotal,
+	return []prometheus.Collector{VoluntaryDisruptionEvaluationDurationSeconds, VoluntaryDisruptionDecisionsByNodePoolTotal, VoluntaryDisruptionTerminateFirstDecisionsTotal,
 		VoluntaryDisruptionFailedValidationsTotal, VoluntaryDisruptionQueueFailuresTotal, PodsDisruptionInitiatedTotal,
 		ConsolidationMovesTotal, ConsolidationScore, VoluntaryDisruptionConsolidationTimeoutsTotal}
 }
@@ -90,6 +96,12 @@ func ObserveDisruptionEvaluation(consolidationType, reason string, d time.Durati
 // NodePoolDisruptionDecision records a command carried out on nodes of the NodePool.
 func NodePoolDisruptionDecision(nodePool, decision, reason, consolidationType string) {
 	VoluntaryDisruptionDecisionsByNodePoolTotal.WithLabelValues(nodePool, decision, reason, consolidationType).Inc()
+}
+
+// TerminateFirstDecision records a terminate-first command carried out on nodes of the
+// NodePool, for the disruption reason, and why its replacement could not launch first.
+func TerminateFirstDecision(nodePool, reason, terminateFirstReason string) {
+	VoluntaryDisruptionTerminateFirstDecisionsTotal.WithLabelValues(nodePool, reason, terminateFirstReason).Inc()
 }
 
 // DisruptionValidationFailed records a consolidation command of the type that failed validation.

@@ -31,7 +31,6 @@ var notServedYet = map[string]string{
 	"karpenter_nodes_reboots_total":                                    "no node reboot",
 	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes": "no pod deletion cost controller",
 	"karpenter_pod_deletion_cost_pod_annotation_writes_total":          "no pod deletion cost controller",
-	"karpenter_voluntary_disruption_terminate_first_decisions_total":   "the TerminateFirstDrift and TerminateFirstRepair gates are not built",
 }
 
 // labelsDifferYet are Karpenter's metrics this project serves with other label names, each

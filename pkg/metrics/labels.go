@@ -34,8 +34,12 @@ const (
 	LabelResourceType = "resource_type"
 	// LabelNodeName is the name of a Node.
 	LabelNodeName = "node_name"
-	// LabelDecision is what a disruption decision does: DecisionDelete or DecisionReplace.
+	// LabelDecision is what a disruption decision does: DecisionDelete, DecisionReplace or
+	// DecisionTerminateFirst.
 	LabelDecision = "decision"
+	// LabelTerminateFirstReason is why a terminate-first decision could not launch its
+	// replacement first, as Karpenter's TerminateFirstReason: static-at-limit.
+	LabelTerminateFirstReason = "terminate_first_reason"
 	// LabelConsolidationType is the consolidation method of a decision: empty, single or
 	// multi; empty for drift and expiration.
 	LabelConsolidationType = "consolidation_type"
@@ -149,6 +153,9 @@ const (
 	DecisionDelete = "delete"
 	// DecisionReplace: replacements are launched before the nodes are removed.
 	DecisionReplace = "replace"
+	// DecisionTerminateFirst: the nodes are removed before their replacement can launch
+	// (TerminateFirstRepair), as Karpenter's TerminateFirstDecision.
+	DecisionTerminateFirst = "terminate-first"
 )
 
 // Values of LabelConsolidationType.

@@ -9,7 +9,8 @@ import (
 )
 
 // lifecycleControllers are the controller set's NodePool, NodeClaim, termination, expiration,
-// disruption and (with the NodeRepair gate) repair controllers, in the order they are registered.
+// disruption and (with the NodeRepair gate and --legacy-node-repair) legacy repair
+// controllers, in the order they are registered.
 // Static NodePools (spec.replicas) are kept at their size only with the StaticCapacity
 // feature gate on; off, they get no nodes and a Warning event says why.
 func lifecycleControllers(mgr manager.Manager, set *controllers.Set, recorder record.EventRecorder, opts Options) []registrar {

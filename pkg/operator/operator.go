@@ -31,6 +31,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/controllers"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
+	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
@@ -201,6 +202,13 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	); err != nil {
 		return nil, fmt.Errorf("indexing fields: %w", err)
 	}
+	var repairPolicies *health.Matcher
+	if opts.NodeRepair && !opts.LegacyNodeRepair && len(op.CloudProvider.RepairPolicies()) > 0 {
+		// As Karpenter's NewRepairPolicyMatcher at start: an invalid set stops the controller.
+		if repairPolicies, err = health.NewMatcher(op.CloudProvider.RepairPolicies()); err != nil {
+			return nil, fmt.Errorf("node repair: %w", err)
+		}
+	}
 	set := controllers.New(controllers.Deps{
 		Kube: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cluster: op.Cluster, Cloud: op.CloudProvider,
 		Unavailable: unavailable, Clock: clk, Recorder: recorder,
@@ -216,6 +224,8 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 			Repack:                  opts.RepackConsolidation,
 			PollInterval:            opts.DisruptionPollInterval,
 			ValidationDelay:         opts.ConsolidationValidationDelay,
+			Repair:                  repairPolicies,
+			TerminateFirstRepair:    opts.TerminateFirstRepair,
 		},
 		RegistrationTTL: opts.RegistrationTTL,
 		// Karpenter's node termination controller: 100 at one core, 5000 at sixty
@@ -223,6 +233,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		TerminationReconciles: opts.ScaledReconciles(100, 5000),
 		RegistrationHealth:    true,
 		NodeRepair:            opts.NodeRepair,
+		LegacyNodeRepair:      opts.LegacyNodeRepair,
 		NodeOverlay:           opts.NodeOverlay,
 		CapacityBuffer:        opts.CapacityBuffer,
 		CloudMetrics:          true,

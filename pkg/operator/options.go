@@ -60,10 +60,9 @@ type Options struct {
 	// DISABLE_CONTROLLER_WARMUP=false; off by default, as there). It has no effect without
 	// leader election.
 	ControllerWarmup bool
-	// LegacyNodeRepair asks for Karpenter's standalone node repair controller rather than
-	// repair as a disruption method (LEGACY_NODE_REPAIR). The standalone controller is the one
-	// built here (package repair), so NodeRepair runs it either way; the operator logs that when
-	// this is false.
+	// LegacyNodeRepair runs, with NodeRepair, Karpenter's legacy node repair controller
+	// (package repair, with the cloud's legacy policies) instead of repair as a disruption
+	// method (--legacy-node-repair, LEGACY_NODE_REPAIR; off by default, as in Karpenter v1.15).
 	LegacyNodeRepair bool
 	// RegistrationTTL is how long a NodeClaim may take to register before it is replaced.
 	RegistrationTTL time.Duration
@@ -77,10 +76,15 @@ type Options struct {
 	// of that name in FEATURE_GATES). Off, as by Karpenter's default, they get no nodes and a
 	// Warning event (StaticCapacityDisabled) says why.
 	StaticCapacity bool
-	// NodeRepair replaces the nodes whose conditions match one of the cloud provider's repair
-	// policies for longer than it tolerates (the feature gate of that name in FEATURE_GATES;
-	// package repair).
+	// NodeRepair repairs the nodes whose conditions match one of the cloud provider's repair
+	// policies for longer than it tolerates (the feature gate of that name in FEATURE_GATES): as
+	// a disruption method (package disruption, MethodRepair), or with LegacyNodeRepair the
+	// legacy controller (package repair).
 	NodeRepair bool
+	// TerminateFirstRepair lets node repair terminate a node before its replacement when the
+	// replacement cannot launch first (the feature gate of that name in FEATURE_GATES): here a
+	// node of a static NodePool at its limits.nodes.
+	TerminateFirstRepair bool
 	// NodeOverlay applies the cluster's NodeOverlays to the instance types every controller
 	// sees and the cloud launches (the feature gate of that name in FEATURE_GATES; package
 	// nodeoverlay). Off, as by Karpenter's default, they are not read.
@@ -192,6 +196,7 @@ func DefaultOptions() Options {
 		RepackConsolidation:     gates.Enabled(featuregate.RepackConsolidation),
 		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
 		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
+		TerminateFirstRepair:    gates.Enabled(featuregate.TerminateFirstRepair),
 		NodeOverlay:             gates.Enabled(featuregate.NodeOverlay),
 		CapacityBuffer:          gates.Enabled(featuregate.CapacityBuffer),
 		CloudProvider:           CloudProviderSim,

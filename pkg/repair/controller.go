@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
@@ -57,7 +58,7 @@ type Outcome struct {
 // reconciles of different Nodes.
 type Controller struct {
 	kube     client.Client
-	policies []cloudprovider.RepairPolicy
+	policies []replacePolicy
 	clock    clock.Clock
 	events   *events.Recorder
 
@@ -65,14 +66,45 @@ type Controller struct {
 	observe []func(Outcome)
 }
 
+// replacePolicy is a repair policy that replaces the node, its reason pattern compiled (nil
+// for any reason).
+type replacePolicy struct {
+	cloudprovider.RepairPolicy
+	reason *regexp.Regexp
+}
+
+// matches reports whether the condition has the policy's status and, when the policy has a
+// reason pattern, a reason it matches.
+func (p replacePolicy) matches(c *corev1.NodeCondition) bool {
+	return c.Status == p.ConditionStatus && (p.reason == nil || p.reason.MatchString(c.Reason))
+}
+
 // NewController returns a repair controller with the cloud's repair policies that reads and
 // writes through kubeClient, takes all time from clk (the real clock when nil) and records
-// Events with recorder (which may be nil).
+// Events with recorder (which may be nil). As Karpenter's legacy controller, it only replaces:
+// it keeps the policies whose action is ReplaceNode (or unset) and skips those whose reason
+// pattern does not compile. The operator gives it the cloud's
+// cloudprovider.LegacyRepairPolicies.
 func NewController(kubeClient client.Client, cloud cloudprovider.RepairPolicyProvider, clk clock.Clock, recorder record.EventRecorder) *Controller {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Controller{kube: kubeClient, policies: cloud.RepairPolicies(), clock: clk, events: events.NewRecorder(recorder, clk)}
+	var policies []replacePolicy
+	for _, p := range cloud.RepairPolicies() {
+		if p.Action != cloudprovider.ReplaceNode && p.Action != "" {
+			continue
+		}
+		rp := replacePolicy{RepairPolicy: p}
+		if p.ReasonRegex != "" {
+			re, err := regexp.Compile(p.ReasonRegex)
+			if err != nil {
+				continue
+			}
+			rp.reason = re
+		}
+		policies = append(policies, rp)
+	}
+	return &Controller{kube: kubeClient, policies: policies, clock: clk, events: events.NewRecorder(recorder, clk)}
 }
 
 // Observe calls fn with every repair the controller makes or the safety valve blocks, as it
@@ -187,11 +219,11 @@ func (c *Controller) unhealthy(node *corev1.Node) (*corev1.NodeCondition, cloudp
 	var deadline time.Time
 	for _, p := range c.policies {
 		cond := findCondition(node, p.ConditionType)
-		if cond == nil || cond.Status != p.ConditionStatus {
+		if cond == nil || !p.matches(cond) {
 			continue
 		}
 		if at := cond.LastTransitionTime.Add(p.TolerationDuration); worst == nil || at.Before(deadline) {
-			worst, policy, deadline = cond, p, at
+			worst, policy, deadline = cond, p.RepairPolicy, at
 		}
 	}
 	return worst, policy

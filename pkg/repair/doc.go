@@ -1,16 +1,21 @@
-// Package repair replaces unhealthy nodes: Karpenter's node repair (the NodeRepair feature
-// gate, alpha, off by default), as its node.health controller does it (Karpenter v1.15 runs
-// that controller with --legacy-node-repair; v1.14 ran it by default).
+// Package repair replaces unhealthy nodes as Karpenter's legacy node.health controller does:
+// Karpenter v1.15 runs it, under the NodeRepair feature gate, only with --legacy-node-repair
+// (LEGACY_NODE_REPAIR); without it, repair is a disruption method (package disruption,
+// MethodRepair). v1.14 ran this controller by default.
 //
 // # What is unhealthy
 //
 // The cloud provider declares repair policies (cloudprovider.RepairPolicyProvider): a Node
-// condition, the status that is unhealthy, and how long it is tolerated. The AWS provider and
-// the simulated cloud declare EC2's (cloudprovider.EC2RepairPolicies): Ready False or Unknown
-// for 30 minutes, and the EKS node monitoring agent's AcceleratedHardwareReady False for 10,
-// StorageReady, NetworkingReady, KernelReady and ContainerRuntimeReady False for 30. A node
-// whose condition has had such a status for longer than the policy's toleration, counted from
-// the condition's lastTransitionTime, is beyond repair in place.
+// condition, the status that is unhealthy, optionally a pattern its reason must match, and how
+// long it is tolerated; as Karpenter's legacy controller, this one keeps only the policies
+// that replace (ReplaceNode) and ignores their drain bounds and priorities. The operator gives
+// it the cloud's legacy policies (cloudprovider.LegacyRepairPolicies): the AWS provider and
+// the simulated cloud declare EC2's of v1.14 (cloudprovider.LegacyEC2RepairPolicies), as the
+// AWS provider v1.15.2 does with --legacy-node-repair: Ready False or Unknown for 30 minutes,
+// and the EKS node monitoring agent's AcceleratedHardwareReady False for 10, StorageReady,
+// NetworkingReady, KernelReady and ContainerRuntimeReady False for 30, whatever the reason. A
+// node whose condition has had such a status for longer than the policy's toleration, counted
+// from the condition's lastTransitionTime, is beyond repair in place.
 //
 // # The flow
 //

@@ -16,6 +16,7 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
@@ -80,7 +81,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{
 		t: t, ctx: ctx, ns: ns, clock: clk, cloud: cloud, kubelet: kubelet, events: events, lifecycle: lifecycle,
 		termination: termination.NewController(env.Client, lifecycle, clk, events, termination.Options{}),
-		repair:      NewController(env.Client, cloud, clk, events),
+		repair:      NewController(env.Client, cloudprovider.LegacyRepairPolicies(cloud), clk, events),
 	}
 	f.repair.Observe(func(r Outcome) { f.repairs = append(f.repairs, r) })
 	return f

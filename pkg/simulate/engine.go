@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -254,12 +255,18 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 			return nil, err
 		}
 	}
+	if gates.Enabled(featuregate.TerminateFirstRepair) {
+		return nil, errors.New("featureGates.TerminateFirstRepair: " + terminateFirstRepairRefused)
+	}
 	set := controllers.New(controllers.Deps{Kube: e.kube, Cluster: cluster, Cloud: e.cloud, Instances: recordingLauncher{InstanceLifecycle: e.cloud, rec: e.rec}, Unavailable: unavailable, Clock: e.clock},
 		controllers.Options{
-			Disruption:     disruption.Options{SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation), Repack: gates.Enabled(featuregate.RepackConsolidation)},
-			NodeRepair:     gates.Enabled(featuregate.NodeRepair),
-			NodeOverlay:    gates.Enabled(featuregate.NodeOverlay),
-			CapacityBuffer: gates.Enabled(featuregate.CapacityBuffer),
+			Disruption: disruption.Options{SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation), Repack: gates.Enabled(featuregate.RepackConsolidation)},
+			NodeRepair: gates.Enabled(featuregate.NodeRepair),
+			// Repair as a disruption method (Karpenter v1.15's default) is not driven by the
+			// simulator's timeline yet: it runs the legacy controller, as --legacy-node-repair.
+			LegacyNodeRepair: true,
+			NodeOverlay:      gates.Enabled(featuregate.NodeOverlay),
+			CapacityBuffer:   gates.Enabled(featuregate.CapacityBuffer),
 		})
 	e.provisioner, e.nomination, e.lifecycle, e.termination, e.disruption = set.Provisioner, set.Nomination, set.Lifecycle, set.Termination, set.Disruption
 	e.gc, e.poolStatus, e.poolStatic, e.repair, e.overlays = set.GarbageCollector, set.NodePoolStatus, set.Static, set.Repair, set.Overlays

@@ -136,3 +136,12 @@ func TestUnhealthyEventErrors(t *testing.T) {
 		t.Errorf("a valid unhealthy event: %v", err)
 	}
 }
+
+// TestTerminateFirstRepairRefused: the simulator runs the legacy repair controller, which never
+// terminates first, so a workload that turns TerminateFirstRepair on is refused, at its line.
+func TestTerminateFirstRepairRefused(t *testing.T) {
+	_, err := ParseWorkload("tf.yaml", []byte("name: x\nduration: 1h\nfeatureGates: {NodeRepair: true, TerminateFirstRepair: true}\n"+nodePoolManifests+"timeline: []\n"))
+	if err == nil || !strings.Contains(err.Error(), "tf.yaml:3: featureGates.TerminateFirstRepair") || !strings.Contains(err.Error(), "not supported in simulate yet") {
+		t.Fatalf("got %v, want TerminateFirstRepair refused at line 3", err)
+	}
+}

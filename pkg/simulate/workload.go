@@ -441,6 +441,8 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			staticCapacity = w.FeatureGates[name]
 		} else if name == featuregate.NodeOverlay {
 			nodeOverlay = w.FeatureGates[name]
+		} else if name == featuregate.TerminateFirstRepair && w.FeatureGates[name] {
+			add(lineOf(&root, "featureGates"), "featureGates."+name, "%s", terminateFirstRepairRefused)
 		}
 	}
 	// Without the NodeOverlay gate Karpenter does not read NodeOverlays; the simulator refuses
@@ -722,6 +724,9 @@ func (c *CloudSettings) problems(file string, root *yaml.Node) []error {
 	return errs
 }
 
+// terminateFirstRepairRefused says why a workload may not turn TerminateFirstRepair on.
+const terminateFirstRepairRefused = "the simulator runs node repair as Karpenter's legacy controller (--legacy-node-repair), which never terminates first; TerminateFirstRepair is not supported in simulate yet"
+
 // problems are what is wrong with the event, each as the field (".count", …) and the
 // message; objs are the NodePools it may name.
 func (u *Unhealthy) problems(objs []client.Object) [][2]string {
@@ -735,7 +740,9 @@ func (u *Unhealthy) problems(objs []client.Object) [][2]string {
 	}) {
 		out = append(out, [2]string{".nodePool", fmt.Sprintf("no NodePool %q among the manifests or applied before this event", u.NodePool)})
 	}
-	policies := cloudprovider.EC2RepairPolicies()
+	// The simulator runs node repair as Karpenter's legacy controller does (see engine.go), with
+	// the legacy policies: one per condition type and status, any reason.
+	policies := cloudprovider.LegacyEC2RepairPolicies()
 	var known []string
 	for _, p := range policies {
 		known = append(known, fmt.Sprintf("%s %s (%s)", p.ConditionType, p.ConditionStatus, p.TolerationDuration))

@@ -110,9 +110,17 @@ func New(clients *Clients, opts Options) (*Provider, error) {
 // Name returns "aws".
 func (p *Provider) Name() string { return Name }
 
-// RepairPolicies returns Karpenter's AWS provider's: cloudprovider.EC2RepairPolicies.
+// RepairPolicies returns Karpenter's AWS provider's (v1.15.2, RebootForRepair off):
+// cloudprovider.EC2RepairPolicies.
 func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
 	return cloudprovider.EC2RepairPolicies()
+}
+
+// LegacyRepairPolicies returns the AWS provider's policies for the legacy node repair
+// controller (--legacy-node-repair), as its WithLegacyRepairPolicies option does:
+// cloudprovider.LegacyEC2RepairPolicies.
+func (p *Provider) LegacyRepairPolicies() []cloudprovider.RepairPolicy {
+	return cloudprovider.LegacyEC2RepairPolicies()
 }
 
 // Unavailable is the offering cache the provider marks when fleets run out of capacity.

@@ -39,8 +39,10 @@
 // visible through Interruptions, and is terminated when the notice runs out. Nodes fall ill the
 // same two ways: MakeUnhealthy makes an instance's Node report a condition (Ready Unknown, a
 // node monitoring agent's KernelReady False, …) from a given time, and a failure rate draws
-// each instance's failure time at launch. The cloud's RepairPolicies are EC2's
-// (cloudprovider.EC2RepairPolicies), so node repair replaces such nodes as it would on AWS.
+// each instance's failure time at launch. The cloud's RepairPolicies are EC2's as Karpenter's
+// AWS provider v1.15.2 declares them (cloudprovider.EC2RepairPolicies; its LegacyRepairPolicies
+// those of v1.14, for --legacy-node-repair), so node repair replaces such nodes as it would on
+// AWS.
 //
 // # Determinism
 //

@@ -66,11 +66,22 @@ func (c NodeCondition) validate() error {
 	return fmt.Errorf("node condition %s: status %q is not True, False or Unknown", c.Type, c.Status)
 }
 
-// RepairPolicies returns the policies of Karpenter's AWS provider
+// RepairPolicies returns the policies of Karpenter's AWS provider v1.15.2
 // (cloudprovider.EC2RepairPolicies): the simulated cloud plays EC2, whose nodes report the same
-// conditions.
+// conditions (a fault injected with MakeUnhealthy or the fault plan), so node repair treats
+// them as on AWS: Ready False or Unknown replaced after 30 minutes, drained for at most 10;
+// AcceleratedHardwareReady False after 10 minutes (drain 5) when its reason names a known GPU
+// XID error, else 30 (drain 10); StorageReady, NetworkingReady, KernelReady and
+// ContainerRuntimeReady False after 30 (drain 10). None reboots: the simulated cloud has no
+// reboot (the RebootForRepair gate is not built).
 func (c *Cloud) RepairPolicies() []cloudprovider.RepairPolicy {
 	return cloudprovider.EC2RepairPolicies()
+}
+
+// LegacyRepairPolicies returns the AWS provider's policies for the legacy node repair
+// controller (--legacy-node-repair): cloudprovider.LegacyEC2RepairPolicies.
+func (c *Cloud) LegacyRepairPolicies() []cloudprovider.RepairPolicy {
+	return cloudprovider.LegacyEC2RepairPolicies()
 }
 
 // MakeUnhealthy makes the Node of the live instance with the provider ID report cond from

@@ -25,6 +25,9 @@ const (
 const (
 	// DoNotDisruptAnnotationKey, set to "true" on a pod or node, blocks voluntary disruption.
 	DoNotDisruptAnnotationKey = Group + "/do-not-disrupt"
+	// DoNotRepairAnnotationKey, set to "true" on a node, keeps node repair off it, whatever its
+	// conditions (Karpenter v1.15's repair disruption method).
+	DoNotRepairAnnotationKey = Group + "/do-not-repair"
 	// DisruptionCostAnnotationKey, an int32 on a pod, weighs its eviction when consolidation
 	// orders nodes: higher costs more (see disruption.EvictionCost).
 	DisruptionCostAnnotationKey = Group + "/disruption-cost"

@@ -108,9 +108,8 @@ type Disruption struct {
 // only during a recurring window.
 type Budget struct {
 	// Reasons limits the budget to these disruption reasons; empty means all of them.
-	// Unhealthy (Karpenter's node repair) is accepted for compatibility; node repair here, as
-	// Karpenter's node.health controller, does not consult budgets, so a budget of only that
-	// reason never applies.
+	// Unhealthy paces node repair (the NodeRepair feature gate), as in Karpenter v1.15; the
+	// legacy node repair controller (--legacy-node-repair) does not consult budgets.
 	// +kubebuilder:validation:items:Enum:={Underutilized,Empty,Drifted,Unhealthy}
 	// +kubebuilder:validation:MaxItems=50
 	// +listType=set
