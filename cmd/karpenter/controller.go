@@ -317,6 +317,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.StaticCapacity = gates.Enabled(featuregate.StaticCapacity)
 	opts.NodeRepair = gates.Enabled(featuregate.NodeRepair)
 	opts.TerminateFirstRepair = gates.Enabled(featuregate.TerminateFirstRepair)
+	opts.TerminateFirstDrift = gates.Enabled(featuregate.TerminateFirstDrift)
 	opts.NodeOverlay = gates.Enabled(featuregate.NodeOverlay)
 	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
 	return unknown, nil

@@ -240,8 +240,7 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 		args, env []string
 		want      []string
 	}{
-		{env: []string{"FEATURE_GATES=TerminateFirstDrift=true"}, want: []string{"FEATURE_GATES", "TerminateFirstDrift=true", "not built yet"}},
-		{args: []string{"--feature-gates", "SpotToSpotConsolidation=true,TerminateFirstDrift=true"}, want: []string{"--feature-gates", "TerminateFirstDrift=true", "not built yet"}},
+		{args: []string{"--feature-gates", "SpotToSpotConsolidation=true,PodDeletionCostManagement=true"}, want: []string{"--feature-gates", "PodDeletionCostManagement=true", "not built yet"}},
 		{env: []string{"FEATURE_GATES=PodDeletionCostManagement=true"}, want: []string{"PodDeletionCostManagement=true", "not built yet"}},
 		{env: []string{"AWS_FEATURE_GATES=RebootForRepair=true"}, want: []string{"AWS_FEATURE_GATES", "RebootForRepair=true", "not built yet"}},
 		// Karpenter v1.15's settings whose feature is not built here, set away from its default.

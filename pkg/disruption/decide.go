@@ -161,10 +161,14 @@ type Command struct {
 	TerminateFirst string
 }
 
-// TerminateFirstStaticAtLimit is why a repair of a static NodePool's node terminates it first:
-// the NodePool is at its limits.nodes, so a replacement cannot launch beside it (Karpenter's
-// static-at-limit).
+// TerminateFirstStaticAtLimit is why a repair or a drift of a static NodePool's node terminates
+// it first: the NodePool is at its limits.nodes, so a replacement cannot launch beside it
+// (Karpenter's static-at-limit).
 const TerminateFirstStaticAtLimit = "static-at-limit"
+
+// staticAtLimitBlocked is why a static NodePool's node is not replaced when terminating it
+// first is not allowed, in Karpenter's words.
+const staticAtLimitBlocked = "static NodePool is at its node limit and cannot stage a replacement"
 
 // Key identifies a command by method and nodes, to tell whether a later decision is the same.
 func (c *Command) Key() string {
@@ -877,10 +881,12 @@ func (d *decider) staticDriftable() []*Candidate {
 // staticDrift replaces a drifted node of a static NodePool by a NodeClaim of its template,
 // launched first, as Karpenter v1.15.0's StaticDrift (disruption/staticdrift.go): within the
 // NodePool's Drifted budget, not while it has more claims than its replicas (a scale-down is
-// under way), and not when the replacement would take it past limits.nodes. The replacement
-// is not sized to the pods (the NodePool's nodes are what its template says); the static
-// NodePool controller counts the node being replaced as pending disruption meanwhile. One
-// node at a time, as every command here.
+// under way). When the replacement would take the NodePool past limits.nodes, the node is
+// deleted first with Options.TerminateFirstDrift (the NodePool Ready and not being deleted;
+// the static NodePool controller refills it), else blocked, as Karpenter's
+// unreplaceableCommands. The replacement is not sized to the pods (the NodePool's nodes are
+// what its template says); the static NodePool controller counts the node being replaced as
+// pending disruption meanwhile. One node at a time, as every command here.
 func (d *decider) staticDrift() *Command {
 	for _, c := range d.staticDriftable() {
 		np := c.NodePool
@@ -892,6 +898,10 @@ func (d *decider) staticDrift() *Command {
 			continue
 		}
 		if limit, ok := np.Spec.Limits[nodepool.ResourceNodes]; ok && active+1 > limit.Value() {
+			if d.opts.TerminateFirstDrift && nodepool.IsReady(np) && np.DeletionTimestamp == nil {
+				return &Command{Method: MethodStaticDrift, Reason: karpv1.DisruptionReasonDrifted, Candidates: []*Candidate{c}, TerminateFirst: TerminateFirstStaticAtLimit}
+			}
+			d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: staticAtLimitBlocked})
 			continue
 		}
 		r, err := staticReplacement(np)

@@ -65,6 +65,10 @@ type Options struct {
 	// replacement cannot launch first (the TerminateFirstRepair gate): here, a node of a static
 	// NodePool at its limits.nodes, which is otherwise blocked.
 	TerminateFirstRepair bool
+	// TerminateFirstDrift lets drift terminate a node before its replacement when the
+	// replacement cannot launch first (the TerminateFirstDrift gate): here, a drifted node of a
+	// static NodePool at its limits.nodes, which is otherwise blocked.
+	TerminateFirstDrift bool
 }
 
 // Validate reports the first invalid option.

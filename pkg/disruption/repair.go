@@ -136,7 +136,7 @@ func (d *decider) repairStatic(c *Candidate) *Command {
 		if d.opts.TerminateFirstRepair && nodepool.IsReady(np) && np.DeletionTimestamp == nil {
 			return &Command{Method: MethodRepair, Reason: karpv1.DisruptionReasonUnhealthy, Candidates: []*Candidate{c}, TerminateFirst: TerminateFirstStaticAtLimit}
 		}
-		d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: "static NodePool is at its node limit and cannot stage a replacement"})
+		d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: staticAtLimitBlocked})
 		return nil
 	}
 	r, err := staticReplacement(np)

@@ -379,3 +379,49 @@ func TestRepairUninitializedNode(t *testing.T) {
 		t.Error("the uninitialized unhealthy node was not deleted")
 	}
 }
+
+// TestStaticDriftAtLimit: a drifted node of a static NodePool at its limits.nodes cannot have
+// its replacement launched first. As Karpenter v1.15.0's StaticDrift (staticdrift.go,
+// unreplaceableCommands), it is blocked with a DisruptionBlocked Event, or with
+// TerminateFirstDrift deleted first (the static NodePool controller refills the NodePool).
+func TestStaticDriftAtLimit(t *testing.T) {
+	for _, terminateFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "blocked", true: "terminate first"}[terminateFirst], func(t *testing.T) {
+			replicas := int64(1)
+			np := builders.NodePool(builders.NodePoolOptions{Name: "static", Requirements: m5Pool.Requirements, Replicas: &replicas,
+				Limits: corev1.ResourceList{nodepool.ResourceNodes: resource.MustParse("1")}})
+			f := newRepairFixtureWith(t, np, disruption.Options{TerminateFirstDrift: terminateFirst})
+			f.node(np, "static-1", "m5.xlarge", time.Hour)
+			var cur karpv1.NodePool
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: np.Name}, &cur); err != nil {
+				t.Fatal(err)
+			}
+			cur.Spec.Template.Labels = map[string]string{"team": "b"}
+			if err := env.Client.Update(context.Background(), &cur); err != nil {
+				t.Fatal(err)
+			}
+			decisions := metrics.VoluntaryDisruptionTerminateFirstDecisionsTotal.WithLabelValues("static", "drifted", disruption.TerminateFirstStaticAtLimit)
+			before := testutil.ToFloat64(decisions)
+			for range 3 {
+				f.step(10 * time.Second)
+			}
+			if !terminateFirst {
+				if len(f.commands) != 0 {
+					t.Fatalf("drift at the node limit: %s", f.commands[0].Message())
+				}
+				f.expectEvent("Normal DisruptionBlocked", "static NodePool is at its node limit and cannot stage a replacement")
+				return
+			}
+			if len(f.commands) != 1 || f.commands[0].Method != disruption.MethodStaticDrift || len(f.commands[0].Replacements) != 0 ||
+				f.commands[0].TerminateFirst != disruption.TerminateFirstStaticAtLimit {
+				t.Fatalf("%d commands, want the drifted static node's terminate-first drift", len(f.commands))
+			}
+			if !claimGone(t, "static-1") {
+				t.Error("a terminate-first drift did not delete the node at once")
+			}
+			if got := testutil.ToFloat64(decisions) - before; got != 1 {
+				t.Errorf("karpenter_voluntary_disruption_terminate_first_decisions_total{reason=drifted} rose by %v, want 1", got)
+			}
+		})
+	}
+}

@@ -41,7 +41,7 @@ func TestParse(t *testing.T) {
 		{in: "NodeRepair=false,NodeOverlay=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
 			enabled: []string{ReservedCapacity}},
 		{in: "PodDeletionCostManagement=true", err: []string{"--feature-gates (FEATURE_GATES)", "PodDeletionCostManagement=true", "not built yet", "set it to false"}},
-		{in: "TerminateFirstDrift=true", err: []string{"TerminateFirstDrift=true", "not built yet"}},
+		{in: "TerminateFirstDrift=true", enabled: []string{ReservedCapacity, TerminateFirstDrift}},
 		{in: "TerminateFirstRepair=true", enabled: []string{ReservedCapacity, TerminateFirstRepair}},
 		// Names the table does not know set nothing, as in Karpenter (ParseFeatureGates reads
 		// only the names it knows): see TestUnknownGates.
@@ -50,7 +50,7 @@ func TestParse(t *testing.T) {
 		{in: "SpotToSpotConsolidation", err: []string{`"SpotToSpotConsolidation": want Name=true or Name=false`}},
 		{in: "SpotToSpotConsolidation=yes", err: []string{`"SpotToSpotConsolidation=yes"`}},
 		// Every bad item is reported, not only the first.
-		{in: "TerminateFirstDrift=true,Bogus", err: []string{"TerminateFirstDrift=true", `"Bogus"`}},
+		{in: "PodDeletionCostManagement=true,Bogus", err: []string{"PodDeletionCostManagement=true", `"Bogus"`}},
 	} {
 		gates, err := Karpenter.Parse(tc.in)
 		if len(tc.err) > 0 {
@@ -131,13 +131,13 @@ func TestFromMap(t *testing.T) {
 	if !gates.Enabled(StaticCapacity) || gates.Enabled(ReservedCapacity) || gates.Enabled(SpotToSpotConsolidation) {
 		t.Errorf("gates %s, want StaticCapacity on and the rest off", gates)
 	}
-	_, err = Karpenter.FromMap(map[string]bool{TerminateFirstDrift: true, PodDeletionCostManagement: true, "Aaa": true})
+	_, err = AWS.FromMap(map[string]bool{RebootForRepair: true, NodeClassCEL: true, "Aaa": true})
 	if err == nil {
-		t.Fatal("TerminateFirstDrift=true and PodDeletionCostManagement=true accepted")
+		t.Fatal("RebootForRepair=true and NodeClassCEL=true accepted")
 	}
 	msg := err.Error()
-	if i, j := strings.Index(msg, "PodDeletionCostManagement=true"), strings.Index(msg, "TerminateFirstDrift=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") {
-		t.Errorf("error %q: want PodDeletionCostManagement, then TerminateFirstDrift (by name), and not the unknown Aaa", msg)
+	if i, j := strings.Index(msg, "NodeClassCEL=true"), strings.Index(msg, "RebootForRepair=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") {
+		t.Errorf("error %q: want NodeClassCEL, then RebootForRepair (by name), and not the unknown Aaa", msg)
 	}
 }
 

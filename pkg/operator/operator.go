@@ -226,6 +226,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 			ValidationDelay:         opts.ConsolidationValidationDelay,
 			Repair:                  repairPolicies,
 			TerminateFirstRepair:    opts.TerminateFirstRepair,
+			TerminateFirstDrift:     opts.TerminateFirstDrift,
 		},
 		RegistrationTTL: opts.RegistrationTTL,
 		// Karpenter's node termination controller: 100 at one core, 5000 at sixty

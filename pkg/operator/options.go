@@ -85,6 +85,10 @@ type Options struct {
 	// replacement cannot launch first (the feature gate of that name in FEATURE_GATES): here a
 	// node of a static NodePool at its limits.nodes.
 	TerminateFirstRepair bool
+	// TerminateFirstDrift lets drift terminate a node before its replacement when the
+	// replacement cannot launch first (the feature gate of that name in FEATURE_GATES): here a
+	// drifted node of a static NodePool at its limits.nodes.
+	TerminateFirstDrift bool
 	// NodeOverlay applies the cluster's NodeOverlays to the instance types every controller
 	// sees and the cloud launches (the feature gate of that name in FEATURE_GATES; package
 	// nodeoverlay). Off, as by Karpenter's default, they are not read.
@@ -197,6 +201,7 @@ func DefaultOptions() Options {
 		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
 		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
 		TerminateFirstRepair:    gates.Enabled(featuregate.TerminateFirstRepair),
+		TerminateFirstDrift:     gates.Enabled(featuregate.TerminateFirstDrift),
 		NodeOverlay:             gates.Enabled(featuregate.NodeOverlay),
 		CapacityBuffer:          gates.Enabled(featuregate.CapacityBuffer),
 		CloudProvider:           CloudProviderSim,

@@ -260,7 +260,8 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	}
 	set := controllers.New(controllers.Deps{Kube: e.kube, Cluster: cluster, Cloud: e.cloud, Instances: recordingLauncher{InstanceLifecycle: e.cloud, rec: e.rec}, Unavailable: unavailable, Clock: e.clock},
 		controllers.Options{
-			Disruption: disruption.Options{SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation), Repack: gates.Enabled(featuregate.RepackConsolidation)},
+			Disruption: disruption.Options{SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation), Repack: gates.Enabled(featuregate.RepackConsolidation),
+				TerminateFirstDrift: gates.Enabled(featuregate.TerminateFirstDrift)},
 			NodeRepair: gates.Enabled(featuregate.NodeRepair),
 			// Repair as a disruption method (Karpenter v1.15's default) is not driven by the
 			// simulator's timeline yet: it runs the legacy controller, as --legacy-node-repair.
