@@ -80,7 +80,7 @@ var Divergences = []Divergence{
 	},
 	{
 		Name: "open-cost",
-		Reason: "OPEN, not fixed on this branch: in about one case in twenty the claims ours opens cost more than " +
+		Reason: "OPEN, not fixed on this branch: in about one case in sixteen the claims ours opens cost more than " +
 			"Karpenter's, mostly where Karpenter drops a preferred pod affinity or anti-affinity that ours keeps " +
 			"(Karpenter blocks every zone a claim not yet pinned could take, relaxes the preference and packs the " +
 			"pods together). Over all cases ours costs less in total.",
