@@ -21,6 +21,7 @@ type CloudProvider interface {
 	InstanceTypeProvider
 	DriftChecker
 	RepairPolicyProvider
+	InstanceRebooter
 	// Name is the provider's name, such as "aws" or "sim"; it prefixes metrics and logs.
 	Name() string
 }
@@ -47,6 +48,22 @@ type InstanceLifecycle interface {
 	// when the instance is already gone or terminating it returns *NodeClaimNotFoundError, which
 	// callers treat as success (IgnoreNodeClaimNotFoundError). Other errors are retryable.
 	Delete(ctx context.Context, claim *karpv1.NodeClaim) error
+}
+
+// InstanceRebooter reboots instances in place, for node repair's RebootNode action.
+type InstanceRebooter interface {
+	// Reboot restarts the claim's instance (found by status.providerID) without terminating
+	// it, as Karpenter v1.15's CloudProvider.Reboot. operationID names one logical reboot: a
+	// cloud that deduplicates requests uses it to make a repeated call for the same reboot
+	// harmless. It returns once the cloud has accepted the request; the reboot controller
+	// watches the node come back.
+	//
+	// Errors:
+	//   - *NodeRebootNotImplementedError when the cloud cannot reboot instances in place;
+	//   - *NodeRebootFailedError when retrying cannot succeed (a missing permission);
+	//   - *NodeClaimNotFoundError when the instance is gone;
+	//   - any other error is retryable.
+	Reboot(ctx context.Context, claim *karpv1.NodeClaim, operationID string) error
 }
 
 // InstanceGetter finds one instance.

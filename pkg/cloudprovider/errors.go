@@ -45,6 +45,56 @@ func IgnoreNodeClaimNotFoundError(err error) error {
 	return err
 }
 
+// NodeRebootNotImplementedError says the cloud cannot reboot an instance in place, as
+// Karpenter's: a reboot asked of it fails at once, and the node is replaced instead.
+type NodeRebootNotImplementedError struct{}
+
+// NewNodeRebootNotImplementedError returns a NodeRebootNotImplementedError.
+func NewNodeRebootNotImplementedError() *NodeRebootNotImplementedError {
+	return &NodeRebootNotImplementedError{}
+}
+
+// Error implements error.
+func (e *NodeRebootNotImplementedError) Error() string {
+	return "reboot is not implemented by this cloud provider"
+}
+
+// IsNodeRebootNotImplementedError reports whether err is, or wraps, a
+// NodeRebootNotImplementedError.
+func IsNodeRebootNotImplementedError(err error) bool {
+	var target *NodeRebootNotImplementedError
+	return errors.As(err, &target)
+}
+
+// NodeRebootFailedError says the cloud refused a reboot in a way retrying cannot fix, such as
+// a missing permission: the reboot fails at once instead of after its issuance timeout.
+type NodeRebootFailedError struct {
+	// Err is the cloud's refusal.
+	Err error
+}
+
+// NewNodeRebootFailedError returns a NodeRebootFailedError wrapping err.
+func NewNodeRebootFailedError(err error) *NodeRebootFailedError {
+	return &NodeRebootFailedError{Err: err}
+}
+
+// Error implements error.
+func (e *NodeRebootFailedError) Error() string {
+	if e.Err == nil {
+		return "reboot failed"
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the underlying cause.
+func (e *NodeRebootFailedError) Unwrap() error { return e.Err }
+
+// IsNodeRebootFailedError reports whether err is, or wraps, a NodeRebootFailedError.
+func IsNodeRebootFailedError(err error) bool {
+	var target *NodeRebootFailedError
+	return errors.As(err, &target)
+}
+
 // OfferingID names one offering: an instance type in a zone bought as a capacity type.
 type OfferingID struct {
 	// InstanceType is the instance type's name.

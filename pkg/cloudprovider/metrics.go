@@ -73,6 +73,12 @@ func (m *instrumented) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (
 	return m.cp.IsDrifted(ctx, claim)
 }
 
+// Reboot implements InstanceRebooter.
+func (m *instrumented) Reboot(ctx context.Context, claim *karpv1.NodeClaim, operationID string) (err error) {
+	defer m.observe("Reboot", claimNodePool(claim), time.Now(), &err)
+	return m.cp.Reboot(ctx, claim, operationID)
+}
+
 // observe records a call of method for the NodePool ("" when for none).
 func (m *instrumented) observe(method, nodePool string, start time.Time, err *error) {
 	metrics.ObserveCloudProviderCall(m.controller, method, m.cp.Name(), nodePool, time.Since(start), *err != nil, ErrorType(*err))

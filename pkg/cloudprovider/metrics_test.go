@@ -34,6 +34,7 @@ func (s scripted) GetInstanceTypes(context.Context, *karpv1.NodePool) ([]*cloudp
 func (s scripted) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	return cloudprovider.DriftReasonAMI, s.err
 }
+func (s scripted) Reboot(context.Context, *karpv1.NodeClaim, string) error { return s.err }
 
 // callAll calls every method of cp once.
 func callAll(cp cloudprovider.CloudProvider) {
@@ -44,9 +45,10 @@ func callAll(cp cloudprovider.CloudProvider) {
 	_, _ = cp.List(ctx)
 	_, _ = cp.GetInstanceTypes(ctx, &karpv1.NodePool{})
 	_, _ = cp.IsDrifted(ctx, &karpv1.NodeClaim{})
+	_ = cp.Reboot(ctx, &karpv1.NodeClaim{}, "op")
 }
 
-var methods = []string{"Create", "Delete", "Get", "List", "GetInstanceTypes", "IsDrifted"}
+var methods = []string{"Create", "Delete", "Get", "List", "GetInstanceTypes", "IsDrifted", "Reboot"}
 
 func TestWithMetricsTimesEveryCall(t *testing.T) {
 	cp := cloudprovider.WithMetrics(scripted{}, "test.times")

@@ -11,10 +11,9 @@ import (
 type RepairAction string
 
 const (
-	// RebootNode reboots the node's instance in place. The AWS provider v1.15.2 asks for it
-	// only under its RebootForRepair gate, which is not built here: the providers here never
-	// return it (EC2RepairPolicies says so), and node repair (package disruption) replaces the
-	// node for a policy that does, as the AWS provider's policies do with the gate off.
+	// RebootNode reboots the node's instance in place (InstanceRebooter): the node is drained,
+	// its instance rebooted, and it rejoins with a new boot ID. The AWS provider v1.15.2 asks
+	// for it under its RebootForRepair gate, for GPU faults a reboot clears.
 	RebootNode RepairAction = "RebootNode"
 	// ReplaceNode replaces the node: a replacement is launched and initialized where its pods
 	// need one, then the node is drained and terminated.
@@ -94,27 +93,33 @@ type legacyPolicies struct{ cloud LegacyRepairPolicyProvider }
 func (l legacyPolicies) RepairPolicies() []RepairPolicy { return l.cloud.LegacyRepairPolicies() }
 
 // EC2RepairPolicies are the repair policies of Karpenter's AWS provider v1.15.2
-// (pkg/cloudprovider RepairPolicies), with its RebootForRepair gate off (the gate is not built
-// here). All replace the node and have priority 0:
+// (pkg/cloudprovider CloudProvider.RepairPolicies), all of priority 0; rebootForRepair is its
+// RebootForRepair gate:
 //
-//   - the kubelet's Ready False or Unknown, for 30 minutes, its drain bounded to 10;
+//   - the kubelet's Ready False or Unknown, for 30 minutes: replace, the drain bounded to 10;
 //   - the EKS node monitoring agent's AcceleratedHardwareReady False with a reason naming a
-//     GPU XID error the agent's reboot could clear (46, 48, 54, 62, 63, 95, 109, 110, 136,
-//     140, 143, 155, 156, 158) or a fatal one (64, 74, 79, 119, 120), for 10 minutes, its
-//     drain bounded to 5 (with RebootForRepair, v1.15.2 reboots on the first family);
-//   - AcceleratedHardwareReady False with any other reason, for 30 minutes, drain 10: the
-//     set's default policy;
+//     GPU XID error a reboot clears (46, 48, 54, 62, 63, 95, 109, 110, 136, 140, 143, 155,
+//     156, 158), for 10 minutes: reboot with rebootForRepair, else replace, the drain bounded
+//     to 5;
+//   - AcceleratedHardwareReady False naming a fatal XID (64, 74, 79, 119, 120), for 10
+//     minutes: replace, drain 5;
+//   - AcceleratedHardwareReady False with any other reason, for 30 minutes: replace, drain
+//     10 (the set's default policy);
 //   - StorageReady, NetworkingReady, KernelReady and ContainerRuntimeReady False, for 30
-//     minutes, drain 10.
-func EC2RepairPolicies() []RepairPolicy {
+//     minutes: replace, drain 10.
+func EC2RepairPolicies(rebootForRepair bool) []RepairPolicy {
 	replace := func(t corev1.NodeConditionType, s corev1.ConditionStatus, regex string, toleration, drain time.Duration) RepairPolicy {
 		return RepairPolicy{ConditionType: t, ConditionStatus: s, ReasonRegex: regex, TolerationDuration: toleration,
 			TerminationGracePeriod: &drain, Action: ReplaceNode}
 	}
+	rebootClearable := replace(ConditionAcceleratedHardwareReady, corev1.ConditionFalse, `.*XID(46|48|54|62|63|95|109|110|136|140|143|155|156|158).*`, 10*time.Minute, 5*time.Minute)
+	if rebootForRepair {
+		rebootClearable.Action = RebootNode
+	}
 	return []RepairPolicy{
 		replace(corev1.NodeReady, corev1.ConditionFalse, ".*", 30*time.Minute, 10*time.Minute),
 		replace(corev1.NodeReady, corev1.ConditionUnknown, ".*", 30*time.Minute, 10*time.Minute),
-		replace(ConditionAcceleratedHardwareReady, corev1.ConditionFalse, `.*XID(46|48|54|62|63|95|109|110|136|140|143|155|156|158).*`, 10*time.Minute, 5*time.Minute),
+		rebootClearable,
 		replace(ConditionAcceleratedHardwareReady, corev1.ConditionFalse, `.*XID(64|74|79|119|120).*`, 10*time.Minute, 5*time.Minute),
 		replace(ConditionAcceleratedHardwareReady, corev1.ConditionFalse, "", 30*time.Minute, 10*time.Minute),
 		replace(ConditionStorageReady, corev1.ConditionFalse, ".*", 30*time.Minute, 10*time.Minute),

@@ -28,10 +28,21 @@ func TestEC2RepairPolicies(t *testing.T) {
 		got  []cloudprovider.RepairPolicy
 		want []string
 	}{
-		{"v1.15.2", cloudprovider.EC2RepairPolicies(), []string{
+		{"v1.15.2", cloudprovider.EC2RepairPolicies(false), []string{
 			"Ready False /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
 			"Ready Unknown /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
 			"AcceleratedHardwareReady False /.*XID(46|48|54|62|63|95|109|110|136|140|143|155|156|158).*/ 10m0s drain=5m0s priority=0 ReplaceNode",
+			"AcceleratedHardwareReady False /.*XID(64|74|79|119|120).*/ 10m0s drain=5m0s priority=0 ReplaceNode",
+			"AcceleratedHardwareReady False // 30m0s drain=10m0s priority=0 ReplaceNode",
+			"StorageReady False /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
+			"NetworkingReady False /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
+			"KernelReady False /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
+			"ContainerRuntimeReady False /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
+		}},
+		{"v1.15.2 RebootForRepair", cloudprovider.EC2RepairPolicies(true), []string{
+			"Ready False /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
+			"Ready Unknown /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
+			"AcceleratedHardwareReady False /.*XID(46|48|54|62|63|95|109|110|136|140|143|155|156|158).*/ 10m0s drain=5m0s priority=0 RebootNode",
 			"AcceleratedHardwareReady False /.*XID(64|74|79|119|120).*/ 10m0s drain=5m0s priority=0 ReplaceNode",
 			"AcceleratedHardwareReady False // 30m0s drain=10m0s priority=0 ReplaceNode",
 			"StorageReady False /.*/ 30m0s drain=10m0s priority=0 ReplaceNode",
@@ -60,9 +71,9 @@ func TestEC2RepairPolicies(t *testing.T) {
 		}
 	}
 	// Each call returns the caller's own policies: changing a drain bound changes no other.
-	a := cloudprovider.EC2RepairPolicies()
+	a := cloudprovider.EC2RepairPolicies(false)
 	*a[0].TerminationGracePeriod = time.Hour
-	if b := cloudprovider.EC2RepairPolicies(); *b[0].TerminationGracePeriod != 10*time.Minute || *a[1].TerminationGracePeriod != 10*time.Minute {
+	if b := cloudprovider.EC2RepairPolicies(false); *b[0].TerminationGracePeriod != 10*time.Minute || *a[1].TerminationGracePeriod != 10*time.Minute {
 		t.Error("the policies share their drain bounds")
 	}
 }

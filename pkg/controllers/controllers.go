@@ -4,7 +4,7 @@
 // that neither wires the links by hand:
 //
 //   - termination finalizes NodeClaims through the lifecycle controller (its Finalizer), after
-//     it has drained their nodes;
+//     it has drained their nodes; the reboot controller drains through termination;
 //   - the lifecycle controller lets a claim's Node take pods only once nomination has pointed
 //     the pods planned for it at it (LifecycleOptions.BeforeRegister), opens the Nodes of one
 //     provisioning pass to pods together (LifecycleOptions.HoldRegistration), and tells those pods
@@ -34,6 +34,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/reboot"
 	"github.com/openkarpenter/karpenter/pkg/repair"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/termination"
@@ -107,6 +108,9 @@ type Set struct {
 	// Termination drains and finalizes deleting NodeClaims, and deletes the NodeClaim of a
 	// deleted Node.
 	Termination *termination.Controller
+	// Reboot carries out the reboots node repair commits, draining through Termination; it
+	// runs whatever the gates say, so a reboot under way always ends.
+	Reboot *reboot.Controller
 	// Disruption removes or replaces nodes that are empty, underused or drifted.
 	Disruption *disruption.Controller
 	// GarbageCollector removes claims whose instance is gone, and instances without a claim.
@@ -172,6 +176,7 @@ func New(deps Deps, opts Options) *Set {
 	}
 	s.Lifecycle = nodeclaim.NewLifecycleController(deps.Kube, instances, deps.Unavailable, deps.Clock, deps.Recorder, lifecycleOpts)
 	s.Termination = termination.NewController(deps.Kube, s.Lifecycle, deps.Clock, deps.Recorder, termination.Options{MaxConcurrentReconciles: opts.TerminationReconciles})
+	s.Reboot = reboot.NewController(deps.Kube, cloud(reboot.ControllerName), s.Termination, deps.Clock, deps.Recorder)
 	disruptionOpts := opts.Disruption
 	if !opts.NodeRepair || opts.LegacyNodeRepair {
 		disruptionOpts.Repair = nil

@@ -82,6 +82,9 @@ type Candidate struct {
 	// Repair is the repair decision for the node when a repair policy applies to it now
 	// (MethodRepair), else nil.
 	Repair *health.Result
+	// RebootEscalated: Repair's policy reboots the node, but its NodeClaim was rebooted
+	// RebootsBeforeReplacement times within RebootHistoryWindow, so repair replaces it.
+	RebootEscalated bool
 	// DrainBound, for a node repair replaces, bounds its drain (see drainBound): the
 	// controller sets its NodeClaim's termination timestamp to this long after it deletes it.
 	// Nil leaves the NodeClaim's own terminationGracePeriod, if any, to bound it.

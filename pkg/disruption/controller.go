@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/packing"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
@@ -76,6 +78,9 @@ type Controller struct {
 	packInfos *scheduler.PodInfos
 	// consolidation is the cluster's consolidation state, as Karpenter's (Input.Consolidated).
 	consolidation *consolidationState
+	// reboots are when node repair committed each NodeClaim's reboots, within
+	// RebootHistoryWindow (Input.RecentReboots), by NodeClaim UID.
+	reboots map[types.UID][]time.Time
 }
 
 // Packing returns the fleet re-packed from scratch by the last pass that measured it (every
@@ -115,6 +120,7 @@ func NewController(kube client.Client, cluster *state.Cluster, cp cloudprovider.
 	return &Controller{
 		kube: kube, cluster: cluster, launcher: provisioning.NewLauncher(kube, cluster), cloud: cp, unavailable: unavailable, clock: clk, events: events.NewRecorder(recorder, clk), opts: opts.withDefaults(),
 		podSets: map[string]string{}, podInfos: scheduler.NewPodInfos(), secondInfos: scheduler.NewPodInfos(), packInfos: scheduler.NewPodInfos(), consolidation: newConsolidationState(),
+		reboots: map[types.UID][]time.Time{},
 	}
 }
 
@@ -347,7 +353,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		return nil, err
 	}
 	in := &Input{
-		Now: now, Nodes: snap.Nodes, Pending: snap.Pending, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, NamespaceLabels: snap.NamespaceLabels,
+		Now: now, RecentReboots: c.recentReboots(now), Nodes: snap.Nodes, Pending: snap.Pending, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, NamespaceLabels: snap.NamespaceLabels,
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
 		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos, SecondPodInfos: c.secondInfos, PDBs: pdbs,
@@ -600,6 +606,9 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 	recordDecision(cmd)
 	logger.Info("disrupting", "method", cmd.Method, "reason", cmd.Reason, "nodes", cmd.NodeNames(),
 		"replacements", len(cmd.Replacements), "savings", fmt.Sprintf("%.4f", cmd.Savings), "message", cmd.Message())
+	if cmd.Reboot {
+		return c.commitReboot(ctx, cmd, now)
+	}
 	for _, cand := range cmd.Candidates {
 		if err := c.taint(ctx, cand.Node.Name, true); err != nil {
 			c.abandon(ctx, nil, cmd, nil)
@@ -636,6 +645,70 @@ func (c *Controller) execute(ctx context.Context, cmd *Command, now time.Time) e
 		_, err := c.follow(ctx, f, now)
 		return err
 	}
+	return nil
+}
+
+// recentReboots counts the reboots committed within RebootHistoryWindow of now, per NodeClaim
+// UID, and forgets older ones.
+func (c *Controller) recentReboots(now time.Time) map[types.UID]int {
+	out := map[types.UID]int{}
+	for uid, at := range c.reboots {
+		at = slices.DeleteFunc(at, func(t time.Time) bool { return !t.After(now.Add(-RebootHistoryWindow)) })
+		if len(at) == 0 {
+			delete(c.reboots, uid)
+			continue
+		}
+		c.reboots[uid] = at
+		out[uid] = len(at)
+	}
+	return out
+}
+
+// commitReboot hands a reboot command's node to the reboot controller (package reboot), as
+// Karpenter's Repair.commitReboot: its NodeClaim gets the drain bound (the
+// karpenter.sh/reboot-termination-grace-period annotation: the command's DrainBound, else its
+// own terminationGracePeriod, else none, an unbounded drain), then its DisruptionReason
+// (Unhealthy) and Rebooting (True, RebootRequested) conditions. Both writes are optimistically
+// locked, so a NodeClaim already rebooting or deleting, or changed since it was read, is left
+// alone. The reboot counts towards RebootsBeforeReplacement once committed.
+func (c *Controller) commitReboot(ctx context.Context, cmd *Command, now time.Time) error {
+	cand := cmd.Candidates[0]
+	var claim karpv1.NodeClaim
+	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(cand.NodeClaim), &claim); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if claim.IsRebooting() || claim.DeletionTimestamp != nil {
+		return nil
+	}
+	bound := cand.DrainBound
+	if bound == nil && claim.Spec.TerminationGracePeriod != nil {
+		bound = &claim.Spec.TerminationGracePeriod.Duration
+	}
+	base := claim.DeepCopy()
+	if bound != nil {
+		if claim.Annotations == nil {
+			claim.Annotations = map[string]string{}
+		}
+		claim.Annotations[karpv1.RebootTerminationGracePeriodAnnotationKey] = bound.String()
+	} else {
+		delete(claim.Annotations, karpv1.RebootTerminationGracePeriodAnnotationKey) // an earlier reboot's
+	}
+	if !maps.Equal(base.Annotations, claim.Annotations) {
+		if err := c.kube.Patch(ctx, &claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("committing the reboot of nodeclaim %s: %w", claim.Name, err)
+		}
+	}
+	base = claim.DeepCopy()
+	setCondition(&claim, metav1.Condition{Type: karpv1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
+		Reason: string(cmd.Reason), Message: cmd.Message()}, now)
+	setCondition(&claim, metav1.Condition{Type: karpv1.ConditionTypeRebooting, Status: metav1.ConditionTrue,
+		Reason: karpv1.RebootReasonRequested, Message: fmt.Sprintf("rebooting for %s/%s", cand.Repair.Condition, cand.Repair.Reason)}, now)
+	if err := c.kube.Status().Patch(ctx, &claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("committing the reboot of nodeclaim %s: %w", claim.Name, err)
+	}
+	c.reboots[claim.UID] = append(c.reboots[claim.UID], now)
+	recordDisrupted(cmd, cand)
+	log.FromContext(ctx).Info("committed node reboot", "nodeclaim", claim.Name, "node", cand.Name())
 	return nil
 }
 
@@ -678,7 +751,7 @@ func (c *Controller) follow(ctx context.Context, f *inflightCommand, now time.Ti
 		if cand.DrainBound != nil && !f.disrupted[cand.NodeClaim.Name] {
 			// As Karpenter's queue: the deadline is stamped once the replacements are ready, so
 			// their launch does not eat into the drain's time.
-			if err := c.tightenTerminationTimestamp(ctx, cand.NodeClaim, now.Add(*cand.DrainBound)); err != nil {
+			if err := nodeclaim.TightenTerminationTimestamp(ctx, c.kube, cand.NodeClaim, now.Add(*cand.DrainBound)); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -715,30 +788,6 @@ func recordDisrupted(cmd *Command, cand *Candidate) {
 	}
 	metrics.NodeClaimDisrupted(metrics.DisruptionReason(cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
 	metrics.PodsDisruptionInitiated(len(cand.Pods), metrics.DisruptionReason(cmd.Reason), cand.NodePool.Name, cand.CapacityType, policy, metrics.TerminationMode(cand.NodeClaim))
-}
-
-// tightenTerminationTimestamp sets the claim's karpenter.sh/nodeclaim-termination-timestamp
-// to deadline unless it already holds an earlier one: a repair's drain bound may shorten a
-// deadline, never lengthen it, as Karpenter's TightenTerminationTimestampAnnotation.
-func (c *Controller) tightenTerminationTimestamp(ctx context.Context, claim *karpv1.NodeClaim, deadline time.Time) error {
-	var stored karpv1.NodeClaim
-	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(claim), &stored); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if v, ok := stored.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
-		if t, err := time.Parse(time.RFC3339, v); err == nil && !t.After(deadline) {
-			return nil
-		}
-	}
-	base := stored.DeepCopy()
-	if stored.Annotations == nil {
-		stored.Annotations = map[string]string{}
-	}
-	stored.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = deadline.UTC().Format(time.RFC3339)
-	if err := c.kube.Patch(ctx, &stored, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("bounding the drain of nodeclaim %s: %w", claim.Name, err)
-	}
-	return nil
 }
 
 // candidatesGone ends a command in flight once its candidates' NodeClaims are gone, or a

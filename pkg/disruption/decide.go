@@ -45,6 +45,10 @@ const (
 type Input struct {
 	// Now is the decision's time.
 	Now time.Time
+	// RecentReboots counts, per NodeClaim UID, the reboots node repair committed within
+	// RebootHistoryWindow (the controller keeps them, as Karpenter's RebootHistory): a node
+	// with RebootsBeforeReplacement of them is replaced instead of rebooted.
+	RecentReboots map[types.UID]int
 	// Nodes are the cluster's nodes and in-flight claims (state.Snapshot.Nodes).
 	Nodes []*state.StateNode
 	// NodePools in the cluster.
@@ -159,6 +163,10 @@ type Command struct {
 	// replacement they would need launched first (TerminateFirstStaticAtLimit), as Karpenter's
 	// TerminateFirstReason.
 	TerminateFirst string
+	// Reboot: node repair reboots its one candidate in place (its policy's action is
+	// RebootNode) instead of replacing it; the reboot controller (package reboot) carries it
+	// out once the controller commits it.
+	Reboot bool
 }
 
 // TerminateFirstStaticAtLimit is why a repair or a drift of a static NodePool's node terminates
@@ -206,6 +214,8 @@ func (c *Command) Message() string {
 	}
 	var action string
 	switch {
+	case c.Reboot:
+		action = "rebooting " + what
 	case c.Method == MethodEmptiness:
 		if len(c.Candidates) == 1 {
 			return "deleting empty node"
@@ -557,9 +567,9 @@ type decider struct {
 	static             []*Candidate                // static NodePools' nodes, for static drift and repair
 	uninitialized      []*Candidate                // registered nodes not initialized, for repair
 	staticActive       map[string]int              // static NodePools' claims not being deleted
-	total              map[string]int              // initialized nodes per NodePool
-	disrupting         map[string]int              // of those, the ones being deleted or NotReady
-	marked             map[string]int              // of those, the ones being deleted
+	total              map[string]int              // initialized (or rebooting) nodes per NodePool
+	disrupting         map[string]int              // of those, the ones being deleted, rebooting or NotReady
+	marked             map[string]int              // of those, the ones being deleted or rebooting
 	poolCost           map[string]float64          // $/hour of each NodePool's nodes
 	poolRescheduleCost map[string]float64          // reschedule cost of each NodePool's nodes
 	allowed            map[budgetKey]int
@@ -619,7 +629,7 @@ func newDecider(in Input) *decider {
 		if sn.NodeClaim == nil {
 			continue
 		}
-		if sn.Node != nil && !sn.Initialized() && !sn.MarkedForDeletion {
+		if sn.Node != nil && !sn.Initialized() && !sn.MarkedForDeletion && !sn.Rebooting() {
 			if np := cmp.Or(d.pools[sn.NodePool()], d.staticPools[sn.NodePool()]); np != nil {
 				d.addUninitialized(sn, np, pdbs)
 			}
@@ -806,18 +816,20 @@ func (d *decider) drift() *Command {
 // candidate counts an initialized node of np against its budgets and, unless it is marked for
 // deletion, returns it as a candidate with its pods to move, reschedule cost, protections and
 // its claim's Consolidatable and Drifted status (noted for the conditions); nil otherwise.
+//
+// A rebooting node (its reboot committed, drained or under way: Initialized goes Unknown once
+// it is issued) counts as initialized and disrupting, for every reason, and is a candidate of
+// no method, as Karpenter's NodePoolStats and StateNode.ValidateNodeDisruptable.
 func (d *decider) candidate(sn *state.StateNode, np *karpv1.NodePool, pdbs *state.PDBIndex) *Candidate {
-	if sn.Node == nil || !sn.Initialized() {
+	if sn.Node == nil || !sn.Initialized() && !sn.Rebooting() {
 		return nil // budgets count initialized nodes only, as Karpenter does
 	}
 	d.total[np.Name]++
-	if sn.MarkedForDeletion || !state.NodeReady(sn.Node) {
+	if sn.MarkedForDeletion || sn.Rebooting() || !state.NodeReady(sn.Node) {
 		d.disrupting[np.Name]++
 	}
-	if sn.MarkedForDeletion {
+	if sn.MarkedForDeletion || sn.Rebooting() {
 		d.marked[np.Name]++
-	}
-	if sn.MarkedForDeletion {
 		return nil
 	}
 	c := &Candidate{StateNode: sn, NodePool: np}

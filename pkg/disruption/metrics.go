@@ -32,9 +32,12 @@ func recordDecision(cmd *Command) {
 }
 
 // decisionOf is the decision label of a command: replace when it launches replacements,
-// terminate-first when it deletes without the replacement its candidates need.
+// terminate-first when it deletes without the replacement its candidates need, reboot when it
+// reboots them.
 func decisionOf(cmd *Command) string {
 	switch {
+	case cmd.Reboot:
+		return metrics.DecisionReboot
 	case len(cmd.Replacements) > 0:
 		return metrics.DecisionReplace
 	case cmd.TerminateFirst != "":

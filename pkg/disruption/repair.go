@@ -6,7 +6,11 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 )
@@ -19,6 +23,14 @@ const MethodRepair = "repair"
 // a NodePool's nodes (rounded up) have a condition a repair policy names, whatever its age, the
 // failure is presumed to be the cluster's rather than the nodes', and none of them is repaired.
 const RepairUnhealthyThreshold = "20%"
+
+// RebootsBeforeReplacement is how many reboots node repair commits for one NodeClaim within
+// RebootHistoryWindow before it replaces the node instead, as Karpenter's RebootHistory: a
+// fault a reboot does not clear is not rebooted in a loop.
+const RebootsBeforeReplacement = 2
+
+// RebootHistoryWindow is how long a committed reboot counts towards RebootsBeforeReplacement.
+const RebootHistoryWindow = 24 * time.Hour
 
 // RepairHold is an unhealthy node the unhealthy-fraction stop keeps from repair.
 type RepairHold struct {
@@ -48,9 +60,12 @@ type RepairHold struct {
 //     Options.TerminateFirstRepair.
 //
 // The node's drain is bounded (Candidate.DrainBound) by its policy's terminationGracePeriod,
-// or its NodeClaim's when shorter. A policy whose action is RebootNode replaces the node here:
-// reboot is not built (the AWS provider's RebootForRepair gate is refused), and the AWS
-// provider's own policies replace with that gate off.
+// or its NodeClaim's when shorter. A node whose policy's action is RebootNode is rebooted in
+// place (Command.Reboot: no replacement, its pods wait or go elsewhere while it reboots), unless
+// RebootsBeforeReplacement reboots of its NodeClaim were committed within RebootHistoryWindow
+// (Input.RecentReboots): it is then replaced (Candidate.RebootEscalated), as Karpenter's
+// RebootHistory.Resolve. Tolerations count from no earlier than the end of the node's last
+// reboot (health.NotBefore).
 func (d *decider) repair() *Command {
 	m := d.opts.Repair
 	if m == nil {
@@ -59,11 +74,14 @@ func (d *decider) repair() *Command {
 	now := d.in.Now
 	var eligible []*Candidate
 	for _, c := range d.repairCandidates() {
-		matches := m.Match(c.Node)
+		matches := health.NotBefore(m.Match(c.Node), rebootEndedAt(c.NodeClaim))
 		d.wake(health.NextEligible(matches, now))
 		result := health.Resolve(matches, now)
 		if result.Action == "" {
 			continue
+		}
+		if result.Action == cloudprovider.RebootNode && d.in.RecentReboots[c.NodeClaim.UID] >= RebootsBeforeReplacement {
+			result.Action, c.RebootEscalated = cloudprovider.ReplaceNode, true
 		}
 		c.Repair = &result
 		block := func(why string) {
@@ -101,6 +119,10 @@ func (d *decider) repair() *Command {
 		// protect, so its repair neither needs nor consumes budget, as in Karpenter.
 		if c.Initialized() && d.budget(c.NodePool, karpv1.DisruptionReasonUnhealthy) == 0 {
 			continue
+		}
+		if c.Repair.Action == cloudprovider.RebootNode {
+			c.DrainBound = drainBound(c, c.Repair)
+			return &Command{Method: MethodRepair, Reason: karpv1.DisruptionReasonUnhealthy, Candidates: []*Candidate{c}, Reboot: true}
 		}
 		if nodepool.IsStatic(c.NodePool) {
 			if cmd := d.repairStatic(c); cmd != nil {
@@ -193,6 +215,15 @@ func (d *decider) unhealthyPools() map[string]bool {
 		}
 	}
 	return tripped
+}
+
+// rebootEndedAt is when the claim's last reboot ended (its Rebooting condition turned False),
+// zero when it never rebooted or reboots now.
+func rebootEndedAt(claim *karpv1.NodeClaim) time.Time {
+	if c := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeRebooting); c != nil && c.Status == metav1.ConditionFalse {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
 }
 
 // drainBound is how long the repaired node's drain may take: its policy's bound, or its

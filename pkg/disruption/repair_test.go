@@ -8,11 +8,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
@@ -423,5 +425,131 @@ func TestStaticDriftAtLimit(t *testing.T) {
 				t.Errorf("karpenter_voluntary_disruption_terminate_first_decisions_total{reason=drifted} rose by %v, want 1", got)
 			}
 		})
+	}
+}
+
+// gpuFault makes the Node's node monitoring agent report AcceleratedHardwareReady False for a
+// GPU XID error, from now on.
+func (f *fixture) gpuFault(name, xid string) {
+	f.t.Helper()
+	ctx := context.Background()
+	var node corev1.Node
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+		f.t.Fatal(err)
+	}
+	node.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-time.Hour))},
+		{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, Reason: "NvidiaXID" + xid + "Error", LastTransitionTime: metav1.NewTime(f.clock.Now())},
+	}
+	if err := env.Client.Status().Update(ctx, &node); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// endReboot ends the claim's reboot as the reboot controller does when it succeeds.
+func (f *fixture) endReboot(name string) {
+	f.t.Helper()
+	ctx := context.Background()
+	var claim karpv1.NodeClaim
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &claim); err != nil {
+		f.t.Fatal(err)
+	}
+	meta.SetStatusCondition(&claim.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeRebooting, Status: metav1.ConditionFalse,
+		Reason: karpv1.RebootReasonSucceeded, LastTransitionTime: metav1.NewTime(f.clock.Now())})
+	meta.RemoveStatusCondition(&claim.Status.Conditions, karpv1.ConditionTypeDisruptionReason)
+	if err := env.Client.Status().Update(ctx, &claim); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestRepairRebootsThenEscalates: with the AWS provider's RebootForRepair gate, a GPU fault a
+// reboot clears (XID 48) reboots the node in place after its 10-minute toleration, as Karpenter
+// v1.15.0's Repair.computeCommands and commitReboot (disruption/repair.go): no replacement, the
+// NodeClaim's Rebooting condition True (RebootRequested), its DisruptionReason Unhealthy and
+// its drain bounded by the policy's 5 minutes (karpenter.sh/reboot-termination-grace-period).
+// The rebooting node is no candidate of any method but counts against the budgets. A fault
+// that comes back is rebooted again, tolerated from the reboot's end (health.Resolve's
+// notBefore); the third within 24 hours replaces the node (RebootHistory.Resolve: two
+// reboots before replacement).
+func TestRepairRebootsThenEscalates(t *testing.T) {
+	web := builders.NodePool(builders.NodePoolOptions{Name: "web", Requirements: m5Pool.Requirements,
+		Budgets: []karpv1.Budget{{Nodes: "1"}}})
+	f := newFixture(t, web)
+	m, err := health.NewMatcher(cloudprovider.EC2RepairPolicies(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), f.cloud, nil, f.clock, f.recorder, disruption.Options{Repair: m})
+	f.controller.Observe(func(c *disruption.Command) { f.commands = append(f.commands, c) })
+	f.node(web, "gpu", "m5.xlarge", time.Hour, fullPod())
+	for i := range 5 {
+		f.node(web, fmt.Sprintf("healthy-%d", i), "m5.xlarge", time.Hour, fullPod())
+	}
+	f.clock.Step(time.Minute)
+	f.gpuFault("gpu", "48")
+	reboots := metrics.VoluntaryDisruptionDecisionsTotal.WithLabelValues(metrics.DecisionReboot, metrics.DisruptionReason(karpv1.DisruptionReasonUnhealthy), "")
+	before := testutil.ToFloat64(reboots)
+
+	f.step(9 * time.Minute)
+	if len(f.commands) != 0 {
+		t.Fatalf("repair within the 10-minute toleration: %s", f.commands[0].Message())
+	}
+	f.step(time.Minute)
+	if len(f.commands) != 1 || !f.commands[0].Reboot || len(f.commands[0].Replacements) != 0 || f.commands[0].NodeNames()[0] != "gpu" {
+		t.Fatalf("commands %v, want the gpu node's reboot", f.commands)
+	}
+	t.Log(f.commands[0].Message())
+	var claim karpv1.NodeClaim
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "gpu"}, &claim); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeRebooting); c == nil || c.Status != metav1.ConditionTrue || c.Reason != karpv1.RebootReasonRequested {
+		t.Fatalf("Rebooting condition %+v, want True RebootRequested", c)
+	}
+	if c := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeDisruptionReason); c == nil || c.Reason != string(karpv1.DisruptionReasonUnhealthy) {
+		t.Errorf("DisruptionReason condition %+v, want Unhealthy", c)
+	}
+	if got := claim.Annotations[karpv1.RebootTerminationGracePeriodAnnotationKey]; got != "5m0s" {
+		t.Errorf("reboot drain bound %q, want the policy's 5m0s", got)
+	}
+	if claimGone(t, "gpu") {
+		t.Fatal("a reboot deleted the node")
+	}
+	if got := testutil.ToFloat64(reboots) - before; got != 1 {
+		t.Errorf("karpenter_disruption_decisions_total{decision=reboot} rose by %v, want 1", got)
+	}
+	// Rebooting, the node is no candidate, and it takes the budget of one: an empty node is
+	// not consolidated meanwhile.
+	f.node(web, "empty", "m5.xlarge", time.Hour)
+	f.step(time.Minute)
+	f.step(time.Minute)
+	if len(f.commands) != 1 {
+		t.Fatalf("%d commands while the node reboots, want none more: %s", len(f.commands), f.commands[len(f.commands)-1].Message())
+	}
+	for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonUnhealthy} {
+		if got := testutil.ToFloat64(metrics.NodePoolsNodesConsumingBudgets.WithLabelValues("web", metrics.DisruptionReason(reason))); got != 1 {
+			t.Errorf("karpenter_nodepools_nodes_consuming_budgets{reason=%s} %v, want the rebooting node", reason, got)
+		}
+	}
+
+	// The reboot ends; the fault comes back at once, tolerated from the reboot's end.
+	f.endReboot("gpu")
+	f.gpuFault("gpu", "48")
+	f.step(9 * time.Minute)
+	if n := len(f.commands); n != 1 && !(n == 2 && f.commands[1].NodeNames()[0] == "empty") {
+		t.Fatalf("a second repair within the toleration after the reboot: %s", f.commands[n-1].Message())
+	}
+	f.step(time.Minute)
+	last := f.commands[len(f.commands)-1]
+	if !last.Reboot || last.NodeNames()[0] != "gpu" {
+		t.Fatalf("%s, want the gpu node's second reboot", last.Message())
+	}
+	// A third fault within 24 hours: the node is replaced.
+	f.endReboot("gpu")
+	f.gpuFault("gpu", "48")
+	f.step(10 * time.Minute)
+	last = f.commands[len(f.commands)-1]
+	if last.Reboot || last.NodeNames()[0] != "gpu" || len(last.Replacements) != 1 || !last.Candidates[0].RebootEscalated {
+		t.Fatalf("%s, want the gpu node replaced after two reboots", last.Message())
 	}
 }

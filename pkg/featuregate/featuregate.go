@@ -121,8 +121,8 @@ var AWS = Table{
 			Here: "NVIDIA GPUs offered through Dynamic Resource Allocation are not built yet"},
 		{Name: DRAEFA, Stage: "Alpha", Support: NotBuilt,
 			Here: "EFA devices offered through Dynamic Resource Allocation are not built yet"},
-		{Name: RebootForRepair, Stage: "Alpha", Support: NotBuilt,
-			Here: "repairing a node by rebooting its instance is not built yet (node repair here replaces the node)"},
+		{Name: RebootForRepair, Stage: "Alpha", Support: Switches,
+			Here: "with NodeRepair, a node whose GPU reports a fault a reboot clears (the node monitoring agent's AcceleratedHardwareReady False with a known XID) is rebooted in place instead of replaced, as the AWS provider v1.15.2: drained (at most 5 minutes), its instance rebooted (ec2:RebootInstances, or the simulated cloud's), and back once it reports a new boot ID and Ready; a reboot that fails, or a third fault within 24 hours, replaces the node"},
 	},
 }
 

@@ -94,7 +94,7 @@ func TestAWSGates(t *testing.T) {
 	if err != nil || len(gates.Unknown()) > 0 {
 		t.Errorf("v1.15.2's default AWS_FEATURE_GATES: %v, unknown %v", err, gates.Unknown())
 	}
-	for _, name := range []string{DRANVIDIAGPU, DRAEFA, RebootForRepair} {
+	for _, name := range []string{DRANVIDIAGPU, DRAEFA} {
 		if _, err := AWS.Parse(name + "=true"); err == nil || !strings.Contains(err.Error(), "not built yet") {
 			t.Errorf("%s=true: error %v, want it refused as not built", name, err)
 		}
@@ -131,13 +131,13 @@ func TestFromMap(t *testing.T) {
 	if !gates.Enabled(StaticCapacity) || gates.Enabled(ReservedCapacity) || gates.Enabled(SpotToSpotConsolidation) {
 		t.Errorf("gates %s, want StaticCapacity on and the rest off", gates)
 	}
-	_, err = AWS.FromMap(map[string]bool{RebootForRepair: true, NodeClassCEL: true, "Aaa": true})
+	_, err = AWS.FromMap(map[string]bool{DRANVIDIAGPU: true, DRAEFA: true, "Aaa": true})
 	if err == nil {
-		t.Fatal("RebootForRepair=true and NodeClassCEL=true accepted")
+		t.Fatal("DRANVIDIAGPU=true and DRAEFA=true accepted")
 	}
 	msg := err.Error()
-	if i, j := strings.Index(msg, "NodeClassCEL=true"), strings.Index(msg, "RebootForRepair=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") {
-		t.Errorf("error %q: want NodeClassCEL, then RebootForRepair (by name), and not the unknown Aaa", msg)
+	if i, j := strings.Index(msg, "DRAEFA=true"), strings.Index(msg, "DRANVIDIAGPU=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") {
+		t.Errorf("error %q: want DRAEFA, then DRANVIDIAGPU (by name), and not the unknown Aaa", msg)
 	}
 }
 

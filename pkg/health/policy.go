@@ -232,6 +232,23 @@ func Resolve(matches []Match, now time.Time) Result {
 	return r
 }
 
+// NotBefore returns the matches with each eligible no earlier than its policy's toleration
+// after t, as Karpenter's Resolve measures tolerations from the end of a node's last reboot: a
+// node rejoins after a reboot with conditions that may not have caught up yet. A zero t
+// changes nothing.
+func NotBefore(matches []Match, t time.Time) []Match {
+	if t.IsZero() {
+		return matches
+	}
+	out := slices.Clone(matches)
+	for i := range out {
+		if earliest := t.Add(out[i].Policy.TolerationDuration); out[i].EligibleAt.Before(earliest) {
+			out[i].EligibleAt = earliest
+		}
+	}
+	return out
+}
+
 // NextEligible is the earliest moment after now at which one of the matches becomes
 // eligible; zero when none will.
 func NextEligible(matches []Match, now time.Time) time.Time {

@@ -29,7 +29,7 @@ func minutes(m int) *time.Duration { d := time.Duration(m) * time.Minute; return
 // health.RepairPolicyMatcher (pkg/controllers/node/health/policy.go: Match, Resolve) does with
 // the policies of the AWS provider v1.15.2 (pkg/cloudprovider/cloudprovider.go RepairPolicies).
 func TestEC2Policies(t *testing.T) {
-	m, err := NewMatcher(cloudprovider.EC2RepairPolicies())
+	m, err := NewMatcher(cloudprovider.EC2RepairPolicies(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestInvalidPolicies(t *testing.T) {
 
 // TestNextEligible: the next moment a match becomes eligible.
 func TestNextEligible(t *testing.T) {
-	m, err := NewMatcher(cloudprovider.EC2RepairPolicies())
+	m, err := NewMatcher(cloudprovider.EC2RepairPolicies(false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,6 +156,9 @@ const (
 	// DecisionTerminateFirst: the nodes are removed before their replacement can launch
 	// (TerminateFirstRepair), as Karpenter's TerminateFirstDecision.
 	DecisionTerminateFirst = "terminate-first"
+	// DecisionReboot: node repair reboots the nodes in place (the RebootForRepair gate), as
+	// Karpenter's RebootDecision.
+	DecisionReboot = "reboot"
 )
 
 // Values of LabelConsolidationType.

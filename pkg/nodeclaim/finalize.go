@@ -160,3 +160,29 @@ func removeNodeFinalizer(ctx context.Context, kube client.Client, name string) (
 	}
 	return node, nil
 }
+
+// TightenTerminationTimestamp sets the claim's karpenter.sh/nodeclaim-termination-timestamp
+// to deadline unless it already holds an earlier one: a drain bound (node repair's, a failed
+// reboot's) may shorten a deadline, never lengthen it, as Karpenter's
+// TightenTerminationTimestampAnnotation. The claim is read afresh and written with optimistic
+// locking; a claim gone is no error.
+func TightenTerminationTimestamp(ctx context.Context, kube client.Client, claim *karpv1.NodeClaim, deadline time.Time) error {
+	var stored karpv1.NodeClaim
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(claim), &stored); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if v, ok := stored.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		if t, err := time.Parse(time.RFC3339, v); err == nil && !t.After(deadline) {
+			return nil
+		}
+	}
+	base := stored.DeepCopy()
+	if stored.Annotations == nil {
+		stored.Annotations = map[string]string{}
+	}
+	stored.Annotations[karpv1.NodeClaimTerminationTimestampAnnotationKey] = deadline.UTC().Format(time.RFC3339)
+	if err := kube.Patch(ctx, &stored, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("bounding the drain of nodeclaim %s: %w", claim.Name, err)
+	}
+	return nil
+}

@@ -16,10 +16,13 @@ import (
 
 // initialization marks a registered claim Initialized, and its Node
 // karpenter.sh/initialized=true, once the Node is Ready, free of the claim's startup taints and
-// has every extended resource the claim's capacity lists. It happens once: an initialized claim
-// stays initialized.
+// has every extended resource the claim's capacity lists. An initialized claim stays
+// initialized, but for a reboot: initialization holds for one boot, so the reboot controller
+// (package reboot) makes it Unknown once the reboot is issued, and it is taken afresh, as
+// Karpenter's, once the reboot has ended, not while it is under way (the node, still up before
+// it reboots, would pass the checks).
 func (c *LifecycleController) initialization(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node, res *result) error {
-	if claim.IsInitialized() {
+	if claim.IsInitialized() || claim.IsRebooting() {
 		return nil
 	}
 	if node == nil || !isTrue(claim, karpv1.ConditionTypeRegistered) {

@@ -54,6 +54,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		VMMemoryOverheadPercent: opts.AWS.VMMemoryOverheadPercent,
 		EKSControlPlane:         opts.AWS.EKSControlPlane,
 		Refresh:                 opts.AWS.Refresh,
+		RebootForRepair:         opts.RebootForRepair,
 		KubernetesVersion:       kubernetesVersion(disco, clk),
 		KubeDNSIP:               kubeDNSIP(mgr.GetAPIReader()),
 		Recorder:                recorder,

@@ -8,7 +8,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 )
 
-// lifecycleControllers are the controller set's NodePool, NodeClaim, termination, expiration,
+// lifecycleControllers are the controller set's NodePool, NodeClaim, termination, reboot, expiration,
 // disruption and (with the NodeRepair gate and --legacy-node-repair) legacy repair
 // controllers, in the order they are registered.
 // Static NodePools (spec.replicas) are kept at their size only with the StaticCapacity
@@ -26,6 +26,7 @@ func lifecycleControllers(mgr manager.Manager, set *controllers.Set, recorder re
 		set.Consistency,
 		set.GarbageCollector,
 		set.Termination,
+		set.Reboot,
 		set.Expiration,
 		set.Disruption,
 	}

@@ -85,6 +85,9 @@ type Options struct {
 	// replacement cannot launch first (the feature gate of that name in FEATURE_GATES): here a
 	// node of a static NodePool at its limits.nodes.
 	TerminateFirstRepair bool
+	// RebootForRepair is the AWS provider's gate (AWS_FEATURE_GATES): repair reboots a node
+	// for the faults a reboot clears, on AWS and on the simulated cloud, which plays EC2.
+	RebootForRepair bool
 	// TerminateFirstDrift lets drift terminate a node before its replacement when the
 	// replacement cannot launch first (the feature gate of that name in FEATURE_GATES): here a
 	// drifted node of a static NodePool at its limits.nodes.

@@ -290,6 +290,13 @@ func (n *StateNode) Initialized() bool {
 	return NodeReady(n.Node)
 }
 
+// Rebooting reports whether node repair is rebooting the node (its NodeClaim's Rebooting
+// condition is True), as Karpenter's StateNode.RebootInProgress: from the commitment, through
+// the drain, to the end of the reboot.
+func (n *StateNode) Rebooting() bool {
+	return n.NodeClaim != nil && n.NodeClaim.IsRebooting()
+}
+
 // NodeReady reports whether a node's Ready condition is True.
 func NodeReady(node *corev1.Node) bool {
 	for _, c := range node.Status.Conditions {

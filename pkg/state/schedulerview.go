@@ -126,8 +126,10 @@ func daemonSetOwner(pod *corev1.Pod) types.UID {
 
 // SchedulingTaints are the taints the scheduler holds pods to on this node, Karpenter's rule:
 // the Node's, or the NodeClaim's while it has no Node; while a node Karpenter manages is not
-// initialized, its startup taints and the known ephemeral ones (scheduling.IsKnownEphemeralTaint)
-// are left out, since they go once it is; after that, every taint counts.
+// initialized, or reboots, its startup taints, the known ephemeral ones
+// (scheduling.IsKnownEphemeralTaint) and the karpenter.sh/rebooting fence are left out, since
+// they go once it is (back): its room is coming, not gone, so no node launches for the pods
+// its reboot's drain evicts; after that, every taint counts.
 func (n *StateNode) SchedulingTaints() []corev1.Taint {
 	if n.NodeClaim == nil {
 		return n.Node.Spec.Taints
@@ -136,13 +138,13 @@ func (n *StateNode) SchedulingTaints() []corev1.Taint {
 	if n.Node != nil {
 		taints = n.Node.Spec.Taints
 	}
-	if n.Initialized() {
+	if n.Initialized() && !n.Rebooting() {
 		return taints
 	}
 	var out []corev1.Taint
 	for _, t := range taints {
 		startup := slices.ContainsFunc(n.NodeClaim.Spec.StartupTaints, func(s corev1.Taint) bool { return s.MatchTaint(&t) })
-		if !startup && !scheduling.IsKnownEphemeralTaint(t) {
+		if !startup && !scheduling.IsKnownEphemeralTaint(t) && t.Key != karpv1.RebootingTaintKey {
 			out = append(out, t)
 		}
 	}

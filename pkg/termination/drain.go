@@ -32,6 +32,19 @@ func (w *wait) at(d time.Duration) {
 	}
 }
 
+// Drain makes one pass of draining the claim's Node while the claim is not being deleted (a
+// reboot's drain, package reboot): the termination drain's groups, evictions, waits on
+// PodDisruptionBudgets and do-not-disrupt pods, and events, before deadline (nil for none,
+// which only words the events: past it, the caller stops draining; no pod is ever deleted
+// here). It reports whether the Node is drained and, when it is not, how soon to look again.
+func (c *Controller) Drain(ctx context.Context, claim *karpv1.NodeClaim, node *corev1.Node, deadline *time.Time) (bool, time.Duration, error) {
+	pods, err := podsOn(ctx, c.kube, []string{node.Name})
+	if err != nil {
+		return false, 0, err
+	}
+	return c.drain(ctx, claim, []*corev1.Node{node}, pods, deadline, c.clock.Now())
+}
+
 // drain makes one pass of the drain before the deadline (nil when there is none). It works on
 // the first drain group that still has pods: evicts those it may, and waits for the others.
 // It reports whether the node is drained and, when it is not, how soon to look again.

@@ -66,6 +66,9 @@ type Options struct {
 	// InstanceTypesRefresh and PricingRefresh are how often instance types and prices are
 	// re-read (default 12h).
 	InstanceTypesRefresh, PricingRefresh time.Duration
+	// RebootForRepair is the AWS provider's RebootForRepair gate (AWS_FEATURE_GATES): the repair
+	// policies reboot a node for GPU faults a reboot clears instead of replacing it.
+	RebootForRepair bool
 	// OrphanGracePeriod is how long an instance may live without a NodeClaim before it is
 	// terminated (default 5 minutes, longer than a launch takes to be recorded).
 	OrphanGracePeriod time.Duration

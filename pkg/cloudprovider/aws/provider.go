@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -110,10 +111,10 @@ func New(clients *Clients, opts Options) (*Provider, error) {
 // Name returns "aws".
 func (p *Provider) Name() string { return Name }
 
-// RepairPolicies returns Karpenter's AWS provider's (v1.15.2, RebootForRepair off):
+// RepairPolicies returns Karpenter's AWS provider's (v1.15.2), under Options.RebootForRepair:
 // cloudprovider.EC2RepairPolicies.
 func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
-	return cloudprovider.EC2RepairPolicies()
+	return cloudprovider.EC2RepairPolicies(p.opts.RebootForRepair)
 }
 
 // LegacyRepairPolicies returns the AWS provider's policies for the legacy node repair
@@ -662,6 +663,29 @@ func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 			return cloudprovider.NewNodeClaimNotFoundError(err)
 		}
 		return fmt.Errorf("terminating instance %s: %w", i.id(), err)
+	}
+	return nil
+}
+
+// Reboot reboots the claim's instance in place (ec2:RebootInstances), as the AWS provider
+// v1.15.2's instance provider: EC2 has no idempotency token for it, so operationID only labels
+// the log line; the reboot controller keeps a reboot from being issued twice. A gone instance
+// is *NodeClaimNotFoundError, a missing permission (UnauthorizedOperation)
+// *NodeRebootFailedError; see cloudprovider.InstanceRebooter.
+func (p *Provider) Reboot(ctx context.Context, claim *karpv1.NodeClaim, operationID string) error {
+	i, err := p.get(ctx, claim.Status.ProviderID)
+	if err != nil {
+		return err
+	}
+	log.FromContext(ctx).V(1).Info("rebooting instance", "id", i.id(), "operation-id", operationID)
+	if _, err := p.clients.EC2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{i.id()}}); err != nil {
+		switch {
+		case isNotFound(err):
+			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("rebooting instance %s: %w", i.id(), err))
+		case errorCode(err) == "UnauthorizedOperation":
+			return cloudprovider.NewNodeRebootFailedError(fmt.Errorf("rebooting instance %s: %w", i.id(), err))
+		}
+		return fmt.Errorf("rebooting instance %s: %w", i.id(), err)
 	}
 	return nil
 }

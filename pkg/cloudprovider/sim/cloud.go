@@ -86,8 +86,11 @@ type Cloud struct {
 	launchLatency time.Duration
 	notice        time.Duration
 	faults        FaultPlan
-	entries       []catalog.Entry
-	prices        cloudprovider.Prices
+	// rebootForRepair and rebootDuration are Options.RebootForRepair and RebootDuration.
+	rebootForRepair bool
+	rebootDuration  time.Duration
+	entries         []catalog.Entry
+	prices          cloudprovider.Prices
 	// overlay, when set (SetOverlay), adjusts the instance types a NodePool's claims launch,
 	// and are billed, by.
 	overlay cloudprovider.OverlayHolder
@@ -156,28 +159,30 @@ func New(opts Options) (*Cloud, error) {
 		}
 	}
 	c := &Cloud{
-		clock:         opts.Clock,
-		nodeClasses:   opts.NodeClasses,
-		region:        opts.Region,
-		zones:         opts.Zones,
-		capacityTypes: opts.CapacityTypes,
-		seed:          opts.Seed,
-		launchLatency: opts.LaunchLatency,
-		notice:        opts.InterruptionNotice,
-		faults:        opts.Faults,
-		entries:       entries,
-		prices:        prices,
-		rng:           rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed5eed5eed5eed)),
-		instances:     map[string]*instance{},
-		live:          map[string]*instance{},
-		byClaim:       map[string]*instance{},
-		unavailable:   availability{},
-		shared:        opts.Unavailable,
-		limits:        slices.Clone(opts.Capacity),
-		used:          map[cloudprovider.OfferingID]int{},
-		addresses:     map[string]int{},
-		types:         map[string]*typeSet{},
-		store:         opts.Store,
+		clock:           opts.Clock,
+		nodeClasses:     opts.NodeClasses,
+		region:          opts.Region,
+		zones:           opts.Zones,
+		capacityTypes:   opts.CapacityTypes,
+		seed:            opts.Seed,
+		launchLatency:   opts.LaunchLatency,
+		notice:          opts.InterruptionNotice,
+		faults:          opts.Faults,
+		rebootForRepair: opts.RebootForRepair,
+		rebootDuration:  opts.RebootDuration,
+		entries:         entries,
+		prices:          prices,
+		rng:             rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed5eed5eed5eed)),
+		instances:       map[string]*instance{},
+		live:            map[string]*instance{},
+		byClaim:         map[string]*instance{},
+		unavailable:     availability{},
+		shared:          opts.Unavailable,
+		limits:          slices.Clone(opts.Capacity),
+		used:            map[cloudprovider.OfferingID]int{},
+		addresses:       map[string]int{},
+		types:           map[string]*typeSet{},
+		store:           opts.Store,
 	}
 	for _, id := range opts.Faults.Unavailable {
 		c.unavailable[id] = true

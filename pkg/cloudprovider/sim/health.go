@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 )
 
@@ -72,10 +74,10 @@ func (c NodeCondition) validate() error {
 // them as on AWS: Ready False or Unknown replaced after 30 minutes, drained for at most 10;
 // AcceleratedHardwareReady False after 10 minutes (drain 5) when its reason names a known GPU
 // XID error, else 30 (drain 10); StorageReady, NetworkingReady, KernelReady and
-// ContainerRuntimeReady False after 30 (drain 10). None reboots: the simulated cloud has no
-// reboot (the RebootForRepair gate is not built).
+// ContainerRuntimeReady False after 30 (drain 10). With Options.RebootForRepair the GPU faults a
+// reboot clears reboot the node (Reboot) instead of replacing it.
 func (c *Cloud) RepairPolicies() []cloudprovider.RepairPolicy {
-	return cloudprovider.EC2RepairPolicies()
+	return cloudprovider.EC2RepairPolicies(c.rebootForRepair)
 }
 
 // LegacyRepairPolicies returns the AWS provider's policies for the legacy node repair
@@ -111,6 +113,48 @@ func (c *Cloud) MakeUnhealthy(providerID string, cond NodeCondition) error {
 	}
 	cond = cond.withDefaults()
 	in.conditions = append(slices.DeleteFunc(in.conditions, func(o NodeCondition) bool { return o.Type == cond.Type }), cond)
+	c.dirty = true
+	return nil
+}
+
+// Reboot reboots the claim's live instance in place, as EC2's RebootInstances; see
+// cloudprovider.InstanceRebooter. For Options.RebootDuration its Node reports Ready False, then
+// rejoins with a new boot ID. The reboot clears the faults its Node reported (those injected
+// with MakeUnhealthy, and the fault plan's node failure once it has happened): every simulated
+// fault is one a reboot clears; inject it again to model one that it does not. A repeated
+// request for the same operationID reboots nothing. It returns *NodeClaimNotFoundError when
+// there is no such live instance, and a retryable error while the instance is not running yet.
+func (c *Cloud) Reboot(ctx context.Context, claim *karpv1.NodeClaim, operationID string) error {
+	if claim == nil {
+		return errors.New("rebooting: nil nodeclaim")
+	}
+	if err := c.throttle("Reboot"); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.restoreLocked(ctx); err != nil {
+		return err
+	}
+	now := c.clock.Now()
+	c.syncLocked(now)
+	in := c.liveByProviderIDLocked(claim.Status.ProviderID)
+	if in == nil {
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("rebooting: no instance %q", claim.Status.ProviderID))
+	}
+	if in.state(now) != InstanceStateRunning {
+		return fmt.Errorf("rebooting instance %s: it is %s, not running", in.id, in.state(now))
+	}
+	if operationID != "" && operationID == in.rebootOperation {
+		return nil
+	}
+	in.reboots++
+	in.rebootedUntil = now.Add(c.rebootDuration)
+	in.rebootOperation = operationID
+	in.conditions = nil
+	if !in.failAt.IsZero() && !now.Before(in.failAt) {
+		in.failAt = time.Time{}
+	}
 	c.dirty = true
 	return nil
 }

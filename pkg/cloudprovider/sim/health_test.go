@@ -18,7 +18,7 @@ import (
 
 func TestRepairPoliciesAreEC2s(t *testing.T) {
 	c, _ := newTestCloud(t, Options{})
-	if got, want := c.RepairPolicies(), cloudprovider.EC2RepairPolicies(); !reflect.DeepEqual(got, want) {
+	if got, want := c.RepairPolicies(), cloudprovider.EC2RepairPolicies(false); !reflect.DeepEqual(got, want) {
 		t.Errorf("RepairPolicies() = %v, want EC2's %v", got, want)
 	}
 }

@@ -101,6 +101,28 @@ type Instance struct {
 	// FailureTime is when the fault plan's node failure happens (or happened) to it; zero when
 	// none is due.
 	FailureTime time.Time
+	// Reboots counts the reboots it was asked for (Cloud.Reboot); RebootedUntil is when the
+	// last one is over: until then its Node reports NotReady, and from then on a new boot ID.
+	Reboots       int
+	RebootedUntil time.Time
+	// RebootOperation is the operation ID of the last reboot, so that a repeated request for
+	// it reboots nothing.
+	RebootOperation string
+}
+
+// Rebooting reports whether the instance is rebooting at now.
+func (i Instance) Rebooting(now time.Time) bool { return now.Before(i.RebootedUntil) }
+
+// BootID is the boot ID its kubelet reports at now: a new one once each reboot is over.
+func (i Instance) BootID(now time.Time) string {
+	boots := i.Reboots
+	if i.Rebooting(now) {
+		boots--
+	}
+	if boots == 0 {
+		return digest("boot", i.ID)[:32]
+	}
+	return digest("boot", i.ID, strconv.Itoa(boots))[:32]
 }
 
 // Bootstrap is the kubelet configuration an instance's user data carries: the labels and taints
@@ -141,6 +163,10 @@ type instance struct {
 	// failure happens (zero for never).
 	conditions []NodeCondition
 	failAt     time.Time
+	// reboots, rebootedUntil and rebootOperation are Instance's.
+	reboots         int
+	rebootedUntil   time.Time
+	rebootOperation string
 }
 
 func (in *instance) offering() cloudprovider.OfferingID {
@@ -194,6 +220,9 @@ func (in *instance) snapshot(now time.Time, failure NodeCondition) Instance {
 		SecurityGroupHash: in.securityGroupHash,
 		Conditions:        in.nodeConditions(now, failure),
 		FailureTime:       in.failAt,
+		Reboots:           in.reboots,
+		RebootedUntil:     in.rebootedUntil,
+		RebootOperation:   in.rebootOperation,
 	}
 }
 

@@ -205,7 +205,7 @@ func (k *Kubelet) Step(ctx context.Context) error {
 		}
 		node := byProviderID[inst.ProviderID]
 		readyFault := findFault(inst.Conditions, corev1.NodeReady)
-		isReady := !now.Before(inst.RunningTime.Add(k.opts.ReadyDelay)) && readyFault == nil
+		isReady := !now.Before(inst.RunningTime.Add(k.opts.ReadyDelay)) && readyFault == nil && !inst.Rebooting(now)
 		if readyFault != nil && readyFault.Status == corev1.ConditionUnknown {
 			// Its kubelet is gone: nothing finishes the deletion of its pods.
 			delete(byProviderID, inst.ProviderID)
@@ -307,10 +307,36 @@ func (k *Kubelet) syncStatus(ctx context.Context, node *corev1.Node, inst Instan
 			return nil, fmt.Errorf("marking node %s ready: %w", node.Name, err)
 		}
 	}
-	if ready && hasTaint(node.Spec.Taints, corev1.TaintNodeNotReady) {
-		// The node lifecycle controller's part: a Ready node loses its not-ready taint.
+	if inst.Rebooting(now) && cond != nil && cond.Status == corev1.ConditionTrue {
+		// The kubelet is down while its instance reboots.
+		base := node.DeepCopy()
+		t := metav1.NewTime(now)
+		*cond = corev1.NodeCondition{
+			Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+			Message: "the node is rebooting", LastHeartbeatTime: t, LastTransitionTime: t,
+		}
+		if err := k.kube.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+			return nil, fmt.Errorf("marking node %s not ready: %w", node.Name, err)
+		}
+	}
+	if bootID := inst.BootID(now); node.Status.NodeInfo.BootID != "" && node.Status.NodeInfo.BootID != bootID {
+		// A new boot: its kubelet posts the boot ID, and its own conditions afresh.
+		base := node.DeepCopy()
+		node.Status.NodeInfo.BootID = bootID
+		node.Status.Conditions = slices.DeleteFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return !slices.Contains(kubeletConditionTypes, c.Type)
+		})
+		if err := k.kube.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+			return nil, fmt.Errorf("writing the boot ID of node %s: %w", node.Name, err)
+		}
+	}
+	if ready && (hasTaint(node.Spec.Taints, corev1.TaintNodeNotReady) || hasTaint(node.Spec.Taints, corev1.TaintNodeUnreachable)) {
+		// The node lifecycle controller's part: a Ready node loses its not-ready (or, after a
+		// reboot cleared a vanished kubelet, unreachable) taint.
 		var err error
-		if node, err = k.removeTaints(ctx, node, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }); err != nil {
+		if node, err = k.removeTaints(ctx, node, func(t corev1.Taint) bool {
+			return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+		}); err != nil {
 			return nil, fmt.Errorf("removing the not-ready taint of node %s: %w", node.Name, err)
 		}
 	}
@@ -421,6 +447,10 @@ func (k *Kubelet) removeTaints(ctx context.Context, node *corev1.Node, drop func
 	return node, err
 }
 
+// kubeletConditionTypes are the conditions the kubelet itself reports; the others (the node
+// monitoring agent's, faults written by syncFaults) start afresh with a new boot.
+var kubeletConditionTypes = []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeReady}
+
 // nodeStatus is what the kubelet of the instance reports.
 func (k *Kubelet) nodeStatus(inst Instance, ready bool, now time.Time) corev1.NodeStatus {
 	t := metav1.NewTime(now)
@@ -454,7 +484,7 @@ func (k *Kubelet) nodeStatus(inst Instance, ready bool, now time.Time) corev1.No
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               id[:32],
 			SystemUUID:              "ec2" + id[32:37] + "-" + id[37:41] + "-" + id[41:45] + "-" + id[45:49] + "-" + id[49:61],
-			BootID:                  digest("boot", inst.ID)[:32],
+			BootID:                  inst.BootID(now),
 			KernelVersion:           "6.1.0-sim",
 			OSImage:                 "Linux (simulated, " + inst.ImageID + ")",
 			ContainerRuntimeVersion: containerRuntimeVersion,

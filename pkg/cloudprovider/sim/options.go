@@ -68,7 +68,18 @@ type Options struct {
 	// Create skips the offerings it marks, as a cloud provider's launch does, rather than
 	// launching the reclaimed offering again.
 	Unavailable *cloudprovider.UnavailableOfferings
+	// RebootForRepair is the AWS provider's RebootForRepair gate, which the simulated cloud
+	// plays: its repair policies reboot a node for GPU faults a reboot clears
+	// (cloudprovider.EC2RepairPolicies).
+	RebootForRepair bool
+	// RebootDuration is how long a rebooted instance's Node reports NotReady before it rejoins
+	// with a new boot ID; zero means DefaultRebootDuration.
+	RebootDuration time.Duration
 }
+
+// DefaultRebootDuration is Options.RebootDuration's default: about what an EC2 instance takes
+// from RebootInstances until its kubelet posts Ready again.
+const DefaultRebootDuration = 60 * time.Second
 
 // CapacityLimit bounds an offering's capacity pool: at most Count instances of InstanceType in
 // Zone as CapacityType run at once. An empty field matches any value, so one entry can cover
@@ -258,6 +269,9 @@ func (o Options) withDefaults() Options {
 	o.CapacityTypes = slices.Sorted(slices.Values(o.CapacityTypes))
 	if o.InterruptionNotice == 0 {
 		o.InterruptionNotice = DefaultInterruptionNotice
+	}
+	if o.RebootDuration == 0 {
+		o.RebootDuration = DefaultRebootDuration
 	}
 	return o
 }

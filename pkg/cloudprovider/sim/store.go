@@ -192,6 +192,7 @@ func (c *Cloud) restoreLocked(ctx context.Context) error {
 			labels: maps.Clone(s.Labels), capacity: s.Capacity.DeepCopy(), allocatable: s.Allocatable.DeepCopy(),
 			subnetHash: s.SubnetHash, securityGroupHash: s.SecurityGroupHash, bootstrap: s.Bootstrap,
 			conditions: slices.Clone(s.Conditions), failAt: s.FailureTime,
+			reboots: s.Reboots, rebootedUntil: s.RebootedUntil, rebootOperation: s.RebootOperation,
 		}
 		if ip, err := netip.ParseAddr(s.PrivateIP); err == nil && ip.Is4() {
 			b := ip.As4()

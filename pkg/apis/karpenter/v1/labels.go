@@ -43,6 +43,13 @@ const (
 	// lowered the minValues of a NodeClaim's requirements to what its instance types meet
 	// (minValuesPolicy BestEffort, MIN_VALUES_POLICY).
 	NodeClaimMinValuesRelaxedAnnotationKey = Group + "/nodeclaim-min-values-relaxed"
+	// RebootPreBootIDAnnotationKey holds, on a NodeClaim whose node repair reboots, the Node's
+	// boot ID before the reboot was issued: a different boot ID means it happened (so it is
+	// not issued again). Removed when the reboot ends.
+	RebootPreBootIDAnnotationKey = Group + "/reboot-pre-boot-id"
+	// RebootTerminationGracePeriodAnnotationKey bounds, on a NodeClaim to reboot, the drain
+	// before the reboot (a duration; "0" reboots without draining); absent, the drain waits.
+	RebootTerminationGracePeriodAnnotationKey = Group + "/reboot-termination-grace-period"
 )
 
 // Finalizers and taints.
@@ -53,6 +60,22 @@ const (
 	UnregisteredTaintKey = Group + "/unregistered"
 	// DisruptedTaintKey cordons a node that Karpenter is disrupting.
 	DisruptedTaintKey = Group + "/disrupted"
+	// RebootingTaintKey (NoSchedule) keeps new pods off a node from when its reboot is
+	// committed until it reports a new boot ID.
+	RebootingTaintKey = Group + "/rebooting"
+)
+
+// The phases of a reboot, as the reason of a NodeClaim's Rebooting condition: Requested when
+// node repair commits it, Issued once the cloud accepted it (True while under way), then
+// Succeeded or Failed (False).
+const (
+	RebootReasonRequested = "RebootRequested"
+	RebootReasonIssued    = "RebootIssued"
+	RebootReasonSucceeded = "RebootSucceeded"
+	RebootReasonFailed    = "RebootFailed"
+	// RebootReasonRebooting is the reason of the Initialized condition, Unknown, while the
+	// node reboots: initialization holds for one boot.
+	RebootReasonRebooting = "Rebooting"
 )
 
 // RestrictedLabelDomains are label domains users may not set in NodePool templates, except for
@@ -101,6 +124,9 @@ const (
 	// ConditionTypeConsistentStateFound: the claim's Node passed the consistency checks (its
 	// capacity is what the claim expected); False when one failed.
 	ConditionTypeConsistentStateFound = "ConsistentStateFound"
+	// ConditionTypeRebooting: node repair rebooting the node in place; True while the reboot
+	// is under way, False once it ended (its reason says how).
+	ConditionTypeRebooting = "Rebooting"
 	// ConditionTypeReady is the roll-up condition of NodeClaims, NodePools and NodeClasses.
 	ConditionTypeReady = "Ready"
 	// ConditionTypeNodeClassReady: the NodePool's NodeClass exists and is ready.

@@ -179,6 +179,12 @@ type NodeClaimList struct {
 	Items []NodeClaim `json:"items"`
 }
 
+// IsRebooting reports whether the NodeClaim's Rebooting condition is True: node repair
+// committed a reboot of its node that has not ended.
+func (in *NodeClaim) IsRebooting() bool {
+	return meta.IsStatusConditionTrue(in.Status.Conditions, ConditionTypeRebooting)
+}
+
 // IsInitialized reports whether the NodeClaim's Initialized condition is True: its Node is
 // registered, Ready, without startup taints and with every extended resource it asked for.
 func (in *NodeClaim) IsInitialized() bool {

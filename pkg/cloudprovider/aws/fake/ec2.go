@@ -188,6 +188,8 @@ func (a *AWS) serveEC2(q *queryCall) {
 		body, err = a.describeInstanceStatus(q)
 	case "TerminateInstances":
 		body, err = a.terminateInstances(q)
+	case "RebootInstances":
+		body, err = a.rebootInstances(q)
 	case "CreateTags":
 		body, err = a.createTags(q, false)
 	case "DeleteTags":

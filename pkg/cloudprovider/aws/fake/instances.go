@@ -40,6 +40,8 @@ type Instance struct {
 	FleetID string
 	// Tenancy is its placement's tenancy: default or dedicated, as its launch template said.
 	Tenancy string
+	// Reboots counts the RebootInstances calls that rebooted it.
+	Reboots int
 
 	reservationID                         string
 	instanceProfileArn, instanceProfileID string
@@ -319,6 +321,33 @@ func (a *AWS) terminateInstances(q *queryCall) (any, error) {
 	return struct {
 		Instances []xmlStateChange `xml:"instancesSet>item"`
 	}{out}, nil
+}
+
+// rebootInstances serves RebootInstances: each instance, running, is rebooted in place (Reboots
+// counts it); EC2 refuses the whole call when one is not running.
+func (a *AWS) rebootInstances(q *queryCall) (any, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids := q.list("InstanceId")
+	if len(ids) == 0 {
+		return nil, badRequest("MissingParameter", "The request must contain the parameter InstanceId")
+	}
+	if err := a.checkInstanceIDs(ids); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		inst := a.instance(id)
+		a.authorizeLocked(q.r, "ec2:RebootInstances", a.ec2ARN("instance", id), nil, inst.Tags)
+		if inst.State != "running" {
+			return nil, badRequest("IncorrectInstanceState", "The instance '%s' is not in a state from which it can be rebooted.", id)
+		}
+	}
+	for _, id := range ids {
+		a.instance(id).Reboots++
+	}
+	return struct {
+		Return bool `xml:"return"`
+	}{true}, nil
 }
 
 // createTags serves CreateTags and (del) DeleteTags on instances, launch templates, subnets,
