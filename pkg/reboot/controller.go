@@ -295,6 +295,10 @@ func (c *Controller) fail(ctx context.Context, claim *karpv1.NodeClaim, node *co
 			if err := nodeclaim.TightenTerminationTimestamp(ctx, c.kube, claim, now.Add(*bound)); err != nil {
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
+			// The deletion below is of the claim as bounded.
+			if err := c.kube.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
 		}
 		if err := c.kube.Delete(ctx, claim, client.Preconditions{ResourceVersion: &claim.ResourceVersion}); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -239,7 +239,11 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c6in.32xlarge"))); err != nil {
 		t.Fatal(err)
 	}
-	// Termination, then a day later the collectors: prices, launch templates, instance profiles.
+	// Node repair's reboot (RebootForRepair), then termination, then a day later the
+	// collectors: prices, launch templates, instance profiles.
+	if err := f.provider.Reboot(f.ctx, onDemand, "reboot-1"); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.provider.Delete(f.ctx, onDemand); err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +282,13 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 	t.Logf("%d permission checks evaluated", len(checks))
 }
 
+// beyondPublishedPolicy are the actions Karpenter calls that its published controller policy
+// does not grant, each with why: a user who turns the feature on adds them, as Karpenter's
+// docs say. docs/iam-policy.json grants them.
+var beyondPublishedPolicy = map[string]string{
+	"ec2:RebootInstances": "node repair's reboot (the RebootForRepair gate): the AWS provider v1.15.2's chart says the gate \"requires the ec2:RebootInstances permission\"; without it a reboot fails at once and the node is replaced",
+}
+
 // expectAllowed evaluates the project's policy (docs/iam-policy.json) and Karpenter's
 // published one against each permission check, filled in for the far end's account and
 // region, the test cluster and the interruption queue, and fails the test for each check one
@@ -300,6 +311,9 @@ func expectAllowed(t *testing.T, far *fake.AWS, queue string, checks []fake.Auth
 	for _, name := range slices.Sorted(maps.Keys(policies)) {
 		denied := map[string]int{}
 		for _, c := range checks {
+			if name == "Karpenter's published policy" && beyondPublishedPolicy[c.Action] != "" {
+				continue
+			}
 			if allowedBy(t, policies[name], c) == "" {
 				key := fmt.Sprintf("%s on %s (request tags %v, resource tags %v, context %v)", c.Action, resourceKind(c.Resource), c.RequestTags, c.ResourceTags, c.Context)
 				denied[key]++
