@@ -155,6 +155,19 @@ func (f *fixture) step(d time.Duration) {
 	}
 }
 
+// updatePool changes the NodePool on the API server as mutate says.
+func (f *fixture) updatePool(name string, mutate func(*karpv1.NodePool)) {
+	f.t.Helper()
+	var cur karpv1.NodePool
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &cur); err != nil {
+		f.t.Fatal(err)
+	}
+	mutate(&cur)
+	if err := env.Client.Update(context.Background(), &cur); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func claimGone(t *testing.T, name string) bool {
 	t.Helper()
 	var claim karpv1.NodeClaim
@@ -301,17 +314,7 @@ func TestDriftReplacesOnlyOnTemplateChange(t *testing.T) {
 	f.node(np, "a", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
 	f.node(np, "b", "m5.xlarge", time.Hour, builders.Pod(builders.PodOptions{CPU: "3", Memory: "8Gi"}))
 	ctx := context.Background()
-	update := func(mutate func(*karpv1.NodePool)) {
-		var cur karpv1.NodePool
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: np.Name}, &cur); err != nil {
-			t.Fatal(err)
-		}
-		mutate(&cur)
-		if err := env.Client.Update(ctx, &cur); err != nil {
-			t.Fatal(err)
-		}
-	}
-	update(func(np *karpv1.NodePool) {
+	f.updatePool(np.Name, func(np *karpv1.NodePool) {
 		w := int32(10)
 		np.Spec.Weight = &w
 		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: builders.Resources("cpu", "1000")[corev1.ResourceCPU]}
@@ -325,7 +328,7 @@ func TestDriftReplacesOnlyOnTemplateChange(t *testing.T) {
 	if got := f.controller.PassInterval(); got != disruption.DefaultPollInterval {
 		t.Errorf("nothing in flight: next pass in %s, want the poll interval %s", got, disruption.DefaultPollInterval)
 	}
-	update(func(np *karpv1.NodePool) {
+	f.updatePool(np.Name, func(np *karpv1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"team": "b"}
 		np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "1"}}
 	})

@@ -394,14 +394,7 @@ func TestStaticDriftAtLimit(t *testing.T) {
 				Limits: corev1.ResourceList{nodepool.ResourceNodes: resource.MustParse("1")}})
 			f := newRepairFixtureWith(t, np, disruption.Options{TerminateFirstDrift: terminateFirst})
 			f.node(np, "static-1", "m5.xlarge", time.Hour)
-			var cur karpv1.NodePool
-			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: np.Name}, &cur); err != nil {
-				t.Fatal(err)
-			}
-			cur.Spec.Template.Labels = map[string]string{"team": "b"}
-			if err := env.Client.Update(context.Background(), &cur); err != nil {
-				t.Fatal(err)
-			}
+			f.updatePool(np.Name, func(np *karpv1.NodePool) { np.Spec.Template.Labels = map[string]string{"team": "b"} })
 			decisions := metrics.VoluntaryDisruptionTerminateFirstDecisionsTotal.WithLabelValues("static", "drifted", disruption.TerminateFirstStaticAtLimit)
 			before := testutil.ToFloat64(decisions)
 			for range 3 {

@@ -24,7 +24,7 @@ type poolState struct {
 	// candidates caches, per requirements, the compatible instance types cheapest first.
 	candidates map[string][]*candidate
 	// domainValues caches creatableValues per topology key and requirements.
-	domainValues map[string][]string
+	domainValues map[domainKey][]string
 	// values caches value() per request vector.
 	values      map[cloudprovider.Resources]float64
 	largestRoom *cloudprovider.Resources
@@ -49,7 +49,7 @@ func newPoolState(np *NodePool, daemonPods []*corev1.Pod) *poolState {
 		daemons:      daemonLoads(np, daemonPods),
 		candidates:   map[string][]*candidate{},
 		values:       map[cloudprovider.Resources]float64{},
-		domainValues: map[string][]string{},
+		domainValues: map[domainKey][]string{},
 	}
 	if np.Remaining != nil {
 		ps.remaining = np.Remaining.DeepCopy()

@@ -406,10 +406,18 @@ func creatableValuesHolding(ps *poolState, reqs scheduling.Requirements, key str
 	return domainValues(ps, reqs, key, &requests)
 }
 
+// domainKey is what domainValues' result depends on: the topology key, the requirements (as
+// their String) and, when it filters by room, the requests to hold.
+type domainKey struct {
+	key, reqs string
+	holding   cloudprovider.Resources
+	holds     bool
+}
+
 func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holding *cloudprovider.Resources) []string {
-	cacheKey := key + "\x00" + reqs.String()
+	cacheKey := domainKey{key: key, reqs: reqs.String()}
 	if holding != nil {
-		cacheKey += fmt.Sprintf("\x00%v", *holding)
+		cacheKey.holding, cacheKey.holds = *holding, true
 	}
 	if cached, ok := ps.domainValues[cacheKey]; ok {
 		return cached
