@@ -207,6 +207,7 @@ func eventMetrics() []prometheus.Collector {
 	out = append(out, awsMetrics()...)
 	out = append(out, disruptionMetrics()...)
 	out = append(out, packingMetrics()...)
+	out = append(out, deletionCostMetrics()...)
 	return out
 }
 
