@@ -321,6 +321,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.NodeOverlay = gates.Enabled(featuregate.NodeOverlay)
 	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
 	opts.RebootForRepair = aws.Enabled(featuregate.RebootForRepair)
+	opts.PodDeletionCostManagement = gates.Enabled(featuregate.PodDeletionCostManagement)
 	return unknown, nil
 }
 

@@ -15,7 +15,9 @@
 //   - with the NodeOverlay gate, the provisioner, disruption and static NodePools see the
 //     instance types as the NodeOverlays adjust them, and the cloud launches by them;
 //   - with the CapacityBuffer gate, the provisioner launches for the buffers' virtual pods and
-//     disruption keeps their room.
+//     disruption keeps their room;
+//   - with the PodDeletionCostManagement gate, the pod deletion cost controller writes through
+//     its queue, and disruption stops reading the annotation it writes as a pod's cost.
 package controllers
 
 import (
@@ -27,6 +29,7 @@ import (
 
 	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/deletioncost"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/expiration"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
@@ -92,6 +95,13 @@ type Options struct {
 	// the provisioner places Set.Buffers' virtual pods and disruption keeps their room. The
 	// buffers' own controller wakes a provisioner, so its caller builds it.
 	CapacityBuffer bool
+	// PodDeletionCostManagement builds Set.DeletionCost and its queue (the
+	// PodDeletionCostManagement feature gate), and has disruption weigh pods without the
+	// annotation it writes (disruption.Options.PodDeletionCostManagement).
+	PodDeletionCostManagement bool
+	// DeletionCostReconciles bounds the pod annotation writes at once under a manager (0: the
+	// deletioncost package's default).
+	DeletionCostReconciles int
 	// CloudMetrics has each controller call the cloud through its own cloudprovider.WithMetrics
 	// view, labelled with its name, for karpenter_cloudprovider_* metrics.
 	CloudMetrics bool
@@ -132,6 +142,10 @@ type Set struct {
 	Overlays *nodeoverlay.Controller
 	// Buffers are the CapacityBuffers' virtual pods; nil unless Options.CapacityBuffer.
 	Buffers *capacitybuffer.Buffers
+	// DeletionCost ranks the nodes for controller.kubernetes.io/pod-deletion-cost, and
+	// DeletionCostQueue writes it; nil unless Options.PodDeletionCostManagement.
+	DeletionCost      *deletioncost.Controller
+	DeletionCostQueue *deletioncost.Queue
 	// Cloud is the cloud as the controllers that choose instance types see it: Deps.Cloud, with
 	// the NodeOverlays applied under Options.NodeOverlay.
 	Cloud cloudprovider.CloudProvider
@@ -178,6 +192,7 @@ func New(deps Deps, opts Options) *Set {
 	s.Termination = termination.NewController(deps.Kube, s.Lifecycle, deps.Clock, deps.Recorder, termination.Options{MaxConcurrentReconciles: opts.TerminationReconciles})
 	s.Reboot = reboot.NewController(deps.Kube, cloud(reboot.ControllerName), s.Termination, deps.Clock, deps.Recorder)
 	disruptionOpts := opts.Disruption
+	disruptionOpts.PodDeletionCostManagement = opts.PodDeletionCostManagement
 	if !opts.NodeRepair || opts.LegacyNodeRepair {
 		disruptionOpts.Repair = nil
 	}
@@ -198,6 +213,10 @@ func New(deps Deps, opts Options) *Set {
 		s.Buffers = capacitybuffer.NewBuffers(deps.Kube, deps.Clock)
 		s.Provisioner.KeepBuffers(s.Buffers)
 		s.Disruption.KeepBuffers(s.Buffers)
+	}
+	if opts.PodDeletionCostManagement {
+		s.DeletionCostQueue = deletioncost.NewQueue(deps.Kube, opts.DeletionCostReconciles)
+		s.DeletionCost = deletioncost.NewController(deps.Kube, deps.Cluster, cloud(deletioncost.ControllerName), deps.Clock, s.DeletionCostQueue)
 	}
 	return s
 }

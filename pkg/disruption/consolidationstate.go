@@ -131,3 +131,23 @@ func (s *consolidationState) sign(snap *state.Snapshot) (signature uint64, unbou
 	}
 	return signature, unbound
 }
+
+// ConsolidationClock is Karpenter's state.Cluster.ConsolidationState for a controller beside
+// disruption: the moment the cluster last changed as Karpenter's consolidation state counts
+// changes (see consolidationState), or was refreshed, every ConsolidationStateRefresh. The pod
+// deletion cost controller skips a pass while it has not moved, as Karpenter's does.
+type ConsolidationClock struct {
+	s *consolidationState
+}
+
+// NewConsolidationClock returns a clock that has seen nothing yet.
+func NewConsolidationClock() *ConsolidationClock {
+	return &ConsolidationClock{s: newConsolidationState()}
+}
+
+// Observe takes a pass's snapshot at now and returns when the cluster last changed: now on
+// the first call, on a change since the last one, and once ConsolidationStateRefresh passed.
+func (c *ConsolidationClock) Observe(snap *state.Snapshot, now time.Time) time.Time {
+	c.s.observe(snap, now)
+	return c.s.at
+}

@@ -838,7 +838,7 @@ func (d *decider) candidate(sn *state.StateNode, np *karpv1.NodePool, pdbs *stat
 			c.Pods = append(c.Pods, pod)
 		}
 	}
-	c.RescheduleCost = rescheduleCost(c.Pods)
+	c.RescheduleCost = RescheduleCost(c.Pods, d.opts.PodDeletionCostManagement)
 	status := ClaimStatus{NodeClaim: sn.NodeClaim.Name}
 	status.Consolidatable, status.ConsolidatableReason, status.ConsolidatableMessage = consolidatable(sn.NodeClaim, np, d.in.Now)
 	status.Drifted = drifted(sn.NodeClaim, sn.Node.Labels, np, d.in.CloudDrift[sn.NodeClaim.Name])
@@ -858,7 +858,7 @@ func (d *decider) addUninitialized(sn *state.StateNode, np *karpv1.NodePool, pdb
 			c.Pods = append(c.Pods, pod)
 		}
 	}
-	c.RescheduleCost = rescheduleCost(c.Pods)
+	c.RescheduleCost = RescheduleCost(c.Pods, d.opts.PodDeletionCostManagement)
 	c.PodProtection = podProtection(c.Pods, pdbs, d.in.Now)
 	d.uninitialized = append(d.uninitialized, c)
 }

@@ -206,6 +206,40 @@ func TestEvictionCostOrdersCandidates(t *testing.T) {
 	}
 }
 
+// TestManagedPodDeletionCostNotRead: with the PodDeletionCostManagement gate, consolidation
+// no longer reads controller.kubernetes.io/pod-deletion-cost as a pod's cost, as Karpenter
+// v1.15.0's EvictionCost (pkg/utils/disruption) with the gate on: Karpenter writes it itself
+// (package deletioncost). The cluster of TestEvictionCostOrdersCandidates then deletes a
+// first (names break the tie), and karpenter.sh/disruption-cost still counts.
+func TestManagedPodDeletionCostNotRead(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, func(np *karpv1.NodePool) {
+		everyBudget("1")(np)
+		np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+			{Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{karpv1.CapacityTypeOnDemand}},
+		}
+	})
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	c.add(stateNode(np, "big", findType(c.types, "m.4xlarge"), "on-demand", "test-zone-1", pod("10", "60Gi")))
+	ranked := pod("1", "1Gi")
+	ranked.Annotations = map[string]string{corev1.PodDeletionCost: "1000000000"}
+	c.add(stateNode(np, "a", m, "on-demand", "test-zone-1", ranked))
+	c.add(stateNode(np, "b", m, "on-demand", "test-zone-1", pod("1", "1Gi")))
+	c.in.Options.PodDeletionCostManagement = true
+	d := Decide(c.in)
+	if d.Command == nil || len(d.Command.Candidates) != 1 || d.Command.Candidates[0].Name() != "a" {
+		t.Fatalf("command %+v, want node a deleted first: its pod-deletion-cost is not read", d.Command)
+	}
+	both := pod("1", "1Gi")
+	both.Annotations = map[string]string{karpv1.DisruptionCostAnnotationKey: "134217728", corev1.PodDeletionCost: "-134217728"}
+	if got := ManagedEvictionCost(both); got != 2 {
+		t.Errorf("ManagedEvictionCost = %v, want 2 (disruption-cost read, pod-deletion-cost not)", got)
+	}
+	if got := ManagedEvictionCost(ranked); got != 1 {
+		t.Errorf("ManagedEvictionCost of a pod with only pod-deletion-cost = %v, want 1", got)
+	}
+}
+
 // TestEmptyCountsEvictionCost: a node whose pods cost nothing to evict (karpenter.sh/disruption-cost
 // low enough) is empty, as Karpenter v1.15.0's Candidate.IsEmpty (RescheduleDisruptionCost <= 1):
 // emptiness deletes it even under WhenEmpty, and by the Empty budget.

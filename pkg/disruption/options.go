@@ -69,6 +69,10 @@ type Options struct {
 	// replacement cannot launch first (the TerminateFirstDrift gate): here, a drifted node of a
 	// static NodePool at its limits.nodes, which is otherwise blocked.
 	TerminateFirstDrift bool
+	// PodDeletionCostManagement is the gate of that name: Karpenter writes
+	// controller.kubernetes.io/pod-deletion-cost itself (package deletioncost), so a pod's
+	// eviction cost no longer reads it (ManagedEvictionCost), as in Karpenter v1.15.
+	PodDeletionCostManagement bool
 }
 
 // Validate reports the first invalid option.

@@ -37,10 +37,9 @@ func TestParse(t *testing.T) {
 		{in: "RepackConsolidation=true", enabled: []string{RepackConsolidation, ReservedCapacity}},
 		{in: " StaticCapacity = true , ReservedCapacity=false ,", enabled: []string{StaticCapacity}},
 		{in: "SpotToSpotConsolidation=false,SpotToSpotConsolidation=true", enabled: []string{SpotToSpotConsolidation, ReservedCapacity}},
-		// Off is what runs here, so the gates of features not built may be set off.
 		{in: "NodeRepair=false,NodeOverlay=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
 			enabled: []string{ReservedCapacity}},
-		{in: "PodDeletionCostManagement=true", err: []string{"--feature-gates (FEATURE_GATES)", "PodDeletionCostManagement=true", "not built yet", "set it to false"}},
+		{in: "PodDeletionCostManagement=true", enabled: []string{ReservedCapacity, PodDeletionCostManagement}},
 		{in: "TerminateFirstDrift=true", enabled: []string{ReservedCapacity, TerminateFirstDrift}},
 		{in: "TerminateFirstRepair=true", enabled: []string{ReservedCapacity, TerminateFirstRepair}},
 		// Names the table does not know set nothing, as in Karpenter (ParseFeatureGates reads
@@ -50,7 +49,7 @@ func TestParse(t *testing.T) {
 		{in: "SpotToSpotConsolidation", err: []string{`"SpotToSpotConsolidation": want Name=true or Name=false`}},
 		{in: "SpotToSpotConsolidation=yes", err: []string{`"SpotToSpotConsolidation=yes"`}},
 		// Every bad item is reported, not only the first.
-		{in: "PodDeletionCostManagement=true,Bogus", err: []string{"PodDeletionCostManagement=true", `"Bogus"`}},
+		{in: "NodeRepair=maybe,Bogus", err: []string{`"NodeRepair=maybe"`, `"Bogus"`}},
 	} {
 		gates, err := Karpenter.Parse(tc.in)
 		if len(tc.err) > 0 {

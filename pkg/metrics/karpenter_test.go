@@ -25,10 +25,7 @@ type karpenterMetric struct {
 // notServedYet are Karpenter's metrics this project does not serve yet, each with why; the
 // test fails when one of them becomes served, so the list only shrinks (docs/metrics.md
 // lists them too).
-var notServedYet = map[string]string{
-	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes": "no pod deletion cost controller",
-	"karpenter_pod_deletion_cost_pod_annotation_writes_total":          "no pod deletion cost controller",
-}
+var notServedYet = map[string]string{}
 
 // labelsDifferYet are Karpenter's metrics this project serves with other label names, each
 // with why.

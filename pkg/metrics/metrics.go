@@ -208,6 +208,7 @@ func eventMetrics() []prometheus.Collector {
 	out = append(out, disruptionMetrics()...)
 	out = append(out, packingMetrics()...)
 	out = append(out, rebootMetrics()...)
+	out = append(out, deletionCostMetrics()...)
 	return out
 }
 

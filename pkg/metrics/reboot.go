@@ -20,9 +20,6 @@ const (
 	RebootInvalidRequest = "invalid_request"
 )
 
-// LabelResult is the result label of the reboot metrics.
-const LabelResult = "result"
-
 // rebootDurationBuckets span a fast reboot to the observation window: 10 s to 1,280 s.
 var rebootDurationBuckets = prometheus.ExponentialBuckets(10, 2, 8)
 

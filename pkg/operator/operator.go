@@ -30,6 +30,7 @@ import (
 	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/controllers"
+	"github.com/openkarpenter/karpenter/pkg/deletioncost"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
@@ -231,13 +232,16 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 		RegistrationTTL: opts.RegistrationTTL,
 		// Karpenter's node termination controller: 100 at one core, 5000 at sixty
 		// (node/termination/controller.go's minReconciles and maxReconciles).
-		TerminationReconciles: opts.ScaledReconciles(100, 5000),
-		RegistrationHealth:    true,
-		NodeRepair:            opts.NodeRepair,
-		LegacyNodeRepair:      opts.LegacyNodeRepair,
-		NodeOverlay:           opts.NodeOverlay,
-		CapacityBuffer:        opts.CapacityBuffer,
-		CloudMetrics:          true,
+		TerminationReconciles:     opts.ScaledReconciles(100, 5000),
+		RegistrationHealth:        true,
+		NodeRepair:                opts.NodeRepair,
+		LegacyNodeRepair:          opts.LegacyNodeRepair,
+		NodeOverlay:               opts.NodeOverlay,
+		CapacityBuffer:            opts.CapacityBuffer,
+		PodDeletionCostManagement: opts.PodDeletionCostManagement,
+		// Karpenter's deletion cost queue: as its eviction queue, 100 at one core, 5000 at sixty.
+		DeletionCostReconciles: opts.ScaledReconciles(deletioncost.DefaultQueueReconciles, 5000),
+		CloudMetrics:           true,
 	})
 	op.Provisioner = set.Provisioner
 	if set.Overlays != nil {
@@ -259,6 +263,9 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 			cluster.NewPodController(mgr.GetClient(), op.Cluster, clk))
 	}
 	registrars = append(registrars, lifecycleControllers(mgr, set, recorder, opts)...)
+	if set.DeletionCost != nil {
+		registrars = append(registrars, set.DeletionCostQueue, set.DeletionCost)
+	}
 	for _, r := range registrars {
 		if err := r.Register(mgr); err != nil {
 			return nil, fmt.Errorf("registering %T: %w", r, err)

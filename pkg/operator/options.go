@@ -99,6 +99,10 @@ type Options struct {
 	// CapacityBuffer keeps the spare capacity CapacityBuffers ask for (the feature gate of that
 	// name in FEATURE_GATES; package capacitybuffer).
 	CapacityBuffer bool
+	// PodDeletionCostManagement writes controller.kubernetes.io/pod-deletion-cost on the
+	// ReplicaSet pods of the nodes consolidation would disrupt first, and stops reading it as a
+	// pod's cost (the feature gate of that name in FEATURE_GATES; package deletioncost).
+	PodDeletionCostManagement bool
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool
@@ -199,30 +203,31 @@ type AWSOptions struct {
 func DefaultOptions() Options {
 	gates := featuregate.Karpenter.Defaults()
 	return Options{
-		SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation),
-		RepackConsolidation:     gates.Enabled(featuregate.RepackConsolidation),
-		StaticCapacity:          gates.Enabled(featuregate.StaticCapacity),
-		NodeRepair:              gates.Enabled(featuregate.NodeRepair),
-		TerminateFirstRepair:    gates.Enabled(featuregate.TerminateFirstRepair),
-		TerminateFirstDrift:     gates.Enabled(featuregate.TerminateFirstDrift),
-		NodeOverlay:             gates.Enabled(featuregate.NodeOverlay),
-		CapacityBuffer:          gates.Enabled(featuregate.CapacityBuffer),
-		CloudProvider:           CloudProviderSim,
-		BatchIdleDuration:       time.Second,
-		BatchMaxDuration:        10 * time.Second,
-		PreferencePolicy:        "Respect",
-		MinValuesPolicy:         "Strict",
-		MetricsBindAddress:      ":8080",
-		HealthProbeBindAddress:  ":8081",
-		LeaderElection:          true,
-		LeaderElectionName:      LeaderElectionID,
-		MemoryLimit:             -1,
-		CPURequests:             1000,
-		RegistrationTTL:         15 * time.Minute,
-		KubeClientQPS:           200,
-		KubeClientBurst:         300,
-		Sim:                     SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, StartupTaintDelay: sim.DefaultStartupTaintDelay, MarkPodsRunning: true},
-		AWS:                     AWSOptions{VMMemoryOverheadPercent: 0.075, Refresh: awsprovider.DefaultRefreshIntervals},
+		SpotToSpotConsolidation:   gates.Enabled(featuregate.SpotToSpotConsolidation),
+		RepackConsolidation:       gates.Enabled(featuregate.RepackConsolidation),
+		StaticCapacity:            gates.Enabled(featuregate.StaticCapacity),
+		NodeRepair:                gates.Enabled(featuregate.NodeRepair),
+		TerminateFirstRepair:      gates.Enabled(featuregate.TerminateFirstRepair),
+		TerminateFirstDrift:       gates.Enabled(featuregate.TerminateFirstDrift),
+		NodeOverlay:               gates.Enabled(featuregate.NodeOverlay),
+		CapacityBuffer:            gates.Enabled(featuregate.CapacityBuffer),
+		PodDeletionCostManagement: gates.Enabled(featuregate.PodDeletionCostManagement),
+		CloudProvider:             CloudProviderSim,
+		BatchIdleDuration:         time.Second,
+		BatchMaxDuration:          10 * time.Second,
+		PreferencePolicy:          "Respect",
+		MinValuesPolicy:           "Strict",
+		MetricsBindAddress:        ":8080",
+		HealthProbeBindAddress:    ":8081",
+		LeaderElection:            true,
+		LeaderElectionName:        LeaderElectionID,
+		MemoryLimit:               -1,
+		CPURequests:               1000,
+		RegistrationTTL:           15 * time.Minute,
+		KubeClientQPS:             200,
+		KubeClientBurst:           300,
+		Sim:                       SimOptions{LaunchLatency: 5 * time.Second, ReadyDelay: 5 * time.Second, StartupTaintDelay: sim.DefaultStartupTaintDelay, MarkPodsRunning: true},
+		AWS:                       AWSOptions{VMMemoryOverheadPercent: 0.075, Refresh: awsprovider.DefaultRefreshIntervals},
 	}
 }
 

@@ -268,6 +268,10 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 			LegacyNodeRepair: true,
 			NodeOverlay:      gates.Enabled(featuregate.NodeOverlay),
 			CapacityBuffer:   gates.Enabled(featuregate.CapacityBuffer),
+			// Consolidation then weighs pods without controller.kubernetes.io/pod-deletion-cost.
+			// The controller writing it (set.DeletionCost) is not driven: the simulator's pods
+			// have no ReplicaSet to read it, and its scale-down removes the newest pods.
+			PodDeletionCostManagement: gates.Enabled(featuregate.PodDeletionCostManagement),
 		})
 	e.provisioner, e.nomination, e.lifecycle, e.termination, e.disruption = set.Provisioner, set.Nomination, set.Lifecycle, set.Termination, set.Disruption
 	e.gc, e.poolStatus, e.poolStatic, e.repair, e.overlays = set.GarbageCollector, set.NodePoolStatus, set.Static, set.Repair, set.Overlays

@@ -160,7 +160,7 @@ func TestWorkloadFeatureGates(t *testing.T) {
 		{"featureGates: {SpotToSpotConsolidation: true}\n", timelineActions, ""},
 		{"featureGates: {NodeRepair: false, ReservedCapacity: true}\n", timelineActions, ""},
 		{"featureGates: {NodeRepair: true}\n", timelineActions, ""},
-		{"featureGates: {PodDeletionCostManagement: true}\n", timelineActions, "featureGates.PodDeletionCostManagement: feature gate PodDeletionCostManagement=true: setting controller.kubernetes.io/pod-deletion-cost on pods of nodes to consolidate is not built yet"},
+		{"featureGates: {PodDeletionCostManagement: true}\n", timelineActions, ""},
 		{"featureGates: {CapacityBuffer: true}\n", timelineActions, ""},
 		{"featureGates: {SpotToSpot: true}\n", timelineActions, `unknown feature gate "SpotToSpot": the known gates are NodeRepair, ReservedCapacity, SpotToSpotConsolidation`},
 		{"", staticManifest, "manifests: NodePool default sets spec.replicas (a static NodePool), which needs the StaticCapacity feature gate"},
