@@ -68,6 +68,11 @@ type Options struct {
 	// Create skips the offerings it marks, as a cloud provider's launch does, rather than
 	// launching the reclaimed offering again.
 	Unavailable *cloudprovider.UnavailableOfferings
+	// NodeClassCEL is the AWS provider's feature gate of that name: CEL expressions in an
+	// EC2NodeClass's spec.kubelet are evaluated per instance type for its capacity and
+	// overhead, as the AWS provider evaluates them. Off, a NodeClass with one is not Ready
+	// (KubeletExpressionsDisabled), as in Karpenter.
+	NodeClassCEL bool
 }
 
 // CapacityLimit bounds an offering's capacity pool: at most Count instances of InstanceType in
