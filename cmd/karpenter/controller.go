@@ -320,6 +320,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.TerminateFirstDrift = gates.Enabled(featuregate.TerminateFirstDrift)
 	opts.NodeOverlay = gates.Enabled(featuregate.NodeOverlay)
 	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
+	opts.NodeClassCEL = aws.Enabled(featuregate.NodeClassCEL)
 	return unknown, nil
 }
 

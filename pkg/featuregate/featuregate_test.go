@@ -82,12 +82,15 @@ func TestParse(t *testing.T) {
 }
 
 func TestAWSGates(t *testing.T) {
-	if _, err := AWS.Parse("NodeClassCEL=false"); err != nil {
-		t.Errorf("NodeClassCEL=false: %v", err)
+	for _, setting := range []string{"NodeClassCEL=false", "NodeClassCEL=true"} {
+		gates, err := AWS.Parse(setting)
+		if err != nil || gates.Enabled(NodeClassCEL) != strings.HasSuffix(setting, "true") {
+			t.Errorf("%s: %v, NodeClassCEL %v", setting, err, err == nil && gates.Enabled(NodeClassCEL))
+		}
 	}
-	_, err := AWS.Parse("NodeClassCEL=true")
-	if err == nil || !strings.Contains(err.Error(), "--aws-feature-gates (AWS_FEATURE_GATES)") || !strings.Contains(err.Error(), "NodeClassCEL=true") {
-		t.Errorf("NodeClassCEL=true: error %v, want one naming the setting and the gate", err)
+	_, err := AWS.Parse("DRANVIDIAGPU=true")
+	if err == nil || !strings.Contains(err.Error(), "--aws-feature-gates (AWS_FEATURE_GATES)") || !strings.Contains(err.Error(), "DRANVIDIAGPU=true") {
+		t.Errorf("DRANVIDIAGPU=true: error %v, want one naming the setting and the gate", err)
 	}
 	// What the AWS provider v1.15.2's chart renders by default (settings.awsFeatureGates).
 	gates, err := AWS.Parse("NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false")
@@ -131,13 +134,13 @@ func TestFromMap(t *testing.T) {
 	if !gates.Enabled(StaticCapacity) || gates.Enabled(ReservedCapacity) || gates.Enabled(SpotToSpotConsolidation) {
 		t.Errorf("gates %s, want StaticCapacity on and the rest off", gates)
 	}
-	_, err = AWS.FromMap(map[string]bool{RebootForRepair: true, NodeClassCEL: true, "Aaa": true})
+	_, err = AWS.FromMap(map[string]bool{RebootForRepair: true, DRAEFA: true, NodeClassCEL: true, "Aaa": true})
 	if err == nil {
-		t.Fatal("RebootForRepair=true and NodeClassCEL=true accepted")
+		t.Fatal("RebootForRepair=true and DRAEFA=true accepted")
 	}
 	msg := err.Error()
-	if i, j := strings.Index(msg, "NodeClassCEL=true"), strings.Index(msg, "RebootForRepair=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") {
-		t.Errorf("error %q: want NodeClassCEL, then RebootForRepair (by name), and not the unknown Aaa", msg)
+	if i, j := strings.Index(msg, "DRAEFA=true"), strings.Index(msg, "RebootForRepair=true"); i < 0 || j < 0 || i > j || strings.Contains(msg, "Aaa") || strings.Contains(msg, "NodeClassCEL") {
+		t.Errorf("error %q: want DRAEFA, then RebootForRepair (by name), and neither the unknown Aaa nor NodeClassCEL (built)", msg)
 	}
 }
 

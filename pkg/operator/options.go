@@ -96,6 +96,11 @@ type Options struct {
 	// CapacityBuffer keeps the spare capacity CapacityBuffers ask for (the feature gate of that
 	// name in FEATURE_GATES; package capacitybuffer).
 	CapacityBuffer bool
+	// NodeClassCEL evaluates the CEL expressions of an EC2NodeClass's spec.kubelet per instance
+	// type (the AWS provider's feature gate of that name in AWS_FEATURE_GATES), on either cloud;
+	// a Sim.Cloud given ready-made keeps its own setting. Off, as by default, a NodeClass with
+	// one is not Ready.
+	NodeClassCEL bool
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool
@@ -204,6 +209,7 @@ func DefaultOptions() Options {
 		TerminateFirstDrift:     gates.Enabled(featuregate.TerminateFirstDrift),
 		NodeOverlay:             gates.Enabled(featuregate.NodeOverlay),
 		CapacityBuffer:          gates.Enabled(featuregate.CapacityBuffer),
+		NodeClassCEL:            featuregate.AWS.Defaults().Enabled(featuregate.NodeClassCEL),
 		CloudProvider:           CloudProviderSim,
 		BatchIdleDuration:       time.Second,
 		BatchMaxDuration:        10 * time.Second,
