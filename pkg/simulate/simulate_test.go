@@ -313,3 +313,20 @@ func TestDedicatedTenancy(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeClassCELHonoured: with featureGates NodeClassCEL, a workload's EC2NodeClass may hold
+// CEL expressions in spec.kubelet, and the simulated cloud sizes its nodes by them as the AWS
+// provider v1.15.2 does (pkg/providers/instancetype/types.go, resolveMaxPods): a maxPods of
+// "min(2, max_pods)" puts at most two pods on a node, so six tiny pods need three nodes.
+func TestNodeClassCELHonoured(t *testing.T) {
+	text := "name: cel\nduration: 30m\nseed: 1\nfeatureGates: {NodeClassCEL: true}\n" +
+		strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"min(2, max_pods)\"}\n", 1) +
+		"timeline:\n  - at: 0s\n    deploy: {name: web, replicas: 6, pod: {cpu: 10m, memory: 16Mi}}\n"
+	rep, _ := runEngine(t, "cel.yaml", text)
+	if rep.Pods.Scheduled != 6 || rep.Pods.NeverScheduled != 0 {
+		t.Errorf("pods %+v, want all six scheduled", rep.Pods)
+	}
+	if rep.Nodes.Launched < 3 {
+		t.Errorf("%d nodes launched, want at least 3 (two pods each)", rep.Nodes.Launched)
+	}
+}
