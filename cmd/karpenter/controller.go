@@ -322,6 +322,7 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.CapacityBuffer = gates.Enabled(featuregate.CapacityBuffer)
 	opts.RebootForRepair = aws.Enabled(featuregate.RebootForRepair)
 	opts.PodDeletionCostManagement = gates.Enabled(featuregate.PodDeletionCostManagement)
+	opts.NodeClassCEL = aws.Enabled(featuregate.NodeClassCEL)
 	return unknown, nil
 }
 

@@ -246,7 +246,6 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 		{env: []string{"SCHEDULER_CONFIG=podTopologySpread: {}"}, want: []string{"SCHEDULER_CONFIG", "not built here"}},
 		{env: []string{"IGNORE_DRA_REQUESTS=false"}, want: []string{"IGNORE_DRA_REQUESTS", "not built here"}},
 		{args: []string{"--enable-zonal-shift"}, want: []string{"ENABLE_ZONAL_SHIFT", "not built here"}},
-		{env: []string{"AWS_FEATURE_GATES=NodeClassCEL=true"}, want: []string{"AWS_FEATURE_GATES", "NodeClassCEL=true", "not built yet"}},
 	} {
 		cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", missing}, tc.args...)...)
 		cmd.Env = append(os.Environ(), tc.env...)
@@ -306,6 +305,14 @@ func TestApplyFeatureGates(t *testing.T) {
 		opts.NodeRepair = !want
 		if _, err := applyFeatureGates(&opts, gates, ""); err != nil || opts.NodeRepair != want {
 			t.Errorf("%q: NodeRepair=%t (%v), want %t", gates, opts.NodeRepair, err, want)
+		}
+	}
+	// The AWS provider's NodeClassCEL, from AWS_FEATURE_GATES.
+	for gates, want := range map[string]bool{"": false, "NodeClassCEL=true": true, "NodeClassCEL=false": false} {
+		opts := operator.DefaultOptions()
+		opts.NodeClassCEL = !want
+		if _, err := applyFeatureGates(&opts, "", gates); err != nil || opts.NodeClassCEL != want {
+			t.Errorf("AWS %q: NodeClassCEL=%t (%v), want %t", gates, opts.NodeClassCEL, err, want)
 		}
 	}
 }

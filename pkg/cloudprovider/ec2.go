@@ -14,6 +14,7 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/kubeletcel"
 )
 
 // Extended resources EC2 instance types advertise; each is in Capacity only when non-zero.
@@ -61,6 +62,12 @@ type InstanceTypeOptions struct {
 	// Kubelet overrides pod density (maxPods, podsPerCore) and the reservations (kubeReserved,
 	// systemReserved, evictionHard). Nil keeps the defaults.
 	Kubelet *awsv1.KubeletConfiguration
+	// KubeletExpressions is the AWS provider's NodeClassCEL feature gate: the CEL expressions
+	// in Kubelet (a string maxPods, a kubeReserved or systemReserved value that is not a
+	// quantity) are evaluated for each instance type (package kubeletcel). Off, they are
+	// left out and the defaults stand, as in Karpenter's provider with the gate off, whose
+	// validation refuses such a NodeClass anyway (ValidateKubelet).
+	KubeletExpressions bool
 	// AMIFamily is AL2, AL2023, Bottlerocket or Custom; empty means AL2023. It decides whether
 	// kube-reserved memory follows the ENI-limited pod count (AL2, AL2023, Custom) or the
 	// actual one (Bottlerocket), and whether podsPerCore applies (not on Bottlerocket).
@@ -214,12 +221,16 @@ type builder struct {
 	podsPerCore    int64
 	kubeReserved   corev1.ResourceList
 	systemReserved corev1.ResourceList
-	evictMemory    *threshold
-	evictNodeFS    *threshold
-	zones          []string
-	zoneIDs        map[string]string
-	capacityTypes  []string
-	prices         Prices
+	// The kubelet's CEL expressions (KubeletExpressions), compiled; kubeReservedExprs and
+	// systemReservedExprs hold the whole maps, quantities too, when they have expressions.
+	maxPodsExpr                            *kubeletcel.Expression
+	kubeReservedExprs, systemReservedExprs kubeletcel.Reserved
+	evictMemory                            *threshold
+	evictNodeFS                            *threshold
+	zones                                  []string
+	zoneIDs                                map[string]string
+	capacityTypes                          []string
+	prices                                 Prices
 }
 
 // threshold is an eviction threshold: a quantity or a percentage of capacity.
@@ -288,6 +299,9 @@ func (o InstanceTypeOptions) compile() (*builder, error) {
 		b.prices = prices
 	}
 	if k := o.Kubelet; k != nil {
+		if err := b.compileExpressions(k, o.KubeletExpressions); err != nil {
+			return nil, err
+		}
 		if k.MaxPods != nil {
 			if *k.MaxPods < 0 {
 				return nil, fmt.Errorf("kubelet maxPods %d is negative", *k.MaxPods)
@@ -301,10 +315,10 @@ func (o InstanceTypeOptions) compile() (*builder, error) {
 			}
 			b.podsPerCore = int64(*k.PodsPerCore)
 		}
-		if b.kubeReserved, err = parseReserved("kubeReserved", k.KubeReserved); err != nil {
+		if b.kubeReserved, err = parseReserved("kubeReserved", quantitiesOnly(k.KubeReserved)); err != nil {
 			return nil, err
 		}
-		if b.systemReserved, err = parseReserved("systemReserved", k.SystemReserved); err != nil {
+		if b.systemReserved, err = parseReserved("systemReserved", quantitiesOnly(k.SystemReserved)); err != nil {
 			return nil, err
 		}
 		if b.evictMemory, err = parseThreshold(k.EvictionHard, evictionMemoryAvailable); err != nil {
@@ -315,6 +329,177 @@ func (o InstanceTypeOptions) compile() (*builder, error) {
 		}
 	}
 	return b, nil
+}
+
+// compileExpressions compiles the kubelet's CEL expressions when they are enabled; each error
+// names its field.
+func (b *builder) compileExpressions(k *awsv1.KubeletConfiguration, enabled bool) error {
+	if !enabled {
+		return nil
+	}
+	if expr, ok := k.MaxPodsExpression(); ok {
+		e, err := kubeletcel.Compile(expr)
+		if err != nil {
+			return &kubeletcel.FieldError{Field: "spec.kubelet.maxPods", Err: err}
+		}
+		b.maxPodsExpr = e
+	}
+	var err error
+	if b.kubeReservedExprs, err = kubeletcel.CompileReserved("spec.kubelet.kubeReserved", k.KubeReserved); err != nil {
+		return err
+	}
+	b.systemReservedExprs, err = kubeletcel.CompileReserved("spec.kubelet.systemReserved", k.SystemReserved)
+	return err
+}
+
+// quantitiesOnly is a reservation map without its expressions (values that are not
+// quantities), which are resolved per instance type when enabled and dropped when not.
+func quantitiesOnly(m map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range m {
+		if kubeletcel.IsExpression(v) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(m))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// resolvedKubelet is the kubelet configuration's sizing fields for one instance type, with
+// its expressions evaluated.
+type resolvedKubelet struct {
+	// maxPods is the pod limit the configuration sets (a number, or its expression's
+	// result), before podsPerCore; nil leaves the ENI-limited default.
+	maxPods *int64
+	// pods is the node's pod limit: maxPods or the default, capped by podsPerCore.
+	pods int64
+	// kubeReserved and systemReserved are the maps with their expressions replaced by their
+	// results (kubeletcel.FormatReserved); nil when they have no expressions.
+	kubeReserved, systemReserved map[string]string
+	// reservedErr says which reservation expressions failed or came out negative for this
+	// type; those entries are left out, as Karpenter's provider leaves them out (and its
+	// validation refuses the NodeClass: EvaluateKubelet).
+	reservedErr error
+}
+
+// resolveKubelet evaluates the kubelet's expressions for an instance type, as Karpenter's AWS
+// provider v1.15.2 resolves them (pkg/providers/instancetype/types.go, resolveMaxPods then
+// resolveResourceExpressions): maxPods first, with max_pods the default limit (the expression
+// cannot refer to itself), its result an int32; then the reservations, with max_pods the
+// resolved limit. A maxPods expression that fails is an error.
+func (b *builder) resolveKubelet(e *catalog.Entry) (resolvedKubelet, error) {
+	capped := func(pods int64) int64 {
+		if b.podsPerCore > 0 && b.traits.podsPerCore {
+			return min(pods, b.podsPerCore*int64(e.VCPU))
+		}
+		return pods
+	}
+	vars := func(maxPods int64) kubeletcel.Vars {
+		return kubeletcel.Vars{VCPUs: int64(e.VCPU), MemoryMiB: e.MemoryMiB, DefaultENIs: int64(e.ENIs),
+			IPsPerENI: int64(e.IPv4PerENI), MaxPods: maxPods, InstanceType: e.Name}
+	}
+	r := resolvedKubelet{maxPods: b.maxPods}
+	defaultPods := eniLimitedPods(e, b.reservedENIs)
+	if b.maxPodsExpr != nil {
+		v, err := b.maxPodsExpr.Eval(vars(capped(defaultPods)))
+		if err == nil && (v < 0 || v > math.MaxInt32) {
+			err = fmt.Errorf("%q evaluated to %d for %s, outside [0, %d]", b.maxPodsExpr, v, e.Name, math.MaxInt32)
+		}
+		if err != nil {
+			return r, &kubeletcel.FieldError{Field: "spec.kubelet.maxPods", Err: err}
+		}
+		r.maxPods = &v
+	}
+	r.pods = defaultPods
+	if r.maxPods != nil {
+		r.pods = *r.maxPods
+	}
+	r.pods = capped(r.pods)
+	var errs kubeletErrors
+	if b.kubeReservedExprs.HasExpressions() {
+		var err error
+		if r.kubeReserved, err = b.kubeReservedExprs.Resolve(vars(r.pods)); err != nil {
+			errs = append(errs, fmt.Errorf("spec.kubelet.kubeReserved: %w", err))
+		}
+	}
+	if b.systemReservedExprs.HasExpressions() {
+		var err error
+		if r.systemReserved, err = b.systemReservedExprs.Resolve(vars(r.pods)); err != nil {
+			errs = append(errs, fmt.Errorf("spec.kubelet.systemReserved: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		r.reservedErr = errs
+	}
+	return r, nil
+}
+
+// ResolveKubelet returns the kubelet configuration as the nodes of one instance type get it:
+// Kubelet with its expressions (KubeletExpressions) replaced by their values for the entry,
+// maxPods a number and the reservations quantities, exactly as NewInstanceTypes sized the
+// type; Kubelet itself when it has none. Expressions that are disabled are left as written
+// (ValidateKubelet keeps such a NodeClass from launching).
+func (o InstanceTypeOptions) ResolveKubelet(entry catalog.Entry) (*awsv1.KubeletConfiguration, error) {
+	if o.Kubelet == nil || !o.KubeletExpressions || len(o.Kubelet.Expressions()) == 0 {
+		return o.Kubelet, nil
+	}
+	o.Zones = nil // no offerings: nothing to price
+	b, err := o.compile()
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.resolveKubelet(&entry)
+	if err != nil {
+		return nil, fmt.Errorf("instance type %s: %w", entry.Name, err)
+	}
+	k := o.Kubelet.DeepCopy()
+	if b.maxPodsExpr != nil {
+		delete(k.Other, "maxPods")
+		if len(k.Other) == 0 {
+			k.Other = nil
+		}
+		v := int32(*r.maxPods) // in range: resolveKubelet checks it
+		k.MaxPods = &v
+	}
+	if r.kubeReserved != nil {
+		k.KubeReserved = r.kubeReserved
+	}
+	if r.systemReserved != nil {
+		k.SystemReserved = r.systemReserved
+	}
+	return k, nil
+}
+
+// EvaluateKubelet evaluates the kubelet's expressions for every entry, as Karpenter's AWS
+// provider v1.15.2 does before it lets a NodeClass launch
+// (pkg/providers/instancetype/instancetype.go, ValidateKubeletExpressions): the first entry,
+// by name, whose maxPods expression fails or is out of range, or whose reservation
+// expression fails or is negative, is the error, naming the field and the instance type. Nil
+// when the expressions are disabled or there are none.
+func (o InstanceTypeOptions) EvaluateKubelet(entries []catalog.Entry) error {
+	if o.Kubelet == nil || !o.KubeletExpressions || len(o.Kubelet.Expressions()) == 0 {
+		return nil
+	}
+	o.Zones = nil
+	b, err := o.compile()
+	if err != nil {
+		return err
+	}
+	sorted := slices.Clone(entries)
+	slices.SortFunc(sorted, func(a, b catalog.Entry) int { return strings.Compare(a.Name, b.Name) })
+	for i := range sorted {
+		r, err := b.resolveKubelet(&sorted[i])
+		if err == nil {
+			err = r.reservedErr
+		}
+		if err != nil {
+			return fmt.Errorf("instance type %s: %w", sorted[i].Name, err)
+		}
+	}
+	return nil
 }
 
 func sortedSet(what string, values []string) ([]string, error) {
@@ -397,6 +582,10 @@ func parseThreshold(m map[string]string, signal string) (*threshold, error) {
 //   - eviction threshold: memory 100Mi, ephemeral-storage ⌈10% of ephemeral storage⌉; the
 //     kubelet's evictionHard memory.available and nodefs.available replace them, percentages
 //     taken of memory and ephemeral-storage capacity.
+//   - with KubeletExpressions, a maxPods expression is evaluated first (max_pods the default
+//     pod count above, capped by podsPerCore) and stands as maxPods; then the kubeReserved and
+//     systemReserved expressions (max_pods the resulting pods); see resolveKubelet. A maxPods
+//     expression that fails for an entry fails the build.
 func NewInstanceTypes(entries []catalog.Entry, opts InstanceTypeOptions) ([]*InstanceType, error) {
 	b, err := opts.compile()
 	if err != nil {
@@ -437,13 +626,21 @@ func (b *builder) build(e *catalog.Entry) (*InstanceType, error) {
 	memMiB -= int64(math.Ceil(float64(memMiB) * b.vmOverhead))
 	memory := max(memMiB, 0) * mib
 
-	eniPods := eniLimitedPods(e, b.reservedENIs)
-	pods := eniPods
-	if b.maxPods != nil {
-		pods = *b.maxPods
+	k, err := b.resolveKubelet(e)
+	if err != nil {
+		return nil, fmt.Errorf("instance type %s: %w", e.Name, err)
 	}
-	if b.podsPerCore > 0 && b.traits.podsPerCore {
-		pods = min(pods, b.podsPerCore*int64(e.VCPU))
+	pods := k.pods
+	userKubeReserved, userSystemReserved := b.kubeReserved, b.systemReserved
+	if k.kubeReserved != nil {
+		if userKubeReserved, err = parseReserved("kubeReserved", k.kubeReserved); err != nil {
+			return nil, fmt.Errorf("instance type %s: %w", e.Name, err)
+		}
+	}
+	if k.systemReserved != nil {
+		if userSystemReserved, err = parseReserved("systemReserved", k.systemReserved); err != nil {
+			return nil, fmt.Errorf("instance type %s: %w", e.Name, err)
+		}
 	}
 
 	storage := b.rootVolume
@@ -468,13 +665,13 @@ func (b *builder) build(e *catalog.Entry) (*InstanceType, error) {
 		corev1.ResourceMemory:           *resource.NewQuantity((11*podsForMemory+255)*mib, resource.BinarySI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(1<<30, resource.BinarySI),
 	}
-	for name, q := range b.kubeReserved {
+	for name, q := range userKubeReserved {
 		kubeReserved[name] = q.DeepCopy()
 	}
 	var systemReserved corev1.ResourceList
-	if len(b.systemReserved) > 0 {
-		systemReserved = make(corev1.ResourceList, len(b.systemReserved))
-		for name, q := range b.systemReserved {
+	if len(userSystemReserved) > 0 {
+		systemReserved = make(corev1.ResourceList, len(userSystemReserved))
+		for name, q := range userSystemReserved {
 			systemReserved[name] = q.DeepCopy()
 		}
 	}
@@ -644,7 +841,8 @@ func (o InstanceTypeOptions) CacheKey() string {
 		VMMemoryOverhead    *float64                    `json:"vmMemoryOverhead,omitempty"`
 		Zones               []string                    `json:"zones"`
 		ZoneIDs             map[string]string           `json:"zoneIDs,omitempty"`
-	}{o.Kubelet, o.AMIFamily, "", o.InstanceStorePolicy, o.ReservedENIs, o.VMMemoryOverheadPercent, o.Zones, o.ZoneIDs}
+		KubeletExpressions  bool                        `json:"kubeletExpressions,omitempty"`
+	}{o.Kubelet, o.AMIFamily, "", o.InstanceStorePolicy, o.ReservedENIs, o.VMMemoryOverheadPercent, o.Zones, o.ZoneIDs, o.KubeletExpressions}
 	if o.RootVolumeSize != nil {
 		key.RootVolume = o.RootVolumeSize.String()
 	}

@@ -260,18 +260,20 @@ func TestAllocatableNeverNegative(t *testing.T) {
 
 func TestInvalidOptions(t *testing.T) {
 	for name, opts := range map[string]cloudprovider.InstanceTypeOptions{
-		"negative reserved ENIs":    {ReservedENIs: -1},
-		"vm overhead 150%":          {VMMemoryOverheadPercent: ptr.To(1.5)},
-		"negative vm overhead":      {VMMemoryOverheadPercent: ptr.To(-0.1)},
-		"zero root volume":          {RootVolumeSize: ptr.To(resource.MustParse("0"))},
-		"windows":                   {AMIFamily: awsv1.AMIFamilyWindows2022},
-		"unknown family":            {AMIFamily: "Gentoo"},
-		"duplicate zone":            {Zones: []string{"a", "a"}},
-		"empty zone":                {Zones: []string{""}},
-		"unknown capacity type":     {CapacityTypes: []string{"preemptible"}},
-		"negative maxPods":          {Kubelet: &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](-1)}},
-		"negative podsPerCore":      {Kubelet: &awsv1.KubeletConfiguration{PodsPerCore: ptr.To[int32](-1)}},
-		"bad kubeReserved":          {Kubelet: &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "lots"}}},
+		"negative reserved ENIs": {ReservedENIs: -1},
+		"vm overhead 150%":       {VMMemoryOverheadPercent: ptr.To(1.5)},
+		"negative vm overhead":   {VMMemoryOverheadPercent: ptr.To(-0.1)},
+		"zero root volume":       {RootVolumeSize: ptr.To(resource.MustParse("0"))},
+		"windows":                {AMIFamily: awsv1.AMIFamilyWindows2022},
+		"unknown family":         {AMIFamily: "Gentoo"},
+		"duplicate zone":         {Zones: []string{"a", "a"}},
+		"empty zone":             {Zones: []string{""}},
+		"unknown capacity type":  {CapacityTypes: []string{"preemptible"}},
+		"negative maxPods":       {Kubelet: &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](-1)}},
+		"negative podsPerCore":   {Kubelet: &awsv1.KubeletConfiguration{PodsPerCore: ptr.To[int32](-1)}},
+		// A value that is not a quantity is a CEL expression: dropped without NodeClassCEL
+		// (ValidateKubelet refuses the NodeClass), compiled with it.
+		"bad kubeReserved":          {Kubelet: &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "lots"}}, KubeletExpressions: true},
 		"negative systemReserved":   {Kubelet: &awsv1.KubeletConfiguration{SystemReserved: map[string]string{"memory": "-1Gi"}}},
 		"bad eviction percent":      {Kubelet: &awsv1.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "abc%"}}},
 		"eviction percent over 100": {Kubelet: &awsv1.KubeletConfiguration{EvictionHard: map[string]string{"nodefs.available": "120%"}}},

@@ -1,6 +1,7 @@
 package cloudprovider
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -16,6 +17,12 @@ const (
 	// ReasonKubeletExpressionsDisabled: a field holds a CEL expression, which needs the
 	// NodeClassCEL gate.
 	ReasonKubeletExpressionsDisabled = "KubeletExpressionsDisabled"
+	// ReasonKubeletExpressionInvalid: with the NodeClassCEL gate, an expression does not
+	// compile (syntax, an unknown variable, a result that is not a number).
+	ReasonKubeletExpressionInvalid = "KubeletExpressionInvalid"
+	// ReasonKubeletExpressionEvaluationFailed: with the NodeClassCEL gate, an expression fails
+	// or gives an unusable value for some instance type (InstanceTypeOptions.EvaluateKubelet).
+	ReasonKubeletExpressionEvaluationFailed = "KubeletExpressionEvaluationFailed"
 	// ReasonUnsupportedKubeletConfiguration: the AMI family would not apply a field.
 	ReasonUnsupportedKubeletConfiguration = "UnsupportedKubeletConfiguration"
 )
@@ -24,9 +31,12 @@ const (
 // v1.15 does before it lets the NodeClass launch, since the API server takes any object there:
 //   - awsv1.KubeletConfiguration.Validate: fields and values of the upstream configuration,
 //     and Karpenter's rules;
-//   - no CEL expressions (a string maxPods, a kubeReserved or systemReserved value that is not
-//     a quantity): they need the AWS provider's NodeClassCEL gate, which is off by default in
-//     Karpenter and not built here;
+//   - CEL expressions (a string maxPods, a kubeReserved or systemReserved value that is not a
+//     quantity) need the AWS provider's NodeClassCEL gate (expressions true), off by default:
+//     without it they are refused with Karpenter's message; with it each must compile
+//     (package kubeletcel), else it is refused naming its field. Whether they evaluate for
+//     every instance type is InstanceTypeOptions.EvaluateKubelet's to say, which needs the
+//     instance types;
 //   - every field reaches the node: only AL2023 renders the whole configuration (nodeadm's
 //     NodeConfig); AL2 and Bottlerocket take the fields Karpenter reads and map, so any other
 //     field, podsPerCore on Bottlerocket (which has no such setting) and more than one
@@ -35,7 +45,7 @@ const (
 //
 // It returns the reason for the NodeClass's ValidationSucceeded condition with the error, or
 // "" and nil. The error joins *awsv1.KubeletError values, each naming its field.
-func ValidateKubelet(nc *awsv1.EC2NodeClass) (string, error) {
+func ValidateKubelet(nc *awsv1.EC2NodeClass, expressions bool) (string, error) {
 	k := nc.Spec.Kubelet
 	if k == nil {
 		return "", nil
@@ -43,13 +53,14 @@ func ValidateKubelet(nc *awsv1.EC2NodeClass) (string, error) {
 	if errs := k.Validate(); len(errs) > 0 {
 		return ReasonInvalidKubeletConfiguration, kubeletErrors(errs)
 	}
-	if expressions := k.Expressions(); len(expressions) > 0 {
-		var errs []error
-		for _, path := range expressions {
-			errs = append(errs, &awsv1.KubeletError{Field: path,
-				Detail: "contains a CEL expression, but the NodeClassCEL feature gate is disabled (it is not built here): give a value"})
+	if len(k.Expressions()) > 0 {
+		if !expressions {
+			// Karpenter's AWS provider v1.15.2 message, pkg/controllers/nodeclass/validation.go.
+			return ReasonKubeletExpressionsDisabled, errors.New("spec.kubelet contains a CEL expression, but the NodeClassCEL feature gate is disabled")
 		}
-		return ReasonKubeletExpressionsDisabled, kubeletErrors(errs)
+		if err := (InstanceTypeOptions{Kubelet: k, KubeletExpressions: true}).Validate(); err != nil {
+			return ReasonKubeletExpressionInvalid, err
+		}
 	}
 	family := OptionsFromNodeClass(nc).AMIFamily
 	switch family {

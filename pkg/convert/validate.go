@@ -15,6 +15,7 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/validation"
 )
 
@@ -114,7 +115,9 @@ func (d *Document) kubeletProblems(u *unstructured.Unstructured) []problem {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, nc); err != nil {
 		return nil // the schema's check above reports what does not decode
 	}
-	reason, err := cloudprovider.ValidateKubelet(nc)
+	// The converted objects are checked as a controller at the AWS gates' defaults takes them
+	// (NodeClassCEL off: the converters write no CEL expressions).
+	reason, err := cloudprovider.ValidateKubelet(nc, featuregate.AWS.Defaults().Enabled(featuregate.NodeClassCEL))
 	if err == nil {
 		return nil
 	}

@@ -115,8 +115,8 @@ var Karpenter = Table{
 var AWS = Table{
 	Setting: "--aws-feature-gates (AWS_FEATURE_GATES)",
 	Gates: []Gate{
-		{Name: NodeClassCEL, Stage: "Alpha", Support: NotBuilt,
-			Here: "CEL expressions in an EC2NodeClass's spec.kubelet are not built yet"},
+		{Name: NodeClassCEL, Stage: "Alpha", Support: Switches,
+			Here: "an EC2NodeClass's spec.kubelet may hold CEL expressions, evaluated per instance type as in Karpenter's AWS provider v1.15.2: maxPods as a string, kubeReserved and systemReserved values that are not quantities (cpu in millicores, memory in MiB, ephemeral-storage in GiB), over vcpus, memory_mib, default_enis, ips_per_eni, max_pods and instance_type; the results size the instance types (pods, allocatable) and reach the nodes' user data; an expression that does not compile or fails for an instance type leaves the NodeClass not Ready (KubeletExpressionInvalid, KubeletExpressionEvaluationFailed); off, a NodeClass with one is not Ready (KubeletExpressionsDisabled); on the simulated cloud and in simulate too (featureGates: {NodeClassCEL: true})"},
 		{Name: DRANVIDIAGPU, Stage: "Alpha", Support: NotBuilt,
 			Here: "NVIDIA GPUs offered through Dynamic Resource Allocation are not built yet"},
 		{Name: DRAEFA, Stage: "Alpha", Support: NotBuilt,

@@ -81,12 +81,15 @@ func TestParse(t *testing.T) {
 }
 
 func TestAWSGates(t *testing.T) {
-	if _, err := AWS.Parse("NodeClassCEL=false"); err != nil {
-		t.Errorf("NodeClassCEL=false: %v", err)
+	for _, setting := range []string{"NodeClassCEL=false", "NodeClassCEL=true"} {
+		gates, err := AWS.Parse(setting)
+		if err != nil || gates.Enabled(NodeClassCEL) != strings.HasSuffix(setting, "true") {
+			t.Errorf("%s: %v, NodeClassCEL %v", setting, err, err == nil && gates.Enabled(NodeClassCEL))
+		}
 	}
-	_, err := AWS.Parse("NodeClassCEL=true")
-	if err == nil || !strings.Contains(err.Error(), "--aws-feature-gates (AWS_FEATURE_GATES)") || !strings.Contains(err.Error(), "NodeClassCEL=true") {
-		t.Errorf("NodeClassCEL=true: error %v, want one naming the setting and the gate", err)
+	_, err := AWS.Parse("DRANVIDIAGPU=true")
+	if err == nil || !strings.Contains(err.Error(), "--aws-feature-gates (AWS_FEATURE_GATES)") || !strings.Contains(err.Error(), "DRANVIDIAGPU=true") {
+		t.Errorf("DRANVIDIAGPU=true: error %v, want one naming the setting and the gate", err)
 	}
 	// What the AWS provider v1.15.2's chart renders by default (settings.awsFeatureGates).
 	gates, err := AWS.Parse("NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false")

@@ -52,6 +52,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		IsolatedVPC:             opts.AWS.IsolatedVPC,
 		ReservedENIs:            opts.AWS.ReservedENIs,
 		VMMemoryOverheadPercent: opts.AWS.VMMemoryOverheadPercent,
+		NodeClassCEL:            opts.NodeClassCEL,
 		EKSControlPlane:         opts.AWS.EKSControlPlane,
 		Refresh:                 opts.AWS.Refresh,
 		RebootForRepair:         opts.RebootForRepair,

@@ -103,6 +103,11 @@ type Options struct {
 	// ReplicaSet pods of the nodes consolidation would disrupt first, and stops reading it as a
 	// pod's cost (the feature gate of that name in FEATURE_GATES; package deletioncost).
 	PodDeletionCostManagement bool
+	// NodeClassCEL evaluates the CEL expressions of an EC2NodeClass's spec.kubelet per instance
+	// type (the AWS provider's feature gate of that name in AWS_FEATURE_GATES), on either cloud;
+	// a Sim.Cloud given ready-made keeps its own setting. Off, as by default, a NodeClass with
+	// one is not Ready.
+	NodeClassCEL bool
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool
@@ -212,6 +217,7 @@ func DefaultOptions() Options {
 		NodeOverlay:               gates.Enabled(featuregate.NodeOverlay),
 		CapacityBuffer:            gates.Enabled(featuregate.CapacityBuffer),
 		PodDeletionCostManagement: gates.Enabled(featuregate.PodDeletionCostManagement),
+		NodeClassCEL:              featuregate.AWS.Defaults().Enabled(featuregate.NodeClassCEL),
 		CloudProvider:             CloudProviderSim,
 		BatchIdleDuration:         time.Second,
 		BatchMaxDuration:          10 * time.Second,

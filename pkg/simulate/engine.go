@@ -224,10 +224,29 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if w.Cloud.StartupTaintDelay != nil {
 		startup = w.Cloud.StartupTaintDelay.Duration
 	}
-	var err error
+	// featureGates holds Karpenter's gates and the AWS provider's (NodeClassCEL), each checked
+	// against its own table.
+	karpenterGates, awsGates := map[string]bool{}, map[string]bool{}
+	for name, v := range w.FeatureGates {
+		if _, ok := featuregate.AWS.Lookup(name); ok {
+			awsGates[name] = v
+		} else {
+			karpenterGates[name] = v
+		}
+	}
+	aws, err := featuregate.AWS.FromMap(awsGates)
+	if err != nil {
+		return nil, err
+	}
+	nodeClassCEL := aws.Enabled(featuregate.NodeClassCEL)
+	// Workload files are checked at parse time; manifests and cluster dumps (the gates at
+	// their defaults) here.
+	if problems := kubeletExpressionProblems(w.Objects, nodeClassCEL); len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.cloud, err = sim.New(sim.Options{Clock: e.clock, NodeClasses: e.kube, Seed: seed, Zones: w.Cloud.Zones, LaunchLatency: launch,
-		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}, Unavailable: unavailable})
+		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}, Unavailable: unavailable, NodeClassCEL: nodeClassCEL})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
@@ -244,7 +263,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.rec = newRecorder(w, seed, e.clock.Now)
 	e.kube.OnChange(e.rec.hist.observe)
-	gates, err := featuregate.Karpenter.FromMap(w.FeatureGates)
+	gates, err := featuregate.Karpenter.FromMap(karpenterGates)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,11 @@ func TestWorkloadErrors(t *testing.T) {
 		{"kubelet field Karpenter refuses", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {evictionHard: {memory.free: 1Gi}}\n", 1),
 			`small.yaml:21: EC2NodeClass "default": spec.kubelet.evictionHard: "memory.free" isn't a valid eviction signal`},
 		{"kubelet CEL expression", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"pods * 2\"}\n", 1),
-			`EC2NodeClass "default": spec.kubelet.maxPods: contains a CEL expression, but the NodeClassCEL feature gate is disabled`},
+			`EC2NodeClass "default": spec.kubelet contains a CEL expression, but the NodeClassCEL feature gate is disabled (KubeletExpressionsDisabled: the EC2NodeClass would never be Ready): add featureGates: {NodeClassCEL: true}`},
+		{"kubelet CEL expression that does not compile", "name: x\nduration: 1h\nfeatureGates: {NodeClassCEL: true}\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"pods * 2\"}\n", 1),
+			`EC2NodeClass "default": spec.kubelet.maxPods: compiling expression "pods * 2": ERROR: <input>:1:1: undeclared reference to 'pods'`},
+		{"kubelet CEL expression negative for some instance type", "name: x\nduration: 1h\nfeatureGates: {NodeClassCEL: true}\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {kubeReserved: {cpu: \"100 - vcpus\"}}\n", 1),
+			`spec.kubelet.kubeReserved: cpu: "100 - vcpus" evaluated to`},
 		{"unknown manifest field", "name: x\nduration: 1h\nmanifests: |\n  apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: a}\n  spec: {template: {spec: {nodeClassRef: {group: g, kind: k, name: x}}}, bogus: 1}\n", `small.yaml:7: NodePool "a": spec.bogus: unknown field`},
 	}
 	for _, tc := range cases {
@@ -307,5 +311,22 @@ func TestDedicatedTenancy(t *testing.T) {
 				t.Errorf("pod %s on node %s of tenancy %s", p.Name, n.Name, n.Labels["karpenter.k8s.aws/instance-tenancy"])
 			}
 		}
+	}
+}
+
+// TestNodeClassCELHonoured: with featureGates NodeClassCEL, a workload's EC2NodeClass may hold
+// CEL expressions in spec.kubelet, and the simulated cloud sizes its nodes by them as the AWS
+// provider v1.15.2 does (pkg/providers/instancetype/types.go, resolveMaxPods): a maxPods of
+// "min(2, max_pods)" puts at most two pods on a node, so six tiny pods need three nodes.
+func TestNodeClassCELHonoured(t *testing.T) {
+	text := "name: cel\nduration: 30m\nseed: 1\nfeatureGates: {NodeClassCEL: true}\n" +
+		strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"min(2, max_pods)\"}\n", 1) +
+		"timeline:\n  - at: 0s\n    deploy: {name: web, replicas: 6, pod: {cpu: 10m, memory: 16Mi}}\n"
+	rep, _ := runEngine(t, "cel.yaml", text)
+	if rep.Pods.Scheduled != 6 || rep.Pods.NeverScheduled != 0 {
+		t.Errorf("pods %+v, want all six scheduled", rep.Pods)
+	}
+	if rep.Nodes.Launched < 3 {
+		t.Errorf("%d nodes launched, want at least 3 (two pods each)", rep.Nodes.Launched)
 	}
 }

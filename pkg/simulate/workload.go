@@ -32,6 +32,7 @@ import (
 	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/kubeletcel"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	"github.com/openkarpenter/karpenter/pkg/validation"
@@ -49,10 +50,12 @@ type Workload struct {
 	// Cloud configures the simulated cloud.
 	Cloud CloudSettings `yaml:"cloud"`
 	// FeatureGates are Karpenter's feature gates for the run, as FEATURE_GATES sets them in the
-	// controller (SpotToSpotConsolidation: true), checked against the same table
-	// (package featuregate): an unknown gate, or one turned on whose feature is not built, is
-	// refused. Static NodePools (spec.replicas) need StaticCapacity: true, as in Karpenter;
-	// node repair (the unhealthy timeline event) NodeRepair: true.
+	// controller (SpotToSpotConsolidation: true), and the AWS provider's, as AWS_FEATURE_GATES
+	// does (NodeClassCEL: true), checked against the same tables (package featuregate): an
+	// unknown gate, or one turned on whose feature is not built, is refused. Static NodePools
+	// (spec.replicas) need StaticCapacity: true, as in Karpenter; node repair (the unhealthy
+	// timeline event) NodeRepair: true; CEL expressions in an EC2NodeClass's spec.kubelet
+	// NodeClassCEL: true.
 	FeatureGates map[string]bool `yaml:"featureGates"`
 	// Manifests are Karpenter objects (NodePool, EC2NodeClass), the StorageClasses,
 	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, CapacityBuffers
@@ -434,7 +437,16 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	}
 	staticCapacity := featuregate.Karpenter.Defaults().Enabled(featuregate.StaticCapacity)
 	nodeOverlay := featuregate.Karpenter.Defaults().Enabled(featuregate.NodeOverlay)
+	nodeClassCEL := featuregate.AWS.Defaults().Enabled(featuregate.NodeClassCEL)
 	for _, name := range slices.Sorted(maps.Keys(w.FeatureGates)) {
+		if _, aws := featuregate.AWS.Lookup(name); aws {
+			if err := featuregate.AWS.Check(name, w.FeatureGates[name]); err != nil {
+				add(lineOf(&root, "featureGates"), "featureGates."+name, "%v", err)
+			} else if name == featuregate.NodeClassCEL {
+				nodeClassCEL = w.FeatureGates[name]
+			}
+			continue
+		}
 		if err := featuregate.Karpenter.Check(name, w.FeatureGates[name]); err != nil {
 			add(lineOf(&root, "featureGates"), "featureGates."+name, "%v", err)
 		} else if name == featuregate.StaticCapacity {
@@ -465,6 +477,9 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	}
 	refuseStatic(manifestsLine, "manifests", w.Objects)
 	for _, msg := range bufferProblems(w.Objects, w.FeatureGates[featuregate.CapacityBuffer]) {
+		add(manifestsLine, "manifests", "%s", msg)
+	}
+	for _, msg := range kubeletExpressionProblems(w.Objects, nodeClassCEL) {
 		add(manifestsLine, "manifests", "%s", msg)
 	}
 	known := map[string]string{}  // qualified name -> "deployment" or "jobs"
@@ -724,6 +739,44 @@ func (c *CloudSettings) problems(file string, root *yaml.Node) []error {
 	return errs
 }
 
+// kubeletExpressionProblems are the EC2NodeClasses among objs that hold CEL expressions in
+// spec.kubelet and could not be Ready, each with why: with the AWS provider's NodeClassCEL gate
+// off (enabled false), Karpenter's KubeletExpressionsDisabled message and how to turn the gate
+// on; with it on, an expression that does not compile (KubeletExpressionInvalid) or fails for
+// an instance type of the catalog (KubeletExpressionEvaluationFailed). The simulated cloud evaluates them as the AWS provider
+// does, so with the gate on they size its instance types.
+func kubeletExpressionProblems(objs []client.Object, enabled bool) []string {
+	var out []string
+	var entries []catalog.Entry
+	for _, o := range objs {
+		nc, ok := o.(*awsv1.EC2NodeClass)
+		if !ok || nc.Spec.Kubelet == nil || len(nc.Spec.Kubelet.Expressions()) == 0 {
+			continue
+		}
+		if !enabled {
+			out = append(out, fmt.Sprintf("EC2NodeClass %q: spec.kubelet contains a CEL expression, but the NodeClassCEL feature gate is disabled (%s: the EC2NodeClass would never be Ready): add featureGates: {NodeClassCEL: true}, or give values",
+				nc.Name, cloudprovider.ReasonKubeletExpressionsDisabled))
+			continue
+		}
+		if entries == nil {
+			var err error
+			if entries, err = catalog.Load(); err != nil {
+				return append(out, fmt.Sprintf("loading the instance-type catalog: %v", err))
+			}
+		}
+		reason, err := cloudprovider.ValidateKubelet(nc, true)
+		if err == nil {
+			opts := cloudprovider.OptionsFromNodeClass(nc)
+			opts.KubeletExpressions = true
+			reason, err = cloudprovider.ReasonKubeletExpressionEvaluationFailed, opts.EvaluateKubelet(entries)
+		}
+		if err != nil {
+			out = append(out, fmt.Sprintf("EC2NodeClass %q: %v (%s: the EC2NodeClass would never be Ready)", nc.Name, err, reason))
+		}
+	}
+	return out
+}
+
 // terminateFirstRepairRefused says why a workload may not turn TerminateFirstRepair on.
 const terminateFirstRepairRefused = "the simulator runs node repair as Karpenter's legacy controller (--legacy-node-repair), which never terminates first; TerminateFirstRepair is not supported in simulate yet"
 
@@ -931,8 +984,10 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 		}
 		// The API server takes any kubelet configuration; the controller refuses what
 		// Karpenter's would (the NodeClass would never be Ready), so a run refuses it at once.
+		// CEL expressions are left to kubeletExpressionProblems, which knows whether the
+		// workload turns the NodeClassCEL gate on: here the rest is checked as with the gate.
 		if nc, ok := co.(*awsv1.EC2NodeClass); ok {
-			if reason, err := cloudprovider.ValidateKubelet(nc); err != nil {
+			if reason, err := cloudprovider.ValidateKubelet(nc, true); err != nil && reason != cloudprovider.ReasonKubeletExpressionInvalid {
 				var each interface{ Unwrap() []error }
 				causes := []error{err}
 				if errors.As(err, &each) {
@@ -941,8 +996,11 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 				for _, cause := range causes {
 					field, detail := "spec.kubelet", cause.Error()
 					var ke *awsv1.KubeletError
+					var fe *kubeletcel.FieldError
 					if errors.As(cause, &ke) {
 						field, detail = ke.Field, ke.Detail
+					} else if errors.As(cause, &fe) {
+						field, detail = fe.Field, fe.Err.Error()
 					}
 					errs = append(errs, doc.errorf(field, "%s (%s: the EC2NodeClass would never be Ready)", detail, reason))
 				}

@@ -379,6 +379,63 @@ func (p *Provider) ensureFresh(ctx context.Context) {
 	}
 }
 
+// typeOptions are the options the NodeClass's instance types are built with, without zones
+// and prices: its own settings, the provider's reserved ENIs and VM overhead, and the
+// NodeClassCEL gate.
+func (p *Provider) typeOptions(nc *awsv1.EC2NodeClass) cloudprovider.InstanceTypeOptions {
+	opts := cloudprovider.OptionsFromNodeClass(nc)
+	opts.ReservedENIs = p.opts.ReservedENIs
+	overhead := p.opts.VMMemoryOverheadPercent
+	opts.VMMemoryOverheadPercent = &overhead
+	opts.KubeletExpressions = p.opts.NodeClassCEL
+	return opts
+}
+
+// evaluateKubelet evaluates the NodeClass's kubelet expressions (the NodeClassCEL gate) for
+// every instance type the region has, as Karpenter's AWS provider v1.15.2 does before a
+// NodeClass may launch (pkg/providers/instancetype/instancetype.go,
+// ValidateKubeletExpressions): an expression that fails for any of them is the error.
+func (p *Provider) evaluateKubelet(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	opts := p.typeOptions(nc)
+	if opts.Kubelet == nil || !opts.KubeletExpressions || len(opts.Kubelet.Expressions()) == 0 {
+		return nil
+	}
+	p.ensureFresh(ctx)
+	c := &p.types
+	c.mu.RLock()
+	entries := c.entries
+	c.mu.RUnlock()
+	return opts.EvaluateKubelet(entries)
+}
+
+// resolvedKubelet is the NodeClass's kubelet configuration as nodes of the instance type get
+// it, its expressions evaluated for that type from the same facts its capacity was built from
+// (InstanceTypeOptions.ResolveKubelet); without expressions, spec.kubelet itself.
+func (p *Provider) resolvedKubelet(nc *awsv1.EC2NodeClass, instanceType string) (*awsv1.KubeletConfiguration, error) {
+	opts := p.typeOptions(nc)
+	if opts.Kubelet == nil || !opts.KubeletExpressions || len(opts.Kubelet.Expressions()) == 0 {
+		return nc.Spec.Kubelet, nil
+	}
+	c := &p.types
+	c.mu.RLock()
+	i, found := slices.BinarySearchFunc(c.entries, instanceType, func(e catalog.Entry, name string) int { return strings.Compare(e.Name, name) })
+	var e catalog.Entry
+	var facts typeFacts
+	if found {
+		e = c.entries[i]
+		var ok bool
+		if facts, ok = c.facts[e.Name]; !ok {
+			facts = catalogFacts(e)
+		}
+	}
+	c.mu.RUnlock()
+	if !found {
+		return nil, fmt.Errorf("instance type %s is not known: its kubelet expressions cannot be evaluated", instanceType)
+	}
+	e, _ = typeNeedsOf(nc).compatibleEntry(e, facts)
+	return opts.ResolveKubelet(e)
+}
+
 // instanceTypes builds the instance types of a ready NodeClass: those compatible with its
 // network interfaces, connection tracking, CPU options and Nitro Enclaves (compatibleEntry),
 // offered in the zones of its subnets, priced, with capacity and overhead from its kubelet,
@@ -387,10 +444,7 @@ func (p *Provider) ensureFresh(ctx context.Context) {
 // (pkg/metrics), as Karpenter does whenever it resolves them.
 func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	p.ensureFresh(ctx)
-	opts := cloudprovider.OptionsFromNodeClass(nc)
-	opts.ReservedENIs = p.opts.ReservedENIs
-	overhead := p.opts.VMMemoryOverheadPercent
-	opts.VMMemoryOverheadPercent = &overhead
+	opts := p.typeOptions(nc)
 	zoneSet := map[string]bool{}
 	for _, s := range nc.Status.Subnets {
 		zoneSet[s.Zone] = true

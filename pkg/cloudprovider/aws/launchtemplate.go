@@ -201,23 +201,25 @@ type launchParams struct {
 	tenancy string
 }
 
-// settings builds the launch settings of a NodeClass for an image and pod limit.
-func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, family, imageID string, maxPods int64, params launchParams) (*launchSettings, error) {
+// settings builds the launch settings of a NodeClass for an image and pod limit, with the
+// kubelet configuration as the instance types get it (spec.kubelet with its expressions
+// evaluated: Provider.resolvedKubelet).
+func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, kubelet *awsv1.KubeletConfiguration, family, imageID string, maxPods int64, params launchParams) (*launchSettings, error) {
 	o := userdata.Options{
 		ClusterName:         l.provider.opts.ClusterName,
-		Kubelet:             nc.Spec.Kubelet,
+		Kubelet:             kubelet,
 		Labels:              params.labels,
 		Taints:              params.taints,
 		UserData:            nc.Spec.UserData,
 		InstanceStorePolicy: nc.Spec.InstanceStorePolicy,
 	}
-	if nc.Spec.Kubelet != nil {
-		o.ClusterDNS = nc.Spec.Kubelet.ClusterDNS
+	if kubelet != nil {
+		o.ClusterDNS = kubelet.ClusterDNS
 	}
 	if len(o.ClusterDNS) == 0 && l.provider.opts.KubeDNSIP != "" {
 		o.ClusterDNS = []string{l.provider.opts.KubeDNSIP}
 	}
-	if maxPods > 0 && (nc.Spec.Kubelet == nil || nc.Spec.Kubelet.MaxPods == nil) {
+	if maxPods > 0 && (kubelet == nil || kubelet.MaxPods == nil) {
 		mp := int32(maxPods)
 		o.MaxPods = &mp
 	}

@@ -247,8 +247,11 @@ func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string
 	case strings.HasPrefix(family, "Windows"):
 		return "AMIFamilyNotSupported", fmt.Errorf("spec.amiFamily %s: Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)
 	}
-	if reason, err := cloudprovider.ValidateKubelet(nc); err != nil {
+	if reason, err := cloudprovider.ValidateKubelet(nc, p.opts.NodeClassCEL); err != nil {
 		return reason, err
+	}
+	if err := p.evaluateKubelet(ctx, nc); err != nil {
+		return cloudprovider.ReasonKubeletExpressionEvaluationFailed, err
 	}
 	if family != awsv1.AMIFamilyAL2023 && family != "" {
 		return "", nil

@@ -40,6 +40,11 @@ type Options struct {
 	// VMMemoryOverheadPercent is the share of memory lost to virtualization
 	// (VM_MEMORY_OVERHEAD_PERCENT); zero means the default, 0.075.
 	VMMemoryOverheadPercent float64
+	// NodeClassCEL is the AWS provider's feature gate of that name (AWS_FEATURE_GATES): CEL
+	// expressions in an EC2NodeClass's spec.kubelet are evaluated per instance type for its
+	// capacity, overhead and user data. Off, a NodeClass with one is not Ready
+	// (KubeletExpressionsDisabled), as in Karpenter.
+	NodeClassCEL bool
 	// Recorder records Events on NodeClaims (a spot launch refused for want of the Spot
 	// service-linked role); nil records none.
 	Recorder record.EventRecorder

@@ -3,6 +3,7 @@ package aws
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -255,7 +256,9 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	// (its efa-only interfaces are then the types' EFA capacity, see compatibleEntry).
 	efaRequest := claim.Spec.Resources.Requests[cloudprovider.ResourceEFA]
 	wantsEFA := !efaRequest.IsZero() && len(nc.Spec.NetworkInterfaces) == 0
-	// One launch template per (image, pod limit, EFA interfaces).
+	// One launch template per (image, pod limit, EFA interfaces, kubelet configuration): with
+	// the NodeClassCEL gate the configuration's expressions are evaluated per instance type, so
+	// types whose values differ get templates of their own, as in Karpenter's provider.
 	type group struct {
 		template  string
 		overrides []ec2types.FleetLaunchTemplateOverridesRequest
@@ -281,10 +284,18 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			q := c.InstanceType.Capacity[cloudprovider.ResourceEFA]
 			efa = q.Value()
 		}
-		key := fmt.Sprintf("%s/%d/%d", imageID, pods, efa)
+		kubelet, err := p.resolvedKubelet(nc, c.InstanceType.Name)
+		if err != nil {
+			return nil, nil, cloudprovider.NewTerminalCreateError(err, ReasonLaunchTemplateFailed, "evaluating the kubelet expressions failed")
+		}
+		kubeletKey, err := json.Marshal(kubelet)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encoding the kubelet configuration: %w", err)
+		}
+		key := fmt.Sprintf("%s/%d/%d/%s", imageID, pods, efa, kubeletKey)
 		g := groups[key]
 		if g == nil {
-			s, err := p.launchTemplates.settings(ctx, nc, family, imageID, pods, params)
+			s, err := p.launchTemplates.settings(ctx, nc, kubelet, family, imageID, pods, params)
 			if cloudprovider.IsNodeClassNotReadyError(err) {
 				return nil, nil, err // the launch waits, as for any NodeClass not ready
 			}

@@ -120,6 +120,9 @@ type Cloud struct {
 	store           Store
 	restored, dirty bool
 
+	// kubeletExpressions is Options.NodeClassCEL.
+	kubeletExpressions bool
+
 	// typesMu guards types, the instance types built per NodeClass configuration.
 	typesMu sync.Mutex
 	types   map[string]*typeSet
@@ -183,6 +186,8 @@ func New(opts Options) (*Cloud, error) {
 		addresses:       map[string]int{},
 		types:           map[string]*typeSet{},
 		store:           opts.Store,
+
+		kubeletExpressions: opts.NodeClassCEL,
 	}
 	for _, id := range opts.Faults.Unavailable {
 		c.unavailable[id] = true

@@ -29,6 +29,7 @@ func (c *Cloud) instanceTypes(nc *awsv1.EC2NodeClass) (*typeSet, error) {
 	opts.ZoneIDs = cloudprovider.ZoneIDsOf(nc.Status.Subnets)
 	opts.CapacityTypes = c.capacityTypes
 	opts.Prices = c.prices
+	opts.KubeletExpressions = c.kubeletExpressions
 	k := opts.CacheKey()
 
 	c.typesMu.Lock()

@@ -24,8 +24,9 @@ import (
 // EC2NodeClass controller: it resolves a NodeClass's selector terms to the cloud's subnets (one
 // per zone), security groups, images (one per architecture) and instance profile, writes them
 // to its status, and marks it Ready, so NodePools that use it can launch; one whose kubelet
-// configuration the AWS provider would refuse (cloudprovider.ValidateKubelet) is marked not
-// Ready instead, with the reason in ValidationSucceeded.
+// configuration the AWS provider would refuse (cloudprovider.ValidateKubelet, and with the
+// NodeClassCEL gate InstanceTypeOptions.EvaluateKubelet) is marked not Ready instead, with the
+// reason in ValidationSucceeded.
 type NodeClassStatusController struct {
 	kubeClient client.Client
 	cloud      *Cloud
@@ -96,7 +97,17 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 	}
 	// The kubelet configuration is refused as the AWS provider refuses it; the NodeClass is then
 	// not Ready, so nothing launches from it.
-	if reason, err := cloudprovider.ValidateKubelet(nc); err != nil {
+	reason, err := cloudprovider.ValidateKubelet(nc, r.cloud.kubeletExpressions)
+	if err == nil {
+		// With the NodeClassCEL gate, its expressions must evaluate for every instance type
+		// the cloud sells, as the AWS provider checks them.
+		opts := cloudprovider.OptionsFromNodeClass(nc)
+		opts.KubeletExpressions = r.cloud.kubeletExpressions
+		if err = opts.EvaluateKubelet(r.cloud.entries); err != nil {
+			reason = cloudprovider.ReasonKubeletExpressionEvaluationFailed
+		}
+	}
+	if err != nil {
 		now := metav1.NewTime(r.clock.Now())
 		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeValidationSucceeded, Status: metav1.ConditionFalse,
 			Reason: reason, ObservedGeneration: nc.Generation, Message: err.Error(), LastTransitionTime: now})

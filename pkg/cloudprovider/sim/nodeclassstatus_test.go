@@ -16,6 +16,7 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 )
 
 // TestNodeClassStatusRefusesKubelet: a kubelet configuration the AWS provider refuses makes
@@ -81,4 +82,75 @@ func equalConditions(a, b []metav1.Condition) bool {
 		}
 	}
 	return true
+}
+
+// TestNodeClassCEL: the simulated cloud honours spec.kubelet's CEL expressions as the AWS
+// provider does (Karpenter's AWS provider v1.15.2, pkg/providers/instancetype/types.go
+// DefaultResolver.Resolve; pkg/controllers/nodeclass/validation.go for the conditions): with
+// NodeClassCEL a maxPods expression sizes each instance type's pods and the NodeClass is
+// Ready; without it the NodeClass is not Ready (KubeletExpressionsDisabled), and an expression
+// failing for one of the cloud's types leaves it not Ready (KubeletExpressionEvaluationFailed).
+func TestNodeClassCEL(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, maxPods string
+		gate          bool
+		reason        string
+	}{
+		{"on", "default_enis * 4", true, ""},
+		{"off", "default_enis * 4", false, cloudprovider.ReasonKubeletExpressionsDisabled},
+		{"fails", "100 / (vcpus - 2)", true, cloudprovider.ReasonKubeletExpressionEvaluationFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := testNodeClass("cel", func(nc *awsv1.EC2NodeClass) {
+				nc.Generation = 1
+				nc.Spec.Kubelet = &awsv1.KubeletConfiguration{}
+				if err := nc.Spec.Kubelet.UnmarshalJSON([]byte(`{"maxPods": "` + tc.maxPods + `"}`)); err != nil {
+					t.Fatal(err)
+				}
+			})
+			kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(nc).WithStatusSubresource(nc).Build()
+			c, _ := newTestCloud(t, Options{NodeClasses: kube, NodeClassCEL: tc.gate})
+			if _, err := NewNodeClassStatusController(kube, c).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+				t.Fatal(err)
+			}
+			got := &awsv1.EC2NodeClass{}
+			if err := kube.Get(ctx, types.NamespacedName{Name: nc.Name}, got); err != nil {
+				t.Fatal(err)
+			}
+			v := meta.FindStatusCondition(got.Status.Conditions, awsv1.ConditionTypeValidationSucceeded)
+			if tc.reason != "" {
+				if v == nil || v.Status != metav1.ConditionFalse || v.Reason != tc.reason {
+					t.Fatalf("ValidationSucceeded = %+v, want False %s", v, tc.reason)
+				}
+				return
+			}
+			if !meta.IsStatusConditionTrue(got.Status.Conditions, awsv1.ConditionTypeReady) {
+				t.Fatalf("not Ready: %+v", got.Status.Conditions)
+			}
+			pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+			pool.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nc.Name}
+			its, err := c.GetInstanceTypes(ctx, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range its {
+				e, _ := catalogEntry(t, it.Name)
+				if want := int64(e.ENIs * 4); it.Capacity.Pods().Value() != want {
+					t.Errorf("%s: %d pods, want %d (default_enis * 4)", it.Name, it.Capacity.Pods().Value(), want)
+				}
+			}
+		})
+	}
+}
+
+func catalogEntry(t *testing.T, name string) (catalog.Entry, bool) {
+	t.Helper()
+	for _, e := range smallCatalog(t) {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	t.Fatalf("%s is not in the small catalog", name)
+	return catalog.Entry{}, false
 }

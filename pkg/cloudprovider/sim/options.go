@@ -75,6 +75,11 @@ type Options struct {
 	// RebootDuration is how long a rebooted instance's Node reports NotReady before it rejoins
 	// with a new boot ID; zero means DefaultRebootDuration.
 	RebootDuration time.Duration
+	// NodeClassCEL is the AWS provider's feature gate of that name: CEL expressions in an
+	// EC2NodeClass's spec.kubelet are evaluated per instance type for its capacity and
+	// overhead, as the AWS provider evaluates them. Off, a NodeClass with one is not Ready
+	// (KubeletExpressionsDisabled), as in Karpenter.
+	NodeClassCEL bool
 }
 
 // DefaultRebootDuration is Options.RebootDuration's default: about what an EC2 instance takes

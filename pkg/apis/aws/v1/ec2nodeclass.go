@@ -113,7 +113,10 @@ type EC2NodeClassSpec struct {
 	// evictionHard) are read for scheduling; AL2023 nodes get every field, the other families
 	// those Karpenter maps to their bootstrap. The API server checks none of it: the
 	// EC2NodeClass controller does, and reports a configuration it refuses in the
-	// ValidationSucceeded condition (see KubeletConfiguration.Validate).
+	// ValidationSucceeded condition (see KubeletConfiguration.Validate). With the AWS
+	// provider's NodeClassCEL feature gate, maxPods may be a CEL expression (a string) and a
+	// kubeReserved or systemReserved value one too (not a quantity), evaluated per instance
+	// type over vcpus, memory_mib, default_enis, ips_per_eni, max_pods and instance_type.
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields

@@ -26,17 +26,22 @@ type KubeletConfiguration struct {
 	// ClusterDNS is the list of DNS server IPs the kubelet gives pods.
 	// +optional
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
-	// MaxPods caps the pods per node, overriding the ENI-based default.
+	// MaxPods caps the pods per node, overriding the ENI-based default. Written as a string it
+	// is a CEL expression evaluated per instance type (the AWS provider's NodeClassCEL feature
+	// gate), kept in Other: see MaxPodsExpression.
 	// +optional
 	MaxPods *int32 `json:"maxPods,omitempty"`
 	// PodsPerCore caps pods per vCPU; the smaller of it and MaxPods applies.
 	// +optional
 	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
-	// SystemReserved is held back for OS daemons (cpu, memory, ephemeral-storage, pid).
+	// SystemReserved is held back for OS daemons (cpu, memory, ephemeral-storage, pid). A value
+	// that is not a quantity is a CEL expression evaluated per instance type (the NodeClassCEL
+	// gate): cpu in millicores, memory in MiB, ephemeral-storage in GiB, pid a count.
 	// +optional
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// KubeReserved is held back for Kubernetes daemons (cpu, memory, ephemeral-storage, pid);
-	// when unset it is computed from the instance's cores and pods.
+	// when unset it is computed from the instance's cores and pods. A value may be a CEL
+	// expression, as in SystemReserved.
 	// +optional
 	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
 	// EvictionHard thresholds, such as memory.available: 100Mi or nodefs.available: 10%.
@@ -182,6 +187,23 @@ func (k *KubeletConfiguration) Expressions() []string {
 		}
 	}
 	return out
+}
+
+// MaxPodsExpression returns maxPods when it is written as a string, a CEL expression (the
+// NodeClassCEL gate), and false when it is unset or a number.
+func (k *KubeletConfiguration) MaxPodsExpression() (string, bool) {
+	if k == nil {
+		return "", false
+	}
+	raw, ok := k.Other["maxPods"]
+	if !ok {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw.Raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // KubeletError is one reason a kubelet configuration is refused: the field, as a path such as
