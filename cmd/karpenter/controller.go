@@ -71,6 +71,11 @@ Karpenter's Helm chart uses.`,
 			for _, unknown := range unknownGates {
 				logger.Info("ignoring a feature gate this controller does not know, as Karpenter does", "setting", unknown.setting, "gate", unknown.name)
 			}
+			for gate, on := range map[string]bool{featuregate.DRANVIDIAGPU: opts.DRANVIDIAGPU, featuregate.DRAEFA: opts.DRAEFA} {
+				if on {
+					logger.Info("the feature gate changes no scheduling while pods' resource claims are ignored (IGNORE_DRA_REQUESTS=true, the only setting here), as in Karpenter with that setting", "setting", featuregate.AWS.Setting, "gate", gate)
+				}
+			}
 			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
@@ -323,6 +328,8 @@ func applyFeatureGates(opts *operator.Options, karpenterGates, awsGates string) 
 	opts.RebootForRepair = aws.Enabled(featuregate.RebootForRepair)
 	opts.PodDeletionCostManagement = gates.Enabled(featuregate.PodDeletionCostManagement)
 	opts.NodeClassCEL = aws.Enabled(featuregate.NodeClassCEL)
+	opts.DRANVIDIAGPU = aws.Enabled(featuregate.DRANVIDIAGPU)
+	opts.DRAEFA = aws.Enabled(featuregate.DRAEFA)
 	return unknown, nil
 }
 

@@ -240,8 +240,6 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 		args, env []string
 		want      []string
 	}{
-		{args: []string{"--aws-feature-gates", "DRAEFA=true"}, want: []string{"--aws-feature-gates", "DRAEFA=true", "not built yet"}},
-		{env: []string{"AWS_FEATURE_GATES=DRANVIDIAGPU=true"}, want: []string{"AWS_FEATURE_GATES", "DRANVIDIAGPU=true", "not built yet"}},
 		// Karpenter v1.15's settings whose feature is not built here, set away from its default.
 		{env: []string{"SCHEDULER_CONFIG=podTopologySpread: {}"}, want: []string{"SCHEDULER_CONFIG", "not built here"}},
 		{env: []string{"IGNORE_DRA_REQUESTS=false"}, want: []string{"IGNORE_DRA_REQUESTS", "not built here"}},

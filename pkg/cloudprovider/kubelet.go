@@ -3,6 +3,7 @@ package cloudprovider
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
@@ -26,6 +27,42 @@ const (
 	// ReasonUnsupportedKubeletConfiguration: the AMI family would not apply a field.
 	ReasonUnsupportedKubeletConfiguration = "UnsupportedKubeletConfiguration"
 )
+
+// Reasons of a ValidationSucceeded condition that refuses an EC2NodeClass's
+// karpenter.k8s.aws/nvidia-consumable-capacity annotation, as the AWS provider v1.15.2's.
+const (
+	// ReasonNVIDIAConsumableCapacityInvalid: the value is not one the NVIDIA DRA driver takes.
+	ReasonNVIDIAConsumableCapacityInvalid = "NVIDIAConsumableCapacityInvalid"
+	// ReasonDRADisabled: the value asks for GPU sharing, which needs the DRANVIDIAGPU gate.
+	ReasonDRADisabled = "DRADisabled"
+)
+
+// ValidateNVIDIAConsumableCapacity checks an EC2NodeClass's
+// karpenter.k8s.aws/nvidia-consumable-capacity annotation as the AWS provider v1.15.2's
+// validation (pkg/controllers/nodeclass/validation.go, with nvidiadra.ParseConsumableCapacity):
+// absent, empty or "disabled" asks for nothing; "memory", "unlimited" or a positive share count
+// asks for GPU sharing, refused without the DRANVIDIAGPU gate (draNVIDIAGPU); anything else is
+// refused as a mistake. It returns the ValidationSucceeded reason with the error, or "" and nil.
+func ValidateNVIDIAConsumableCapacity(nc *awsv1.EC2NodeClass, draNVIDIAGPU bool) (string, error) {
+	value, ok := nc.Annotations[awsv1.AnnotationNVIDIAConsumableCapacity]
+	if !ok {
+		return "", nil
+	}
+	switch value {
+	case "", "disabled":
+		return "", nil
+	case "memory", "unlimited":
+	default:
+		if n, err := strconv.ParseInt(value, 10, 64); err != nil || n < 1 {
+			return ReasonNVIDIAConsumableCapacityInvalid, fmt.Errorf("annotation %s, %q is not one of %q, %q, %q, or a positive integer share count",
+				awsv1.AnnotationNVIDIAConsumableCapacity, value, "disabled", "memory", "unlimited")
+		}
+	}
+	if !draNVIDIAGPU {
+		return ReasonDRADisabled, fmt.Errorf("annotation %s enables GPU sharing, but the DRANVIDIAGPU feature gate is disabled", awsv1.AnnotationNVIDIAConsumableCapacity)
+	}
+	return "", nil
+}
 
 // ValidateKubelet checks an EC2NodeClass's kubelet configuration as Karpenter's AWS provider
 // v1.15 does before it lets the NodeClass launch, since the API server takes any object there:

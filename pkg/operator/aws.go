@@ -53,6 +53,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		ReservedENIs:            opts.AWS.ReservedENIs,
 		VMMemoryOverheadPercent: opts.AWS.VMMemoryOverheadPercent,
 		NodeClassCEL:            opts.NodeClassCEL,
+		DRANVIDIAGPU:            opts.DRANVIDIAGPU,
 		EKSControlPlane:         opts.AWS.EKSControlPlane,
 		Refresh:                 opts.AWS.Refresh,
 		RebootForRepair:         opts.RebootForRepair,

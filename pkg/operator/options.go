@@ -108,6 +108,12 @@ type Options struct {
 	// a Sim.Cloud given ready-made keeps its own setting. Off, as by default, a NodeClass with
 	// one is not Ready.
 	NodeClassCEL bool
+	// DRANVIDIAGPU and DRAEFA are the AWS provider's DRA gates (AWS_FEATURE_GATES). Karpenter's
+	// fill the instance types' DRA devices for DRA scheduling, which runs only with
+	// IGNORE_DRA_REQUESTS=false, not built here: as in Karpenter with IGNORE_DRA_REQUESTS=true
+	// (its default), they change no scheduling. DRANVIDIAGPU lets an EC2NodeClass ask for GPU
+	// sharing (karpenter.k8s.aws/nvidia-consumable-capacity).
+	DRANVIDIAGPU, DRAEFA bool
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool

@@ -194,7 +194,77 @@ func Check(c *Case, o *Outcome) []Violation {
 	for _, msg := range w.limitErrors(o) {
 		add(RuleLimits, "", "", "%s", msg)
 	}
+	o.UnmetPreferences = w.unmetPreferences(c, placed)
 	return vs
+}
+
+// unmetPreferences sums the weights of the placed pods' preferred terms the final cluster does
+// not meet: a preferred node affinity term the node's labels miss; a preferred pod
+// anti-affinity term with another matching pod in the pod's domain; a preferred pod affinity
+// term with no other matching pod in its domain, while one runs elsewhere or the pod does not
+// match its own term (the first of its group meets it, as the required rule reads).
+func (w *world) unmetPreferences(c *Case, placed map[string]*checkNode) int {
+	unmet := 0
+	for _, p := range c.Pods {
+		n := placed[PodKey(p)]
+		a := p.Spec.Affinity
+		if n == nil || a == nil {
+			continue
+		}
+		if a.NodeAffinity != nil {
+			for _, t := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				if matchAll(t.Preference.MatchExpressions, n.labels) != nil {
+					unmet += int(t.Weight)
+				}
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for _, t := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				if w.sharesDomain(p, n, t.PodAffinityTerm) {
+					unmet += int(t.Weight)
+				}
+			}
+		}
+		if a.PodAffinity != nil {
+			for _, t := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				if !w.sharesDomain(p, n, t.PodAffinityTerm) && (w.matchesElsewhere(p, t.PodAffinityTerm) || !termMatches(t.PodAffinityTerm, p, p)) {
+					unmet += int(t.Weight)
+				}
+			}
+		}
+	}
+	return unmet
+}
+
+// sharesDomain reports whether another pod the term matches runs in p's domain of its key.
+func (w *world) sharesDomain(p *corev1.Pod, n *checkNode, t corev1.PodAffinityTerm) bool {
+	domain, ok := n.labels[t.TopologyKey]
+	if !ok {
+		return false
+	}
+	for _, m := range w.nodes {
+		if m.labels[t.TopologyKey] != domain {
+			continue
+		}
+		for _, q := range m.pods {
+			if q != p && termMatches(t, p, q) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// matchesElsewhere reports whether another pod the term matches runs anywhere.
+func (w *world) matchesElsewhere(p *corev1.Pod, t corev1.PodAffinityTerm) bool {
+	for _, m := range w.nodes {
+		for _, q := range m.pods {
+			if q != p && termMatches(t, p, q) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // materialize is the node a claim becomes when launched as its first (cheapest) instance type

@@ -82,6 +82,15 @@ func TestConformance(t *testing.T) {
 		if *seedFlag != 0 || *caseFile != "" {
 			t.Logf("ours: %s", describe(r.Ours))
 			t.Logf("karpenter: %s", describe(r.Karpenter))
+			if *seedFlag != 0 {
+				// The case as generated, to read or to edit and run again with -case.
+				path := filepath.Join(os.TempDir(), fmt.Sprintf("conformance-%d-case.yaml", seed))
+				if err := os.WriteFile(path, []byte(YAML(c)), 0o644); err != nil {
+					t.Log(err)
+				} else {
+					t.Logf("the case: %s", path)
+				}
+			}
 		}
 		if !r.Failed() {
 			continue

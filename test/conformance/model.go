@@ -88,6 +88,10 @@ type Outcome struct {
 	Claims []*Claim
 	// Errors maps each pod that was not placed to why.
 	Errors map[string]string
+	// UnmetPreferences is, as Check finds the final cluster, the summed weight of the
+	// preferred node affinity and pod (anti-)affinity terms of the placed pods it does not
+	// meet (set by Check).
+	UnmetPreferences int
 }
 
 // Claim is a new NodeClaim: its NodePool, pods, the instance types it names (cheapest first,

@@ -40,6 +40,12 @@ func (p *instanceTypeProvider) GetInstanceTypes(context.Context, *karpv1.NodePoo
 // adapter to scheduler.Input with daemonset overhead, limits and volume requirements, Solve,
 // NodeClaims created) on a fake controller-runtime client.
 func RunOurs(ctx context.Context, c *Case) (*Outcome, error) {
+	return runOurs(ctx, c, false)
+}
+
+// runOurs is RunOurs, with preferred affinities and ScheduleAnyway spread ignored when
+// ignorePreferences (Karpenter's preference policy Ignore).
+func runOurs(ctx context.Context, c *Case, ignorePreferences bool) (*Outcome, error) {
 	kube := fake.NewClientBuilder().WithScheme(ourScheme).WithRESTMapper(ourMapper).Build()
 	clk := clock.NewFakeClock(epoch)
 	for _, np := range c.NodePools {
@@ -81,7 +87,7 @@ func RunOurs(ctx context.Context, c *Case) (*Outcome, error) {
 	}
 	cp := &instanceTypeProvider{types: ourInstanceTypes(c.InstanceTypes)}
 	cluster := state.NewCluster(kube, clk)
-	prov := provisioning.NewProvisioner(kube, cluster, cp, nil, nil, clk, provisioning.Options{})
+	prov := provisioning.NewProvisioner(kube, cluster, cp, nil, nil, clk, provisioning.Options{IgnorePreferences: ignorePreferences})
 	decision, err := prov.Provision(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("our provision: %w", err)

@@ -33,6 +33,20 @@ func Run(ctx context.Context, c *Case) (*Result, error) {
 	all = append(all, Check(c, ours)...)
 	all = append(all, Check(c, theirs)...)
 	all = append(all, Compare(c, ours, theirs)...)
+	for i, v := range all {
+		if v.Rule != RuleCost || ours.UnmetPreferences >= theirs.UnmetPreferences {
+			continue
+		}
+		// Ours is dearer and keeps more of the preferences: is keeping them the whole cost?
+		relaxed, err := runOurs(ctx, c, true)
+		if err != nil {
+			return nil, err
+		}
+		if len(Compare(c, relaxed, theirs)) == 0 {
+			all[i].Detail += fmt.Sprintf("; %s (unmet weight ours %d, karpenter %d; ours without preferences $%.4f/h)",
+				keptPreferencesNote, ours.UnmetPreferences, theirs.UnmetPreferences, Cost(c, relaxed))
+		}
+	}
 	for _, v := range all {
 		if name := divergenceOf(c, v); name != "" {
 			r.Excused[name] = append(r.Excused[name], v)

@@ -172,7 +172,7 @@ to set instead; the ones without effect here are accepted with a warning in NOTE
 {{- else if or $dra.draNVIDIAGPU $dra.draEFA }}
 {{- $why = "settings.awsFeatureGates.draNVIDIAGPU or draEFA=true (either sets ignoreDRARequests to false)" }}
 {{- end }}
-{{- fail (printf "%s: this controller's scheduling ignores pods' dynamic resource allocation (DRA) requests, and the AWS DRA drivers' gates are not built; leave ignoreDRARequests unset or true, and enableDRA and the DRA gates off (docs/helm.md)" $why) }}
+{{- fail (printf "%s: this controller's scheduling ignores pods' dynamic resource allocation (DRA) requests (DRA scheduling is not built); leave ignoreDRARequests unset or true and enableDRA off (a DRA gate may stay on with ignoreDRARequests: true, where it changes no scheduling, as in Karpenter) (docs/helm.md)" $why) }}
 {{- end }}
 {{- end }}
 

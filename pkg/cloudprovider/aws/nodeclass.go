@@ -253,6 +253,9 @@ func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string
 	if err := p.evaluateKubelet(ctx, nc); err != nil {
 		return cloudprovider.ReasonKubeletExpressionEvaluationFailed, err
 	}
+	if reason, err := cloudprovider.ValidateNVIDIAConsumableCapacity(nc, p.opts.DRANVIDIAGPU); err != nil {
+		return reason, err
+	}
 	if family != awsv1.AMIFamilyAL2023 && family != "" {
 		return "", nil
 	}

@@ -45,6 +45,10 @@ type Options struct {
 	// capacity, overhead and user data. Off, a NodeClass with one is not Ready
 	// (KubeletExpressionsDisabled), as in Karpenter.
 	NodeClassCEL bool
+	// DRANVIDIAGPU is the AWS provider's feature gate of that name (AWS_FEATURE_GATES): an
+	// EC2NodeClass may ask, by its karpenter.k8s.aws/nvidia-consumable-capacity annotation,
+	// for GPU sharing (cloudprovider.ValidateNVIDIAConsumableCapacity).
+	DRANVIDIAGPU bool
 	// Recorder records Events on NodeClaims (a spot launch refused for want of the Spot
 	// service-linked role); nil records none.
 	Recorder record.EventRecorder

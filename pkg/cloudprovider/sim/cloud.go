@@ -122,6 +122,8 @@ type Cloud struct {
 
 	// kubeletExpressions is Options.NodeClassCEL.
 	kubeletExpressions bool
+	// draNVIDIAGPU is Options.DRANVIDIAGPU.
+	draNVIDIAGPU bool
 
 	// typesMu guards types, the instance types built per NodeClass configuration.
 	typesMu sync.Mutex
@@ -188,6 +190,7 @@ func New(opts Options) (*Cloud, error) {
 		store:           opts.Store,
 
 		kubeletExpressions: opts.NodeClassCEL,
+		draNVIDIAGPU:       opts.DRANVIDIAGPU,
 	}
 	for _, id := range opts.Faults.Unavailable {
 		c.unavailable[id] = true

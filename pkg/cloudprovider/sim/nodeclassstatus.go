@@ -107,6 +107,9 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 			reason = cloudprovider.ReasonKubeletExpressionEvaluationFailed
 		}
 	}
+	if err == nil {
+		reason, err = cloudprovider.ValidateNVIDIAConsumableCapacity(nc, r.cloud.draNVIDIAGPU)
+	}
 	if err != nil {
 		now := metav1.NewTime(r.clock.Now())
 		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeValidationSucceeded, Status: metav1.ConditionFalse,

@@ -80,6 +80,9 @@ type Options struct {
 	// overhead, as the AWS provider evaluates them. Off, a NodeClass with one is not Ready
 	// (KubeletExpressionsDisabled), as in Karpenter.
 	NodeClassCEL bool
+	// DRANVIDIAGPU is the AWS provider's feature gate of that name: an EC2NodeClass may ask for
+	// GPU sharing (cloudprovider.ValidateNVIDIAConsumableCapacity).
+	DRANVIDIAGPU bool
 }
 
 // DefaultRebootDuration is Options.RebootDuration's default: about what an EC2 instance takes

@@ -60,6 +60,10 @@ const (
 	// AnnotationClusterNameTagged marks a NodeClaim whose instance carries the
 	// eks:eks-cluster-name tag.
 	AnnotationClusterNameTagged = "compatibility." + Group + "/cluster-name-tagged"
+	// AnnotationNVIDIAConsumableCapacity, on an EC2NodeClass, says how the NVIDIA DRA driver
+	// shares its GPUs (the DRANVIDIAGPU gate): "disabled" or empty, "memory", "unlimited", or a
+	// positive share count.
+	AnnotationNVIDIAConsumableCapacity = Group + "/nvidia-consumable-capacity"
 	// TerminationFinalizer holds an EC2NodeClass until its NodeClaims and instance profile are gone.
 	TerminationFinalizer = Group + "/termination"
 )
