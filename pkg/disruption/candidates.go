@@ -134,6 +134,9 @@ type Blocked struct {
 	// Reason says what protects it, in Karpenter's words, such as
 	// "Pdb prevents pod evictions (PodDisruptionBudget=[default/web])".
 	Reason string
+	// Method is MethodRepair when node repair wanted the node (it is unhealthy past its
+	// policy's toleration); empty for the protections every other method shares.
+	Method string
 }
 
 // nodeProtection says why a node itself may not be voluntarily disrupted at now, or "": it is

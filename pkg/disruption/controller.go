@@ -58,6 +58,8 @@ type Controller struct {
 	inflight  []*inflightCommand
 	podSets   map[string]string // node name → its pods' UIDs, to spot pod events
 	observers []func(*Command)
+	// decisionObservers are called with every decision (ObserveDecisions).
+	decisionObservers []func(*Decision)
 	// nextChange is the last decision's NextChange.
 	nextChange time.Time
 	// unseenNodePools is the last decision's UnseenNodePools, for the next.
@@ -130,6 +132,15 @@ func (c *Controller) Observe(fn func(*Command)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.observers = append(c.observers, fn)
+}
+
+// ObserveDecisions registers a function called with every pass's decision once it is taken,
+// before its command starts (for the simulator's report of the nodes repair passes over: its
+// Blocked, RepairHolds and Budgets). It must not block nor keep the decision.
+func (c *Controller) ObserveDecisions(fn func(*Decision)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.decisionObservers = append(c.decisionObservers, fn)
 }
 
 // Start runs a pass every PassInterval on the clock until ctx is done (a controller-runtime
@@ -293,6 +304,9 @@ func (c *Controller) decide(ctx context.Context, logger logr.Logger, now time.Ti
 		return err
 	}
 	c.reportBlocked(in, decision)
+	for _, fn := range c.decisionObservers {
+		fn(decision)
+	}
 
 	cmd := decision.Command
 	if c.pending != nil && (cmd == nil || c.pending.cmd.Key() != cmd.Key()) {

@@ -85,7 +85,7 @@ func (d *decider) repair() *Command {
 		}
 		c.Repair = &result
 		block := func(why string) {
-			d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why})
+			d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why, Method: MethodRepair})
 		}
 		switch {
 		case c.Node.Annotations[karpv1.DoNotRepairAnnotationKey] == "true":
@@ -133,7 +133,7 @@ func (d *decider) repair() *Command {
 		}
 		cmd, why := d.simulate(MethodRepair, karpv1.DisruptionReasonUnhealthy, []*Candidate{c}, -1, false)
 		if cmd == nil {
-			d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why})
+			d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: why, Method: MethodRepair})
 			continue
 		}
 		c.DrainBound = drainBound(c, c.Repair)
@@ -158,7 +158,7 @@ func (d *decider) repairStatic(c *Candidate) *Command {
 		if d.opts.TerminateFirstRepair && nodepool.IsReady(np) && np.DeletionTimestamp == nil {
 			return &Command{Method: MethodRepair, Reason: karpv1.DisruptionReasonUnhealthy, Candidates: []*Candidate{c}, TerminateFirst: TerminateFirstStaticAtLimit}
 		}
-		d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: staticAtLimitBlocked})
+		d.blocked = append(d.blocked, Blocked{Node: c.Name(), NodeClaim: c.NodeClaim.Name, Reason: staticAtLimitBlocked, Method: MethodRepair})
 		return nil
 	}
 	r, err := staticReplacement(np)

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,7 +83,8 @@ type Comparison struct {
 	A string `json:"a"`
 	B string `json:"b"`
 	// Differences are the figures that differ and Unchanged those equal in both runs, each in
-	// the same order: cost, nodes, pending time, utilization, launches refused, removals.
+	// the same order: cost, nodes, pending time, utilization, launches refused, removals, node
+	// repair's reboots and holds.
 	Differences []Difference `json:"differences"`
 	Unchanged   []Difference `json:"unchanged"`
 	RunA        *Report      `json:"runA"`
@@ -146,6 +148,13 @@ func figures(a, b *Report) []Difference {
 		if a.Disruptions[r]+b.Disruptions[r] > 0 {
 			add("removed "+r, float64(a.Disruptions[r]), float64(b.Disruptions[r]), 0)
 		}
+	}
+	// Node repair's reboots and holds, when either run repaired: what a budget for reason
+	// Unhealthy or the RebootForRepair gate changes beyond the nodes removed.
+	if a.Repairs != nil || b.Repairs != nil {
+		ra, rb := cmp.Or(a.Repairs, &RepairCounts{}), cmp.Or(b.Repairs, &RepairCounts{})
+		add("repair reboots", float64(ra.Reboots), float64(rb.Reboots), 0)
+		add("repairs held", float64(ra.Blocked), float64(rb.Blocked), 0)
 	}
 	return out
 }

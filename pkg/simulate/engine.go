@@ -38,10 +38,12 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/expiration"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
+	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/reboot"
 	"github.com/openkarpenter/karpenter/pkg/repair"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/simulate/binder"
@@ -126,8 +128,16 @@ type engine struct {
 	disruption  *disruption.Controller
 	// expiration deletes the NodeClaims past their expireAfter.
 	expiration *expiration.Controller
-	// repair is node repair, nil unless the NodeRepair feature gate is on.
+	// repair is the legacy node repair controller, nil unless the NodeRepair feature gate is
+	// on and the workload asks for it (legacyNodeRepair).
 	repair *repair.Controller
+	// repairPolicies are the cloud's repair policies that repair as a disruption method acts
+	// by, nil unless the NodeRepair gate is on without legacyNodeRepair; repairDecision is the
+	// disruption controller's last decision while they are set (see noteRepairs).
+	repairPolicies *health.Matcher
+	repairDecision *disruption.Decision
+	// reboot carries out the reboots repair commits (the AWS gate RebootForRepair).
+	reboot *reboot.Controller
 	// overlays evaluates the NodeOverlays, nil unless the NodeOverlay feature gate is on;
 	// overlaysSeen is what it last evaluated (see reconcileOverlays).
 	overlays     *nodeoverlay.Controller
@@ -224,8 +234,8 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if w.Cloud.StartupTaintDelay != nil {
 		startup = w.Cloud.StartupTaintDelay.Duration
 	}
-	// featureGates holds Karpenter's gates and the AWS provider's (NodeClassCEL), each checked
-	// against its own table.
+	// featureGates holds Karpenter's gates and the AWS provider's (NodeClassCEL,
+	// RebootForRepair), each checked against its own table.
 	karpenterGates, awsGates := map[string]bool{}, map[string]bool{}
 	for name, v := range w.FeatureGates {
 		if _, ok := featuregate.AWS.Lookup(name); ok {
@@ -244,9 +254,15 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	if problems := kubeletExpressionProblems(w.Objects, nodeClassCEL); len(problems) > 0 {
 		return nil, errors.New(strings.Join(problems, "\n"))
 	}
+	// ParseWorkload refuses these with their lines; a workload built in code is checked too.
+	if problems := w.repairProblems(); len(problems) > 0 {
+		p := problems[0]
+		return nil, fmt.Errorf("%s%s: %s", p[0], p[1], p[2])
+	}
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.cloud, err = sim.New(sim.Options{Clock: e.clock, NodeClasses: e.kube, Seed: seed, Zones: w.Cloud.Zones, LaunchLatency: launch,
-		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}, Unavailable: unavailable, NodeClassCEL: nodeClassCEL})
+		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}, Unavailable: unavailable, NodeClassCEL: nodeClassCEL,
+		RebootForRepair: aws.Enabled(featuregate.RebootForRepair)})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
@@ -274,17 +290,22 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 			return nil, err
 		}
 	}
-	if gates.Enabled(featuregate.TerminateFirstRepair) {
-		return nil, errors.New("featureGates.TerminateFirstRepair: " + terminateFirstRepairRefused)
+	nodeRepair := gates.Enabled(featuregate.NodeRepair)
+	// Node repair as Karpenter v1.15 runs it by default: a disruption method, by the cloud's
+	// repair policies compiled once, as the operator does (an invalid set stops it); with
+	// legacyNodeRepair, the legacy controller instead (--legacy-node-repair).
+	if nodeRepair && !w.LegacyNodeRepair && len(e.cloud.RepairPolicies()) > 0 {
+		if e.repairPolicies, err = health.NewMatcher(e.cloud.RepairPolicies()); err != nil {
+			return nil, fmt.Errorf("node repair: %w", err)
+		}
 	}
 	set := controllers.New(controllers.Deps{Kube: e.kube, Cluster: cluster, Cloud: e.cloud, Instances: recordingLauncher{InstanceLifecycle: e.cloud, rec: e.rec}, Unavailable: unavailable, Clock: e.clock},
 		controllers.Options{
 			Disruption: disruption.Options{SpotToSpotConsolidation: gates.Enabled(featuregate.SpotToSpotConsolidation), Repack: gates.Enabled(featuregate.RepackConsolidation),
-				TerminateFirstDrift: gates.Enabled(featuregate.TerminateFirstDrift)},
-			NodeRepair: gates.Enabled(featuregate.NodeRepair),
-			// Repair as a disruption method (Karpenter v1.15's default) is not driven by the
-			// simulator's timeline yet: it runs the legacy controller, as --legacy-node-repair.
-			LegacyNodeRepair: true,
+				TerminateFirstDrift: gates.Enabled(featuregate.TerminateFirstDrift), TerminateFirstRepair: gates.Enabled(featuregate.TerminateFirstRepair),
+				Repair: e.repairPolicies},
+			NodeRepair:       nodeRepair,
+			LegacyNodeRepair: w.LegacyNodeRepair,
 			NodeOverlay:      gates.Enabled(featuregate.NodeOverlay),
 			CapacityBuffer:   gates.Enabled(featuregate.CapacityBuffer),
 			// Consolidation then weighs pods without controller.kubernetes.io/pod-deletion-cost.
@@ -294,10 +315,13 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		})
 	e.provisioner, e.nomination, e.lifecycle, e.termination, e.disruption = set.Provisioner, set.Nomination, set.Lifecycle, set.Termination, set.Disruption
 	e.gc, e.poolStatus, e.poolStatic, e.repair, e.overlays = set.GarbageCollector, set.NodePoolStatus, set.Static, set.Repair, set.Overlays
-	e.expiration = set.Expiration
+	e.expiration, e.reboot = set.Expiration, set.Reboot
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
+	if e.repairPolicies != nil {
+		e.disruption.ObserveDecisions(func(d *disruption.Decision) { e.repairDecision = d })
+	}
 	e.expiration.Observe(e.rec.expired)
 	if e.repair != nil {
 		e.repair.Observe(e.rec.repaired)
@@ -415,6 +439,9 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 		// them) is what the controller would log before its next pass: the run goes on.
 		if err := e.disruption.Step(ctx); err != nil {
 			e.rec.warn(fmt.Sprintf("disruption: %v", err))
+		}
+		if err := e.noteRepairs(ctx); err != nil {
+			return err
 		}
 		e.disruptionSaw = e.kube.ResourceVersion()
 	}
@@ -569,10 +596,10 @@ func (e *engine) reconcileAll(ctx context.Context) error {
 }
 
 // reconcileClaims calls the lifecycle and termination controllers for the NodeClaims, as their
-// watches of NodeClaims and Nodes and their requeues would: a claim is reconciled unless it is
-// settled, that is initialized, not being deleted, and neither it nor a Node of its provider
-// ID changed since both controllers last returned with nothing to wait for (no error, no
-// RequeueAfter). Such a reconcile would find nothing to do; at 100,000 pods, calling both
+// watches of NodeClaims and Nodes and their requeues would, and the reboot controller for the
+// ones rebooting: a claim is reconciled unless it is settled, that is initialized, not being
+// deleted nor rebooting, and neither it nor a Node of its provider ID changed since both
+// controllers last returned with nothing to wait for (no error, no RequeueAfter). Such a reconcile would find nothing to do; at 100,000 pods, calling both
 // controllers for every claim on every pass was a tenth of a simulated day.
 func (e *engine) reconcileClaims(ctx context.Context) error {
 	var claims karpv1.NodeClaimList
@@ -610,6 +637,12 @@ func (e *engine) reconcileClaims(ctx context.Context) error {
 				settles = false
 			}
 		}
+		// As the reboot controller's watch of the NodeClaims with a Rebooting condition: a
+		// reboot under way moves on every pass (it asks to be looked at again while it lasts).
+		rebooting := c.IsRebooting()
+		if rebooting {
+			settles = false
+		}
 		if settles && e.settled[c.Name] == version {
 			continue
 		}
@@ -617,6 +650,14 @@ func (e *engine) reconcileClaims(ctx context.Context) error {
 		before := e.requeueAt
 		e.requeueAt = time.Time{}
 		failed := false
+		if rebooting {
+			if err := e.stepReboot(ctx, &c); err != nil {
+				failed = true
+				if !apierrors.IsConflict(err) && !cloudprovider.IsRetryable(err) {
+					e.rec.warn(fmt.Sprintf("rebooting nodeclaim %s: %v", c.Name, err))
+				}
+			}
+		}
 		if err := e.reconcile(ctx, e.lifecycle, c.Name); err != nil {
 			failed = true
 			if !apierrors.IsConflict(err) && !cloudprovider.IsRetryable(err) {
@@ -895,7 +936,11 @@ func (e *engine) sicken(u *Unhealthy) {
 			e.rec.warn(fmt.Sprintf("making instance %s unhealthy: %v", in.ID, err))
 			continue
 		}
-		e.rec.log(LogEntry{Kind: LogUnhealthy, Message: fmt.Sprintf("node of instance %s (%s) reports %s %s", in.ID, in.InstanceType, u.Condition, u.Status), Nodes: []string{in.Hostname}})
+		what := fmt.Sprintf("node of instance %s (%s) reports %s %s", in.ID, in.InstanceType, u.Condition, u.Status)
+		if u.Reason != "" {
+			what += " (" + u.Reason + ")"
+		}
+		e.rec.log(LogEntry{Kind: LogUnhealthy, Message: what, Nodes: []string{in.Hostname}})
 		left--
 	}
 	if left > 0 {

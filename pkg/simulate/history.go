@@ -153,9 +153,10 @@ type history struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	readyAt map[string]time.Time
-	// draining are the nodes being deleted or disrupted: a pod deleted from one is evicted.
-	draining map[string]bool
-	pods     []PodRecord
+	// draining are the nodes being deleted or disrupted, and rebooting those node repair
+	// fenced for a reboot (while fenced): a pod deleted from one is evicted.
+	draining, rebooting map[string]bool
+	pods                []PodRecord
 	// podIndex gives a pod's current record in pods, by podKey.
 	podIndex map[string]int
 	// removal is the latest reason given to remove each node.
@@ -164,7 +165,7 @@ type history struct {
 }
 
 func newHistory(now func() time.Time) *history {
-	return &history{now: now, readyAt: map[string]time.Time{}, draining: map[string]bool{}, podIndex: map[string]int{}, removal: map[string]string{}}
+	return &history{now: now, readyAt: map[string]time.Time{}, draining: map[string]bool{}, rebooting: map[string]bool{}, podIndex: map[string]int{}, removal: map[string]string{}}
 }
 
 func (h *history) at() int64 { return int64(h.now().Sub(Start) / time.Second) }
@@ -186,6 +187,11 @@ func (h *history) observe(ch memory.Change) {
 		defer h.mu.Unlock()
 		if ch.Type == watch.Deleted || obj.DeletionTimestamp != nil || slices.ContainsFunc(obj.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.DisruptedTaintKey }) {
 			h.draining[obj.Name] = true
+		}
+		if ch.Type != watch.Deleted && slices.ContainsFunc(obj.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.RebootingTaintKey }) {
+			h.rebooting[obj.Name] = true
+		} else {
+			delete(h.rebooting, obj.Name)
 		}
 		if _, seen := h.readyAt[obj.Name]; !seen && ch.Type != watch.Deleted && nodeReady(obj) {
 			h.readyAt[obj.Name] = h.now()
@@ -210,7 +216,7 @@ func (h *history) observe(ch memory.Change) {
 			rec.End = PodSucceeded
 		case ch.Type == watch.Deleted || obj.DeletionTimestamp != nil:
 			rec.End = PodDeleted
-			if obj.Spec.NodeName != "" && h.draining[obj.Spec.NodeName] {
+			if obj.Spec.NodeName != "" && (h.draining[obj.Spec.NodeName] || h.rebooting[obj.Spec.NodeName]) {
 				rec.End = PodEvicted
 			}
 		default:

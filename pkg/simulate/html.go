@@ -30,6 +30,8 @@ type view struct {
 	Removals []reasonCount
 	// Log is the event log, at most maxLogEntries of it.
 	Log []LogEntry
+	// RepairLog are node repair's entries of the log: repairs, reboots and holds.
+	RepairLog []LogEntry
 }
 
 type reasonCount struct {
@@ -89,6 +91,11 @@ func newView(rep *Report) *view {
 		v.Removals = append(v.Removals, reasonCount{r, rep.Disruptions[r]})
 	}
 	v.Log = rep.Events[:min(len(rep.Events), maxLogEntries)]
+	for _, e := range rep.Events {
+		if (e.Kind == LogDisruption || e.Kind == LogReboot) && e.Method == MethodRepair && len(v.RepairLog) < maxLogEntries {
+			v.RepairLog = append(v.RepairLog, e)
+		}
+	}
 	return v
 }
 
@@ -392,6 +399,11 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 <h2>Nodes removed</h2>
 {{if .Removals}}<table><tr><th>reason</th><th>nodes</th></tr>{{range .Removals}}<tr><td>{{.Reason}}</td><td>{{.Count}}</td></tr>{{end}}</table>
 {{else}}<p>None.</p>{{end}}
+{{if .Repairs}}<h2>Node repair</h2>
+<p>{{.Repairs.Removed}} unhealthy nodes removed{{if .Repairs.Escalated}} ({{.Repairs.Escalated}} rebooted too often, replaced instead){{end}}, {{.Repairs.Reboots}} reboots ({{.Repairs.RebootsSucceeded}} succeeded, {{.Repairs.RebootsFailed}} failed), {{.Repairs.Blocked}} holds.</p>
+<table><tr><th>at</th><th>action</th><th>node</th><th>what happened</th></tr>
+{{range .RepairLog}}<tr><td>{{clock .AtSeconds}}</td><td>{{if eq .Kind "reboot"}}reboot {{end}}{{.Action}}</td><td>{{join .Nodes ", "}}</td><td>{{.Message}}</td></tr>
+{{end}}</table>{{end}}
 <h2>Launches refused for want of capacity</h2>
 {{if .FailedLaunches}}<table><tr><th>at</th><th>nodeclaim</th><th>NodePool</th><th>offerings tried</th></tr>
 {{range .FailedLaunches}}<tr><td>{{clock .AtSeconds}}</td><td>{{.NodeClaim}}</td><td>{{.NodePool}}</td><td>{{offerings .Offerings}}</td></tr>

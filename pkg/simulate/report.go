@@ -50,6 +50,9 @@ type Report struct {
 	// DisruptionMethods counts the nodes disruption and node repair chose to remove, by
 	// method (emptiness, single-node consolidation, drift, repair, …).
 	DisruptionMethods map[string]int `json:"disruptionMethods"`
+	// Repairs sum up node repair (with the NodeRepair gate): the nodes removed, the reboots
+	// and how they ended, the holds; absent when repair did nothing.
+	Repairs *RepairCounts `json:"repairs,omitempty"`
 	// NodePools are each NodePool's settings and results, by name.
 	NodePools []NodePoolReport `json:"nodePools"`
 	// Series samples the cluster every minute of virtual time.
@@ -150,8 +153,8 @@ type Sample struct {
 type LogEntry struct {
 	// AtSeconds is when, from the start.
 	AtSeconds int64 `json:"at"`
-	// Kind is timeline, launch, launchFailed, disruption, refusal, interruption, unhealthy or
-	// termination.
+	// Kind is timeline, launch, launchFailed, disruption, refusal, interruption, unhealthy,
+	// reboot or termination.
 	Kind string `json:"kind"`
 	// Event is a timeline entry's event: deploy, scale, delete, jobs, interrupt,
 	// capacityShortage, apply, annotate or unhealthy.
@@ -160,9 +163,11 @@ type LogEntry struct {
 	Message string `json:"message"`
 	// Method, Reason and Action (delete or replace) describe a disruption (a termination's
 	// Reason is why its node was removed, as in the node history); node repair's are
-	// method repair, reason Unhealthy, and action delete, or blocked when the safety valve
-	// held it. Nodes are the nodes it removes, or the node of a refusal, an interruption, a
-	// fault or a termination.
+	// method repair, reason Unhealthy, and action delete, replace, reboot, or blocked when
+	// it passed an unhealthy node over (do-not-repair, budgets, more than 20% unhealthy, …);
+	// a reboot's progress is method repair and action issued, succeeded or failed. Nodes are
+	// the nodes it removes, or the node of a refusal, an interruption, a fault, a reboot or
+	// a termination.
 	Method string   `json:"method,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 	Action string   `json:"action,omitempty"`
@@ -179,7 +184,9 @@ const (
 	LogRefusal      = "refusal"
 	LogInterruption = "interruption"
 	// LogUnhealthy: a node began to report an unhealthy condition (the unhealthy event).
-	LogUnhealthy   = "unhealthy"
+	LogUnhealthy = "unhealthy"
+	// LogReboot: a reboot node repair committed moved on: issued, succeeded or failed (Action).
+	LogReboot      = "reboot"
 	LogTermination = "termination"
 )
 
@@ -214,8 +221,12 @@ type recorder struct {
 	interruptionsSeen int
 	decisions         int
 	commands          map[string]int
-	// repairBlocked are the nodes whose repair the safety valve holds, logged once each.
-	repairBlocked map[string]bool
+	// repairHolds are the unhealthy nodes whose repair is held now, with why (logged once
+	// each, see repairHold); rebootsOf are the reboots repair committed, by NodeClaim, within
+	// disruption.RebootHistoryWindow; repairs sums node repair up.
+	repairHolds map[string]string
+	rebootsOf   map[string][]time.Time
+	repairs     RepairCounts
 	// podErrors holds the provisioner's last error for each pod it could not place.
 	podErrors map[string]string
 	// now is the virtual clock; events the log so far.
@@ -229,7 +240,7 @@ type recorder struct {
 
 func newRecorder(w *Workload, seed int64, now func() time.Time) *recorder {
 	return &recorder{w: w, seed: seed, created: map[string]time.Time{}, scheduled: map[string]time.Duration{}, current: map[string]string{}, incarnations: map[string]int{},
-		jobEnds: map[string]time.Time{}, commands: map[string]int{}, repairBlocked: map[string]bool{}, podErrors: map[string]string{}, now: now, hist: newHistory(now)}
+		jobEnds: map[string]time.Time{}, commands: map[string]int{}, repairHolds: map[string]string{}, rebootsOf: map[string][]time.Time{}, podErrors: map[string]string{}, now: now, hist: newHistory(now)}
 }
 
 // log appends an entry at the current virtual time.
@@ -311,22 +322,28 @@ func (r *recorder) unscheduled(ctx context.Context, e *engine) ([]Unscheduled, e
 	return out, nil
 }
 
-// disrupted counts the nodes disruption removes, by method.
+// disrupted logs a disruption command as it starts and counts the nodes it removes, by
+// method; node repair's reboots remove none (see repairing).
 func (r *recorder) disrupted(cmd *disruption.Command) {
-	r.commands[cmd.Method] += len(cmd.Candidates)
 	action := "delete"
 	if len(cmd.Replacements) > 0 {
 		action = "replace"
 	}
-	r.log(LogEntry{Kind: LogDisruption, Message: cmd.Message(), Method: cmd.Method, Reason: string(cmd.Reason), Action: action, Nodes: cmd.NodeNames()})
+	entry := LogEntry{Kind: LogDisruption, Message: cmd.Message(), Method: cmd.Method, Reason: string(cmd.Reason), Action: action, Nodes: cmd.NodeNames()}
+	if cmd.Method == disruption.MethodRepair && len(cmd.Candidates) == 1 && !r.repairing(cmd, &entry) {
+		r.log(entry)
+		return
+	}
+	r.commands[cmd.Method] += len(cmd.Candidates)
+	r.log(entry)
 	for _, n := range cmd.NodeNames() {
 		r.hist.removing(n, string(cmd.Reason))
 	}
 }
 
 // MethodRepair is the method of node repair's entries in the log and the report's
-// disruptions.
-const MethodRepair = "repair"
+// disruptions: disruption.MethodRepair, and the legacy controller's.
+const MethodRepair = disruption.MethodRepair
 
 // MethodExpiration is the method of expiry's entries in the log and the report's disruptions.
 const MethodExpiration = "expiration"
@@ -348,16 +365,12 @@ func (r *recorder) repaired(rep repair.Outcome) {
 	cond := fmt.Sprintf("%s %s since t=%s", rep.Condition.Type, rep.Condition.Status, rep.Condition.LastTransitionTime.Sub(Start))
 	entry := LogEntry{Kind: LogDisruption, Method: MethodRepair, Reason: string(karpv1.DisruptionReasonUnhealthy), Nodes: []string{rep.Node}}
 	if rep.Blocked != "" {
-		if r.repairBlocked[rep.Node] {
-			return
-		}
-		r.repairBlocked[rep.Node] = true
-		entry.Action, entry.Message = "blocked", fmt.Sprintf("repair of node %s (%s) blocked: %s", rep.Node, cond, rep.Blocked)
-		r.log(entry)
+		r.repairHold(rep.Node, cond, rep.Blocked)
 		return
 	}
-	delete(r.repairBlocked, rep.Node)
+	delete(r.repairHolds, rep.Node)
 	r.commands[MethodRepair]++
+	r.repairs.Removed++
 	entry.Action = "delete"
 	r.hist.removing(rep.Node, string(karpv1.DisruptionReasonUnhealthy))
 	entry.Message = fmt.Sprintf("repairing node %s: %s, past the %s its repair policy tolerates; its pods are deleted at once", rep.Node, cond, rep.Toleration)
@@ -506,6 +519,10 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	}
 	rep := &Report{Workload: r.w.Name, Seed: r.seed, Duration: r.w.Duration.String(), Series: r.samples, Fleet: fleet, Warnings: r.warnings,
 		DisruptionMethods: maps.Clone(r.commands)}
+	if r.repairs != (RepairCounts{}) {
+		repairs := r.repairs
+		rep.Repairs = &repairs
+	}
 	instances := e.cloud.Instances()
 	byType := map[[2]string]*TypeCount{}
 	rep.Nodes.ByType = []TypeCount{}
@@ -613,9 +630,19 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if len(rep.Disruptions) > 0 {
 		fmt.Fprintf(&b, "Removed   %s\n", removals(rep.Disruptions))
 	}
+	if r := rep.Repairs; r != nil {
+		fmt.Fprintf(&b, "Repairs   %d %s removed", r.Removed, plural(r.Removed, "node", "nodes"))
+		if r.Escalated > 0 {
+			fmt.Fprintf(&b, " (%d after %d reboots)", r.Escalated, disruption.RebootsBeforeReplacement)
+		}
+		if r.Reboots > 0 {
+			fmt.Fprintf(&b, ", %d %s (%d succeeded, %d failed)", r.Reboots, plural(r.Reboots, "reboot", "reboots"), r.RebootsSucceeded, r.RebootsFailed)
+		}
+		fmt.Fprintf(&b, ", %d %s\n", r.Blocked, plural(r.Blocked, "hold", "holds"))
+	}
 	var repairs []LogEntry
 	for _, e := range rep.Events {
-		if e.Kind == LogDisruption && e.Method == MethodRepair {
+		if (e.Kind == LogDisruption || e.Kind == LogReboot) && e.Method == MethodRepair {
 			repairs = append(repairs, e)
 		}
 	}

@@ -55,8 +55,14 @@ type Workload struct {
 	// unknown gate, or one turned on whose feature is not built, is refused. Static NodePools
 	// (spec.replicas) need StaticCapacity: true, as in Karpenter; node repair (the unhealthy
 	// timeline event) NodeRepair: true; CEL expressions in an EC2NodeClass's spec.kubelet
-	// NodeClassCEL: true.
+	// NodeClassCEL: true; reboots for the GPU faults a reboot clears RebootForRepair: true
+	// (with NodeRepair).
 	FeatureGates map[string]bool `yaml:"featureGates"`
+	// LegacyNodeRepair runs, with the NodeRepair gate, Karpenter's legacy node repair
+	// controller instead of repair as a disruption method, as the controller's
+	// --legacy-node-repair (LEGACY_NODE_REPAIR): v1.14's policies, the node deleted at once,
+	// no budgets, no replacement first, no reboots. Off by default, as in Karpenter v1.15.
+	LegacyNodeRepair bool `yaml:"legacyNodeRepair"`
 	// Manifests are Karpenter objects (NodePool, EC2NodeClass), the StorageClasses,
 	// PersistentVolumes and PersistentVolumeClaims the pods' volumes need, CapacityBuffers
 	// (autoscaling.x-k8s.io/v1beta1, with the CapacityBuffer feature gate) with the PodTemplates
@@ -122,7 +128,7 @@ type Event struct {
 	// Annotate sets annotations on a deployment's pods or on nodes.
 	Annotate *Annotate `yaml:"annotate"`
 	// Unhealthy makes nodes report an unhealthy condition, for node repair (the NodeRepair
-	// feature gate) to replace them.
+	// feature gate) to replace or reboot them.
 	Unhealthy *Unhealthy `yaml:"unhealthy"`
 
 	applied []client.Object
@@ -248,7 +254,11 @@ func (e *Event) String() string {
 		if u.NodePool != "" {
 			target += " of nodepool " + u.NodePool
 		}
-		return fmt.Sprintf("%s %s: %s %s", target, plural(u.Count, "falls", "fall"), u.Condition, u.Status)
+		what := fmt.Sprintf("%s %s: %s %s", target, plural(u.Count, "falls", "fall"), u.Condition, u.Status)
+		if u.Reason != "" {
+			what += " (" + u.Reason + ")"
+		}
+		return what
 	}
 	return "nothing"
 }
@@ -269,15 +279,22 @@ type Annotate struct {
 // Condition yet report it with Status from now on, as their kubelet (Ready False or Unknown) or
 // the EKS node monitoring agent (KernelReady, StorageReady, NetworkingReady,
 // ContainerRuntimeReady, AcceleratedHardwareReady False) would. With the NodeRepair feature
-// gate, node repair replaces them once the simulated cloud's repair policy (EC2's) has
-// tolerated the condition long enough: 30 minutes, 10 for AcceleratedHardwareReady.
+// gate, node repair acts once the simulated cloud's repair policy (EC2's, as the AWS provider
+// v1.15.2 declares them) has tolerated the condition long enough: 30 minutes, 10 for
+// AcceleratedHardwareReady with a known GPU XID in its Reason. It acts as Karpenter v1.15's
+// repair disruption method: within the NodePool's budgets for reason Unhealthy, replacement
+// first, unless karpenter.sh/do-not-repair or more than 20% of the NodePool unhealthy stops
+// it; with the AWS gate RebootForRepair, a GPU fault a reboot clears (XID 46, 48, 54, …)
+// reboots the node in place, and a node rebooted twice within 24 hours is replaced instead.
+// With legacyNodeRepair the legacy controller replaces the node at once, whatever the reason.
 type Unhealthy struct {
 	Count     int    `yaml:"count"`
 	NodePool  string `yaml:"nodePool"`
 	Condition string `yaml:"condition"`
 	Status    string `yaml:"status"`
 	// Reason is the condition's reason (default: the kubelet's or node lifecycle controller's
-	// for Ready, SimulatedFault otherwise).
+	// for Ready, SimulatedFault otherwise), such as NvidiaXID48Error: EC2's policies for
+	// AcceleratedHardwareReady choose by it (a reboot-clearable XID, a fatal one, or neither).
 	Reason string `yaml:"reason"`
 }
 
@@ -453,9 +470,10 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			staticCapacity = w.FeatureGates[name]
 		} else if name == featuregate.NodeOverlay {
 			nodeOverlay = w.FeatureGates[name]
-		} else if name == featuregate.TerminateFirstRepair && w.FeatureGates[name] {
-			add(lineOf(&root, "featureGates"), "featureGates."+name, "%s", terminateFirstRepairRefused)
 		}
+	}
+	for _, msg := range w.repairProblems() {
+		add(lineOf(&root, msg[0]), msg[0]+msg[1], "%s", msg[2])
 	}
 	// Without the NodeOverlay gate Karpenter does not read NodeOverlays; the simulator refuses
 	// one rather than run as if it applied (or silently not).
@@ -643,7 +661,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 				add(e.line, field+".annotate.annotations", "required, such as {karpenter.sh/do-not-disrupt: \"true\"}")
 			}
 		case e.Unhealthy != nil:
-			for _, msg := range e.Unhealthy.problems(append(slices.Clip(w.Objects), applied...)) {
+			for _, msg := range e.Unhealthy.problems(append(slices.Clip(w.Objects), applied...), w.repairPolicies()) {
 				add(e.line, field+".unhealthy"+msg[0], "%s", msg[1])
 			}
 		}
@@ -777,12 +795,52 @@ func kubeletExpressionProblems(objs []client.Object, enabled bool) []string {
 	return out
 }
 
-// terminateFirstRepairRefused says why a workload may not turn TerminateFirstRepair on.
-const terminateFirstRepairRefused = "the simulator runs node repair as Karpenter's legacy controller (--legacy-node-repair), which never terminates first; TerminateFirstRepair is not supported in simulate yet"
+// gate says whether a gate of the table is on in set: its value there, else its default.
+func gate(table *featuregate.Table, set map[string]bool, name string) bool {
+	if v, ok := set[name]; ok {
+		return v
+	}
+	g, _ := table.Lookup(name)
+	return g.Default
+}
+
+// repairProblems are what is wrong with the workload's node repair settings, each as the
+// top-level key whose line names it, the field under it and the message: a setting that would
+// change nothing, or that the repair it selects cannot honour, is refused rather than ignored.
+func (w *Workload) repairProblems() [][3]string {
+	var out [][3]string
+	nodeRepair := gate(&featuregate.Karpenter, w.FeatureGates, featuregate.NodeRepair)
+	reboot := gate(&featuregate.AWS, w.FeatureGates, featuregate.RebootForRepair)
+	terminateFirst := gate(&featuregate.Karpenter, w.FeatureGates, featuregate.TerminateFirstRepair)
+	switch {
+	case w.LegacyNodeRepair && !nodeRepair:
+		out = append(out, [3]string{"legacyNodeRepair", "", "selects the legacy node repair controller, which runs only with the NodeRepair feature gate: add featureGates: {NodeRepair: true}, or remove legacyNodeRepair"})
+	case w.LegacyNodeRepair && terminateFirst:
+		out = append(out, [3]string{"featureGates", "." + featuregate.TerminateFirstRepair, "the legacy node repair controller (legacyNodeRepair: true) deletes an unhealthy node at once and never stages a replacement, so it has nothing to terminate first: remove legacyNodeRepair (repair as a disruption method honours TerminateFirstRepair) or the gate"})
+	}
+	switch {
+	case reboot && !nodeRepair:
+		out = append(out, [3]string{"featureGates", "." + featuregate.RebootForRepair, "reboots are node repair's: add featureGates: {NodeRepair: true}, or remove the gate"})
+	case reboot && w.LegacyNodeRepair:
+		out = append(out, [3]string{"featureGates", "." + featuregate.RebootForRepair, "the legacy node repair controller (legacyNodeRepair: true) never reboots, it replaces: remove legacyNodeRepair (repair as a disruption method reboots) or the gate"})
+	}
+	return out
+}
+
+// repairPolicies are the simulated cloud's repair policies the workload's node repair acts by:
+// EC2's as the AWS provider v1.15.2 declares them (with its RebootForRepair gate), or, with
+// legacyNodeRepair, the legacy controller's.
+func (w *Workload) repairPolicies() []cloudprovider.RepairPolicy {
+	if w.LegacyNodeRepair {
+		return cloudprovider.LegacyEC2RepairPolicies()
+	}
+	return cloudprovider.EC2RepairPolicies(gate(&featuregate.AWS, w.FeatureGates, featuregate.RebootForRepair))
+}
 
 // problems are what is wrong with the event, each as the field (".count", …) and the
-// message; objs are the NodePools it may name.
-func (u *Unhealthy) problems(objs []client.Object) [][2]string {
+// message; objs are the NodePools it may name, policies the repair policies its condition
+// must be unhealthy to (the workload's repairPolicies).
+func (u *Unhealthy) problems(objs []client.Object, policies []cloudprovider.RepairPolicy) [][2]string {
 	var out [][2]string
 	if u.Count <= 0 {
 		out = append(out, [2]string{".count", "must be positive"})
@@ -793,20 +851,51 @@ func (u *Unhealthy) problems(objs []client.Object) [][2]string {
 	}) {
 		out = append(out, [2]string{".nodePool", fmt.Sprintf("no NodePool %q among the manifests or applied before this event", u.NodePool)})
 	}
-	// The simulator runs node repair as Karpenter's legacy controller does (see engine.go), with
-	// the legacy policies: one per condition type and status, any reason.
-	policies := cloudprovider.LegacyEC2RepairPolicies()
-	var known []string
-	for _, p := range policies {
-		known = append(known, fmt.Sprintf("%s %s (%s)", p.ConditionType, p.ConditionStatus, p.TolerationDuration))
-	}
+	known := describePolicies(policies)
 	switch {
 	case u.Condition == "" || u.Status == "":
-		out = append(out, [2]string{"", "condition and status are required, one of: " + strings.Join(known, ", ")})
+		out = append(out, [2]string{"", "condition and status are required, one of: " + strings.Join(known, "; ")})
 	case !slices.ContainsFunc(policies, func(p cloudprovider.RepairPolicy) bool {
 		return string(p.ConditionType) == u.Condition && string(p.ConditionStatus) == u.Status
 	}):
-		out = append(out, [2]string{"", fmt.Sprintf("%s %s is not unhealthy to the simulated cloud's repair policies (EC2's): use one of %s", u.Condition, u.Status, strings.Join(known, ", "))})
+		out = append(out, [2]string{"", fmt.Sprintf("%s %s is not unhealthy to the simulated cloud's repair policies (EC2's): use one of %s", u.Condition, u.Status, strings.Join(known, "; "))})
+	}
+	return out
+}
+
+// describePolicies says, for each condition type and status the policies name (in their
+// order), how long a node may report it before repair acts, and how: "Ready Unknown (30m0s)",
+// or by reason, "AcceleratedHardwareReady False (10m0s, then a reboot, for a reason matching
+// .*XID(46|…).*; …; else 30m0s)".
+func describePolicies(policies []cloudprovider.RepairPolicy) []string {
+	type key struct{ t, s string }
+	var order []key
+	byKey := map[key][]cloudprovider.RepairPolicy{}
+	for _, p := range policies {
+		k := key{string(p.ConditionType), string(p.ConditionStatus)}
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], p)
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		group := byKey[k]
+		parts := make([]string, len(group))
+		for i, p := range group {
+			what := p.TolerationDuration.String()
+			if p.Action == cloudprovider.RebootNode {
+				what += ", then a reboot,"
+			}
+			switch {
+			case p.ReasonRegex != "" && p.ReasonRegex != ".*":
+				what += " for a reason matching " + p.ReasonRegex
+			case len(group) > 1:
+				what = "else " + what
+			}
+			parts[i] = strings.TrimSuffix(what, ",")
+		}
+		out = append(out, fmt.Sprintf("%s %s (%s)", k.t, k.s, strings.Join(parts, "; ")))
 	}
 	return out
 }
