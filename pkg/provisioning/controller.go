@@ -43,6 +43,14 @@ func (c *PodController) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, err
 	}
 	ok, wait := state.IsProvisionableAt(pod, c.provisioner.clock.Now())
+	if !ok && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && pod.Status.NominatedNodeName != "" {
+		// Its nominated node holds it only for a while (state.StaleNomination): once that node
+		// has turned it away, the pod waits for capacity again.
+		if !c.provisioner.cluster.StaleNomination(pod.UID, pod.Status.NominatedNodeName) {
+			return reconcile.Result{RequeueAfter: recheckAfter}, nil
+		}
+		ok = true
+	}
 	if !ok {
 		// A pod still in the kube-scheduler's queue is looked at again once it counts.
 		return reconcile.Result{RequeueAfter: wait}, nil

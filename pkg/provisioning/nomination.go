@@ -259,7 +259,7 @@ func (c *NominationController) nominate(ctx context.Context, target string, key 
 		c.cluster.Announced(uid, target)
 		return nil
 	}
-	if pod.Status.NominatedNodeName != "" || !AnnouncesNomination(pod) {
+	if pod.Status.NominatedNodeName != "" && !c.cluster.StaleNomination(uid, pod.Status.NominatedNodeName) || !AnnouncesNomination(pod) {
 		return nil
 	}
 	if settled && c.cluster.Refused(pod, target, node.Name, node.Labels[karpv1.NodePoolLabelKey]) {

@@ -50,6 +50,9 @@ type Cluster struct {
 
 	mu          sync.Mutex
 	nominations map[types.UID]nomination
+	// held are the pending pods whose status.nominatedNodeName holds room on a node, by UID:
+	// since when (see SyncSnapshot), and whether the hold went stale.
+	held map[types.UID]heldPod
 	// reserved holds, by ReplicaSet UID, the room planned for pods it has yet to create
 	// (Reserve).
 	reserved map[types.UID]*replicaSetReservations
@@ -85,6 +88,36 @@ type nomination struct {
 	unannounced bool
 }
 
+// heldPod is a pending pod whose status.nominatedNodeName names a node: the kube-scheduler
+// keeps room for it there. It does not clear the name when the pod fails on that node without
+// a preemption, so a hold is counted for a bounded time only (StaleNominationAfter).
+type heldPod struct {
+	node  string
+	since time.Time
+	stale bool
+}
+
+// StaleNominationAfter is how long a pod's nominated node, ready for pods, may hold it before
+// the pod is planned again (at least two nomination grace periods: the nomination's own, then
+// the kube-scheduler's time to try the pod there): long enough for the kube-scheduler, busy
+// with a burst, to reach it, after which the node has turned it away.
+const StaleNominationAfter = 90 * time.Second
+
+// staleAfter is StaleNominationAfter, or two nomination grace periods when longer.
+func (c *Cluster) staleAfter() time.Duration {
+	return max(StaleNominationAfter, 2*c.nominationGrace())
+}
+
+// StaleNomination reports whether the pod's status.nominatedNodeName, node, went stale: the
+// node, ready for pods, held it past StaleNominationAfter without taking it. The nomination
+// controller may then name the pod's new node instead.
+func (c *Cluster) StaleNomination(pod types.UID, node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.held[pod]
+	return ok && h.stale && h.node == node
+}
+
 type createdClaim struct {
 	claim *karpv1.NodeClaim
 	at    time.Time
@@ -96,6 +129,7 @@ func NewCluster(reader client.Reader, c clock.PassiveClock) *Cluster {
 		reader:      reader,
 		clock:       c,
 		nominations: map[types.UID]nomination{},
+		held:        map[types.UID]heldPod{},
 		refusals:    map[types.UID]*refusal{},
 		nominees:    map[string]map[types.UID]types.NamespacedName{},
 		created:     map[string]createdClaim{},
@@ -526,6 +560,7 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	// The pods of ReplicaSets holding reservations (settleReservations).
 	reservedPods := replicaSetPods{live: map[types.UID]int{}, newest: map[types.UID]time.Time{}, boundOn: map[types.UID]map[string]int{}}
 	snap.Pods = make([]*corev1.Pod, 0, len(allPods))
+	heldSeen := map[types.UID]bool{}
 	for _, pod := range allPods {
 		if seen != nil {
 			seen[pod.UID] = true
@@ -578,13 +613,14 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 				sn.Pods = append(sn.Pods, pod)
 				continue
 			default:
-				if exists && !sn.MarkedForDeletion {
-					if n.announced && sn.Node != nil && pod.Status.NominatedNodeName == sn.Node.Name {
-						// The kube-scheduler holds the pod's room on the node and has not tried it
-						// there yet: it clears the name when it does and fails (a refusal).
-						sn.Pods = append(sn.Pods, pod)
-						continue
+				switch {
+				case exists && !sn.MarkedForDeletion && n.announced && sn.Node != nil && pod.Status.NominatedNodeName == sn.Node.Name:
+					// The kube-scheduler holds the pod's room on the node and may not have tried
+					// it there yet: the hold below times from the nomination.
+					if h, ok := c.held[pod.UID]; !ok || h.node != sn.Node.Name {
+						c.held[pod.UID] = heldPod{node: sn.Node.Name, since: n.since}
 					}
+				case exists && !sn.MarkedForDeletion:
 					// The node was ready for the pod for the whole grace period and did not take
 					// it; a name that was set and is gone was cleared by the kube-scheduler.
 					c.miss(pod, sn.Name(), sn.NodePool(), n, n.announced)
@@ -594,13 +630,32 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		if nnn := pod.Status.NominatedNodeName; nnn != "" {
 			// The kube-scheduler holds room for the pod on the node named (it nominated the
-			// pod after a preemption, or Karpenter did): count it there, not as pending.
-			if sn, ok := targets[nnn]; ok && sn.Node != nil && sn.Node.Name == nnn && !sn.MarkedForDeletion {
-				sn.Pods = append(sn.Pods, pod)
+			// pod after a preemption, or Karpenter did, in this process or before a restart):
+			// count it there, not as pending, for StaleNominationAfter of the node ready for
+			// pods. The kube-scheduler tries the pod there first on every attempt but does not
+			// clear the name when it fails without a preemption: past that, the node turned it
+			// away (a refusal), and the pod is planned again, avoiding the node.
+			sn, ok := targets[nnn]
+			if !ok || sn.Node == nil || sn.Node.Name != nnn || sn.MarkedForDeletion {
+				continue
 			}
-			continue
+			heldSeen[pod.UID] = true
+			h, known := c.held[pod.UID]
+			if !known || h.node != nnn {
+				h = heldPod{node: nnn, since: now}
+				c.held[pod.UID] = h
+			}
+			if !nominationExpired(sn, nomination{since: h.since}, now, c.staleAfter()) {
+				sn.Pods = append(sn.Pods, pod)
+				continue
+			}
+			if !h.stale {
+				h.stale = true
+				c.held[pod.UID] = h
+				c.miss(pod, sn.Name(), sn.NodePool(), nomination{target: nnn, since: h.since, announced: true}, true)
+			}
 		}
-		if ok, _ := IsProvisionableAt(pod, now); !ok {
+		if ok, _ := IsProvisionableAt(withoutStaleName(pod, c.held), now); !ok {
 			continue
 		}
 		if r := c.refusals[pod.UID]; r != nil {
@@ -619,6 +674,11 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	for uid := range c.nominations {
 		if !seen[uid] {
 			c.forget(uid) // the pod is gone
+		}
+	}
+	for uid := range c.held {
+		if !heldSeen[uid] {
+			delete(c.held, uid) // bound, gone, or its name cleared or moved
 		}
 	}
 	c.settleReservations(targets, reservedPods, now)
@@ -730,6 +790,18 @@ func DaemonSetSchedules(ds *appsv1.DaemonSet, labels map[string]string, taints [
 // per batch and size every batch's nodes for its slice alone. A pod that fits existing room is
 // planned there, not launched for.
 const SchedulerBacklog = 2 * time.Second
+
+// withoutStaleName is the pod, or when its status.nominatedNodeName went stale (see heldPod) a
+// shallow copy without it: a stale name waits on no preemption.
+func withoutStaleName(pod *corev1.Pod, held map[types.UID]heldPod) *corev1.Pod {
+	h, ok := held[pod.UID]
+	if !ok || !h.stale || h.node != pod.Status.NominatedNodeName {
+		return pod
+	}
+	cp := *pod
+	cp.Status.NominatedNodeName = ""
+	return &cp
+}
 
 // IsProvisionable reports whether a pod waits for capacity Karpenter may create: the
 // kube-scheduler marked it Unschedulable, it is not bound, terminal or being deleted, it is not
