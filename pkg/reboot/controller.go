@@ -204,11 +204,16 @@ func (c *Controller) drain(ctx context.Context, claim *karpv1.NodeClaim, node *c
 	}
 	now := c.clock.Now()
 	if !drained {
+		// Look again when the drain asks, at most a PollInterval on.
+		next := PollInterval
+		if wait > 0 {
+			next = min(wait, PollInterval)
+		}
 		if deadline == nil {
-			return reconcile.Result{RequeueAfter: cmpPositive(wait, PollInterval)}, false, nil
+			return reconcile.Result{RequeueAfter: next}, false, nil
 		}
 		if left := deadline.Sub(now); left > 0 {
-			return reconcile.Result{RequeueAfter: min(cmpPositive(wait, PollInterval), left)}, false, nil
+			return reconcile.Result{RequeueAfter: min(next, left)}, false, nil
 		}
 		return reconcile.Result{}, true, nil // the bound is over: the pods left ride the reboot
 	}
@@ -216,14 +221,6 @@ func (c *Controller) drain(ctx context.Context, claim *karpv1.NodeClaim, node *c
 		return reconcile.Result{RequeueAfter: left}, false, nil
 	}
 	return reconcile.Result{}, true, nil
-}
-
-// cmpPositive is d, or fallback when d is not positive.
-func cmpPositive(d, fallback time.Duration) time.Duration {
-	if d > 0 {
-		return min(d, fallback)
-	}
-	return fallback
 }
 
 // markIssued records that the cloud accepted the reboot: Rebooting's reason RebootIssued, and
