@@ -89,8 +89,12 @@ type nomination struct {
 }
 
 // heldPod is a pending pod whose status.nominatedNodeName names a node: the kube-scheduler
-// keeps room for it there. It does not clear the name when the pod fails on that node without
-// a preemption, so a hold is counted for a bounded time only (StaleNominationAfter).
+// keeps room for it there. It clears the name when the pod fails and preemption finds no
+// victim, but not for a pod that may not preempt (preemptionPolicy Never, or victims still
+// terminating on the node), and the nomination controller may have set it again after a
+// failure it took for the node's not being ready yet: so a hold is counted for a bounded time
+// only (StaleNominationAfter), and only while the pods bound to the node leave it room
+// (countWaiting).
 type heldPod struct {
 	node  string
 	since time.Time
@@ -561,6 +565,28 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	reservedPods := replicaSetPods{live: map[types.UID]int{}, newest: map[types.UID]time.Time{}, boundOn: map[types.UID]map[string]int{}}
 	snap.Pods = make([]*corev1.Pod, 0, len(allPods))
 	heldSeen := map[types.UID]bool{}
+	// Pending pods that hold room on a node: counted there once the pods bound to it are all
+	// known (countWaiting).
+	var waiting []waitingPod
+	// pend adds a pod that holds no room to the snapshot's pending pods, if it waits for
+	// capacity and not before a next launch.
+	pend := func(pod *corev1.Pod) {
+		if ok, _ := IsProvisionableAt(withoutStaleName(pod, c.held), now); !ok {
+			return
+		}
+		if r := c.refusals[pod.UID]; r != nil {
+			if now.Before(r.retryAt) {
+				return // it waits before its next launch (LaunchBackoff)
+			}
+			if avoid := r.avoiding(now); len(avoid) > 0 {
+				if snap.Avoid == nil {
+					snap.Avoid = map[types.UID][]string{}
+				}
+				snap.Avoid[pod.UID] = avoid
+			}
+		}
+		snap.Pending = append(snap.Pending, pod)
+	}
 	for _, pod := range allPods {
 		if seen != nil {
 			seen[pod.UID] = true
@@ -610,7 +636,7 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 				// among the room left, as Karpenter plans every pending pod; its nomination
 				// keeps its target from disruption meanwhile.
 			case live:
-				sn.Pods = append(sn.Pods, pod)
+				waiting = append(waiting, waitingPod{pod: pod, sn: sn, n: n})
 				continue
 			default:
 				switch {
@@ -632,9 +658,10 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			// The kube-scheduler holds room for the pod on the node named (it nominated the
 			// pod after a preemption, or Karpenter did, in this process or before a restart):
 			// count it there, not as pending, for StaleNominationAfter of the node ready for
-			// pods. The kube-scheduler tries the pod there first on every attempt but does not
-			// clear the name when it fails without a preemption: past that, the node turned it
-			// away (a refusal), and the pod is planned again, avoiding the node.
+			// pods and while its bound pods leave the pod room (countWaiting). The
+			// kube-scheduler tries the pod there first on every attempt, but the name may stay
+			// after a failure (see heldPod): past that, the node turned it away (a refusal), and
+			// the pod is planned again, avoiding the node.
 			sn, ok := targets[nnn]
 			if !ok || sn.Node == nil || sn.Node.Name != nnn || sn.MarkedForDeletion {
 				continue
@@ -645,8 +672,8 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 				h = heldPod{node: nnn, since: now}
 				c.held[pod.UID] = h
 			}
-			if !nominationExpired(sn, nomination{since: h.since}, now, c.staleAfter()) {
-				sn.Pods = append(sn.Pods, pod)
+			if !h.stale && !nominationExpired(sn, nomination{since: h.since}, now, c.staleAfter()) {
+				waiting = append(waiting, waitingPod{pod: pod, sn: sn, n: nomination{target: nnn, since: h.since, announced: true}, held: true})
 				continue
 			}
 			if !h.stale {
@@ -655,21 +682,10 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 				c.miss(pod, sn.Name(), sn.NodePool(), nomination{target: nnn, since: h.since, announced: true}, true)
 			}
 		}
-		if ok, _ := IsProvisionableAt(withoutStaleName(pod, c.held), now); !ok {
-			continue
-		}
-		if r := c.refusals[pod.UID]; r != nil {
-			if now.Before(r.retryAt) {
-				continue // it waits before its next launch (LaunchBackoff)
-			}
-			if avoid := r.avoiding(now); len(avoid) > 0 {
-				if snap.Avoid == nil {
-					snap.Avoid = map[types.UID][]string{}
-				}
-				snap.Avoid[pod.UID] = avoid
-			}
-		}
-		snap.Pending = append(snap.Pending, pod)
+		pend(pod)
+	}
+	for _, pod := range c.countWaiting(waiting, heldSeen) {
+		pend(pod)
 	}
 	for uid := range c.nominations {
 		if !seen[uid] {
@@ -719,6 +735,80 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
 	})
 	return snap, nil
+}
+
+// waitingPod is a pending pod counted on a node: nominated there (n), or holding the node's
+// name in its status.nominatedNodeName (held, n says since when).
+type waitingPod struct {
+	pod  *corev1.Pod
+	sn   *StateNode
+	n    nomination
+	held bool
+}
+
+// countWaiting counts the waiting pods on their nodes, and returns those a node ready for pods
+// can no longer take: the pods bound to it (which the kube-scheduler gave room the plan had
+// kept for others, a race the nominated node names narrow but cannot close) leave too little
+// of a resource it reports for the pod, the earliest nominations keeping their room first. Such
+// a pod is refused at once (a miss, its name, if it names the node, stale) rather than when its
+// nomination or hold runs out: the kube-scheduler cannot place it there while those pods run,
+// and after failing it there retries it only on a change in the cluster. The provisioner then
+// plans it again (without penalty: the room was taken) on the room left or a new node. c.mu is
+// held; every pod bound to a node must be among its Pods already.
+func (c *Cluster) countWaiting(waiting []waitingPod, heldSeen map[types.UID]bool) (refused []*corev1.Pod) {
+	sort.SliceStable(waiting, func(i, j int) bool {
+		a, b := waiting[i], waiting[j]
+		if !a.n.since.Equal(b.n.since) {
+			return a.n.since.Before(b.n.since)
+		}
+		return a.pod.Namespace < b.pod.Namespace || a.pod.Namespace == b.pod.Namespace && a.pod.Name < b.pod.Name
+	})
+	room := map[*StateNode]corev1.ResourceList{}
+	for _, w := range waiting {
+		sn := w.sn
+		if sn.Node == nil || !NodeReady(sn.Node) {
+			sn.Pods = append(sn.Pods, w.pod) // its room is still coming
+			continue
+		}
+		left, ok := room[sn]
+		if !ok {
+			bound := make([]corev1.ResourceList, 0, len(sn.Pods))
+			for _, p := range sn.Pods {
+				bound = append(bound, c.requests.Requests.Get(p))
+			}
+			left = scheduling.Subtract(sn.Node.Status.Allocatable, scheduling.Merge(bound...))
+		}
+		requests := c.requests.Requests.Get(w.pod)
+		if scheduling.Fits(reportedBy(requests, left), left) == nil {
+			room[sn] = scheduling.Subtract(left, requests)
+			sn.Pods = append(sn.Pods, w.pod)
+			continue
+		}
+		room[sn] = left
+		uid, node := w.pod.UID, sn.Node.Name
+		if !w.held {
+			c.forget(uid)
+		}
+		c.miss(w.pod, node, sn.NodePool(), w.n, true)
+		if w.pod.Status.NominatedNodeName == node {
+			c.held[uid] = heldPod{node: node, since: w.n.since, stale: true}
+			heldSeen[uid] = true
+		}
+		refused = append(refused, w.pod)
+	}
+	return refused
+}
+
+// reportedBy is the part of requests for the resources the node reports (in left): one it does
+// not report yet (an extended resource whose device plugin has not registered) is not judged.
+func reportedBy(requests, left corev1.ResourceList) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(requests))
+	for name, q := range requests {
+		if _, ok := left[name]; ok {
+			out[name] = q
+		}
+	}
+	return out
 }
 
 // nominationExpired: a nomination lasts while its target launches and for a grace period after
