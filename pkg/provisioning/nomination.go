@@ -1,9 +1,12 @@
 package provisioning
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -55,6 +60,14 @@ type NominationController struct {
 	placed chan event.GenericEvent
 }
 
+// nominationReconciles is how many targets the controller nominates pods to at once, and
+// nominationPatches how many of a target's pods it patches at once: a burst's nodes become
+// ready together, and each one's pods must name it before the kube-scheduler places others.
+const (
+	nominationReconciles = 4
+	nominationPatches    = 16
+)
+
 // placedQueue bounds the targets Placed hands over at once; past it, a pass's further targets
 // wait for the next pass, which nominates them again.
 const placedQueue = 1024
@@ -72,6 +85,7 @@ func (c *NominationController) Register(mgr manager.Manager) error {
 	c.placed = make(chan event.GenericEvent, placedQueue)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(NominationControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: nominationReconciles}).
 		WatchesRawSource(source.Channel(c.placed, &handler.EnqueueRequestForObject{})).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return c.requests(o.GetName())
@@ -171,12 +185,35 @@ const AnnounceWindow = 5 * time.Second
 // Once the node is settled (ready for pods for AnnounceWindow), a pod whose nominated node name
 // was set and is now empty was refused by the kube-scheduler.
 func (c *NominationController) nominateAll(ctx context.Context, target string, nominees map[types.UID]types.NamespacedName, node *corev1.Node, settled bool) error {
-	var errs []error
-	for uid, key := range nominees {
-		if err := c.nominate(ctx, target, key, uid, node, settled); err != nil {
-			errs = append(errs, err)
-		}
+	type nominee struct {
+		uid types.UID
+		key types.NamespacedName
 	}
+	list := make([]nominee, 0, len(nominees))
+	for uid, key := range nominees {
+		list = append(list, nominee{uid, key})
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	// In parallel: while a name the kube-scheduler cleared (it tried the pod before the node
+	// was ready) is not set again, the pod's room on the node is not held, and other pods may
+	// take it once the node is ready; one patch after another, the last of a large node's
+	// pods waited for all the others. The simulator (which never registers the controller)
+	// patches one after another, in a deterministic order.
+	workers := nominationPatches
+	if c.placed == nil {
+		workers = 1
+		slices.SortFunc(list, func(a, b nominee) int { return cmp.Compare(a.key.String(), b.key.String()) })
+	}
+	workqueue.ParallelizeUntil(ctx, workers, len(list), func(i int) {
+		if err := c.nominate(ctx, target, list[i].key, list[i].uid, node, settled); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
 	if len(errs) > 0 {
 		return fmt.Errorf("nominating %d of %d pods to node %s: %w", len(errs), len(nominees), node.Name, errs[0])
 	}
