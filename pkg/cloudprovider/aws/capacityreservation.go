@@ -255,13 +255,14 @@ func reservationRequeue(nc *awsv1.EC2NodeClass, now time.Time) time.Duration {
 // (with its zone ID), priced at the type's on-demand price / 10,000,000, carrying the
 // reservation's ID, type, interruptibility and believed free slots. It is available when the
 // zone is one of the NodeClass's subnets' and offers the type, the reservation is not
-// expiring nor marked out of capacity, and it has a free slot. Types without reservations are
-// returned as they are; the others are copies. With the ReservedCapacity gate off, or no
-// reservation, its are returned unchanged.
+// expiring, ended (before the status says so) nor marked out of capacity, and it has a free
+// slot. Types without reservations are returned as they are; the others are copies. With the
+// ReservedCapacity gate off, or no reservation, the types are returned unchanged.
 func (p *Provider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
 	if !p.opts.ReservedCapacity || len(nc.Status.CapacityReservations) == 0 {
 		return its
 	}
+	now := p.opts.Clock.Now()
 	byType := map[string][]awsv1.CapacityReservation{}
 	for _, r := range nc.Status.CapacityReservations {
 		byType[r.InstanceType] = append(byType[r.InstanceType], r)
@@ -286,7 +287,7 @@ func (p *Provider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudpro
 				ReservationCapacity: p.reservations.get(r.ID),
 			}
 			o.Available = zones[r.AvailabilityZone] && p.offeredIn(it.Name, r.AvailabilityZone) && r.State != awsv1.CapacityReservationStateExpiring &&
-				o.ReservationCapacity > 0 && !p.opts.Unavailable.IsUnavailable(o.ID(it.Name))
+				(r.EndTime == nil || now.Before(r.EndTime.Time)) && o.ReservationCapacity > 0 && !p.opts.Unavailable.IsUnavailable(o.ID(it.Name))
 			offerings = append(offerings, o)
 		}
 		slices.SortStableFunc(offerings, func(a, b cloudprovider.Offering) int {

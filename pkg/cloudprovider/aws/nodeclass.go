@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -221,7 +222,11 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	// (nodeclass/capacityreservation.go): read every minute, none selected being no fault; off,
 	// the terms are ignored and the condition is not part of Ready.
 	if p.opts.ReservedCapacity {
-		resolve(awsv1.ConditionTypeCapacityReservationsReady, capacityReservationPollPeriod, "CapacityReservationsNotResolved", func() error {
+		every := capacityReservationPollPeriod
+		if slices.ContainsFunc(nc.Status.CapacityReservations, func(r awsv1.CapacityReservation) bool { return r.EndTime != nil && !now.Before(r.EndTime) }) {
+			every = 0 // one has ended: read them again now, as v1.15.2 requeues at the earliest end
+		}
+		resolve(awsv1.ConditionTypeCapacityReservationsReady, every, "CapacityReservationsNotResolved", func() error {
 			reservations, err := p.resolveCapacityReservations(ctx, nc)
 			if err == nil {
 				nc.Status.CapacityReservations = reservations

@@ -152,6 +152,9 @@ func TestCapacityReservationsResolveToStatus(t *testing.T) {
 		t.Errorf("%d DescribeCapacityReservations within the minute, want none", n-calls)
 	}
 	f.aws.SetCapacityReservationAvailable(crOpen, 0)
+	const crShort = "cr-020000000000000a1"
+	f.aws.AddCapacityReservation(fake.CapacityReservation{ID: crShort, InstanceType: "m5.large", Zone: "us-west-2b", TotalInstanceCount: 1,
+		EndDate: ptrTo(f.clock.Now().Add(capacityReservationPollPeriod + 20*time.Second)), Tags: map[string]string{"team": "ml"}})
 	f.clock.Step(capacityReservationPollPeriod)
 	res, err := NewNodeClassController(f.provider).Reconcile(f.ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(nc)})
 	if err != nil {
@@ -165,6 +168,21 @@ func TestCapacityReservationsResolveToStatus(t *testing.T) {
 	}
 	if got := f.provider.reservations.get(crOpen); got != 0 {
 		t.Errorf("%s believed to take %d more, want 0 as EC2 now says", crOpen, got)
+	}
+	// A reservation ending before the next minute: the requeue comes at its end, and it is read
+	// again then, and gone.
+	nc = f.reconcile(nc.Name)
+	if !slices.ContainsFunc(nc.Status.CapacityReservations, func(r awsv1.CapacityReservation) bool { return r.ID == crShort }) {
+		t.Fatalf("%s not resolved: %+v", crShort, nc.Status.CapacityReservations)
+	}
+	if d := reservationRequeue(nc, f.clock.Now()); d > 20*time.Second {
+		t.Errorf("requeue after %v, want at %s's end, within 20s", d, crShort)
+	}
+	calls = f.aws.Calls("DescribeCapacityReservations")
+	f.clock.Step(20 * time.Second)
+	nc = f.reconcile(nc.Name)
+	if f.aws.Calls("DescribeCapacityReservations") == calls || slices.ContainsFunc(nc.Status.CapacityReservations, func(r awsv1.CapacityReservation) bool { return r.ID == crShort }) {
+		t.Errorf("%s ended but was not read again: %+v", crShort, nc.Status.CapacityReservations)
 	}
 }
 
