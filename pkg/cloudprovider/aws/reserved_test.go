@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,9 +39,9 @@ func (f *fixture) seedReservations() {
 	ml := map[string]string{"team": "ml"}
 	for _, r := range []fake.CapacityReservation{
 		{ID: crM5, InstanceType: "m5.large", Zone: "us-west-2a", TotalInstanceCount: 2, Tags: ml},
-		{ID: crBlock, InstanceType: "m5.xlarge", Zone: "us-west-2b", TotalInstanceCount: 1, ReservationType: "capacity-block", EndDate: ptrTo(now.Add(30 * time.Minute)), Tags: ml},
+		{ID: crBlock, InstanceType: "m5.xlarge", Zone: "us-west-2b", TotalInstanceCount: 1, ReservationType: "capacity-block", EndDate: aws.Time(now.Add(30 * time.Minute)), Tags: ml},
 		{ID: crOther, InstanceType: "m5.large", Zone: "us-west-2c", TotalInstanceCount: 1, OwnerID: "999988887777", Tags: ml},
-		{ID: crEnded, InstanceType: "m5.large", Zone: "us-west-2a", TotalInstanceCount: 1, EndDate: ptrTo(now.Add(-time.Hour)), Tags: ml},
+		{ID: crEnded, InstanceType: "m5.large", Zone: "us-west-2a", TotalInstanceCount: 1, EndDate: aws.Time(now.Add(-time.Hour)), Tags: ml},
 		{ID: crOpen, InstanceType: "c5.large", Zone: "us-west-2a", TotalInstanceCount: 3, InstanceMatchCriteria: "open"},
 		{ID: crIntr, InstanceType: "r5.large", Zone: "us-west-2a", TotalInstanceCount: 1, Interruptible: true},
 		{ID: crCancel, InstanceType: "m5.large", Zone: "us-west-2a", TotalInstanceCount: 1, State: "cancelled", Tags: ml},
@@ -48,8 +49,6 @@ func (f *fixture) seedReservations() {
 		f.aws.AddCapacityReservation(r)
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // reservedNodeClass applies seed 004's NodeClass with the terms, and returns it with its
 // NodePool allowing the capacity types.
@@ -154,7 +153,7 @@ func TestCapacityReservationsResolveToStatus(t *testing.T) {
 	f.aws.SetCapacityReservationAvailable(crOpen, 0)
 	const crShort = "cr-020000000000000a1"
 	f.aws.AddCapacityReservation(fake.CapacityReservation{ID: crShort, InstanceType: "m5.large", Zone: "us-west-2b", TotalInstanceCount: 1,
-		EndDate: ptrTo(f.clock.Now().Add(capacityReservationPollPeriod + 20*time.Second)), Tags: map[string]string{"team": "ml"}})
+		EndDate: aws.Time(f.clock.Now().Add(capacityReservationPollPeriod + 20*time.Second)), Tags: map[string]string{"team": "ml"}})
 	f.clock.Step(capacityReservationPollPeriod)
 	res, err := NewNodeClassController(f.provider).Reconcile(f.ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(nc)})
 	if err != nil {
@@ -300,7 +299,7 @@ func TestReservedOfferingLaunchesFirst(t *testing.T) {
 func TestCapacityBlockLaunch(t *testing.T) {
 	f := newFixture(t, withReservedCapacity)
 	f.aws.AddCapacityReservation(fake.CapacityReservation{ID: crBlock, InstanceType: "m5.xlarge", Zone: "us-west-2b", TotalInstanceCount: 1,
-		ReservationType: "capacity-block", EndDate: ptrTo(f.clock.Now().Add(48 * time.Hour)), Tags: map[string]string{"team": "ml"}})
+		ReservationType: "capacity-block", EndDate: aws.Time(f.clock.Now().Add(48 * time.Hour)), Tags: map[string]string{"team": "ml"}})
 	_, np := f.reservedNodeClass(mlTerms, karpv1.CapacityTypeReserved, karpv1.CapacityTypeOnDemand)
 	claim, err := f.provider.Create(f.ctx, claimFor(np, "block", nil, req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.xlarge")))
 	if err != nil {
