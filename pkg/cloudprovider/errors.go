@@ -95,7 +95,10 @@ func IsNodeRebootFailedError(err error) bool {
 	return errors.As(err, &target)
 }
 
-// OfferingID names one offering: an instance type in a zone bought as a capacity type.
+// OfferingID names one offering: an instance type in a zone bought as a capacity type, and
+// for reserved capacity the reservation, so that one reservation running out leaves its
+// siblings of the same type and zone alone (as Karpenter's AWS provider v1.15.2 scopes its
+// unavailable offerings by reservation ID).
 type OfferingID struct {
 	// InstanceType is the instance type's name.
 	InstanceType string
@@ -103,11 +106,17 @@ type OfferingID struct {
 	Zone string
 	// CapacityType is spot, on-demand or reserved.
 	CapacityType string
+	// ReservationID is the capacity reservation of a reserved offering; empty for others.
+	ReservationID string
 }
 
-// String returns instance-type/zone/capacity-type.
+// String returns instance-type/zone/capacity-type, and /reservation-id for reserved offerings.
 func (o OfferingID) String() string {
-	return o.InstanceType + "/" + o.Zone + "/" + o.CapacityType
+	s := o.InstanceType + "/" + o.Zone + "/" + o.CapacityType
+	if o.ReservationID != "" {
+		s += "/" + o.ReservationID
+	}
+	return s
 }
 
 func (o OfferingID) less(p OfferingID) bool {
@@ -117,7 +126,10 @@ func (o OfferingID) less(p OfferingID) bool {
 	if o.Zone != p.Zone {
 		return o.Zone < p.Zone
 	}
-	return o.CapacityType < p.CapacityType
+	if o.CapacityType != p.CapacityType {
+		return o.CapacityType < p.CapacityType
+	}
+	return o.ReservationID < p.ReservationID
 }
 
 // InsufficientCapacityError says the cloud could not launch because the offerings tried are

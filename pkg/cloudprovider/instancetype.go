@@ -104,10 +104,12 @@ func (it *InstanceType) computeAllocatable() {
 }
 
 // NodeLabels returns the labels of a node launched as the offering: Labels plus
-// topology.kubernetes.io/zone, topology.k8s.aws/zone-id (when known) and
-// karpenter.sh/capacity-type. The map is new; the caller owns it.
+// topology.kubernetes.io/zone, topology.k8s.aws/zone-id (when known),
+// karpenter.sh/capacity-type and, for a reserved offering, its reservation's
+// karpenter.k8s.aws/capacity-reservation-id, -type and -interruptible, as Karpenter's AWS
+// provider v1.15.2 labels such nodes. The map is new; the caller owns it.
 func (it *InstanceType) NodeLabels(o Offering) map[string]string {
-	labels := make(map[string]string, len(it.Labels)+3)
+	labels := make(map[string]string, len(it.Labels)+6)
 	for k, v := range it.Labels {
 		labels[k] = v
 	}
@@ -116,6 +118,11 @@ func (it *InstanceType) NodeLabels(o Offering) map[string]string {
 		labels[awsv1.LabelTopologyZoneID] = o.ZoneID
 	}
 	labels[karpv1.CapacityTypeLabelKey] = o.CapacityType
+	for _, key := range reservationLabels {
+		if v, ok := o.reservationLabel(key); ok {
+			labels[key] = v
+		}
+	}
 	return labels
 }
 

@@ -94,6 +94,7 @@ func LaunchCandidates(types []*InstanceType, byName map[string]*InstanceType, re
 			cmp.Compare(a.InstanceType.Name, b.InstanceType.Name),
 			cmp.Compare(a.Offering.Zone, b.Offering.Zone),
 			cmp.Compare(a.Offering.CapacityType, b.Offering.CapacityType),
+			cmp.Compare(a.Offering.ReservationID, b.Offering.ReservationID),
 		)
 	})
 	return out

@@ -2,6 +2,7 @@ package cloudprovider
 
 import (
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -23,15 +24,57 @@ type Offering struct {
 	// Price is the cost in $/hour.
 	Price float64
 	// Available says the cloud is believed to have capacity for it right now; offerings that
-	// recently ran out are kept but marked unavailable.
+	// recently ran out are kept but marked unavailable. A reserved offering is available only
+	// while its reservation has a free slot (ReservationCapacity > 0), so that a scheduler that
+	// does not count reservations does not plan on a full one.
 	Available bool
+	// ReservationID is the capacity reservation a reserved offering launches into, the value of
+	// karpenter.k8s.aws/capacity-reservation-id; empty for spot and on-demand offerings, which
+	// do not have the label.
+	ReservationID string
+	// ReservationType is the reservation's karpenter.k8s.aws/capacity-reservation-type: default
+	// (an On-Demand Capacity Reservation) or capacity-block; empty when ReservationID is.
+	ReservationType string
+	// ReservationInterruptible is the reservation's
+	// karpenter.k8s.aws/capacity-reservation-interruptible: its owner may reclaim it.
+	ReservationInterruptible bool
+	// ReservationCapacity is how many more instances the reservation is believed to take, as
+	// Karpenter core v1.15's Offering.ReservationCapacity; 0 for other offerings.
+	ReservationCapacity int
 }
 
-// OfferingFilter is what requirements ask of an offering: its zone, zone ID and capacity type,
-// the well-known labels an offering, not an instance type, decides.
+// Reserved reports whether the offering launches into a capacity reservation.
+func (o Offering) Reserved() bool { return o.ReservationID != "" }
+
+// reservationLabels are the labels only reserved offerings carry, as Karpenter's
+// cloudprovider.ReservedCapacityLabels (with the AWS provider v1.15.2's interruptible label):
+// every other offering lacks them.
+var reservationLabels = []string{awsv1.LabelCapacityReservationID, awsv1.LabelCapacityReservationType, awsv1.LabelCapacityReservationInterruptible}
+
+// reservationLabel is the offering's value of one of reservationLabels, and false when it has
+// none (it is not reserved).
+func (o Offering) reservationLabel(key string) (string, bool) {
+	if !o.Reserved() {
+		return "", false
+	}
+	switch key {
+	case awsv1.LabelCapacityReservationID:
+		return o.ReservationID, true
+	case awsv1.LabelCapacityReservationType:
+		return o.ReservationType, true
+	default:
+		return strconv.FormatBool(o.ReservationInterruptible), true
+	}
+}
+
+// OfferingFilter is what requirements ask of an offering: its zone, zone ID, capacity type and
+// capacity reservation labels, the well-known labels an offering, not an instance type,
+// decides.
 type OfferingFilter struct {
 	zone, zoneID, capacityType          scheduling.Requirement
 	hasZone, hasZoneID, hasCapacityType bool
+	// reservation are the requirements on reservationLabels.
+	reservation []scheduling.Requirement
 }
 
 // NewOfferingFilter reads the offering keys of reqs.
@@ -40,15 +83,26 @@ func NewOfferingFilter(reqs scheduling.Requirements) OfferingFilter {
 	f.zone, f.hasZone = reqs.Get(corev1.LabelTopologyZone)
 	f.zoneID, f.hasZoneID = reqs.Get(awsv1.LabelTopologyZoneID)
 	f.capacityType, f.hasCapacityType = reqs.Get(karpv1.CapacityTypeLabelKey)
+	for _, key := range reservationLabels {
+		if r, ok := reqs.Get(key); ok {
+			f.reservation = append(f.reservation, r)
+		}
+	}
 	return f
 }
 
 // Allows reports whether the offering meets the requirements, available or not. An offering
 // without a known zone ID meets a zone ID requirement only when the requirement allows the
-// label to be absent.
+// label to be absent; so does a spot or on-demand offering a requirement on a capacity
+// reservation label, as Karpenter's offerings require those labels not to exist.
 func (f OfferingFilter) Allows(o Offering) bool {
 	if f.hasZone && !f.zone.Has(o.Zone) || f.hasCapacityType && !f.capacityType.Has(o.CapacityType) {
 		return false
+	}
+	for _, r := range f.reservation {
+		if v, ok := o.reservationLabel(r.Key); ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
+			return false
+		}
 	}
 	if f.hasZoneID {
 		if o.ZoneID == "" {
@@ -60,14 +114,15 @@ func (f OfferingFilter) Allows(o Offering) bool {
 }
 
 // IsOfferingKey reports whether the label is decided by the offering (zone, zone ID, capacity
-// type) rather than by the instance type.
+// type, capacity reservation ID, type and interruptible) rather than by the instance type.
 func IsOfferingKey(key string) bool {
-	return key == corev1.LabelTopologyZone || key == awsv1.LabelTopologyZoneID || key == karpv1.CapacityTypeLabelKey
+	return key == corev1.LabelTopologyZone || key == awsv1.LabelTopologyZoneID || key == karpv1.CapacityTypeLabelKey ||
+		slices.Contains(reservationLabels, key)
 }
 
 // ID names the offering of the given instance type.
 func (o Offering) ID(instanceType string) OfferingID {
-	return OfferingID{InstanceType: instanceType, Zone: o.Zone, CapacityType: o.CapacityType}
+	return OfferingID{InstanceType: instanceType, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID}
 }
 
 // Offerings are an instance type's offerings, sorted by zone then capacity type by the
@@ -179,7 +234,10 @@ func offeringLess(a, b Offering) bool {
 	if a.Zone != b.Zone {
 		return a.Zone < b.Zone
 	}
-	return a.CapacityType < b.CapacityType
+	if a.CapacityType != b.CapacityType {
+		return a.CapacityType < b.CapacityType
+	}
+	return a.ReservationID < b.ReservationID
 }
 
 func contains(values []string, v string) bool {

@@ -4,8 +4,12 @@ import (
 	"reflect"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
 func offerings() cloudprovider.Offerings {
@@ -150,5 +154,59 @@ func TestPriceOverrides(t *testing.T) {
 	fn := cloudprovider.PriceFunc(func(string, string, string) (float64, bool) { return 2, true })
 	if p, ok := fn.Price("x", "y", "z"); p != 2 || !ok {
 		t.Error("PriceFunc")
+	}
+}
+
+// TestOfferingFilterReservationLabels: requirements on karpenter.k8s.aws/capacity-reservation-id,
+// -type and -interruptible are met by the reserved offerings whose reservation has those
+// values, and by spot and on-demand offerings only when they allow the labels to be absent, as
+// Karpenter's AWS provider v1.15.2 gives reserved offerings In requirements on them and every
+// other offering DoesNotExist (pkg/providers/instancetype/offering, base_resolver.go and
+// reserved_capacity_resolver.go); they are offering keys, and label the node of a reserved
+// offering.
+func TestOfferingFilterReservationLabels(t *testing.T) {
+	od := cloudprovider.Offering{Zone: "us-west-2a", CapacityType: "on-demand", Available: true}
+	cr := cloudprovider.Offering{Zone: "us-west-2a", CapacityType: "reserved", Available: true, ReservationID: "cr-1", ReservationType: "default"}
+	block := cloudprovider.Offering{Zone: "us-west-2a", CapacityType: "reserved", Available: true, ReservationID: "cr-2", ReservationType: "capacity-block"}
+	intr := cloudprovider.Offering{Zone: "us-west-2a", CapacityType: "reserved", Available: true, ReservationID: "cr-3", ReservationType: "default", ReservationInterruptible: true}
+	for _, tc := range []struct {
+		name string
+		reqs []corev1.NodeSelectorRequirement
+		want []bool // od, cr, block, intr
+	}{
+		{"none", nil, []bool{true, true, true, true}},
+		{"id In", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelCapacityReservationID, Operator: corev1.NodeSelectorOpIn, Values: []string{"cr-1"}}}, []bool{false, true, false, false}},
+		{"id NotIn", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelCapacityReservationID, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"cr-1"}}}, []bool{true, false, true, true}},
+		{"id Exists", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelCapacityReservationID, Operator: corev1.NodeSelectorOpExists}}, []bool{false, true, true, true}},
+		{"id DoesNotExist", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelCapacityReservationID, Operator: corev1.NodeSelectorOpDoesNotExist}}, []bool{true, false, false, false}},
+		{"type capacity-block", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelCapacityReservationType, Operator: corev1.NodeSelectorOpIn, Values: []string{"capacity-block"}}}, []bool{false, false, true, false}},
+		{"interruptible false", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelCapacityReservationInterruptible, Operator: corev1.NodeSelectorOpIn, Values: []string{"false"}}}, []bool{false, true, true, false}},
+	} {
+		reqs, err := scheduling.FromNodeSelectorRequirements(tc.reqs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := cloudprovider.NewOfferingFilter(reqs)
+		for i, o := range []cloudprovider.Offering{od, cr, block, intr} {
+			if got := f.Allows(o); got != tc.want[i] {
+				t.Errorf("%s: Allows(%s) = %t, want %t", tc.name, o.ID("m5.large"), got, tc.want[i])
+			}
+		}
+	}
+	for _, key := range []string{awsv1.LabelCapacityReservationID, awsv1.LabelCapacityReservationType, awsv1.LabelCapacityReservationInterruptible} {
+		if !cloudprovider.IsOfferingKey(key) {
+			t.Errorf("%s is not an offering key", key)
+		}
+	}
+	it := &cloudprovider.InstanceType{Name: "m5.large", Labels: map[string]string{}}
+	labels := it.NodeLabels(intr)
+	if labels[awsv1.LabelCapacityReservationID] != "cr-3" || labels[awsv1.LabelCapacityReservationType] != "default" || labels[awsv1.LabelCapacityReservationInterruptible] != "true" {
+		t.Errorf("reserved node labels %v", labels)
+	}
+	if labels := it.NodeLabels(od); labels[awsv1.LabelCapacityReservationID] != "" || len(labels) != 2 {
+		t.Errorf("on-demand node labels %v", labels)
+	}
+	if got := cr.ID("m5.large").String(); got != "m5.large/us-west-2a/reserved/cr-1" {
+		t.Errorf("ID %s", got)
 	}
 }

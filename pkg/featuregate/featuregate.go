@@ -28,10 +28,6 @@ const (
 	// NotBuilt: the feature does not exist here yet. Off is accepted (it is what runs);
 	// on is refused.
 	NotBuilt
-	// RefusedPerObject: on is accepted, but every object that would use the feature is refused
-	// with a status condition saying so; off leaves those objects unused, as Karpenter does.
-	// Either way nothing uses the feature, and nothing that asks for it passes unnoticed.
-	RefusedPerObject
 )
 
 // Gate is one feature gate.
@@ -90,8 +86,8 @@ var Karpenter = Table{
 	Gates: []Gate{
 		{Name: NodeRepair, Stage: "Alpha", Support: Switches,
 			Here: "a node whose condition matches one of the cloud provider's repair policies (Ready False or Unknown, or a node monitoring agent's condition) for longer than it tolerates is repaired as a disruption method, as in Karpenter v1.15: within its NodePool's Unhealthy budget, its replacement launched first, its drain bounded, unless karpenter.sh/do-not-repair or more than 20% of its NodePool unhealthy stops it; --legacy-node-repair runs Karpenter's legacy node.health controller instead"},
-		{Name: ReservedCapacity, Default: true, Stage: "Beta", Support: RefusedPerObject,
-			Here: "launching into EC2 capacity reservations is not built yet: an EC2NodeClass with capacityReservationSelectorTerms is refused (ValidationSucceeded False, CapacityReservationsNotSupported) whatever the gate says"},
+		{Name: ReservedCapacity, Default: true, Stage: "Beta", Support: Switches,
+			Here: "as the AWS provider v1.15.2, on EC2 (--cloud-provider aws): an EC2NodeClass's capacityReservationSelectorTerms (id, or tags with ownerID and instanceMatchCriteria) resolve every minute to status.capacityReservations (condition CapacityReservationsReady, part of Ready); each active reservation with a free slot is a reserved offering of its instance type in its zone, priced at the on-demand price / 10,000,000 and carrying karpenter.k8s.aws/capacity-reservation-id, -type and -interruptible; a claim that allows reserved capacity launches into one first through a launch template targeting it (capacity-reservations-only; Capacity Blocks and interruptible reservations with their market type), its node labelled karpenter.sh/capacity-type: reserved and with the reservation's labels; a full reservation falls back to spot or on-demand as the claim allows (a claim allowing reserved only fails with insufficient capacity); other launches opt out of open reservations (preference none). Off, the terms are ignored and nothing is reserved, as there. Not yet: the scheduler's accounting of reservations within a batch, Capacity Block expiry, consolidation's reserved rules, and the simulated cloud, which has no reservations"},
 		{Name: SpotToSpotConsolidation, Stage: "Alpha", Support: Switches,
 			Here: "consolidation may replace a spot node with cheaper spot capacity"},
 		{Name: NodeOverlay, Stage: "Alpha", Support: Switches,
@@ -101,9 +97,9 @@ var Karpenter = Table{
 		{Name: CapacityBuffer, Stage: "Alpha", Support: Switches,
 			Here: "CapacityBuffers (autoscaling.x-k8s.io/v1beta1) keep spare capacity: their pods are placed as pending ones (nodes launch for them) but never created, consolidation keeps their room, and real pods take it at once"},
 		{Name: TerminateFirstDrift, Stage: "Alpha", Support: Switches,
-			Here: "drift terminates a drifted node before its replacement when the replacement cannot launch first, as Karpenter v1.15: a node of a static NodePool at its limits.nodes (the static NodePool controller refills it); Karpenter's other case, a node in a full capacity reservation, does not arise here (capacity reservations are refused per EC2NodeClass); off, such a node is blocked"},
+			Here: "drift terminates a drifted node before its replacement when the replacement cannot launch first, as Karpenter v1.15: a node of a static NodePool at its limits.nodes (the static NodePool controller refills it); Karpenter's other case, a node in a full capacity reservation, is not built yet (disruption's rules for reserved nodes); off, such a node is blocked"},
 		{Name: TerminateFirstRepair, Stage: "Alpha", Support: Switches,
-			Here: "node repair terminates an unhealthy node before its replacement when the replacement cannot launch first, as Karpenter v1.15: a node of a static NodePool at its limits.nodes (the static NodePool controller refills it); Karpenter's other case, a node in a full capacity reservation, does not arise here (capacity reservations are refused per EC2NodeClass); off, such a node is blocked; the simulator honours it too, and refuses it only with the workload's legacyNodeRepair (the legacy controller never stages a replacement)"},
+			Here: "node repair terminates an unhealthy node before its replacement when the replacement cannot launch first, as Karpenter v1.15: a node of a static NodePool at its limits.nodes (the static NodePool controller refills it); Karpenter's other case, a node in a full capacity reservation, is not built yet (disruption's rules for reserved nodes); off, such a node is blocked; the simulator honours it too, and refuses it only with the workload's legacyNodeRepair (the legacy controller never stages a replacement)"},
 		{Name: PodDeletionCostManagement, Stage: "Alpha", Support: Switches,
 			Here: "as Karpenter v1.15, every minute the pods a ReplicaSet controls get controller.kubernetes.io/pod-deletion-cost from their node's rank, so a scale-down removes first the pods of the nodes consolidation would disrupt first: the lowest int32 on nodes being disrupted, then -n to -1 over the drifted and consolidatable nodes in consolidation's order within their NodePools' budgets; the annotation is removed on the other nodes (a user's value is overwritten), and consolidation no longer reads it as a pod's cost; the simulator accepts the gate but only that last part applies there (its pods have no ReplicaSet, and its scale-down removes the newest pods)"},
 		{Name: RepackConsolidation, Stage: "Alpha", Support: Switches,

@@ -54,6 +54,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		VMMemoryOverheadPercent: opts.AWS.VMMemoryOverheadPercent,
 		NodeClassCEL:            opts.NodeClassCEL,
 		DRANVIDIAGPU:            opts.DRANVIDIAGPU,
+		ReservedCapacity:        opts.ReservedCapacity,
 		EKSControlPlane:         opts.AWS.EKSControlPlane,
 		Refresh:                 opts.AWS.Refresh,
 		RebootForRepair:         opts.RebootForRepair,

@@ -103,6 +103,10 @@ type Options struct {
 	// ReplicaSet pods of the nodes consolidation would disrupt first, and stops reading it as a
 	// pod's cost (the feature gate of that name in FEATURE_GATES; package deletioncost).
 	PodDeletionCostManagement bool
+	// ReservedCapacity launches into the EC2 capacity reservations an EC2NodeClass selects (the
+	// feature gate of that name in FEATURE_GATES, on by default as in Karpenter v1.15), on the
+	// AWS cloud; off, the selector terms are ignored, as in Karpenter.
+	ReservedCapacity bool
 	// NodeClassCEL evaluates the CEL expressions of an EC2NodeClass's spec.kubelet per instance
 	// type (the AWS provider's feature gate of that name in AWS_FEATURE_GATES), on either cloud;
 	// a Sim.Cloud given ready-made keeps its own setting. Off, as by default, a NodeClass with
@@ -223,6 +227,7 @@ func DefaultOptions() Options {
 		NodeOverlay:               gates.Enabled(featuregate.NodeOverlay),
 		CapacityBuffer:            gates.Enabled(featuregate.CapacityBuffer),
 		PodDeletionCostManagement: gates.Enabled(featuregate.PodDeletionCostManagement),
+		ReservedCapacity:          gates.Enabled(featuregate.ReservedCapacity),
 		NodeClassCEL:              featuregate.AWS.Defaults().Enabled(featuregate.NodeClassCEL),
 		CloudProvider:             CloudProviderSim,
 		BatchIdleDuration:         time.Second,

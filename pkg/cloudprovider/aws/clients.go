@@ -109,7 +109,7 @@ func isNotFound(err error) bool {
 	switch errorCode(err) {
 	case "NoSuchEntity", "ParameterNotFound", "InvalidInstanceID.NotFound", "InvalidLaunchTemplateName.NotFoundException",
 		"InvalidLaunchTemplateId.NotFound", "InvalidAMIID.NotFound", "InvalidSubnetID.NotFound", "InvalidGroup.NotFound",
-		"ResourceNotFoundException":
+		"InvalidCapacityReservationId.NotFound", "ResourceNotFoundException":
 		return true
 	}
 	return false

@@ -44,19 +44,16 @@ func TestNodeClassFieldsReachEC2(t *testing.T) {
 	}
 }
 
-// TestUnsupportedFieldsAreRefused: capacityReservationSelectorTerms, placementGroupSelector and
-// the Windows AMI families are not supported yet, so the NodeClass says so and is not Ready,
-// rather than launching without the reservations or the placement group, or failing every
-// launch.
+// TestUnsupportedFieldsAreRefused: placementGroupSelector and the Windows AMI families are not
+// supported yet, so the NodeClass says so and is not Ready, rather than launching without the
+// placement group, or failing every launch. (capacityReservationSelectorTerms work: see
+// reserved_test.go.)
 func TestUnsupportedFieldsAreRefused(t *testing.T) {
 	f := newFixture(t)
 	for _, tc := range []struct {
 		name, reason, message string
 		mutate                func(*awsv1.EC2NodeClass)
 	}{
-		{"capacity-reservations", "CapacityReservationsNotSupported", "spec.capacityReservationSelectorTerms", func(nc *awsv1.EC2NodeClass) {
-			nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
-		}},
 		{"placement-group", "PlacementGroupsNotSupported", "spec.placementGroupSelector: placement groups are not supported by this provider yet", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: strp("training")}
 		}},

@@ -200,7 +200,8 @@ func TestGlobMatch(t *testing.T) {
 // tag conditions included, so a user can keep Karpenter's IAM role as it is.
 func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 	const queue = "karpenter-interruptions"
-	f := newFixture(t)
+	f := newFixture(t, withReservedCapacity)
+	f.aws.AddCapacityReservation(fake.CapacityReservation{ID: crM5, InstanceType: "m5.large", Zone: "us-west-2a", TotalInstanceCount: 1, Tags: map[string]string{"team": "ml"}})
 	nc, np := f.seed004()
 	if nc.Status.InstanceProfile == "" {
 		t.Fatal("no instance profile was made for the role")
@@ -238,6 +239,23 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claimFor(np, "general-purpose-efa", corev1.ResourceList{"vpc.amazonaws.com/efa": resource.MustParse("2")},
 		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c6in.32xlarge"))); err != nil {
 		t.Fatal(err)
+	}
+	// A node in a capacity reservation (the ReservedCapacity gate): the NodeClass reads its
+	// reservations, and the launch targets one.
+	reserved := nc.DeepCopy()
+	reserved.Spec.CapacityReservationSelectorTerms = mlTerms
+	if err := env.Client.Update(f.ctx, reserved); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(nc.Name)
+	reservedPool := np.DeepCopy()
+	for i, r := range reservedPool.Spec.Template.Spec.Requirements {
+		if r.Key == karpv1.CapacityTypeLabelKey {
+			reservedPool.Spec.Template.Spec.Requirements[i].Values = []string{karpv1.CapacityTypeReserved}
+		}
+	}
+	if c := f.launchRecorded(reservedPool, "general-purpose-reserved", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")); c.Labels[awsv1.LabelCapacityReservationID] != crM5 {
+		t.Fatalf("the reserved launch went to %v", c.Labels)
 	}
 	// Node repair's reboot (RebootForRepair), then termination, then a day later the
 	// collectors: prices, launch templates, instance profiles.

@@ -346,6 +346,31 @@ func (c *typeCatalog) price(byName map[string]catalog.Entry, instanceType, zone,
 	return 0, false
 }
 
+// onDemandPrice is the on-demand price of an instance type: the Pricing API's when known, else
+// the shipped catalog's; false when neither knows it.
+func (p *Provider) onDemandPrice(instanceType string) (float64, bool) {
+	c := &p.types
+	c.mu.RLock()
+	od, ok := c.onDemand[instanceType]
+	c.mu.RUnlock()
+	if ok {
+		return od, true
+	}
+	if e, ok := p.entry(instanceType); ok && e.OnDemandPrice > 0 {
+		return e.OnDemandPrice, true
+	}
+	return 0, false
+}
+
+// offeredIn reports whether EC2 offers the instance type in the zone (every zone when the
+// offerings were not read).
+func (p *Provider) offeredIn(instanceType, zone string) bool {
+	c := &p.types
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.zones == nil || c.zones[instanceType][zone]
+}
+
 // ensureFresh reads instance types and prices when they were never read or are older than
 // their refresh period. Failures are logged; the shipped catalog stands in.
 func (p *Provider) ensureFresh(ctx context.Context) {
@@ -439,10 +464,21 @@ func (p *Provider) resolvedKubelet(nc *awsv1.EC2NodeClass, instanceType string) 
 // instanceTypes builds the instance types of a ready NodeClass: those compatible with its
 // network interfaces, connection tracking, CPU options and Nitro Enclaves (compatibleEntry),
 // offered in the zones of its subnets, priced, with capacity and overhead from its kubelet,
-// volume and network interface settings. Offerings the shared cache marks out of capacity are unavailable. The
-// result is shared. Each build records the vCPUs and memory of the region's instance types
+// volume and network interface settings, and with the ReservedCapacity gate a reserved
+// offering for each of its capacity reservations (withReservedOfferings). Offerings the shared
+// cache marks out of capacity are unavailable. The result is shared. Each build records the vCPUs and memory of the region's instance types
 // (pkg/metrics), as Karpenter does whenever it resolves them.
 func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
+	its, err := p.nodeClassTypes(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	return p.withReservedOfferings(nc, its), nil
+}
+
+// nodeClassTypes are the NodeClass's instance types with their spot and on-demand offerings,
+// built once per configuration (see instanceTypes).
+func (p *Provider) nodeClassTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	p.ensureFresh(ctx)
 	opts := p.typeOptions(nc)
 	zoneSet := map[string]bool{}

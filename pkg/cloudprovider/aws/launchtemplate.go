@@ -75,6 +75,16 @@ type launchSettings struct {
 	NitroEnclaves bool `json:"nitroEnclaves,omitempty"`
 	// Tenancy is the placement's tenancy when it is not the default: dedicated.
 	Tenancy string `json:"tenancy,omitempty"`
+	// CapacityReservationPreference is the template's capacity reservation preference, as the
+	// AWS provider v1.15.2 sets it with the ReservedCapacity gate: capacity-reservations-only
+	// for a launch into CapacityReservationID, none for other launches (they keep out of open
+	// reservations); empty with the gate off (EC2's default, open).
+	CapacityReservationPreference string `json:"capacityReservationPreference,omitempty"`
+	// CapacityReservationID is the reservation a reserved launch targets.
+	CapacityReservationID string `json:"capacityReservationID,omitempty"`
+	// MarketType is the instance market of a reserved launch: capacity-block or
+	// interruptible-capacity-reservation for those reservations, else empty.
+	MarketType string `json:"marketType,omitempty"`
 }
 
 // name is the template's name: the prefix and a hash of the settings.
@@ -389,6 +399,16 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 	}
 	if s.Tenancy != "" {
 		data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(s.Tenancy)}
+	}
+	if s.CapacityReservationPreference != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreference(s.CapacityReservationPreference)}
+		if s.CapacityReservationID != "" {
+			data.CapacityReservationSpecification.CapacityReservationTarget = &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(s.CapacityReservationID)}
+		}
+	}
+	if s.MarketType != "" {
+		data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketType(s.MarketType)}
 	}
 	for _, b := range s.BlockDevices {
 		if b == nil || b.EBS == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,9 +74,10 @@ func (r *refreshTimes) forget(uid types.UID) {
 	}
 }
 
-// NodeClassController resolves each EC2NodeClass's subnets, security groups, images and
-// instance profile into its status with one condition each (SubnetsReady,
-// SecurityGroupsReady, AMIsReady, InstanceProfileReady) and the Ready roll-up, and on deletion
+// NodeClassController resolves each EC2NodeClass's subnets, security groups, images,
+// instance profile and, with the ReservedCapacity gate, capacity reservations into its status
+// with one condition each (SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady,
+// CapacityReservationsReady) and the Ready roll-up, and on deletion
 // waits for the NodeClaims that use it before removing the instance profile it created.
 type NodeClassController struct {
 	provider *Provider
@@ -125,7 +127,11 @@ func (r *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{RequeueAfter: nodeClassNotReadyRetry}, nil
 	}
 	p := r.provider.opts.Refresh
-	return reconcile.Result{RequeueAfter: min(p.AMIs, p.Subnets, p.SecurityGroups, instanceProfileRefresh)}, nil
+	next := min(p.AMIs, p.Subnets, p.SecurityGroups, instanceProfileRefresh)
+	if r.provider.opts.ReservedCapacity {
+		next = min(next, reservationRequeue(nc, r.provider.opts.Clock.Now()))
+	}
+	return reconcile.Result{RequeueAfter: next}, nil
 }
 
 // finalize holds the NodeClass until no NodeClaim uses it, then deletes the instance profile
@@ -211,12 +217,30 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		}
 		return err
 	})
+	parts := []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady}
+	// Capacity reservations, with the ReservedCapacity gate only, as the AWS provider v1.15.2
+	// (nodeclass/capacityreservation.go): read every minute, none selected being no fault; off,
+	// the terms are ignored and the condition is not part of Ready.
+	if p.opts.ReservedCapacity {
+		every := capacityReservationPollPeriod
+		if slices.ContainsFunc(nc.Status.CapacityReservations, func(r awsv1.CapacityReservation) bool { return r.EndTime != nil && !now.Before(r.EndTime) }) {
+			every = 0 // one has ended: read them again now, as v1.15.2 requeues at the earliest end
+		}
+		resolve(awsv1.ConditionTypeCapacityReservationsReady, every, "CapacityReservationsNotResolved", func() error {
+			reservations, err := p.resolveCapacityReservations(ctx, nc)
+			if err == nil {
+				nc.Status.CapacityReservations = reservations
+			}
+			return err
+		})
+		parts = append(parts, awsv1.ConditionTypeCapacityReservationsReady)
+	}
 	reason, err := p.validate(ctx, nc)
 	set(awsv1.ConditionTypeValidationSucceeded, err, reason)
 
 	var notReady []string
 	var msgs []error
-	for _, t := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded} {
+	for _, t := range append(parts, awsv1.ConditionTypeValidationSucceeded) {
 		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c.Status != metav1.ConditionTrue {
 			notReady = append(notReady, t)
 			msgs = append(msgs, fmt.Errorf("%s: %s", t, c.Message))
@@ -230,17 +254,14 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	return true
 }
 
-// validate checks that the NodeClass asks for nothing the provider cannot do (capacity
-// reservations, placement groups, Windows), that its kubelet configuration is one Karpenter
+// validate checks that the NodeClass asks for nothing the provider cannot do (placement
+// groups, Windows), that its kubelet configuration is one Karpenter
 // takes and its AMI family applies (cloudprovider.ValidateKubelet), and that what its nodes
 // need of the cluster is known: for AL2023, whose nodeadm refuses a NodeConfig without it, the
 // cluster's service CIDR. It returns the ValidationSucceeded reason with the error.
 func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	switch {
-	case len(nc.Spec.CapacityReservationSelectorTerms) > 0:
-		// Refused rather than ignored: launches would silently skip the reservations.
-		return "CapacityReservationsNotSupported", errors.New("spec.capacityReservationSelectorTerms: on-demand capacity reservations are not supported by this provider yet; remove the terms to launch without them")
 	case nc.Spec.PlacementGroupSelector != nil:
 		// Refused rather than ignored: instances would launch outside the placement group.
 		return "PlacementGroupsNotSupported", errors.New("spec.placementGroupSelector: placement groups are not supported by this provider yet; remove the selector to launch without one")

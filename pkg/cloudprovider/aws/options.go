@@ -49,6 +49,13 @@ type Options struct {
 	// EC2NodeClass may ask, by its karpenter.k8s.aws/nvidia-consumable-capacity annotation,
 	// for GPU sharing (cloudprovider.ValidateNVIDIAConsumableCapacity).
 	DRANVIDIAGPU bool
+	// ReservedCapacity is Karpenter's feature gate of that name (FEATURE_GATES, on by default
+	// in v1.15; the operator sets it): an EC2NodeClass's capacityReservationSelectorTerms
+	// resolve to status.capacityReservations (CapacityReservationsReady), each reservation is a
+	// reserved offering, claims that allow reserved capacity launch into one first, and other
+	// launches opt out of open reservations (preference none), as the AWS provider v1.15.2.
+	// Off, the terms are ignored and nothing is reserved, as there.
+	ReservedCapacity bool
 	// Recorder records Events on NodeClaims (a spot launch refused for want of the Spot
 	// service-linked role); nil records none.
 	Recorder record.EventRecorder

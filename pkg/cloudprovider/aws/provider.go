@@ -57,6 +57,10 @@ var insufficientCapacityCodes = map[string]bool{
 	"VcpuLimitExceeded":            true,
 	"UnfulfillableCapacity":        true,
 	"Unsupported":                  true,
+	// A capacity reservation without a free slot, or being reclaimed (v1.15.2's
+	// unfulfillable capacity codes).
+	reservationCapacityExceededCode: true,
+	reservationUnavailableCode:      true,
 }
 
 // subnetFullCode is the fleet error of a subnet without free addresses.
@@ -80,6 +84,8 @@ type Provider struct {
 	refreshed refreshTimes
 	// eksVersion caches the version EKS reports, under Options.EKSControlPlane.
 	eksVersion cachedVersion
+	// reservations are the capacity reservations' believed free slots (ReservedCapacity).
+	reservations reservationCounts
 }
 
 // SetOverlay makes a NodePool's claims launch by the instance types o adjusts (package
@@ -156,10 +162,14 @@ func instanceIDOf(providerID string) (string, error) {
 // taints) that arrive together share one fleet, as in Karpenter (see ec2Batchers).
 //
 // The fleet holds every compatible instance type (the cheapest maxFleetInstanceTypes) in every
-// zone of the NodeClass's subnets, for the preferred capacity type: spot when the claim allows
-// it and a spot offering is available, else on-demand. Offerings the fleet reports out of
-// capacity are marked in the shared cache; when every spot offering fails and the claim also
-// allows on-demand, a second, on-demand fleet is launched at once.
+// zone of the NodeClass's subnets, for the preferred capacity type: reserved when the claim
+// allows it and one of the NodeClass's capacity reservations has a free slot (the ReservedCapacity
+// gate; reservedCandidates), else spot when the claim allows it and a spot offering is
+// available, else on-demand. Offerings the fleet reports out of capacity are marked in the
+// shared cache; when every reserved or spot offering fails and the claim also allows another
+// capacity type, a fleet of the next one is launched at once. A claim that allows reserved
+// capacity only (as Karpenter's scheduler pins a claim it planned into a reservation, its
+// DisableReservedCapacityFallback) fails with an InsufficientCapacityError instead.
 func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	if claim == nil {
 		return nil, errors.New("creating instance: nil nodeclaim")
@@ -208,11 +218,15 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 	}
 	var tried []cloudprovider.OfferingID
 	var lastErr error
-	for _, ct := range []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand} {
-		if len(byCapacityType[ct]) == 0 {
+	for _, ct := range []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand} {
+		cs := byCapacityType[ct]
+		if ct == karpv1.CapacityTypeReserved {
+			cs = reservedCandidates(cs)
+		}
+		if len(cs) == 0 {
 			continue
 		}
-		launched, ice, err := p.launch(ctx, claim, nc, nodePool, fixed, ct, byCapacityType[ct])
+		launched, ice, err := p.launch(ctx, claim, nc, nodePool, fixed, ct, cs)
 		if err != nil {
 			return nil, err
 		}
@@ -230,6 +244,8 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 
 // launch creates one instant fleet of the capacity type from the candidates. It returns the
 // launched claim, or the offerings that ran out of capacity when none launched, or an error.
+// Reserved candidates (one reservation per instance type and zone, of one kind:
+// reservedCandidates) get a launch template each per reservation, targeting it.
 func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, fixed map[string]string,
 	capacityType string, cands []cloudprovider.LaunchCandidate) (*karpv1.NodeClaim, []cloudprovider.OfferingID, error) {
 	// The cheapest types, every zone of each.
@@ -292,7 +308,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if err != nil {
 			return nil, nil, fmt.Errorf("encoding the kubelet configuration: %w", err)
 		}
-		key := fmt.Sprintf("%s/%d/%d/%s", imageID, pods, efa, kubeletKey)
+		key := fmt.Sprintf("%s/%d/%d/%s/%s", imageID, pods, efa, kubeletKey, c.Offering.ReservationID)
 		g := groups[key]
 		if g == nil {
 			s, err := p.launchTemplates.settings(ctx, nc, kubelet, family, imageID, pods, params)
@@ -303,6 +319,14 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 				return nil, nil, cloudprovider.NewTerminalCreateError(err, ReasonLaunchTemplateFailed, "rendering the launch template failed")
 			}
 			s.EFAInterfaces = int(efa)
+			// As the AWS provider v1.15.2's launch templates with the ReservedCapacity gate
+			// (LaunchModeTargeted): a reserved launch targets its reservation only, others
+			// keep out of open reservations.
+			if o := c.Offering; o.Reserved() {
+				s.CapacityReservationPreference, s.CapacityReservationID, s.MarketType = string(capacityReservationsOnly), o.ReservationID, reservationMarketType(o)
+			} else if p.opts.ReservedCapacity {
+				s.CapacityReservationPreference = string(ec2types.CapacityReservationPreferenceNone)
+			}
 			name, err := p.launchTemplates.ensure(ctx, s)
 			if err != nil {
 				return nil, nil, cloudprovider.NewCreateError(err, ReasonLaunchTemplateFailed, "creating the launch template failed")
@@ -320,10 +344,15 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		return nil, nil, cloudprovider.NewTerminalCreateError(
 			fmt.Errorf("ec2nodeclass %s has no image or subnet for the compatible instance types", nc.Name), ReasonNoCompatibleInstanceTypes, "no image or subnet for the compatible instance types")
 	}
+	targetType := ec2types.DefaultTargetCapacityType(capacityType)
+	reserved := cands[0].Offering // of the kind every reserved candidate shares
+	if capacityType == karpv1.CapacityTypeReserved {
+		targetType = reservedFleetCapacityType(reserved)
+	}
 	in := &ec2.CreateFleetInput{
 		Type: ec2types.FleetTypeInstant,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
-			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: targetType,
 		},
 		TagSpecifications: []ec2types.TagSpecification{},
 		// spec.context: the reserved capacity (an Outpost, a placement) launches go to.
@@ -337,6 +366,11 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
 	case capacityType == karpv1.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	case capacityType == karpv1.CapacityTypeReserved && reserved.ReservationInterruptible:
+		in.ReservedCapacityOptions = &ec2types.ReservedCapacityOptionsRequest{
+			ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation}}
+	case capacityType == karpv1.CapacityTypeReserved && reserved.ReservationType == string(awsv1.CapacityReservationTypeCapacityBlock):
+		// A Capacity Block fleet takes no allocation options, as in v1.15.2.
 	case overlaid:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
 	default:
@@ -380,9 +414,12 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if !ok {
 			return nil, nil, fmt.Errorf("fleet launched %s in %s, which it was not asked for", o.InstanceType, aws.ToString(o.AvailabilityZone))
 		}
+		if c.Offering.Reserved() {
+			p.reservations.launched(c.Offering.ReservationID)
+		}
 		return launchedClaim(claim, nc, fixed, c, inst.InstanceIds[0]), nil, nil
 	}
-	var ice []cloudprovider.OfferingID
+	var ice, full []cloudprovider.OfferingID
 	var other []string
 	subnetsRetry := false // a subnet ran out of addresses, and its zone has others
 	for _, e := range out.Errors {
@@ -401,6 +438,18 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
 			typ, zone = string(e.LaunchTemplateAndOverrides.Overrides.InstanceType), aws.ToString(e.LaunchTemplateAndOverrides.Overrides.AvailabilityZone)
 		}
+		// The offering, with its reservation when it was reserved.
+		id := cloudprovider.OfferingID{InstanceType: typ, Zone: zone, CapacityType: capacityType}
+		if c, ok := byOverride[[2]string{typ, zone}]; ok {
+			id = c.ID()
+		}
+		if code == reservationCapacityExceededCode && id.ReservationID != "" {
+			// Full, not unhealthy: as v1.15.2, the reservation is believed to have no slot
+			// until its next resolution says otherwise, and is not marked unavailable.
+			p.reservations.set(id.ReservationID, 0)
+			full = append(full, id)
+			continue
+		}
 		if code == subnetFullCode && e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
 			// The subnet, not the offering, is out: the zone's other subnets take the next
 			// launch. Only a zone with no other subnet leaves the offering unavailable.
@@ -411,14 +460,14 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 				retry = retry || s.Zone == zone && s.ID != subnet && !p.opts.Unavailable.IsSubnetUnavailable(s.ID)
 			}
 			if !retry && typ != "" {
-				ice = append(ice, cloudprovider.OfferingID{InstanceType: typ, Zone: zone, CapacityType: capacityType})
+				ice = append(ice, id)
 			} else {
 				subnetsRetry = true
 			}
 			continue
 		}
 		if insufficientCapacityCodes[code] && typ != "" {
-			ice = append(ice, cloudprovider.OfferingID{InstanceType: typ, Zone: zone, CapacityType: capacityType})
+			ice = append(ice, id)
 			continue
 		}
 		other = append(other, fmt.Sprintf("%s: %s", code, aws.ToString(e.ErrorMessage)))
@@ -426,6 +475,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	if len(ice) > 0 {
 		p.opts.Unavailable.MarkUnavailable(ice...)
 	}
+	ice = append(ice, full...)
 	if subnetsRetry && len(other) == 0 {
 		return nil, nil, cloudprovider.NewCreateError(errors.New("creating fleet: a subnet ran out of free addresses; retrying in the zone's other subnets"),
 			subnetFullCode, "There are not enough free IP addresses to launch an instance in this subnet")
@@ -614,16 +664,20 @@ func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 // (with default settings).
 func (p *Provider) claimOf(i instance) *karpv1.NodeClaim {
 	tags := tagMap(i.Tags)
-	ct := karpv1.CapacityTypeOnDemand
+	offering := cloudprovider.Offering{Zone: i.zone(), ZoneID: i.zoneID(), CapacityType: karpv1.CapacityTypeOnDemand}
 	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
-		ct = karpv1.CapacityTypeSpot
+		offering.CapacityType = karpv1.CapacityTypeSpot
+	} else if o, ok := p.reservedInstanceOffering(i); ok {
+		o.Zone, o.ZoneID = offering.Zone, offering.ZoneID
+		offering = o
 	}
+	ct := offering.CapacityType
 	claim := &karpv1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: tags[TagNodeClaim], Labels: map[string]string{}, CreationTimestamp: metav1.NewTime(aws.ToTime(i.LaunchTime))},
 	}
 	if e, ok := p.entry(string(i.InstanceType)); ok {
 		if it, err := cloudprovider.NewInstanceType(e, cloudprovider.InstanceTypeOptions{ReservedENIs: p.opts.ReservedENIs}); err == nil {
-			maps.Copy(claim.Labels, it.NodeLabels(cloudprovider.Offering{Zone: i.zone(), ZoneID: i.zoneID(), CapacityType: ct}))
+			maps.Copy(claim.Labels, it.NodeLabels(offering))
 			claim.Status.Capacity = it.Capacity.DeepCopy()
 			claim.Status.Allocatable = it.Allocatable().DeepCopy()
 		}
@@ -666,6 +720,13 @@ func (p *Provider) entry(name string) (catalog.Entry, bool) {
 func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {
+		// The instance is gone: its reservation's slot is free again, as v1.15.2's Delete
+		// (MarkTerminated, once per instance).
+		if id := reservationOfClaim(claim); id != "" && cloudprovider.IsNodeClaimNotFoundError(err) {
+			if instanceID, perr := instanceIDOf(claim.Status.ProviderID); perr == nil {
+				p.reservations.terminated(id, instanceID, p.opts.Clock.Now())
+			}
+		}
 		return err
 	}
 	if _, err := p.batch.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{i.id()}}); err != nil {

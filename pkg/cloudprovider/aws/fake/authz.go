@@ -203,6 +203,9 @@ func (a *AWS) authorizeLaunchLocked(r *http.Request, req *FleetRequest, c *candi
 	}
 	a.authorizeLocked(r, run, a.imageARN(inst.ImageID), nil, nil)
 	a.authorizeLocked(r, run, a.ec2ARN("subnet", inst.SubnetID), nil, nil)
+	if inst.CapacityReservationID != "" {
+		a.authorizeLocked(r, run, a.ec2ARN("capacity-reservation", inst.CapacityReservationID), nil, nil)
+	}
 	for _, g := range inst.SecurityGroupIDs {
 		a.authorizeLocked(r, run, a.ec2ARN("security-group", g), nil, nil)
 	}

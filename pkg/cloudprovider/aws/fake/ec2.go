@@ -172,6 +172,8 @@ func (a *AWS) serveEC2(q *queryCall) {
 		body, err = a.describeInstanceTypes(q)
 	case "DescribeInstanceTypeOfferings":
 		body, err = a.describeInstanceTypeOfferings(q)
+	case "DescribeCapacityReservations":
+		body, err = a.describeCapacityReservations(q)
 	case "DescribeSpotPriceHistory":
 		body, err = a.describeSpotPriceHistory(q)
 	case "CreateLaunchTemplate":

@@ -69,15 +69,17 @@ type AWS struct {
 	// does not say either (see SetNitroEnclavesSupported).
 	nitroEnclaves map[string]bool
 	templates     []*LaunchTemplate
-	fleets        []*FleetRequest
-	fleetTokens   map[string]*fleetResult
-	instances     []*Instance
-	ipCounter     int
-	parameters    map[string]*parameter
-	profiles      []*InstanceProfile
-	roles         map[string]*Role
-	clusters      map[string]*Cluster
-	queues        map[string]*queue
+	// reservations are the capacity reservations (see AddCapacityReservation).
+	reservations []*CapacityReservation
+	fleets       []*FleetRequest
+	fleetTokens  map[string]*fleetResult
+	instances    []*Instance
+	ipCounter    int
+	parameters   map[string]*parameter
+	profiles     []*InstanceProfile
+	roles        map[string]*Role
+	clusters     map[string]*Cluster
+	queues       map[string]*queue
 	// msgNotify is closed (and replaced) whenever a queue gains a message, to wake long polls.
 	msgNotify chan struct{}
 	// authorizations are the permission checks of the requests served (see Authorizations).

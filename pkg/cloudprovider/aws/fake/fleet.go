@@ -25,8 +25,12 @@ type FleetRequest struct {
 	// TotalTargetCapacity, OnDemandTargetCapacity and SpotTargetCapacity are the
 	// TargetCapacitySpecification's.
 	TotalTargetCapacity, OnDemandTargetCapacity, SpotTargetCapacity int32
-	// CapacityType is the DefaultTargetCapacityType: spot or on-demand.
+	// CapacityType is the DefaultTargetCapacityType: spot, on-demand, capacity-block or
+	// reserved-capacity.
 	CapacityType string
+	// ReservationTypes are ReservedCapacityOptions.ReservationType's values
+	// (interruptible-capacity-reservation).
+	ReservationTypes []string
 	// SpotAllocationStrategy and OnDemandAllocationStrategy are the options' strategies.
 	SpotAllocationStrategy, OnDemandAllocationStrategy string
 	// TagSpecifications are the request's tag specifications.
@@ -84,6 +88,7 @@ func (f *FleetRequest) clone() FleetRequest {
 	c.TagSpecifications = cloneTagSpecs(f.TagSpecifications)
 	c.InstanceIDs = slices.Clone(f.InstanceIDs)
 	c.Errors = slices.Clone(f.Errors)
+	c.ReservationTypes = slices.Clone(f.ReservationTypes)
 	return c
 }
 
@@ -210,8 +215,9 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 	if req.OnDemandTargetCapacity+req.SpotTargetCapacity > req.TotalTargetCapacity {
 		return nil, badRequest("InvalidTargetCapacitySpecification", "The sum of OnDemandTargetCapacity and SpotTargetCapacity cannot exceed TotalTargetCapacity")
 	}
+	req.ReservationTypes = q.list("ReservedCapacityOptions.ReservationType")
 	switch req.CapacityType {
-	case "spot", "on-demand":
+	case "spot", "on-demand", "capacity-block", "reserved-capacity":
 	case "":
 		return nil, badRequest("MissingParameter", "The request must contain the parameter TargetCapacitySpecification.DefaultTargetCapacityType")
 	default:
@@ -290,7 +296,7 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		a.authorizeLocked(q.r, "ec2:CreateTags", a.ec2ARN("fleet", req.ID), fleetTags, nil, "ec2:CreateAction", "CreateFleet")
 	}
 
-	lifecycle := req.CapacityType
+	lifecycle := fleetLifecycle(req.CapacityType)
 	var cands []*candidate
 	for _, cfg := range req.LaunchTemplateConfigs {
 		for _, o := range cfg.Overrides {
@@ -334,9 +340,10 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 	// The pools fill in order, each with as many of the instances still wanted as it has room
 	// for; a pool short of room reports InsufficientInstanceCapacity.
 	type fill struct {
-		c    *candidate
-		pool pool
-		n    int
+		c           *candidate
+		pool        pool
+		n           int
+		reservation *CapacityReservation
 	}
 	var fills []fill
 	var iceErrs []*candidate
@@ -348,6 +355,17 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		if lifecycle == "spot" && a.noSpotRole {
 			c.err = &FleetError{Code: "AuthFailure.ServiceLinkedRoleCreationNotPermitted", Lifecycle: lifecycle,
 				Message: "The provided credentials do not have permission to create the service-linked role for EC2 Spot Instances."}
+			continue
+		}
+		// A launch into a capacity reservation takes the reservation's slots, not the pool's.
+		r, rerr := a.reservationForLocked(c, req, wanted)
+		if rerr != nil {
+			c.err = rerr
+			continue
+		}
+		if r != nil {
+			fills = append(fills, fill{c: c, n: wanted, reservation: r})
+			wanted = 0
 			continue
 		}
 		p := pool{instanceType: c.override.InstanceType, zone: c.subnet.Zone, capacityType: lifecycle}
@@ -386,9 +404,17 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		reservation := a.hexIDLocked("r-", 17)
 		for range f.n {
 			inst := a.launchLocked(req, f.c, reservation)
+			if r := f.reservation; r != nil {
+				inst.CapacityReservationID, inst.Lifecycle = r.ID, lifecycleOf(r)
+				r.AvailableInstanceCount--
+			}
 			a.authorizeLaunchLocked(q.r, req, f.c, inst)
 			fi.InstanceIDs = append(fi.InstanceIDs, inst.ID)
 			req.InstanceIDs = append(req.InstanceIDs, inst.ID)
+		}
+		if f.reservation != nil {
+			resp.Instances = append(resp.Instances, fi)
+			continue
 		}
 		if room, limited := a.poolCapacity[f.pool]; limited {
 			a.poolCapacity[f.pool] = room - f.n
@@ -399,6 +425,16 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		a.fleetTokens[req.ClientToken] = &fleetResult{body: resp}
 	}
 	return resp, nil
+}
+
+// fleetLifecycle is the lifecycle a fleet reports of instances of its default target capacity
+// type: spot, or on-demand for on-demand, capacity-block and reserved-capacity (instances
+// launched into reservations are on-demand instances).
+func fleetLifecycle(capacityType string) string {
+	if capacityType == "spot" {
+		return "spot"
+	}
+	return "on-demand"
 }
 
 func cfgVersion(c *candidate) string {
@@ -558,9 +594,9 @@ func (a *AWS) launchLocked(req *FleetRequest, c *candidate, reservation string) 
 	c.subnet.AvailableIPs--
 	inst := &Instance{
 		ID: a.hexIDLocked("i-", 17), Type: c.override.InstanceType, Zone: c.subnet.Zone, SubnetID: c.subnet.ID, ImageID: c.imageID,
-		CapacityType: req.CapacityType, State: "running", LaunchTime: a.now(), PrivateIP: ip, PrivateDNSName: a.privateDNSName(ip),
+		CapacityType: fleetLifecycle(req.CapacityType), State: "running", LaunchTime: a.now(), PrivateIP: ip, PrivateDNSName: a.privateDNSName(ip),
 		SecurityGroupIDs: a.templateGroups(c.lt), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name, FleetID: req.ID, reservationID: reservation,
-		Tags: cloneTags(c.lt.InstanceTags), Tenancy: c.lt.Tenancy,
+		Tags: cloneTags(c.lt.InstanceTags), Tenancy: c.lt.Tenancy, CapacityReservationPreference: c.lt.CapacityReservationPreference,
 	}
 	if inst.Tenancy == "" {
 		inst.Tenancy = "default"

@@ -40,6 +40,14 @@ type Instance struct {
 	FleetID string
 	// Tenancy is its placement's tenancy: default or dedicated, as its launch template said.
 	Tenancy string
+	// CapacityReservationID is the reservation it launched into; empty for none.
+	CapacityReservationID string
+	// CapacityReservationPreference is its launch template's preference
+	// (capacity-reservations-only, open, none or empty).
+	CapacityReservationPreference string
+	// Lifecycle is its InstanceLifecycle besides spot: capacity-block or
+	// interruptible-capacity-reservation when it launched into such a reservation.
+	Lifecycle string
 	// Reboots counts the RebootInstances calls that rebooted it.
 	Reboots int
 
@@ -116,19 +124,26 @@ type xmlInstance struct {
 		AvailabilityZoneID string `xml:"availabilityZoneId"`
 		Tenancy            string `xml:"tenancy"`
 	} `xml:"placement"`
-	SubnetID              string     `xml:"subnetId,omitempty"`
-	VpcID                 string     `xml:"vpcId,omitempty"`
-	PrivateIPAddress      string     `xml:"privateIpAddress,omitempty"`
-	Groups                []xmlGroup `xml:"groupSet>item"`
-	Architecture          string     `xml:"architecture"`
-	RootDeviceType        string     `xml:"rootDeviceType"`
-	RootDeviceName        string     `xml:"rootDeviceName"`
-	InstanceLifecycle     string     `xml:"instanceLifecycle,omitempty"`
-	SpotInstanceRequestID string     `xml:"spotInstanceRequestId,omitempty"`
-	VirtualizationType    string     `xml:"virtualizationType"`
-	Hypervisor            string     `xml:"hypervisor"`
-	Tags                  []xmlTag   `xml:"tagSet>item,omitempty"`
-	IamInstanceProfile    *struct {
+	SubnetID                         string     `xml:"subnetId,omitempty"`
+	VpcID                            string     `xml:"vpcId,omitempty"`
+	PrivateIPAddress                 string     `xml:"privateIpAddress,omitempty"`
+	Groups                           []xmlGroup `xml:"groupSet>item"`
+	Architecture                     string     `xml:"architecture"`
+	RootDeviceType                   string     `xml:"rootDeviceType"`
+	RootDeviceName                   string     `xml:"rootDeviceName"`
+	InstanceLifecycle                string     `xml:"instanceLifecycle,omitempty"`
+	SpotInstanceRequestID            string     `xml:"spotInstanceRequestId,omitempty"`
+	VirtualizationType               string     `xml:"virtualizationType"`
+	Hypervisor                       string     `xml:"hypervisor"`
+	Tags                             []xmlTag   `xml:"tagSet>item,omitempty"`
+	CapacityReservationID            string     `xml:"capacityReservationId,omitempty"`
+	CapacityReservationSpecification *struct {
+		Preference string `xml:"capacityReservationPreference,omitempty"`
+		Target     *struct {
+			ID string `xml:"capacityReservationId"`
+		} `xml:"capacityReservationTarget,omitempty"`
+	} `xml:"capacityReservationSpecification,omitempty"`
+	IamInstanceProfile *struct {
 		Arn string `xml:"arn"`
 		ID  string `xml:"id"`
 	} `xml:"iamInstanceProfile,omitempty"`
@@ -165,6 +180,22 @@ func (a *AWS) xmlInstance(inst *Instance) xmlInstance {
 	}
 	if inst.CapacityType == "spot" {
 		x.InstanceLifecycle, x.SpotInstanceRequestID = "spot", inst.SpotInstanceRequestID
+	} else if inst.Lifecycle != "" {
+		x.InstanceLifecycle = inst.Lifecycle
+	}
+	x.CapacityReservationID = inst.CapacityReservationID
+	if inst.CapacityReservationPreference != "" || inst.CapacityReservationID != "" {
+		x.CapacityReservationSpecification = &struct {
+			Preference string `xml:"capacityReservationPreference,omitempty"`
+			Target     *struct {
+				ID string `xml:"capacityReservationId"`
+			} `xml:"capacityReservationTarget,omitempty"`
+		}{Preference: inst.CapacityReservationPreference}
+		if inst.CapacityReservationID != "" {
+			x.CapacityReservationSpecification.Target = &struct {
+				ID string `xml:"capacityReservationId"`
+			}{inst.CapacityReservationID}
+		}
 	}
 	if inst.instanceProfileArn != "" {
 		x.IamInstanceProfile = &struct {
@@ -291,6 +322,7 @@ func (a *AWS) TerminateInstance(id string) bool {
 	}
 	if inst.State != "terminated" {
 		inst.State, inst.TerminateTime = "terminated", a.now()
+		a.releaseLocked(inst)
 	}
 	return true
 }
@@ -313,6 +345,7 @@ func (a *AWS) terminateInstances(q *queryCall) (any, error) {
 		cur := "terminated"
 		if prev != "terminated" {
 			inst.State, inst.TerminateTime = "terminated", a.now()
+			a.releaseLocked(inst)
 			cur = "shutting-down"
 		}
 		out = append(out, xmlStateChange{InstanceID: id, CurrentState: xmlInstanceState{Code: stateCodes[cur], Name: cur},

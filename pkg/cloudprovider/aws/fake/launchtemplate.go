@@ -55,6 +55,17 @@ type LaunchTemplate struct {
 	// Tenancy is LaunchTemplateData.Placement.Tenancy: default, dedicated, host or empty
 	// (unset, default). Instances launched from the template have it.
 	Tenancy string
+	// CapacityReservationPreference is
+	// LaunchTemplateData.CapacityReservationSpecification.CapacityReservationPreference:
+	// capacity-reservations-only, open, none or empty (unset). Instances launched with none
+	// never use a reservation; with capacity-reservations-only they launch into
+	// CapacityReservationID or fail.
+	CapacityReservationPreference string
+	// CapacityReservationID is the specification's CapacityReservationTarget.CapacityReservationId.
+	CapacityReservationID string
+	// MarketType is LaunchTemplateData.InstanceMarketOptions.MarketType: capacity-block,
+	// interruptible-capacity-reservation, spot, on-demand or empty.
+	MarketType string
 }
 
 // NetworkInterface is a launch template's network interface.
@@ -271,6 +282,9 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 	case "", "default", "dedicated", "host":
 	default:
 		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter placement.tenancy is invalid.", lt.Tenancy)
+	}
+	if err := parseCapacityReservationSpecification(q, d, lt); err != nil {
+		return nil, err
 	}
 	if len(lt.NetworkInterfaces) > 0 {
 		lt.AssociatePublicIP = clonePtr(lt.NetworkInterfaces[0].AssociatePublicIP)
