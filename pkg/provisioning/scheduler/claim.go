@@ -27,6 +27,8 @@ type claimState struct {
 	// per limited resource. Its types stay within it as pods join.
 	charged  corev1.ResourceList
 	hostname string
+	// index numbers the claim in the order the run opened claims (solver.opened).
+	index int
 	// promised counts, per pod size, the pending pods the claim's look-ahead counted on.
 	promised map[cloudprovider.Resources]int
 	// planned marks a claim opened on a node of the LP plan: pods not promised to it join it
@@ -332,6 +334,14 @@ func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *N
 			domains = append(domains, domainChoice{key, d})
 			continue
 		}
+		if preferredBy(onKey) {
+			// Karpenter's Topology.Record: a pod only selected by other pods' affinity does
+			// not narrow its node's domain; it counts there once the node's domain is one.
+			// Where an owner requires the affinity, the domain is pinned all the same, so that
+			// the owner is placed in the same batch (Karpenter places it on a later pass, once
+			// the pods it follows run on nodes).
+			continue
+		}
 		if pool == nil {
 			// An existing node without the label: only anti-affinity is satisfied by absence.
 			for _, c := range onKey {
@@ -395,6 +405,17 @@ func checksOn(checks []groupCheck, key string) []groupCheck {
 		}
 	}
 	return out
+}
+
+// preferredBy: the checks are all of pod affinity groups that select the pod without being
+// its own, and no owner requires (their owners only prefer to share a domain with it).
+func preferredBy(checks []groupCheck) bool {
+	for _, c := range checks {
+		if c.own || c.g.kind != affinityGroup || c.g.required {
+			return false
+		}
+	}
+	return true
 }
 
 type groupCheck struct {

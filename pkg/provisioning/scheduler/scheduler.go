@@ -138,11 +138,17 @@ func (r *Results) NewClaimsPrice() float64 {
 
 // solver holds the state of one run.
 type solver struct {
-	opts     Options
-	pods     []*podInfo
-	nodes    []*nodeState
-	pools    []*poolState // by weight, highest first, then name, last first
-	claims   []*claimState
+	opts   Options
+	pods   []*podInfo
+	nodes  []*nodeState
+	pools  []*poolState // by weight, highest first, then name, last first
+	claims []*claimState
+	// claimOrder, with Options.karpenterOrder, is the claims in the order Karpenter's
+	// scheduler holds its new NodeClaims (Scheduler.newNodeClaims): appended as they open and
+	// sorted in place by pod count before each pod tries them (placeOnClaim).
+	claimOrder []*claimState
+	// opened counts the claims opened in the run (claimState.index).
+	opened   int
 	topology *topology
 	// pending counts the unplaced pods per shape key, for the look-ahead that sizes claims.
 	pending map[string]*shapeCount
@@ -422,7 +428,12 @@ func (s *solver) placeNew(p *podInfo) error {
 		return nil
 	case fresh != nil:
 		s.commit(fresh, p, freshPlan)
+		fresh.index = s.opened
+		s.opened++
 		s.claims = append(s.claims, fresh)
+		if s.opts.karpenterOrder {
+			s.claimOrder = append(s.claimOrder, fresh)
+		}
 		return nil
 	default:
 		return err
@@ -476,7 +487,16 @@ func (s *solver) placeOnClaim(p *podInfo) (*claimState, *plan, bool) {
 	}
 	key := p.shapeKey()
 	rejected := s.rejected[key]
-	for i, c := range s.claims {
+	claims := s.claims
+	if s.opts.karpenterOrder {
+		// Karpenter's add (scheduling/scheduler.go, v1.15.0) sorts its new NodeClaims by pod
+		// count, fewest first, with sort.Slice (the same sort on the same order is the same
+		// permutation), before trying them in turn.
+		sort.Slice(s.claimOrder, func(a, b int) bool { return len(s.claimOrder[a].pods) < len(s.claimOrder[b].pods) })
+		claims = s.claimOrder
+	}
+	for _, c := range claims {
+		i := c.index
 		if i/64 < len(rejected) && rejected[i/64]&(1<<(i%64)) != 0 {
 			continue
 		}
