@@ -441,7 +441,7 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 	if holding := creatableValuesHolding(pool, reqs, key, p.res); len(holding) > 0 {
 		values = holding
 	}
-	best, bestCount := "", math.MaxInt
+	best, bestCount, bestPrice := "", math.MaxInt, math.Inf(1)
 	var firstErr error
 	for _, d := range values {
 		if err := admitAll(p.pod, checks, d); err != nil {
@@ -457,8 +457,18 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 				count -= 2 * gc.g.counts[d] // affinity prefers where matching pods are
 			}
 		}
-		if count < bestCount {
-			best, bestCount = d, count
+		switch {
+		case count < bestCount:
+			best, bestCount, bestPrice = d, count, math.NaN()
+		case count == bestCount:
+			// Equal counts: the domain where the pod's node is cheapest (Karpenter takes any
+			// of them, as its map of domains iterates, so it is sometimes the cheaper one).
+			if math.IsNaN(bestPrice) {
+				bestPrice = domainPrice(pool, reqs, key, best, p.res)
+			}
+			if price := domainPrice(pool, reqs, key, d, p.res); price < bestPrice {
+				best, bestPrice = d, price
+			}
 		}
 	}
 	if best == "" {
@@ -468,6 +478,17 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 		return "", fmt.Errorf("no %s domain admits the pod: %w", key, firstErr)
 	}
 	return best, nil
+}
+
+// domainPrice is the price of the cheapest instance type of the pool with room for res in
+// domain d of key, under reqs; +Inf when there is none.
+func domainPrice(pool *poolState, reqs scheduling.Requirements, key, d string, res cloudprovider.Resources) float64 {
+	for _, c := range pool.candidatesFor(reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, d))) {
+		if res.Fits(c.room) {
+			return c.price // candidates come cheapest first
+		}
+	}
+	return math.Inf(1)
 }
 
 func (s *solver) recordTopology(p *podInfo, domainOf func(string) string) {
