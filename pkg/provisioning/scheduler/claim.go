@@ -27,6 +27,8 @@ type claimState struct {
 	// per limited resource. Its types stay within it as pods join.
 	charged  corev1.ResourceList
 	hostname string
+	// index numbers the claim in the order the run opened claims (solver.opened).
+	index int
 	// promised counts, per pod size, the pending pods the claim's look-ahead counted on.
 	promised map[cloudprovider.Resources]int
 	// planned marks a claim opened on a node of the LP plan: pods not promised to it join it
@@ -332,6 +334,14 @@ func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *N
 			domains = append(domains, domainChoice{key, d})
 			continue
 		}
+		if preferredBy(onKey) {
+			// Karpenter's Topology.Record: a pod only selected by other pods' affinity does
+			// not narrow its node's domain; it counts there once the node's domain is one.
+			// Where an owner requires the affinity, the domain is pinned all the same, so that
+			// the owner is placed in the same batch (Karpenter places it on a later pass, once
+			// the pods it follows run on nodes).
+			continue
+		}
 		if pool == nil {
 			// An existing node without the label: only anti-affinity is satisfied by absence.
 			for _, c := range onKey {
@@ -397,6 +407,17 @@ func checksOn(checks []groupCheck, key string) []groupCheck {
 	return out
 }
 
+// preferredBy: the checks are all of pod affinity groups that select the pod without being
+// its own, and no owner requires (their owners only prefer to share a domain with it).
+func preferredBy(checks []groupCheck) bool {
+	for _, c := range checks {
+		if c.own || c.g.kind != affinityGroup || c.g.required {
+			return false
+		}
+	}
+	return true
+}
+
 type groupCheck struct {
 	g   *topologyGroup
 	own bool
@@ -420,7 +441,7 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 	if holding := creatableValuesHolding(pool, reqs, key, p.res); len(holding) > 0 {
 		values = holding
 	}
-	best, bestCount := "", math.MaxInt
+	best, bestCount, bestPrice := "", math.MaxInt, math.Inf(1)
 	var firstErr error
 	for _, d := range values {
 		if err := admitAll(p.pod, checks, d); err != nil {
@@ -436,8 +457,18 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 				count -= 2 * gc.g.counts[d] // affinity prefers where matching pods are
 			}
 		}
-		if count < bestCount {
-			best, bestCount = d, count
+		switch {
+		case count < bestCount:
+			best, bestCount, bestPrice = d, count, math.NaN()
+		case count == bestCount:
+			// Equal counts: the domain where the pod's node is cheapest (Karpenter takes any
+			// of them, as its map of domains iterates, so it is sometimes the cheaper one).
+			if math.IsNaN(bestPrice) {
+				bestPrice = domainPrice(pool, reqs, key, best, p.res)
+			}
+			if price := domainPrice(pool, reqs, key, d, p.res); price < bestPrice {
+				best, bestPrice = d, price
+			}
 		}
 	}
 	if best == "" {
@@ -447,6 +478,17 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 		return "", fmt.Errorf("no %s domain admits the pod: %w", key, firstErr)
 	}
 	return best, nil
+}
+
+// domainPrice is the price of the cheapest instance type of the pool with room for res in
+// domain d of key, under reqs; +Inf when there is none.
+func domainPrice(pool *poolState, reqs scheduling.Requirements, key, d string, res cloudprovider.Resources) float64 {
+	for _, c := range pool.candidatesFor(reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, d))) {
+		if res.Fits(c.room) {
+			return c.price // candidates come cheapest first
+		}
+	}
+	return math.Inf(1)
 }
 
 func (s *solver) recordTopology(p *podInfo, domainOf func(string) string) {

@@ -63,13 +63,16 @@
 // zone, above all) are repacked, each claim's pods kept together, into fewer nodes where that
 // costs no more (mergeClaims): sized one at a time, pods that find few partners, such as a zonal
 // spread catching up in one zone, would otherwise make many small nodes. Finally the batch is
-// solved again packing as Karpenter does (Options.GrowClaims: a pod joins the first open claim
-// some instance type still fits), and the cheaper answer is kept, so a batch never costs more
-// than Karpenter's packing of it. An answer that leaves pods unplaced is checked against
-// Karpenter's packing in Karpenter's order of pods (cpu, then memory, descending), which is
-// taken if it places any of them: in our order a small pod with zonal anti-affinity, placed
-// first, can shut a larger one out of the only zone it may use; when the batch has pods the kube-scheduler places on its own
-// (a DoNotSchedule topology spread, whose nominations are not announced), Karpenter's packing,
+// solved again as Karpenter does (Options.GrowClaims: a pod joins the first open claim some
+// instance type still fits; in our order of pods, and for batches of up to bothOrdersUpTo pods
+// also in Karpenter's, cpu then memory descending, with its claims tried fewest pods first as
+// Karpenter sorts them), and the cheapest answer is kept, so a batch never costs more than
+// Karpenter's packing of it. A pod only selected by other pods' preferred pod affinity does
+// not narrow its claim's domain, as Karpenter's topology records only known domains. An
+// answer that leaves pods unplaced gives way to Karpenter's if that places any of them: in our
+// order a small pod with zonal anti-affinity, placed first, can shut a larger one out of the
+// only zone it may use. When the batch has pods the kube-scheduler places on its own (a
+// DoNotSchedule topology spread, whose nominations are not announced), Karpenter's packing,
 // one node per domain, is kept if it costs at most 5% more, because a zone's share split over
 // several nodes does not land as planned.
 //

@@ -164,3 +164,28 @@ func servedCopies(pods []*corev1.Pod) []*corev1.Pod {
 	}
 	return out
 }
+
+// TestPreferredAffinityDoesNotPinTheSelectedPodsZone (conformance seed 63): pods only selected
+// by other pods' preferred zonal pod affinity keep their claim open to every zone, as
+// Karpenter's Topology.Record leaves a domain it does not know (scheduling/topology.go,
+// v1.15.0); pinned to one zone, their claim lost the cheaper spot offerings of the others.
+// Owners that require the affinity still pin it (TestZonalAffinityPodsShareTheirClaims).
+func TestPreferredAffinityDoesNotPinTheSelectedPodsZone(t *testing.T) {
+	pool := catalogNodePool(t, "amd64", []string{"r"}, []string{karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand})
+	app := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app-0"}}
+	pods := append(builders.Pods(2, builders.PodOptions{Name: "selected", Labels: map[string]string{"app": "app-0"}, CPU: "500m", Memory: "2Gi"}),
+		// The owners cannot run anywhere (a label no NodePool defines): only their preference
+		// touches the selected pods.
+		builders.Pods(2, builders.PodOptions{Name: "owner", Labels: map[string]string{"app": "app-0"}, CPU: "1500m", Memory: "512Mi",
+			NodeSelector: map[string]string{"example.com/tier": "gold"},
+			Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{Weight: 50, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelTopologyZone, LabelSelector: app}}}}}})...)
+	res := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+	if len(res.NewClaims) != 1 {
+		t.Fatalf("%d claims, want 1 for the two selected pods", len(res.NewClaims))
+	}
+	zones, ok := res.NewClaims[0].Requirements.Get(corev1.LabelTopologyZone)
+	if ok && zones.Len() == 1 {
+		t.Errorf("the claim is pinned to zone %v; only a preference of pods that cannot run selects its pods", zones.Values())
+	}
+}

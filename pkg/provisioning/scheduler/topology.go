@@ -47,6 +47,10 @@ type topologyGroup struct {
 	ownerAlternatives []scheduling.Requirements
 	ownerTolerations  []corev1.Toleration
 
+	// required: some owner holds the term as a required pod affinity, not a preferred one
+	// kept until relaxed (affinity groups only).
+	required bool
+
 	counts map[string]int // matching pods per domain
 	owners map[string]int // pods carrying this anti-affinity term, per domain
 	total  int            // matching pods anywhere
@@ -124,11 +128,13 @@ func (t *topology) buildOwned(p *podInfo) ([]*topologyGroup, error) {
 		}
 		out = append(out, g)
 	}
-	for _, term := range v.affinity {
+	required := len(v.affinity) - len(v.preferredAffinity) // the preferred terms come last
+	for i, term := range v.affinity {
 		g, err := t.affinityGroup(p.pod, affinityGroup, term)
 		if err != nil {
 			return nil, err
 		}
+		g.required = g.required || i < required
 		out = append(out, g)
 	}
 	for _, term := range v.antiAffinity {
