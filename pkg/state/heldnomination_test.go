@@ -24,17 +24,7 @@ import (
 // node, and its name is stale.
 func TestStaleNominatedNodeName(t *testing.T) {
 	ctx := context.Background()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	kube := memory.New(apis.NewScheme(), clk)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	if err := kube.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	node.Status = corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}}
-	if err := kube.Status().Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	clk, kube := withReadyNode(t, "n1")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
@@ -95,17 +85,7 @@ func TestStaleNominatedNodeName(t *testing.T) {
 // is pending again, with a refused miss, and its name, if it names the node, is stale.
 func TestNominatedNodeFilledByOthers(t *testing.T) {
 	ctx := context.Background()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	kube := memory.New(apis.NewScheme(), clk)
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	if err := kube.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	node.Status = corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}}
-	if err := kube.Status().Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	clk, kube := withReadyNode(t, "n1")
 	newPod := func(name, cpu, nominated string) *corev1.Pod {
 		t.Helper()
 		pod := &corev1.Pod{
@@ -181,4 +161,23 @@ func TestNominatedNodeFilledByOthers(t *testing.T) {
 	if pending, _ := counted(); !pending["b-nominated"] || len(cluster.TakeMisses()) != 0 {
 		t.Error("the stale pod is not pending, or was missed again")
 	}
+}
+
+// withReadyNode returns a fake clock and a store holding one Ready node of that name with 4
+// cpu and 10 pods allocatable.
+func withReadyNode(t *testing.T, name string) (*clocktesting.FakeClock, *memory.Client) {
+	t.Helper()
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	kube := memory.New(apis.NewScheme(), clk)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := kube.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status = corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}}
+	if err := kube.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	return clk, kube
 }
