@@ -189,3 +189,25 @@ func TestPreferredAffinityDoesNotPinTheSelectedPodsZone(t *testing.T) {
 		t.Errorf("the claim is pinned to zone %v; only a preference of pods that cannot run selects its pods", zones.Values())
 	}
 }
+
+// Karpenter's trySchedule (scheduling/scheduler.go, v1.15.0) relaxes a pod that fits nowhere
+// and tries it again at once, before the next pod of its queue; packed in Karpenter's order, the
+// first pod (the largest), whose preference no instance type meets, opens the claim the
+// smaller one then joins, not the other way round.
+func TestKarpenterOrderRelaxesAtOnce(t *testing.T) {
+	large := builders.Pod(builders.PodOptions{Name: "large", CPU: "2", Memory: "1Gi",
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+			{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"none-such"}}}}}}}}})
+	small := builders.Pod(builders.PodOptions{Name: "small", CPU: "1", Memory: "1Gi"})
+	in := Input{Pods: []*corev1.Pod{small, large}, NodePools: []*NodePool{onDemandPool("default")}}
+	in.Options.GrowClaims, in.Options.karpenterOrder = true, true
+	res := newSolver(in).solve()
+	mustPlaceAll(t, res)
+	if len(res.NewClaims) != 1 {
+		t.Fatalf("%d claims, want 1", len(res.NewClaims))
+	}
+	if pods := res.NewClaims[0].Pods; len(pods) != 2 || pods[0] != large {
+		t.Errorf("the claim's first pod is %s, want large (relaxed and placed before small is tried)", pods[0].Name)
+	}
+}
