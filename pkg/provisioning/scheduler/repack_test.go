@@ -211,3 +211,28 @@ func TestKarpenterOrderRelaxesAtOnce(t *testing.T) {
 		t.Errorf("the claim's first pod is %s, want large (relaxed and placed before small is tried)", pods[0].Name)
 	}
 }
+
+// A pod that others follow by required pod affinity, when a pod they follow already runs
+// (here on an existing node in zone 1), need not pin its new claim's zone: Karpenter's
+// Topology.Record leaves an unpinned claim's domain alone, and a later pod bound to zone 1
+// shares the claim. Pinned (to the zone with the fewest followed pods), the claim turned
+// the later pod away to a claim of its own (conformance seed 5).
+func TestFollowedPodDoesNotPinItsClaimOnceOthersAreFollowed(t *testing.T) {
+	app := map[string]string{"app": "followed"}
+	node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1, corev1.LabelArchStable: "amd64"},
+		Available: builders.Resources("cpu", "200m", "memory", "1Gi", "pods", "10"), Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{Name: "running", Labels: app})}}
+	follower := builders.Pod(builders.PodOptions{Name: "follower", CPU: "100m", Memory: "128Mi",
+		Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: app}, TopologyKey: corev1.LabelTopologyZone}}}}})
+	followed := builders.Pod(builders.PodOptions{Name: "followed", Labels: app, CPU: "3", Memory: "1Gi"})
+	zonal := builders.Pod(builders.PodOptions{Name: "zonal", CPU: "500m", Memory: "1Gi", NodeSelector: map[string]string{corev1.LabelTopologyZone: zone1}})
+	pool := onDemandPool("default")
+	r := Solve(Input{Pods: []*corev1.Pod{follower, followed, zonal}, Nodes: []*Node{node}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 1 {
+		for _, c := range r.NewClaims {
+			t.Logf("claim %s: %v", podNames(c.Pods), c.Requirements)
+		}
+		t.Fatalf("%d claims, want 1: the zonal pod shares the followed pod's claim", len(r.NewClaims))
+	}
+}
