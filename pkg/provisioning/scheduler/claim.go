@@ -334,12 +334,12 @@ func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *N
 			domains = append(domains, domainChoice{key, d})
 			continue
 		}
-		if preferredBy(onKey) {
+		if followedElsewhere(onKey) {
 			// Karpenter's Topology.Record: a pod only selected by other pods' affinity does
 			// not narrow its node's domain; it counts there once the node's domain is one.
-			// Where an owner requires the affinity, the domain is pinned all the same, so that
-			// the owner is placed in the same batch (Karpenter places it on a later pass, once
-			// the pods it follows run on nodes).
+			// Where an owner requires the affinity and no pod it follows is placed yet, the
+			// domain is pinned all the same, so that the owner is placed in the same batch
+			// (Karpenter places it on a later pass, once the pods it follows run on nodes).
 			continue
 		}
 		if pool == nil {
@@ -407,11 +407,12 @@ func checksOn(checks []groupCheck, key string) []groupCheck {
 	return out
 }
 
-// preferredBy: the checks are all of pod affinity groups that select the pod without being
-// its own, and no owner requires (their owners only prefer to share a domain with it).
-func preferredBy(checks []groupCheck) bool {
+// followedElsewhere: the checks are all of pod affinity groups that select the pod without
+// being its own, and each owner either only prefers to share a domain with it or already has a
+// pod it follows placed (so its owners need not follow this one into a domain chosen now).
+func followedElsewhere(checks []groupCheck) bool {
 	for _, c := range checks {
-		if c.own || c.g.kind != affinityGroup || c.g.required {
+		if c.own || c.g.kind != affinityGroup || c.g.required && c.g.total == 0 {
 			return false
 		}
 	}

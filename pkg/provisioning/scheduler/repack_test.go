@@ -189,3 +189,50 @@ func TestPreferredAffinityDoesNotPinTheSelectedPodsZone(t *testing.T) {
 		t.Errorf("the claim is pinned to zone %v; only a preference of pods that cannot run selects its pods", zones.Values())
 	}
 }
+
+// Karpenter's trySchedule (scheduling/scheduler.go, v1.15.0) relaxes a pod that fits nowhere
+// and tries it again at once, before the next pod of its queue; packed in Karpenter's order, the
+// first pod (the largest), whose preference no instance type meets, opens the claim the
+// smaller one then joins, not the other way round.
+func TestKarpenterOrderRelaxesAtOnce(t *testing.T) {
+	large := builders.Pod(builders.PodOptions{Name: "large", CPU: "2", Memory: "1Gi",
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+			{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"none-such"}}}}}}}}})
+	small := builders.Pod(builders.PodOptions{Name: "small", CPU: "1", Memory: "1Gi"})
+	in := Input{Pods: []*corev1.Pod{small, large}, NodePools: []*NodePool{onDemandPool("default")}}
+	in.Options.GrowClaims, in.Options.karpenterOrder = true, true
+	res := newSolver(in).solve()
+	mustPlaceAll(t, res)
+	if len(res.NewClaims) != 1 {
+		t.Fatalf("%d claims, want 1", len(res.NewClaims))
+	}
+	if pods := res.NewClaims[0].Pods; len(pods) != 2 || pods[0] != large {
+		t.Errorf("the claim's first pod is %s, want large (relaxed and placed before small is tried)", pods[0].Name)
+	}
+}
+
+// A pod that others follow by required pod affinity, when a pod they follow already runs
+// (here on an existing node in zone 1), need not pin its new claim's zone: Karpenter's
+// Topology.Record leaves an unpinned claim's domain alone, and a later pod bound to zone 1
+// shares the claim. Pinned (to the zone with the fewest followed pods), the claim turned
+// the later pod away to a claim of its own (conformance seed 5).
+func TestFollowedPodDoesNotPinItsClaimOnceOthersAreFollowed(t *testing.T) {
+	app := map[string]string{"app": "followed"}
+	node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1, corev1.LabelArchStable: "amd64"},
+		Available: builders.Resources("cpu", "200m", "memory", "1Gi", "pods", "10"), Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{Name: "running", Labels: app})}}
+	follower := builders.Pod(builders.PodOptions{Name: "follower", CPU: "100m", Memory: "128Mi",
+		Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: app}, TopologyKey: corev1.LabelTopologyZone}}}}})
+	followed := builders.Pod(builders.PodOptions{Name: "followed", Labels: app, CPU: "3", Memory: "1Gi"})
+	zonal := builders.Pod(builders.PodOptions{Name: "zonal", CPU: "500m", Memory: "1Gi", NodeSelector: map[string]string{corev1.LabelTopologyZone: zone1}})
+	pool := onDemandPool("default")
+	r := Solve(Input{Pods: []*corev1.Pod{follower, followed, zonal}, Nodes: []*Node{node}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 1 {
+		for _, c := range r.NewClaims {
+			t.Logf("claim %s: %v", podNames(c.Pods), c.Requirements)
+		}
+		t.Fatalf("%d claims, want 1: the zonal pod shares the followed pod's claim", len(r.NewClaims))
+	}
+}

@@ -293,7 +293,20 @@ func (s *solver) solve() *Results {
 		var failed []*podInfo
 		for i, p := range queue {
 			s.pending[p.shapeKey()].count--
-			if err := s.place(p); err != nil {
+			err := s.place(p)
+			if s.opts.karpenterOrder {
+				// Karpenter's trySchedule (scheduling/scheduler.go, v1.15.0) relaxes a pod that
+				// fits nowhere and tries it again at once, until it fits or nothing is left to
+				// relax; a pod that still fails goes back to the queue as it was.
+				for err != nil && p.current+1 < len(p.variants) {
+					p.current++
+					err = s.place(p)
+				}
+				if err != nil {
+					p.current = 0
+				}
+			}
+			if err != nil {
 				s.errs[p] = err
 				failed = append(failed, p)
 			}
@@ -308,6 +321,13 @@ func (s *solver) solve() *Results {
 		queue = queue[:0:0]
 		for _, p := range failed {
 			switch {
+			case s.opts.karpenterOrder:
+				// Karpenter's queue tries its failed pods again, each from its strictest
+				// form, for as long as the others make progress.
+				if progress {
+					delete(s.errs, p)
+					queue = append(queue, p)
+				}
 			case progress && len(p.variant().affinity) > 0:
 				delete(s.errs, p)
 				queue = append(queue, p)
