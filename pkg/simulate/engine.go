@@ -279,6 +279,13 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.rec = newRecorder(w, seed, e.clock.Now)
 	e.kube.OnChange(e.rec.hist.observe)
+	for _, o := range w.Objects {
+		if nc, ok := o.(*ec2v1.EC2NodeClass); ok && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+			// The AWS provider launches into the reservations the terms select first; the
+			// simulated cloud sells none, as if the terms matched nothing.
+			e.rec.warn(fmt.Sprintf("EC2NodeClass %s selects capacity reservations (spec.capacityReservationSelectorTerms); the simulated cloud has none, so its NodePools launch on-demand and spot only", nc.Name))
+		}
+	}
 	gates, err := featuregate.Karpenter.FromMap(karpenterGates)
 	if err != nil {
 		return nil, err

@@ -69,7 +69,8 @@ type Report struct {
 	// refused, disruptions (with their method, reason and whether they delete or replace),
 	// pods turned away by their nodes, interruption notices and instance terminations.
 	Events []LogEntry `json:"events"`
-	// Warnings are controller errors seen along the way.
+	// Warnings are controller errors seen along the way, and what the workload asks for that
+	// the simulated cloud does not have (capacity reservations).
 	Warnings []string `json:"warnings,omitempty"`
 }
 

@@ -57,7 +57,7 @@ func TestUnsupportedFieldsAreRefused(t *testing.T) {
 		{"placement-group", "PlacementGroupsNotSupported", "spec.placementGroupSelector: placement groups are not supported by this provider yet", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: strp("training")}
 		}},
-		{"windows", "AMIFamilyNotSupported", "spec.amiFamily Windows2022", func(nc *awsv1.EC2NodeClass) {
+		{"windows", "AMIFamilyNotSupported", "spec.amiFamily: Windows2022", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMIFamily = strp("Windows2022")
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a2023a00d6400001"}}
 		}},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -254,20 +253,17 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	return true
 }
 
-// validate checks that the NodeClass asks for nothing the provider cannot do (placement
-// groups, Windows), that its kubelet configuration is one Karpenter
-// takes and its AMI family applies (cloudprovider.ValidateKubelet), and that what its nodes
-// need of the cluster is known: for AL2023, whose nodeadm refuses a NodeConfig without it, the
-// cluster's service CIDR. It returns the ValidationSucceeded reason with the error.
+// validate checks that the NodeClass asks for nothing the provider cannot do
+// (cloudprovider.ValidateSupported: placement groups, Windows), that its kubelet configuration
+// is one Karpenter takes and its AMI family applies (cloudprovider.ValidateKubelet), and that
+// what its nodes need of the cluster is known: for AL2023, whose nodeadm refuses a NodeConfig
+// without it, the cluster's service CIDR. It returns the ValidationSucceeded reason with the
+// error.
 func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
-	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
-	switch {
-	case nc.Spec.PlacementGroupSelector != nil:
-		// Refused rather than ignored: instances would launch outside the placement group.
-		return "PlacementGroupsNotSupported", errors.New("spec.placementGroupSelector: placement groups are not supported by this provider yet; remove the selector to launch without one")
-	case strings.HasPrefix(family, "Windows"):
-		return "AMIFamilyNotSupported", fmt.Errorf("spec.amiFamily %s: Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)
+	if reason, _, err := cloudprovider.ValidateSupported(nc); err != nil {
+		return reason, err
 	}
+	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	if reason, err := cloudprovider.ValidateKubelet(nc, p.opts.NodeClassCEL); err != nil {
 		return reason, err
 	}

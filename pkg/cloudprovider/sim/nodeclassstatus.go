@@ -23,10 +23,11 @@ import (
 // NodeClassStatusController plays, for the simulated cloud, the part of the AWS provider's
 // EC2NodeClass controller: it resolves a NodeClass's selector terms to the cloud's subnets (one
 // per zone), security groups, images (one per architecture) and instance profile, writes them
-// to its status, and marks it Ready, so NodePools that use it can launch; one whose kubelet
-// configuration the AWS provider would refuse (cloudprovider.ValidateKubelet, and with the
-// NodeClassCEL gate InstanceTypeOptions.EvaluateKubelet) is marked not Ready instead, with the
-// reason in ValidationSucceeded.
+// to its status, and marks it Ready, so NodePools that use it can launch; one the AWS provider
+// would refuse (cloudprovider.ValidateSupported, its kubelet configuration by
+// cloudprovider.ValidateKubelet, and with the NodeClassCEL gate
+// InstanceTypeOptions.EvaluateKubelet) is marked not Ready instead, with the reason in
+// ValidationSucceeded.
 type NodeClassStatusController struct {
 	kubeClient client.Client
 	cloud      *Cloud
@@ -97,7 +98,10 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 	}
 	// The kubelet configuration is refused as the AWS provider refuses it; the NodeClass is then
 	// not Ready, so nothing launches from it.
-	reason, err := cloudprovider.ValidateKubelet(nc, r.cloud.kubeletExpressions)
+	reason, _, err := cloudprovider.ValidateSupported(nc)
+	if err == nil {
+		reason, err = cloudprovider.ValidateKubelet(nc, r.cloud.kubeletExpressions)
+	}
 	if err == nil {
 		// With the NodeClassCEL gate, its expressions must evaluate for every instance type
 		// the cloud sells, as the AWS provider checks them.
