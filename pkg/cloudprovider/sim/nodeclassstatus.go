@@ -96,8 +96,9 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 	} else {
 		nc.Status.InstanceProfile = "sim_" + digest("profile", nc.Spec.Role)[:16]
 	}
-	// The kubelet configuration is refused as the AWS provider refuses it; the NodeClass is then
-	// not Ready, so nothing launches from it.
+	// What the AWS provider refuses (a field neither provider supports yet, a kubelet
+	// configuration Karpenter would not take) is refused the same way; the NodeClass is then not
+	// Ready, so nothing launches from it.
 	reason, _, err := cloudprovider.ValidateSupported(nc)
 	if err == nil {
 		reason, err = cloudprovider.ValidateKubelet(nc, r.cloud.kubeletExpressions)
