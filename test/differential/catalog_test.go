@@ -59,13 +59,13 @@ func loadCatalog() (*catalog, error) {
 	return c, nil
 }
 
-// price is the $/hour of a node, from its instance type, zone and capacity type labels; ok is
-// false when the catalog has no such offering.
-func (c *catalog) price(node *corev1.Node) (float64, bool) {
+// price is the $/hour of a node or a NodeClaim, from its instance type, zone and capacity type
+// labels; ok is false when the catalog has no such offering (a claim not launched yet).
+func (c *catalog) price(labels map[string]string) (float64, bool) {
 	p, ok := c.prices[cloudprovider.OfferingID{
-		InstanceType: node.Labels[corev1.LabelInstanceTypeStable],
-		Zone:         node.Labels[corev1.LabelTopologyZone],
-		CapacityType: node.Labels[karpv1.CapacityTypeLabelKey],
+		InstanceType: labels[corev1.LabelInstanceTypeStable],
+		Zone:         labels[corev1.LabelTopologyZone],
+		CapacityType: labels[karpv1.CapacityTypeLabelKey],
 	}]
 	return p, ok
 }
