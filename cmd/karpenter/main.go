@@ -42,6 +42,8 @@ NodePool (karpenter.sh/v1) and EC2NodeClass (karpenter.k8s.aws/v1).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Version = version
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newControllerCommand(),

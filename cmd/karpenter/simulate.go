@@ -124,7 +124,7 @@ with; for one with it, they replace its NodePools of the same name and add to th
 			if err != nil {
 				return err
 			}
-			report.Version = version
+			report.Version, report.Command = version, "karpenter simulate "+strings.Join(args, " ")
 			if otherReport != nil {
 				otherReport.Version = version
 				return writeComparison(cmd.OutOrStdout(), simulate.Compare(strings.Join(args, " "), compare, report, otherReport), output, htmlReport)

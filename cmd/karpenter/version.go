@@ -16,16 +16,22 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			revision := "unknown"
-			if info, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range info.Settings {
-					if s.Key == "vcs.revision" {
-						revision = s.Value
-					}
-				}
-			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "karpenter %s (revision %s)\n", version, revision)
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 			return err
 		},
 	}
+}
+
+// versionLine is what `karpenter version` and `karpenter --version` print: the version and the
+// VCS revision the binary was built from.
+func versionLine() string {
+	revision := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	return fmt.Sprintf("karpenter %s (revision %s)", version, revision)
 }

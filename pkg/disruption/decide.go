@@ -1002,6 +1002,10 @@ func consolidationPassesOver(c *Candidate) string {
 // enough (Karpenter's words).
 const noCheaperNode = "Can't replace with a cheaper node"
 
+// spotToSpotDisabled is why consolidation does not replace spot nodes with a spot node while
+// the SpotToSpotConsolidation gate is off (Karpenter's words).
+const spotToSpotDisabled = "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+
 // maxPodSchedulingErrors is how many pods' errors podSchedulingErrors names, as Karpenter.
 const maxPodSchedulingErrors = 5
 
@@ -1131,7 +1135,7 @@ func (d *decider) cheaperReplacement(claim *scheduler.Claim, cands []*Candidate,
 	}
 	spotToSpot := allSpot && maySpot
 	if spotToSpot && !d.opts.SpotToSpotConsolidation {
-		return 0, "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+		return 0, spotToSpotDisabled
 	}
 	spotOnly := scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeSpot)
 	if spotToSpot {

@@ -238,7 +238,7 @@ func (d *decider) spotRule(claim *scheduler.Claim, cands []*Candidate) string {
 	case allSpot && maySpot && !d.opts.SpotToSpotConsolidation && mayOnDemand:
 		claim.Requirements = claim.Requirements.With(scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand))
 	case allSpot && maySpot && !d.opts.SpotToSpotConsolidation:
-		return "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+		return spotToSpotDisabled
 	case maySpot && (allSpot || mayOnDemand):
 		claim.Requirements = claim.Requirements.With(spotOnly)
 	}

@@ -32,6 +32,8 @@ type view struct {
 	Log []LogEntry
 	// RepairLog are node repair's entries of the log: repairs, reboots and holds.
 	RepairLog []LogEntry
+	// Stays are why the final fleet's nodes stay, grouped by reason.
+	Stays []stayGroup
 }
 
 type reasonCount struct {
@@ -87,6 +89,7 @@ func newView(rep *Report) *view {
 	}
 	v.Histogram = histogramChart(rep.Pods.PendingHistogram)
 	v.Fleet = fleetChart(rep.Fleet)
+	v.Stays = stayGroups(rep.Fleet)
 	for _, r := range orderedReasons(rep.Disruptions) {
 		v.Removals = append(v.Removals, reasonCount{r, rep.Disruptions[r]})
 	}
@@ -411,6 +414,10 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 <h2>Final fleet</h2>
 <p class="legend">Each box is a node; its fill is the requested share of<span style="background:#7c3aed"></span>cpu<span style="background:#ea580c"></span>memory.</p>
 {{.Fleet}}
+{{if .Stays}}<h3>Why the nodes at the end stay</h3>
+<table><tr><th>nodes</th><th>$/hour</th><th>why (Karpenter's rules)</th><th>what would change it</th></tr>
+{{range .Stays}}<tr><td>{{.Types}}</td><td>{{printf "%.2f" .PerHour}}</td><td>{{.Reason}}</td><td>{{.Change}}</td></tr>
+{{end}}</table>{{end}}
 <h2>Nodes launched by instance type</h2>
 <table><tr><th>instance type</th><th>capacity</th><th>count</th><th>$/hour each</th></tr>
 {{range .Nodes.ByType}}<tr><td>{{.InstanceType}}</td><td>{{.CapacityType}}</td><td>{{.Count}}</td><td>{{printf "%.4f" .PricePerHour}}</td></tr>

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/packing"
 )
 
@@ -56,11 +57,17 @@ func setFinalPacking(out *Packing, p *packing.Result) {
 	out.PeakRatio = math.Max(out.PeakRatio, out.FinalRatio)
 }
 
-// writePackingText writes the report's packing line, or nothing when no pod ran at the end.
+// writePackingText writes the report's packing lines, or nothing when no pod ran at the end:
+// the ratio at the end and its highest along the run, what the bound is, and, when the ratio at
+// the end is at the re-pack threshold or above, where to look for why.
 func writePackingText(b *strings.Builder, p Packing) {
 	if p.FinalBoundPerHour <= 0 {
 		return
 	}
-	fmt.Fprintf(b, "Packing   %.2f× the bound at the end ($%.2f/hour; re-packed from scratch $%.2f, bound $%.2f), %.2f× at peak\n",
-		p.FinalRatio, p.FinalPerHour, p.FinalRepackedPerHour, p.FinalBoundPerHour, p.PeakRatio)
+	fmt.Fprintf(b, "Packing   %.2f× the bound at the end, %.2f× at its highest; the bound, $%.2f/hour, is the least the pods at the end could cost on new nodes (packed from scratch by the scheduler: $%.2f/hour)\n",
+		p.FinalRatio, p.PeakRatio, p.FinalBoundPerHour, p.FinalRepackedPerHour)
+	if p.FinalRatio >= disruption.RepackThreshold {
+		fmt.Fprintf(b, "          at %.2f×, the nodes cost more than their pods need: why consolidation leaves them is below; the RepackConsolidation gate (ours) replaces the most wasteful nodes of a fleet at %.2f× or more\n",
+			p.FinalRatio, disruption.RepackThreshold)
+	}
 }

@@ -34,6 +34,10 @@ const sampleInterval = time.Minute
 type Report struct {
 	// Version is the version of karpenter that ran it (set by the command; empty otherwise).
 	Version string `json:"version"`
+	// Command is the command line that ran it, as "karpenter simulate ARGS" (set by the
+	// command; empty otherwise): the text report names the commands that show an alternative.
+	// Not in the JSON, which is the same for the same run whatever the files are called.
+	Command string `json:"-"`
 	// Workload is the workload's name; Seed the seed used; Duration the virtual time simulated.
 	Workload string `json:"workload"`
 	Seed     int64  `json:"seed"`
@@ -203,6 +207,14 @@ type FleetNode struct {
 	CPUAllocatable  float64 `json:"cpuAllocatable"`
 	MemRequestedGiB float64 `json:"memoryRequestedGiB"`
 	MemAllocGiB     float64 `json:"memoryAllocatableGiB"`
+	// StaysBecause says why disruption leaves the node at the end of the run, in Karpenter's
+	// words (the reasons of its Unconsolidatable and DisruptionBlocked events, from the same
+	// decision); WouldChange what would let disruption act on it, empty when nothing a user
+	// sets would; DisruptedNext is true when the next pass would act on it (the run ended
+	// before the cluster settled).
+	StaysBecause  string `json:"staysBecause,omitempty"`
+	WouldChange   string `json:"wouldChange,omitempty"`
+	DisruptedNext bool   `json:"disruptedNext,omitempty"`
 }
 
 // recorder collects what happens during a run.
@@ -518,6 +530,9 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	if fleet == nil {
 		fleet = []FleetNode{} // an empty list in JSON, not null
 	}
+	if err := explainFleet(ctx, e, fleet); err != nil {
+		return nil, err
+	}
 	rep := &Report{Workload: r.w.Name, Seed: r.seed, Duration: r.w.Duration.String(), Series: r.samples, Fleet: fleet, Warnings: r.warnings,
 		DisruptionMethods: maps.Clone(r.commands)}
 	if r.repairs != (RepairCounts{}) {
@@ -659,6 +674,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s: %d %s: %s\n", u.Workload, u.Pods, plural(u.Pods, "pod", "pods"), u.Reason)
 		}
 	}
+	writeStaysText(&b, rep.Fleet, rep.Command)
 	if len(rep.NodePools) > 0 {
 		b.WriteString("\nBy NodePool\n")
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)

@@ -129,6 +129,8 @@ func TestWorkloadErrors(t *testing.T) {
 		{"negative replicas", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    deploy: {name: web, replicas: -2, pod: {cpu: 1}}\n", "small.yaml:25: timeline[0].deploy.replicas: -2 is negative"},
 		{"unknown deployment", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    scale: {name: ghost, replicas: 2}\n", `small.yaml:25: timeline[0].scale.name: no deployment "ghost" was deployed before this event`},
 		{"two actions", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    scale: {name: a, replicas: 2}\n    delete: {name: a}\n", "timeline[0]: needs exactly one of"},
+		{"negative minAvailable", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    deploy: {name: web, replicas: 2, minAvailable: -1, pod: {cpu: 100m}}\n",
+			"timeline[0].deploy.minAvailable: -1 is negative: the PodDisruptionBudget's minAvailable is how many pods must stay available, 0 or more"},
 		{"bad quantity", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    deploy: {name: web, replicas: 1, pod: {cpu: lots}}\n", `timeline[0].deploy.pod: cpu: "lots" is not a quantity`},
 		{"no nodepool", "name: x\nduration: 1h\n", "manifests: no NodePool"},
 		{"unknown operator", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "operator: In, values: [c, m]", "operator: Like, values: [c, m]", 1), `small.yaml:11: NodePool "default": spec.template.spec.requirements[0].operator: Unsupported value: "Like"`},

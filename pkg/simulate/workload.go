@@ -542,6 +542,11 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 			if d.Replicas < 0 {
 				add(e.line, field+".deploy.replicas", "%d is negative", d.Replicas)
 			}
+			if d.MinAvailable != nil && *d.MinAvailable < 0 {
+				// As the API server's PodDisruptionBudget validation: a count of pods.
+				add(yamlpath.Line(eventNodes.at(i), "deploy.minAvailable"), field+".deploy.minAvailable",
+					"%d is negative: the PodDisruptionBudget's minAvailable is how many pods must stay available, 0 or more", *d.MinAvailable)
+			}
 			if d.Replicas > MaxPodsPerWorkload {
 				add(yamlpath.Line(eventNodes.at(i), "deploy.replicas"), field+".deploy.replicas", "%s", tooMany(d.Replicas, MaxPodsPerWorkload, "pods"))
 			} else {
