@@ -202,6 +202,9 @@ func TestConvertTellsTheFormat(t *testing.T) {
 		{[]string{"convert", "../../examples/web.yaml"}, "../../examples/web.yaml: cannot tell the format"},
 		{[]string{"convert", legacyIn, "../../examples/convert/kops.yaml"}, legacyIn + ", ../../examples/convert/kops.yaml: the files mix formats (kops, legacy)"},
 		{[]string{"convert", legacyIn, "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"convert", "../../examples/cluster/nodepool.yaml"}, "../../examples/cluster/nodepool.yaml: NodePool default is Karpenter v1 already: there is nothing to convert"},
+		{[]string{"convert", ""}, "an empty file name: name a YAML or JSON file, or - for standard input"},
+		{[]string{"convert", "legacy", ""}, "an empty file name"},
 	} {
 		_, _, err := run(t, "", tc.args...)
 		var usage usageError
