@@ -54,8 +54,8 @@ func TestConvertErrorsAreUsageErrorsAndWriteNothing(t *testing.T) {
 	if !errors.As(err, &usage) {
 		t.Fatalf("want a usage error (exit 2), got %v", err)
 	}
-	if n := strings.Count(err.Error(), "\n  "); n != 12 {
-		t.Errorf("want 12 problems listed, got %d:\n%v", n, err)
+	if n := strings.Count(err.Error(), "\n  "); n != 15 {
+		t.Errorf("want 15 problems listed, got %d:\n%v", n, err)
 	}
 	if stdout != "" {
 		t.Errorf("stdout: %q", stdout)
