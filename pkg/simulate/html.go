@@ -440,6 +440,7 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 {{range .Differences}}<tr><td>{{.Metric}}</td><td>{{trim .A}}</td><td>{{trim .B}}</td><td>{{signed .Change}}</td><td>{{.Relative}}</td></tr>
 {{end}}</table>{{else}}<p>None: the two runs agree on every figure.</p>{{end}}
 {{if .Unchanged}}<p class="muted">The same in both: {{join .UnchangedNames ", "}}.</p>{{end}}
+{{if .Why}}<p><b>Why:</b> {{.Why}}</p>{{end}}
 <h2>A and B over time</h2>
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 <h2>Each run</h2>
