@@ -42,7 +42,8 @@ func TestConvertKopsPrintsTheGoldenOutput(t *testing.T) {
 	if stdout != string(want) {
 		t.Errorf("stdout differs from %s:\n%s", dir, stdout)
 	}
-	if !strings.HasPrefix(stderr, "warning: Karpenter cannot switch a NodePool") {
+	if !strings.HasPrefix(stderr, `warning: NodePool "nodes" is static (spec.replicas 4, from minSize): Karpenter launches its nodes only with the StaticCapacity feature gate on`) ||
+		!strings.Contains(stderr, "\nwarning: Karpenter cannot switch a NodePool") {
 		t.Errorf("stderr: %q", stderr)
 	}
 }
