@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,6 +34,31 @@ func TestSimulateReportPathCheckedFirst(t *testing.T) {
 		var usage usageError
 		if !errors.As(err, &usage) || err.Error() != tc.want {
 			t.Errorf("--report %s: got %v, want the usage error %q", tc.path, err, tc.want)
+		}
+	}
+}
+
+// TestFlagValuesComplete: the shell completes the flags that take one of a few values with
+// those values (cobra's __complete, which the completion scripts call).
+func TestFlagValuesComplete(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"simulate", "--output", ""}, []string{"text", "json"}},
+		{[]string{"view", "--node-sort", ""}, []string{"creation", "price", "name", "cpu", "memory"}},
+		{[]string{"controller", "--cloud-provider", ""}, []string{"sim", "aws"}},
+		{[]string{"controller", "--log-level", ""}, []string{"debug", "info", "error"}},
+	} {
+		stdout, _, err := run(t, "", append([]string{"__complete"}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		got := strings.Split(stdout, "\n")
+		for _, want := range tc.want {
+			if !slices.Contains(got, want) {
+				t.Errorf("%v completes %q, want %q among them", tc.args, got, want)
+			}
 		}
 	}
 }

@@ -158,6 +158,8 @@ with; for one with it, they replace its NodePools of the same name and add to th
 	cmd.Flags().StringVar(&htmlReport, "report", "", "also write a self-contained HTML report with charts to this file")
 	addClusterFlags(cmd, &cluster)
 	cmd.Flags().StringVar(&compare, "compare", "", "run the same timeline with the NodePools and NodeClasses of this file too, and report the difference (as text, --output json, and the --report page)")
+	completeValues(cmd, "output", "text", "json")
+	completeContexts(cmd)
 	return cmd
 }
 

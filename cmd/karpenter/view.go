@@ -150,6 +150,8 @@ with every node, without colours or cursor movement, and exits.`,
 		}
 		return pflag.NormalizedName(name)
 	})
+	completeValues(cmd, "node-sort", sortNames...)
+	completeContexts(cmd)
 	return cmd
 }
 
