@@ -276,6 +276,12 @@ func TestViewOnce(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Nodes    0 nodes  ·  0 launching") {
 		t.Errorf("empty selection: %v\n%s", err, out)
 	}
+	// A resource no node has is refused (a misspelt one would show empty bars), naming theirs.
+	_, err = runView(t, ctx, "view", "--kubeconfig", kubeconfig, "--node-selector", viewTestLabel+"=true", "--resources", "cpu,nvidia.com/gpu")
+	var usage usageError
+	if !errors.As(err, &usage) || !strings.HasPrefix(err.Error(), "--resources: no node has nvidia.com/gpu allocatable (the nodes shown have cpu, ") {
+		t.Errorf("--resources cpu,nvidia.com/gpu on nodes without GPUs: got %v, want a usage error naming nvidia.com/gpu", err)
+	}
 }
 
 func TestViewErrors(t *testing.T) {
