@@ -326,6 +326,12 @@ func renderHeader(b *strings.Builder, s *Snapshot, opts RenderOptions, p painter
 	if p := sum.Packing; p != nil && p.Bound > 0 {
 		// Ours: the Karpenter nodes' $/hour over the least any packing of their pods costs.
 		fmt.Fprintf(b, "  ·  packing %.2f× the bound (%s/hour)", p.Ratio(), dollars(p.Bound, 3))
+		switch {
+		case !sum.PackingAsOf.IsZero():
+			fmt.Fprintf(b, " as of %s, before the pods pending and nodes launching", sum.PackingAsOf.Format("15:04:05"))
+		case sum.Unsettled:
+			b.WriteString(" while pods are pending or nodes launching")
+		}
 	}
 	b.WriteByte('\n')
 	fmt.Fprintf(b, "%s  %d %s", title("Nodes"), sum.Nodes, plural(sum.Nodes, "node", "nodes"))
