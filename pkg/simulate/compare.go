@@ -284,7 +284,7 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 			xs = hours(c.RunB.Series)
 		}
 		return lineChart(title, unit, xs, ms, []series{
-			{"A", colorNodes, resample(c.RunA.Series, xs, f), false}, {"B", colorB, resample(c.RunB.Series, xs, f), false}})
+			{"A: " + c.A, colorNodes, resample(c.RunA.Series, xs, f), false}, {"B: " + c.B, colorB, resample(c.RunB.Series, xs, f), false}})
 	}
 	data.Charts = []template.HTML{
 		both("Nodes", "nodes", func(s Sample) float64 { return float64(s.Nodes) }),
