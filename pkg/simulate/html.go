@@ -376,6 +376,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join":    strings.Join,
 	"removed": removals,
 	"sub":     func(a, b int) int { return a - b },
+	"inc":     func(i int) int { return i + 1 },
 	"offerings": func(os []Offering) string {
 		parts := make([]string, len(os))
 		for i, o := range os {
@@ -481,6 +482,41 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 <table><tr><th>at</th><th>kind</th><th>what happened</th></tr>
 {{range .Log}}<tr><td>{{clock .AtSeconds}}</td><td>{{.Kind}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Message}}</td></tr>
 {{end}}</table></details>
+{{end}}
+
+{{define "fleetGroups"}}{{if .Groups}}<table><tr><th>NodePool</th><th>type</th><th>capacity</th><th>nodes</th><th>$/hour each</th><th>$/hour</th></tr>
+{{range .Groups}}<tr><td>{{.NodePool}}</td><td>{{.InstanceType}}</td><td>{{.CapacityType}}</td><td>{{.Nodes}}</td><td>{{if .Priced}}{{printf "%.4f" .PricePerHour}}{{else}}unpriced{{end}}</td><td>{{if .Priced}}{{printf "%.4f" .PerHour}}{{else}}-{{end}}</td></tr>
+{{end}}</table>{{end}}{{end}}
+
+{{define "cluster"}}<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>karpenter simulate --from-cluster: {{.Source}}</title>
+{{template "style"}}<style>body{max-width:1200px}</style></head><body>
+<h1>karpenter simulate --from-cluster: {{.Source}}</h1>
+<p>{{.Today.Nodes}} nodes, {{.Pods.Workload}} pods ({{.Pods.Pending}} pending) and {{.Pods.Daemon}} DaemonSet or static pods; NodePools: {{.NodePoolsFrom}}; seed {{.Seed}}{{if .Version}}, karpenter {{.Version}}{{end}}.</p>
+<div class="cards">
+<div class="card">today<b>${{printf "%.2f" .Savings.TodayPerHour}}/h</b></div>
+<div class="card">after consolidation<b>${{printf "%.2f" .Savings.ConsolidatedPerHour}}/h</b></div>
+<div class="card">from scratch<b>${{printf "%.2f" .Savings.FromScratchPerHour}}/h</b></div>
+<div class="card">consolidation saves<b>${{printf "%.2f" .Savings.ConsolidationMonth}}/month</b></div>
+<div class="card">from scratch saves<b>${{printf "%.2f" .Savings.FromScratchMonth}}/month</b></div>
+</div>
+<h2>Today: {{.Today.Nodes}} nodes, ${{printf "%.4f" .Today.PerHour}}/hour</h2>
+{{template "fleetGroups" .Today}}
+{{if .Today.Unpriced}}<p class="muted">Not priced (instance types the catalog does not know), left out of every $ figure: {{join .Today.Unpriced ", "}}.</p>{{end}}
+<h2>Consolidation now: {{.Consolidation.Fleet.Nodes}} nodes, ${{printf "%.4f" .Consolidation.Fleet.PerHour}}/hour</h2>
+{{if .Consolidation.Steps}}<table><tr><th></th><th>at</th><th>method</th><th>reason</th><th>what it does</th><th>nodes</th><th>$/hour after</th></tr>
+{{range $i, $s := .Consolidation.Steps}}<tr><td>{{inc $i}}</td><td>{{clock $s.AtSeconds}}</td><td>{{$s.Method}}</td><td>{{$s.Reason}}</td><td>{{$s.Message}}</td><td>{{join $s.Nodes ", "}}</td><td>{{printf "%.4f" $s.PerHourAfter}}</td></tr>
+{{end}}</table>{{else}}<p>No command: consolidation leaves the fleet as it is.</p>{{end}}
+{{if .Consolidation.Unmanaged}}<p class="muted">{{.Consolidation.Unmanaged}} nodes Karpenter does not manage are never disrupted: --adopt-nodes NODEPOOL takes them into a NodePool.</p>{{end}}
+{{if not .Consolidation.Settled}}<p class="muted">Still consolidating when the run ended ({{.Consolidation.Duration}}): a longer --settle shows the rest.</p>{{end}}
+{{template "fleetGroups" .Consolidation.Fleet}}
+<h2>From scratch: {{.FromScratch.Fleet.Nodes}} nodes, ${{printf "%.4f" .FromScratch.Fleet.PerHour}}/hour</h2>
+{{template "fleetGroups" .FromScratch.Fleet}}
+{{if .FromScratch.Unscheduled}}<table><tr><th>workload</th><th>pods never scheduled</th><th>why</th></tr>
+{{range .FromScratch.Unscheduled}}<tr><td>{{.Workload}}</td><td>{{.Pods}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Warnings}}<h2>Warnings</h2><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+</body></html>
 {{end}}
 
 {{define "compare"}}<!DOCTYPE html>

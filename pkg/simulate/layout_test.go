@@ -81,10 +81,10 @@ func overlaps(t *testing.T, html string, width int) []string {
 	return pairs
 }
 
-// TestReportLayoutHasNoOverlaps: examples/web.yaml's report, and its comparison with the
-// NodePool restricted to on-demand (two runs side by side), lay out at 1280 and 1920 pixels
-// wide with no box over another: the NodePool tables of the two runs, the final fleet's
-// labels.
+// TestReportLayoutHasNoOverlaps: examples/web.yaml's report, its comparison with the
+// NodePool restricted to on-demand (two runs side by side), and --from-cluster's page of the
+// bundled dump lay out at 1280 and 1920 pixels wide with no box over another: the NodePool
+// tables of the two runs, the final fleet's labels.
 func TestReportLayoutHasNoOverlaps(t *testing.T) {
 	a := sharedReport(t, "../../examples/web.yaml")
 	w, err := LoadWorkload("../../examples/web.yaml")
@@ -99,14 +99,25 @@ func TestReportLayoutHasNoOverlaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var single, compare strings.Builder
+	c, err := LoadClusterDump(clusterDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterReport, err := runCluster(c, ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var single, compare, cluster strings.Builder
 	if err := a.WriteHTML(&single); err != nil {
 		t.Fatal(err)
 	}
 	if err := Compare("examples/web.yaml", "examples/compare/on-demand-only.yaml", a, b).WriteHTML(&compare); err != nil {
 		t.Fatal(err)
 	}
-	for _, page := range []struct{ name, html string }{{"report", single.String()}, {"comparison", compare.String()}} {
+	if err := clusterReport.WriteHTML(&cluster); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []struct{ name, html string }{{"report", single.String()}, {"comparison", compare.String()}, {"cluster report", cluster.String()}} {
 		for _, width := range []int{1280, 1920} {
 			if pairs := overlaps(t, page.html, width); len(pairs) > 0 {
 				t.Errorf("the %s at %d px: %d overlaps:\n%s", page.name, width, len(pairs), strings.Join(pairs, "\n"))
