@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -354,7 +355,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, yamlErrors(file, "invalid YAML: ", err)
 	}
 	if bad := fractionalCounts(&root); len(bad) > 0 {
 		for i := range bad {
@@ -366,7 +367,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(w); err != nil {
-		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, yamlErrors(file, "", err)
 	}
 	events := findSequence(&root, "timeline")
 	for i := range w.Timeline {
@@ -1021,6 +1022,31 @@ func decodeManifests(file, text string, firstLine int) ([]client.Object, error) 
 	namespaces, namespaceErrs := decodeBuiltins(namespaceDocs, corev1.SchemeGroupVersion.WithKind("Namespace"), func() client.Object { return &corev1.Namespace{} })
 	objs = append(append(append(append(namespaces, objs...), more...), pts...), classes...)
 	return objs, errors.Join(append(append(append(append(append(errs, err), storageErrs...), templateErrs...), classErrs...), namespaceErrs...)...)
+}
+
+// yamlLine finds the line a YAML parser's message names ("line 6: "), and unknownYAMLField
+// its words for a field the workload does not have.
+var (
+	yamlLine         = regexp.MustCompile(`^line (\d+): `)
+	unknownYAMLField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+)
+
+// yamlErrors gives a YAML parser's errors in the project's form, one per line: file:LINE: what
+// (with prefix), instead of "yaml: line LINE: what" and "yaml: unmarshal errors:" lists.
+func yamlErrors(file, prefix string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	var out []string
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if m := yamlLine.FindStringSubmatch(line); m != nil {
+			what := unknownYAMLField.ReplaceAllString(strings.TrimPrefix(line, m[0]), "$1: unknown field")
+			out = append(out, fmt.Sprintf("%s:%s: %s%s", file, m[1], prefix, what))
+		} else if line != "" {
+			out = append(out, fmt.Sprintf("%s: %s%s", file, prefix, line))
+		}
+	}
+	return errors.New(strings.Join(out, "\n"))
 }
 
 // gateProblem is an object Karpenter would not run as it asks with the feature gates given:
