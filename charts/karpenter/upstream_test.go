@@ -494,8 +494,9 @@ func TestNotesWarnings(t *testing.T) {
 		want   []string
 	}{
 		{"defaults", []string{baseValues}, nil},
-		{upstreamHead, []string{read(upstreamHead), baseValues}, nil},
-		{upstreamV1_0, []string{read(upstreamV1_0), baseValues}, []string{"webhook.* has no effect", "postInstallHook.* has no effect"}},
+		{upstreamHead, []string{read(upstreamHead), baseValues}, []string{"controller.image.repository public.ecr.aws/karpenter/controller is Karpenter's own"}},
+		{upstreamV1_0, []string{read(upstreamV1_0), baseValues}, []string{"controller.image.repository public.ecr.aws/karpenter/controller is Karpenter's own", "webhook.* has no effect", "postInstallHook.* has no effect"}},
+		{"this project's image", []string{read(upstreamHead), baseValues, "controller: {image: {repository: 123456789012.dkr.ecr.us-west-2.amazonaws.com/karpenter}}\n"}, nil},
 	} {
 		out, err := renderFiles(t, true, tc.values...)
 		if err != nil {

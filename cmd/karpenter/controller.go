@@ -144,6 +144,8 @@ Karpenter's Helm chart uses.`,
 	fs.float64(&opts.Sim.InstanceLossRate, "sim-instance-loss-rate", "SIM_INSTANCE_LOSS_RATE", opts.Sim.InstanceLossRate, "expected simulated instances vanishing out of band per instance-hour (each loss time is drawn at launch and kept in --sim-state-configmap); 0 disables")
 	fs.float64(&opts.Sim.APIThrottleRate, "sim-api-throttle-rate", "SIM_API_THROTTLE_RATE", opts.Sim.APIThrottleRate, "share of simulated cloud API calls, in [0, 1], refused with a retryable RequestLimitExceeded error; 0 disables")
 	fs.float64(&opts.Sim.NodeFailureRate, "sim-node-failure-rate", "SIM_NODE_FAILURE_RATE", opts.Sim.NodeFailureRate, "expected failures per simulated node-hour: a failed node reports Ready Unknown, as when its kubelet stops, until node repair (FEATURE_GATES NodeRepair=true) replaces it 30 minutes later; 0 disables")
+	completeValues(cmd, "cloud-provider", "sim", "aws")
+	completeValues(cmd, "log-level", "debug", "info", "error")
 	return cmd
 }
 

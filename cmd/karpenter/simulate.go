@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -57,6 +58,12 @@ with; for one with it, they replace its NodePools of the same name and add to th
 			ctrl.SetLogger(logr.Discard())
 			if output != "text" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: must be text or json", output)}
+			}
+			if htmlReport != "" {
+				// Before the run, which may take minutes: a page that cannot be written fails now.
+				if err := checkWritable(htmlReport); err != nil {
+					return usageError{fmt.Errorf("--report %s: %w", htmlReport, err)}
+				}
 			}
 			if cluster.fromCluster != "" {
 				return runFromCluster(cmd, cluster, args, output, htmlReport, compare, seed)
@@ -151,6 +158,8 @@ with; for one with it, they replace its NodePools of the same name and add to th
 	cmd.Flags().StringVar(&htmlReport, "report", "", "also write a self-contained HTML report with charts to this file")
 	addClusterFlags(cmd, &cluster)
 	cmd.Flags().StringVar(&compare, "compare", "", "run the same timeline with the NodePools and NodeClasses of this file too, and report the difference (as text, --output json, and the --report page)")
+	completeValues(cmd, "output", "text", "json")
+	completeContexts(cmd)
 	return cmd
 }
 
@@ -202,7 +211,7 @@ func isTerminal(f *os.File) bool {
 func writeFile(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*")
 	if err != nil {
-		return err
+		return fmt.Errorf("--report %s: %w", path, writableError(path, err))
 	}
 	defer os.Remove(tmp.Name())
 	if err := write(tmp); err != nil {
@@ -216,6 +225,33 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// checkWritable reports why a file cannot be written at path (writeFile's way: a temporary
+// file beside it, renamed over it), or nil when it can.
+func checkWritable(path string) error {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return errors.New("is a directory: name a file, such as " + filepath.Join(path, "report.html"))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".report-*")
+	if err != nil {
+		return writableError(path, err)
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
+}
+
+// writableError says, of the error creating a file beside path, what is wrong with path's
+// directory.
+func writableError(path string, err error) error {
+	dir := filepath.Dir(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the directory %s does not exist", dir)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("the directory %s is not writable", dir)
+	}
+	return err
 }
 
 // simulateGCPercent is the garbage collector's target for a simulation: a short batch job

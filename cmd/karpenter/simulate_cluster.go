@@ -40,8 +40,6 @@ var clusterOnly = []string{"kubeconfig", "context", "adopt-nodes", "settle"}
 // runFromCluster is `karpenter simulate --from-cluster`.
 func runFromCluster(cmd *cobra.Command, f clusterFlags, files []string, output, htmlReport, compare string, seed int64) error {
 	switch {
-	case htmlReport != "":
-		return usageError{fmt.Errorf("--report: not available with --from-cluster; use --output json for the figures")}
 	case compare != "":
 		return usageError{fmt.Errorf("--compare: not available with --from-cluster; give the NodePool files to simulate with as arguments instead")}
 	case f.settle <= 0:
@@ -97,10 +95,21 @@ func runFromCluster(cmd *cobra.Command, f clusterFlags, files []string, output, 
 		return err
 	}
 	rep.Version = version
+	if htmlReport != "" {
+		if err := writeFile(htmlReport, rep.WriteHTML); err != nil {
+			return err
+		}
+	}
 	if output == "json" {
 		return rep.WriteJSON(cmd.OutOrStdout())
 	}
-	return rep.WriteText(cmd.OutOrStdout())
+	if err := rep.WriteText(cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	if htmlReport != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "\nReport page: %s\n", htmlReport)
+	}
+	return nil
 }
 
 // readLiveCluster reads the cluster of a kubeconfig through a client that is only used to get

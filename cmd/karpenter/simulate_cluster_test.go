@@ -192,7 +192,7 @@ func TestSimulateFromClusterUsageErrors(t *testing.T) {
 		{"kubeconfig with a dump", []string{"--from-cluster=" + noPools, "--kubeconfig", "x"}, []string{"--kubeconfig", "live cluster"}},
 		{"cluster flag alone", []string{"examples/web.yaml", "--adopt-nodes", "default"}, []string{"--adopt-nodes: only with --from-cluster"}},
 		{"no argument", nil, []string{"--from-cluster"}},
-		{"report page", []string{"--from-cluster=" + noPools, "--report", filepath.Join(dir, "r.html")}, []string{"--report"}},
+		{"report page in a missing directory", []string{"--from-cluster=" + noPools, "--report", filepath.Join(dir, "missing", "r.html")}, []string{"--report", "does not exist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runView(t, ctx, append([]string{"simulate"}, tc.args...)...)
@@ -207,14 +207,24 @@ func TestSimulateFromClusterUsageErrors(t *testing.T) {
 			}
 		})
 	}
-	// With the NodePool file, the same cluster simulates.
-	out, err := runView(t, ctx, "simulate", "--from-cluster="+noPools, "../../examples/cluster/nodepool.yaml", "--adopt-nodes", "default")
+	// With the NodePool file, the same cluster simulates; --report writes its page.
+	page := filepath.Join(dir, "cluster.html")
+	out, err := runView(t, ctx, "simulate", "--from-cluster="+noPools, "../../examples/cluster/nodepool.yaml", "--adopt-nodes", "default", "--report", page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"NodePools: ../../examples/cluster/nodepool.yaml", "Today: 13 nodes", "Consolidation now:", "Savings"} {
+	for _, want := range []string{"NodePools: ../../examples/cluster/nodepool.yaml", "Today: 13 nodes", "Consolidation now:", "Savings", "Report page: " + page} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h2>Today: 13 nodes", "<h2>Consolidation now:", "<h2>From scratch:", "after consolidation<b>$"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the page lacks %q:\n%.600s", want, html)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -104,7 +105,11 @@ with every node, without colours or cursor movement, and exits.`,
 					return err
 				}
 				snapshot.Now = time.Now()
-				return view.Once(ctx, src, out, snapshot, render)
+				err = view.Once(ctx, src, out, snapshot, render)
+				if unknown := (*view.UnknownResourcesError)(nil); errors.As(err, &unknown) {
+					return usageError{err}
+				}
+				return err
 			}
 			fmt.Fprintln(out, "Listing nodes, nodeclaims and pods…")
 			src, err := view.NewCacheSource(ctx, cfg, selector)
@@ -113,6 +118,12 @@ with every node, without colours or cursor movement, and exits.`,
 					return nil // interrupted while listing
 				}
 				return err
+			}
+			// The first read tells a resource no node has, before the screen is taken.
+			if objs, err := src.Read(ctx); err == nil {
+				if err := view.CheckResources(objs, shown); err != nil {
+					return usageError{err}
+				}
 			}
 			watch := view.WatchOptions{
 				Snapshot: snapshot,
@@ -150,6 +161,8 @@ with every node, without colours or cursor movement, and exits.`,
 		}
 		return pflag.NormalizedName(name)
 	})
+	completeValues(cmd, "node-sort", sortNames...)
+	completeContexts(cmd)
 	return cmd
 }
 

@@ -253,16 +253,17 @@ func TestViewOnce(t *testing.T) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
 	}
+	// The zone, a column of its own already, is not repeated.
 	if got := viewLine(t, out, "NAME"); !slices.Equal(got, []string{"NAME", "NODEPOOL", "TYPE", "CAPACITY", "ZONE", "$/HOUR",
-		"PODS", "CPU", "PODS", "AGE", "STATE", "ZONE", "NODE-MEMORY-USAGE"}) {
+		"PODS", "CPU", "PODS", "AGE", "STATE", "NODE-MEMORY-USAGE"}) {
 		t.Errorf("titles %q", got)
 	}
 	if strings.Contains(out, "Memory ") {
 		t.Errorf("memory is shown, not asked for:\n%s", out)
 	}
-	// NAME NODEPOOL TYPE CAPACITY ZONE $/HOUR PODS-bar PODS% CPU-bar CPU% PODS AGE STATE ZONE MEMORY-USAGE
-	if got := viewLine(t, out, "view-spot"); len(got) != 15 || got[7] != "3%" || got[9] != "51%" || got[10] != "1/29" ||
-		got[13] != "us-east-1b" || got[14] != "50%" {
+	// NAME NODEPOOL TYPE CAPACITY ZONE $/HOUR PODS-bar PODS% CPU-bar CPU% PODS AGE STATE MEMORY-USAGE
+	if got := viewLine(t, out, "view-spot"); len(got) != 14 || got[7] != "3%" || got[9] != "51%" || got[10] != "1/29" ||
+		got[4] != "us-east-1b" || got[13] != "50%" {
 		t.Errorf("view-spot: fields %q, want 3%% of its pods, 51%% of its CPU, 1/29 pods, zone us-east-1b, 50%% of its memory", got)
 	}
 	order := []string{"view-spot", "view-od", "view-system", "view-unknown", "view-launching", "view-launching-any"}
@@ -274,6 +275,12 @@ func TestViewOnce(t *testing.T) {
 	out, err = runView(t, ctx, "view", "--kubeconfig", kubeconfig, "--node-selector", viewTestLabel+"=none")
 	if err != nil || !strings.Contains(out, "Nodes    0 nodes  ·  0 launching") {
 		t.Errorf("empty selection: %v\n%s", err, out)
+	}
+	// A resource no node has is refused (a misspelt one would show empty bars), naming theirs.
+	_, err = runView(t, ctx, "view", "--kubeconfig", kubeconfig, "--node-selector", viewTestLabel+"=true", "--resources", "cpu,nvidia.com/gpu")
+	var usage usageError
+	if !errors.As(err, &usage) || !strings.HasPrefix(err.Error(), "--resources: no node has nvidia.com/gpu allocatable (the nodes shown have cpu, ") {
+		t.Errorf("--resources cpu,nvidia.com/gpu on nodes without GPUs: got %v, want a usage error naming nvidia.com/gpu", err)
 	}
 }
 

@@ -47,7 +47,21 @@ func DetectFormat(sources []Source) (string, error) {
 	case 1:
 		return formats[0], nil
 	case 0:
+		if current := currentKarpenter(sources); current != "" {
+			return "", fmt.Errorf("%s: %s is Karpenter v1 already: there is nothing to convert; apply it as it is (kubectl apply -f), or simulate it (karpenter simulate)", named, current)
+		}
 		return "", fmt.Errorf("%s: cannot tell the format: no kOps Cluster or InstanceGroup (kops.k8s.io), eksctl ClusterConfig (eksctl.io), or v1alpha5 Provisioner / v1alpha1 AWSNodeTemplate found; name it: karpenter convert kops|eksctl|legacy FILE...", named)
 	}
 	return "", fmt.Errorf("%s: the files mix formats (%s): convert each with its own subcommand, karpenter convert %s FILE...", named, strings.Join(formats, ", "), strings.Join(formats, "|"))
+}
+
+// currentKarpenter names the first document of the current Karpenter APIs (karpenter.sh/v1,
+// karpenter.k8s.aws/v1), as "NodePool default", or returns "" when there is none.
+func currentKarpenter(sources []Source) string {
+	for _, src := range sources {
+		if src.APIVersion == "karpenter.sh/v1" || src.APIVersion == "karpenter.k8s.aws/v1" {
+			return strings.TrimSpace(src.Kind + " " + src.Name)
+		}
+	}
+	return ""
 }

@@ -174,6 +174,9 @@ func readFile(file string, stdin io.Reader) ([]Source, error) {
 	if file == "-" {
 		return ReadSources("standard input", stdin)
 	}
+	if file == "" {
+		return nil, errors.New(`an empty file name: name a YAML or JSON file, or - for standard input`)
+	}
 	info, err := os.Stat(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, readError(err))

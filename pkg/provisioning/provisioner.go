@@ -55,6 +55,53 @@ type Provisioner struct {
 	// buffers, when set (the CapacityBuffer feature gate), adds the buffers' virtual pods to
 	// every pass.
 	buffers *capacitybuffer.Buffers
+	// saidNoScheduler is set while pods wait untried past NoSchedulerAfter and the log has said
+	// so (warnNoScheduler).
+	saidNoScheduler bool
+}
+
+// NoSchedulerAfter is how long a pending pod of the default scheduler may wait with no
+// PodScheduled condition before the provisioner logs that no kube-scheduler seems to be
+// running: the kube-scheduler tries every pod within seconds, even in a burst of thousands.
+const NoSchedulerAfter = time.Minute
+
+// warnNoScheduler logs, once while it lasts, that unbound pods of the default scheduler have
+// waited NoSchedulerAfter untried: Karpenter launches nodes for them, but only a scheduler
+// binds them, so on a control plane without one nothing runs and nothing else says why.
+func (p *Provisioner) warnNoScheduler(ctx context.Context, pods []*corev1.Pod) {
+	now := p.clock.Now()
+	var waiting *corev1.Pod
+	for _, pod := range pods {
+		terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && !terminal && untried(pod) && now.Sub(pod.CreationTimestamp.Time) >= NoSchedulerAfter {
+			waiting = pod
+			break
+		}
+	}
+	if waiting == nil {
+		p.saidNoScheduler = false
+		return
+	}
+	if p.saidNoScheduler {
+		return
+	}
+	p.saidNoScheduler = true
+	log.FromContext(ctx).Info("pending pods have no PodScheduled condition: no kube-scheduler seems to be running (Karpenter launches nodes for them, but only a kube-scheduler binds pods to nodes)",
+		"pod", client.ObjectKeyFromObject(waiting).String(), "waiting", now.Sub(waiting.CreationTimestamp.Time).Round(time.Second).String())
+}
+
+// untried reports whether the kube-scheduler has not tried the pod: it is for the default
+// scheduler and has no PodScheduled condition.
+func untried(pod *corev1.Pod) bool {
+	if pod.Spec.SchedulerName != "" && pod.Spec.SchedulerName != corev1.DefaultSchedulerName {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return false
+		}
+	}
+	return true
 }
 
 // KeepBuffers makes every pass place the virtual pods of the CapacityBuffers too, after the
@@ -111,6 +158,7 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 		return nil, err
 	}
 	refused := p.judgeMisses(ctx, snap)
+	p.warnNoScheduler(ctx, snap.Pods)
 	var virtual []*corev1.Pod
 	if p.buffers != nil {
 		if virtual, err = p.buffers.VirtualPods(ctx); err != nil {

@@ -87,12 +87,18 @@ type Comparison struct {
 	// repair's reboots and holds.
 	Differences []Difference `json:"differences"`
 	Unchanged   []Difference `json:"unchanged"`
-	RunA        *Report      `json:"runA"`
-	RunB        *Report      `json:"runB"`
+	// Why says in one line why one run ends cheaper than the other, where their final fleets'
+	// explanations tell it (FleetNode.StaysBecause); empty otherwise.
+	Why  string  `json:"why,omitempty"`
+	RunA *Report `json:"runA"`
+	RunB *Report `json:"runB"`
 }
 
 // Difference is one figure in both runs.
 type Difference struct {
+	// Field names the figure stably, as a path into the report's JSON where it has one
+	// ("cost.total", "removed.Empty"); Metric is its display label.
+	Field  string  `json:"field"`
 	Metric string  `json:"metric"`
 	A      float64 `json:"a"`
 	B      float64 `json:"b"`
@@ -110,7 +116,7 @@ func (d Difference) Relative() string {
 
 // Compare compares run B with run A.
 func Compare(aName, bName string, a, b *Report) *Comparison {
-	c := &Comparison{A: aName, B: bName, RunA: a, RunB: b, Differences: []Difference{}, Unchanged: []Difference{}}
+	c := &Comparison{A: aName, B: bName, RunA: a, RunB: b, Differences: []Difference{}, Unchanged: []Difference{}, Why: whyEndsApart(a, b)}
 	for _, f := range figures(a, b) {
 		if f.A == f.B {
 			c.Unchanged = append(c.Unchanged, f)
@@ -121,40 +127,80 @@ func Compare(aName, bName string, a, b *Report) *Comparison {
 	return c
 }
 
+// whyEndsApart says why one run ends cheaper than the other, in one line, when one reason its
+// final nodes stay for (FleetNode.StaysBecause) holds more $/hour in the dearer run than in the
+// cheaper one: the reason holding the most such $/hour. Empty when the runs end within a cent
+// an hour of each other, or no reason tells them apart.
+func whyEndsApart(a, b *Report) string {
+	diff := b.Cost.FinalPerHour - a.Cost.FinalPerHour
+	if math.Abs(diff) < 0.01 {
+		return ""
+	}
+	cheaper, dearer, cheaperName, dearerName := b, a, "B", "A"
+	if diff > 0 {
+		cheaper, dearer, cheaperName, dearerName = a, b, "A", "B"
+	}
+	kept := func(rep *Report) map[string]float64 {
+		out := map[string]float64{}
+		for _, n := range rep.Fleet {
+			if n.StaysBecause != "" {
+				out[n.StaysBecause] += n.PricePerHour
+			}
+		}
+		return out
+	}
+	inDearer, inCheaper := kept(dearer), kept(cheaper)
+	best, margin := "", 0.0
+	for _, reason := range sortedKeys(inDearer) {
+		if m := inDearer[reason] - inCheaper[reason]; m > margin+1e-9 {
+			best, margin = reason, m
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	others := fmt.Sprintf("%s $%.2f/hour", cheaperName, inCheaper[best])
+	if inCheaper[best] == 0 {
+		others = cheaperName + " none"
+	}
+	return fmt.Sprintf("%s ends $%.2f/hour cheaper than %s: %s keeps $%.2f/hour of nodes at the end because %q, %s.",
+		cheaperName, math.Abs(diff), dearerName, dearerName, inDearer[best], best, others)
+}
+
 // figures are the figures compared, rounded as printed.
 func figures(a, b *Report) []Difference {
 	var out []Difference
-	add := func(metric string, av, bv float64, decimals int) {
+	add := func(field, metric string, av, bv float64, decimals int) {
 		p := math.Pow(10, float64(decimals))
 		av, bv = math.Round(av*p)/p, math.Round(bv*p)/p
-		out = append(out, Difference{Metric: metric, A: av, B: bv, Change: math.Round((bv-av)*p) / p})
+		out = append(out, Difference{Field: field, Metric: metric, A: av, B: bv, Change: math.Round((bv-av)*p) / p})
 	}
-	add("total cost ($)", a.Cost.Total, b.Cost.Total, 2)
-	add("peak $/hour", a.Cost.PeakPerHour, b.Cost.PeakPerHour, 2)
-	add("final $/hour", a.Cost.FinalPerHour, b.Cost.FinalPerHour, 2)
-	add("nodes launched", float64(a.Nodes.Launched), float64(b.Nodes.Launched), 0)
-	add("peak nodes", float64(a.Nodes.Peak), float64(b.Nodes.Peak), 0)
-	add("final nodes", float64(a.Nodes.Final), float64(b.Nodes.Final), 0)
-	add("spot nodes launched", float64(launched(a, "spot")), float64(launched(b, "spot")), 0)
-	add("on-demand nodes launched", float64(launched(a, "on-demand")), float64(launched(b, "on-demand")), 0)
-	add("pending mean (s)", a.Pods.PendingMeanS, b.Pods.PendingMeanS, 1)
-	add("pending p95 (s)", a.Pods.PendingP95S, b.Pods.PendingP95S, 1)
-	add("pending max (s)", a.Pods.PendingMaxS, b.Pods.PendingMaxS, 1)
-	add("never scheduled", float64(a.Pods.NeverScheduled), float64(b.Pods.NeverScheduled), 0)
-	add("cpu requested (%)", 100*a.Util.CPUMean, 100*b.Util.CPUMean, 1)
-	add("memory requested (%)", 100*a.Util.MemoryMean, 100*b.Util.MemoryMean, 1)
-	add("launches refused", float64(len(a.FailedLaunches)), float64(len(b.FailedLaunches)), 0)
+	add("cost.total", "total cost ($)", a.Cost.Total, b.Cost.Total, 2)
+	add("cost.peakPerHour", "peak $/hour", a.Cost.PeakPerHour, b.Cost.PeakPerHour, 2)
+	add("cost.finalPerHour", "final $/hour", a.Cost.FinalPerHour, b.Cost.FinalPerHour, 2)
+	add("nodes.launched", "nodes launched", float64(a.Nodes.Launched), float64(b.Nodes.Launched), 0)
+	add("nodes.peak", "peak nodes", float64(a.Nodes.Peak), float64(b.Nodes.Peak), 0)
+	add("nodes.final", "final nodes", float64(a.Nodes.Final), float64(b.Nodes.Final), 0)
+	add("nodes.launchedSpot", "spot nodes launched", float64(launched(a, "spot")), float64(launched(b, "spot")), 0)
+	add("nodes.launchedOnDemand", "on-demand nodes launched", float64(launched(a, "on-demand")), float64(launched(b, "on-demand")), 0)
+	add("pods.pendingMeanSeconds", "pending mean (s)", a.Pods.PendingMeanS, b.Pods.PendingMeanS, 1)
+	add("pods.pendingP95Seconds", "pending p95 (s)", a.Pods.PendingP95S, b.Pods.PendingP95S, 1)
+	add("pods.pendingMaxSeconds", "pending max (s)", a.Pods.PendingMaxS, b.Pods.PendingMaxS, 1)
+	add("pods.neverScheduled", "never scheduled", float64(a.Pods.NeverScheduled), float64(b.Pods.NeverScheduled), 0)
+	add("utilization.cpuMeanPercent", "cpu requested (%)", 100*a.Util.CPUMean, 100*b.Util.CPUMean, 1)
+	add("utilization.memoryMeanPercent", "memory requested (%)", 100*a.Util.MemoryMean, 100*b.Util.MemoryMean, 1)
+	add("failedLaunches", "launches refused", float64(len(a.FailedLaunches)), float64(len(b.FailedLaunches)), 0)
 	for _, r := range RemovalReasons {
 		if a.Disruptions[r]+b.Disruptions[r] > 0 {
-			add("removed "+r, float64(a.Disruptions[r]), float64(b.Disruptions[r]), 0)
+			add("disruptions."+r, "removed "+r, float64(a.Disruptions[r]), float64(b.Disruptions[r]), 0)
 		}
 	}
 	// Node repair's reboots and holds, when either run repaired: what a budget for reason
 	// Unhealthy or the RebootForRepair gate changes beyond the nodes removed.
 	if a.Repairs != nil || b.Repairs != nil {
 		ra, rb := cmp.Or(a.Repairs, &RepairCounts{}), cmp.Or(b.Repairs, &RepairCounts{})
-		add("repair reboots", float64(ra.Reboots), float64(rb.Reboots), 0)
-		add("repairs held", float64(ra.Blocked), float64(rb.Blocked), 0)
+		add("repairs.reboots", "repair reboots", float64(ra.Reboots), float64(rb.Reboots), 0)
+		add("repairs.blocked", "repairs held", float64(ra.Blocked), float64(rb.Blocked), 0)
 	}
 	return out
 }
@@ -199,6 +245,9 @@ func (c *Comparison) WriteText(out io.Writer) error {
 	if base, other := c.RunA.Cost.Total, c.RunB.Cost.Total; base > 0 {
 		fmt.Fprintf(&b, "\nB costs %.1f%% %s than A.\n", 100*abs(other-base)/base, map[bool]string{true: "less", false: "more"}[other <= base])
 	}
+	if c.Why != "" {
+		fmt.Fprintf(&b, "%s\n", c.Why)
+	}
 	_, err := io.WriteString(out, b.String())
 	return err
 }
@@ -235,7 +284,7 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 			xs = hours(c.RunB.Series)
 		}
 		return lineChart(title, unit, xs, ms, []series{
-			{"A", colorNodes, resample(c.RunA.Series, xs, f), false}, {"B", colorB, resample(c.RunB.Series, xs, f), false}})
+			{"A: " + c.A, colorNodes, resample(c.RunA.Series, xs, f), false}, {"B: " + c.B, colorB, resample(c.RunB.Series, xs, f), false}})
 	}
 	data.Charts = []template.HTML{
 		both("Nodes", "nodes", func(s Sample) float64 { return float64(s.Nodes) }),

@@ -67,3 +67,44 @@ func TestWebExplainsItsEndState(t *testing.T) {
 	}
 	t.Logf("the day ends at $%.4f/hour, with SpotToSpotConsolidation on at $%.4f/hour", rep.Cost.FinalPerHour, with.Cost.FinalPerHour)
 }
+
+// TestCompareSaysWhyRunsEndApart: examples/web.yaml against its NodePool restricted to
+// on-demand ends $/hour apart for one reason, which the comparison names in one line; each
+// difference carries a stable field name.
+func TestCompareSaysWhyRunsEndApart(t *testing.T) {
+	a := sharedReport(t, "../../examples/web.yaml")
+	w, err := LoadWorkload("../../examples/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := w.WithManifests("../../examples/compare/on-demand-only.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(context.Background(), other, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Compare("web.yaml", "on-demand-only.yaml", a, b)
+	want := `B ends $2.88/hour cheaper than A: A keeps $4.69/hour of nodes at the end because "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node", B none.`
+	if c.Why != want {
+		t.Errorf("why:\n got %q\nwant %q", c.Why, want)
+	}
+	fields := map[string]bool{}
+	for _, d := range append(c.Differences, c.Unchanged...) {
+		if d.Field == "" || fields[d.Field] {
+			t.Errorf("difference %q: field %q empty or repeated", d.Metric, d.Field)
+		}
+		fields[d.Field] = true
+	}
+	if !fields["cost.finalPerHour"] || !fields["disruptions.Underutilized"] {
+		t.Errorf("fields %v lack cost.finalPerHour or disruptions.Underutilized", fields)
+	}
+	var text strings.Builder
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("the text lacks the reason:\n%s", text.String())
+	}
+}

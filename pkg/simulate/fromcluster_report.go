@@ -349,6 +349,12 @@ func (rep *ClusterReport) WriteText(w io.Writer) error {
 	return err
 }
 
+// WriteHTML writes the report as one self-contained page: the savings first, then today's
+// fleet, consolidation's steps and the fleet they leave, and the fleet from scratch.
+func (rep *ClusterReport) WriteHTML(w io.Writer) error {
+	return page.ExecuteTemplate(w, "cluster", rep)
+}
+
 // change describes a fleet's $/hour against today's: " (-$0.1234/hour, -12%)".
 func change(today, now float64) string {
 	if today <= 0 {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // WriteHTML writes the report as one self-contained HTML page (no scripts, no network): the
@@ -85,7 +86,9 @@ func newView(rep *Report) *view {
 		lineChart("Cost", "$/hour", xs, v.Markers, []series{{"$/hour", colorCost, cost, false}}),
 		lineChart("Pending pods", "pods", xs, v.Markers, []series{{"pending", colorPending, pending, false}}),
 		lineChart("Requested share of allocatable", "%", xs, v.Markers, []series{{"cpu", colorCPU, cpu, false}, {"memory", colorMemory, mem, false}}),
-		lineChart("Nodes by NodePool", "nodes", xs, v.Markers, pools),
+	}
+	if len(pools) > 1 { // with one NodePool it is the first chart again
+		v.Charts = append(v.Charts, lineChart("Nodes by NodePool", "nodes", xs, v.Markers, pools))
 	}
 	v.Histogram = histogramChart(rep.Pods.PendingHistogram)
 	v.Fleet = fleetChart(rep.Fleet)
@@ -167,6 +170,10 @@ func lineChart(title, unit string, xs []float64, ms []marker, ss []series) templ
 		maxY = 1
 	}
 	maxY = niceCeil(maxY)
+	if unit == "nodes" || unit == "pods" {
+		// Whole things: the four gridlines fall on whole numbers.
+		maxY = math.Ceil(maxY/4) * 4
+	}
 	px := func(x float64) float64 { return left + x/maxX*(chartW-left-right) }
 	py := func(y float64) float64 { return chartH - bottom - y/maxY*(chartH-top-bottom) }
 	esc := template.HTMLEscapeString
@@ -214,13 +221,21 @@ func lineChart(title, unit string, xs []float64, ms []marker, ss []series) templ
 	}
 	lx := left
 	for _, s := range ss {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" font-size="11">%s</text>`,
-			lx, chartH-18, s.color, lx+14, chartH-9, esc(s.name))
-		lx += 30 + 6.5*float64(len(s.name))
+		name := s.name
+		if r := []rune(name); len(r) > legendMaxRunes {
+			name = "…" + string(r[len(r)-legendMaxRunes+1:])
+		}
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" font-size="11"><title>%s</title>%s</text>`,
+			lx, chartH-18, s.color, lx+14, chartH-9, esc(s.name), esc(name))
+		lx += 30 + 6.5*float64(utf8.RuneCountInString(name))
 	}
 	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String())
 }
+
+// legendMaxRunes bounds a legend entry (a file name, under --compare): a longer one keeps its
+// end, which tells files apart, and the whole name shows on hover.
+const legendMaxRunes = 32
 
 // histogramChart draws the distribution of pending time: a bar per bucket, its count above.
 func histogramChart(buckets []PendingBucket) template.HTML {
@@ -267,30 +282,68 @@ func short(s int64) string {
 	return fmt.Sprintf("%ds", s)
 }
 
-// fleetChart draws each final node as a box whose fill shows requested cpu (left half) and
-// memory (right half) over allocatable.
+// fleetChart draws each final node as a box whose area shows its price (the dearest node the
+// largest box) and whose fill shows requested cpu (left half) and memory (right half) over
+// allocatable, labelled with its instance type and $/hour; the boxes flow in rows.
 func fleetChart(fleet []FleetNode) template.HTML {
 	if len(fleet) == 0 {
 		return template.HTML("<p>No nodes at the end of the run.</p>")
 	}
-	const box, gap, perRow = 46.0, 8.0, 10
-	rows := (len(fleet) + perRow - 1) / perRow
-	width, height := perRow*(box+gap)+gap, float64(rows)*(box+gap+14)+gap
+	const minBox, maxBox, gap, label, rowWidth = 30.0, 90.0, 10.0, 24.0, 1100.0
+	dearest := 0.0
+	for _, n := range fleet {
+		dearest = math.Max(dearest, n.PricePerHour)
+	}
+	type placed struct {
+		x, y, box float64
+		n         FleetNode
+	}
+	var boxes []placed
+	x, y, rowHeight, width := gap, gap, 0.0, 0.0
+	for _, n := range fleet {
+		box := maxBox
+		if dearest > 0 {
+			box = math.Max(minBox, maxBox*math.Sqrt(n.PricePerHour/dearest))
+		}
+		// The cell is as wide as the box or its label, whichever is wider (9px text, about
+		// 5.5px a character).
+		cell := math.Max(box, 5.5*float64(max(len(n.InstanceType), len(priceLabel(n.PricePerHour)))))
+		if x+cell > rowWidth && x > gap {
+			x, y, rowHeight = gap, y+rowHeight+label+gap, 0
+		}
+		boxes = append(boxes, placed{x + (cell-box)/2, y, box, n})
+		rowHeight = math.Max(rowHeight, box)
+		x += cell + gap
+		width = math.Max(width, x)
+	}
+	height := y + rowHeight + label + gap
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg viewBox="0 0 %.0f %.0f" width="%.0f" height="%.0f" role="img" aria-label="final fleet">`, width, height, width, height)
-	for i, n := range fleet {
-		x := gap + float64(i%perRow)*(box+gap)
-		y := gap + float64(i/perRow)*(box+gap+14)
+	for _, p := range boxes {
+		n, x, y, box := p.n, p.x, p.y, p.box
 		cpu, mem := ratio(n.CPURequested, n.CPUAllocatable), ratio(n.MemRequestedGiB, n.MemAllocGiB)
-		fmt.Fprintf(&b, `<g><title>%s %s %s: %d pods, cpu %.1f/%.1f, memory %.1f/%.1f GiB, $%.4f/h</title>`,
-			template.HTMLEscapeString(n.Name), n.InstanceType, n.CapacityType, n.Pods, n.CPURequested, n.CPUAllocatable, n.MemRequestedGiB, n.MemAllocGiB, n.PricePerHour)
+		fmt.Fprintf(&b, `<g class="node"><title>%s %s %s: %d pods, cpu %.1f/%.1f, memory %.1f/%.1f GiB, $%.4f/h%s</title>`,
+			template.HTMLEscapeString(n.Name), n.InstanceType, n.CapacityType, n.Pods, n.CPURequested, n.CPUAllocatable, n.MemRequestedGiB, n.MemAllocGiB, n.PricePerHour,
+			template.HTMLEscapeString(staysTitle(n)))
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f3f4f6" stroke="#6b7280"/>`, x, y, box, box)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x, y+box*(1-cpu), box/2, box*cpu, colorCPU)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x+box/2, y+box*(1-mem), box/2, box*mem, colorMemory)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="8" text-anchor="middle">%s</text></g>`, x+box/2, y+box+10, template.HTMLEscapeString(n.InstanceType))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="9" text-anchor="middle">%s</text>`, x+box/2, y+box+10, template.HTMLEscapeString(n.InstanceType))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="9" text-anchor="middle" fill="#6b7280">%s</text></g>`, x+box/2, y+box+20, priceLabel(n.PricePerHour))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// priceLabel is a node's $/hour as its box says it.
+func priceLabel(perHour float64) string { return fmt.Sprintf("$%.4f/h", perHour) }
+
+// staysTitle is why the node stays, for its box's tooltip; empty when not explained.
+func staysTitle(n FleetNode) string {
+	if n.StaysBecause == "" {
+		return ""
+	}
+	return "; stays: " + n.StaysBecause
 }
 
 func ratio(a, b float64) float64 {
@@ -323,6 +376,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"join":    strings.Join,
 	"removed": removals,
 	"sub":     func(a, b int) int { return a - b },
+	"inc":     func(i int) int { return i + 1 },
 	"offerings": func(os []Offering) string {
 		parts := make([]string, len(os))
 		for i, o := range os {
@@ -349,7 +403,7 @@ h1{font-size:20px} h2{font-size:16px;margin-top:24px} h3{font-size:14px} .cards{
 figcaption{font-weight:600;font-size:13px;margin-bottom:4px} table{border-collapse:collapse;font-size:13px}
 td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-align:top} .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}
 .num{display:inline-block;min-width:18px;height:18px;border-radius:9px;background:#374151;color:#fff;text-align:center;font-size:11px;line-height:18px}
-.side{display:flex;gap:24px;align-items:flex-start} .side>div{flex:1;min-width:0} .muted{color:#6b7280}
+.side{display:flex;gap:24px;align-items:flex-start} .side>div{flex:1;min-width:0;overflow-x:auto} .muted{color:#6b7280}
 .better{color:#15803d} .worse{color:#b91c1c} ul.reqs{margin:0;padding-left:16px}
 </style>{{end}}
 
@@ -430,6 +484,41 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 {{end}}</table></details>
 {{end}}
 
+{{define "fleetGroups"}}{{if .Groups}}<table><tr><th>NodePool</th><th>type</th><th>capacity</th><th>nodes</th><th>$/hour each</th><th>$/hour</th></tr>
+{{range .Groups}}<tr><td>{{.NodePool}}</td><td>{{.InstanceType}}</td><td>{{.CapacityType}}</td><td>{{.Nodes}}</td><td>{{if .Priced}}{{printf "%.4f" .PricePerHour}}{{else}}unpriced{{end}}</td><td>{{if .Priced}}{{printf "%.4f" .PerHour}}{{else}}-{{end}}</td></tr>
+{{end}}</table>{{end}}{{end}}
+
+{{define "cluster"}}<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>karpenter simulate --from-cluster: {{.Source}}</title>
+{{template "style"}}<style>body{max-width:1200px}</style></head><body>
+<h1>karpenter simulate --from-cluster: {{.Source}}</h1>
+<p>{{.Today.Nodes}} nodes, {{.Pods.Workload}} pods ({{.Pods.Pending}} pending) and {{.Pods.Daemon}} DaemonSet or static pods; NodePools: {{.NodePoolsFrom}}; seed {{.Seed}}{{if .Version}}, karpenter {{.Version}}{{end}}.</p>
+<div class="cards">
+<div class="card">today<b>${{printf "%.2f" .Savings.TodayPerHour}}/h</b></div>
+<div class="card">after consolidation<b>${{printf "%.2f" .Savings.ConsolidatedPerHour}}/h</b></div>
+<div class="card">from scratch<b>${{printf "%.2f" .Savings.FromScratchPerHour}}/h</b></div>
+<div class="card">consolidation saves<b>${{printf "%.2f" .Savings.ConsolidationMonth}}/month</b></div>
+<div class="card">from scratch saves<b>${{printf "%.2f" .Savings.FromScratchMonth}}/month</b></div>
+</div>
+<h2>Today: {{.Today.Nodes}} nodes, ${{printf "%.4f" .Today.PerHour}}/hour</h2>
+{{template "fleetGroups" .Today}}
+{{if .Today.Unpriced}}<p class="muted">Not priced (instance types the catalog does not know), left out of every $ figure: {{join .Today.Unpriced ", "}}.</p>{{end}}
+<h2>Consolidation now: {{.Consolidation.Fleet.Nodes}} nodes, ${{printf "%.4f" .Consolidation.Fleet.PerHour}}/hour</h2>
+{{if .Consolidation.Steps}}<table><tr><th></th><th>at</th><th>method</th><th>reason</th><th>what it does</th><th>nodes</th><th>$/hour after</th></tr>
+{{range $i, $s := .Consolidation.Steps}}<tr><td>{{inc $i}}</td><td>{{clock $s.AtSeconds}}</td><td>{{$s.Method}}</td><td>{{$s.Reason}}</td><td>{{$s.Message}}</td><td>{{join $s.Nodes ", "}}</td><td>{{printf "%.4f" $s.PerHourAfter}}</td></tr>
+{{end}}</table>{{else}}<p>No command: consolidation leaves the fleet as it is.</p>{{end}}
+{{if .Consolidation.Unmanaged}}<p class="muted">{{.Consolidation.Unmanaged}} nodes Karpenter does not manage are never disrupted: --adopt-nodes NODEPOOL takes them into a NodePool.</p>{{end}}
+{{if not .Consolidation.Settled}}<p class="muted">Still consolidating when the run ended ({{.Consolidation.Duration}}): a longer --settle shows the rest.</p>{{end}}
+{{template "fleetGroups" .Consolidation.Fleet}}
+<h2>From scratch: {{.FromScratch.Fleet.Nodes}} nodes, ${{printf "%.4f" .FromScratch.Fleet.PerHour}}/hour</h2>
+{{template "fleetGroups" .FromScratch.Fleet}}
+{{if .FromScratch.Unscheduled}}<table><tr><th>workload</th><th>pods never scheduled</th><th>why</th></tr>
+{{range .FromScratch.Unscheduled}}<tr><td>{{.Workload}}</td><td>{{.Pods}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Warnings}}<h2>Warnings</h2><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+</body></html>
+{{end}}
+
 {{define "compare"}}<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>karpenter simulate: {{.A}} vs {{.B}}</title>
 {{template "style"}}</head><body>
@@ -440,6 +529,7 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 {{range .Differences}}<tr><td>{{.Metric}}</td><td>{{trim .A}}</td><td>{{trim .B}}</td><td>{{signed .Change}}</td><td>{{.Relative}}</td></tr>
 {{end}}</table>{{else}}<p>None: the two runs agree on every figure.</p>{{end}}
 {{if .Unchanged}}<p class="muted">The same in both: {{join .UnchangedNames ", "}}.</p>{{end}}
+{{if .Why}}<p><b>Why:</b> {{.Why}}</p>{{end}}
 <h2>A and B over time</h2>
 <div class="charts">{{range .Charts}}{{.}}{{end}}</div>
 <h2>Each run</h2>

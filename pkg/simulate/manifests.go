@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
+	"github.com/openkarpenter/karpenter/pkg/featuregate"
 )
 
 // Plain-manifest workloads: a file of Kubernetes documents, such as Karpenter's getting-started
@@ -437,6 +438,20 @@ func plainWorkload(source, name string, docs []document, errs []error) (*Workloa
 	objs, err := decodeObjects(karpenter)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	// Plain manifests run with Karpenter's default feature gates, checked as a workload's.
+	const defaultGates = " (plain manifests run with Karpenter's default feature gates: to set one, put them under a workload file's manifests: beside its featureGates, as examples/node-overlay.yaml does)"
+	defaults := featuregate.Karpenter.Defaults()
+	for _, p := range gateProblems(objs, defaults.Enabled(featuregate.NodeOverlay), defaults.Enabled(featuregate.StaticCapacity)) {
+		for _, doc := range karpenter {
+			if doc.src.Kind == p.object.GetObjectKind().GroupVersionKind().Kind && doc.src.Name == p.object.GetName() {
+				errs = append(errs, doc.errorf(p.field, "%s", p.message+defaultGates))
+				break
+			}
+		}
+	}
+	for _, msg := range bufferProblems(objs, defaults.Enabled(featuregate.CapacityBuffer)) {
+		errs = append(errs, fmt.Errorf("%s: %s%s", file, msg, defaultGates))
 	}
 	volumes, storageErrs := storageObjects(storage, w)
 	errs = append(errs, storageErrs...)

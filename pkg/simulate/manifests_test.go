@@ -151,6 +151,30 @@ func TestPlainManifestsAreAWorkload(t *testing.T) {
 	}
 }
 
+// staticManifests are an EC2NodeClass and a static NodePool of 2³¹−1 nodes, which the
+// simulator once tried to run (out of memory) rather than refuse.
+const staticManifests = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: R
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: s
+spec:
+  replicas: 2147483647
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+`
+
 func TestPlainManifestErrors(t *testing.T) {
 	cases := []struct{ name, text, want string }{
 		{"unsupported kind", gettingStarted + "---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\n",
@@ -181,6 +205,9 @@ func TestPlainManifestErrors(t *testing.T) {
 			`m.yaml:92: Job "crunch": spec.completions: want a whole number from -2147483648 to 2147483647, got 1000000000000`},
 		{"completions past the bound", strings.Replace(gettingStarted, "  completions: 4\n", "  completions: 200000\n  parallelism: 1\n", 1),
 			`m.yaml:92: Job "crunch": spec.completions: 200000 is more than the simulator's bound of 100000 pods`},
+		{"static nodepool without the gate", staticManifests, `m.yaml:16: NodePool "s": spec.replicas: NodePool s sets spec.replicas (a static NodePool), which needs the StaticCapacity feature gate: add featureGates: {StaticCapacity: true}, or remove spec.replicas (plain manifests run with Karpenter's default feature gates`},
+		{"nodeoverlay without the gate", gettingStarted + "---\napiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: cheaper}\nspec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m7i]}], priceAdjustment: \"-10%\"}\n",
+			`NodeOverlay "cheaper": NodeOverlay cheaper needs the NodeOverlay feature gate, which is off by default as in Karpenter`},
 		{"duplicate name", gettingStarted + "---\napiVersion: v1\nkind: Pod\nmetadata: {name: inflate}\nspec: {containers: [{name: c, image: i}]}\n", `m.yaml:107: Pod "inflate": metadata.name: Duplicate value: "inflate": used by an earlier Deployment (m.yaml:47)`},
 	}
 	for _, tc := range cases {

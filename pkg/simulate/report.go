@@ -42,10 +42,12 @@ type Report struct {
 	Workload string `json:"workload"`
 	Seed     int64  `json:"seed"`
 	Duration string `json:"duration"`
-	Cost     Costs  `json:"cost"`
-	Nodes    Nodes  `json:"nodes"`
-	Pods     Pods   `json:"pods"`
-	Util     Util   `json:"utilization"`
+	// DurationSeconds is Duration in seconds, as every other time of the report.
+	DurationSeconds int64 `json:"durationSeconds"`
+	Cost            Costs `json:"cost"`
+	Nodes           Nodes `json:"nodes"`
+	Pods            Pods  `json:"pods"`
+	Util            Util  `json:"utilization"`
 	// Packing is the fleet's packing ratio at its peak and at the end (ours).
 	Packing Packing `json:"packing"`
 	// Disruptions counts the nodes removed, by reason in Karpenter's words (RemovalReasons:
@@ -533,7 +535,7 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	if err := explainFleet(ctx, e, fleet); err != nil {
 		return nil, err
 	}
-	rep := &Report{Workload: r.w.Name, Seed: r.seed, Duration: r.w.Duration.String(), Series: r.samples, Fleet: fleet, Warnings: r.warnings,
+	rep := &Report{Workload: r.w.Name, Seed: r.seed, Duration: r.w.Duration.String(), DurationSeconds: int64(r.w.Duration.Seconds()), Series: r.samples, Fleet: fleet, Warnings: r.warnings,
 		DisruptionMethods: maps.Clone(r.commands)}
 	if r.repairs != (RepairCounts{}) {
 		repairs := r.repairs

@@ -124,8 +124,8 @@ func TestWorkloadErrors(t *testing.T) {
 	cases := []struct {
 		name, text, want string
 	}{
-		{"unknown field", "name: x\nduration: 1h\nbogus: 1\n" + nodePoolManifests, "line 3: field bogus not found"},
-		{"bad duration", "name: x\nduration: forever\n" + nodePoolManifests, `line 2: "forever" is not a duration`},
+		{"unknown field", "name: x\nduration: 1h\nbogus: 1\n" + nodePoolManifests, "small.yaml:3: bogus: unknown field"},
+		{"bad duration", "name: x\nduration: forever\n" + nodePoolManifests, `small.yaml:2: "forever" is not a duration`},
 		{"negative replicas", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    deploy: {name: web, replicas: -2, pod: {cpu: 1}}\n", "small.yaml:25: timeline[0].deploy.replicas: -2 is negative"},
 		{"unknown deployment", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    scale: {name: ghost, replicas: 2}\n", `small.yaml:25: timeline[0].scale.name: no deployment "ghost" was deployed before this event`},
 		{"two actions", "name: x\nduration: 1h\n" + nodePoolManifests + "timeline:\n  - at: 0s\n    scale: {name: a, replicas: 2}\n    delete: {name: a}\n", "timeline[0]: needs exactly one of"},

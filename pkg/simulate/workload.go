@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -354,7 +355,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, yamlErrors(file, "invalid YAML: ", err)
 	}
 	if bad := fractionalCounts(&root); len(bad) > 0 {
 		for i := range bad {
@@ -366,7 +367,7 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(w); err != nil {
-		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, yamlErrors(file, "", err)
 	}
 	events := findSequence(&root, "timeline")
 	for i := range w.Timeline {
@@ -475,22 +476,9 @@ func ParseWorkload(file string, data []byte) (*Workload, error) {
 	for _, msg := range w.repairProblems() {
 		add(lineOf(&root, msg[0]), msg[0]+msg[1], "%s", msg[2])
 	}
-	// Without the NodeOverlay gate Karpenter does not read NodeOverlays; the simulator refuses
-	// one rather than run as if it applied (or silently not).
-	for _, o := range w.Objects {
-		if _, ok := o.(*karpv1alpha1.NodeOverlay); ok && !nodeOverlay {
-			add(manifestsLine, "manifests", "NodeOverlay %s needs the NodeOverlay feature gate, which is off by default as in Karpenter: add featureGates: {NodeOverlay: true}, or remove the NodeOverlay", o.GetName())
-		}
-	}
-	// Without the StaticCapacity gate Karpenter launches nothing for a static NodePool; the
-	// simulator refuses one rather than run it as if the gate were on.
 	refuseStatic := func(line int, field string, objs []client.Object) {
-		for _, o := range objs {
-			if np, ok := o.(*karpv1.NodePool); ok && !staticCapacity && np.Spec.Replicas != nil {
-				add(line, field, "NodePool %s sets spec.replicas (a static NodePool), which needs the StaticCapacity feature gate: add featureGates: {StaticCapacity: true}, or remove spec.replicas", np.Name)
-			} else if ok && np.Spec.Replicas != nil && *np.Spec.Replicas > MaxStaticReplicas {
-				add(line, field, "NodePool %s: spec.replicas: %s", np.Name, tooMany(int(*np.Spec.Replicas), MaxStaticReplicas, "nodes"))
-			}
+		for _, p := range gateProblems(objs, nodeOverlay, staticCapacity) {
+			add(line, field, "%s", p.message)
 		}
 	}
 	refuseStatic(manifestsLine, "manifests", w.Objects)
@@ -1034,6 +1022,65 @@ func decodeManifests(file, text string, firstLine int) ([]client.Object, error) 
 	namespaces, namespaceErrs := decodeBuiltins(namespaceDocs, corev1.SchemeGroupVersion.WithKind("Namespace"), func() client.Object { return &corev1.Namespace{} })
 	objs = append(append(append(append(namespaces, objs...), more...), pts...), classes...)
 	return objs, errors.Join(append(append(append(append(append(errs, err), storageErrs...), templateErrs...), classErrs...), namespaceErrs...)...)
+}
+
+// yamlLine finds the line a YAML parser's message names ("line 6: "), and unknownYAMLField
+// its words for a field the workload does not have.
+var (
+	yamlLine         = regexp.MustCompile(`^line (\d+): `)
+	unknownYAMLField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+)
+
+// yamlErrors gives a YAML parser's errors in the project's form, one per line: file:LINE: what
+// (with prefix), instead of "yaml: line LINE: what" and "yaml: unmarshal errors:" lists.
+func yamlErrors(file, prefix string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	var out []string
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if m := yamlLine.FindStringSubmatch(line); m != nil {
+			what := unknownYAMLField.ReplaceAllString(strings.TrimPrefix(line, m[0]), "$1: unknown field")
+			out = append(out, fmt.Sprintf("%s:%s: %s%s", file, m[1], prefix, what))
+		} else if line != "" {
+			out = append(out, fmt.Sprintf("%s: %s%s", file, prefix, line))
+		}
+	}
+	return errors.New(strings.Join(out, "\n"))
+}
+
+// gateProblem is an object Karpenter would not run as it asks with the feature gates given:
+// the field concerned ("" for the whole object) and a message that names the object and the fix.
+type gateProblem struct {
+	object  client.Object
+	field   string
+	message string
+}
+
+// gateProblems says which of objs Karpenter would not run as they ask with the NodeOverlay and
+// StaticCapacity feature gates as given: without the NodeOverlay gate Karpenter does not read
+// NodeOverlays, and without StaticCapacity it launches nothing for a static NodePool; the
+// simulator refuses them rather than run as if the gates were otherwise. A static NodePool past
+// MaxStaticReplicas is refused too.
+func gateProblems(objs []client.Object, nodeOverlay, staticCapacity bool) []gateProblem {
+	var out []gateProblem
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *karpv1alpha1.NodeOverlay:
+			if !nodeOverlay {
+				out = append(out, gateProblem{o, "", fmt.Sprintf("NodeOverlay %s needs the NodeOverlay feature gate, which is off by default as in Karpenter: add featureGates: {NodeOverlay: true}, or remove the NodeOverlay", o.Name)})
+			}
+		case *karpv1.NodePool:
+			switch {
+			case o.Spec.Replicas == nil:
+			case !staticCapacity:
+				out = append(out, gateProblem{o, "spec.replicas", fmt.Sprintf("NodePool %s sets spec.replicas (a static NodePool), which needs the StaticCapacity feature gate: add featureGates: {StaticCapacity: true}, or remove spec.replicas", o.Name)})
+			case *o.Spec.Replicas > MaxStaticReplicas:
+				out = append(out, gateProblem{o, "spec.replicas", fmt.Sprintf("NodePool %s: spec.replicas: %s", o.Name, tooMany(int(*o.Spec.Replicas), MaxStaticReplicas, "nodes"))})
+			}
+		}
+	}
+	return out
 }
 
 // decodeObjects decodes documents into the project's typed objects, strictly, with the CRDs'

@@ -100,20 +100,37 @@ func ParseResources(s string) ([]corev1.ResourceName, error) {
 }
 
 // ParseExtraLabels parses a comma-separated list of label keys, such as
-// topology.kubernetes.io/zone,karpenter.sh/nodepool; the computed keys NodeAgeLabel and
-// UsageLabel are allowed. An empty string is no labels. It refuses an empty or repeated item
-// and a key that is not a label key.
+// team,karpenter.k8s.aws/instance-family; the computed keys NodeAgeLabel and UsageLabel are
+// allowed. An empty string is no labels. It refuses an empty or repeated item and a key that is
+// not a label key, and leaves out the keys the view shows in columns of its own (builtInColumns:
+// eks-node-viewer's usual topology.kubernetes.io/zone,karpenter.sh/nodepool repeat none).
 func ParseExtraLabels(s string) ([]string, error) {
 	items, err := splitList(s)
 	if err != nil {
 		return nil, err
 	}
+	var out []string
 	for _, item := range items {
 		if err := validateLabelKey(item); err != nil {
 			return nil, err
 		}
+		if !builtInColumns[item] {
+			out = append(out, item)
+		}
 	}
-	return items, nil
+	return out, nil
+}
+
+// builtInColumns are the label keys whose values the view's own columns show: the zone,
+// NodePool, instance type and capacity type, and the node's age.
+var builtInColumns = map[string]bool{
+	corev1.LabelTopologyZone:          true,
+	corev1.LabelFailureDomainBetaZone: true,
+	"karpenter.sh/nodepool":           true,
+	corev1.LabelInstanceTypeStable:    true,
+	corev1.LabelInstanceType:          true,
+	"karpenter.sh/capacity-type":      true,
+	NodeAgeLabel:                      true,
 }
 
 // splitList splits a comma-separated list, trimming spaces around its items; an empty or

@@ -42,8 +42,10 @@ func TestViewParseExtraLabels(t *testing.T) {
 		want []string
 	}{
 		{"", nil},
-		{"topology.kubernetes.io/zone,karpenter.sh/nodepool", []string{"topology.kubernetes.io/zone", "karpenter.sh/nodepool"}},
-		{"team, eks-node-viewer/node-age,eks-node-viewer/node-nvidia.com/gpu-usage", []string{"team", NodeAgeLabel, UsageLabel("nvidia.com/gpu")}},
+		// The view's own columns show these: they are not repeated.
+		{"topology.kubernetes.io/zone,karpenter.sh/nodepool", nil},
+		{"team, eks-node-viewer/node-age,eks-node-viewer/node-nvidia.com/gpu-usage", []string{"team", UsageLabel("nvidia.com/gpu")}},
+		{"node.kubernetes.io/instance-type,karpenter.sh/capacity-type,team", []string{"team"}},
 	} {
 		if got, err := ParseExtraLabels(tc.in); err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("ParseExtraLabels(%q) = %q, %v; want %q", tc.in, got, err, tc.want)

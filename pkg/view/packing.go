@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/openkarpenter/karpenter/pkg/packing"
 )
@@ -18,6 +19,26 @@ type PackingCache struct {
 	mu     sync.Mutex
 	key    uint64
 	result *packing.Result
+	// settled is the last packing measured with no pod pending and no NodeClaim launching,
+	// at settledAt.
+	settled   *packing.Result
+	settledAt time.Time
+}
+
+// hold returns the packing to show: p, remembered as the settled one, when the cluster is
+// settled; else the last settled packing and when it was measured, or p (with a zero time)
+// when there is none yet.
+func (c *PackingCache) hold(p *packing.Result, unsettled bool, now time.Time) (*packing.Result, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !unsettled {
+		c.settled, c.settledAt = p, now
+		return p, time.Time{}
+	}
+	if c.settled != nil {
+		return c.settled, c.settledAt
+	}
+	return p, time.Time{}
 }
 
 // get returns the packing of in, computing it unless the last call was for the same fleet.

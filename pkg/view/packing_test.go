@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,5 +101,47 @@ func TestViewPackingCache(t *testing.T) {
 	changed := NewSnapshot(objs, opts).Summary.Packing
 	if changed == first || changed.Bound <= first.Bound {
 		t.Errorf("a pod more: bound $%.3f, was $%.3f; want a new, higher one", changed.Bound, first.Bound)
+	}
+}
+
+// TestViewPackingHeldWhileUnsettled: while pods are pending, a live view shows the packing of
+// the last settled fleet, saying when it was measured; one frame without a cache says the ratio
+// is taken while pods wait; once settled again, the ratio is current.
+func TestViewPackingHeldWhileUnsettled(t *testing.T) {
+	objs := Objects{NodePools: []karpv1.NodePool{*builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true})}}
+	for i := range 3 {
+		name := fmt.Sprintf("n%d", i)
+		objs.Nodes = append(objs.Nodes, testNode(name, nodeOptions{}))
+		p := testPod("p"+name, name, "1", "1Gi", corev1.PodRunning)
+		p.UID = types.UID("uid-" + name)
+		objs.Pods = append(objs.Pods, p)
+	}
+	cache := &PackingCache{}
+	opts := Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes, Packing: cache}
+	settled := NewSnapshot(objs, opts)
+	if settled.Summary.Unsettled || !settled.Summary.PackingAsOf.IsZero() {
+		t.Fatalf("settled fleet: %+v", settled.Summary)
+	}
+	busy := objs
+	busy.Pods = append(append([]corev1.Pod{}, objs.Pods...), testPod("waiting", "", "1", "1Gi", corev1.PodPending))
+	bound := testPod("more", "n0", "1", "1Gi", corev1.PodRunning)
+	bound.UID = "uid-more"
+	busy.Pods = append(busy.Pods, bound)
+	opts.Now = t0.Add(time.Minute)
+	held := NewSnapshot(busy, opts)
+	if held.Summary.Packing != settled.Summary.Packing || !held.Summary.PackingAsOf.Equal(t0) {
+		t.Errorf("while a pod is pending: packing %+v as of %v, want the settled one as of %v", held.Summary.Packing, held.Summary.PackingAsOf, t0)
+	}
+	if line, _, _ := strings.Cut(render(t, held, RenderOptions{}), "\n"); !strings.Contains(line, "as of "+t0.Format("15:04:05")+", before the pods pending and nodes launching") {
+		t.Errorf("totals line %q does not say the ratio is held", line)
+	}
+	once := NewSnapshot(busy, Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes})
+	if line, _, _ := strings.Cut(render(t, once, RenderOptions{}), "\n"); !strings.Contains(line, "while pods are pending or nodes launching") {
+		t.Errorf("one frame while a pod is pending: totals line %q does not say so", line)
+	}
+	busy.Pods = busy.Pods[:len(busy.Pods)-2]
+	busy.Pods = append(busy.Pods, bound)
+	if again := NewSnapshot(busy, opts); again.Summary.Unsettled || !again.Summary.PackingAsOf.IsZero() || again.Summary.Packing == settled.Summary.Packing {
+		t.Errorf("settled again with a pod more: %+v, want a current packing", again.Summary)
 	}
 }

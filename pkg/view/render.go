@@ -64,17 +64,35 @@ type RenderOptions struct {
 const MinBarWidth = 5
 
 // Render writes s as text: a header with the cluster's cost, counts and total usage of each of
-// its resources, then one line per row. It makes one call to w.Write.
+// its resources, then one line per row. It makes one call to w.Write. When the frame is wider
+// than opts.Width, it gives up cells in fitSteps' order (columns of least use first, then
+// narrower bars and shorter names) until it fits: every row keeps its name, cost, bars and
+// state; what still does not fit is cut off.
 func Render(w io.Writer, s Snapshot, opts RenderOptions) error {
 	if opts.BarWidth <= 0 {
 		opts.BarWidth = DefaultBarWidth
 	}
-	frame, widest := renderFrame(&s, opts)
-	if bars := len(s.Resources); opts.Width > 0 && widest > opts.Width && bars > 0 {
-		// The bars of a line each give up their share of the excess, rounded up.
-		if bar := max(opts.BarWidth-(widest-opts.Width+bars-1)/bars, MinBarWidth); bar < opts.BarWidth {
-			opts.BarWidth = bar
-			frame, widest = renderFrame(&s, opts)
+	fit := fitting{hidden: map[string]bool{}}
+	frame, widest := renderFrame(&s, opts, fit)
+	wanted := opts.BarWidth
+	for _, step := range fitSteps {
+		if opts.Width <= 0 || widest <= opts.Width {
+			break
+		}
+		if !step(&s, &opts, &fit, widest) {
+			continue
+		}
+		frame, widest = renderFrame(&s, opts, fit)
+	}
+	// A later step may have freed more than the bars gave up: they take back what fits.
+	if opts.Width > 0 && widest <= opts.Width {
+		for bar := wanted; bar > opts.BarWidth; bar-- {
+			wider := opts
+			wider.BarWidth = bar
+			if f, w := renderFrame(&s, wider, fit); w <= opts.Width {
+				frame, widest = f, w
+				break
+			}
 		}
 	}
 	if opts.Width > 0 && widest > opts.Width {
@@ -82,6 +100,93 @@ func Render(w io.Writer, s Snapshot, opts RenderOptions) error {
 	}
 	_, err := io.WriteString(w, frame)
 	return err
+}
+
+// fitting is what a frame leaves out to fit RenderOptions.Width: the columns hidden, by title,
+// and the most cells a row's name may take (0: all of it).
+type fitting struct {
+	hidden  map[string]bool
+	nameMax int
+}
+
+// fitStep gives up some of a frame's cells, given how wide it is now; it reports whether it
+// changed anything.
+type fitStep func(s *Snapshot, opts *RenderOptions, fit *fitting, widest int) bool
+
+// hide returns a step that hides the columns of these titles.
+func hide(titles ...string) fitStep {
+	return func(_ *Snapshot, opts *RenderOptions, fit *fitting, _ int) bool {
+		changed := false
+		for _, t := range titles {
+			changed = changed || !fit.hidden[t]
+			fit.hidden[t] = true
+		}
+		return changed
+	}
+}
+
+// hideExtraLabels hides the --extra-labels columns.
+func hideExtraLabels(s *Snapshot, opts *RenderOptions, fit *fitting, widest int) bool {
+	return hide(extraLabelTitles(s.ExtraLabels)...)(s, opts, fit, widest)
+}
+
+// shortenNames caps a row's name at n cells (see shortName).
+func shortenNames(n int) fitStep {
+	return func(_ *Snapshot, _ *RenderOptions, fit *fitting, _ int) bool {
+		if fit.nameMax != 0 && fit.nameMax <= n {
+			return false
+		}
+		fit.nameMax = n
+		return true
+	}
+}
+
+// narrowBars narrows the bars, each by its share of the excess width rounded up, to floor at
+// the least.
+func narrowBars(floor int) fitStep {
+	return func(s *Snapshot, opts *RenderOptions, _ *fitting, widest int) bool {
+		bars := len(s.Resources)
+		if bars == 0 || opts.Width <= 0 {
+			return false
+		}
+		bar := max(opts.BarWidth-(widest-opts.Width+bars-1)/bars, floor)
+		if bar >= opts.BarWidth {
+			return false
+		}
+		opts.BarWidth = bar
+		return true
+	}
+}
+
+// fitSteps are the steps Render takes, in order, while a frame is too wide: first the columns a
+// reader needs least (age, capacity type, zone) and the domain of long node names, then
+// narrower bars, the pods, NodePool, extra-label and type columns, the narrowest bars, and the
+// shortest names. A row's name, cost, bars and state stay to the end, as eks-node-viewer's.
+var fitSteps = []fitStep{
+	hide("AGE"),
+	hide("CAPACITY"),
+	shortenNames(28),
+	hide("ZONE"),
+	narrowBars(10),
+	hide("PODS"),
+	hide("NODEPOOL"),
+	narrowBars(MinBarWidth),
+	hideExtraLabels,
+	hide("TYPE"),
+	shortenNames(16),
+}
+
+// shortName is name in at most n cells (n of 0: all of it): the part before its first dot when
+// that fits (ip-10-0-0-21.us-east-1.compute.internal is ip-10-0-0-21), else its first n−1
+// cells and an ellipsis.
+func shortName(name string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(name) <= n {
+		return name
+	}
+	if host, _, ok := strings.Cut(name, "."); ok && host != "" && utf8.RuneCountInString(host) <= n {
+		return host
+	}
+	return string([]rune(name)[:n-1]) + "…"
 }
 
 // pageCount is how many pages Render splits the rows of s into to fit height lines: 1 when
@@ -109,8 +214,8 @@ func pageSize(s *Snapshot, height int) int {
 	return max(fit-1, 1)
 }
 
-// renderFrame returns the frame and the width of its widest line.
-func renderFrame(s *Snapshot, opts RenderOptions) (string, int) {
+// renderFrame returns the frame, without what fit leaves out, and the width of its widest line.
+func renderFrame(s *Snapshot, opts RenderOptions, fit fitting) (string, int) {
 	p := painter{color: opts.Color}
 	var b strings.Builder
 	renderHeader(&b, s, opts, p)
@@ -132,9 +237,23 @@ func renderFrame(s *Snapshot, opts RenderOptions) (string, int) {
 	for _, title := range extraLabelTitles(s.ExtraLabels) {
 		cols = append(cols, column{title: title})
 	}
-	t := newTable(p, cols...)
+	var shown []column
+	for _, c := range cols {
+		if !fit.hidden[c.title] {
+			shown = append(shown, c)
+		}
+	}
+	t := newTable(p, shown...)
 	for i := range s.Rows {
-		t.add(rowCells(&s.Rows[i], s, opts, p))
+		cells := rowCells(&s.Rows[i], s, opts, p)
+		cells[0].text = shortName(cells[0].text, fit.nameMax)
+		kept := cells[:0]
+		for j, c := range cells {
+			if !fit.hidden[cols[j].title] {
+				kept = append(kept, c)
+			}
+		}
+		t.add(kept)
 	}
 	t.write(&b, first, last)
 	if pages > 1 {
@@ -207,6 +326,12 @@ func renderHeader(b *strings.Builder, s *Snapshot, opts RenderOptions, p painter
 	if p := sum.Packing; p != nil && p.Bound > 0 {
 		// Ours: the Karpenter nodes' $/hour over the least any packing of their pods costs.
 		fmt.Fprintf(b, "  ·  packing %.2f× the bound (%s/hour)", p.Ratio(), dollars(p.Bound, 3))
+		switch {
+		case !sum.PackingAsOf.IsZero():
+			fmt.Fprintf(b, " as of %s, before the pods pending and nodes launching", sum.PackingAsOf.Format("15:04:05"))
+		case sum.Unsettled:
+			b.WriteString(" while pods are pending or nodes launching")
+		}
 	}
 	b.WriteByte('\n')
 	fmt.Fprintf(b, "%s  %d %s", title("Nodes"), sum.Nodes, plural(sum.Nodes, "node", "nodes"))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,6 +262,10 @@ func TestViewRenderWriteError(t *testing.T) {
 	}
 }
 
+// TestViewRenderWidth: a frame wider than the terminal gives up its columns of least use first,
+// then narrows its bars and shortens its names: at 80, 120 and 140 columns and one short of
+// its full width, no line is wider, and every row keeps its name (shortened), cost, bars and
+// state. Only past what the steps can give up are lines cut.
 func TestViewRenderWidth(t *testing.T) {
 	s := NewSnapshot(cluster(), Options{Now: t0, Prices: testPrices})
 	widest := func(frame string) int {
@@ -270,45 +275,51 @@ func TestViewRenderWidth(t *testing.T) {
 		}
 		return w
 	}
-	full := widest(render(t, s, RenderOptions{}))
-	for _, tc := range []struct {
-		width   int
-		color   bool
-		wantBar int // the bars' width after shrinking
-		cut     bool
-	}{
-		{0, false, 20, false},
-		{full, false, 20, false},
-		{full - 1, false, 19, false},
-		{full - 10, true, 15, false},
-		{full - 30, false, MinBarWidth, false},
-		{full - 31, false, MinBarWidth, true},
-		{40, true, MinBarWidth, true},
-	} {
-		out := render(t, s, RenderOptions{Width: tc.width, Color: tc.color})
-		// What it should be: the frame with bars of wantBar, lines cut to the width.
-		ref := render(t, s, RenderOptions{BarWidth: tc.wantBar, Color: tc.color})
-		outLines, refLines := strings.Split(out, "\n"), strings.Split(ref, "\n")
-		if len(outLines) != len(refLines) {
-			t.Fatalf("width %d: %d lines, want %d", tc.width, len(outLines), len(refLines))
-		}
-		cut := false
-		for i, l := range outLines {
-			want := refLines[i]
-			if tc.width > 0 && width(want) > tc.width {
-				cut = true
-				want = string([]rune(stripANSI(want))[:tc.width])
-				if tc.color && !strings.HasSuffix(l, ansiReset) {
-					t.Errorf("width %d: cut line does not reset its colour: %q", tc.width, l)
+	full := render(t, s, RenderOptions{})
+	if got := render(t, s, RenderOptions{Width: widest(full)}); got != full {
+		t.Errorf("at its full width the frame changed:\n%s\nwant\n%s", got, full)
+	}
+	for _, w := range []int{widest(full) - 1, 140, 120, 80} {
+		for _, color := range []bool{false, true} {
+			out := render(t, s, RenderOptions{Width: w, Color: color})
+			if got := widest(out); got > w {
+				t.Errorf("width %d: a line of %d cells:\n%s", w, got, out)
+			}
+			plain := stripANSI(out)
+			for _, r := range s.Rows {
+				line := ""
+				for l := range strings.Lines(plain) {
+					if strings.HasPrefix(l, shortName(r.Name, 16)) {
+						line = l
+					}
 				}
-				l = stripANSI(l)
-			}
-			if l != want {
-				t.Errorf("width %d: line %d is\n%q, want\n%q", tc.width, i, l, want)
+				price := "-"
+				if r.Priced {
+					price = strconv.FormatFloat(r.Price, 'f', 4, 64)
+				}
+				if line == "" || !strings.Contains(line, price) || !r.Claim && !strings.Contains(line, barEmpty+barEmpty) && !strings.Contains(line, barFull) ||
+					!strings.HasSuffix(strings.TrimSpace(line), string(r.State)) {
+					t.Errorf("width %d, colour %v: row %s lacks its name, price %s, bars or state %s:\n%s", w, color, r.Name, price, r.State, plain)
+				}
 			}
 		}
-		if cut != tc.cut {
-			t.Errorf("width %d: lines cut %v, want %v:\n%s", tc.width, cut, tc.cut, out)
+	}
+	// At 80 columns the age, capacity type and zone went first.
+	narrow := stripANSI(render(t, s, RenderOptions{Width: 80}))
+	for _, gone := range []string{"AGE", "CAPACITY", "ZONE"} {
+		if strings.Contains(narrow, gone) {
+			t.Errorf("at 80 columns the %s column stays:\n%s", gone, narrow)
+		}
+	}
+	// Too narrow for what the steps can give up: lines are cut, their colours reset.
+	out := render(t, s, RenderOptions{Width: 30, Color: true})
+	for l := range strings.Lines(out) {
+		l = strings.TrimSuffix(l, "\n")
+		if width(l) > 30 {
+			t.Errorf("width 30: a line of %d cells: %q", width(l), l)
+		}
+		if width(l) == 30 && strings.Contains(l, "\x1b[") && !strings.HasSuffix(l, ansiReset) {
+			t.Errorf("width 30: a cut line does not reset its colour: %q", l)
 		}
 	}
 }
@@ -412,14 +423,13 @@ func TestViewAmount(t *testing.T) {
 	}
 }
 
-// With three bars a line, each gives up a third of the excess width, rounded up.
+// With three bars a line, once the columns of least use are gone, each bar gives up a third of
+// the excess width, rounded up.
 func TestViewRenderWidthThreeBars(t *testing.T) {
 	s := NewSnapshot(resourceCluster(), Options{Now: t0, Prices: testPrices,
 		Resources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, gpuResource}})
-	full := 0
-	for l := range strings.Lines(render(t, s, RenderOptions{})) {
-		full = max(full, width(strings.TrimSuffix(l, "\n")))
-	}
+	fit := fitting{hidden: map[string]bool{"AGE": true, "CAPACITY": true, "ZONE": true}, nameMax: 28}
+	fullFrame, full := renderFrame(&s, RenderOptions{BarWidth: DefaultBarWidth}, fit)
 	for _, tc := range []struct{ width, wantBar int }{
 		{full, DefaultBarWidth},
 		{full - 1, DefaultBarWidth - 1},
@@ -428,7 +438,11 @@ func TestViewRenderWidthThreeBars(t *testing.T) {
 		{full - 30, DefaultBarWidth - 10},
 	} {
 		got := render(t, s, RenderOptions{Width: tc.width})
-		if want := render(t, s, RenderOptions{BarWidth: tc.wantBar}); got != want {
+		want, _ := renderFrame(&s, RenderOptions{BarWidth: tc.wantBar}, fit)
+		if tc.width == full {
+			want = fullFrame
+		}
+		if got != want {
 			t.Errorf("width %d: not the frame with bars of %d:\n%s\nwant\n%s", tc.width, tc.wantBar, got, want)
 		}
 	}

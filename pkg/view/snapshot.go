@@ -170,8 +170,15 @@ type Summary struct {
 	Usage []Usage
 	// Packing is the shown Karpenter nodes re-packed from scratch (package packing): their
 	// $/hour over the lower bound of their pods' is the packing ratio. Nil without
-	// Options.InstanceTypes, or when no pod runs on such nodes.
+	// Options.InstanceTypes, or when no pod runs on such nodes. While pods are pending or
+	// NodeClaims launching (Unsettled) the fleet is between two states and its ratio says
+	// little: a live view (Options.Packing) holds the last one measured when neither was so,
+	// measured at PackingAsOf.
 	Packing *packing.Result
+	// Unsettled is true while pods are pending or NodeClaims launching.
+	Unsettled bool
+	// PackingAsOf, when set, is when the held Packing was measured.
+	PackingAsOf time.Time
 }
 
 // PricePerMonth is PricePerHour over a month of cloudprovider.HoursPerMonth.
@@ -325,8 +332,12 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 			s.Summary.Usage[j].add(row.Usage[j])
 		}
 	}
+	s.Summary.Unsettled = s.Summary.PendingPods > 0 || s.Summary.Launching > 0
 	if opts.InstanceTypes != nil {
 		s.Summary.Packing = repack(objs, s.Rows, rowByNode, opts.InstanceTypes, opts.Packing)
+		if opts.Packing != nil {
+			s.Summary.Packing, s.Summary.PackingAsOf = opts.Packing.hold(s.Summary.Packing, s.Summary.Unsettled, opts.Now)
+		}
 	}
 	sortRows(&s, opts.Sort, opts.Order)
 	return s

@@ -371,7 +371,7 @@ func TestViewSnapshotSummary(t *testing.T) {
 	s := snapshot(objs)
 	want := Summary{
 		Nodes: 2, Unmanaged: 1, Launching: 1, PendingPods: 2, PricePerHour: 0.20, Unpriced: 1,
-		Usage: []Usage{{Requested: 1500, Allocatable: 6000}, {Requested: 3 << 30, Allocatable: 24 << 30}},
+		Usage: []Usage{{Requested: 1500, Allocatable: 6000}, {Requested: 3 << 30, Allocatable: 24 << 30}}, Unsettled: true,
 	}
 	got := s.Summary
 	if math.Abs(got.PricePerHour-want.PricePerHour) > 1e-9 {

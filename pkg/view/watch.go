@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
@@ -56,7 +59,50 @@ func Once(ctx context.Context, src Source, w io.Writer, opts Options, render Ren
 	if err != nil {
 		return err
 	}
+	if err := CheckResources(objs, opts.Resources); err != nil {
+		return err
+	}
 	return Render(w, NewSnapshot(objs, opts), render)
+}
+
+// CheckResources refuses resources that no node of objs has allocatable (a misspelt
+// nvidia.com/gpu would show empty bars as if none were requested), naming those the nodes
+// have. With no node, every resource is accepted.
+func CheckResources(objs Objects, resources []corev1.ResourceName) error {
+	if len(objs.Nodes) == 0 {
+		return nil
+	}
+	have := map[corev1.ResourceName]bool{}
+	for _, n := range objs.Nodes {
+		for name := range n.Status.Allocatable {
+			have[name] = true
+		}
+	}
+	var missing []string
+	for _, r := range resources {
+		if !have[r] {
+			missing = append(missing, string(r))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(have))
+	for name := range have {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	return &UnknownResourcesError{Missing: missing, Have: names}
+}
+
+// UnknownResourcesError is CheckResources' refusal: the resources asked for that no node has,
+// and those the nodes have.
+type UnknownResourcesError struct {
+	Missing, Have []string
+}
+
+func (e *UnknownResourcesError) Error() string {
+	return fmt.Sprintf("--resources: no node has %s allocatable (the nodes shown have %s)", strings.Join(e.Missing, ", "), strings.Join(e.Have, ", "))
 }
 
 // Watch draws a frame from src every Interval on the terminal w, in place, until ctx ends or q

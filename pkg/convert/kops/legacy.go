@@ -137,9 +137,9 @@ func (g *generator) externalCloudControllerManager() bool {
 		return true
 	}
 	major, minor, ok := kubernetesMinor(spec.KubernetesVersion)
-	if !ok {
-		g.result.Warnf("Cluster %q: spec.kubernetesVersion %q is not a version; assuming the external cloud controller manager (Kubernetes 1.24 and later)",
-			g.cluster.Metadata.Name, spec.KubernetesVersion)
+	if !ok { // unset (validateCluster refuses a version it cannot read)
+		g.result.Warnf("Cluster %q: spec.kubernetesVersion is not set; assuming the external cloud controller manager (Kubernetes 1.24 and later)",
+			g.cluster.Metadata.Name)
 		return true
 	}
 	return major > 1 || (major == 1 && minor >= 24)

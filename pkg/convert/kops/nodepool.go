@@ -72,6 +72,13 @@ func (g *generator) nodePool(ig *InstanceGroup, doc *convert.Document) (*karpv1.
 	}
 	if ig.Spec.MinSize != nil && *ig.Spec.MinSize > 0 {
 		pool.Spec.Replicas = ptr.To(int64(*ig.Spec.MinSize))
+		// kOps' addon runs Karpenter with the gate on (validateCluster refuses it off); any
+		// other install must turn it on, or the NodePool launches nothing.
+		doc.Comment = fmt.Sprintf("A static NodePool (spec.replicas %d, from the InstanceGroup's minSize): Karpenter launches its nodes\n"+
+			"only with the StaticCapacity feature gate on, as kOps' addon runs it. Elsewhere set\n"+
+			"FEATURE_GATES=StaticCapacity=true (Helm: settings.featureGates.staticCapacity: true).", *pool.Spec.Replicas)
+		g.result.Warnf("NodePool %q is static (spec.replicas %d, from minSize): Karpenter launches its nodes only with the StaticCapacity feature gate on, as kOps' addon runs it; elsewhere set FEATURE_GATES=StaticCapacity=true (Helm: settings.featureGates.staticCapacity: true), or the NodePool launches nothing",
+			name, *pool.Spec.Replicas)
 	}
 	if ig.Spec.MaxSize != nil {
 		pool.Spec.Limits = karpv1.Limits{"nodes": resource.MustParse(strconv.FormatInt(int64(*ig.Spec.MaxSize), 10))}

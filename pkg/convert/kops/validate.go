@@ -3,6 +3,8 @@ package kops
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -24,6 +26,11 @@ func validateCluster(c *Cluster, legacy bool) field.ErrorList {
 	spec := field.NewPath("spec")
 	if !c.Spec.karpenterEnabled() {
 		return nil
+	}
+	if v := c.Spec.KubernetesVersion; v != "" {
+		if _, _, ok := kubernetesMinor(v); !ok {
+			errs = append(errs, field.Invalid(spec.Child("kubernetesVersion"), v, "must be a Kubernetes version, such as 1.33.1"))
+		}
 	}
 	if c.Spec.IAM == nil || c.Spec.IAM.UseServiceAccountExternalPermissions == nil || !*c.Spec.IAM.UseServiceAccountExternalPermissions {
 		errs = append(errs, field.Forbidden(spec.Child("karpenter", "enabled"),
@@ -49,6 +56,12 @@ func validateInstanceGroup(c *Cluster, ig *InstanceGroup, legacy bool) field.Err
 		errs = append(errs, field.Forbidden(spec.Child("role"), "Karpenter InstanceGroups must have role Node"))
 	}
 	errs = append(errs, validateMachineTypes(ig)...)
+	if price := ig.Spec.MaxPrice; price != nil {
+		// EC2 takes the spot price limit as a decimal number of dollars an hour.
+		if v, err := strconv.ParseFloat(strings.TrimSpace(*price), 64); err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			errs = append(errs, field.Invalid(spec.Child("maxPrice"), *price, "must be a positive number of dollars an hour, such as \"0.05\""))
+		}
+	}
 	if legacy {
 		return errs
 	}
