@@ -264,6 +264,11 @@ type Decision struct {
 	// instance type without a price), and those single-node consolidation tried and could
 	// neither delete nor replace, with why (Karpenter's Unconsolidatable events).
 	Unconsolidatable []Blocked
+	// PassedOver are the candidates consolidation passes over whatever the cluster looks like,
+	// protected or not, and why: consolidation disabled or WhenEmpty with pods (as
+	// Unconsolidatable says of unprotected ones), else their protection (as Blocked says of
+	// those a method wanted). For Explanations; no Event reports it.
+	PassedOver []Blocked
 	// BlockedPools are the NodePools with nodes whose budgets allow no disruption for a reason
 	// now (Karpenter's DisruptionBlocked events on NodePools).
 	BlockedPools []PoolBlock
@@ -413,7 +418,7 @@ func Decide(in Input) *Decision {
 			out.Consolidated = append(out.Consolidated, m.name)
 		}
 	}
-	out.Unconsolidatable, out.RepairHolds, out.Blocked = d.unconsolidatable, d.repairHolds, d.blocked
+	out.Unconsolidatable, out.RepairHolds, out.Blocked, out.PassedOver = d.unconsolidatable, d.repairHolds, d.blocked, d.passedOver
 	out.NextChange, out.repackWaits = d.next, d.repackWaits // a method may have added a moment
 	out.Timeouts, out.UnseenNodePools, out.Moves = d.timeouts, d.unseenPools, d.moves
 	out.Eligible = map[karpv1.DisruptionReason]int{
@@ -581,6 +586,7 @@ type decider struct {
 	timed              []TimedProtection
 	// unconsolidatable are the candidates single-node consolidation could not act on, and why.
 	unconsolidatable []Blocked
+	passedOver       []Blocked
 	timeouts         []SearchTimeout // Decision.Timeouts
 	moves            []Move          // Decision.Moves
 	unseenPools      []string        // Decision.UnseenNodePools
@@ -667,10 +673,12 @@ func newDecider(in Input) *decider {
 		if at, ok := consolidatableAt(sn.NodeClaim, np); ok {
 			d.wake(at)
 		}
-		if c.protected() == "" {
-			if why := consolidationPassesOver(c); why != "" {
-				d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: why})
-			}
+		passedOver := consolidationPassesOver(c)
+		if c.protected() == "" && passedOver != "" {
+			d.unconsolidatable = append(d.unconsolidatable, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: passedOver})
+		}
+		if why := cmp.Or(passedOver, c.protected()); why != "" {
+			d.passedOver = append(d.passedOver, Blocked{Node: sn.Node.Name, NodeClaim: sn.NodeClaim.Name, Reason: why})
 		}
 		if why := c.protected(); why != "" {
 			if c.Drifted != "" && !c.mayDrift() || c.Consolidatable && d.mayConsolidate(c) {

@@ -56,6 +56,10 @@ func (d *Decision) Explanations(in Input) []NodeExplanation {
 			}
 		}
 	}
+	passedOver := map[string]string{}
+	for _, b := range d.PassedOver {
+		passedOver[b.Node] = b.Reason
+	}
 	blockedPools := map[string][]string{}
 	for _, b := range d.BlockedPools {
 		blockedPools[b.NodePool] = append(blockedPools[b.NodePool], string(b.Reason))
@@ -85,6 +89,9 @@ func (d *Decision) Explanations(in Input) []NodeExplanation {
 		case len(blockedPools[e.NodePool]) > 0:
 			e.Reason = fmt.Sprintf("NodePool %q's disruption budgets allow no disruption now for %s", e.NodePool, strings.Join(blockedPools[e.NodePool], ", "))
 			e.Change = fmt.Sprintf("a budget of NodePool %q (spec.disruption.budgets) that allows it", e.NodePool)
+		case passedOver[e.Node] != "":
+			e.Reason = passedOver[e.Node]
+			e.Change = changeFor(e.Reason, e.NodePool)
 		case waiting[e.NodeClaim] != "":
 			e.Reason = "not consolidatable yet: " + waiting[e.NodeClaim]
 			if np := pools[e.NodePool]; np != nil && np.Spec.Disruption.ConsolidateAfter.IsNever() {
@@ -119,8 +126,8 @@ func changeFor(reason, nodePool string) string {
 		return fmt.Sprintf("consolidationPolicy: WhenEmptyOrUnderutilized in NodePool %q", nodePool)
 	case reason == staticAtLimitBlocked:
 		return fmt.Sprintf("a higher limits.nodes in NodePool %q, or the TerminateFirstDrift / TerminateFirstRepair gate", nodePool)
-	case reason == noCheaperNode, strings.HasPrefix(reason, "Not all pods would schedule"):
-		return fmt.Sprintf("cheaper instance types allowed in NodePool %q, or room for its pods on other nodes", nodePool)
+	case strings.HasPrefix(reason, "Not all pods would schedule"):
+		return "room elsewhere for the pods named, within their constraints"
 	}
 	return ""
 }

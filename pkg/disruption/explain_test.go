@@ -64,3 +64,21 @@ func explain(t *testing.T, withEmpty bool) {
 		}
 	}
 }
+
+// TestExplanationsOfPassedOver: a node consolidation never looks at (a WhenEmpty NodePool's,
+// with pods) is explained by that, even when a pod of it says do-not-disrupt too, with the
+// NodePool change that would let consolidation act.
+func TestExplanationsOfPassedOver(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "empty-only", Ready: true}, everyBudget("100%"), func(np *karpv1.NodePool) {
+		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+	})
+	c := newCluster(catalog(), np)
+	protected := pod("500m", "1Gi")
+	protected.Annotations = map[string]string{karpv1.DoNotDisruptAnnotationKey: "true"}
+	c.add(stateNode(np, "busy", findType(c.types, "c.large"), karpv1.CapacityTypeOnDemand, "test-zone-1", protected))
+	got := Decide(c.in).Explanations(c.in)
+	if len(got) != 1 || got[0].Reason != `NodePool "empty-only" has consolidation policy WhenEmpty, but node is not empty` ||
+		got[0].Change != `consolidationPolicy: WhenEmptyOrUnderutilized in NodePool "empty-only"` {
+		t.Errorf("explanations %+v, want the WhenEmpty policy and its change", got)
+	}
+}

@@ -72,20 +72,7 @@ func TestWebExplainsItsEndState(t *testing.T) {
 // on-demand ends $/hour apart for one reason, which the comparison names in one line; each
 // difference carries a stable field name.
 func TestCompareSaysWhyRunsEndApart(t *testing.T) {
-	a := sharedReport(t, "../../examples/web.yaml")
-	w, err := LoadWorkload("../../examples/web.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := w.WithManifests("../../examples/compare/on-demand-only.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Run(context.Background(), other, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Compare("web.yaml", "on-demand-only.yaml", a, b)
+	c := Compare("web.yaml", "on-demand-only.yaml", sharedReport(t, "../../examples/web.yaml"), webOnDemand(t))
 	want := `B ends $2.88/hour cheaper than A: A keeps $4.69/hour of nodes at the end because "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node", B none.`
 	if c.Why != want {
 		t.Errorf("why:\n got %q\nwant %q", c.Why, want)
@@ -107,4 +94,30 @@ func TestCompareSaysWhyRunsEndApart(t *testing.T) {
 	if !strings.Contains(text.String(), want) {
 		t.Errorf("the text lacks the reason:\n%s", text.String())
 	}
+}
+
+// webOnDemand is the report of examples/web.yaml with its NodePool restricted to on-demand
+// (examples/compare/on-demand-only.yaml), run once for the tests that read it (sharedReport).
+func webOnDemand(t *testing.T) *Report {
+	t.Helper()
+	const key = "../../examples/web.yaml --compare ../../examples/compare/on-demand-only.yaml"
+	exampleReports.Lock()
+	defer exampleReports.Unlock()
+	if rep, ok := exampleReports.reports[key]; ok {
+		return rep
+	}
+	w, err := LoadWorkload("../../examples/web.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := w.WithManifests("../../examples/compare/on-demand-only.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), other, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exampleReports.reports[key] = rep
+	return rep
 }

@@ -160,22 +160,9 @@ func TestCompareReportInChromium(t *testing.T) {
 // KARPENTER_SCREENSHOTS=dir it also keeps the PNG there, to look at.
 func screenshot(t *testing.T, html string, width, height int) image.Image {
 	t.Helper()
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")
-	}
 	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	shot := filepath.Join(dir, "report.png")
-	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+filepath.Join(dir, "profile"),
-		"--window-size="+strconv.Itoa(width)+","+strconv.Itoa(height), "--screenshot="+shot, "file://"+page)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
+	headless(t, dir, html, width, height, "--screenshot="+shot)
 	data, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +177,31 @@ func screenshot(t *testing.T, html string, width, height int) image.Image {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// headless opens the page in headless Chromium, in a window of the size given, with its
+// profile and the page in dir, and returns what it prints on standard output (args say what:
+// --screenshot=FILE, --dump-dom).
+func headless(t *testing.T, dir, html string, width, height int, args ...string) []byte {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")
+	}
+	page := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(browser, append(append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir=" + filepath.Join(dir, "profile"),
+		"--window-size=" + strconv.Itoa(width) + "," + strconv.Itoa(height)}, args...), "file://"+page)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return out
 }
 
 // countColor counts pixels within a small distance of an RGB colour.

@@ -1,12 +1,7 @@
 package simulate
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,22 +46,7 @@ window.addEventListener("load", () => {
 // boxes overlapping on screen (overlapScript).
 func overlaps(t *testing.T, html string, width int) []string {
 	t.Helper()
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does)")
-	}
-	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(page, []byte(strings.Replace(html, "</body>", overlapScript+"</body>", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+filepath.Join(dir, "profile"),
-		"--window-size="+strconv.Itoa(width)+",1000", "--virtual-time-budget=5000", "--dump-dom", "file://"+page).Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	dom := string(out)
+	dom := string(headless(t, t.TempDir(), strings.Replace(html, "</body>", overlapScript+"</body>", 1), width, 1000, "--virtual-time-budget=5000", "--dump-dom"))
 	start := strings.Index(dom, `<pre id="overlaps">`)
 	if start < 0 {
 		t.Fatalf("the overlap check did not run:\n%.400s", dom)
@@ -86,19 +66,7 @@ func overlaps(t *testing.T, html string, width int) []string {
 // bundled dump lay out at 1280 and 1920 pixels wide with no box over another: the NodePool
 // tables of the two runs, the final fleet's labels.
 func TestReportLayoutHasNoOverlaps(t *testing.T) {
-	a := sharedReport(t, "../../examples/web.yaml")
-	w, err := LoadWorkload("../../examples/web.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := w.WithManifests("../../examples/compare/on-demand-only.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Run(context.Background(), other, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := sharedReport(t, "../../examples/web.yaml"), webOnDemand(t)
 	c, err := LoadClusterDump(clusterDump)
 	if err != nil {
 		t.Fatal(err)

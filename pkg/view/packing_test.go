@@ -78,14 +78,7 @@ func TestViewPackingRatio(t *testing.T) {
 // TestViewPackingCache: a live view's cache re-packs only when the fleet changed: the same
 // objects give the same result without computing it again; a pod more gives a new one.
 func TestViewPackingCache(t *testing.T) {
-	objs := Objects{NodePools: []karpv1.NodePool{*builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true})}}
-	for i := range 3 {
-		name := fmt.Sprintf("n%d", i)
-		objs.Nodes = append(objs.Nodes, testNode(name, nodeOptions{}))
-		p := testPod("p"+name, name, "1", "1Gi", corev1.PodRunning)
-		p.UID = types.UID("uid-" + name)
-		objs.Pods = append(objs.Pods, p)
-	}
+	objs := threeNodes()
 	cache := &PackingCache{}
 	opts := Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes, Packing: cache}
 	first := NewSnapshot(objs, opts).Summary.Packing
@@ -108,14 +101,7 @@ func TestViewPackingCache(t *testing.T) {
 // the last settled fleet, saying when it was measured; one frame without a cache says the ratio
 // is taken while pods wait; once settled again, the ratio is current.
 func TestViewPackingHeldWhileUnsettled(t *testing.T) {
-	objs := Objects{NodePools: []karpv1.NodePool{*builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true})}}
-	for i := range 3 {
-		name := fmt.Sprintf("n%d", i)
-		objs.Nodes = append(objs.Nodes, testNode(name, nodeOptions{}))
-		p := testPod("p"+name, name, "1", "1Gi", corev1.PodRunning)
-		p.UID = types.UID("uid-" + name)
-		objs.Pods = append(objs.Pods, p)
-	}
+	objs := threeNodes()
 	cache := &PackingCache{}
 	opts := Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes, Packing: cache}
 	settled := NewSnapshot(objs, opts)
@@ -144,4 +130,17 @@ func TestViewPackingHeldWhileUnsettled(t *testing.T) {
 	if again := NewSnapshot(busy, opts); again.Summary.Unsettled || !again.Summary.PackingAsOf.IsZero() || again.Summary.Packing == settled.Summary.Packing {
 		t.Errorf("settled again with a pod more: %+v, want a current packing", again.Summary)
 	}
+}
+
+// threeNodes is a NodePool's three nodes, each running a pod of one core.
+func threeNodes() Objects {
+	objs := Objects{NodePools: []karpv1.NodePool{*builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true})}}
+	for i := range 3 {
+		name := fmt.Sprintf("n%d", i)
+		objs.Nodes = append(objs.Nodes, testNode(name, nodeOptions{}))
+		p := testPod("p"+name, name, "1", "1Gi", corev1.PodRunning)
+		p.UID = types.UID("uid-" + name)
+		objs.Pods = append(objs.Pods, p)
+	}
+	return objs
 }
