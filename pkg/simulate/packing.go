@@ -66,8 +66,13 @@ func writePackingText(b *strings.Builder, p Packing) {
 	}
 	fmt.Fprintf(b, "Packing   %.2f× the bound at the end, %.2f× at its highest; the bound, $%.2f/hour, is the least the pods at the end could cost on new nodes (packed from scratch by the scheduler: $%.2f/hour)\n",
 		p.FinalRatio, p.PeakRatio, p.FinalBoundPerHour, p.FinalRepackedPerHour)
-	if p.FinalRatio >= disruption.RepackThreshold {
+	switch {
+	case p.FinalRatio < disruption.RepackThreshold:
+	case p.FinalRepackedPerHour < p.FinalPerHour:
 		fmt.Fprintf(b, "          at %.2f×, the nodes cost more than their pods need: why consolidation leaves them is below; the RepackConsolidation gate (ours) replaces the most wasteful nodes of a fleet at %.2f× or more\n",
 			p.FinalRatio, disruption.RepackThreshold)
+	default:
+		// The bound packs fractions of nodes: whole nodes of the NodePools' types do no better.
+		b.WriteString("          whole nodes of the NodePools' instance types hold these pods no cheaper: the gap to the bound is the unused part of the nodes they need\n")
 	}
 }

@@ -70,3 +70,35 @@ func TestFragmentedExample(t *testing.T) {
 		t.Errorf("the text report does not give the packing ratio:\n%s", text.String())
 	}
 }
+
+// TestPackingText: the packing line says what the bound is, and below the line, only at the
+// re-pack threshold or above, either where the waste can go (re-packed from scratch is cheaper)
+// or that whole nodes do no better.
+func TestPackingText(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    Packing
+		want []string
+		not  []string
+	}{
+		{"close", Packing{PeakRatio: 1.2, FinalRatio: 1.05, FinalPerHour: 1.05, FinalRepackedPerHour: 1.05, FinalBoundPerHour: 1},
+			[]string{"Packing   1.05× the bound at the end, 1.20× at its highest; the bound, $1.00/hour, is the least"}, []string{"RepackConsolidation", "whole nodes"}},
+		{"re-pack saves", Packing{PeakRatio: 13, FinalRatio: 13, FinalPerHour: 4.69, FinalRepackedPerHour: 0.46, FinalBoundPerHour: 0.36},
+			[]string{"why consolidation leaves them is below", "RepackConsolidation"}, []string{"whole nodes"}},
+		{"whole nodes", Packing{PeakRatio: 3.19, FinalRatio: 1.59, FinalPerHour: 0.31, FinalRepackedPerHour: 0.31, FinalBoundPerHour: 0.19},
+			[]string{"whole nodes of the NodePools' instance types hold these pods no cheaper"}, []string{"RepackConsolidation"}},
+	} {
+		var b strings.Builder
+		writePackingText(&b, tc.p)
+		for _, w := range tc.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: %q lacks %q", tc.name, b.String(), w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(b.String(), n) {
+				t.Errorf("%s: %q says %q", tc.name, b.String(), n)
+			}
+		}
+	}
+}

@@ -331,7 +331,7 @@ func TestUnhealthyEventErrors(t *testing.T) {
 		{"{count: 1, condition: KernelReady, status: \"True\"}", "KernelReady True is not unhealthy to the simulated cloud's repair policies (EC2's)"},
 		{"{count: 1, condition: KernalReady, status: \"False\"}", "KernalReady False is not unhealthy"},
 		{"{count: 1, nodePool: gpu, condition: Ready, status: Unknown}", `timeline[1].unhealthy.nodePool: no NodePool "gpu" among the manifests`},
-		{"{count: 1, condition: Ready, status: Unknown, since: 1h}", "field since not found"},
+		{"{count: 1, condition: Ready, status: Unknown, since: 1h}", "small.yaml:29: since: unknown field"},
 	} {
 		_, err := ParseWorkload("small.yaml", []byte(base+tc.event+"\n"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
