@@ -40,9 +40,6 @@ const (
 	// remembered, so that its slot is given back once (v1.15.2 capacityreservation
 	// terminatedInstanceTTL).
 	returnedSlotMemory = 15 * time.Minute
-	// reservedPriceDivisor: a reserved offering costs its type's on-demand price divided by
-	// this, as v1.15.2 prices them (already paid for, and cheaper than any other offering).
-	reservedPriceDivisor = 10_000_000.0
 	// reservationCapacityExceededCode is the fleet error of a launch into a reservation without
 	// a free slot.
 	reservationCapacityExceededCode = "ReservationCapacityExceeded"
@@ -282,7 +279,7 @@ func (p *Provider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudpro
 		offerings := slices.Clone(it.Offerings)
 		for _, r := range rs {
 			o := cloudprovider.Offering{
-				Zone: r.AvailabilityZone, ZoneID: zoneIDs[r.AvailabilityZone], CapacityType: karpv1.CapacityTypeReserved, Price: od / reservedPriceDivisor,
+				Zone: r.AvailabilityZone, ZoneID: zoneIDs[r.AvailabilityZone], CapacityType: karpv1.CapacityTypeReserved, Price: od / cloudprovider.ReservedPriceDivisor,
 				ReservationID: r.ID, ReservationType: string(r.ReservationType), ReservationInterruptible: r.Interruptible,
 				ReservationCapacity: p.reservations.get(r.ID),
 			}
