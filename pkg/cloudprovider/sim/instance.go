@@ -155,9 +155,9 @@ type instance struct {
 	interruptAt                      time.Time
 	lossAt                           time.Time
 	// reservationEnd is when the Capacity Block it runs in ends (zero for none).
-	reservationEnd time.Time
-	claimName, nodePoolName          string
-	nodeClassName                    string
+	reservationEnd          time.Time
+	claimName, nodePoolName string
+	nodeClassName           string
 	// unmanaged marks an adopted instance Karpenter does not manage (Adopted.Unmanaged).
 	unmanaged                     bool
 	labels                        map[string]string
