@@ -406,3 +406,30 @@ func (p *Provider) reservedInstanceOffering(i instance) (cloudprovider.Offering,
 func reservationOfClaim(claim *karpv1.NodeClaim) string {
 	return claim.Labels[awsv1.LabelCapacityReservationID]
 }
+
+// ExpiringReservations returns which of the reservation IDs are expiring, read from EC2 as
+// v1.15.2's capacityreservation.expiration controller reads them: a Capacity Block within 40
+// minutes of its end (reservationFromEC2). IDs EC2 does not know, or lists no longer active,
+// are not expiring.
+func (p *Provider) ExpiringReservations(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	now := p.opts.Clock.Now()
+	for _, id := range ids {
+		resp, err := p.clients.EC2.DescribeCapacityReservations(ctx, &ec2.DescribeCapacityReservationsInput{CapacityReservationIds: []string{id}})
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("describing capacity reservation %s: %w", id, err)
+		}
+		for _, r := range resp.CapacityReservations {
+			if cr, err := reservationFromEC2(r, now); err == nil && cr.State == awsv1.CapacityReservationStateExpiring {
+				out[cr.ID] = true
+			}
+		}
+	}
+	return out, nil
+}

@@ -611,7 +611,7 @@ func (c *Cloud) hasCapacityLocked(id cloudprovider.OfferingID) bool {
 	if id.ReservationID != "" {
 		r, ok := c.reservation(id.ReservationID)
 		now := c.clock.Now()
-		return ok && c.freeSlotsLocked(r) > 0 && (r.End.IsZero() || now.Before(r.End))
+		return ok && c.freeSlotsLocked(r) > 0 && !r.expiringAt(now)
 	}
 	limit, best := -1, -1
 	for _, l := range c.limits {

@@ -211,7 +211,7 @@ func (o Options) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, r := range o.Reservations {
-		if err := r.validate(zones); err != nil {
+		if err := r.Validate(zones); err != nil {
 			return err
 		}
 		if seen[r.ID] {

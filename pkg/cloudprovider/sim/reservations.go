@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"regexp"
@@ -53,8 +54,8 @@ const Account = "111122223333"
 // validation takes it.
 var reservationIDPattern = regexp.MustCompile(`^cr-[0-9a-z]+$`)
 
-// validate reports what is wrong with the reservation, given the cloud's zones.
-func (r Reservation) validate(zones []string) error {
+// Validate reports what is wrong with the reservation, given the cloud's zones.
+func (r Reservation) Validate(zones []string) error {
 	switch {
 	case !reservationIDPattern.MatchString(r.ID):
 		return fmt.Errorf("capacity reservation id %q is not cr- followed by lower-case letters and digits (such as cr-0123456789abcdef0)", r.ID)
@@ -90,7 +91,7 @@ const capacityBlockWarning = 40 * time.Minute
 func (c *Cloud) selectedReservations(nc *awsv1.EC2NodeClass, now time.Time) []awsv1.CapacityReservation {
 	var out []awsv1.CapacityReservation
 	for _, r := range c.reservations {
-		if !r.End.IsZero() && !now.Before(r.End) || !slices.ContainsFunc(nc.Spec.CapacityReservationSelectorTerms, r.selectedBy) {
+		if !r.End.IsZero() && !now.Before(r.End) || !slices.ContainsFunc(nc.Spec.CapacityReservationSelectorTerms, r.SelectedBy) {
 			continue
 		}
 		cr := awsv1.CapacityReservation{ID: r.ID, AvailabilityZone: r.Zone, InstanceType: r.InstanceType, OwnerID: r.OwnerID,
@@ -108,8 +109,10 @@ func (c *Cloud) selectedReservations(nc *awsv1.EC2NodeClass, now time.Time) []aw
 	return out
 }
 
-// selectedBy reports whether a selector term selects the reservation.
-func (r Reservation) selectedBy(t awsv1.CapacityReservationSelectorTerm) bool {
+// SelectedBy reports whether a selector term selects the reservation, as EC2 lists reservations
+// for the AWS provider v1.15.2: by ID, or by tags (a value of "*" matching any), owner and
+// instance match criteria.
+func (r Reservation) SelectedBy(t awsv1.CapacityReservationSelectorTerm) bool {
 	if t.ID != "" {
 		return t.ID == r.ID
 	}
@@ -133,7 +136,8 @@ func (c *Cloud) freeSlotsLocked(r Reservation) int {
 }
 
 // withReservedOfferings adds to the instance types one reserved offering per reservation in
-// the NodeClass's status, with the ReservedCapacity gate, as the AWS provider v1.15.2's
+// the NodeClass's status that has not ended or started expiring by now (whether the status
+// says so yet or not), with the ReservedCapacity gate, as the AWS provider v1.15.2's
 // ReservedCapacityResolver: in the reservation's zone, at the type's on-demand price there /
 // 10,000,000, with the reservation's ID, type, interruptibility and free slots, available
 // while it has a free slot and is neither expiring nor ended. Types without a reservation are
@@ -146,7 +150,9 @@ func (c *Cloud) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudprovid
 	c.mu.Lock()
 	free := map[string]int{}
 	for _, r := range c.reservations {
-		free[r.ID] = c.freeSlotsLocked(r)
+		if !r.expiringAt(now) {
+			free[r.ID] = c.freeSlotsLocked(r)
+		}
 	}
 	c.mu.Unlock()
 	byType := map[string][]awsv1.CapacityReservation{}
@@ -175,8 +181,7 @@ func (c *Cloud) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudprovid
 			o := cloudprovider.Offering{Zone: r.AvailabilityZone, ZoneID: zoneIDs[r.AvailabilityZone], CapacityType: karpv1.CapacityTypeReserved,
 				Price: od / cloudprovider.ReservedPriceDivisor, ReservationID: r.ID, ReservationType: string(r.ReservationType),
 				ReservationInterruptible: r.Interruptible, ReservationCapacity: max(free[r.ID], 0)}
-			o.Available = o.ReservationCapacity > 0 && r.State != awsv1.CapacityReservationStateExpiring &&
-				(r.EndTime == nil || now.Before(r.EndTime.Time)) && slices.Contains(c.zones, r.AvailabilityZone)
+			o.Available = o.ReservationCapacity > 0 && r.State != awsv1.CapacityReservationStateExpiring && slices.Contains(c.zones, r.AvailabilityZone)
 			offerings = append(offerings, o)
 		}
 		slices.SortStableFunc(offerings, func(a, b cloudprovider.Offering) int {
@@ -190,6 +195,18 @@ func (c *Cloud) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudprovid
 		}
 	}
 	return out, outByName
+}
+
+// expiringAt reports whether the reservation has ended by now or, a Capacity Block, is within
+// 40 minutes of its end.
+func (r Reservation) expiringAt(now time.Time) bool {
+	if r.End.IsZero() {
+		return false
+	}
+	if r.Type == string(awsv1.CapacityReservationTypeCapacityBlock) {
+		return !now.Before(r.End.Add(-capacityBlockWarning))
+	}
+	return !now.Before(r.End)
 }
 
 // reservation is the reservation of the ID.
@@ -219,4 +236,18 @@ func (c *Cloud) reservationChange(nc *awsv1.EC2NodeClass, now time.Time) time.Du
 		}
 	}
 	return next
+}
+
+// ExpiringReservations returns which of the reservation IDs are expiring: Capacity Blocks
+// within 40 minutes of their end (expiration.ExpiringReservations), or already ended. IDs the
+// cloud does not hold are not expiring.
+func (c *Cloud) ExpiringReservations(_ context.Context, ids []string) (map[string]bool, error) {
+	now := c.clock.Now()
+	out := map[string]bool{}
+	for _, id := range ids {
+		if r, ok := c.reservation(id); ok && r.Type == string(awsv1.CapacityReservationTypeCapacityBlock) && r.expiringAt(now) {
+			out[id] = true
+		}
+	}
+	return out, nil
 }
