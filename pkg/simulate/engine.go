@@ -123,11 +123,11 @@ type engine struct {
 	gc          *nodeclaim.GarbageCollector
 	// reservationExpiry deletes the NodeClaims in expiring Capacity Blocks.
 	reservationExpiry *expiration.ReservationController
-	poolStatus  *nodepool.StatusController
-	poolStatic  *nodepool.StaticController
-	classStatus *sim.NodeClassStatusController
-	termination *termination.Controller
-	disruption  *disruption.Controller
+	poolStatus        *nodepool.StatusController
+	poolStatic        *nodepool.StaticController
+	classStatus       *sim.NodeClassStatusController
+	termination       *termination.Controller
+	disruption        *disruption.Controller
 	// expiration deletes the NodeClaims past their expireAfter.
 	expiration *expiration.Controller
 	// repair is the legacy node repair controller, nil unless the NodeRepair feature gate is

@@ -336,4 +336,3 @@ func TestNodeClassCELHonoured(t *testing.T) {
 		t.Errorf("%d nodes launched, want at least 3 (two pods each)", rep.Nodes.Launched)
 	}
 }
-
