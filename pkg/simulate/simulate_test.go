@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -335,21 +334,5 @@ func TestNodeClassCELHonoured(t *testing.T) {
 	}
 	if rep.Nodes.Launched < 3 {
 		t.Errorf("%d nodes launched, want at least 3 (two pods each)", rep.Nodes.Launched)
-	}
-}
-
-// TestCapacityReservationsWarned: the simulated cloud sells no capacity reservations; a
-// NodeClass that selects some is simulated as if its terms matched none, and the report says
-// so rather than leaving the terms silently unused.
-func TestCapacityReservationsWarned(t *testing.T) {
-	text := "name: reserved\nduration: 10m\nseed: 1\n" +
-		strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n", 1) +
-		"timeline:\n  - at: 0s\n    deploy: {name: web, replicas: 2, pod: {cpu: 100m, memory: 64Mi}}\n"
-	rep, _ := runEngine(t, "reserved.yaml", text)
-	if rep.Pods.Scheduled != 2 {
-		t.Errorf("pods %+v, want both scheduled on on-demand or spot nodes", rep.Pods)
-	}
-	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "the simulated cloud has none") }) {
-		t.Errorf("warnings %q do not say the capacity reservations are not simulated", rep.Warnings)
 	}
 }

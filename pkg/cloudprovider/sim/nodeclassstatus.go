@@ -54,13 +54,15 @@ func (r *NodeClassStatusController) Reconcile(ctx context.Context, req reconcile
 	}
 	before := nc.Status.DeepCopy()
 	r.resolve(nc)
+	// Read again when a selected reservation starts expiring or ends.
+	result := reconcile.Result{RequeueAfter: r.cloud.reservationChange(nc, r.clock.Now())}
 	if equality.Semantic.DeepEqual(before, &nc.Status) {
-		return reconcile.Result{}, nil
+		return result, nil
 	}
 	if err := r.kubeClient.Status().Update(ctx, nc); err != nil {
 		return reconcile.Result{}, fmt.Errorf("updating ec2nodeclass %s status: %w", nc.Name, err)
 	}
-	return reconcile.Result{}, nil
+	return result, nil
 }
 
 func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
@@ -97,6 +99,13 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 	} else {
 		nc.Status.InstanceProfile = "sim_" + digest("profile", nc.Spec.Role)[:16]
 	}
+	// The capacity reservations the terms select, with the ReservedCapacity gate, as the AWS
+	// provider resolves them (active ones only; a Capacity Block within 40 minutes of its end
+	// expiring).
+	nc.Status.CapacityReservations = nil
+	if r.cloud.reservedCapacity && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		nc.Status.CapacityReservations = r.cloud.selectedReservations(nc, r.clock.Now())
+	}
 	// What the AWS provider refuses (a field neither provider supports yet, a kubelet
 	// configuration Karpenter would not take) is refused the same way, and so are Windows
 	// nodes, which this cloud does not model; the NodeClass is then not Ready, so nothing
@@ -125,8 +134,12 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 			Reason: awsv1.ConditionTypeValidationSucceeded + "False", ObservedGeneration: nc.Generation,
 			Message: awsv1.ConditionTypeValidationSucceeded + ": " + err.Error(), LastTransitionTime: now})
 	}
-	for _, t := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady,
-		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypeReady} {
+	conditions := []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady,
+		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypeReady}
+	if r.cloud.reservedCapacity {
+		conditions = append(conditions, awsv1.ConditionTypeCapacityReservationsReady)
+	}
+	for _, t := range conditions {
 		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c != nil && c.ObservedGeneration == nc.Generation &&
 			(c.Status == metav1.ConditionTrue || (c.Status == metav1.ConditionFalse && c.Reason != t)) {
 			continue
