@@ -38,27 +38,39 @@ const (
 )
 
 // Reasons of a ValidationSucceeded condition that refuses an EC2NodeClass for asking what
-// this project's providers cannot do yet (ValidateSupported).
+// this project's providers cannot do yet (ValidateSupported, ValidateSimulated).
 const (
 	// ReasonPlacementGroupsNotSupported: spec.placementGroupSelector is set.
 	ReasonPlacementGroupsNotSupported = "PlacementGroupsNotSupported"
-	// ReasonAMIFamilyNotSupported: spec.amiFamily (or its alias) is a Windows family.
+	// ReasonAMIFamilyNotSupported: spec.amiFamily (or its alias) is a Windows family, which
+	// the AWS provider launches but the simulated cloud does not model (ValidateSimulated).
 	ReasonAMIFamilyNotSupported = "AMIFamilyNotSupported"
 )
 
 // ValidateSupported refuses what an EC2NodeClass may ask for that this project's providers
 // (the AWS provider and the simulated cloud alike) cannot do yet, rather than launching
-// without it: a placement group (instances would launch outside it) and Windows nodes. It
-// returns the ValidationSucceeded reason, the field and the error, or "", "" and nil.
+// without it: a placement group (instances would launch outside it). It returns the
+// ValidationSucceeded reason, the field and the error, or "", "" and nil.
 func ValidateSupported(nc *awsv1.EC2NodeClass) (reason, field string, err error) {
-	family := OptionsFromNodeClass(nc).AMIFamily
-	switch {
-	case nc.Spec.PlacementGroupSelector != nil:
+	if nc.Spec.PlacementGroupSelector != nil {
 		return ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector",
 			errors.New("spec.placementGroupSelector: placement groups are not supported by this provider yet; remove the selector to launch without one")
-	case strings.HasPrefix(family, "Windows"):
+	}
+	return "", "", nil
+}
+
+// ValidateSimulated is ValidateSupported for the simulated cloud (package sim) and simulate,
+// which also refuse the Windows AMI families: the AWS provider launches Windows nodes, but the
+// simulated kubelet is a Linux one and the simulated images are Linux images, so a simulation
+// of Windows nodes would report what no cluster does. It returns the ValidationSucceeded
+// reason, the field and the error, or "", "" and nil.
+func ValidateSimulated(nc *awsv1.EC2NodeClass) (reason, field string, err error) {
+	if reason, field, err := ValidateSupported(nc); err != nil {
+		return reason, field, err
+	}
+	if family := OptionsFromNodeClass(nc).AMIFamily; strings.HasPrefix(family, "Windows") {
 		return ReasonAMIFamilyNotSupported, "spec.amiFamily",
-			fmt.Errorf("spec.amiFamily: %s (from the AMI family or alias): Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)
+			fmt.Errorf("spec.amiFamily: %s (from the AMI family or alias): the simulated cloud does not model Windows nodes yet (the AWS provider launches them); simulate with AL2023, AL2, Bottlerocket or Custom", family)
 	}
 	return "", "", nil
 }

@@ -26,7 +26,8 @@ import (
 // to its status, and marks it Ready, so NodePools that use it can launch; one the AWS provider
 // would refuse (cloudprovider.ValidateSupported, its kubelet configuration by
 // cloudprovider.ValidateKubelet, and with the NodeClassCEL gate
-// InstanceTypeOptions.EvaluateKubelet) is marked not Ready instead, with the reason in
+// InstanceTypeOptions.EvaluateKubelet), or one of Windows nodes, which this cloud does not
+// model (cloudprovider.ValidateSimulated), is marked not Ready instead, with the reason in
 // ValidationSucceeded.
 type NodeClassStatusController struct {
 	kubeClient client.Client
@@ -106,9 +107,10 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 		nc.Status.CapacityReservations = r.cloud.selectedReservations(nc, r.clock.Now())
 	}
 	// What the AWS provider refuses (a field neither provider supports yet, a kubelet
-	// configuration Karpenter would not take) is refused the same way; the NodeClass is then not
-	// Ready, so nothing launches from it.
-	reason, _, err := cloudprovider.ValidateSupported(nc)
+	// configuration Karpenter would not take) is refused the same way, and so are Windows
+	// nodes, which this cloud does not model; the NodeClass is then not Ready, so nothing
+	// launches from it.
+	reason, _, err := cloudprovider.ValidateSimulated(nc)
 	if err == nil {
 		reason, err = cloudprovider.ValidateKubelet(nc, r.cloud.kubeletExpressions)
 	}
