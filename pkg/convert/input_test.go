@@ -214,7 +214,8 @@ func TestDecodeErrorNamesTheField(t *testing.T) {
 }
 
 // TestDecodeErrorsNamesEveryField: every wrong value of a document is named, in lists too
-// (encoding/json names no index, so the field is dropped from every item to go on).
+// (encoding/json names no index: the list is named, and the field is dropped from every item
+// to go on).
 func TestDecodeErrorsNamesEveryField(t *testing.T) {
 	type item struct {
 		Size int32 `json:"size"`
@@ -242,7 +243,7 @@ func TestDecodeErrorsNamesEveryField(t *testing.T) {
 		got = append(got, e.Error())
 	}
 	want := []string{
-		"in.yaml:4: X (document 1): spec.items.size: want a whole number from -2147483648 to 2147483647, got a string",
+		"in.yaml:3: X (document 1): spec.items.size: want a whole number from -2147483648 to 2147483647, got a string",
 		"in.yaml:6: X (document 1): spec.count: want a whole number from 0 to 255, got -1",
 		"in.yaml:7: X (document 1): spec.cpu: want a quantity such as 500m, 2, 1.5 or 4Gi (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')",
 	}
