@@ -130,6 +130,17 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind string, out runt
 	}
 }
 
+// inNamespace are the objects of the namespace.
+func inNamespace(objs []*unstructured.Unstructured, ns string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetNamespace() == ns {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 func kinds(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, o := range objs {
@@ -175,14 +186,14 @@ func TestLint(t *testing.T) {
 // with its probes, and Karpenter's defaults in the environment and the pod spec.
 func TestDefaults(t *testing.T) {
 	objs := decode(t, render(t, "--set", "settings.clusterName=test"))
-	want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"}
+	want := []string{"ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role", "Role", "RoleBinding", "RoleBinding", "RoleBinding", "Service", "ServiceAccount"}
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Errorf("rendered kinds %v, want %v", got, want)
 	}
 	for _, o := range objs {
-		// The one object outside the release's namespace: read access to the cluster DNS
-		// Service, in kube-system, as Karpenter's chart has it.
-		if o.GetName() == "karpenter-dns" && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
+		// The objects outside the release's namespace: read access to the cluster DNS Service,
+		// in kube-system, as Karpenter's chart has it, and to the kube-scheduler's Lease (ours).
+		if (o.GetName() == "karpenter-dns" || o.GetName() == "karpenter-scheduler-lease") && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
 			if ns := o.GetNamespace(); ns != "kube-system" {
 				t.Errorf("%s %s in namespace %q, want kube-system", o.GetKind(), o.GetName(), ns)
 			}
@@ -476,7 +487,7 @@ func TestSimValues(t *testing.T) {
 			t.Errorf("--set %s: CLOUD_PROVIDER=%q SIM_STATE_CONFIGMAP=%q, want sim and %q", tc.set, env["CLOUD_PROVIDER"], env["SIM_STATE_CONFIGMAP"], tc.configMap)
 		}
 		var role rbacv1.Role
-		find(t, objs, "Role", &role)
+		find(t, inNamespace(objs, namespace), "Role", &role)
 		var granted []string
 		for _, r := range role.Rules {
 			if slices.Contains(r.Resources, "configmaps") {

@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
 // TestVersionFlag: `karpenter --version` prints what `karpenter version` prints.
@@ -59,6 +66,34 @@ func TestFlagValuesComplete(t *testing.T) {
 			if !slices.Contains(got, want) {
 				t.Errorf("%v completes %q, want %q among them", tc.args, got, want)
 			}
+		}
+	}
+}
+
+// TestViewNodeSelectorCompletes: view's --node-selector completes with the cluster's NodePools
+// and nodes, read with --kubeconfig, keeping the selectors already typed.
+func TestViewNodeSelectorCompletes(t *testing.T) {
+	ctx := context.Background()
+	kubeconfig, err := env.KubeconfigFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := builders.NodePool(builders.NodePoolOptions{Name: "completion-pool"})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "completion-node", Labels: map[string]string{corev1.LabelHostname: "completion-node"}}}
+	for _, o := range []client.Object{np, node} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, o) })
+	}
+	stdout, _, err := run(t, "", "__complete", "view", "--kubeconfig", kubeconfig, "--node-selector", "topology.kubernetes.io/zone=a,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(stdout, "\n")
+	for _, want := range []string{"topology.kubernetes.io/zone=a,karpenter.sh/nodepool=completion-pool", "topology.kubernetes.io/zone=a,kubernetes.io/hostname=completion-node"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("--node-selector completes %q, want %q among them", got, want)
 		}
 	}
 }

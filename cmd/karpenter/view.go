@@ -163,6 +163,7 @@ with every node, without colours or cursor movement, and exits.`,
 	})
 	completeValues(cmd, "node-sort", sortNames...)
 	completeContexts(cmd)
+	completeNodeSelector(cmd)
 	return cmd
 }
 

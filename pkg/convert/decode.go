@@ -154,6 +154,82 @@ func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
 // the fork behind the strict decoder): what was found, the field's path and the Go type.
 var jsonTypeError = regexp.MustCompile(`json: cannot unmarshal (.+?) into Go (?:struct field [^.\s]+\.(\S+)|value) of type (\S+)`)
 
+// maxDecodeErrors bounds the fields DecodeErrors names in one document.
+const maxDecodeErrors = 20
+
+// DecodeErrors returns err, from decoding data into obj, and the errors of every other field
+// of data that decode refuses, each as DecodeError words it: while the error names a field (a
+// value of the wrong type, or one its type parses itself), the field is dropped from the
+// document and decode, into a fresh value of obj's type, runs again. An error that names no
+// field ends the list. So a document with three wrong values gets three errors, not the first.
+func (s Source) DecodeErrors(err error, obj any, data []byte, decode func(data []byte, into any) error) []error {
+	var errs []error
+	t := reflect.TypeOf(obj)
+	for len(errs) < maxDecodeErrors && err != nil {
+		described, path := s.decodeError(err, obj, data)
+		errs = append(errs, described)
+		if path == "" || t == nil || t.Kind() != reflect.Pointer {
+			break
+		}
+		var doc any
+		decoder := json.NewDecoder(bytes.NewReader(data))
+		decoder.UseNumber()
+		if decoder.Decode(&doc) != nil {
+			break
+		}
+		segments, ok := yamlpath.Split(path)
+		if !ok || !dropField(doc, segments) {
+			break
+		}
+		if data, err = json.Marshal(doc); err != nil {
+			break
+		}
+		obj = reflect.New(t.Elem()).Interface()
+		err = decode(data, obj)
+	}
+	return errs
+}
+
+// dropField removes the field the path's steps name from doc (decoded JSON), from every item
+// of a list the path passes without an index (encoding/json's paths name no index); it reports
+// whether it removed anything.
+func dropField(doc any, path []yamlpath.Segment) bool {
+	if len(path) == 0 {
+		return false
+	}
+	seg, rest := path[0], path[1:]
+	switch v := doc.(type) {
+	case map[string]any:
+		child, ok := v[seg.Name]
+		if !ok {
+			return false
+		}
+		if len(rest) == 0 {
+			delete(v, seg.Name)
+			return true
+		}
+		return dropField(child, rest)
+	case []any:
+		if seg.Bracketed {
+			i, err := strconv.Atoi(seg.Name)
+			if err != nil || i < 0 || i >= len(v) {
+				return false
+			}
+			if len(rest) == 0 {
+				v[i] = nil
+				return true
+			}
+			return dropField(v[i], rest)
+		}
+		dropped := false
+		for _, item := range v {
+			dropped = dropField(item, path) || dropped
+		}
+		return dropped
+	}
+	return false
+}
+
 // DecodeError returns err, from decoding data (the document's JSON, or what was made of it)
 // into obj, as an error naming the file and line, the object and the field: for a value of the
 // wrong type (a string for a number, 4.5 or 1e20 for a whole number that must fit 32 or 64
@@ -161,22 +237,28 @@ var jsonTypeError = regexp.MustCompile(`json: cannot unmarshal (.+?) into Go (?:
 // parses itself (a quantity, a duration), the field that holds it, found by parsing each such
 // value of data again. Other errors are prefixed with the document and object.
 func (s Source) DecodeError(err error, obj any, data []byte) error {
+	described, _ := s.decodeError(err, obj, data)
+	return described
+}
+
+// decodeError is DecodeError, with the path of the field it names ("" for none).
+func (s Source) decodeError(err error, obj any, data []byte) (error, string) {
 	if m := jsonTypeError.FindStringSubmatch(err.Error()); m != nil {
 		found, path, goType := m[1], m[2], m[3]
 		if path == "" {
-			return fmt.Errorf("%s: %s: want %s, got %s", s.At(""), s.Object(), describeGoType(goType), describeJSONValue(found))
+			return fmt.Errorf("%s: %s: want %s, got %s", s.At(""), s.Object(), describeGoType(goType), describeJSONValue(found)), ""
 		}
-		return fmt.Errorf("%s: %s: %s: want %s, got %s", s.At(path), s.Object(), path, describeGoType(goType), describeJSONValue(found))
+		return fmt.Errorf("%s: %s: %s: want %s, got %s", s.At(path), s.Object(), path, describeGoType(goType), describeJSONValue(found)), path
 	}
 	var doc any
 	decoder := json.NewDecoder(bytes.NewReader(data))
 	decoder.UseNumber()
 	if obj != nil && decoder.Decode(&doc) == nil {
 		if path, perr := unparsableValue(reflect.TypeOf(obj), doc, ""); path != "" {
-			return fmt.Errorf("%s: %s: %s: %s", s.At(path), s.Object(), path, describeParseError(perr))
+			return fmt.Errorf("%s: %s: %s: %s", s.At(path), s.Object(), path, describeParseError(perr)), path
 		}
 	}
-	return fmt.Errorf("%s: %s: %w", s, s.Object(), err)
+	return fmt.Errorf("%s: %s: %w", s, s.Object(), err), ""
 }
 
 // unparsableValue finds the first value of doc (decoded JSON) that a type of t's fields parses

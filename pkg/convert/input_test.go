@@ -3,8 +3,10 @@ package convert_test
 import (
 	"bytes"
 	"encoding/json"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -208,5 +210,46 @@ func TestDecodeErrorNamesTheField(t *testing.T) {
 		if got := sources[0].DecodeError(err, &obj, sources[0].JSON).Error(); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
+	}
+}
+
+// TestDecodeErrorsNamesEveryField: every wrong value of a document is named, in lists too
+// (encoding/json names no index: the list is named, and the field is dropped from every item
+// to go on).
+func TestDecodeErrorsNamesEveryField(t *testing.T) {
+	type item struct {
+		Size int32 `json:"size"`
+	}
+	type spec struct {
+		Items []item             `json:"items"`
+		Count uint8              `json:"count"`
+		CPU   *resource.Quantity `json:"cpu"`
+	}
+	type object struct {
+		Kind string `json:"kind"`
+		Spec spec   `json:"spec"`
+	}
+	sources, err := convert.ReadSources("in.yaml", strings.NewReader("kind: X\nspec:\n  items:\n  - size: a\n  - size: b\n  count: -1\n  cpu: lots\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj object
+	err = json.Unmarshal(sources[0].JSON, &obj)
+	if err == nil {
+		t.Fatal("no decoding error")
+	}
+	var got []string
+	for _, e := range sources[0].DecodeErrors(err, &obj, sources[0].JSON, json.Unmarshal) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"in.yaml:3: X (document 1): spec.items.size: want a whole number from -2147483648 to 2147483647, got a string",
+		"in.yaml:6: X (document 1): spec.count: want a whole number from 0 to 255, got -1",
+		"in.yaml:7: X (document 1): spec.cpu: want a quantity such as 500m, 2, 1.5 or 4Gi (quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')",
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -208,9 +208,9 @@ func (c *Command) Price() float64 {
 func (c *Command) Message() string {
 	var what string
 	if len(c.Candidates) == 1 {
-		what = fmt.Sprintf("%s %s ($%.3f/h)", c.Candidates[0].InstanceType, c.Candidates[0].CapacityType, c.Candidates[0].Price)
+		what = fmt.Sprintf("%s %s ($%.4f/h)", c.Candidates[0].InstanceType, c.Candidates[0].CapacityType, c.Candidates[0].Price)
 	} else {
-		what = fmt.Sprintf("%d nodes ($%.3f/h)", len(c.Candidates), c.Price())
+		what = fmt.Sprintf("%d nodes ($%.4f/h)", len(c.Candidates), c.Price())
 	}
 	var action string
 	switch {
@@ -226,7 +226,7 @@ func (c *Command) Message() string {
 	default:
 		with := make([]string, len(c.Replacements))
 		for i, r := range c.Replacements {
-			with[i] = fmt.Sprintf("%s %s ($%.3f/h)", r.InstanceType(), r.CapacityType(), r.Price)
+			with[i] = fmt.Sprintf("%s %s ($%.4f/h)", r.InstanceType(), r.CapacityType(), r.Price)
 		}
 		action = fmt.Sprintf("replacing %s with %s", what, strings.Join(with, ", "))
 	}

@@ -256,7 +256,8 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	// cloud is what the controllers see: with the NodeOverlay gate on, the instance types as
 	// the NodeOverlays adjust them.
 	cloud := set.Cloud
-	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), set.Nomination)
+	registrars = append(registrars, provisioning.NewPodController(mgr.GetClient(), op.Provisioner), set.Nomination,
+		provisioning.NewSchedulerCheck(mgr.GetAPIReader(), clk.Now))
 	if !opts.DisableClusterStateObservability {
 		// The state gauges, served while this replica leads, and the pod metrics.
 		registrars = append(registrars,

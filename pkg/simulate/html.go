@@ -425,8 +425,8 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 
 {{define "body"}}<p>{{.Duration}} of virtual time, seed {{.Seed}}{{if .Version}}, karpenter {{.Version}}{{end}}.</p>
 <div class="cards">
-<div class="card">peak cost<b>${{printf "%.2f" .Cost.PeakPerHour}}/h</b></div>
-<div class="card">final cost<b>${{printf "%.2f" .Cost.FinalPerHour}}/h</b></div>
+<div class="card">peak cost<b>${{printf "%.4f" .Cost.PeakPerHour}}/h</b></div>
+<div class="card">final cost<b>${{printf "%.4f" .Cost.FinalPerHour}}/h</b></div>
 <div class="card">total spend<b>${{printf "%.2f" .Cost.Total}}</b></div>
 {{if gt .Packing.FinalBoundPerHour 0.0}}<div class="card" title="the fleet's $/hour over the lower bound of its pods packed from scratch (peak {{printf "%.2f" .Packing.PeakRatio}}×)">packing at the end<b>{{printf "%.2f" .Packing.FinalRatio}}× bound</b></div>
 {{end}}<div class="card">nodes launched<b>{{.Nodes.Launched}}</b></div>
@@ -482,7 +482,7 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 {{.Fleet}}
 {{if .Stays}}<h3>Why the nodes at the end stay</h3>
 <table><tr><th>nodes</th><th>$/hour</th><th>why (Karpenter's rules)</th><th>what would change it</th></tr>
-{{range .Stays}}<tr><td>{{.Types}}</td><td>{{printf "%.2f" .PerHour}}</td><td>{{.Reason}}</td><td>{{.Change}}</td></tr>
+{{range .Stays}}<tr><td>{{.Types}}</td><td>{{printf "%.4f" .PerHour}}</td><td>{{.Reason}}</td><td>{{.Change}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Nodes launched by instance type</h2>
 <table><tr><th>instance type</th><th>capacity</th><th>count</th><th>$/hour each</th></tr>
@@ -506,9 +506,9 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 <h1>karpenter simulate --from-cluster: {{.Source}}</h1>
 <p>{{.Today.Nodes}} nodes, {{.Pods.Workload}} pods ({{.Pods.Pending}} pending) and {{.Pods.Daemon}} DaemonSet or static pods; NodePools: {{.NodePoolsFrom}}; seed {{.Seed}}{{if .Version}}, karpenter {{.Version}}{{end}}.</p>
 <div class="cards">
-<div class="card">today<b>${{printf "%.2f" .Savings.TodayPerHour}}/h</b></div>
-<div class="card">after consolidation<b>${{printf "%.2f" .Savings.ConsolidatedPerHour}}/h</b></div>
-<div class="card">from scratch<b>${{printf "%.2f" .Savings.FromScratchPerHour}}/h</b></div>
+<div class="card">today<b>${{printf "%.4f" .Savings.TodayPerHour}}/h</b></div>
+<div class="card">after consolidation<b>${{printf "%.4f" .Savings.ConsolidatedPerHour}}/h</b></div>
+<div class="card">from scratch<b>${{printf "%.4f" .Savings.FromScratchPerHour}}/h</b></div>
 <div class="card">consolidation saves<b>${{printf "%.2f" .Savings.ConsolidationMonth}}/month</b></div>
 <div class="card">from scratch saves<b>${{printf "%.2f" .Savings.FromScratchMonth}}/month</b></div>
 </div>

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,4 +223,29 @@ func countColor(img image.Image, r, g, b uint8) int {
 func near(a uint32, b uint8) bool {
 	d := int(a) - int(b)
 	return d > -24 && d < 24
+}
+
+// TestHTMLPricesOneFormat: the page prints every hourly price with four decimals ($0.0576/h,
+// as the text report) and every amount spent or saved with two, never one beside the other
+// for the same kind of figure.
+func TestHTMLPricesOneFormat(t *testing.T) {
+	var buf bytes.Buffer
+	if err := sharedReport(t, "../../examples/web.yaml").WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	hourly := regexp.MustCompile(`\$(\d+)\.(\d+)/h`).FindAllStringSubmatch(page, -1)
+	if len(hourly) == 0 {
+		t.Fatal("no hourly price on the page")
+	}
+	for _, m := range hourly {
+		if len(m[2]) != 4 {
+			t.Errorf("hourly price %s: want four decimals", m[0])
+		}
+	}
+	for _, m := range regexp.MustCompile(`\$(\d+)\.(\d+)(?:[^/\d]|$)`).FindAllStringSubmatch(page, -1) {
+		if len(m[2]) != 2 {
+			t.Errorf("amount %s: want two decimals", m[0])
+		}
+	}
 }

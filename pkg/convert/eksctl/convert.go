@@ -97,7 +97,7 @@ func Convert(sources []convert.Source, opts Options) (*convert.Result, error) {
 		}
 		cfg, src = &ClusterConfig{}, s
 		if err := json.Unmarshal(s.JSON, cfg); err != nil {
-			errs = append(errs, s.DecodeError(err, cfg, s.JSON))
+			errs = append(errs, s.DecodeErrors(err, cfg, s.JSON, json.Unmarshal)...)
 			continue
 		}
 		unknown = unknownKarpenterFields(s)

@@ -124,7 +124,7 @@ func (g *generator) decode(sources []convert.Source) convert.Errors {
 		case "Cluster":
 			c := &Cluster{}
 			if err := json.Unmarshal(src.JSON, c); err != nil {
-				errs = append(errs, src.DecodeError(err, c, src.JSON))
+				errs = append(errs, src.DecodeErrors(err, c, src.JSON, json.Unmarshal)...)
 				continue
 			}
 			if g.cluster != nil {
@@ -140,7 +140,7 @@ func (g *generator) decode(sources []convert.Source) convert.Errors {
 		case "InstanceGroup":
 			ig := &InstanceGroup{}
 			if err := json.Unmarshal(src.JSON, ig); err != nil {
-				errs = append(errs, src.DecodeError(err, ig, src.JSON))
+				errs = append(errs, src.DecodeErrors(err, ig, src.JSON, json.Unmarshal)...)
 				continue
 			}
 			if ig.Metadata.Name == "" {

@@ -217,7 +217,7 @@ func (c *converter) decodeObject(src convert.Source, obj legacyObject) bool {
 	}
 	unknown, err := convert.DecodeStrict(data, obj)
 	if err != nil {
-		c.errs = append(c.errs, src.DecodeError(err, obj, data))
+		c.errs = append(c.errs, src.DecodeErrors(err, obj, data, decodeStrict)...)
 		return false
 	}
 	if obj.GetName() == "" {
@@ -235,6 +235,13 @@ func (c *converter) decodeObject(src convert.Source, obj legacyObject) bool {
 		c.result.Warnf("%s: %s: %s: dropped (not a field of %s)", src.At(f.Path), src.Object(), f, src.APIVersion)
 	}
 	return ok
+}
+
+// decodeStrict decodes data into into, a runtime.Object, as convert.DecodeStrict, for
+// Source.DecodeErrors.
+func decodeStrict(data []byte, into any) error {
+	_, err := convert.DecodeStrict(data, into.(runtime.Object))
+	return err
 }
 
 // legacyObject is a decoded Provisioner or AWSNodeTemplate.
@@ -346,7 +353,7 @@ func (c *converter) inlineProvider(p *provisioner) (*awsv1alpha1.AWS, bool) {
 	holder := &providerHolder{}
 	unknown, err := convert.DecodeStrict(data, holder)
 	if err != nil {
-		c.errs = append(c.errs, p.src.DecodeError(err, holder, data))
+		c.errs = append(c.errs, p.src.DecodeErrors(err, holder, data, decodeStrict)...)
 		return nil, false
 	}
 	ok := true
