@@ -40,22 +40,18 @@ const (
 // Reasons of a ValidationSucceeded condition that refuses an EC2NodeClass for asking what
 // this project's providers cannot do yet (ValidateSupported).
 const (
-	// ReasonPlacementGroupsNotSupported: spec.placementGroupSelector is set.
-	ReasonPlacementGroupsNotSupported = "PlacementGroupsNotSupported"
 	// ReasonAMIFamilyNotSupported: spec.amiFamily (or its alias) is a Windows family.
 	ReasonAMIFamilyNotSupported = "AMIFamilyNotSupported"
 )
 
 // ValidateSupported refuses what an EC2NodeClass may ask for that this project's providers
 // (the AWS provider and the simulated cloud alike) cannot do yet, rather than launching
-// without it: a placement group (instances would launch outside it) and Windows nodes. It
-// returns the ValidationSucceeded reason, the field and the error, or "", "" and nil.
+// without it: Windows nodes. (Placement groups the AWS provider resolves and launches into;
+// the simulated cloud refuses them itself, see package sim.) It returns the
+// ValidationSucceeded reason, the field and the error, or "", "" and nil.
 func ValidateSupported(nc *awsv1.EC2NodeClass) (reason, field string, err error) {
 	family := OptionsFromNodeClass(nc).AMIFamily
 	switch {
-	case nc.Spec.PlacementGroupSelector != nil:
-		return ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector",
-			errors.New("spec.placementGroupSelector: placement groups are not supported by this provider yet; remove the selector to launch without one")
 	case strings.HasPrefix(family, "Windows"):
 		return ReasonAMIFamilyNotSupported, "spec.amiFamily",
 			fmt.Errorf("spec.amiFamily: %s (from the AMI family or alias): Windows nodes are not supported by this provider yet; use AL2023, AL2, Bottlerocket or Custom", family)

@@ -44,19 +44,16 @@ func TestNodeClassFieldsReachEC2(t *testing.T) {
 	}
 }
 
-// TestUnsupportedFieldsAreRefused: placementGroupSelector and the Windows AMI families are not
-// supported yet, so the NodeClass says so and is not Ready, rather than launching without the
-// placement group, or failing every launch. (capacityReservationSelectorTerms work: see
-// reserved_test.go.)
+// TestUnsupportedFieldsAreRefused: the Windows AMI families are not supported yet, so the
+// NodeClass says so and is not Ready, rather than failing every launch.
+// (capacityReservationSelectorTerms work: see reserved_test.go; placementGroupSelector:
+// placementgroup_test.go.)
 func TestUnsupportedFieldsAreRefused(t *testing.T) {
 	f := newFixture(t)
 	for _, tc := range []struct {
 		name, reason, message string
 		mutate                func(*awsv1.EC2NodeClass)
 	}{
-		{"placement-group", "PlacementGroupsNotSupported", "spec.placementGroupSelector: placement groups are not supported by this provider yet", func(nc *awsv1.EC2NodeClass) {
-			nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: strp("training")}
-		}},
 		{"windows", "AMIFamilyNotSupported", "spec.amiFamily: Windows2022", func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.AMIFamily = strp("Windows2022")
 			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a2023a00d6400001"}}
