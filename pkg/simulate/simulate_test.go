@@ -139,7 +139,7 @@ func TestWorkloadErrors(t *testing.T) {
 		{"kubelet field Karpenter refuses", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {evictionHard: {memory.free: 1Gi}}\n", 1),
 			`small.yaml:21: EC2NodeClass "default": spec.kubelet.evictionHard: "memory.free" isn't a valid eviction signal`},
 		{"placement group", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    placementGroupSelector: {name: hpc}\n", 1),
-			`small.yaml:21: EC2NodeClass "default": spec.placementGroupSelector: placement groups are not supported by this provider yet; remove the selector to launch without one (PlacementGroupsNotSupported: the EC2NodeClass would never be Ready)`},
+			`small.yaml:21: EC2NodeClass "default": spec.placementGroupSelector: the simulated cloud (karpenter simulate, --cloud-provider sim) has no placement groups to resolve or launch into; remove the selector to simulate without one (the AWS provider supports it) (PlacementGroupsNotSupported: the EC2NodeClass would never be Ready)`},
 		{"Windows", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "amiSelectorTerms: [{alias: al2023@latest}]", "amiSelectorTerms: [{alias: windows2022@latest}]", 1),
 			`EC2NodeClass "default": spec.amiFamily: Windows2022 (from the AMI family or alias): Windows nodes are not supported by this provider yet`},
 		{"kubelet CEL expression", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"pods * 2\"}\n", 1),

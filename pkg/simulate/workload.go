@@ -1128,7 +1128,7 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 		// CEL expressions are left to kubeletExpressionProblems, which knows whether the
 		// workload turns the NodeClassCEL gate on: here the rest is checked as with the gate.
 		if nc, ok := co.(*awsv1.EC2NodeClass); ok {
-			if reason, field, err := cloudprovider.ValidateSupported(nc); err != nil {
+			if reason, field, err := sim.ValidateSupported(nc); err != nil {
 				errs = append(errs, doc.errorf(field, "%s (%s: the EC2NodeClass would never be Ready)", strings.TrimPrefix(err.Error(), field+": "), reason))
 				continue
 			}

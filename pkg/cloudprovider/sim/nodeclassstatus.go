@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -24,7 +25,7 @@ import (
 // EC2NodeClass controller: it resolves a NodeClass's selector terms to the cloud's subnets (one
 // per zone), security groups, images (one per architecture) and instance profile, writes them
 // to its status, and marks it Ready, so NodePools that use it can launch; one the AWS provider
-// would refuse (cloudprovider.ValidateSupported, its kubelet configuration by
+// would refuse (ValidateSupported, which also refuses placement groups, its kubelet configuration by
 // cloudprovider.ValidateKubelet, and with the NodeClassCEL gate
 // InstanceTypeOptions.EvaluateKubelet) is marked not Ready instead, with the reason in
 // ValidationSucceeded.
@@ -99,7 +100,7 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 	// What the AWS provider refuses (a field neither provider supports yet, a kubelet
 	// configuration Karpenter would not take) is refused the same way; the NodeClass is then not
 	// Ready, so nothing launches from it.
-	reason, _, err := cloudprovider.ValidateSupported(nc)
+	reason, _, err := ValidateSupported(nc)
 	if err == nil {
 		reason, err = cloudprovider.ValidateKubelet(nc, r.cloud.kubeletExpressions)
 	}
@@ -123,8 +124,13 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 			Reason: awsv1.ConditionTypeValidationSucceeded + "False", ObservedGeneration: nc.Generation,
 			Message: awsv1.ConditionTypeValidationSucceeded + ": " + err.Error(), LastTransitionTime: now})
 	}
-	for _, t := range []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady,
-		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypeReady} {
+	resolved := []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady,
+		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypeReady}
+	if nc.Spec.PlacementGroupSelector == nil {
+		// As the AWS provider: True without a selector (one is refused above).
+		resolved = append(resolved, awsv1.ConditionTypePlacementGroupReady)
+	}
+	for _, t := range resolved {
 		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c != nil && c.ObservedGeneration == nc.Generation &&
 			(c.Status == metav1.ConditionTrue || (c.Status == metav1.ConditionFalse && c.Reason != t)) {
 			continue
@@ -147,4 +153,24 @@ func regionPrefix(region string) string {
 // Register adds the controller to the manager.
 func (r *NodeClassStatusController) Register(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sim.nodeclass.status").For(&awsv1.EC2NodeClass{}).Complete(r)
+}
+
+// ReasonPlacementGroupsNotSupported is the ValidationSucceeded reason of an EC2NodeClass the
+// simulated cloud refuses for its spec.placementGroupSelector.
+const ReasonPlacementGroupsNotSupported = "PlacementGroupsNotSupported"
+
+// ValidateSupported refuses what an EC2NodeClass may ask for that the simulated cloud cannot
+// play: what neither provider does (cloudprovider.ValidateSupported), and a placement group,
+// which the AWS provider resolves and launches into but this cloud has none of, so its
+// instances would silently land outside it. It returns the ValidationSucceeded reason, the
+// field and the error, or "", "" and nil.
+func ValidateSupported(nc *awsv1.EC2NodeClass) (reason, field string, err error) {
+	if reason, field, err := cloudprovider.ValidateSupported(nc); err != nil {
+		return reason, field, err
+	}
+	if nc.Spec.PlacementGroupSelector != nil {
+		return ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector",
+			errors.New("spec.placementGroupSelector: the simulated cloud (karpenter simulate, --cloud-provider sim) has no placement groups to resolve or launch into; remove the selector to simulate without one (the AWS provider supports it)")
+	}
+	return "", "", nil
 }
