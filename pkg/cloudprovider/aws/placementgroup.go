@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -215,4 +216,11 @@ func (p *Provider) labelPlacement(ctx context.Context, claim *karpv1.NodeClaim, 
 	}
 	log.FromContext(ctx).V(1).Info("placement group partition not known yet; the claim is not labelled with it",
 		"provider-id", claim.Status.ProviderID, "placement-group-id", pg.ID, "error", err)
+}
+
+// isSpreadLimit reports whether a fleet error is EC2's refusal of an eighth running instance in
+// a rack spread group's zone, as the AWS provider v1.15.2 tells it
+// (pkg/errors/errors.go, IsSpreadPlacementGroupLimitError).
+func isSpreadLimit(e ec2types.CreateFleetError) bool {
+	return strings.Contains(aws.ToString(e.ErrorMessage), "limit of instances in this spread placement group")
 }

@@ -275,3 +275,34 @@ func TestPlacementGroupDrift(t *testing.T) {
 		t.Errorf("a claim without a group: drift %q, want %s", reason, cloudprovider.DriftReasonPlacementGroup)
 	}
 }
+
+// TestSpreadPlacementGroupLimit: a rack spread group holds seven running instances per zone;
+// EC2 refuses the eighth with InsufficientInstanceCapacity and its spread limit message, which
+// the AWS provider v1.15.2 tells apart (pkg/errors/errors.go,
+// IsSpreadPlacementGroupLimitError). The fleet's other zones then take the launch, and the
+// offering is not marked out of capacity for NodeClasses outside the group.
+func TestSpreadPlacementGroupLimit(t *testing.T) {
+	f := newFixture(t)
+	f.seedPlacementGroups()
+	_, np := f.placedNodeClass("spread", &awsv1.PlacementGroupSelector{Name: strp("quorum")})
+	inZone := req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-west-2a")
+	m5 := req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")
+	for i := range 7 {
+		if _, err := f.provider.Create(f.ctx, claimFor(np, "member-"+strings.Repeat("x", i+1), nil, m5, inZone)); err != nil {
+			t.Fatalf("member %d: %v", i+1, err)
+		}
+	}
+	if _, err := f.provider.Create(f.ctx, claimFor(np, "eighth", nil, m5, inZone)); err == nil || !strings.Contains(err.Error(), "spread placement group") {
+		t.Errorf("an eighth instance in us-west-2a: %v, want EC2's spread limit", err)
+	}
+	if f.provider.Unavailable().IsUnavailable(cloudprovider.OfferingID{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: karpv1.CapacityTypeOnDemand}) {
+		t.Errorf("the spread limit marked m5.large in us-west-2a out of capacity for every NodeClass")
+	}
+	other, err := f.provider.Create(f.ctx, claimFor(np, "ninth", nil, m5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := other.Labels[corev1.LabelTopologyZone]; z == "us-west-2a" {
+		t.Errorf("a claim allowing every zone launched in the full %s", z)
+	}
+}

@@ -480,6 +480,15 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			}
 			continue
 		}
+		if pg != nil && isSpreadLimit(e) {
+			// A full spread group's zone is no shortage of the offering: EC2 has the capacity
+			// outside the group, so the offering is not marked unavailable for every NodeClass.
+			// (The AWS provider v1.15.2 marks the zone's types unavailable for this group only,
+			// a scope the shared cache has not: pkg/providers/instance/instance.go,
+			// updateUnavailableOfferingsCache.) The fleet's other zones take the launch.
+			other = append(other, fmt.Sprintf("%s: %s", code, aws.ToString(e.ErrorMessage)))
+			continue
+		}
 		if insufficientCapacityCodes[code] && typ != "" {
 			ice = append(ice, id)
 			continue
