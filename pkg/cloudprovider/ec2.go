@@ -33,6 +33,9 @@ const (
 	ResourceEFA corev1.ResourceName = "vpc.amazonaws.com/efa"
 	// ResourceAWSPodENI counts branch interfaces for pods with their own security groups.
 	ResourceAWSPodENI corev1.ResourceName = "vpc.amazonaws.com/pod-eni"
+	// ResourcePrivateIPv4Address counts the secondary IPv4 addresses the VPC resource
+	// controller hands to pods on Windows nodes (a Windows AMI family's types only).
+	ResourcePrivateIPv4Address corev1.ResourceName = "vpc.amazonaws.com/PrivateIPv4Address"
 )
 
 // Defaults of InstanceTypeOptions.
@@ -43,9 +46,36 @@ const (
 	// DefaultRootVolumeGiB is the root volume (and so ephemeral storage) of the AL2, AL2023 and
 	// Bottlerocket images when the NodeClass does not size it.
 	DefaultRootVolumeGiB = 20
-	// DefaultMaxPods is the kubelet's pod limit when the ENI limits of a type are unknown.
+	// DefaultMaxPods is the kubelet's pod limit when the ENI limits of a type are unknown, and
+	// on Windows nodes whatever they are.
 	DefaultMaxPods = 110
+	// DefaultWindowsRootVolumeGiB is the root volume (C:, which holds ephemeral storage) of the
+	// Windows images when the NodeClass does not size it, as the AWS provider v1.15.2's
+	// amifamily.Windows.DefaultBlockDeviceMappings.
+	DefaultWindowsRootVolumeGiB = 50
 )
+
+// The node.kubernetes.io/windows-build of the images of each Windows AMI family (Windows
+// Server Core 2019, 2022, 2025), as the AWS provider v1.15.2 (pkg/apis/v1/labels.go).
+const (
+	Windows2019Build = "10.0.17763"
+	Windows2022Build = "10.0.20348"
+	Windows2025Build = "10.0.26100"
+)
+
+// WindowsBuild returns the node.kubernetes.io/windows-build of a Windows AMI family's images
+// (Windows2019, Windows2022, Windows2025), and whether the family is one of them.
+func WindowsBuild(family string) (string, bool) {
+	switch family {
+	case awsv1.AMIFamilyWindows2019:
+		return Windows2019Build, true
+	case awsv1.AMIFamilyWindows2022:
+		return Windows2022Build, true
+	case awsv1.AMIFamilyWindows2025:
+		return Windows2025Build, true
+	}
+	return "", false
+}
 
 // Hard-eviction signals the overhead model reads.
 const (
@@ -68,10 +98,11 @@ type InstanceTypeOptions struct {
 	// left out and the defaults stand, as in Karpenter's provider with the gate off, whose
 	// validation refuses such a NodeClass anyway (ValidateKubelet).
 	KubeletExpressions bool
-	// AMIFamily is AL2, AL2023, Bottlerocket or Custom; empty means AL2023. It decides whether
-	// kube-reserved memory follows the ENI-limited pod count (AL2, AL2023, Custom) or the
-	// actual one (Bottlerocket), and whether podsPerCore applies (not on Bottlerocket).
-	// Windows families are not supported yet.
+	// AMIFamily is AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022 or Windows2025;
+	// empty means AL2023. It decides whether kube-reserved memory follows the ENI-limited pod
+	// count (AL2, AL2023, Custom) or the actual one (Bottlerocket, Windows), whether podsPerCore
+	// applies (not on Bottlerocket), whether the default pod limit is ENI-limited (not on
+	// Windows: 110), the default root volume, and for Windows the os and windows-build labels.
 	AMIFamily string
 	// VMMemoryOverheadPercent is the share of memory lost to virtualization; nil means
 	// DefaultVMMemoryOverheadPercent.
@@ -185,29 +216,42 @@ func rootVolumeSize(bdms []*awsv1.BlockDeviceMapping, traits amiTraits) *resourc
 	return nil
 }
 
-// amiTraits are the differences between image families that change capacity or overhead.
+// amiTraits are the differences between image families that change capacity or overhead, as
+// the AWS provider v1.15.2's amifamily FeatureFlags, EphemeralBlockDevice and
+// DefaultBlockDeviceMappings give them.
 type amiTraits struct {
 	// eniLimitedMemoryOverhead: kube-reserved memory is computed from the ENI-limited pod count
 	// (the EKS bootstrap script's rule), whatever maxPods says.
 	eniLimitedMemoryOverhead bool
+	// eniLimitedPods: without maxPods the pod limit is the ENI-limited count (the VPC CNI's
+	// rule); otherwise it is DefaultMaxPods.
+	eniLimitedPods bool
 	// podsPerCore: the kubelet's podsPerCore setting is honoured.
 	podsPerCore bool
 	// ephemeralDevice is the device holding ephemeral storage; empty for Custom (the last
 	// block device mapping).
 	ephemeralDevice string
+	// rootVolumeGiB is the default size of the volume holding ephemeral storage.
+	rootVolumeGiB int64
+	// windowsBuild is the Windows families' node.kubernetes.io/windows-build; empty for Linux.
+	windowsBuild string
 }
 
 func amiTraitsOf(family string) (amiTraits, error) {
 	switch family {
 	case "", awsv1.AMIFamilyAL2023, awsv1.AMIFamilyAL2:
-		return amiTraits{eniLimitedMemoryOverhead: true, podsPerCore: true, ephemeralDevice: "/dev/xvda"}, nil
+		return amiTraits{eniLimitedMemoryOverhead: true, eniLimitedPods: true, podsPerCore: true, ephemeralDevice: "/dev/xvda", rootVolumeGiB: DefaultRootVolumeGiB}, nil
 	case awsv1.AMIFamilyCustom:
-		return amiTraits{eniLimitedMemoryOverhead: true, podsPerCore: true}, nil
+		return amiTraits{eniLimitedMemoryOverhead: true, eniLimitedPods: true, podsPerCore: true, rootVolumeGiB: DefaultRootVolumeGiB}, nil
 	case awsv1.AMIFamilyBottlerocket:
-		return amiTraits{ephemeralDevice: "/dev/xvdb"}, nil
-	default:
-		return amiTraits{}, fmt.Errorf("unsupported ami family %q", family)
+		return amiTraits{eniLimitedPods: true, ephemeralDevice: "/dev/xvdb", rootVolumeGiB: DefaultRootVolumeGiB}, nil
 	}
+	if build, ok := WindowsBuild(family); ok {
+		// amifamily.Windows: FeatureFlags{UsesENILimitedMemoryOverhead: false,
+		// PodsPerCoreEnabled: true, SupportsENILimitedPodDensity: false}, C: on /dev/sda1, 50Gi.
+		return amiTraits{podsPerCore: true, ephemeralDevice: "/dev/sda1", rootVolumeGiB: DefaultWindowsRootVolumeGiB, windowsBuild: build}, nil
+	}
+	return amiTraits{}, fmt.Errorf("unsupported ami family %q", family)
 }
 
 // builder holds options compiled once for many instance types.
@@ -256,7 +300,7 @@ func (o InstanceTypeOptions) compile() (*builder, error) {
 		traits:       traits,
 		vmOverhead:   DefaultVMMemoryOverheadPercent,
 		reservedENIs: o.ReservedENIs,
-		rootVolume:   *resource.NewQuantity(DefaultRootVolumeGiB<<30, resource.BinarySI),
+		rootVolume:   *resource.NewQuantity(traits.rootVolumeGiB<<30, resource.BinarySI),
 		raid0:        o.InstanceStorePolicy != nil && *o.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0,
 		prices:       o.Prices,
 	}
@@ -402,7 +446,10 @@ func (b *builder) resolveKubelet(e *catalog.Entry) (resolvedKubelet, error) {
 			IPsPerENI: int64(e.IPv4PerENI), MaxPods: maxPods, InstanceType: e.Name}
 	}
 	r := resolvedKubelet{maxPods: b.maxPods}
-	defaultPods := eniLimitedPods(e, b.reservedENIs)
+	defaultPods := int64(DefaultMaxPods)
+	if b.traits.eniLimitedPods {
+		defaultPods = eniLimitedPods(e, b.reservedENIs)
+	}
 	if b.maxPodsExpr != nil {
 		v, err := b.maxPodsExpr.Eval(vars(capped(defaultPods)))
 		if err == nil && (v < 0 || v > math.MaxInt32) {
@@ -571,7 +618,7 @@ func parseThreshold(m map[string]string, signal string) (*threshold, error) {
 //     (ENIs − reserved ENIs) × (IPv4 per ENI − 1) + 2 (0 when no ENI is left; the catalog's
 //     MaxPods, then 110, when ENI limits are unknown), capped at podsPerCore × vCPUs when
 //     podsPerCore is set.
-//   - ephemeral-storage = the root volume (20Gi by default), or the local NVMe total with
+//   - ephemeral-storage = the root volume (20Gi by default, 50Gi on Windows), or the local NVMe total with
 //     instanceStorePolicy RAID0.
 //   - kube-reserved: cpu 6% of the first core, 1% of the second, 0.5% of cores 3–4 and 0.25%
 //     of every further core (millicores, each band truncated); memory 11 MiB × pods + 255 MiB,
@@ -582,6 +629,11 @@ func parseThreshold(m map[string]string, signal string) (*threshold, error) {
 //   - eviction threshold: memory 100Mi, ephemeral-storage ⌈10% of ephemeral storage⌉; the
 //     kubelet's evictionHard memory.available and nodefs.available replace them, percentages
 //     taken of memory and ephemeral-storage capacity.
+//   - the Windows families (as amifamily.Windows in the AWS provider v1.15.2): pods default to
+//     110 (no ENI-limited density), kube-reserved memory follows those pods, podsPerCore
+//     applies, the root volume is 50Gi, the labels say kubernetes.io/os windows and the
+//     family's node.kubernetes.io/windows-build, vpc.amazonaws.com/PrivateIPv4Address is
+//     IPv4 per ENI − 1, and arm64 types are left out (the images are x86_64 only).
 //   - with KubeletExpressions, a maxPods expression is evaluated first (max_pods the default
 //     pod count above, capped by podsPerCore) and stands as maxPods; then the kubeReserved and
 //     systemReserved expressions (max_pods the resulting pods); see resolveKubelet. A maxPods
@@ -593,6 +645,9 @@ func NewInstanceTypes(entries []catalog.Entry, opts InstanceTypeOptions) ([]*Ins
 	}
 	out := make([]*InstanceType, 0, len(entries))
 	for i := range entries {
+		if !b.runsImages(&entries[i]) {
+			continue
+		}
 		it, err := b.build(&entries[i])
 		if err != nil {
 			return nil, err
@@ -613,9 +668,21 @@ func NewInstanceType(entry catalog.Entry, opts InstanceTypeOptions) (*InstanceTy
 	return b.build(&entry)
 }
 
+// runsImages reports whether the family has images for the entry's architecture: every
+// family but Windows, whose images are x86_64 only. The AWS provider v1.15.2 keeps an arm64
+// type for a Windows family with a kubernetes.io/os requirement of no value (getOS in
+// pkg/providers/instancetype/types.go), which no Windows image matches, so it can never
+// launch; here it is left out.
+func (b *builder) runsImages(e *catalog.Entry) bool {
+	return b.traits.windowsBuild == "" || e.Arch != "arm64"
+}
+
 func (b *builder) build(e *catalog.Entry) (*InstanceType, error) {
 	if e.Name == "" || e.VCPU <= 0 || e.MemoryMiB <= 0 || (e.Arch != "amd64" && e.Arch != "arm64") {
 		return nil, fmt.Errorf("instance type %q: needs a name, vcpus, memory and an amd64 or arm64 architecture", e.Name)
+	}
+	if !b.runsImages(e) {
+		return nil, fmt.Errorf("instance type %s: the Windows images are x86_64 only, not %s", e.Name, e.Arch)
 	}
 	milliCPU := int64(e.VCPU) * 1000
 
@@ -655,6 +722,11 @@ func (b *builder) build(e *catalog.Entry) (*InstanceType, error) {
 		corev1.ResourceEphemeralStorage: storage.DeepCopy(),
 	}
 	addExtended(capacity, e)
+	if b.traits.windowsBuild != "" && e.IPv4PerENI > 1 {
+		// As NewInstanceType's privateIPv4Address for a Windows type: the VPC resource
+		// controller's secondary addresses, one interface's IPv4 addresses but the primary.
+		capacity[ResourcePrivateIPv4Address] = *resource.NewQuantity(int64(e.IPv4PerENI-1), resource.DecimalSI)
+	}
 
 	podsForMemory := pods
 	if b.traits.eniLimitedMemoryOverhead {
@@ -689,7 +761,7 @@ func (b *builder) build(e *catalog.Entry) (*InstanceType, error) {
 
 	return &InstanceType{
 		Name:      e.Name,
-		Labels:    labels(e),
+		Labels:    labels(e, b.traits.windowsBuild),
 		Capacity:  capacity,
 		Overhead:  InstanceTypeOverhead{KubeReserved: kubeReserved, SystemReserved: systemReserved, EvictionThreshold: eviction},
 		Offerings: b.offerings(e.Name),
@@ -771,11 +843,18 @@ func addExtended(capacity corev1.ResourceList, e *catalog.Entry) {
 	add(ResourceAWSPodENI, e.PodENIs)
 }
 
-func labels(e *catalog.Entry) map[string]string {
+// labels are the entry's facts as node labels; windowsBuild, for a Windows family, makes the
+// os windows and sets node.kubernetes.io/windows-build, as computeRequirements in the AWS
+// provider v1.15.2's pkg/providers/instancetype/types.go (getOS and the Windows build label).
+func labels(e *catalog.Entry, windowsBuild string) map[string]string {
 	l := make(map[string]string, 24)
 	l[corev1.LabelInstanceTypeStable] = e.Name
 	l[corev1.LabelArchStable] = e.Arch
 	l[corev1.LabelOSStable] = string(corev1.Linux)
+	if windowsBuild != "" {
+		l[corev1.LabelOSStable] = string(corev1.Windows)
+		l[corev1.LabelWindowsBuild] = windowsBuild
+	}
 	set := func(key, value string) {
 		if value != "" {
 			l[key] = value

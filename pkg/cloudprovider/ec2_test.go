@@ -264,7 +264,6 @@ func TestInvalidOptions(t *testing.T) {
 		"vm overhead 150%":       {VMMemoryOverheadPercent: ptr.To(1.5)},
 		"negative vm overhead":   {VMMemoryOverheadPercent: ptr.To(-0.1)},
 		"zero root volume":       {RootVolumeSize: ptr.To(resource.MustParse("0"))},
-		"windows":                {AMIFamily: awsv1.AMIFamilyWindows2022},
 		"unknown family":         {AMIFamily: "Gentoo"},
 		"duplicate zone":         {Zones: []string{"a", "a"}},
 		"empty zone":             {Zones: []string{""}},
@@ -546,5 +545,65 @@ func TestOptionsFromNodeClass(t *testing.T) {
 				t.Errorf("Validate: %v", err)
 			}
 		})
+	}
+}
+
+// TestWindowsInstanceTypes: a Windows family's instance types, as the AWS provider v1.15.2
+// builds them (pkg/providers/instancetype/types.go NewInstanceType, computeRequirements, getOS,
+// pods, privateIPv4Address; pkg/providers/amifamily/windows.go FeatureFlags and
+// DefaultBlockDeviceMappings): kubernetes.io/os windows and the family's windows-build, 110
+// pods whatever the ENI limits, kube-reserved memory from those pods, podsPerCore honoured, a
+// 50Gi root volume (or the /dev/sda1 mapping's size), vpc.amazonaws.com/PrivateIPv4Address of
+// one interface's addresses but the primary, and no arm64 type (the images are x86_64 only).
+func TestWindowsInstanceTypes(t *testing.T) {
+	for family, build := range map[string]string{
+		awsv1.AMIFamilyWindows2019: "10.0.17763", awsv1.AMIFamilyWindows2022: "10.0.20348", awsv1.AMIFamilyWindows2025: "10.0.26100",
+	} {
+		t.Run(family, func(t *testing.T) {
+			opts := cloudprovider.InstanceTypeOptions{AMIFamily: family}
+			its, err := cloudprovider.NewInstanceTypes([]catalog.Entry{entry(t, "m5.large"), entry(t, "m6g.large")}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(its) != 1 || its[0].Name != "m5.large" {
+				t.Fatalf("instance types %d, want m5.large only (no arm64)", len(its))
+			}
+			it := its[0]
+			if it.Labels[corev1.LabelOSStable] != "windows" || it.Labels[corev1.LabelWindowsBuild] != build {
+				t.Errorf("labels %v, want os windows and windows-build %s", it.Labels, build)
+			}
+			e := entry(t, "m5.large")
+			for name, want := range map[corev1.ResourceName]int64{
+				corev1.ResourcePods:                      110,
+				corev1.ResourceEphemeralStorage:          50 << 30,
+				cloudprovider.ResourcePrivateIPv4Address: int64(e.IPv4PerENI - 1),
+			} {
+				if q := it.Capacity[name]; q.Value() != want {
+					t.Errorf("capacity %s = %d, want %d", name, q.Value(), want)
+				}
+			}
+			if q := it.Overhead.KubeReserved[corev1.ResourceMemory]; q.Value() != (11*110+255)<<20 {
+				t.Errorf("kube-reserved memory %s, want (11 × 110 + 255)Mi", q.String())
+			}
+			if _, err := cloudprovider.NewInstanceType(entry(t, "m6g.large"), opts); err == nil {
+				t.Error("an arm64 Windows instance type: want an error")
+			}
+		})
+	}
+	// podsPerCore and a root volume on /dev/sda1 apply; maxPods sizes kube-reserved memory.
+	nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{
+		AMISelectorTerms:    []awsv1.AMISelectorTerm{{Alias: "windows2022@latest"}},
+		Kubelet:             &awsv1.KubeletConfiguration{MaxPods: ptr.To[int32](40), PodsPerCore: ptr.To[int32](10)},
+		BlockDeviceMappings: []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/sda1"), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To(resource.MustParse("80Gi"))}}},
+	}}
+	it := build(t, "m5.large", cloudprovider.OptionsFromNodeClass(nc))
+	if q := it.Capacity[corev1.ResourcePods]; q.Value() != 20 {
+		t.Errorf("pods %d, want min(40, 10 × 2 vCPUs) = 20", q.Value())
+	}
+	if q := it.Capacity[corev1.ResourceEphemeralStorage]; q.Cmp(resource.MustParse("80Gi")) != 0 {
+		t.Errorf("ephemeral-storage %s, want 80Gi", q.String())
+	}
+	if q := it.Overhead.KubeReserved[corev1.ResourceMemory]; q.Value() != (11*20+255)<<20 {
+		t.Errorf("kube-reserved memory %s, want (11 × 20 + 255)Mi", q.String())
 	}
 }

@@ -43,6 +43,12 @@ type Offering struct {
 	ReservationCapacity int
 }
 
+// ReservedPriceDivisor divides an instance type's on-demand price into its reserved offerings'
+// price, as Karpenter's AWS provider v1.15.2 prices them: the reservation is paid for whether it
+// is used or not, so a launch into it costs next to nothing more, and less than any other
+// offering.
+const ReservedPriceDivisor = 10_000_000.0
+
 // Reserved reports whether the offering launches into a capacity reservation.
 func (o Offering) Reserved() bool { return o.ReservationID != "" }
 

@@ -135,6 +135,9 @@ type Set struct {
 	Static *nodepool.StaticController
 	// Expiration deletes the NodeClaims that outlived their expireAfter.
 	Expiration *expiration.Controller
+	// ReservationExpiry deletes the NodeClaims in expiring capacity reservations; nil unless
+	// the cloud's reservations can expire (expiration.ExpiringReservations).
+	ReservationExpiry *expiration.ReservationController
 	// Repair is the legacy node repair controller; nil unless Options.NodeRepair and
 	// Options.LegacyNodeRepair and the cloud declares repair policies.
 	Repair *repair.Controller
@@ -198,6 +201,9 @@ func New(deps Deps, opts Options) *Set {
 	}
 	s.Disruption = disruption.NewController(deps.Kube, deps.Cluster, cloud(metrics.ControllerDisruption), deps.Unavailable, deps.Clock, deps.Recorder, disruptionOpts)
 	s.Expiration = expiration.NewController(deps.Kube, deps.Clock)
+	if reservations, ok := deps.Cloud.(expiration.ExpiringReservations); ok {
+		s.ReservationExpiry = expiration.NewReservationController(deps.Kube, reservations, deps.Clock)
+	}
 	s.GarbageCollector = nodeclaim.NewGarbageCollector(deps.Kube, cloud("nodeclaim.garbagecollection"), deps.Clock, deps.Recorder, nodeclaim.GarbageCollectorOptions{})
 	s.Consistency = nodeclaim.NewConsistencyController(deps.Kube, deps.Clock, deps.Recorder)
 	s.NodePoolStatus = nodepool.NewStatusController(deps.Kube, deps.Clock, deps.Recorder)

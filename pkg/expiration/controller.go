@@ -4,7 +4,9 @@
 // not a disruption method, so no disruption budget paces it, no replacement is launched first
 // and neither karpenter.sh/do-not-disrupt nor a PodDisruptionBudget holds it beyond what the
 // drain honours (package termination, until the claim's terminationGracePeriod). The pods of
-// the expiring node are provisioned for while it drains (package provisioning).
+// the expiring node are provisioned for while it drains (package provisioning). It also owns
+// the end of NodeClaims in expiring capacity reservations (ReservationController), as the AWS
+// provider v1.15.2's capacityreservation.expiration controller.
 package expiration
 
 import (
@@ -39,6 +41,9 @@ type Expiry struct {
 	ExpireAfter time.Duration
 	// Pods is how many of its pods must move.
 	Pods int
+	// Reservation is the expiring capacity reservation the claim ran in, for a deletion by
+	// ReservationController; empty for an expiry by expireAfter.
+	Reservation string
 }
 
 // Controller deletes expired NodeClaims. Requests name NodeClaims; it is safe for concurrent

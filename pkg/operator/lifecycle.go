@@ -33,5 +33,8 @@ func lifecycleControllers(mgr manager.Manager, set *controllers.Set, recorder re
 	if set.Repair != nil {
 		out = append(out, set.Repair)
 	}
+	if set.ReservationExpiry != nil {
+		out = append(out, set.ReservationExpiry)
+	}
 	return out
 }

@@ -160,7 +160,8 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 				}
 			}
 			if cloud, err = sim.New(sim.Options{Clock: clk, NodeClasses: mgr.GetClient(), Seed: opts.Sim.Seed, Zones: opts.Sim.Zones, LaunchLatency: opts.Sim.LaunchLatency, Store: store, Unavailable: unavailable,
-				Faults: opts.Sim.faultPlan(), RebootForRepair: opts.RebootForRepair, NodeClassCEL: opts.NodeClassCEL, DRANVIDIAGPU: opts.DRANVIDIAGPU}); err != nil {
+				Faults: opts.Sim.faultPlan(), RebootForRepair: opts.RebootForRepair, NodeClassCEL: opts.NodeClassCEL, DRANVIDIAGPU: opts.DRANVIDIAGPU,
+				ReservedCapacity: opts.ReservedCapacity}); err != nil {
 				return nil, err
 			}
 		}

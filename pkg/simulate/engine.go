@@ -121,11 +121,13 @@ type engine struct {
 	cluster     *state.Cluster
 	lifecycle   *nodeclaim.LifecycleController
 	gc          *nodeclaim.GarbageCollector
-	poolStatus  *nodepool.StatusController
-	poolStatic  *nodepool.StaticController
-	classStatus *sim.NodeClassStatusController
-	termination *termination.Controller
-	disruption  *disruption.Controller
+	// reservationExpiry deletes the NodeClaims in expiring Capacity Blocks.
+	reservationExpiry *expiration.ReservationController
+	poolStatus        *nodepool.StatusController
+	poolStatic        *nodepool.StaticController
+	classStatus       *sim.NodeClassStatusController
+	termination       *termination.Controller
+	disruption        *disruption.Controller
 	// expiration deletes the NodeClaims past their expireAfter.
 	expiration *expiration.Controller
 	// repair is the legacy node repair controller, nil unless the NodeRepair feature gate is
@@ -259,10 +261,15 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		p := problems[0]
 		return nil, fmt.Errorf("%s%s: %s", p[0], p[1], p[2])
 	}
+	gates, err := featuregate.Karpenter.FromMap(karpenterGates)
+	if err != nil {
+		return nil, err
+	}
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
 	e.cloud, err = sim.New(sim.Options{Clock: e.clock, NodeClasses: e.kube, Seed: seed, Zones: w.Cloud.Zones, LaunchLatency: launch,
 		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}, Unavailable: unavailable, NodeClassCEL: nodeClassCEL,
-		RebootForRepair: aws.Enabled(featuregate.RebootForRepair)})
+		RebootForRepair: aws.Enabled(featuregate.RebootForRepair), Reservations: w.Cloud.reservations(),
+		ReservedCapacity: gates.Enabled(featuregate.ReservedCapacity)})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
@@ -279,16 +286,25 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.rec = newRecorder(w, seed, e.clock.Now)
 	e.kube.OnChange(e.rec.hist.observe)
+	classes, reserving := map[string]*ec2v1.EC2NodeClass{}, false
+	var pools []*karpv1.NodePool
 	for _, o := range w.Objects {
-		if nc, ok := o.(*ec2v1.EC2NodeClass); ok && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
-			// The AWS provider launches into the reservations the terms select first; the
-			// simulated cloud sells none, as if the terms matched nothing.
-			e.rec.warn(fmt.Sprintf("EC2NodeClass %s selects capacity reservations (spec.capacityReservationSelectorTerms); the simulated cloud has none, so its NodePools launch on-demand and spot only", nc.Name))
+		switch o := o.(type) {
+		case *ec2v1.EC2NodeClass:
+			classes[o.Name] = o
+			warning := reservationWarning(o, w.Cloud.reservations(), gates.Enabled(featuregate.ReservedCapacity))
+			if warning != "" {
+				e.rec.warn(warning)
+			}
+			reserving = reserving || warning == "" && len(o.Spec.CapacityReservationSelectorTerms) > 0
+		case *karpv1.NodePool:
+			pools = append(pools, o)
 		}
 	}
-	gates, err := featuregate.Karpenter.FromMap(karpenterGates)
-	if err != nil {
-		return nil, err
+	if reserving {
+		for _, warning := range reservedCapacityUnused(pools, classes) {
+			e.rec.warn(warning)
+		}
 	}
 	// A workload file is this project's own: a name it misspells is refused, where the
 	// controller, reading Karpenter's settings, logs and ignores it as Karpenter does.
@@ -323,6 +339,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.provisioner, e.nomination, e.lifecycle, e.termination, e.disruption = set.Provisioner, set.Nomination, set.Lifecycle, set.Termination, set.Disruption
 	e.gc, e.poolStatus, e.poolStatic, e.repair, e.overlays = set.GarbageCollector, set.NodePoolStatus, set.Static, set.Repair, set.Overlays
 	e.expiration, e.reboot = set.Expiration, set.Reboot
+	e.reservationExpiry = set.ReservationExpiry
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
@@ -330,6 +347,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		e.disruption.ObserveDecisions(func(d *disruption.Decision) { e.repairDecision = d })
 	}
 	e.expiration.Observe(e.rec.expired)
+	e.reservationExpiry.Observe(e.rec.reservationExpired)
 	if e.repair != nil {
 		e.repair.Observe(e.rec.repaired)
 	}
@@ -465,6 +483,10 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 	}
 	if now.Second() == 0 {
 		if err := e.gc.Step(ctx); err != nil {
+			return err
+		}
+		// Every minute, as the AWS provider's capacityreservation.expiration controller.
+		if err := e.reservationExpiry.Step(ctx); err != nil {
 			return err
 		}
 	}

@@ -50,16 +50,22 @@ type NodeRecord struct {
 }
 
 // RemovalReasons are the reasons a node is removed, as Karpenter's disruption reasons name
-// them, and RemovalDeleted for a node deleted outside disruption (its NodeClaim deleted by
-// garbage collection or a failed registration).
+// them, RemovalReservationExpiring for a node of an expiring capacity reservation, and
+// RemovalDeleted for a node deleted outside disruption (its NodeClaim deleted by garbage
+// collection or a failed registration).
 var RemovalReasons = []string{
 	string(karpv1.DisruptionReasonEmpty), string(karpv1.DisruptionReasonUnderutilized), string(karpv1.DisruptionReasonDrifted),
 	string(karpv1.DisruptionReasonExpired), string(karpv1.DisruptionReasonInterrupted), string(karpv1.DisruptionReasonUnhealthy),
-	RemovalDeleted,
+	RemovalReservationExpiring, RemovalDeleted,
 }
 
 // RemovalDeleted is the removal reason of a node deleted outside disruption.
 const RemovalDeleted = "Deleted"
+
+// RemovalReservationExpiring is the removal reason of a node whose capacity reservation was
+// expiring (expiration.ReservationController), and of one EC2 reclaimed at a Capacity Block's
+// end.
+const RemovalReservationExpiring = "ReservationExpiring"
 
 // PodRecord is one pod from its creation to its end. Times are seconds from the start of the
 // run.
@@ -133,9 +139,10 @@ type NodePoolInputs struct {
 // NodePoolResults are what a NodePool launched, held and spent.
 type NodePoolResults struct {
 	Launched int `json:"launched"`
-	// LaunchedSpot and LaunchedOnDemand split Launched by capacity type.
+	// LaunchedSpot, LaunchedOnDemand and LaunchedReserved split Launched by capacity type.
 	LaunchedSpot     int     `json:"launchedSpot"`
 	LaunchedOnDemand int     `json:"launchedOnDemand"`
+	LaunchedReserved int     `json:"launchedReserved,omitempty"`
 	Peak             int     `json:"peak"`
 	Final            int     `json:"final"`
 	FinalPerHour     float64 `json:"finalPerHour"`
@@ -329,6 +336,8 @@ func (h *history) nodeHistory(instances []sim.Instance, interrupted map[string]b
 				n.RemovalReason = reason
 			case interrupted[in.ProviderID] || in.TerminationReason == sim.TerminationReasonInterrupted:
 				n.RemovalReason = string(karpv1.DisruptionReasonInterrupted)
+			case in.TerminationReason == sim.TerminationReasonCapacityBlockEnded:
+				n.RemovalReason = RemovalReservationExpiring
 			default:
 				n.RemovalReason = RemovalDeleted
 			}
@@ -400,6 +409,8 @@ func nodePools(ctx context.Context, kube client.Reader, nodes []NodeRecord, seri
 			r.LaunchedSpot++
 		} else if n.CapacityType == karpv1.CapacityTypeOnDemand {
 			r.LaunchedOnDemand++
+		} else if n.CapacityType == karpv1.CapacityTypeReserved {
+			r.LaunchedReserved++
 		}
 		r.Cost += n.Cost
 		if n.RemovedAt == nil {

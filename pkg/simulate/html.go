@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -63,6 +64,7 @@ const (
 	colorMemory   = "#ea580c"
 	colorSpot     = "#f59e0b"
 	colorOnDemand = "#0891b2"
+	colorReserved = "#15803d"
 	colorB        = "#db2777"
 )
 
@@ -81,8 +83,14 @@ func newView(rep *Report) *view {
 		name := np.Name
 		pools = append(pools, series{name, poolColors[i%len(poolColors)], pick(rep.Series, func(s Sample) float64 { return float64(s.NodePools[name]) }), false})
 	}
+	nodeSeries := []series{{"spot", colorSpot, spot, false}, {"on-demand", colorOnDemand, onDemand, false}}
+	nodesTitle := "Nodes, spot and on-demand"
+	if slices.ContainsFunc(rep.Series, func(s Sample) bool { return s.ReservedNodes > 0 }) {
+		nodeSeries = append(nodeSeries, series{"reserved", colorReserved, pick(rep.Series, func(s Sample) float64 { return float64(s.ReservedNodes) }), false})
+		nodesTitle = "Nodes, spot, on-demand and reserved"
+	}
 	v.Charts = []template.HTML{
-		lineChart("Nodes, spot and on-demand", "nodes", xs, v.Markers, []series{{"spot", colorSpot, spot, false}, {"on-demand", colorOnDemand, onDemand, false}, {"all", colorNodes, nodes, true}}),
+		lineChart(nodesTitle, "nodes", xs, v.Markers, append(nodeSeries, series{"all", colorNodes, nodes, true})),
 		lineChart("Cost", "$/hour", xs, v.Markers, []series{{"$/hour", colorCost, cost, false}}),
 		lineChart("Pending pods", "pods", xs, v.Markers, []series{{"pending", colorPending, pending, false}}),
 		lineChart("Requested share of allocatable", "%", xs, v.Markers, []series{{"cpu", colorCPU, cpu, false}, {"memory", colorMemory, mem, false}}),
@@ -450,9 +458,13 @@ td,th{border-bottom:1px solid #eee;padding:4px 10px;text-align:left;vertical-ali
 <li>consolidation {{or .Inputs.ConsolidationPolicy "default"}}{{if .Inputs.ConsolidateAfter}} after {{.Inputs.ConsolidateAfter}}{{end}}{{if .Inputs.ExpireAfter}}, expire after {{.Inputs.ExpireAfter}}{{end}}</li>
 {{range .Inputs.Budgets}}<li>budget {{.}}</li>{{end}}
 <li>nodeclass {{.Inputs.NodeClass}}</li></ul>{{end}}</td>
-<td>{{.Results.Launched}}</td><td>{{.Results.LaunchedSpot}} / {{.Results.LaunchedOnDemand}}</td><td>{{.Results.Peak}}</td><td>{{.Results.Final}}</td>
+<td>{{.Results.Launched}}</td><td>{{.Results.LaunchedSpot}} / {{.Results.LaunchedOnDemand}}{{if .Results.LaunchedReserved}} / {{.Results.LaunchedReserved}} reserved{{end}}</td><td>{{.Results.Peak}}</td><td>{{.Results.Final}}</td>
 <td>{{printf "%.4f" .Results.FinalPerHour}}</td><td>${{printf "%.2f" .Results.Cost}}</td><td>{{.Results.FailedLaunches}}</td><td>{{removed .Results.Removed}}</td></tr>
 {{end}}</table>
+{{if .Reservations}}<h2>Capacity reservations</h2>
+<table><tr><th>reservation</th><th>type</th><th>instance type</th><th>zone</th><th>slots</th><th>launched</th><th>peak in use</th><th>in use at end</th></tr>
+{{range .Reservations}}<tr><td>{{.ID}}</td><td>{{.Type}}</td><td>{{.InstanceType}}</td><td>{{.Zone}}</td><td>{{.Count}}</td><td>{{.Launched}}</td><td>{{.Peak}}</td><td>{{if .EndSeconds}}ended{{else}}{{.Final}}{{end}}</td></tr>
+{{end}}</table>{{end}}
 <h2>Nodes removed</h2>
 {{if .Removals}}<table><tr><th>reason</th><th>nodes</th></tr>{{range .Removals}}<tr><td>{{.Reason}}</td><td>{{.Count}}</td></tr>{{end}}</table>
 {{else}}<p>None.</p>{{end}}

@@ -69,6 +69,9 @@ type Report struct {
 	NodeHistory []NodeRecord `json:"nodeHistory"`
 	// PodHistory is every pod created, in creation order.
 	PodHistory []PodRecord `json:"podHistory"`
+	// Reservations are the workload's capacity reservations (cloud.reservations) and how the
+	// run used them; absent without any.
+	Reservations []ReservationUse `json:"reservations,omitempty"`
 	// FailedLaunches are the launches the cloud refused for want of capacity, in order.
 	FailedLaunches []FailedLaunch `json:"failedLaunches"`
 	// Events is what happened, in order: the timeline's events, launches and launches
@@ -147,9 +150,11 @@ type Sample struct {
 	Running     int     `json:"running"`
 	CPUUtil     float64 `json:"cpuUtilization"`
 	MemUtil     float64 `json:"memoryUtilization"`
-	// SpotNodes and OnDemandNodes split Nodes by capacity type; NodePools by NodePool.
+	// SpotNodes, OnDemandNodes and ReservedNodes split Nodes by capacity type; NodePools by
+	// NodePool.
 	SpotNodes     int            `json:"spotNodes"`
 	OnDemandNodes int            `json:"onDemandNodes"`
+	ReservedNodes int            `json:"reservedNodes,omitempty"`
 	NodePools     map[string]int `json:"nodePools,omitempty"`
 	// PackingRatio is the disruption controller's last measure of the fleet's packing ratio
 	// (Packing); 0 before its first.
@@ -375,6 +380,17 @@ func (r *recorder) expired(x expiration.Expiry) {
 		Message: fmt.Sprintf("expired: deleting node %s, %s after its launch; its %d pods are evicted and provisioned for while it drains", node, x.ExpireAfter, x.Pods)})
 }
 
+// reservationExpired logs the deletion of a node whose capacity reservation is expiring.
+func (r *recorder) reservationExpired(x expiration.Expiry) {
+	node := x.Node
+	if node == "" {
+		node = x.NodeClaim
+	}
+	r.hist.removing(node, RemovalReservationExpiring)
+	r.log(LogEntry{Kind: LogDisruption, Reason: RemovalReservationExpiring, Action: "delete", Nodes: []string{node},
+		Message: fmt.Sprintf("capacity reservation %s is expiring (a Capacity Block, 40 minutes before its end): deleting node %s, as the AWS provider does; its pods are evicted and provisioned for while it drains", x.Reservation, node)})
+}
+
 // repaired logs node repair's deletions, and the first time the safety valve holds a node.
 func (r *recorder) repaired(rep repair.Outcome) {
 	cond := fmt.Sprintf("%s %s since t=%s", rep.Condition.Type, rep.Condition.Status, rep.Condition.LastTransitionTime.Sub(Start))
@@ -504,6 +520,8 @@ func snapshot(ctx context.Context, e *engine) (Sample, []FleetNode, error) {
 			s.SpotNodes++
 		case karpv1.CapacityTypeOnDemand:
 			s.OnDemandNodes++
+		case karpv1.CapacityTypeReserved:
+			s.ReservedNodes++
 		}
 		if s.NodePools == nil {
 			s.NodePools = map[string]int{}
@@ -568,6 +586,7 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 		return nil, err
 	}
 	rep.Events = r.eventLog(instances, rep.NodeHistory)
+	rep.Reservations = reservationUse(r.w.Cloud.reservations(), instances, end)
 	for _, tc := range byType {
 		rep.Nodes.ByType = append(rep.Nodes.ByType, *tc)
 	}
@@ -680,14 +699,24 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if len(rep.NodePools) > 0 {
 		b.WriteString("\nBy NodePool\n")
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NODEPOOL\tLAUNCHED\tSPOT\tON-DEMAND\tPEAK\tFINAL\t$/HOUR AT END\tSPENT ($)\tNO CAPACITY\tREMOVED")
+		reserved := slices.ContainsFunc(rep.NodePools, func(np NodePoolReport) bool { return np.Results.LaunchedReserved > 0 })
+		reservedHeader := ""
+		if reserved {
+			reservedHeader = "RESERVED\t"
+		}
+		fmt.Fprintf(tw, "  NODEPOOL\tLAUNCHED\tSPOT\tON-DEMAND\t%sPEAK\tFINAL\t$/HOUR AT END\tSPENT ($)\tNO CAPACITY\tREMOVED\n", reservedHeader)
 		for _, np := range rep.NodePools {
 			r := np.Results
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.2f\t%d\t%s\n", np.Name, r.Launched, r.LaunchedSpot, r.LaunchedOnDemand, r.Peak, r.Final,
+			reservedCount := ""
+			if reserved {
+				reservedCount = fmt.Sprintf("%d\t", r.LaunchedReserved)
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%s%d\t%d\t%.4f\t%.2f\t%d\t%s\n", np.Name, r.Launched, r.LaunchedSpot, r.LaunchedOnDemand, reservedCount, r.Peak, r.Final,
 				r.FinalPerHour, r.Cost, r.FailedLaunches, removals(r.Removed))
 		}
 		_ = tw.Flush()
 	}
+	writeReservationsText(&b, rep.Reservations)
 	if n := len(rep.FailedLaunches); n > 0 {
 		fmt.Fprintf(&b, "\n%d %s refused for want of capacity (the offerings tried are in --output json)\n", n, plural(n, "launch", "launches"))
 	}

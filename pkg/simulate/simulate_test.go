@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -141,7 +140,7 @@ func TestWorkloadErrors(t *testing.T) {
 		{"placement group", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    placementGroupSelector: {name: hpc}\n", 1),
 			`small.yaml:21: EC2NodeClass "default": spec.placementGroupSelector: the simulated cloud (karpenter simulate, --cloud-provider sim) has no placement groups to resolve or launch into; remove the selector to simulate without one (the AWS provider supports it) (PlacementGroupsNotSupported: the EC2NodeClass would never be Ready)`},
 		{"Windows", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "amiSelectorTerms: [{alias: al2023@latest}]", "amiSelectorTerms: [{alias: windows2022@latest}]", 1),
-			`EC2NodeClass "default": spec.amiFamily: Windows2022 (from the AMI family or alias): Windows nodes are not supported by this provider yet`},
+			`EC2NodeClass "default": spec.amiFamily: Windows2022 (from the AMI family or alias): the simulated cloud does not model Windows nodes yet (the AWS provider launches them); simulate with AL2023, AL2, Bottlerocket or Custom (AMIFamilyNotSupported: the EC2NodeClass would never be Ready)`},
 		{"kubelet CEL expression", "name: x\nduration: 1h\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"pods * 2\"}\n", 1),
 			`EC2NodeClass "default": spec.kubelet contains a CEL expression, but the NodeClassCEL feature gate is disabled (KubeletExpressionsDisabled: the EC2NodeClass would never be Ready): add featureGates: {NodeClassCEL: true}`},
 		{"kubelet CEL expression that does not compile", "name: x\nduration: 1h\nfeatureGates: {NodeClassCEL: true}\n" + strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    kubelet: {maxPods: \"pods * 2\"}\n", 1),
@@ -335,21 +334,5 @@ func TestNodeClassCELHonoured(t *testing.T) {
 	}
 	if rep.Nodes.Launched < 3 {
 		t.Errorf("%d nodes launched, want at least 3 (two pods each)", rep.Nodes.Launched)
-	}
-}
-
-// TestCapacityReservationsWarned: the simulated cloud sells no capacity reservations; a
-// NodeClass that selects some is simulated as if its terms matched none, and the report says
-// so rather than leaving the terms silently unused.
-func TestCapacityReservationsWarned(t *testing.T) {
-	text := "name: reserved\nduration: 10m\nseed: 1\n" +
-		strings.Replace(nodePoolManifests, "    role: KarpenterNodeRole\n", "    role: KarpenterNodeRole\n    capacityReservationSelectorTerms: [{id: cr-0123456789abcdef0}]\n", 1) +
-		"timeline:\n  - at: 0s\n    deploy: {name: web, replicas: 2, pod: {cpu: 100m, memory: 64Mi}}\n"
-	rep, _ := runEngine(t, "reserved.yaml", text)
-	if rep.Pods.Scheduled != 2 {
-		t.Errorf("pods %+v, want both scheduled on on-demand or spot nodes", rep.Pods)
-	}
-	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "the simulated cloud has none") }) {
-		t.Errorf("warnings %q do not say the capacity reservations are not simulated", rep.Warnings)
 	}
 }

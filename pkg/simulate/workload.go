@@ -103,8 +103,50 @@ type CloudSettings struct {
 	// kubelet started with --register-with-taints would: a way to try what happens when the
 	// nodes Karpenter launches cannot take the pods they were launched for.
 	RegisterWithTaints []any `yaml:"registerWithTaints"`
+	// Reservations are the EC2 capacity reservations the account holds: On-Demand Capacity
+	// Reservations and Capacity Blocks that EC2NodeClasses select with
+	// capacityReservationSelectorTerms (the ReservedCapacity gate, on by default, as v1.15).
+	Reservations []ReservationSetting `yaml:"reservations"`
 
 	registerWithTaints []corev1.Taint
+}
+
+// ReservationSetting is one capacity reservation of the simulated account (sim.Reservation).
+type ReservationSetting struct {
+	// ID is the reservation's ID, such as cr-0123456789abcdef0, which terms may name.
+	ID string `yaml:"id"`
+	// InstanceType and Zone are what the reservation holds capacity for.
+	InstanceType string `yaml:"instanceType"`
+	Zone         string `yaml:"zone"`
+	// Count is how many instances it takes at once.
+	Count int `yaml:"count"`
+	// Type is default (an On-Demand Capacity Reservation, the default) or capacity-block.
+	Type string `yaml:"type"`
+	// Interruptible says its owner may reclaim the capacity.
+	Interruptible bool `yaml:"interruptible"`
+	// InstanceMatchCriteria is targeted (the default) or open.
+	InstanceMatchCriteria string `yaml:"instanceMatchCriteria"`
+	// OwnerID is the owning account (default sim.Account).
+	OwnerID string `yaml:"ownerID"`
+	// Tags are its tags, which terms may select it by.
+	Tags map[string]string `yaml:"tags"`
+	// End, when set, is when the reservation ends, from the start of the simulation: a
+	// Capacity Block's instances are reclaimed then.
+	End *Duration `yaml:"end"`
+}
+
+// reservations are the settings' reservations for the simulated cloud.
+func (c *CloudSettings) reservations() []sim.Reservation {
+	var out []sim.Reservation
+	for _, r := range c.Reservations {
+		sr := sim.Reservation{ID: r.ID, InstanceType: r.InstanceType, Zone: r.Zone, Count: r.Count, Type: r.Type, Interruptible: r.Interruptible,
+			InstanceMatchCriteria: r.InstanceMatchCriteria, OwnerID: r.OwnerID, Tags: r.Tags}
+		if r.End != nil {
+			sr.End = Start.Add(r.End.Duration)
+		}
+		out = append(out, sr)
+	}
+	return out
 }
 
 // Event is one timeline entry: at a time, exactly one action.
@@ -747,6 +789,25 @@ func (c *CloudSettings) problems(file string, root *yaml.Node) []error {
 			add(path, "%q is given twice (also at cloud.zones[%d])", z, slices.Index(c.Zones, z))
 		}
 	}
+	zones := c.Zones
+	if len(zones) == 0 {
+		zones = sim.DefaultZones(sim.DefaultRegion)
+	}
+	for i, r := range c.Reservations {
+		path := fmt.Sprintf("cloud.reservations[%d]", i)
+		if _, ok := catalog.Lookup(r.InstanceType); !ok {
+			add(path+".instanceType", "%q is not an EC2 instance type of the catalog (such as m6i.large)", r.InstanceType)
+		}
+		if r.End != nil && r.End.Duration <= 0 {
+			add(path+".end", "must be positive, such as 6h from the start")
+		}
+		if j := slices.IndexFunc(c.Reservations[:i], func(o ReservationSetting) bool { return o.ID == r.ID }); j >= 0 {
+			add(path+".id", "%q is given twice (also at cloud.reservations[%d])", r.ID, j)
+		}
+		if err := c.reservations()[i].Validate(zones); err != nil {
+			add(path, "%v", err)
+		}
+	}
 	return errs
 }
 
@@ -1128,7 +1189,7 @@ func decodeObjects(docs []document, known ...client.Object) ([]client.Object, er
 		// CEL expressions are left to kubeletExpressionProblems, which knows whether the
 		// workload turns the NodeClassCEL gate on: here the rest is checked as with the gate.
 		if nc, ok := co.(*awsv1.EC2NodeClass); ok {
-			if reason, field, err := sim.ValidateSupported(nc); err != nil {
+			if reason, field, err := cloudprovider.ValidateSimulated(nc); err != nil {
 				errs = append(errs, doc.errorf(field, "%s (%s: the EC2NodeClass would never be Ready)", strings.TrimPrefix(err.Error(), field+": "), reason))
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 )
 
 // image is an AMI as the resolver sees it.
@@ -27,6 +29,9 @@ type image struct {
 	// variants are what an alias's SSM parameter says the image is for (standard, NVIDIA,
 	// Neuron); none for an image selected otherwise.
 	variants []variant
+	// requirements are what else an alias's SSM parameter says of the image's nodes: a
+	// Windows image's kubernetes.io/os and node.kubernetes.io/windows-build.
+	requirements []corev1.NodeSelectorRequirement
 }
 
 // ec2Arch maps EC2 architectures to Kubernetes ones.
@@ -61,18 +66,44 @@ func (v variant) requirements() []corev1.NodeSelectorRequirement {
 	return nil
 }
 
-// aliasParameter is an SSM public parameter an alias resolves through, and the variants of
-// the image it names.
+// aliasParameter is an SSM public parameter an alias resolves through, the variants of the
+// image it names, and what else its nodes must be (a Windows image's os and build).
 type aliasParameter struct {
-	name     string
-	variants []variant
+	name         string
+	variants     []variant
+	requirements []corev1.NodeSelectorRequirement
+}
+
+// windowsVersions are the Windows Server releases of the Windows AMI families, as the SSM
+// parameters name them.
+var windowsVersions = map[string]string{
+	awsv1.AMIFamilyWindows2019: "2019",
+	awsv1.AMIFamilyWindows2022: "2022",
+	awsv1.AMIFamilyWindows2025: "2025",
+}
+
+// windowsParameter is the SSM public parameter of the EKS-optimized Windows Server Core image
+// of a family (Windows2019, Windows2022, Windows2025) for a Kubernetes version, with the
+// requirements of its nodes, as the AWS provider v1.15.2's Windows.DescribeImageQuery
+// (pkg/providers/amifamily/windows.go): kubernetes.io/os windows and the family's
+// node.kubernetes.io/windows-build. Windows images have no accelerated variants.
+func windowsParameter(family, k8sVersion string) aliasParameter {
+	build, _ := cloudprovider.WindowsBuild(family)
+	return aliasParameter{
+		name: fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", windowsVersions[family], k8sVersion),
+		requirements: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(corev1.Windows)}},
+			{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{build}},
+		},
+	}
 }
 
 // aliasParameters are the SSM public parameters an AMI alias resolves through, one per
 // architecture and variant the family publishes, for a Kubernetes version ("1.35"), as
 // Karpenter reads them: AL2023's standard, NVIDIA (x86_64 and arm64) and Neuron (x86_64)
 // images; AL2's standard images and its GPU image (NVIDIA and Neuron); Bottlerocket's standard
-// images (x86_64 also for Neuron) and its -nvidia images.
+// images (x86_64 also for Neuron) and its -nvidia images; the Windows families' one image
+// (windowsParameter), @latest only, Windows2025 from Kubernetes 1.35.
 func aliasParameters(alias, k8sVersion string) (family string, params []aliasParameter, err error) {
 	name, version, ok := strings.Cut(alias, "@")
 	if !ok || version == "" {
@@ -117,8 +148,29 @@ func aliasParameters(alias, k8sVersion string) (family string, params []aliasPar
 		add(fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s-nvidia/x86_64/%s/image_id", k8sVersion, v), variantNvidia)
 		add(fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s-nvidia/arm64/%s/image_id", k8sVersion, v), variantNvidia)
 		return awsv1.AMIFamilyBottlerocket, params, nil
+	case "windows2019", "windows2022", "windows2025":
+		family := "Windows" + strings.TrimPrefix(strings.ToLower(name), "windows")
+		if !latest {
+			// The API server's CEL rule refuses this already ("windows families may only
+			// specify version 'latest'").
+			return "", nil, fmt.Errorf("alias %q: the Windows families publish @latest only", alias)
+		}
+		if family == awsv1.AMIFamilyWindows2025 {
+			// As DescribeImageQueries' WS2025UnsupportedVersionError (amifamily/ami.go).
+			if _, minor, _ := strings.Cut(k8sVersion, "."); minorBelow(minor, 35) {
+				return "", nil, fmt.Errorf("alias %q: Windows Server 2025 requires EKS version 1.35 or higher, current version: %s", alias, k8sVersion)
+			}
+		}
+		return family, []aliasParameter{windowsParameter(family, k8sVersion)}, nil
 	}
-	return "", nil, fmt.Errorf("alias %q: family %q is not supported: use al2023, al2 or bottlerocket", alias, name)
+	return "", nil, fmt.Errorf("alias %q: family %q is not supported: use al2023, al2, bottlerocket, windows2019, windows2022 or windows2025", alias, name)
+}
+
+// minorBelow reports whether a Kubernetes minor version ("34", "35") is below want; one that
+// does not parse is not (as the AWS provider v1.15.2, which lets it through).
+func minorBelow(minor string, want int) bool {
+	n, err := strconv.Atoi(minor)
+	return err == nil && n < want
 }
 
 // resolveAMIs finds the images the amiSelectorTerms select and keeps, for each set of
@@ -203,6 +255,7 @@ func (p *Provider) resolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]a
 	for _, k := range keys {
 		im := best[k]
 		reqs := append([]corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{k.arch}}}, k.variant.requirements()...)
+		reqs = append(reqs, im.requirements...)
 		out = append(out, awsv1.AMI{ID: im.id, Name: im.name, Requirements: reqs, Deprecated: im.deprecated})
 	}
 	return out, nil
@@ -232,6 +285,7 @@ func (p *Provider) aliasImages(ctx context.Context, alias string, now time.Time)
 		return nil, err
 	}
 	variants := map[string][]variant{}
+	requirements := map[string][]corev1.NodeSelectorRequirement{}
 	var ids, missing []string
 	for _, param := range params {
 		out, err := p.clients.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(param.name)})
@@ -247,6 +301,7 @@ func (p *Provider) aliasImages(ctx context.Context, alias string, now time.Time)
 			ids = append(ids, id)
 		}
 		variants[id] = append(variants[id], param.variants...)
+		requirements[id] = param.requirements
 	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("no such release for Kubernetes %s: SSM parameters %s not found", version, strings.Join(missing, ", "))
@@ -254,6 +309,7 @@ func (p *Provider) aliasImages(ctx context.Context, alias string, now time.Time)
 	imgs, err := p.describeImages(ctx, &ec2.DescribeImagesInput{ImageIds: ids}, now)
 	for i := range imgs {
 		imgs[i].variants = variants[imgs[i].id]
+		imgs[i].requirements = requirements[imgs[i].id]
 	}
 	return imgs, err
 }

@@ -40,9 +40,6 @@ const (
 	// remembered, so that its slot is given back once (v1.15.2 capacityreservation
 	// terminatedInstanceTTL).
 	returnedSlotMemory = 15 * time.Minute
-	// reservedPriceDivisor: a reserved offering costs its type's on-demand price divided by
-	// this, as v1.15.2 prices them (already paid for, and cheaper than any other offering).
-	reservedPriceDivisor = 10_000_000.0
 	// reservationCapacityExceededCode is the fleet error of a launch into a reservation without
 	// a free slot.
 	reservationCapacityExceededCode = "ReservationCapacityExceeded"
@@ -282,7 +279,7 @@ func (p *Provider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudpro
 		offerings := slices.Clone(it.Offerings)
 		for _, r := range rs {
 			o := cloudprovider.Offering{
-				Zone: r.AvailabilityZone, ZoneID: zoneIDs[r.AvailabilityZone], CapacityType: karpv1.CapacityTypeReserved, Price: od / reservedPriceDivisor,
+				Zone: r.AvailabilityZone, ZoneID: zoneIDs[r.AvailabilityZone], CapacityType: karpv1.CapacityTypeReserved, Price: od / cloudprovider.ReservedPriceDivisor,
 				ReservationID: r.ID, ReservationType: string(r.ReservationType), ReservationInterruptible: r.Interruptible,
 				ReservationCapacity: p.reservations.get(r.ID),
 			}
@@ -408,4 +405,31 @@ func (p *Provider) reservedInstanceOffering(i instance) (cloudprovider.Offering,
 // reservationOfClaim is the reservation a claim's instance launched into, from its label.
 func reservationOfClaim(claim *karpv1.NodeClaim) string {
 	return claim.Labels[awsv1.LabelCapacityReservationID]
+}
+
+// ExpiringReservations returns which of the reservation IDs are expiring, read from EC2 as
+// v1.15.2's capacityreservation.expiration controller reads them: a Capacity Block within 40
+// minutes of its end (reservationFromEC2). IDs EC2 does not know, or lists no longer active,
+// are not expiring.
+func (p *Provider) ExpiringReservations(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	now := p.opts.Clock.Now()
+	for _, id := range ids {
+		resp, err := p.clients.EC2.DescribeCapacityReservations(ctx, &ec2.DescribeCapacityReservationsInput{CapacityReservationIds: []string{id}})
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("describing capacity reservation %s: %w", id, err)
+		}
+		for _, r := range resp.CapacityReservations {
+			if cr, err := reservationFromEC2(r, now); err == nil && cr.State == awsv1.CapacityReservationStateExpiring {
+				out[cr.ID] = true
+			}
+		}
+	}
+	return out, nil
 }

@@ -317,7 +317,8 @@ func metadataOptions(m *awsv1.MetadataOptions) awsv1.MetadataOptions {
 
 // blockDevices are the NodeClass's block device mappings, or the family's default volumes:
 // a 20Gi encrypted gp3 root for AL2 and AL2023, a 4Gi OS and a 20Gi data volume for
-// Bottlerocket, none (the image's own) for Custom.
+// Bottlerocket, a 50Gi encrypted gp3 C: on /dev/sda1 for the Windows families (the AWS provider
+// v1.15.2's Windows.DefaultBlockDeviceMappings), none (the image's own) for Custom.
 func blockDevices(bdms []*awsv1.BlockDeviceMapping, family string) []*awsv1.BlockDeviceMapping {
 	if len(bdms) > 0 {
 		return bdms
@@ -333,6 +334,8 @@ func blockDevices(bdms []*awsv1.BlockDeviceMapping, family string) []*awsv1.Bloc
 		return []*awsv1.BlockDeviceMapping{volume("/dev/xvda", 4), volume("/dev/xvdb", 20)}
 	case awsv1.AMIFamilyCustom:
 		return nil
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		return []*awsv1.BlockDeviceMapping{volume("/dev/sda1", cloudprovider.DefaultWindowsRootVolumeGiB)}
 	}
 	return []*awsv1.BlockDeviceMapping{volume("/dev/xvda", 20)}
 }

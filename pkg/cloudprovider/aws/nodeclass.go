@@ -268,16 +268,11 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	return true
 }
 
-// validate checks that the NodeClass asks for nothing the provider cannot do
-// (cloudprovider.ValidateSupported: Windows), that its kubelet configuration
-// is one Karpenter takes and its AMI family applies (cloudprovider.ValidateKubelet), and that
+// validate checks that the NodeClass's kubelet configuration is one Karpenter takes and its AMI family applies (cloudprovider.ValidateKubelet), and that
 // what its nodes need of the cluster is known: for AL2023, whose nodeadm refuses a NodeConfig
 // without it, the cluster's service CIDR. It returns the ValidationSucceeded reason with the
 // error.
 func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
-	if reason, _, err := cloudprovider.ValidateSupported(nc); err != nil {
-		return reason, err
-	}
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	if reason, err := cloudprovider.ValidateKubelet(nc, p.opts.NodeClassCEL); err != nil {
 		return reason, err

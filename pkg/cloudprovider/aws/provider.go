@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
@@ -661,7 +662,7 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*karpv1.NodeClai
 	if err != nil {
 		return nil, err
 	}
-	return p.claimOf(i), nil
+	return p.claimOf(i, p.instanceFamilies(ctx)), nil
 }
 
 // List returns every live instance this cluster's Karpenter launched, sorted by provider ID.
@@ -675,17 +676,41 @@ func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
 	out := make([]*karpv1.NodeClaim, 0, len(found))
+	families := p.instanceFamilies(ctx)
 	for _, i := range found {
-		out = append(out, p.claimOf(i))
+		out = append(out, p.claimOf(i, families))
 	}
 	slices.SortFunc(out, func(a, b *karpv1.NodeClaim) int { return cmp.Compare(a.Status.ProviderID, b.Status.ProviderID) })
 	return out, nil
 }
 
+// instanceFamilies returns the AMI family of an instance's EC2NodeClass (named by its
+// karpenter.k8s.aws/ec2nodeclass tag), reading each NodeClass once per call of the returned
+// function's caller; "" (the default) when it cannot be read.
+func (p *Provider) instanceFamilies(ctx context.Context) func(nodeClass string) string {
+	seen := map[string]string{}
+	return func(name string) string {
+		if name == "" || p.opts.KubeClient == nil {
+			return ""
+		}
+		family, ok := seen[name]
+		if !ok {
+			nc := &awsv1.EC2NodeClass{}
+			if err := p.opts.KubeClient.Get(ctx, client.ObjectKey{Name: name}, nc); err == nil {
+				family = cloudprovider.OptionsFromNodeClass(nc).AMIFamily
+			}
+			seen[name] = family
+		}
+		return family
+	}
+}
+
 // claimOf is the NodeClaim view of an instance: its tags name the claim (once the tagger has
 // tagged it), NodePool and NodeClass; its type's facts give labels, capacity and allocatable
-// (with default settings).
-func (p *Provider) claimOf(i instance) *karpv1.NodeClaim {
+// (with default settings but the AMI family of its NodeClass, familyOf: a Windows instance's
+// labels say kubernetes.io/os windows and its windows-build, as the AWS provider v1.15.2's
+// instanceToNodeClaim labels it from the NodeClass's instance types).
+func (p *Provider) claimOf(i instance, familyOf func(nodeClass string) string) *karpv1.NodeClaim {
 	tags := tagMap(i.Tags)
 	offering := cloudprovider.Offering{Zone: i.zone(), ZoneID: i.zoneID(), CapacityType: karpv1.CapacityTypeOnDemand}
 	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
@@ -699,7 +724,7 @@ func (p *Provider) claimOf(i instance) *karpv1.NodeClaim {
 		ObjectMeta: metav1.ObjectMeta{Name: tags[TagNodeClaim], Labels: map[string]string{}, CreationTimestamp: metav1.NewTime(aws.ToTime(i.LaunchTime))},
 	}
 	if e, ok := p.entry(string(i.InstanceType)); ok {
-		if it, err := cloudprovider.NewInstanceType(e, cloudprovider.InstanceTypeOptions{ReservedENIs: p.opts.ReservedENIs}); err == nil {
+		if it, err := cloudprovider.NewInstanceType(e, cloudprovider.InstanceTypeOptions{ReservedENIs: p.opts.ReservedENIs, AMIFamily: familyOf(tags[TagNodeClass])}); err == nil {
 			maps.Copy(claim.Labels, it.NodeLabels(offering))
 			claim.Status.Capacity = it.Capacity.DeepCopy()
 			claim.Status.Allocatable = it.Allocatable().DeepCopy()

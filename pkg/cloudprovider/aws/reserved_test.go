@@ -448,3 +448,19 @@ func reservationNamed(t *testing.T, far *fake.AWS, id string) fake.CapacityReser
 	t.Fatalf("no capacity reservation %s", id)
 	return fake.CapacityReservation{}
 }
+
+// TestExpiringReservations: a Capacity Block within 40 minutes of its end is expiring, read
+// from EC2 by ID as the AWS provider v1.15.2's capacityreservation.expiration controller reads
+// it (CapacityReservationFromEC2); other reservations, ended ones and IDs EC2 does not know are
+// not.
+func TestExpiringReservations(t *testing.T) {
+	f := newFixture(t, withReservedCapacity)
+	f.seedReservations()
+	got, err := f.provider.ExpiringReservations(f.ctx, []string{crBlock, crM5, crEnded, "cr-0ffffffffffffff99"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !got[crBlock] {
+		t.Errorf("expiring %v, want only the Capacity Block %s", got, crBlock)
+	}
+}

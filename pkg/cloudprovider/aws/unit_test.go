@@ -2,10 +2,12 @@ package aws
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 )
@@ -48,45 +50,68 @@ func TestAliasParameters(t *testing.T) {
 		want          []aliasParameter
 	}{
 		{"al2023@latest", "AL2023", []aliasParameter{
-			{eks + "amazon-linux-2023/x86_64/standard/recommended/image_id", []variant{variantStandard}},
-			{eks + "amazon-linux-2023/arm64/standard/recommended/image_id", []variant{variantStandard}},
-			{eks + "amazon-linux-2023/x86_64/nvidia/recommended/image_id", []variant{variantNvidia}},
-			{eks + "amazon-linux-2023/arm64/nvidia/recommended/image_id", []variant{variantNvidia}},
-			{eks + "amazon-linux-2023/x86_64/neuron/recommended/image_id", []variant{variantNeuron}},
+			{eks + "amazon-linux-2023/x86_64/standard/recommended/image_id", []variant{variantStandard}, nil},
+			{eks + "amazon-linux-2023/arm64/standard/recommended/image_id", []variant{variantStandard}, nil},
+			{eks + "amazon-linux-2023/x86_64/nvidia/recommended/image_id", []variant{variantNvidia}, nil},
+			{eks + "amazon-linux-2023/arm64/nvidia/recommended/image_id", []variant{variantNvidia}, nil},
+			{eks + "amazon-linux-2023/x86_64/neuron/recommended/image_id", []variant{variantNeuron}, nil},
 		}},
 		{"al2023@v20240807", "AL2023", []aliasParameter{
-			{eks + "amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.35-v20240807/image_id", []variant{variantStandard}},
-			{eks + "amazon-linux-2023/arm64/standard/amazon-eks-node-al2023-arm64-standard-1.35-v20240807/image_id", []variant{variantStandard}},
-			{eks + "amazon-linux-2023/x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-1.35-v20240807/image_id", []variant{variantNvidia}},
-			{eks + "amazon-linux-2023/arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-1.35-v20240807/image_id", []variant{variantNvidia}},
-			{eks + "amazon-linux-2023/x86_64/neuron/amazon-eks-node-al2023-x86_64-neuron-1.35-v20240807/image_id", []variant{variantNeuron}},
+			{eks + "amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.35-v20240807/image_id", []variant{variantStandard}, nil},
+			{eks + "amazon-linux-2023/arm64/standard/amazon-eks-node-al2023-arm64-standard-1.35-v20240807/image_id", []variant{variantStandard}, nil},
+			{eks + "amazon-linux-2023/x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-1.35-v20240807/image_id", []variant{variantNvidia}, nil},
+			{eks + "amazon-linux-2023/arm64/nvidia/amazon-eks-node-al2023-arm64-nvidia-1.35-v20240807/image_id", []variant{variantNvidia}, nil},
+			{eks + "amazon-linux-2023/x86_64/neuron/amazon-eks-node-al2023-x86_64-neuron-1.35-v20240807/image_id", []variant{variantNeuron}, nil},
 		}},
 		{"bottlerocket@v1.20.0", "Bottlerocket", []aliasParameter{
-			{"/aws/service/bottlerocket/aws-k8s-1.35/x86_64/1.20.0/image_id", []variant{variantStandard, variantNeuron}},
-			{"/aws/service/bottlerocket/aws-k8s-1.35/arm64/1.20.0/image_id", []variant{variantStandard}},
-			{"/aws/service/bottlerocket/aws-k8s-1.35-nvidia/x86_64/1.20.0/image_id", []variant{variantNvidia}},
-			{"/aws/service/bottlerocket/aws-k8s-1.35-nvidia/arm64/1.20.0/image_id", []variant{variantNvidia}},
+			{"/aws/service/bottlerocket/aws-k8s-1.35/x86_64/1.20.0/image_id", []variant{variantStandard, variantNeuron}, nil},
+			{"/aws/service/bottlerocket/aws-k8s-1.35/arm64/1.20.0/image_id", []variant{variantStandard}, nil},
+			{"/aws/service/bottlerocket/aws-k8s-1.35-nvidia/x86_64/1.20.0/image_id", []variant{variantNvidia}, nil},
+			{"/aws/service/bottlerocket/aws-k8s-1.35-nvidia/arm64/1.20.0/image_id", []variant{variantNvidia}, nil},
 		}},
 		{"al2@latest", "AL2", []aliasParameter{
-			{eks + "amazon-linux-2/recommended/image_id", []variant{variantStandard}},
-			{eks + "amazon-linux-2-arm64/recommended/image_id", []variant{variantStandard}},
-			{eks + "amazon-linux-2-gpu/recommended/image_id", []variant{variantNvidia, variantNeuron}},
+			{eks + "amazon-linux-2/recommended/image_id", []variant{variantStandard}, nil},
+			{eks + "amazon-linux-2-arm64/recommended/image_id", []variant{variantStandard}, nil},
+			{eks + "amazon-linux-2-gpu/recommended/image_id", []variant{variantNvidia, variantNeuron}, nil},
 		}},
 		{"al2@v20250101", "AL2", []aliasParameter{
-			{eks + "amazon-linux-2/amazon-eks-node-1.35-v20250101/image_id", []variant{variantStandard}},
-			{eks + "amazon-linux-2-arm64/amazon-eks-arm64-node-1.35-v20250101/image_id", []variant{variantStandard}},
-			{eks + "amazon-linux-2-gpu/amazon-eks-gpu-node-1.35-v20250101/image_id", []variant{variantNvidia, variantNeuron}},
+			{eks + "amazon-linux-2/amazon-eks-node-1.35-v20250101/image_id", []variant{variantStandard}, nil},
+			{eks + "amazon-linux-2-arm64/amazon-eks-arm64-node-1.35-v20250101/image_id", []variant{variantStandard}, nil},
+			{eks + "amazon-linux-2-gpu/amazon-eks-gpu-node-1.35-v20250101/image_id", []variant{variantNvidia, variantNeuron}, nil},
 		}},
+		// As Windows.DescribeImageQuery (amifamily/windows.go): one parameter, no variants, the
+		// os and windows-build requirements.
+		{"windows2019@latest", "Windows2019", []aliasParameter{windowsAlias("2019", "10.0.17763")}},
+		{"windows2022@latest", "Windows2022", []aliasParameter{windowsAlias("2022", "10.0.20348")}},
+		{"windows2025@latest", "Windows2025", []aliasParameter{windowsAlias("2025", "10.0.26100")}},
 	} {
 		family, params, err := aliasParameters(tc.alias, "1.35")
 		if err != nil || family != tc.family || fmt.Sprint(params) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: got %s %v %v\nwant %v", tc.alias, family, params, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"al2023", "windows2022@latest", "ubuntu@latest"} {
+	for _, bad := range []string{"al2023", "windows2022@v20240101", "ubuntu@latest"} {
 		if _, _, err := aliasParameters(bad, "1.35"); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+	// As DescribeImageQueries' WS2025UnsupportedVersionError (amifamily/ami.go).
+	if _, _, err := aliasParameters("windows2025@latest", "1.34"); err == nil || !strings.Contains(err.Error(), "Windows Server 2025 requires EKS version 1.35 or higher, current version: 1.34") {
+		t.Errorf("windows2025@latest on 1.34: %v", err)
+	}
+	if _, _, err := aliasParameters("windows2022@latest", "1.34"); err != nil {
+		t.Errorf("windows2022@latest on 1.34: %v", err)
+	}
+}
+
+// windowsAlias is the SSM parameter of a Windows Server Core EKS image for Kubernetes 1.35.
+func windowsAlias(version, build string) aliasParameter {
+	return aliasParameter{
+		name: "/aws/service/ami-windows-latest/Windows_Server-" + version + "-English-Core-EKS_Optimized-1.35/image_id",
+		requirements: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"windows"}},
+			{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{build}},
+		},
 	}
 }
 

@@ -124,6 +124,10 @@ type Cloud struct {
 	kubeletExpressions bool
 	// draNVIDIAGPU is Options.DRANVIDIAGPU.
 	draNVIDIAGPU bool
+	// reservations are Options.Reservations, with their defaults; reservedCapacity is
+	// Options.ReservedCapacity.
+	reservations     []Reservation
+	reservedCapacity bool
 
 	// typesMu guards types, the instance types built per NodeClass configuration.
 	typesMu sync.Mutex
@@ -191,6 +195,10 @@ func New(opts Options) (*Cloud, error) {
 
 		kubeletExpressions: opts.NodeClassCEL,
 		draNVIDIAGPU:       opts.DRANVIDIAGPU,
+		reservedCapacity:   opts.ReservedCapacity,
+	}
+	for _, r := range opts.Reservations {
+		c.reservations = append(c.reservations, r.withDefaults())
 	}
 	for _, id := range opts.Faults.Unavailable {
 		c.unavailable[id] = true
@@ -263,6 +271,7 @@ func (c *Cloud) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1.No
 	if err != nil {
 		return nil, err
 	}
+	base, byName = c.withReservedOfferings(nc, base, byName)
 	cands := cloudprovider.LaunchCandidates(base, byName, cloudprovider.LaunchRequest{Requirements: reqs, Requests: claim.Spec.Resources.Requests, Fixed: fixed})
 	if len(cands) == 0 {
 		return nil, cloudprovider.NewTerminalCreateError(
@@ -370,6 +379,11 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 		hours := c.rng.ExpFloat64() / rate
 		in.interruptAt = now.Add(durationOfHours(hours))
 		c.scheduleLocked(in.interruptAt)
+	}
+	if r, ok := c.reservation(cand.Offering.ReservationID); ok && r.Type == string(awsv1.CapacityReservationTypeCapacityBlock) && !r.End.IsZero() {
+		// EC2 reclaims a Capacity Block's instances at its end.
+		in.reservationEnd = r.End
+		c.scheduleLocked(r.End)
 	}
 	if rate := c.faults.NodeFailureRate; rate > 0 {
 		in.failAt = in.runningTime.Add(durationOfHours(c.rng.ExpFloat64() / rate))
@@ -498,7 +512,8 @@ func (c *Cloud) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool)
 	c.mu.Lock()
 	version, unavailable := c.availabilityVersion, maps.Clone(c.unavailable)
 	c.mu.Unlock()
-	return c.withAvailability(set, version, unavailable), nil
+	its, _ := c.withReservedOfferings(nc, c.withAvailability(set, version, unavailable), nil)
+	return its, nil
 }
 
 // IsDrifted reports how the claim's instance differs from its EC2NodeClass now, checking in
@@ -593,6 +608,11 @@ func (c *Cloud) SetCapacity(instanceType, zone, capacityType string, count int) 
 
 // hasCapacityLocked reports whether the offering's pool can take one more instance.
 func (c *Cloud) hasCapacityLocked(id cloudprovider.OfferingID) bool {
+	if id.ReservationID != "" {
+		r, ok := c.reservation(id.ReservationID)
+		now := c.clock.Now()
+		return ok && c.freeSlotsLocked(r) > 0 && !r.expiringAt(now)
+	}
 	limit, best := -1, -1
 	for _, l := range c.limits {
 		if s := l.specificity(); l.matches(id) && s >= best {
@@ -774,7 +794,7 @@ func (c *Cloud) syncLocked(now time.Time) {
 		}
 	}
 	for _, in := range c.live {
-		if in.interruptAt.IsZero() && in.lossAt.IsZero() {
+		if in.interruptAt.IsZero() && in.lossAt.IsZero() && in.reservationEnd.IsZero() {
 			continue
 		}
 		// Whichever ends the instance first: the interruption's deadline or its loss.
@@ -784,6 +804,9 @@ func (c *Cloud) syncLocked(now time.Time) {
 		}
 		if !in.lossAt.IsZero() && (end.IsZero() || in.lossAt.Before(end)) {
 			end, reason = in.lossAt, TerminationReasonLost
+		}
+		if !in.reservationEnd.IsZero() && (end.IsZero() || in.reservationEnd.Before(end)) {
+			end, reason = in.reservationEnd, TerminationReasonCapacityBlockEnded
 		}
 		if !now.Before(end) {
 			c.terminateLocked(in, end, reason)

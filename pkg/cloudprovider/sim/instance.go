@@ -43,6 +43,9 @@ const (
 	TerminationReasonInterrupted = "SpotInterruption"
 	// TerminationReasonLost: it vanished out of band (FaultPlan.InstanceLossRate).
 	TerminationReasonLost = "Lost"
+	// TerminationReasonCapacityBlockEnded: it ran in a Capacity Block (Reservation), which EC2
+	// reclaims at its end.
+	TerminationReasonCapacityBlockEnded = "CapacityBlockEnded"
 )
 
 // Instance is a snapshot of one simulated instance, for inspection and reports. It is a copy:
@@ -151,8 +154,10 @@ type instance struct {
 	terminationReason                string
 	interruptAt                      time.Time
 	lossAt                           time.Time
-	claimName, nodePoolName          string
-	nodeClassName                    string
+	// reservationEnd is when the Capacity Block it runs in ends (zero for none).
+	reservationEnd          time.Time
+	claimName, nodePoolName string
+	nodeClassName           string
 	// unmanaged marks an adopted instance Karpenter does not manage (Adopted.Unmanaged).
 	unmanaged                     bool
 	labels                        map[string]string
@@ -170,7 +175,7 @@ type instance struct {
 }
 
 func (in *instance) offering() cloudprovider.OfferingID {
-	return cloudprovider.OfferingID{InstanceType: in.instanceType, Zone: in.zone, CapacityType: in.capacityType}
+	return cloudprovider.OfferingID{InstanceType: in.instanceType, Zone: in.zone, CapacityType: in.capacityType, ReservationID: in.labels[awsv1.LabelCapacityReservationID]}
 }
 
 func (in *instance) terminated() bool { return !in.terminationTime.IsZero() }

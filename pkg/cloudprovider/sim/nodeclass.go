@@ -32,8 +32,10 @@ const (
 )
 
 // nodeClass reads the EC2NodeClass ref names and checks that it can be launched from. A NodeClass
-// is usable unless it is being deleted or its Ready condition is False: the simulated cloud has
-// nothing to resolve, so a NodeClass no controller has reconciled (no conditions) is usable.
+// is usable unless it is being deleted, its Ready condition is False, or it asks for what this
+// cloud does not model (cloudprovider.ValidateSimulated: Windows nodes among them): the
+// simulated cloud has nothing to resolve, so a NodeClass no controller has reconciled (no
+// conditions) is usable.
 func (c *Cloud) nodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (*awsv1.EC2NodeClass, error) {
 	if ref == nil || ref.Name == "" {
 		return nil, cloudprovider.NewNodeClassNotReadyError(errors.New("no nodeClassRef"))
@@ -54,6 +56,9 @@ func (c *Cloud) nodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (
 	}
 	if cond := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeReady); cond != nil && cond.Status == metav1.ConditionFalse {
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("ec2nodeclass %q is not ready: %s: %s", nc.Name, cond.Reason, cond.Message))
+	}
+	if reason, _, err := cloudprovider.ValidateSimulated(nc); err != nil {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("ec2nodeclass %q: %s: %w", nc.Name, reason, err))
 	}
 	return nc, nil
 }

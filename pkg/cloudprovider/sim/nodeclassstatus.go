@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -25,9 +24,10 @@ import (
 // EC2NodeClass controller: it resolves a NodeClass's selector terms to the cloud's subnets (one
 // per zone), security groups, images (one per architecture) and instance profile, writes them
 // to its status, and marks it Ready, so NodePools that use it can launch; one the AWS provider
-// would refuse (ValidateSupported, which also refuses placement groups, its kubelet configuration by
-// cloudprovider.ValidateKubelet, and with the NodeClassCEL gate
-// InstanceTypeOptions.EvaluateKubelet) is marked not Ready instead, with the reason in
+// would refuse (its kubelet configuration by cloudprovider.ValidateKubelet, and with the
+// NodeClassCEL gate InstanceTypeOptions.EvaluateKubelet), or one asking for what this cloud does
+// not model (cloudprovider.ValidateSimulated: Windows nodes, placement groups), is marked not
+// Ready instead, with the reason in
 // ValidationSucceeded.
 type NodeClassStatusController struct {
 	kubeClient client.Client
@@ -54,13 +54,15 @@ func (r *NodeClassStatusController) Reconcile(ctx context.Context, req reconcile
 	}
 	before := nc.Status.DeepCopy()
 	r.resolve(nc)
+	// Read again when a selected reservation starts expiring or ends.
+	result := reconcile.Result{RequeueAfter: r.cloud.reservationChange(nc, r.clock.Now())}
 	if equality.Semantic.DeepEqual(before, &nc.Status) {
-		return reconcile.Result{}, nil
+		return result, nil
 	}
 	if err := r.kubeClient.Status().Update(ctx, nc); err != nil {
 		return reconcile.Result{}, fmt.Errorf("updating ec2nodeclass %s status: %w", nc.Name, err)
 	}
-	return reconcile.Result{}, nil
+	return result, nil
 }
 
 func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
@@ -97,10 +99,18 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 	} else {
 		nc.Status.InstanceProfile = "sim_" + digest("profile", nc.Spec.Role)[:16]
 	}
+	// The capacity reservations the terms select, with the ReservedCapacity gate, as the AWS
+	// provider resolves them (active ones only; a Capacity Block within 40 minutes of its end
+	// expiring).
+	nc.Status.CapacityReservations = nil
+	if r.cloud.reservedCapacity && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		nc.Status.CapacityReservations = r.cloud.selectedReservations(nc, r.clock.Now())
+	}
 	// What the AWS provider refuses (a field neither provider supports yet, a kubelet
-	// configuration Karpenter would not take) is refused the same way; the NodeClass is then not
+	// configuration Karpenter would not take) is refused the same way, and so are Windows
+	// nodes and placement groups, which this cloud does not model; the NodeClass is then not
 	// Ready, so nothing launches from it.
-	reason, _, err := ValidateSupported(nc)
+	reason, _, err := cloudprovider.ValidateSimulated(nc)
 	if err == nil {
 		reason, err = cloudprovider.ValidateKubelet(nc, r.cloud.kubeletExpressions)
 	}
@@ -124,13 +134,16 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 			Reason: awsv1.ConditionTypeValidationSucceeded + "False", ObservedGeneration: nc.Generation,
 			Message: awsv1.ConditionTypeValidationSucceeded + ": " + err.Error(), LastTransitionTime: now})
 	}
-	resolved := []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady,
+	conditions := []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady,
 		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypeReady}
+	if r.cloud.reservedCapacity {
+		conditions = append(conditions, awsv1.ConditionTypeCapacityReservationsReady)
+	}
 	if nc.Spec.PlacementGroupSelector == nil {
 		// As the AWS provider: True without a selector (one is refused above).
-		resolved = append(resolved, awsv1.ConditionTypePlacementGroupReady)
+		conditions = append(conditions, awsv1.ConditionTypePlacementGroupReady)
 	}
-	for _, t := range resolved {
+	for _, t := range conditions {
 		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c != nil && c.ObservedGeneration == nc.Generation &&
 			(c.Status == metav1.ConditionTrue || (c.Status == metav1.ConditionFalse && c.Reason != t)) {
 			continue
@@ -153,24 +166,4 @@ func regionPrefix(region string) string {
 // Register adds the controller to the manager.
 func (r *NodeClassStatusController) Register(mgr manager.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("sim.nodeclass.status").For(&awsv1.EC2NodeClass{}).Complete(r)
-}
-
-// ReasonPlacementGroupsNotSupported is the ValidationSucceeded reason of an EC2NodeClass the
-// simulated cloud refuses for its spec.placementGroupSelector.
-const ReasonPlacementGroupsNotSupported = "PlacementGroupsNotSupported"
-
-// ValidateSupported refuses what an EC2NodeClass may ask for that the simulated cloud cannot
-// play: what neither provider does (cloudprovider.ValidateSupported), and a placement group,
-// which the AWS provider resolves and launches into but this cloud has none of, so its
-// instances would silently land outside it. It returns the ValidationSucceeded reason, the
-// field and the error, or "", "" and nil.
-func ValidateSupported(nc *awsv1.EC2NodeClass) (reason, field string, err error) {
-	if reason, field, err := cloudprovider.ValidateSupported(nc); err != nil {
-		return reason, field, err
-	}
-	if nc.Spec.PlacementGroupSelector != nil {
-		return ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector",
-			errors.New("spec.placementGroupSelector: the simulated cloud (karpenter simulate, --cloud-provider sim) has no placement groups to resolve or launch into; remove the selector to simulate without one (the AWS provider supports it)")
-	}
-	return "", "", nil
 }

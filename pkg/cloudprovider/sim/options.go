@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -83,6 +84,12 @@ type Options struct {
 	// DRANVIDIAGPU is the AWS provider's feature gate of that name: an EC2NodeClass may ask for
 	// GPU sharing (cloudprovider.ValidateNVIDIAConsumableCapacity).
 	DRANVIDIAGPU bool
+	// Reservations are the capacity reservations the account holds (Reservation).
+	Reservations []Reservation
+	// ReservedCapacity is Karpenter's feature gate of that name (on by default in v1.15): an
+	// EC2NodeClass's capacityReservationSelectorTerms select Reservations into its status, and
+	// their free slots are offered as reserved capacity. Off, the terms are ignored.
+	ReservedCapacity bool
 }
 
 // DefaultRebootDuration is Options.RebootDuration's default: about what an EC2 instance takes
@@ -197,6 +204,20 @@ func (o Options) Validate() error {
 		if l.CapacityType != "" && !validCapacityType(l.CapacityType) {
 			return fmt.Errorf("capacity limit: unknown capacity type %q", l.CapacityType)
 		}
+	}
+	zones := o.Zones
+	if zones == nil {
+		zones = DefaultZones(cmp.Or(o.Region, DefaultRegion))
+	}
+	seen := map[string]bool{}
+	for _, r := range o.Reservations {
+		if err := r.Validate(zones); err != nil {
+			return err
+		}
+		if seen[r.ID] {
+			return fmt.Errorf("capacity reservation %s is given twice", r.ID)
+		}
+		seen[r.ID] = true
 	}
 	return o.Faults.validate()
 }

@@ -238,6 +238,7 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 		c.usedExtended = scheduling.Merge(c.usedExtended, p.extended)
 	}
 	c.ports = append(c.ports, p.hostPorts...)
+	s.reserve(c)
 	if opening && c.pool.remaining != nil {
 		c.charged = c.pool.charge(c.pool.launchable(c.requirements, c.used, c.usedExtended, c.ports))
 		c.pool.take(c.charged)

@@ -22,7 +22,7 @@ func (ps *poolState) instanceTypeFilterError(reqs scheduling.Requirements, used 
 	var requirementsMet, fits, hasOffering, requirementsAndFits, requirementsAndOffering, fitsAndOffering bool
 	for _, cand := range ps.candidatesFor(ps.Requirements) {
 		r := labelsCompatible(cand.it, reqs)
-		_, o := cheapestOffering(cand.it, reqs)
+		_, o := ps.ledger.cheapest(cand.it, reqs)
 		f := used.Fits(cand.room) && extendedFits(cand, extended)
 		requirementsMet = requirementsMet || r
 		fits = fits || f

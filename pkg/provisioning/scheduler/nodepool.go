@@ -28,6 +28,9 @@ type poolState struct {
 	// values caches value() per request vector.
 	values      map[cloudprovider.Resources]float64
 	largestRoom *cloudprovider.Resources
+	// ledger counts the run's capacity reservation slots (nil without reservations): a
+	// reservation with none left is not offered to claims that do not hold one.
+	ledger *ledger
 	// refused counts the refusals of the NodePool's claims in the run, by stage.
 	refused [numStages]int
 }
@@ -81,10 +84,11 @@ func (ps *poolState) candidatesFor(reqs scheduling.Requirements) []*candidate {
 		if !labelsCompatible(it, reqs) {
 			continue
 		}
-		price, ok := cheapestOffering(it, reqs)
+		o, ok := ps.ledger.cheapest(it, reqs)
 		if !ok {
 			continue
 		}
+		price := o.Price
 		daemon := ps.daemons[it]
 		out = append(out, &candidate{it: it, room: it.AllocatableResources().Sub(daemon.res), daemon: daemon, price: price})
 	}
@@ -126,11 +130,13 @@ func labelsCompatible(it *cloudprovider.InstanceType, reqs scheduling.Requiremen
 	return true
 }
 
-// cheapestOffering is the price of the instance type's cheapest available offering in an
-// allowed zone and capacity type (InstanceType.CheapestOffering).
-func cheapestOffering(it *cloudprovider.InstanceType, reqs scheduling.Requirements) (float64, bool) {
-	o, ok := it.CheapestOffering(reqs)
-	return o.Price, ok
+// forgetPrices drops what the NodePool cached from its offerings' prices and availability, once
+// a capacity reservation has no slot left to offer.
+func (ps *poolState) forgetPrices() {
+	clear(ps.candidates)
+	clear(ps.values)
+	clear(ps.domainValues)
+	ps.largestRoom = nil
 }
 
 // withinLimits reports whether launching an instance type keeps the NodePool within what its

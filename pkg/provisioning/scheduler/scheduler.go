@@ -176,6 +176,8 @@ type solver struct {
 	// nodeTally those of the pod being placed, by reason.
 	nodeRefused [numStages]int
 	nodeTally   [tallyKeys]tallyEntry
+	// ledger counts the capacity reservations' slots (nil when no NodePool offers one).
+	ledger *ledger
 }
 
 // nodeState is an existing node or in-flight claim during a run.
@@ -223,8 +225,11 @@ func newSolver(in Input) *solver {
 		s.nodes = append(s.nodes, &nodeState{Node: n, available: prep.available, extended: maps.Clone(prep.extended),
 			ports: prep.ports[:len(prep.ports):len(prep.ports)], reqs: prep.reqs})
 	}
+	s.ledger = newLedger(in.NodePools)
 	for _, np := range in.NodePools {
-		s.pools = append(s.pools, newPoolState(np, in.DaemonPods))
+		ps := newPoolState(np, in.DaemonPods)
+		ps.ledger = s.ledger
+		s.pools = append(s.pools, ps)
 	}
 	sort.SliceStable(s.pools, func(i, j int) bool {
 		if s.pools[i].Weight != s.pools[j].Weight {
@@ -885,8 +890,8 @@ func requestsOf(c *claimState) corev1.ResourceList {
 // catching up in one zone) end up on many small claims. Only claims of the same NodePool and
 // requirements are joined (so no pod's zone or any other domain changes), each claim's pods
 // staying together, and only where no pod of the run has a hostname-level constraint (whose
-// counts a join would change), no claim uses host ports or extended resources, and the NodePool
-// has no minValues.
+// counts a join would change), no claim uses host ports or extended resources or holds a
+// capacity reservation's slot, and the NodePool has no minValues.
 func (s *solver) mergeClaims() {
 	if len(s.claims) < 2 || s.opts.GrowClaims || s.topology.hasKey(corev1.LabelHostname) {
 		return
@@ -894,7 +899,7 @@ func (s *solver) mergeClaims() {
 	groups := map[string][]*claimState{}
 	var keys []string
 	for _, c := range s.claims {
-		if len(c.ports) > 0 || len(c.usedExtended) > 0 || c.target == nil || hasMinValues(c.pool.Requirements) {
+		if len(c.ports) > 0 || len(c.usedExtended) > 0 || c.target == nil || hasMinValues(c.pool.Requirements) || pinned(c.requirements) != "" {
 			continue
 		}
 		key := c.pool.Name + "\x00" + c.requirements.String()

@@ -22,8 +22,9 @@ const (
 // SeedEKS creates what eksctl and AWS provide a cluster in us-west-2, relative to now:
 // subnets tagged for discovery in three zones (and an untagged one), a tagged and an untagged
 // security group, the node role, AL2023 (x86_64, arm64, and an old release), Bottlerocket,
-// Ubuntu and a deprecated custom image with the public SSM parameters of the first ones, the
-// EKS cluster and the interruption queue.
+// Ubuntu, Windows Server Core 2019, 2022 and 2025 and a deprecated custom image with the
+// public SSM parameters of the EKS, Bottlerocket and Windows ones, the EKS cluster and the
+// interruption queue.
 func (a *AWS) SeedEKS(now time.Time) {
 	disc := map[string]string{"karpenter.sh/discovery": SeedClusterName}
 	for i, zone := range []string{"us-west-2a", "us-west-2b", "us-west-2c"} {
@@ -49,6 +50,10 @@ func (a *AWS) SeedEKS(now time.Time) {
 		{ID: "ami-0b0771e0c4e786000", Name: "bottlerocket-aws-k8s-1.35-x86_64-v1.50.0", OwnerID: "092701018921", Architecture: "x86_64", CreationDate: days(10)},
 		{ID: "ami-0ab0124040d640000", Name: "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-20250101", OwnerID: "099720109477", Architecture: "x86_64", CreationDate: days(300)},
 		{ID: "ami-0de0de0de0de00000", Name: "old-custom", OwnerID: "111122223333", Architecture: "x86_64", CreationDate: days(900), DeprecationTime: &deprecated},
+		// The EKS-optimized Windows Server Core images (x86_64 only).
+		{ID: "ami-0a1d0a2019d640001", Name: "Windows_Server-2019-English-Core-EKS_Optimized-1.35-2026.11.12", OwnerID: "801119661308", OwnerAlias: "amazon", Architecture: "x86_64", CreationDate: days(15)},
+		{ID: "ami-0a1d0a2022d640001", Name: "Windows_Server-2022-English-Core-EKS_Optimized-1.35-2026.11.12", OwnerID: "801119661308", OwnerAlias: "amazon", Architecture: "x86_64", CreationDate: days(15)},
+		{ID: "ami-0a1d0a2025d640001", Name: "Windows_Server-2025-English-Core-EKS_Optimized-1.35-2026.11.12", OwnerID: "801119661308", OwnerAlias: "amazon", Architecture: "x86_64", CreationDate: days(15)},
 	} {
 		a.AddImage(im)
 	}
@@ -60,6 +65,9 @@ func (a *AWS) SeedEKS(now time.Time) {
 	a.PutParameter(eks+"arm64/nvidia/recommended/image_id", "ami-0a2023a0096a00001")
 	a.PutParameter(eks+"x86_64/neuron/recommended/image_id", "ami-0a2023a00e0400001")
 	a.PutParameter("/aws/service/bottlerocket/aws-k8s-1.35/x86_64/latest/image_id", "ami-0b0771e0c4e786000")
+	for _, v := range []string{"2019", "2022", "2025"} {
+		a.PutParameter("/aws/service/ami-windows-latest/Windows_Server-"+v+"-English-Core-EKS_Optimized-1.35/image_id", "ami-0a1d0a"+v+"d640001")
+	}
 	a.AddCluster(Cluster{Name: SeedClusterName, Endpoint: SeedClusterEndpoint,
 		CAData:      base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")),
 		ServiceCIDR: "10.100.0.0/16", Version: SeedKubernetesVersion})

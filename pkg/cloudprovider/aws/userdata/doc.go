@@ -10,6 +10,10 @@
 //     are merged into it: the fields Karpenter owns (cluster-name, api-server,
 //     cluster-certificate, its own node labels and taints, and the kubelet settings set on the
 //     EC2NodeClass) replace the user's, everything else the user wrote is kept.
+//   - Windows2019, Windows2022, Windows2025: one PowerShell script in a <powershell> block:
+//     spec.userData as written, then the image's Start-EKSBootstrap.ps1 with the cluster and
+//     the kubelet settings (node labels, taints, max pods and the EC2NodeClass kubelet
+//     configuration as -KubeletExtraArgs, the cluster DNS address as -DNSClusterIP).
 //   - Custom: spec.userData byte for byte (for example a kOps nodeup script); Karpenter adds
 //     nothing.
 //

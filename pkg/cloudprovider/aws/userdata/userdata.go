@@ -46,7 +46,8 @@ type Options struct {
 }
 
 // Families lists the AMI families Render accepts, in the order error messages name them.
-var Families = []string{awsv1.AMIFamilyAL2023, awsv1.AMIFamilyAL2, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyCustom}
+var Families = []string{awsv1.AMIFamilyAL2023, awsv1.AMIFamilyAL2, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyCustom,
+	awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025}
 
 // Render renders the user data for the AMI family (an EC2NodeClass spec.amiFamily value).
 // An empty family means AL2023, the default. Any other family is an error naming
@@ -61,6 +62,8 @@ func Render(family string, o Options) (string, error) {
 		return Bottlerocket(o)
 	case awsv1.AMIFamilyCustom:
 		return Custom(o)
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		return Windows(o)
 	default:
 		return "", fmt.Errorf("spec.amiFamily %q is not supported for user data: allowed values are %s",
 			family, strings.Join(Families, ", "))

@@ -60,6 +60,9 @@ func TestRenderDispatch(t *testing.T) {
 		awsv1.AMIFamilyAL2:          func(s string) bool { return strings.Contains(s, "/etc/eks/bootstrap.sh") },
 		awsv1.AMIFamilyBottlerocket: func(s string) bool { return strings.Contains(s, "[settings.kubernetes]") },
 		awsv1.AMIFamilyCustom:       func(s string) bool { return s == "" },
+		awsv1.AMIFamilyWindows2019:  func(s string) bool { return strings.Contains(s, "Start-EKSBootstrap.ps1") },
+		awsv1.AMIFamilyWindows2022:  func(s string) bool { return strings.Contains(s, "Start-EKSBootstrap.ps1") },
+		awsv1.AMIFamilyWindows2025:  func(s string) bool { return strings.Contains(s, "Start-EKSBootstrap.ps1") },
 	} {
 		got, err := Render(family, o)
 		if err != nil {
@@ -69,7 +72,7 @@ func TestRenderDispatch(t *testing.T) {
 			t.Errorf("Render(%q) rendered the wrong family:\n%s", family, got)
 		}
 	}
-	for _, family := range []string{"Windows2022", "al2023", "Ubuntu"} {
+	for _, family := range []string{"windows2022", "al2023", "Ubuntu"} {
 		_, err := Render(family, o)
 		if err == nil {
 			t.Fatalf("Render(%q) succeeded", family)
@@ -600,5 +603,52 @@ func TestDeterministic(t *testing.T) {
 				t.Fatalf("%s: render %d differs:\n%s\n---\n%s", family, i, first, again)
 			}
 		}
+	}
+}
+
+// TestWindows: the Windows families' user data is one <powershell> block, as the AWS provider
+// v1.15.2's bootstrap.Windows.Script (pkg/providers/amifamily/bootstrap/windows.go) writes it
+// and its launchtemplate testdata windows_userdata_unmerged.golden and
+// windows_userdata_merged.golden show: the user's script first, as written, then
+// Start-EKSBootstrap.ps1 with the cluster, the CA, the kubelet flags of
+// bootstrap.Options.kubeletExtraArgs (labels and taints in Go quotes, --max-pods, then the
+// kubelet configuration) and -DNSClusterIP.
+func TestWindows(t *testing.T) {
+	const bootstrap = "[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n"
+	ca := base64String([]byte(testCA))
+	call := "& $EKSBootstrapScriptFile -EKSClusterName 'test-cluster' -APIServerEndpoint 'https://ABCDEF.gr7.us-west-2.eks.amazonaws.com' -Base64ClusterCA '" + ca + "'"
+	labels := `--node-labels="karpenter.sh/capacity-type=on-demand,karpenter.sh/nodepool=default,team=a" --register-with-taints="dedicated=gpu:NoSchedule,karpenter.sh/unregistered:NoExecute"`
+	userScript := "Write-Host \"Running custom user data script\"\nWrite-Host \"Finished running custom user data script\"\n"
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Options)
+		want   string
+	}{
+		{"no user data", func(o *Options) { o.ClusterDNS = []string{"10.100.0.10"} },
+			"<powershell>\n" + bootstrap + call + " -KubeletExtraArgs '" + labels + " --max-pods=29' -DNSClusterIP '10.100.0.10'\n</powershell>"},
+		{"user script first", func(o *Options) { o.ClusterDNS = []string{"10.100.0.10"}; o.UserData = ptr.To(userScript) },
+			"<powershell>\n" + userScript + "\n" + bootstrap + call + " -KubeletExtraArgs '" + labels + " --max-pods=29' -DNSClusterIP '10.100.0.10'\n</powershell>"},
+		{"kubelet configuration", func(o *Options) { o.Kubelet = nodeClassKubelet() },
+			"<powershell>\n" + bootstrap + call + " -KubeletExtraArgs '" + labels + " --max-pods=58 --pods-per-core=10" +
+				` --system-reserved="cpu=100m,memory=100Mi" --kube-reserved="cpu=200m,ephemeral-storage=1Gi,memory=300Mi"` +
+				` --eviction-hard="memory.available<5%,nodefs.available<10%" --eviction-soft="memory.available<10%" --eviction-soft-grace-period="memory.available=1m30s"` +
+				" --eviction-max-pod-grace-period=60 --image-gc-high-threshold=85 --image-gc-low-threshold=80 --cpu-cfs-quota=false' -DNSClusterIP '10.100.0.10'\n</powershell>"},
+		{"no CA, labels or taints", func(o *Options) { o.CABundle, o.Labels, o.Taints, o.MaxPods = nil, nil, nil, nil },
+			"<powershell>\n" + bootstrap + "& $EKSBootstrapScriptFile -EKSClusterName 'test-cluster' -APIServerEndpoint 'https://ABCDEF.gr7.us-west-2.eks.amazonaws.com'" +
+				` -KubeletExtraArgs '--register-with-taints=""'` + "\n</powershell>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := baseOptions()
+			tc.mutate(&o)
+			for _, family := range []string{awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025} {
+				got, err := Render(family, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != tc.want {
+					t.Errorf("Render(%s):\n got %q\nwant %q", family, got, tc.want)
+				}
+			}
+		})
 	}
 }
