@@ -176,8 +176,8 @@ func TestNodeClassStatusRefusesPlacementGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := meta.FindStatusCondition(got.Status.Conditions, awsv1.ConditionTypeValidationSucceeded)
-	if v == nil || v.Status != metav1.ConditionFalse || v.Reason != ReasonPlacementGroupsNotSupported || !strings.Contains(v.Message, "simulated cloud") {
-		t.Fatalf("ValidationSucceeded = %+v, want False %s naming the simulated cloud", v, ReasonPlacementGroupsNotSupported)
+	if v == nil || v.Status != metav1.ConditionFalse || v.Reason != cloudprovider.ReasonPlacementGroupsNotSupported || !strings.Contains(v.Message, "simulated cloud") {
+		t.Fatalf("ValidationSucceeded = %+v, want False %s naming the simulated cloud", v, cloudprovider.ReasonPlacementGroupsNotSupported)
 	}
 	if meta.IsStatusConditionTrue(got.Status.Conditions, awsv1.ConditionTypeReady) {
 		t.Errorf("Ready with a placement group the simulated cloud cannot honour")
