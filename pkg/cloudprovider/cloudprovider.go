@@ -117,6 +117,9 @@ const (
 	DriftReasonSubnet DriftReason = "SubnetDrift"
 	// DriftReasonSecurityGroup: the instance's security groups differ from the NodeClass's.
 	DriftReasonSecurityGroup DriftReason = "SecurityGroupDrift"
+	// DriftReasonPlacementGroup: the claim's karpenter.k8s.aws/placement-group-id label is not
+	// the placement group its NodeClass resolves to (none, or another).
+	DriftReasonPlacementGroup DriftReason = "PlacementGroupDrift"
 	// DriftReasonNodeClass: a static field of the NodeClass (user data, tags, block devices,
 	// kubelet, metadata options, …) changed since the node was launched.
 	DriftReasonNodeClass DriftReason = "NodeClassDrift"

@@ -37,36 +37,27 @@ const (
 	ReasonDRADisabled = "DRADisabled"
 )
 
-// Reasons of a ValidationSucceeded condition that refuses an EC2NodeClass for asking what
-// this project's providers cannot do yet (ValidateSupported, ValidateSimulated).
+// Reasons of a ValidationSucceeded condition that refuses, in the simulated cloud and
+// simulate, an EC2NodeClass asking for what the AWS provider launches but they do not model
+// (ValidateSimulated).
 const (
+	// ReasonAMIFamilyNotSupported: spec.amiFamily (or its alias) is a Windows family.
+	ReasonAMIFamilyNotSupported = "AMIFamilyNotSupported"
 	// ReasonPlacementGroupsNotSupported: spec.placementGroupSelector is set.
 	ReasonPlacementGroupsNotSupported = "PlacementGroupsNotSupported"
-	// ReasonAMIFamilyNotSupported: spec.amiFamily (or its alias) is a Windows family, which
-	// the AWS provider launches but the simulated cloud does not model (ValidateSimulated).
-	ReasonAMIFamilyNotSupported = "AMIFamilyNotSupported"
 )
 
-// ValidateSupported refuses what an EC2NodeClass may ask for that this project's providers
-// (the AWS provider and the simulated cloud alike) cannot do yet, rather than launching
-// without it: a placement group (instances would launch outside it). It returns the
-// ValidationSucceeded reason, the field and the error, or "", "" and nil.
-func ValidateSupported(nc *awsv1.EC2NodeClass) (reason, field string, err error) {
+// ValidateSimulated refuses what an EC2NodeClass may ask for that the simulated cloud (package
+// sim) and simulate do not model, where the AWS provider launches it: the Windows AMI families
+// (the simulated kubelet is a Linux one and the simulated images are Linux images, so a
+// simulation of Windows nodes would report what no cluster does), and a placement group (the
+// simulated cloud has none to resolve or launch into, so its instances would silently land
+// outside it). It returns the ValidationSucceeded reason, the field and the error, or "", ""
+// and nil.
+func ValidateSimulated(nc *awsv1.EC2NodeClass) (reason, field string, err error) {
 	if nc.Spec.PlacementGroupSelector != nil {
 		return ReasonPlacementGroupsNotSupported, "spec.placementGroupSelector",
-			errors.New("spec.placementGroupSelector: placement groups are not supported by this provider yet; remove the selector to launch without one")
-	}
-	return "", "", nil
-}
-
-// ValidateSimulated is ValidateSupported for the simulated cloud (package sim) and simulate,
-// which also refuse the Windows AMI families: the AWS provider launches Windows nodes, but the
-// simulated kubelet is a Linux one and the simulated images are Linux images, so a simulation
-// of Windows nodes would report what no cluster does. It returns the ValidationSucceeded
-// reason, the field and the error, or "", "" and nil.
-func ValidateSimulated(nc *awsv1.EC2NodeClass) (reason, field string, err error) {
-	if reason, field, err := ValidateSupported(nc); err != nil {
-		return reason, field, err
+			errors.New("spec.placementGroupSelector: the simulated cloud (karpenter simulate, --cloud-provider sim) has no placement groups to resolve or launch into; remove the selector to simulate without one (the AWS provider supports it)")
 	}
 	if family := OptionsFromNodeClass(nc).AMIFamily; strings.HasPrefix(family, "Windows") {
 		return ReasonAMIFamilyNotSupported, "spec.amiFamily",

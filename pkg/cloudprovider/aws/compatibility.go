@@ -22,6 +22,9 @@ type typeFacts struct {
 	nestedVirtualization bool
 	// nitroEnclaves says NitroEnclavesSupport is supported.
 	nitroEnclaves bool
+	// placementStrategies are PlacementGroupInfo.SupportedStrategies: the placement group
+	// strategies the type can launch into.
+	placementStrategies []string
 }
 
 // factsOf reads the facts of an instance type description.
@@ -37,6 +40,11 @@ func factsOf(info ec2types.InstanceTypeInfo) typeFacts {
 		f.nestedVirtualization = slices.Contains(p.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
 	}
 	f.nitroEnclaves = info.NitroEnclavesSupport == ec2types.NitroEnclavesSupportSupported
+	if pg := info.PlacementGroupInfo; pg != nil {
+		for _, s := range pg.SupportedStrategies {
+			f.placementStrategies = append(f.placementStrategies, string(s))
+		}
+	}
 	return f
 }
 
@@ -44,10 +52,11 @@ func factsOf(info ec2types.InstanceTypeInfo) typeFacts {
 // catalog knows the interfaces of the default card only (taken as card 0, the only one), and
 // not ENA support: Nitro and bare metal types, which all support it, are taken to, others not.
 // Nor does it know which types support nested virtualization or Nitro Enclaves, so none is
-// taken to. Each guess
+// taken to, nor their placement group strategies (catalogStrategies). Each guess
 // can only leave a type out, never offer one that cannot launch.
 func catalogFacts(e catalog.Entry) typeFacts {
-	f := typeFacts{networkCards: map[int32]int32{}, enaUnsupported: e.Hypervisor != "nitro" && !e.BareMetal}
+	f := typeFacts{networkCards: map[int32]int32{}, enaUnsupported: e.Hypervisor != "nitro" && !e.BareMetal,
+		placementStrategies: catalogStrategies(e.Family, e.Burstable)}
 	if e.ENIs > 0 {
 		f.networkCards[0] = int32(e.ENIs)
 	}
@@ -61,6 +70,10 @@ type nodeClassTypeNeeds struct {
 	ConnectionTracking   bool                      `json:"connectionTracking,omitempty"`
 	NestedVirtualization bool                      `json:"nestedVirtualization,omitempty"`
 	NitroEnclaves        bool                      `json:"nitroEnclaves,omitempty"`
+	// PlacementGroupID and PlacementStrategy are the resolved placement group's: its
+	// instance types support the strategy and are labelled with the ID.
+	PlacementGroupID  string `json:"placementGroupID,omitempty"`
+	PlacementStrategy string `json:"placementStrategy,omitempty"`
 }
 
 // typeNeedsOf returns the NodeClass's needs of its instance types.
@@ -109,8 +122,13 @@ func (n nodeClassTypeNeeds) efaOnlyInterfaces() (all, firstCard int) {
 //   - cpuOptions.nestedVirtualization enabled needs a type whose DescribeInstanceTypes lists the
 //     nested-virtualization processor feature;
 //   - enclaveOptions enabled needs a type whose DescribeInstanceTypes says it supports Nitro
-//     Enclaves.
+//     Enclaves;
+//   - a placement group needs a type whose DescribeInstanceTypes lists its strategy
+//     (supportsStrategy).
 func (n nodeClassTypeNeeds) compatibleEntry(e catalog.Entry, f typeFacts) (catalog.Entry, bool) {
+	if n.PlacementStrategy != "" && !f.supportsStrategy(n.PlacementStrategy) {
+		return e, false
+	}
 	if n.NestedVirtualization && !f.nestedVirtualization {
 		return e, false
 	}

@@ -44,41 +44,6 @@ func TestNodeClassFieldsReachEC2(t *testing.T) {
 	}
 }
 
-// TestUnsupportedFieldsAreRefused: placementGroupSelector is not supported yet, so the
-// NodeClass says so and is not Ready, rather than launching without the placement group.
-// (capacityReservationSelectorTerms work: see reserved_test.go; the Windows AMI families:
-// windows_test.go.)
-func TestUnsupportedFieldsAreRefused(t *testing.T) {
-	f := newFixture(t)
-	for _, tc := range []struct {
-		name, reason, message string
-		mutate                func(*awsv1.EC2NodeClass)
-	}{
-		{"placement-group", "PlacementGroupsNotSupported", "spec.placementGroupSelector: placement groups are not supported by this provider yet", func(nc *awsv1.EC2NodeClass) {
-			nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: strp("training")}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ncs, _ := readManifests(t, "seed-004-nodepool.yaml")
-			nc := ncs[0]
-			nc.Name = tc.name
-			tc.mutate(nc)
-			got := f.applyNodeClass(nc)
-			if s, msg := condition(got, awsv1.ConditionTypeValidationSucceeded); s != metav1.ConditionFalse || !strings.Contains(msg, tc.message) {
-				t.Errorf("ValidationSucceeded %s %q, want False naming %s", s, msg, tc.message)
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == awsv1.ConditionTypeValidationSucceeded && cond.Reason != tc.reason {
-					t.Errorf("reason %s, want %s", cond.Reason, tc.reason)
-				}
-			}
-			if s, _ := condition(got, awsv1.ConditionTypeReady); s != metav1.ConditionFalse {
-				t.Errorf("Ready %s", s)
-			}
-		})
-	}
-}
-
 // TestEFAInterfacesAttached: a claim whose pods request vpc.amazonaws.com/efa launches with an
 // EFA interface on each of its type's network cards, the first the primary, as Karpenter
 // attaches them; a claim that requests none gets no EFA interface.

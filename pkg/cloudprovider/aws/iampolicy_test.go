@@ -257,6 +257,22 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 	if c := f.launchRecorded(reservedPool, "general-purpose-reserved", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")); c.Labels[awsv1.LabelCapacityReservationID] != crM5 {
 		t.Fatalf("the reserved launch went to %v", c.Labels)
 	}
+	// A node in a placement group: the NodeClass reads the group, and the launch places the
+	// instance in it.
+	f.aws.AddPlacementGroup(fake.PlacementGroup{ID: pgCluster, Name: "hpc", Strategy: fake.StrategyCluster})
+	placed := &awsv1.EC2NodeClass{}
+	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(nc), placed); err != nil {
+		t.Fatal(err)
+	}
+	placed.Spec.CapacityReservationSelectorTerms = nil
+	placed.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: strp("hpc")}
+	if err := env.Client.Update(f.ctx, placed); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(nc.Name)
+	if c := f.launchRecorded(np, "general-purpose-placed", req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c5.large")); c.Labels[awsv1.LabelPlacementGroupID] != pgCluster {
+		t.Fatalf("the placed launch went to %v", c.Labels)
+	}
 	// Node repair's reboot (RebootForRepair), then termination, then a day later the
 	// collectors: prices, launch templates, instance profiles.
 	if err := f.provider.Reboot(f.ctx, onDemand, "reboot-1"); err != nil {

@@ -488,10 +488,17 @@ func (p *Provider) nodeClassTypes(ctx context.Context, nc *awsv1.EC2NodeClass) (
 	opts.Zones = slices.Sorted(maps.Keys(zoneSet))
 	opts.ZoneIDs = cloudprovider.ZoneIDsOf(nc.Status.Subnets)
 
+	// The placement group as last resolved (a lookup that fails keeps the last one found),
+	// as the AWS provider v1.15.2's offering and instance type providers read it.
+	pg, _ := p.placementGroup(ctx, nc)
+	needs := typeNeedsOf(nc)
+	if pg != nil {
+		needs.PlacementGroupID, needs.PlacementStrategy = pg.ID, pg.Strategy
+	}
+
 	c := &p.types
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	needs := typeNeedsOf(nc)
 	k := fmt.Sprintf("%d/%s/%s", c.version, opts.CacheKey(), needs.cacheKey())
 	if its, ok := c.sets[k]; ok {
 		return p.opts.Unavailable.Apply(its), nil
@@ -516,6 +523,7 @@ func (p *Provider) nodeClassTypes(ctx context.Context, nc *awsv1.EC2NodeClass) (
 	if err != nil {
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("ec2nodeclass %q: %w", nc.Name, err))
 	}
+	withPlacementGroup(its, pg)
 	if c.sets == nil || len(c.sets) >= cloudprovider.MaxCachedConfigurations {
 		c.sets = map[string][]*cloudprovider.InstanceType{}
 	}

@@ -75,6 +75,9 @@ type launchSettings struct {
 	NitroEnclaves bool `json:"nitroEnclaves,omitempty"`
 	// Tenancy is the placement's tenancy when it is not the default: dedicated.
 	Tenancy string `json:"tenancy,omitempty"`
+	// PlacementGroupID is the placement's group (Placement.GroupId), as the AWS provider
+	// v1.15.2's launch templates name it (pkg/providers/launchtemplate/types.go); empty: none.
+	PlacementGroupID string `json:"placementGroupID,omitempty"`
 	// CapacityReservationPreference is the template's capacity reservation preference, as the
 	// AWS provider v1.15.2 sets it with the ReservedCapacity gate: capacity-reservations-only
 	// for a launch into CapacityReservationID, none for other launches (they keep out of open
@@ -209,6 +212,8 @@ type launchParams struct {
 	nodePool, capacityType string
 	// tenancy is the instances' tenancy: default or dedicated (empty: default).
 	tenancy string
+	// placementGroupID is the placement group the instances launch into (empty: none).
+	placementGroupID string
 }
 
 // settings builds the launch settings of a NodeClass for an image and pod limit, with the
@@ -276,6 +281,7 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	if params.tenancy != "" && params.tenancy != awsv1.TenancyDefault {
 		s.Tenancy = params.tenancy
 	}
+	s.PlacementGroupID = params.placementGroupID
 	for _, g := range nc.Status.SecurityGroups {
 		s.SecurityGroupIDs = append(s.SecurityGroupIDs, g.ID)
 	}
@@ -400,8 +406,11 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 	if s.NitroEnclaves {
 		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(true)}
 	}
-	if s.Tenancy != "" {
+	if s.Tenancy != "" || s.PlacementGroupID != "" {
 		data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(s.Tenancy)}
+		if s.PlacementGroupID != "" {
+			data.Placement.GroupId = aws.String(s.PlacementGroupID)
+		}
 	}
 	if s.CapacityReservationPreference != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{

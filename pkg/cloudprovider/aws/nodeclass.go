@@ -74,9 +74,9 @@ func (r *refreshTimes) forget(uid types.UID) {
 }
 
 // NodeClassController resolves each EC2NodeClass's subnets, security groups, images,
-// instance profile and, with the ReservedCapacity gate, capacity reservations into its status
-// with one condition each (SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady,
-// CapacityReservationsReady) and the Ready roll-up, and on deletion
+// instance profile, placement group and, with the ReservedCapacity gate, capacity reservations
+// into its status with one condition each (SubnetsReady, SecurityGroupsReady, AMIsReady,
+// InstanceProfileReady, PlacementGroupReady, CapacityReservationsReady) and the Ready roll-up, and on deletion
 // waits for the NodeClaims that use it before removing the instance profile it created.
 type NodeClassController struct {
 	provider *Provider
@@ -129,6 +129,9 @@ func (r *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 	next := min(p.AMIs, p.Subnets, p.SecurityGroups, instanceProfileRefresh)
 	if r.provider.opts.ReservedCapacity {
 		next = min(next, reservationRequeue(nc, r.provider.opts.Clock.Now()))
+	}
+	if nc.Spec.PlacementGroupSelector != nil {
+		next = min(next, placementGroupTTL)
 	}
 	return reconcile.Result{RequeueAfter: next}, nil
 }
@@ -216,7 +219,19 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		}
 		return err
 	})
-	parts := []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady}
+	// The placement group, as the AWS provider v1.15.2's PlacementGroupReconciler
+	// (nodeclass/placementgroup.go): True without a selector, its reason when False; read again
+	// each minute, as its lookups are cached. The group itself is kept in memory, not in status,
+	// as upstream's EC2NodeClass status has no field for it.
+	if due(awsv1.ConditionTypePlacementGroupReady, placementGroupTTL) {
+		reason, err := p.resolvePlacementGroup(ctx, nc)
+		set(awsv1.ConditionTypePlacementGroupReady, err, reason)
+		if err == nil {
+			p.refreshed.mark(nc, awsv1.ConditionTypePlacementGroupReady, now.Time)
+		}
+	}
+	parts := []string{awsv1.ConditionTypeSubnetsReady, awsv1.ConditionTypeSecurityGroupsReady, awsv1.ConditionTypeAMIsReady, awsv1.ConditionTypeInstanceProfileReady,
+		awsv1.ConditionTypePlacementGroupReady}
 	// Capacity reservations, with the ReservedCapacity gate only, as the AWS provider v1.15.2
 	// (nodeclass/capacityreservation.go): read every minute, none selected being no fault; off,
 	// the terms are ignored and the condition is not part of Ready.
@@ -253,16 +268,11 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	return true
 }
 
-// validate checks that the NodeClass asks for nothing the provider cannot do
-// (cloudprovider.ValidateSupported: placement groups, Windows), that its kubelet configuration
-// is one Karpenter takes and its AMI family applies (cloudprovider.ValidateKubelet), and that
+// validate checks that the NodeClass's kubelet configuration is one Karpenter takes and its AMI family applies (cloudprovider.ValidateKubelet), and that
 // what its nodes need of the cluster is known: for AL2023, whose nodeadm refuses a NodeConfig
 // without it, the cluster's service CIDR. It returns the ValidationSucceeded reason with the
 // error.
 func (p *Provider) validate(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
-	if reason, _, err := cloudprovider.ValidateSupported(nc); err != nil {
-		return reason, err
-	}
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	if reason, err := cloudprovider.ValidateKubelet(nc, p.opts.NodeClassCEL); err != nil {
 		return reason, err

@@ -87,6 +87,8 @@ type Provider struct {
 	eksVersion cachedVersion
 	// reservations are the capacity reservations' believed free slots (ReservedCapacity).
 	reservations reservationCounts
+	// placementGroups remembers the NodeClasses' placement group lookups.
+	placementGroups placementGroups
 }
 
 // SetOverlay makes a NodePool's claims launch by the instance types o adjusts (package
@@ -264,6 +266,14 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 	}
 	params := launchParams{labels: bootstrapLabels(claim.Labels, nodePool), taints: registrationTaints(claim), nodePool: nodePool, capacityType: capacityType,
 		tenancy: fixed[awsv1.LabelInstanceTenancy]}
+	// The placement group the NodeClass resolved to, as last found (launchtemplate.go and
+	// instance.go of the AWS provider v1.15.2 read it the same way, ignoring a failed lookup
+	// that keeps the last group found): the template places the instance in it, and EC2 picks
+	// a partition group's partition.
+	pg, _ := p.placementGroup(ctx, nc)
+	if pg != nil {
+		params.placementGroupID = pg.ID
+	}
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	if family == "" {
 		family = awsv1.AMIFamilyAL2023
@@ -418,7 +428,11 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		if c.Offering.Reserved() {
 			p.reservations.launched(c.Offering.ReservationID)
 		}
-		return launchedClaim(claim, nc, fixed, c, inst.InstanceIds[0]), nil, nil
+		launched := launchedClaim(claim, nc, fixed, c, inst.InstanceIds[0])
+		if pg != nil {
+			p.labelPlacement(ctx, launched, pg)
+		}
+		return launched, nil, nil
 	}
 	var ice, full []cloudprovider.OfferingID
 	var other []string
@@ -465,6 +479,15 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 			} else {
 				subnetsRetry = true
 			}
+			continue
+		}
+		if pg != nil && isSpreadLimit(e) {
+			// A full spread group's zone is no shortage of the offering: EC2 has the capacity
+			// outside the group, so the offering is not marked unavailable for every NodeClass.
+			// (The AWS provider v1.15.2 marks the zone's types unavailable for this group only,
+			// a scope the shared cache has not: pkg/providers/instance/instance.go,
+			// updateUnavailableOfferingsCache.) The fleet's other zones take the launch.
+			other = append(other, fmt.Sprintf("%s: %s", code, aws.ToString(e.ErrorMessage)))
 			continue
 		}
 		if insufficientCapacityCodes[code] && typ != "" {
@@ -722,6 +745,7 @@ func (p *Provider) claimOf(i instance, familyOf func(nodeClass string) string) *
 		claim.Labels[awsv1.LabelNodeClass] = v
 		claim.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: v}
 	}
+	maps.Copy(claim.Labels, placementLabels(i.Placement))
 	claim.Status.ProviderID = ProviderID(i.zone(), i.id())
 	claim.Status.ImageID = aws.ToString(i.ImageId)
 	return claim
@@ -788,8 +812,9 @@ func (p *Provider) Reboot(ctx context.Context, claim *karpv1.NodeClaim, operatio
 }
 
 // IsDrifted compares the claim with its NodeClass now: the hash of the NodeClass's static fields
-// it was launched with (NodeClassHash), then its instance's image, subnet and security groups
-// with what the NodeClass resolves to; see cloudprovider.DriftChecker.
+// it was launched with (NodeClassHash), then its instance's image, subnet and security groups,
+// and its placement group label, with what the NodeClass resolves to; see
+// cloudprovider.DriftChecker.
 func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (cloudprovider.DriftReason, error) {
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {
@@ -819,6 +844,16 @@ func (p *Provider) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (clou
 	slices.Sort(want)
 	if !slices.Equal(have, want) {
 		return cloudprovider.DriftReasonSecurityGroup, nil
+	}
+	// As the AWS provider v1.15.2's isPlacementGroupDrifted (pkg/cloudprovider/drift.go): the
+	// claim's placement group label differs from the group the NodeClass resolves to now (the
+	// selector added, removed or pointing elsewhere).
+	var wantGroup string
+	if pg, _ := p.placementGroup(ctx, nc); pg != nil {
+		wantGroup = pg.ID
+	}
+	if claim.Labels[awsv1.LabelPlacementGroupID] != wantGroup {
+		return cloudprovider.DriftReasonPlacementGroup, nil
 	}
 	return "", nil
 }

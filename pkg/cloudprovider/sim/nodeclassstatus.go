@@ -24,10 +24,10 @@ import (
 // EC2NodeClass controller: it resolves a NodeClass's selector terms to the cloud's subnets (one
 // per zone), security groups, images (one per architecture) and instance profile, writes them
 // to its status, and marks it Ready, so NodePools that use it can launch; one the AWS provider
-// would refuse (cloudprovider.ValidateSupported, its kubelet configuration by
-// cloudprovider.ValidateKubelet, and with the NodeClassCEL gate
-// InstanceTypeOptions.EvaluateKubelet), or one of Windows nodes, which this cloud does not
-// model (cloudprovider.ValidateSimulated), is marked not Ready instead, with the reason in
+// would refuse (its kubelet configuration by cloudprovider.ValidateKubelet, and with the
+// NodeClassCEL gate InstanceTypeOptions.EvaluateKubelet), or one asking for what this cloud does
+// not model (cloudprovider.ValidateSimulated: Windows nodes, placement groups), is marked not
+// Ready instead, with the reason in
 // ValidationSucceeded.
 type NodeClassStatusController struct {
 	kubeClient client.Client
@@ -108,8 +108,8 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 	}
 	// What the AWS provider refuses (a field neither provider supports yet, a kubelet
 	// configuration Karpenter would not take) is refused the same way, and so are Windows
-	// nodes, which this cloud does not model; the NodeClass is then not Ready, so nothing
-	// launches from it.
+	// nodes and placement groups, which this cloud does not model; the NodeClass is then not
+	// Ready, so nothing launches from it.
 	reason, _, err := cloudprovider.ValidateSimulated(nc)
 	if err == nil {
 		reason, err = cloudprovider.ValidateKubelet(nc, r.cloud.kubeletExpressions)
@@ -138,6 +138,10 @@ func (r *NodeClassStatusController) resolve(nc *awsv1.EC2NodeClass) {
 		awsv1.ConditionTypeInstanceProfileReady, awsv1.ConditionTypeValidationSucceeded, awsv1.ConditionTypeReady}
 	if r.cloud.reservedCapacity {
 		conditions = append(conditions, awsv1.ConditionTypeCapacityReservationsReady)
+	}
+	if nc.Spec.PlacementGroupSelector == nil {
+		// As the AWS provider: True without a selector (one is refused above).
+		conditions = append(conditions, awsv1.ConditionTypePlacementGroupReady)
 	}
 	for _, t := range conditions {
 		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c != nil && c.ObservedGeneration == nc.Generation &&

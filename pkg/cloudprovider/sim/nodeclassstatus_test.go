@@ -154,3 +154,32 @@ func catalogEntry(t *testing.T, name string) (catalog.Entry, bool) {
 	t.Fatalf("%s is not in the small catalog", name)
 	return catalog.Entry{}, false
 }
+
+// TestNodeClassStatusRefusesPlacementGroups: the simulated cloud has no placement groups, so a
+// NodeClass with spec.placementGroupSelector is not Ready (ValidationSucceeded False,
+// PlacementGroupsNotSupported, naming the simulated cloud) rather than launching outside the
+// group, though the AWS provider resolves it (pkg/cloudprovider/aws placementgroup.go).
+func TestNodeClassStatusRefusesPlacementGroups(t *testing.T) {
+	ctx := context.Background()
+	nc := testNodeClass("placed", func(nc *awsv1.EC2NodeClass) {
+		nc.Generation = 1
+		name := "hpc"
+		nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: &name}
+	})
+	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(nc).WithStatusSubresource(nc).Build()
+	c, _ := newTestCloud(t, Options{NodeClasses: kube})
+	if _, err := NewNodeClassStatusController(kube, c).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &awsv1.EC2NodeClass{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: nc.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	v := meta.FindStatusCondition(got.Status.Conditions, awsv1.ConditionTypeValidationSucceeded)
+	if v == nil || v.Status != metav1.ConditionFalse || v.Reason != cloudprovider.ReasonPlacementGroupsNotSupported || !strings.Contains(v.Message, "simulated cloud") {
+		t.Fatalf("ValidationSucceeded = %+v, want False %s naming the simulated cloud", v, cloudprovider.ReasonPlacementGroupsNotSupported)
+	}
+	if meta.IsStatusConditionTrue(got.Status.Conditions, awsv1.ConditionTypeReady) {
+		t.Errorf("Ready with a placement group the simulated cloud cannot honour")
+	}
+}

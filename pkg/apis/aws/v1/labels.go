@@ -76,6 +76,9 @@ const (
 	ConditionTypeInstanceProfileReady      = "InstanceProfileReady"
 	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
 	ConditionTypeValidationSucceeded       = "ValidationSucceeded"
+	// ConditionTypePlacementGroupReady says spec.placementGroupSelector resolved to an
+	// available placement group (True without a selector), as the AWS provider v1.15.2's.
+	ConditionTypePlacementGroupReady = "PlacementGroupReady"
 	// ConditionTypeReady is the roll-up condition.
 	ConditionTypeReady = "Ready"
 )

@@ -206,6 +206,9 @@ func (a *AWS) authorizeLaunchLocked(r *http.Request, req *FleetRequest, c *candi
 	if inst.CapacityReservationID != "" {
 		a.authorizeLocked(r, run, a.ec2ARN("capacity-reservation", inst.CapacityReservationID), nil, nil)
 	}
+	if inst.PlacementGroupName != "" {
+		a.authorizeLocked(r, run, a.ec2ARN("placement-group", inst.PlacementGroupName), nil, nil)
+	}
 	for _, g := range inst.SecurityGroupIDs {
 		a.authorizeLocked(r, run, a.ec2ARN("security-group", g), nil, nil)
 	}

@@ -174,6 +174,8 @@ func (a *AWS) serveEC2(q *queryCall) {
 		body, err = a.describeInstanceTypeOfferings(q)
 	case "DescribeCapacityReservations":
 		body, err = a.describeCapacityReservations(q)
+	case "DescribePlacementGroups":
+		body, err = a.describePlacementGroups(q)
 	case "DescribeSpotPriceHistory":
 		body, err = a.describeSpotPriceHistory(q)
 	case "CreateLaunchTemplate":

@@ -68,7 +68,12 @@ type AWS struct {
 	// nitroEnclaves are the instance types that support Nitro Enclaves, which the catalog
 	// does not say either (see SetNitroEnclavesSupported).
 	nitroEnclaves map[string]bool
-	templates     []*LaunchTemplate
+	// strategies are the placement group strategies of instance types set by
+	// SetPlacementStrategies; others have placementStrategiesLocked's defaults.
+	strategies map[string][]string
+	// placementGroups are the placement groups (see AddPlacementGroup).
+	placementGroups []*PlacementGroup
+	templates       []*LaunchTemplate
 	// reservations are the capacity reservations (see AddCapacityReservation).
 	reservations []*CapacityReservation
 	fleets       []*FleetRequest
@@ -131,6 +136,7 @@ func New(opts Options) *AWS {
 		removed:           map[pool]bool{},
 		processorFeatures: map[string][]string{},
 		nitroEnclaves:     map[string]bool{},
+		strategies:        map[string][]string{},
 		ice:               map[pool]bool{},
 		poolCapacity:      map[pool]int{},
 		fleetTokens:       map[string]*fleetResult{},

@@ -553,6 +553,10 @@ func (a *AWS) validateCandidateLocked(c *candidate, req *FleetRequest) *FleetErr
 	if lt.NitroEnclaves != nil && *lt.NitroEnclaves && !a.nitroEnclaves[o.InstanceType] {
 		return fail("UnsupportedOperation", "The instance type %s does not support Nitro Enclaves.", o.InstanceType)
 	}
+	if _, _, err := a.placementLocked(lt, o.InstanceType, c.subnet.Zone); err != nil {
+		err.Lifecycle = req.CapacityType
+		return err
+	}
 	for _, sg := range a.templateGroups(lt) {
 		if a.securityGroup(sg) == nil {
 			return fail("InvalidGroup.NotFound", "The security group '%s' does not exist", sg)
@@ -600,6 +604,9 @@ func (a *AWS) launchLocked(req *FleetRequest, c *candidate, reservation string) 
 	}
 	if inst.Tenancy == "" {
 		inst.Tenancy = "default"
+	}
+	if g, partition, err := a.placementLocked(c.lt, inst.Type, inst.Zone); err == nil && g != nil {
+		inst.PlacementGroupName, inst.PlacementGroupID, inst.PartitionNumber = g.Name, g.ID, partition
 	}
 	if inst.Tags == nil {
 		inst.Tags = map[string]string{}

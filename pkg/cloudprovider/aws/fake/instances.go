@@ -40,6 +40,11 @@ type Instance struct {
 	FleetID string
 	// Tenancy is its placement's tenancy: default or dedicated, as its launch template said.
 	Tenancy string
+	// PlacementGroupName and PlacementGroupID are the placement group it launched into, from
+	// its launch template; empty for none.
+	PlacementGroupName, PlacementGroupID string
+	// PartitionNumber is its partition in a partition placement group (1 and up); 0 otherwise.
+	PartitionNumber int
 	// CapacityReservationID is the reservation it launched into; empty for none.
 	CapacityReservationID string
 	// CapacityReservationPreference is its launch template's preference
@@ -123,6 +128,9 @@ type xmlInstance struct {
 		AvailabilityZone   string `xml:"availabilityZone"`
 		AvailabilityZoneID string `xml:"availabilityZoneId"`
 		Tenancy            string `xml:"tenancy"`
+		GroupName          string `xml:"groupName,omitempty"`
+		GroupID            string `xml:"groupId,omitempty"`
+		PartitionNumber    int    `xml:"partitionNumber,omitempty"`
 	} `xml:"placement"`
 	SubnetID                         string     `xml:"subnetId,omitempty"`
 	VpcID                            string     `xml:"vpcId,omitempty"`
@@ -165,6 +173,7 @@ func (a *AWS) xmlInstance(inst *Instance) xmlInstance {
 	if x.Placement.Tenancy == "" {
 		x.Placement.Tenancy = "default"
 	}
+	x.Placement.GroupName, x.Placement.GroupID, x.Placement.PartitionNumber = inst.PlacementGroupName, inst.PlacementGroupID, inst.PartitionNumber
 	if s := a.subnet(inst.SubnetID); s != nil {
 		x.VpcID = s.VPCID
 	}

@@ -175,6 +175,9 @@ type xmlInstanceTypeInfo struct {
 	AutoRecoverySupported         bool                     `xml:"autoRecoverySupported"`
 	SupportedBootModes            []string                 `xml:"supportedBootModes>item"`
 	NitroEnclavesSupport          string                   `xml:"nitroEnclavesSupport"`
+	PlacementGroupInfo            struct {
+		SupportedStrategies []string `xml:"supportedStrategies>item"`
+	} `xml:"placementGroupInfo"`
 }
 
 type xmlProcessorInfo struct {
@@ -284,7 +287,7 @@ func gbps(mbps int64) string { return strconv.FormatFloat(float64(mbps)/1000, 'f
 // spelling (NVIDIA, AWS, Intel, …). Previous generation means generation 3 or older. The catalog
 // does not count network cards: as EC2's types attach one EFA per card, a type has as many cards
 // as EFA interfaces (at least one), each with the default card's interfaces.
-func instanceTypeInfo(e catalog.Entry, processorFeatures []string, nitroEnclaves bool) xmlInstanceTypeInfo {
+func instanceTypeInfo(e catalog.Entry, processorFeatures []string, nitroEnclaves bool, strategies []string) xmlInstanceTypeInfo {
 	nitro := e.Hypervisor == "nitro" || e.BareMetal
 	x := xmlInstanceTypeInfo{
 		InstanceType:                  e.Name,
@@ -310,6 +313,7 @@ func instanceTypeInfo(e catalog.Entry, processorFeatures []string, nitroEnclaves
 	if nitroEnclaves {
 		x.NitroEnclavesSupport = "supported"
 	}
+	x.PlacementGroupInfo.SupportedStrategies = strategies
 	if e.Arch == "amd64" {
 		x.SupportedBootModes = []string{"legacy-bios", "uefi"}
 	}
@@ -461,7 +465,7 @@ func (a *AWS) describeInstanceTypes(q *queryCall) (any, error) {
 	}
 	out := make([]xmlInstanceTypeInfo, 0, end-start)
 	for _, i := range matched[start:end] {
-		out = append(out, instanceTypeInfo(a.types[i], a.processorFeatures[a.types[i].Name], a.nitroEnclaves[a.types[i].Name]))
+		out = append(out, instanceTypeInfo(a.types[i], a.processorFeatures[a.types[i].Name], a.nitroEnclaves[a.types[i].Name], a.placementStrategiesLocked(a.types[i].Name)))
 	}
 	return struct {
 		InstanceTypes []xmlInstanceTypeInfo `xml:"instanceTypeSet>item"`

@@ -55,6 +55,11 @@ type LaunchTemplate struct {
 	// Tenancy is LaunchTemplateData.Placement.Tenancy: default, dedicated, host or empty
 	// (unset, default). Instances launched from the template have it.
 	Tenancy string
+	// PlacementGroupName and PlacementGroupID are LaunchTemplateData.Placement.GroupName and
+	// GroupId (at most one): the placement group its instances launch into.
+	PlacementGroupName, PlacementGroupID string
+	// PartitionNumber is LaunchTemplateData.Placement.PartitionNumber (0: unset, EC2 picks).
+	PartitionNumber int
 	// CapacityReservationPreference is
 	// LaunchTemplateData.CapacityReservationSpecification.CapacityReservationPreference:
 	// capacity-reservations-only, open, none or empty (unset). Instances launched with none
@@ -282,6 +287,23 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 	case "", "default", "dedicated", "host":
 	default:
 		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter placement.tenancy is invalid.", lt.Tenancy)
+	}
+	lt.PlacementGroupName, lt.PlacementGroupID = q.get(d+"Placement.GroupName"), q.get(d+"Placement.GroupId")
+	if lt.PlacementGroupName != "" && lt.PlacementGroupID != "" {
+		return nil, badRequest("InvalidParameterCombination", "The parameters GroupName and GroupId cannot be used together.")
+	}
+	if lt.PlacementGroupID != "" && !pgIDPattern.MatchString(lt.PlacementGroupID) {
+		return nil, badRequest("InvalidPlacementGroupId.Malformed", "Invalid id: \"%s\" (expecting \"pg-...\")", lt.PlacementGroupID)
+	}
+	partition, err := q.int32(d + "Placement.PartitionNumber")
+	if err != nil {
+		return nil, err
+	}
+	if partition != nil {
+		if *partition < 1 {
+			return nil, badRequest("InvalidParameterValue", "Value (%d) for parameter placement.partitionNumber is invalid.", *partition)
+		}
+		lt.PartitionNumber = int(*partition)
 	}
 	if err := parseCapacityReservationSpecification(q, d, lt); err != nil {
 		return nil, err
