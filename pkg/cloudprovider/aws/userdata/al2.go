@@ -81,6 +81,15 @@ func al2KubeletArgs(o Options) []string {
 		}
 		args = append(args, "--register-with-taints="+strings.Join(taints, ","))
 	}
+	return append(args, kubeletSettingFlags(o, func(v string) string { return v })...)
+}
+
+// kubeletSettingFlags are the kubelet flags the AL2 and Windows bootstraps pass after the
+// labels and taints: --max-pods, --pods-per-core, the reservations and eviction thresholds
+// (maps sorted by key; quote wraps their values as the bootstrap's command line needs), the
+// image GC thresholds and --cpu-cfs-quota, each when set.
+func kubeletSettingFlags(o Options, quote func(string) string) []string {
+	var args []string
 	if mp, _ := o.maxPods(); mp != nil {
 		args = append(args, fmt.Sprintf("--max-pods=%d", *mp))
 	}
@@ -90,7 +99,7 @@ func al2KubeletArgs(o Options) []string {
 	}
 	mapArg := func(flag string, m map[string]string, sep string) {
 		if len(m) > 0 {
-			args = append(args, flag+"="+joinMap(m, sep))
+			args = append(args, flag+"="+quote(joinMap(m, sep)))
 		}
 	}
 	mapArg("--system-reserved", k.SystemReserved, "=")

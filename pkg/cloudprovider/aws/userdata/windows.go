@@ -53,36 +53,7 @@ func windowsKubeletArgs(o Options) []string {
 		taints = append(taints, taintString(t))
 	}
 	args = append(args, "--register-with-taints="+strconv.Quote(strings.Join(taints, ",")))
-	if mp, _ := o.maxPods(); mp != nil {
-		args = append(args, fmt.Sprintf("--max-pods=%d", *mp))
-	}
-	k := o.kubelet()
-	if k.PodsPerCore != nil {
-		args = append(args, fmt.Sprintf("--pods-per-core=%d", *k.PodsPerCore))
-	}
-	mapArg := func(flag string, m map[string]string, sep string) {
-		if len(m) > 0 {
-			args = append(args, flag+"="+strconv.Quote(joinMap(m, sep)))
-		}
-	}
-	mapArg("--system-reserved", k.SystemReserved, "=")
-	mapArg("--kube-reserved", k.KubeReserved, "=")
-	mapArg("--eviction-hard", k.EvictionHard, "<")
-	mapArg("--eviction-soft", k.EvictionSoft, "<")
-	mapArg("--eviction-soft-grace-period", durations(k.EvictionSoftGracePeriod), "=")
-	if k.EvictionMaxPodGracePeriod != nil {
-		args = append(args, fmt.Sprintf("--eviction-max-pod-grace-period=%d", *k.EvictionMaxPodGracePeriod))
-	}
-	if k.ImageGCHighThresholdPercent != nil {
-		args = append(args, fmt.Sprintf("--image-gc-high-threshold=%d", *k.ImageGCHighThresholdPercent))
-	}
-	if k.ImageGCLowThresholdPercent != nil {
-		args = append(args, fmt.Sprintf("--image-gc-low-threshold=%d", *k.ImageGCLowThresholdPercent))
-	}
-	if k.CPUCFSQuota != nil {
-		args = append(args, fmt.Sprintf("--cpu-cfs-quota=%t", *k.CPUCFSQuota))
-	}
-	return args
+	return append(args, kubeletSettingFlags(o, strconv.Quote)...)
 }
 
 // psQuote quotes s as a PowerShell single-quoted string.
