@@ -34,6 +34,9 @@ type claimState struct {
 	// planned marks a claim opened on a node of the LP plan: pods not promised to it join it
 	// only in the room its promises leave (unpromisedRoom).
 	planned bool
+	// reservation is the capacity reservation whose slot the claim holds (solver.reserve), or
+	// "".
+	reservation string
 }
 
 // unpromisedRoom is the room the claim's target leaves beside its pods and the pods promised

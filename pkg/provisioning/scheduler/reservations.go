@@ -80,19 +80,24 @@ func pinned(reqs scheduling.Requirements) string {
 }
 
 // reserve gives the claim a slot of the reservation its target launches into, when the
-// target's cheapest offering is reserved and the claim holds none yet, and pins the claim to it
+// target's cheapest offering is reserved, has a slot left, and the claim holds none yet, and
+// pins the claim to it
 // as Karpenter's NodeClaim.FinalizeScheduling does: capacity type reserved, that reservation's
 // ID. Later pods join the claim only where that reservation still takes them (Karpenter's
 // strict mode). Taking a reservation's last slot makes the NodePools' cached prices stale.
 func (s *solver) reserve(c *claimState) {
 	l := s.ledger
-	if l == nil || c.target == nil || pinned(c.requirements) != "" {
+	if l == nil || c.target == nil || c.reservation != "" {
 		return
 	}
 	o, ok := l.cheapest(c.target.it, c.requirements)
-	if !ok || !o.Reserved() {
+	if !ok || !o.Reserved() || l.left[o.ReservationID] <= 0 {
+		// A full reservation is offered only where the requirements pin it: a NodePool that
+		// names the one reservation it launches into. Such a claim holds no slot; its launch
+		// finds the reservation full, as Karpenter's strict mode leaves it.
 		return
 	}
+	c.reservation = o.ReservationID
 	l.left[o.ReservationID]--
 	c.requirements = c.requirements.
 		With(scheduling.MustRequirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeReserved)).

@@ -133,3 +133,23 @@ func TestPinnedClaimNamesItsReservation(t *testing.T) {
 		t.Errorf("requirements %v do not name reservation cr-7", r.NewClaims[0].NodeSelectorRequirements())
 	}
 }
+
+// A NodePool that names the one reservation it launches into still has its slots counted: no
+// more claims hold one than it has (the requirements pin every claim, holder or not).
+func TestNodePoolPinnedToAReservationCountsItsSlots(t *testing.T) {
+	its := []*cloudprovider.InstanceType{reservedType("m.large", 2, 8, 0.10, "cr-1", 2)}
+	pool := reservedPool(its...)
+	pool.Requirements = pool.Requirements.With(req(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpIn, "cr-1"))
+	in := Input{Pods: builders.Pods(4, builders.PodOptions{CPU: "1500m", Memory: "1Gi"}), NodePools: []*NodePool{pool}}
+	s := newSolver(in)
+	s.solve()
+	held := 0
+	for _, c := range s.claims {
+		if c.reservation == "cr-1" {
+			held++
+		}
+	}
+	if held != 2 || s.ledger.left["cr-1"] != 0 {
+		t.Errorf("%d claims hold a slot of cr-1 (%d left), want its 2 slots held and none over", held, s.ledger.left["cr-1"])
+	}
+}

@@ -899,7 +899,7 @@ func (s *solver) mergeClaims() {
 	groups := map[string][]*claimState{}
 	var keys []string
 	for _, c := range s.claims {
-		if len(c.ports) > 0 || len(c.usedExtended) > 0 || c.target == nil || hasMinValues(c.pool.Requirements) || pinned(c.requirements) != "" {
+		if len(c.ports) > 0 || len(c.usedExtended) > 0 || c.target == nil || hasMinValues(c.pool.Requirements) || c.reservation != "" {
 			continue
 		}
 		key := c.pool.Name + "\x00" + c.requirements.String()
