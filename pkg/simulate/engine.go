@@ -266,9 +266,10 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		return nil, err
 	}
 	unavailable := cloudprovider.NewUnavailableOfferings(e.clock, 0)
+	reservations := w.Cloud.reservations()
 	e.cloud, err = sim.New(sim.Options{Clock: e.clock, NodeClasses: e.kube, Seed: seed, Zones: w.Cloud.Zones, LaunchLatency: launch,
 		Faults: sim.FaultPlan{CreateErrorRate: w.Cloud.CreateErrorRate}, Unavailable: unavailable, NodeClassCEL: nodeClassCEL,
-		RebootForRepair: aws.Enabled(featuregate.RebootForRepair), Reservations: w.Cloud.reservations(),
+		RebootForRepair: aws.Enabled(featuregate.RebootForRepair), Reservations: reservations,
 		ReservedCapacity: gates.Enabled(featuregate.ReservedCapacity)})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
@@ -292,7 +293,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 		switch o := o.(type) {
 		case *ec2v1.EC2NodeClass:
 			classes[o.Name] = o
-			warning := reservationWarning(o, w.Cloud.reservations(), gates.Enabled(featuregate.ReservedCapacity))
+			warning := reservationWarning(o, reservations, gates.Enabled(featuregate.ReservedCapacity))
 			if warning != "" {
 				e.rec.warn(warning)
 			}

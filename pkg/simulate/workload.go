@@ -793,6 +793,7 @@ func (c *CloudSettings) problems(file string, root *yaml.Node) []error {
 	if len(zones) == 0 {
 		zones = sim.DefaultZones(sim.DefaultRegion)
 	}
+	reservations := c.reservations()
 	for i, r := range c.Reservations {
 		path := fmt.Sprintf("cloud.reservations[%d]", i)
 		if _, ok := catalog.Lookup(r.InstanceType); !ok {
@@ -804,7 +805,7 @@ func (c *CloudSettings) problems(file string, root *yaml.Node) []error {
 		if j := slices.IndexFunc(c.Reservations[:i], func(o ReservationSetting) bool { return o.ID == r.ID }); j >= 0 {
 			add(path+".id", "%q is given twice (also at cloud.reservations[%d])", r.ID, j)
 		}
-		if err := c.reservations()[i].Validate(zones); err != nil {
+		if err := reservations[i].Validate(zones); err != nil {
 			add(path, "%v", err)
 		}
 	}
