@@ -138,6 +138,8 @@ type Set struct {
 	// ReservationExpiry deletes the NodeClaims in expiring capacity reservations; nil unless
 	// the cloud's reservations can expire (expiration.ExpiringReservations).
 	ReservationExpiry *expiration.ReservationController
+	// CapacityType turns reserved nodes on-demand when their capacity reservation ends.
+	CapacityType *expiration.CapacityTypeController
 	// Repair is the legacy node repair controller; nil unless Options.NodeRepair and
 	// Options.LegacyNodeRepair and the cloud declares repair policies.
 	Repair *repair.Controller
@@ -204,6 +206,7 @@ func New(deps Deps, opts Options) *Set {
 	if reservations, ok := deps.Cloud.(expiration.ExpiringReservations); ok {
 		s.ReservationExpiry = expiration.NewReservationController(deps.Kube, reservations, deps.Clock)
 	}
+	s.CapacityType = expiration.NewCapacityTypeController(deps.Kube, cloud(expiration.CapacityTypeControllerName), deps.Clock)
 	s.GarbageCollector = nodeclaim.NewGarbageCollector(deps.Kube, cloud("nodeclaim.garbagecollection"), deps.Clock, deps.Recorder, nodeclaim.GarbageCollectorOptions{})
 	s.Consistency = nodeclaim.NewConsistencyController(deps.Kube, deps.Clock, deps.Recorder)
 	s.NodePoolStatus = nodepool.NewStatusController(deps.Kube, deps.Clock, deps.Recorder)

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,13 @@ const (
 	ReasonRecentPodEvent        = "RecentPodEvent"
 	ReasonNodePoolDrifted       = "NodePoolDrifted"
 	ReasonRequirementsDrifted   = "RequirementsDrifted"
+	ReasonInstanceTypeNotFound  = "InstanceTypeNotFound"
 )
+
+// instanceTypeCheckAge is how old a claim must be before its instance type is looked for among
+// its NodePool's, as Karpenter v1.15.0's drift controller waits: a cloud-generated set of
+// options, not a user's field, so drift from it may come late.
+const instanceTypeCheckAge = time.Hour
 
 // Event reasons of disruption, as Karpenter's.
 const (
@@ -209,8 +216,11 @@ func consolidatableAt(claim *karpv1.NodeClaim, np *karpv1.NodePool) (time.Time, 
 	return lastPodEvent(claim).Add(wait), true
 }
 
-// drifted says why a claim no longer matches its NodePool, or "".
-func drifted(claim *karpv1.NodeClaim, nodeLabels map[string]string, np *karpv1.NodePool, cloudReason cloudprovider.DriftReason) string {
+// drifted says why a claim no longer matches its NodePool, or "": its NodePool's hash, then its
+// requirements, then (once the claim is instanceTypeCheckAge old) its instance type among the
+// NodePool's, its, when those are known, then the cloud's reason; Karpenter v1.15.0's order
+// (nodeclaim/disruption/drift.go isDrifted).
+func drifted(claim *karpv1.NodeClaim, nodeLabels map[string]string, np *karpv1.NodePool, its []*cloudprovider.InstanceType, now time.Time, cloudReason cloudprovider.DriftReason) string {
 	if h, ok := claim.Annotations[karpv1.NodePoolHashAnnotationKey]; ok {
 		if want, known := nodepool.HashFor(np, claim.Annotations[karpv1.NodePoolHashVersionAnnotationKey]); known && h != want {
 			return ReasonNodePoolDrifted
@@ -227,7 +237,28 @@ func drifted(claim *karpv1.NodeClaim, nodeLabels map[string]string, np *karpv1.N
 			}
 		}
 	}
+	if len(its) > 0 && now.Sub(claim.CreationTimestamp.Time) > instanceTypeCheckAge && !instanceTypeFound(claim, its) {
+		return ReasonInstanceTypeNotFound
+	}
 	return string(cloudReason)
+}
+
+// instanceTypeFound reports whether the claim's instance type is still among its NodePool's,
+// its, with an offering, available or not, in the claim's zone and of its capacity type, as
+// Karpenter v1.15.0's instanceTypeNotFound: a reserved claim may also find an on-demand
+// offering, and its reservation is not looked for, since a reservation that ends turns its
+// nodes on-demand (the capacity type controller relabels them, perhaps not yet).
+func instanceTypeFound(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceType) bool {
+	name := claim.Labels[corev1.LabelInstanceTypeStable]
+	i := slices.IndexFunc(its, func(it *cloudprovider.InstanceType) bool { return it.Name == name })
+	if name == "" || i < 0 {
+		return false
+	}
+	zone, ct := claim.Labels[corev1.LabelTopologyZone], claim.Labels[karpv1.CapacityTypeLabelKey]
+	return slices.ContainsFunc(its[i].Offerings, func(o cloudprovider.Offering) bool {
+		return (zone == "" || o.Zone == zone) &&
+			(ct == "" || o.CapacityType == ct || ct == karpv1.CapacityTypeReserved && o.CapacityType == karpv1.CapacityTypeOnDemand)
+	})
 }
 
 // nodePrice reads a node's price from the instance types: the offering of its instance type

@@ -849,7 +849,7 @@ func (d *decider) candidate(sn *state.StateNode, np *karpv1.NodePool, pdbs *stat
 	c.RescheduleCost = RescheduleCost(c.Pods, d.opts.PodDeletionCostManagement)
 	status := ClaimStatus{NodeClaim: sn.NodeClaim.Name}
 	status.Consolidatable, status.ConsolidatableReason, status.ConsolidatableMessage = consolidatable(sn.NodeClaim, np, d.in.Now)
-	status.Drifted = drifted(sn.NodeClaim, sn.Node.Labels, np, d.in.CloudDrift[sn.NodeClaim.Name])
+	status.Drifted = drifted(sn.NodeClaim, sn.Node.Labels, np, d.in.InstanceTypes[np.Name], d.in.Now, d.in.CloudDrift[sn.NodeClaim.Name])
 	d.statuses = append(d.statuses, status)
 	c.Consolidatable, c.Drifted = status.Consolidatable, status.Drifted
 	c.NodeProtection, c.PodProtection = nodeProtection(sn, d.in.Now), podProtection(c.Pods, pdbs, d.in.Now)

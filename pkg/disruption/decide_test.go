@@ -2,7 +2,9 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
@@ -1047,5 +1050,115 @@ func TestWhatIfsOnLaunchingNodesProveNothing(t *testing.T) {
 	leaving.MarkedForDeletion = true
 	if d := Decide(c.in); d.Command != nil && d.Command.Candidates[0].Name() == "a" && len(d.Command.Replacements) == 0 {
 		t.Fatalf("a deleted onto the room a deleting node's pod needs: %s", d.Command.Message())
+	}
+}
+
+// withReservation gives it a reserved offering in test-zone-1: reservation id with free
+// slots, priced as the AWS provider prices one (the on-demand price / ReservedPriceDivisor).
+func withReservation(it *cloudprovider.InstanceType, id string, free int) *cloudprovider.InstanceType {
+	od, _ := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool { return o.CapacityType == karpv1.CapacityTypeOnDemand })
+	it.Offerings = append(it.Offerings, cloudprovider.Offering{Zone: "test-zone-1", CapacityType: karpv1.CapacityTypeReserved,
+		Price: od.Price / cloudprovider.ReservedPriceDivisor, Available: free > 0, ReservationID: id,
+		ReservationType: "default", ReservationCapacity: free})
+	return it
+}
+
+// reservedNode is stateNode for a node launched into reservation id.
+func reservedNode(np *karpv1.NodePool, name string, it *cloudprovider.InstanceType, id string, pods ...*corev1.Pod) *state.StateNode {
+	sn := stateNode(np, name, it, karpv1.CapacityTypeReserved, "test-zone-1", pods...)
+	for _, labels := range []map[string]string{sn.Node.Labels, sn.NodeClaim.Labels} {
+		labels[awsv1.LabelCapacityReservationID] = id
+		labels[awsv1.LabelCapacityReservationType] = "default"
+	}
+	return sn
+}
+
+// TestReservedCapacityConsolidation: consolidation treats reserved nodes as Karpenter v1.15.0
+// (disruption/consolidation_test.go, Context "Reserved Capacity"; a candidate is priced by
+// utils/disruption ResolveOfferingPrice at its reserved offering):
+//   - an on-demand or spot node is replaced by the same instance type in a reservation with a
+//     free slot ("can consolidate into reserved capacity for the same instance pool");
+//   - a reserved node moves to a cheaper reservation ("from one reserved offering to another");
+//   - a reserved node whose reservation is full is not left for a smaller on-demand or spot
+//     type: its slot costs next to nothing, so nothing is cheaper.
+func TestReservedCapacityConsolidation(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"),
+		func(np *karpv1.NodePool) {
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+				Key: karpv1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn,
+				Values: []string{karpv1.CapacityTypeReserved, karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot}})
+		})
+	for _, from := range []string{karpv1.CapacityTypeOnDemand, karpv1.CapacityTypeSpot} {
+		types := catalog()
+		m := withReservation(findType(types, "m.xlarge"), "cr-m", 1)
+		c := newCluster(types, np)
+		c.in.Options.SpotToSpotConsolidation = true
+		c.add(stateNode(np, "full", m, from, "test-zone-1", pod("3500m", "14Gi")))
+		d := Decide(c.in)
+		if d.Command == nil || len(d.Command.Replacements) != 1 {
+			t.Fatalf("%s: command = %+v, want the node replaced into the reservation", from, d.Command)
+		}
+		r := d.Command.Replacements[0]
+		o, _ := r.Claim.InstanceTypes[0].CheapestOffering(r.Claim.Requirements)
+		if r.Claim.InstanceTypes[0].Name != "m.xlarge" || o.CapacityType != karpv1.CapacityTypeReserved || o.ReservationID != "cr-m" {
+			t.Errorf("%s: replacement %s on %s %s, want m.xlarge in cr-m", from, d.Command.Message(), o.CapacityType, o.ReservationID)
+		}
+	}
+
+	types := catalog()
+	big := withReservation(findType(types, "m.2xlarge"), "cr-big", 0)
+	withReservation(findType(types, "m.xlarge"), "cr-small", 2)
+	c := newCluster(types, np)
+	c.add(reservedNode(np, "reserved", big, "cr-big", pod("1", "2Gi")))
+	d := Decide(c.in)
+	if d.Command == nil || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command = %+v, want the reserved node moved to the cheaper reservation", d.Command)
+	}
+	r := d.Command.Replacements[0]
+	if o, _ := r.Claim.InstanceTypes[0].CheapestOffering(r.Claim.Requirements); o.ReservationID != "cr-small" {
+		t.Errorf("replacement %s, want m.xlarge in cr-small", d.Command.Message())
+	}
+
+	types = catalog()
+	big = withReservation(findType(types, "m.2xlarge"), "cr-big", 0)
+	c = newCluster(types, np)
+	c.in.Options.SpotToSpotConsolidation = true
+	c.add(reservedNode(np, "reserved", big, "cr-big", pod("1", "2Gi")))
+	if d := Decide(c.in); d.Command != nil {
+		t.Errorf("a node in a full reservation was left for on-demand or spot: %s", d.Command.Message())
+	}
+}
+
+// TestInstanceTypeNotFoundDrift: a claim over an hour old whose instance type its NodePool no
+// longer offers, or offers with no offering in its zone and capacity type, is drifted
+// InstanceTypeNotFound; a reserved claim whose reservation has gone is not, while the type is
+// still sold on-demand in its zone; a younger claim is not looked at. As Karpenter v1.15.0's
+// nodeclaim/disruption/drift.go (isDrifted, instanceTypeNotFound).
+func TestInstanceTypeNotFoundDrift(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("100%"))
+	types := catalog()
+	onlyZone2 := findType(types, "c.xlarge")
+	onlyZone2.Offerings = slices.DeleteFunc(slices.Clone(onlyZone2.Offerings), func(o cloudprovider.Offering) bool { return o.Zone != "test-zone-2" })
+	withoutRetired := slices.DeleteFunc(slices.Clone(types), func(it *cloudprovider.InstanceType) bool { return it.Name == "m.2xlarge" })
+	c := newCluster(withoutRetired, np)
+	old := func(sn *state.StateNode) *state.StateNode {
+		sn.NodeClaim.CreationTimestamp = metav1.NewTime(epoch.Add(-2 * time.Hour))
+		return c.add(sn)
+	}
+	old(stateNode(np, "retired", findType(types, "m.2xlarge"), "on-demand", "test-zone-1", pod("6", "20Gi")))
+	old(stateNode(np, "zone-gone", onlyZone2, "on-demand", "test-zone-1", pod("3", "6Gi")))
+	old(reservedNode(np, "reservation-gone", findType(types, "m.xlarge"), "cr-gone", pod("3", "12Gi")))
+	c.add(stateNode(np, "young", findType(types, "m.2xlarge"), "on-demand", "test-zone-1", pod("6", "20Gi")))
+	d := Decide(c.in)
+	got := map[string]string{}
+	for _, s := range d.Claims {
+		got[strings.TrimSuffix(s.NodeClaim, "-claim")] = s.Drifted
+	}
+	want := map[string]string{"retired": ReasonInstanceTypeNotFound, "zone-gone": ReasonInstanceTypeNotFound, "reservation-gone": "", "young": ""}
+	if !maps.Equal(got, want) {
+		t.Errorf("drifted %v, want %v", got, want)
+	}
+	if d.Command == nil || d.Command.Reason != karpv1.DisruptionReasonDrifted {
+		t.Errorf("command %v, want a drift replacement", d.Command)
 	}
 }

@@ -28,6 +28,7 @@ func lifecycleControllers(mgr manager.Manager, set *controllers.Set, recorder re
 		set.Termination,
 		set.Reboot,
 		set.Expiration,
+		set.CapacityType,
 		set.Disruption,
 	}
 	if set.Repair != nil {

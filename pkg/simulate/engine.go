@@ -123,11 +123,13 @@ type engine struct {
 	gc          *nodeclaim.GarbageCollector
 	// reservationExpiry deletes the NodeClaims in expiring Capacity Blocks.
 	reservationExpiry *expiration.ReservationController
-	poolStatus        *nodepool.StatusController
-	poolStatic        *nodepool.StaticController
-	classStatus       *sim.NodeClassStatusController
-	termination       *termination.Controller
-	disruption        *disruption.Controller
+	// capacityType turns reserved nodes on-demand when their reservation ends.
+	capacityType *expiration.CapacityTypeController
+	poolStatus   *nodepool.StatusController
+	poolStatic   *nodepool.StaticController
+	classStatus  *sim.NodeClassStatusController
+	termination  *termination.Controller
+	disruption   *disruption.Controller
 	// expiration deletes the NodeClaims past their expireAfter.
 	expiration *expiration.Controller
 	// repair is the legacy node repair controller, nil unless the NodeRepair feature gate is
@@ -340,7 +342,7 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	e.provisioner, e.nomination, e.lifecycle, e.termination, e.disruption = set.Provisioner, set.Nomination, set.Lifecycle, set.Termination, set.Disruption
 	e.gc, e.poolStatus, e.poolStatic, e.repair, e.overlays = set.GarbageCollector, set.NodePoolStatus, set.Static, set.Repair, set.Overlays
 	e.expiration, e.reboot = set.Expiration, set.Reboot
-	e.reservationExpiry = set.ReservationExpiry
+	e.reservationExpiry, e.capacityType = set.ReservationExpiry, set.CapacityType
 	e.classStatus = sim.NewNodeClassStatusController(e.kube, e.cloud)
 	e.provisioner.Observe(e.rec.decision)
 	e.disruption.Observe(e.rec.disrupted)
@@ -488,6 +490,10 @@ func (e *engine) pass(ctx context.Context, now time.Time) error {
 		}
 		// Every minute, as the AWS provider's capacityreservation.expiration controller.
 		if err := e.reservationExpiry.Step(ctx); err != nil {
+			return err
+		}
+		// And as its capacityreservation.capacitytype controller.
+		if err := e.capacityType.Step(ctx); err != nil {
 			return err
 		}
 	}

@@ -29,11 +29,14 @@ type NodeRecord struct {
 	NodeClaim  string `json:"nodeClaim"`
 	NodePool   string `json:"nodePool"`
 	InstanceID string `json:"instanceID"`
-	// InstanceType, CapacityType and Zone are the offering launched, at PricePerHour.
+	// InstanceType, CapacityType and Zone are the offering launched. PricePerHour is its price
+	// at the end (or its removal): the on-demand price for a node launched reserved into an
+	// On-Demand Capacity Reservation that ended before, at OnDemandAt.
 	InstanceType string  `json:"instanceType"`
 	CapacityType string  `json:"capacityType"`
 	Zone         string  `json:"zone"`
 	PricePerHour float64 `json:"pricePerHour"`
+	OnDemandAt   *int64  `json:"onDemandAt,omitempty"`
 	// Labels are the node's labels (the instance's facts and the NodeClaim's labels); Taints
 	// its taints as key=value:Effect, startup taints not included.
 	Labels map[string]string `json:"labels"`
@@ -322,6 +325,10 @@ func (h *history) nodeHistory(instances []sim.Instance, interrupted map[string]b
 			InstanceType: in.InstanceType, CapacityType: in.CapacityType, Zone: in.Zone, PricePerHour: in.Price,
 			Labels: labels, Taints: taintStrings(in.Bootstrap.Taints), LaunchedAt: seconds64(in.LaunchTime),
 		}
+		if !in.OnDemandSince.IsZero() {
+			at := seconds64(in.OnDemandSince)
+			n.CapacityType, n.OnDemandAt = karpv1.CapacityTypeReserved, &at
+		}
 		if t, ok := h.readyAt[in.Hostname]; ok {
 			at := seconds64(t)
 			n.ReadyAt = &at
@@ -342,9 +349,7 @@ func (h *history) nodeHistory(instances []sim.Instance, interrupted map[string]b
 				n.RemovalReason = RemovalDeleted
 			}
 		}
-		if d := stop.Sub(in.LaunchTime); d > 0 {
-			n.Cost = round(in.Price * d.Hours())
-		}
+		n.Cost = round(in.Spend(stop))
 		out = append(out, n)
 	}
 	return out

@@ -99,15 +99,21 @@ func reservationUse(reservations []sim.Reservation, instances []sim.Instance, en
 		}
 		var changes []change
 		for _, in := range instances {
-			if in.CapacityType != karpv1.CapacityTypeReserved || in.Labels[ec2v1.LabelCapacityReservationID] != r.ID {
+			if in.ReservationID != r.ID {
 				continue
 			}
 			u.Launched++
 			changes = append(changes, change{in.LaunchTime, 1})
-			if in.TerminationTime.IsZero() {
+			// It leaves the reservation when it terminates or, when the reservation ends first
+			// and it runs on on-demand, then.
+			left := in.TerminationTime
+			if !in.OnDemandSince.IsZero() && (left.IsZero() || in.OnDemandSince.Before(left)) {
+				left = in.OnDemandSince
+			}
+			if left.IsZero() {
 				u.Final++
 			} else {
-				changes = append(changes, change{in.TerminationTime, -1})
+				changes = append(changes, change{left, -1})
 			}
 		}
 		sort.SliceStable(changes, func(i, j int) bool {

@@ -1,12 +1,17 @@
 package simulate
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
+	ec2v1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
 )
 
 // reservedWorkload is a workload whose NodePool allows capacityTypes and whose EC2NodeClass
@@ -102,6 +107,59 @@ func TestReservationProblems(t *testing.T) {
 		_, err := ParseWorkload("reserved.yaml", []byte(reservedWorkload("reserved", "[{id: cr-01}]", tc.reservations, 1)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.reservations, err, tc.want)
+		}
+	}
+}
+
+// An On-Demand Capacity Reservation that ends leaves its nodes running on-demand: from its end
+// they are billed on-demand, the capacityreservation.capacitytype controller relabels their
+// NodeClaims and Nodes on-demand (as the AWS provider v1.15.2's), and the report says when
+// each turned and that the reservation ended with none left in it.
+func TestOnDemandReservationEnds(t *testing.T) {
+	text := reservedWorkload("reserved, on-demand", "[{id: cr-0123456789abcdef0}]",
+		"[{id: cr-0123456789abcdef0, instanceType: c6a.large, zone: us-east-1a, count: 3, end: 10m}]", 3)
+	rep, e := runEngine(t, "reserved.yaml", text)
+	if len(rep.Reservations) != 1 {
+		t.Fatalf("reservations %+v", rep.Reservations)
+	}
+	if u := rep.Reservations[0]; u.Launched != 3 || u.Peak != 3 || u.Final != 0 || u.EndSeconds == nil || *u.EndSeconds != 600 {
+		t.Errorf("reservation use %+v, want 3 launched, 3 at once, none at the end, ended at 600s", u)
+	}
+	od, _ := catalog.Lookup("c6a.large")
+	turned := 0
+	for _, n := range rep.NodeHistory {
+		if n.OnDemandAt == nil {
+			continue
+		}
+		turned++
+		if *n.OnDemandAt != 600 || n.CapacityType != karpv1.CapacityTypeReserved || n.PricePerHour != od.OnDemandPrice {
+			t.Errorf("node %s: launched %s, on-demand at %v, $%v/h; want launched reserved, on-demand at 600s at $%v/h", n.Name, n.CapacityType, *n.OnDemandAt, n.PricePerHour, od.OnDemandPrice)
+		}
+		if n.RemovedAt == nil && n.Cost < od.OnDemandPrice/3-0.001 {
+			t.Errorf("node %s cost $%v, want at least its 20 minutes on-demand", n.Name, n.Cost)
+		}
+	}
+	if turned != 3 {
+		t.Errorf("%d nodes turned on-demand, want 3", turned)
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := e.kube.List(context.Background(), claims); err != nil {
+		t.Fatal(err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := e.kube.List(context.Background(), nodes); err != nil {
+		t.Fatal(err)
+	}
+	var labelSets []map[string]string
+	for _, c := range claims.Items {
+		labelSets = append(labelSets, c.Labels)
+	}
+	for _, n := range nodes.Items {
+		labelSets = append(labelSets, n.Labels)
+	}
+	for _, labels := range labelSets {
+		if labels[karpv1.CapacityTypeLabelKey] == karpv1.CapacityTypeReserved || labels[ec2v1.LabelCapacityReservationID] != "" {
+			t.Errorf("still labelled reserved after the reservation ended: %v", labels)
 		}
 	}
 }

@@ -131,7 +131,8 @@ type ReservationSetting struct {
 	// Tags are its tags, which terms may select it by.
 	Tags map[string]string `yaml:"tags"`
 	// End, when set, is when the reservation ends, from the start of the simulation: a
-	// Capacity Block's instances are reclaimed then.
+	// Capacity Block's instances are reclaimed then, an On-Demand Capacity Reservation's run on
+	// as on-demand instances.
 	End *Duration `yaml:"end"`
 }
 

@@ -216,6 +216,24 @@ type launchParams struct {
 	placementGroupID string
 }
 
+// doNotSyncTaints adds karpenter.sh/do-not-sync-taints=true to the labels a node of every AMI
+// family but Custom registers with, as the AWS provider v1.15.2's InjectDoNotSyncTaintsLabel:
+// its kubelet registers the claim's taints and startup taints itself
+// (--register-with-taints), so registration leaves them alone rather than race the kubelet
+// (kubernetes-sigs/karpenter#1772). A Custom image may not register them, so Karpenter syncs
+// them onto its nodes.
+func doNotSyncTaints(family string, labels map[string]string) map[string]string {
+	if family == awsv1.AMIFamilyCustom {
+		return labels
+	}
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[karpv1.NodeDoNotSyncTaintsLabelKey] = "true"
+	return out
+}
+
 // settings builds the launch settings of a NodeClass for an image and pod limit, with the
 // kubelet configuration as the instance types get it (spec.kubelet with its expressions
 // evaluated: Provider.resolvedKubelet).
@@ -223,7 +241,7 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	o := userdata.Options{
 		ClusterName:         l.provider.opts.ClusterName,
 		Kubelet:             kubelet,
-		Labels:              params.labels,
+		Labels:              doNotSyncTaints(family, params.labels),
 		Taints:              params.taints,
 		UserData:            nc.Spec.UserData,
 		InstanceStorePolicy: nc.Spec.InstanceStorePolicy,

@@ -210,7 +210,9 @@ func TestCreateLaunchesThroughFleet(t *testing.T) {
 		t.Errorf("launch template %+v", lt)
 	}
 	for _, want := range []string{"application/node.eks.aws", "apiVersion: node.eks.aws/v1alpha1", "name: " + testCluster, "apiServerEndpoint: " + testEndpoint,
-		"cidr: 10.100.0.0/16", "karpenter.sh/nodepool=general-purpose", "team=web", "key: dedicated", "effect: NoSchedule",
+		"cidr: 10.100.0.0/16", "karpenter.sh/nodepool=general-purpose", "team=web",
+		// Every family but Custom, as v1.15.2's InjectDoNotSyncTaintsLabel: the kubelet registers the taints.
+		"karpenter.sh/do-not-sync-taints=true", "key: dedicated", "effect: NoSchedule",
 		"key: karpenter.sh/unregistered", "effect: NoExecute", base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----"))[:20]} {
 		if !strings.Contains(lt.UserData, want) {
 			t.Errorf("user data lacks %q:\n%s", want, lt.UserData)

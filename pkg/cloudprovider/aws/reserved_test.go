@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
+	"github.com/openkarpenter/karpenter/pkg/expiration"
 )
 
 // Capacity reservations seeded by the tests below.
@@ -28,6 +30,7 @@ const (
 	crOpen   = "cr-0e0000000000000e1" // an open reservation of c5.large in us-west-2a, untagged
 	crIntr   = "cr-0f0000000000000f1" // an interruptible reservation of r5.large in us-west-2a, untagged
 	crCancel = "cr-010000000000000a1" // cancelled, tagged team=ml
+	crBlock2 = "cr-0b0000000000000b2" // a Capacity Block of m5.xlarge in us-west-2b, seeded by its test
 )
 
 // withReservedCapacity turns the ReservedCapacity gate on, as Karpenter v1.15's default.
@@ -462,5 +465,77 @@ func TestExpiringReservations(t *testing.T) {
 	}
 	if len(got) != 1 || !got[crBlock] {
 		t.Errorf("expiring %v, want only the Capacity Block %s", got, crBlock)
+	}
+}
+
+// TestEndedReservationTurnsNodesOnDemand: when an On-Demand Capacity Reservation expires, its
+// instance runs on and EC2 describes it without the reservation; the provider lists it
+// on-demand, without the reservation's labels (v1.15.2 pkg/providers/instance/types.go
+// getCapacityType), and the capacityreservation.capacitytype controller relabels its NodeClaim
+// and Node on-demand (pkg/controllers/capacityreservation/capacitytype). A Capacity Block's
+// instance is reclaimed instead.
+func TestEndedReservationTurnsNodesOnDemand(t *testing.T) {
+	f := newFixture(t, withReservedCapacity)
+	f.seedReservations()
+	f.aws.AddCapacityReservation(fake.CapacityReservation{ID: crBlock2, InstanceType: "m5.xlarge", Zone: "us-west-2b", TotalInstanceCount: 1,
+		ReservationType: "capacity-block", EndDate: aws.Time(f.clock.Now().Add(48 * time.Hour)), Tags: map[string]string{"team": "ml"}})
+	_, np := f.reservedNodeClass(append(slices.Clone(mlTerms), awsv1.CapacityReservationSelectorTerm{ID: crBlock2}), karpv1.CapacityTypeReserved, karpv1.CapacityTypeOnDemand)
+	launched, err := f.provider.Create(f.ctx, claimFor(np, "in-odcr", nil, req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := f.provider.Create(f.ctx, claimFor(np, "in-block", nil, req(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpIn, crBlock2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launched.Labels[awsv1.LabelCapacityReservationID] != crM5 || block.Labels[awsv1.LabelCapacityReservationID] != crBlock2 {
+		t.Fatalf("launched %v and %v, want them in %s and %s", launched.Labels, block.Labels, crM5, crBlock2)
+	}
+	claim := launched.DeepCopy()
+	claim.ResourceVersion = ""
+	if err := env.Client.Create(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	claim.Status = launched.Status
+	if err := env.Client.Status().Update(f.ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	nodeLabels := maps.Clone(launched.Labels)
+	nodeLabels[karpv1.NodeRegisteredLabelKey] = "true"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "in-odcr", Labels: nodeLabels}, Spec: corev1.NodeSpec{ProviderID: launched.Status.ProviderID}}
+	if err := env.Client.Create(f.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(f.ctx, node)
+		_ = env.Client.Delete(f.ctx, claim)
+	})
+
+	f.aws.EndCapacityReservation(crM5, "expired")
+	f.aws.EndCapacityReservation(crBlock2, "expired")
+	listed, err := f.provider.List(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0].Status.ProviderID != launched.Status.ProviderID {
+		t.Fatalf("listed %d instances, want the ODCR's still running and the Capacity Block's reclaimed", len(listed))
+	}
+	if l := listed[0].Labels; l[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeOnDemand || l[awsv1.LabelCapacityReservationID] != "" {
+		t.Errorf("the instance lists as %v, want on-demand without its reservation", l)
+	}
+
+	if err := expiration.NewCapacityTypeController(env.Client, f.provider, f.clock).Step(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	for what, l := range map[string]map[string]string{"nodeclaim": claim.Labels, "node": node.Labels} {
+		if l[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeOnDemand || l[awsv1.LabelCapacityReservationID] != "" || l[awsv1.LabelCapacityReservationType] != "" {
+			t.Errorf("%s labels %v, want on-demand without the reservation's id and type", what, l)
+		}
 	}
 }

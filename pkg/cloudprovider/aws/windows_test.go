@@ -125,7 +125,7 @@ func TestWindowsAliases(t *testing.T) {
 			ca := base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
 			want := "<powershell>\n[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n" +
 				"& $EKSBootstrapScriptFile -EKSClusterName '" + testCluster + "' -APIServerEndpoint '" + testEndpoint + "' -Base64ClusterCA '" + ca + "'" +
-				` -KubeletExtraArgs '--node-labels="karpenter.sh/nodepool=` + np.Name + `,team=web" --register-with-taints="dedicated=web:NoSchedule,karpenter.sh/unregistered:NoExecute" --max-pods=110'` +
+				` -KubeletExtraArgs '--node-labels="karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=` + np.Name + `,team=web" --register-with-taints="dedicated=web:NoSchedule,karpenter.sh/unregistered:NoExecute" --max-pods=110'` +
 				" -DNSClusterIP '10.100.0.10'\n</powershell>"
 			if lt.userData != want {
 				t.Errorf("user data\n got %q\nwant %q", lt.userData, want)

@@ -380,10 +380,14 @@ func (c *Cloud) launchLocked(now time.Time, claim *karpv1.NodeClaim, nc *awsv1.E
 		in.interruptAt = now.Add(durationOfHours(hours))
 		c.scheduleLocked(in.interruptAt)
 	}
-	if r, ok := c.reservation(cand.Offering.ReservationID); ok && r.Type == string(awsv1.CapacityReservationTypeCapacityBlock) && !r.End.IsZero() {
-		// EC2 reclaims a Capacity Block's instances at its end.
-		in.reservationEnd = r.End
-		c.scheduleLocked(r.End)
+	if r, ok := c.reservation(cand.Offering.ReservationID); ok {
+		in.reservationID = r.ID
+		if !r.End.IsZero() {
+			// EC2 reclaims a Capacity Block's instances at its end; an On-Demand Capacity
+			// Reservation's go on running as on-demand instances.
+			in.reservationEnd = r.End
+			c.scheduleLocked(r.End)
+		}
 	}
 	if rate := c.faults.NodeFailureRate; rate > 0 {
 		in.failAt = in.runningTime.Add(durationOfHours(c.rng.ExpFloat64() / rate))
@@ -730,9 +734,7 @@ func (c *Cloud) Spend() float64 {
 		if in.terminated() {
 			end = in.terminationTime
 		}
-		if d := end.Sub(in.launchTime); d > 0 {
-			total += in.price * d.Hours()
-		}
+		total += spend(in.launchTime, end, in.price, in.onDemandSince, in.reservedPrice)
 	}
 	return total
 }
@@ -773,6 +775,31 @@ func (c *Cloud) terminateLocked(in *instance, at time.Time, reason string) {
 	}
 }
 
+// endReservationLocked turns an instance whose On-Demand Capacity Reservation has ended into
+// the on-demand instance EC2 goes on running: it leaves the reservation (its slot is no longer
+// counted), its capacity type is on-demand, without the reservation's labels, as the AWS
+// provider reads such an instance, and it is billed at the on-demand price from the
+// reservation's end.
+func (c *Cloud) endReservationLocked(in *instance) {
+	if id := in.offering(); c.used[id] > 1 {
+		c.used[id]--
+	} else {
+		delete(c.used, id)
+	}
+	in.onDemandSince, in.reservedPrice = in.reservationEnd, in.price
+	if p, ok := c.prices.Price(in.instanceType, in.zone, karpv1.CapacityTypeOnDemand); ok {
+		in.price = p
+	}
+	in.capacityType = karpv1.CapacityTypeOnDemand
+	in.labels = maps.Clone(in.labels)
+	in.labels[karpv1.CapacityTypeLabelKey] = karpv1.CapacityTypeOnDemand
+	for _, k := range []string{awsv1.LabelCapacityReservationID, awsv1.LabelCapacityReservationType, awsv1.LabelCapacityReservationInterruptible} {
+		delete(in.labels, k)
+	}
+	c.used[in.offering()]++
+	c.dirty = true
+}
+
 // scheduleLocked makes sure sync looks at the cloud again at t.
 func (c *Cloud) scheduleLocked(t time.Time) {
 	if c.nextEvent.IsZero() || t.Before(c.nextEvent) {
@@ -781,7 +808,9 @@ func (c *Cloud) scheduleLocked(t time.Time) {
 }
 
 // syncLocked applies what the passing of time has done by now: interruption notices whose
-// time has come, terminations whose notice has run out, and instances lost out of band.
+// time has come, terminations whose notice has run out, instances lost out of band, and
+// reservations that ended (a Capacity Block's instances terminated, an On-Demand Capacity
+// Reservation's turned on-demand).
 // Pending instances need nothing: their state is read from the clock.
 func (c *Cloud) syncLocked(now time.Time) {
 	if c.nextEvent.IsZero() || now.Before(c.nextEvent) {
@@ -797,6 +826,13 @@ func (c *Cloud) syncLocked(now time.Time) {
 		if in.interruptAt.IsZero() && in.lossAt.IsZero() && in.reservationEnd.IsZero() {
 			continue
 		}
+		if !in.reservationEnd.IsZero() && !in.inCapacityBlock() && in.onDemandSince.IsZero() {
+			if now.Before(in.reservationEnd) {
+				later(in.reservationEnd)
+			} else {
+				c.endReservationLocked(in)
+			}
+		}
 		// Whichever ends the instance first: the interruption's deadline or its loss.
 		end, reason := time.Time{}, ""
 		if !in.interruptAt.IsZero() {
@@ -805,8 +841,11 @@ func (c *Cloud) syncLocked(now time.Time) {
 		if !in.lossAt.IsZero() && (end.IsZero() || in.lossAt.Before(end)) {
 			end, reason = in.lossAt, TerminationReasonLost
 		}
-		if !in.reservationEnd.IsZero() && (end.IsZero() || in.reservationEnd.Before(end)) {
+		if !in.reservationEnd.IsZero() && in.inCapacityBlock() && (end.IsZero() || in.reservationEnd.Before(end)) {
 			end, reason = in.reservationEnd, TerminationReasonCapacityBlockEnded
+		}
+		if end.IsZero() {
+			continue
 		}
 		if !now.Before(end) {
 			c.terminateLocked(in, end, reason)

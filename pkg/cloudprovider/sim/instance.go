@@ -57,10 +57,23 @@ type Instance struct {
 	ProviderID string
 	// State is the state at the time of the snapshot.
 	State InstanceState
-	// InstanceType, Zone and CapacityType name the offering it was launched as.
+	// InstanceType, Zone and CapacityType name the offering it runs as: the one it was
+	// launched as, but on-demand once the On-Demand Capacity Reservation it launched into has
+	// ended.
 	InstanceType, Zone, CapacityType string
-	// Price is what it costs, in $/hour, fixed at launch.
+	// Price is what it costs now, in $/hour: its offering's price at launch, or the on-demand
+	// price once its reservation has ended.
 	Price float64
+	// ReservationID is the capacity reservation it launched into (empty for none), kept once
+	// the reservation has ended; ReservationEnd is when that reservation ends (zero for never):
+	// a Capacity Block's instances are terminated then, an On-Demand Capacity Reservation's
+	// turn on-demand.
+	ReservationID  string
+	ReservationEnd time.Time
+	// ReservedPrice is its price while it ran in its reservation, and OnDemandSince when that
+	// reservation ended and it turned on-demand; zero while it still runs in one, or never did.
+	ReservedPrice float64
+	OnDemandSince time.Time
 	// ImageID is the machine image it booted.
 	ImageID string
 	// Hostname is its private DNS name, which its kubelet registers as the Node's name.
@@ -154,8 +167,12 @@ type instance struct {
 	terminationReason                string
 	interruptAt                      time.Time
 	lossAt                           time.Time
-	// reservationEnd is when the Capacity Block it runs in ends (zero for none).
+	// reservationID is the reservation it launched into and reservationEnd when that ends
+	// (zero for never); reservedPrice and onDemandSince are Instance's.
+	reservationID           string
 	reservationEnd          time.Time
+	reservedPrice           float64
+	onDemandSince           time.Time
 	claimName, nodePoolName string
 	nodeClassName           string
 	// unmanaged marks an adopted instance Karpenter does not manage (Adopted.Unmanaged).
@@ -201,6 +218,10 @@ func (in *instance) snapshot(now time.Time, failure NodeCondition) Instance {
 		Zone:              in.zone,
 		CapacityType:      in.capacityType,
 		Price:             in.price,
+		ReservationID:     in.reservationID,
+		ReservationEnd:    in.reservationEnd,
+		ReservedPrice:     in.reservedPrice,
+		OnDemandSince:     in.onDemandSince,
 		ImageID:           in.imageID,
 		Hostname:          in.hostname,
 		PrivateIP:         in.privateIP,
@@ -229,6 +250,31 @@ func (in *instance) snapshot(now time.Time, failure NodeCondition) Instance {
 		RebootedUntil:     in.rebootedUntil,
 		RebootOperation:   in.rebootOperation,
 	}
+}
+
+// inCapacityBlock reports whether it runs in a Capacity Block, which EC2 reclaims at its end.
+func (in *instance) inCapacityBlock() bool {
+	return in.labels[awsv1.LabelCapacityReservationType] == string(awsv1.CapacityReservationTypeCapacityBlock)
+}
+
+// Spend is what the instance cost from its launch to until: its reserved price until its
+// reservation ended, its price after.
+func (i Instance) Spend(until time.Time) float64 {
+	return spend(i.LaunchTime, until, i.Price, i.OnDemandSince, i.ReservedPrice)
+}
+
+// spend is the dollars an instance launched at launch costs until until, at price per hour,
+// or at reservedPrice before onDemandSince when that is set.
+func spend(launch, until time.Time, price float64, onDemandSince time.Time, reservedPrice float64) float64 {
+	hours := func(from, to time.Time) float64 { return max(to.Sub(from).Hours(), 0) }
+	if onDemandSince.IsZero() {
+		return price * hours(launch, until)
+	}
+	reservedUntil := until
+	if onDemandSince.Before(until) {
+		reservedUntil = onDemandSince
+	}
+	return reservedPrice*hours(launch, reservedUntil) + price*hours(onDemandSince, until)
 }
 
 // nodeClaim is the provider's view of the instance, as Get and List return it.

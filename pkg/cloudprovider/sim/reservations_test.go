@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -163,6 +164,47 @@ func TestCapacityBlockEnds(t *testing.T) {
 	}
 	if nc := resolve(); len(nc.Status.CapacityReservations) != 0 {
 		t.Errorf("ended block still in the status: %+v", nc.Status.CapacityReservations)
+	}
+}
+
+// TestOnDemandReservationEnds: an On-Demand Capacity Reservation's instances outlive it, as
+// on EC2: at its end they run on, listed on-demand without the reservation's labels (what the
+// AWS provider v1.15.2 reads from an instance whose reservation has gone, and its
+// capacityreservation.capacitytype controller acts on), billed at the on-demand price from the
+// end, and the slot they held is no longer counted.
+func TestOnDemandReservationEnds(t *testing.T) {
+	end := epoch.Add(2 * time.Hour)
+	c, _, _ := reservedCloud(t, true, []awsv1.CapacityReservationSelectorTerm{{ID: "cr-00dc4"}},
+		Reservation{ID: "cr-00dc4", InstanceType: "m5.large", Zone: "us-east-1a", Count: 1, End: end})
+	got := mustCreate(t, c, testClaim("a", builders.Requirement(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeReserved)))
+	if got.Labels[karpv1.CapacityTypeLabelKey] != karpv1.CapacityTypeReserved {
+		t.Fatalf("labels %v, want reserved", got.Labels)
+	}
+	clk := c.clock.(interface{ SetTime(time.Time) })
+	clk.SetTime(end.Add(2 * time.Hour))
+	listed, err := c.Get(context.Background(), got.Status.ProviderID)
+	if err != nil {
+		t.Fatalf("instance after its reservation ended: %v, want it running", err)
+	}
+	if ct := listed.Labels[karpv1.CapacityTypeLabelKey]; ct != karpv1.CapacityTypeOnDemand {
+		t.Errorf("capacity type %s after the reservation ended, want on-demand", ct)
+	}
+	for _, k := range []string{awsv1.LabelCapacityReservationID, awsv1.LabelCapacityReservationType} {
+		if v, ok := listed.Labels[k]; ok {
+			t.Errorf("%s=%s kept after the reservation ended", k, v)
+		}
+	}
+	in := c.Instances()[0]
+	od, _ := c.prices.Price("m5.large", "us-east-1a", karpv1.CapacityTypeOnDemand)
+	if in.Price != od || in.ReservationID != "cr-00dc4" || !in.OnDemandSince.Equal(end) {
+		t.Errorf("instance %+v, want priced on-demand ($%v) since %v, launched into cr-00dc4", in, od, end)
+	}
+	// Two hours reserved, two on-demand.
+	if want := in.ReservedPrice*2 + od*2; math.Abs(c.Spend()-want) > 1e-9 || math.Abs(in.Spend(end.Add(2*time.Hour))-want) > 1e-9 {
+		t.Errorf("spend $%v (instance $%v), want $%v", c.Spend(), in.Spend(end.Add(2*time.Hour)), want)
+	}
+	if n := c.used[cloudprovider.OfferingID{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: karpv1.CapacityTypeReserved, ReservationID: "cr-00dc4"}]; n != 0 {
+		t.Errorf("%d slots of the ended reservation still counted", n)
 	}
 }
 

@@ -193,6 +193,7 @@ func (c *Cloud) restoreLocked(ctx context.Context) error {
 			subnetHash: s.SubnetHash, securityGroupHash: s.SecurityGroupHash, bootstrap: s.Bootstrap,
 			conditions: slices.Clone(s.Conditions), failAt: s.FailureTime,
 			reboots: s.Reboots, rebootedUntil: s.RebootedUntil, rebootOperation: s.RebootOperation,
+			reservationID: s.ReservationID, reservationEnd: s.ReservationEnd, reservedPrice: s.ReservedPrice, onDemandSince: s.OnDemandSince,
 		}
 		if ip, err := netip.ParseAddr(s.PrivateIP); err == nil && ip.Is4() {
 			b := ip.As4()
@@ -208,6 +209,9 @@ func (c *Cloud) restoreLocked(ctx context.Context) error {
 		}
 		if !in.lossAt.IsZero() {
 			c.scheduleLocked(in.lossAt)
+		}
+		if !in.reservationEnd.IsZero() {
+			c.scheduleLocked(in.reservationEnd)
 		}
 	}
 	c.restored = true

@@ -79,6 +79,31 @@ func (a *AWS) SetCapacityReservationAvailable(id string, n int) bool {
 	return true
 }
 
+// EndCapacityReservation ends a reservation as EC2 does when it expires or is cancelled: its
+// state becomes state (expired or cancelled) and it takes no more instances. A Capacity
+// Block's instances are terminated, as EC2 reclaims them; an On-Demand Capacity Reservation's
+// go on running as on-demand instances no longer in it (their description names no
+// reservation). It reports false when there is no such reservation.
+func (a *AWS) EndCapacityReservation(id, state string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.reservationLocked(id)
+	if r == nil {
+		return false
+	}
+	r.State, r.AvailableInstanceCount = state, 0
+	for _, inst := range a.instances {
+		if inst.CapacityReservationID != id || inst.State == "terminated" {
+			continue
+		}
+		if r.ReservationType == "capacity-block" {
+			inst.State, inst.TerminateTime = "terminated", a.now()
+		}
+		inst.CapacityReservationID, inst.Lifecycle = "", ""
+	}
+	return true
+}
+
 // CapacityReservations returns the reservations, with their current counts, in seeding order.
 func (a *AWS) CapacityReservations() []CapacityReservation {
 	a.mu.Lock()
