@@ -17,6 +17,7 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // CapacityTypeControllerName names the capacity type controller in logs: the AWS provider's.
@@ -64,21 +65,7 @@ func NewCapacityTypeController(kube client.Client, cloud InstanceLister, clk clo
 
 // Register runs the controller under mgr, a pass every CapacityTypeInterval.
 func (c *CapacityTypeController) Register(mgr manager.Manager) error {
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		logger := log.FromContext(ctx).WithName(CapacityTypeControllerName)
-		for {
-			if err := c.Step(ctx); err != nil && ctx.Err() == nil {
-				logger.Error(err, "syncing the capacity type of reserved nodeclaims")
-			}
-			timer := c.clock.NewTimer(CapacityTypeInterval)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return nil
-			case <-timer.C():
-			}
-		}
-	}))
+	return requeue.Periodic(mgr, CapacityTypeControllerName, "syncing the capacity type of reserved nodeclaims", c.clock, CapacityTypeInterval, c.Step)
 }
 
 // Step does one pass: every reserved NodeClaim, not being deleted, whose instance the cloud

@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/requeue"
 )
 
 // ReservationControllerName names the reservation expiry controller in logs: the AWS
@@ -59,21 +60,7 @@ func (c *ReservationController) Observe(fn func(Expiry)) { c.observers = append(
 
 // Register runs the controller under mgr, a pass every ReservationInterval.
 func (c *ReservationController) Register(mgr manager.Manager) error {
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		logger := log.FromContext(ctx).WithName(ReservationControllerName)
-		for {
-			if err := c.Step(ctx); err != nil && ctx.Err() == nil {
-				logger.Error(err, "deleting nodeclaims of expiring capacity reservations")
-			}
-			timer := c.clock.NewTimer(ReservationInterval)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return nil
-			case <-timer.C():
-			}
-		}
-	}))
+	return requeue.Periodic(mgr, ReservationControllerName, "deleting nodeclaims of expiring capacity reservations", c.clock, ReservationInterval, c.Step)
 }
 
 // Step does one pass: it deletes the NodeClaims whose reservation is expiring. It goes on past

@@ -1,7 +1,8 @@
-// Package requeue holds what every controller does when a write loses an
+// Package requeue holds when controllers run again. A write that loses an
 // optimistic-concurrency race: a conflict (a stale read, usually from the cache) is not an
-// error worth a backoff and an error log, and the reconcile runs again shortly instead. The
-// write that won normally brings it back sooner, through the watch.
+// error worth a backoff and an error log, and the reconcile runs again shortly instead (the
+// write that won normally brings it back sooner, through the watch). A singleton controller
+// that looks every so often runs through Periodic.
 package requeue
 
 import (
