@@ -27,8 +27,8 @@ type Authorization struct {
 	// ResourceTags are the tags the resource has before the request (aws:ResourceTag/KEY).
 	ResourceTags map[string]string
 	// Context are the other condition keys: aws:RequestedRegion always, aws:TagKeys when the
-	// request tags, ec2:CreateAction when it tags a resource it creates, iam:PassedToService
-	// when it passes a role.
+	// request tags, ec2:CreateAction when it tags a resource it creates, ec2:InstanceType for
+	// an instance it launches, iam:PassedToService when it passes a role.
 	Context map[string][]string
 }
 
@@ -217,7 +217,8 @@ func ec2KindOfID(id string) string {
 // ec2:RunInstances on the instance and every resource created with it (its volumes, network
 // interfaces and, for spot, its spot request) with the tags each gets, and on the resources it
 // uses (image, subnet, security groups, launch template); ec2:CreateTags for each resource
-// tagged at creation, with ec2:CreateAction; iam:PassRole for the instance profile's role. A
+// tagged at creation, with ec2:CreateAction; iam:PassRole for the instance profile's role. The
+// instance's check has the ec2:InstanceType condition key. A
 // dry run's resources are not created: their ARNs end in /*, as IAM sees them then.
 func (a *AWS) authorizeLaunchLocked(r *http.Request, createAction string, specs []TagSpecification, c *candidate, inst *Instance, dryRun bool) {
 	run := "ec2:RunInstances"
@@ -227,8 +228,8 @@ func (a *AWS) authorizeLaunchLocked(r *http.Request, createAction string, specs 
 		}
 		return a.hexIDLocked(prefix, 17)
 	}
-	tagged := func(kind, id string, tags map[string]string) {
-		a.authorizeLocked(r, run, a.ec2ARN(kind, id), tags, nil)
+	tagged := func(kind, id string, tags map[string]string, context ...string) {
+		a.authorizeLocked(r, run, a.ec2ARN(kind, id), tags, nil, context...)
 		if len(tags) > 0 {
 			a.authorizeLocked(r, "ec2:CreateTags", a.ec2ARN(kind, id), tags, nil, "ec2:CreateAction", createAction)
 		}
@@ -247,7 +248,7 @@ func (a *AWS) authorizeLaunchLocked(r *http.Request, createAction string, specs 
 		}
 		return out
 	}
-	tagged("instance", inst.ID, inst.Tags)
+	tagged("instance", inst.ID, inst.Tags, "ec2:InstanceType", inst.Type)
 	volumes := 0
 	for _, b := range c.lt.BlockDeviceMappings {
 		if b.EBS != nil {

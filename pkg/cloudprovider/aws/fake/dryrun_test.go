@@ -94,11 +94,14 @@ func TestDryRuns(t *testing.T) {
 		if v := az.Context["ec2:CreateAction"]; len(v) > 0 {
 			key += " by " + v[0]
 		}
+		if v := az.Context["ec2:InstanceType"]; len(v) > 0 {
+			key += " of " + v[0]
+		}
 		got[key] = true
 	}
 	for _, want := range []string{
 		"ec2:CreateFleet fleet/*", "ec2:CreateTags fleet/* by CreateFleet", "ec2:CreateFleet launch-template/" + f.LaunchTemplates()[0].ID,
-		"ec2:RunInstances instance/*", "ec2:CreateTags instance/* by RunInstances", "ec2:RunInstances volume/*", "ec2:RunInstances network-interface/*",
+		"ec2:RunInstances instance/* of m5.large", "ec2:CreateTags instance/* by RunInstances", "ec2:RunInstances volume/*", "ec2:RunInstances network-interface/*",
 		"ec2:RunInstances subnet/subnet-00000000000000002", "ec2:RunInstances security-group/sg-00000000000000001",
 		"ec2:RunInstances launch-template/" + f.LaunchTemplates()[0].ID, "iam:PassRole role/KarpenterNodeRole",
 		"ec2:CreateLaunchTemplate launch-template/*",
