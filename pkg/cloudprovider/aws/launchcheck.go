@@ -81,6 +81,7 @@ type launchVerdict struct {
 	reason, message string
 }
 
+// launchCheckPassed is the verdict of a check that passed, or was skipped (DisableDryRun).
 var launchCheckPassed = launchVerdict{status: metav1.ConditionTrue, reason: awsv1.ConditionTypeValidationSucceeded}
 
 // retryVerdict leaves the condition as it is: the check could not finish and runs again at the
@@ -96,6 +97,7 @@ type launchChecks struct {
 	byName map[string]launchCheckResult
 }
 
+// launchCheckResult is one NodeClass's last check.
 type launchCheckResult struct {
 	key     string
 	at      time.Time
