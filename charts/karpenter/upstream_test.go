@@ -283,8 +283,8 @@ func upstreamKeyCases() []upstreamKeyCase {
 		{keys: []string{"settings.enableDRA"}, values: "settings: {enableDRA: true, awsFeatureGates: {draEFA: false}}", wantErr: "settings.enableDRA is mutually exclusive with settings.awsFeatureGates.draEFA"},
 		{keys: []string{"settings.awsFeatureGates.draNVIDIAGPU"}, values: "settings: {awsFeatureGates: {draNVIDIAGPU: true}}", wantErr: "settings.awsFeatureGates.draNVIDIAGPU or draEFA=true (either sets ignoreDRARequests to false)"},
 		{keys: []string{"settings.awsFeatureGates.draEFA"}, values: "settings: {awsFeatureGates: {draEFA: true}}", wantErr: "settings.awsFeatureGates.draNVIDIAGPU or draEFA=true"},
-		// Karpenter dry-runs launches to check IAM permissions unless disableDryRun; the
-		// controller reads it and validates without dry runs either way.
+		// Karpenter dry-runs launches to check IAM permissions unless disableDryRun; so does
+		// the controller (the EC2NodeClass launch check), which reads it.
 		{keys: []string{"settings.disableDryRun"}, values: "settings: {disableDryRun: true}", kind: "Deployment", env: map[string]string{"DISABLE_DRY_RUN": "true"}},
 		// The gates reach the controller as FEATURE_GATES; it refuses the ones not built
 		// (cmd/karpenter TestControllerRefusesFeatureGates).

@@ -132,7 +132,7 @@ Karpenter's Helm chart uses.`,
 	fs.duration(&opts.AWS.Refresh.AMIs, "ami-refresh-interval", "AMI_REFRESH_INTERVAL", opts.AWS.Refresh.AMIs, "how often an EC2NodeClass's images are read from EC2 again, at least 1m (aws)")
 	fs.duration(&opts.AWS.Refresh.Subnets, "subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", opts.AWS.Refresh.Subnets, "how often an EC2NodeClass's subnets are read from EC2 again, at least 1m (aws)")
 	fs.duration(&opts.AWS.Refresh.SecurityGroups, "security-group-refresh-interval", "SECURITY_GROUP_REFRESH_INTERVAL", opts.AWS.Refresh.SecurityGroups, "how often an EC2NodeClass's security groups are read from EC2 again, at least 1m (aws)")
-	fs.bool(&opts.AWS.DisableDryRun, "disable-dry-run", "DISABLE_DRY_RUN", false, "Karpenter's switch for the dry-run EC2 calls of its EC2NodeClass validation; this provider validates without them, so either value makes none (aws)")
+	fs.bool(&opts.AWS.DisableDryRun, "disable-dry-run", "DISABLE_DRY_RUN", false, "If true, then disable dry run validation for EC2NodeClasses: no launch template is created and no CreateFleet or RunInstances dry-run to check the controller's permissions (aws)")
 	fs.int64(&opts.Sim.Seed, "sim-seed", "SIM_SEED", opts.Sim.Seed, "seed of the simulated cloud")
 	fs.duration(&opts.Sim.LaunchLatency, "sim-launch-latency", "SIM_LAUNCH_LATENCY", opts.Sim.LaunchLatency, "simulated time from launch to node registration")
 	fs.duration(&opts.Sim.ReadyDelay, "sim-ready-delay", "SIM_READY_DELAY", opts.Sim.ReadyDelay, "simulated time from registration to node Ready")

@@ -57,6 +57,7 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 		ReservedCapacity:        opts.ReservedCapacity,
 		EKSControlPlane:         opts.AWS.EKSControlPlane,
 		Refresh:                 opts.AWS.Refresh,
+		DisableDryRun:           opts.AWS.DisableDryRun,
 		RebootForRepair:         opts.RebootForRepair,
 		KubernetesVersion:       kubernetesVersion(disco, clk),
 		KubeDNSIP:               kubeDNSIP(mgr.GetAPIReader()),

@@ -204,9 +204,12 @@ type AWSOptions struct {
 	// EC2 again (AMI_REFRESH_INTERVAL, SUBNET_REFRESH_INTERVAL, SECURITY_GROUP_REFRESH_INTERVAL;
 	// default and minimum one minute, as in Karpenter).
 	Refresh awsprovider.RefreshIntervals
-	// DisableDryRun is Karpenter's switch for the dry-run EC2 calls its EC2NodeClass
-	// validation makes (DISABLE_DRY_RUN). This provider validates without dry-run calls, so
-	// either value leaves it making none.
+	// DisableDryRun skips the launch check of EC2NodeClass validation (DISABLE_DRY_RUN), as in
+	// Karpenter: false (the default) makes a NodeClass Ready only once the controller may
+	// create its launch template and dry-run a CreateFleet and a RunInstances from it
+	// (ValidationSucceeded False with CreateLaunchTemplateAuthCheckFailed,
+	// CreateFleetAuthCheckFailed or RunInstancesAuthCheckFailed otherwise); true makes no
+	// such call, so a missing permission shows only when a launch fails.
 	DisableDryRun bool
 	// Config, when set, is used instead of the SDK's default configuration chain (tests point
 	// it at an in-process far end).

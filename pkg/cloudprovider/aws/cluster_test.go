@@ -53,7 +53,7 @@ func TestClusterCIDRIsRetried(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	if lts := f.aws.LaunchTemplates(); len(lts) == 0 || !strings.Contains(lts[0].UserData, "cidr: 172.20.0.0/16") {
+	if lts := f.launchTemplates(); len(lts) == 0 || !strings.Contains(lts[0].UserData, "cidr: 172.20.0.0/16") {
 		t.Errorf("launch templates %d; the user data lacks the cluster CIDR", len(lts))
 	}
 }
@@ -81,7 +81,7 @@ func TestFailedDescribeClusterIsSharedByLaunches(t *testing.T) {
 		}
 	}
 	launch("first")
-	if n := len(f.aws.LaunchTemplates()); n < 2 {
+	if n := len(f.launchTemplates()); n < 2 {
 		t.Fatalf("%d launch templates, want several (each asks for the cluster)", n)
 	}
 	launch("second")

@@ -37,12 +37,12 @@ func TestClusterDNSDefaultsToKubeDNS(t *testing.T) {
 			f.applyNodeClass(nc)
 			np := nps[0].DeepCopy()
 			np.Spec.Template.Spec.NodeClassRef.Name = nc.Name
-			before := len(f.aws.LaunchTemplates())
+			before := len(f.launchTemplates())
 			launched, err := f.provider.Create(f.ctx, claimFor(np, "dns-"+tc.name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			lts := f.aws.LaunchTemplates()
+			lts := f.launchTemplates()
 			if len(lts) == before {
 				t.Fatal("no new launch template")
 			}

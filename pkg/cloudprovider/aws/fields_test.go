@@ -38,7 +38,7 @@ func TestNodeClassFieldsReachEC2(t *testing.T) {
 	if fl := f.aws.Fleets(); len(fl) != 1 || fl[0].Context != "cr-0123456789abcdef0" {
 		t.Errorf("fleets %+v, want the context cr-0123456789abcdef0", fl)
 	}
-	lt := f.aws.LaunchTemplates()[0]
+	lt := f.launchTemplates()[0]
 	if len(lt.BlockDeviceMappings) != 1 || lt.BlockDeviceMappings[0].EBS.VolumeInitializationRate == nil || *lt.BlockDeviceMappings[0].EBS.VolumeInitializationRate != 200 {
 		t.Errorf("block devices %+v, want a volume initialization rate of 200", lt.BlockDeviceMappings)
 	}
@@ -57,7 +57,7 @@ func TestEFAInterfacesAttached(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	lt := f.aws.LaunchTemplates()[0]
+	lt := f.launchTemplates()[0]
 	if len(lt.NetworkInterfaces) != 1 || lt.NetworkInterfaces[0].InterfaceType != "efa" || *lt.NetworkInterfaces[0].DeviceIndex != 0 || *lt.NetworkInterfaces[0].NetworkCardIndex != 0 ||
 		len(lt.NetworkInterfaces[0].SecurityGroupIDs) == 0 || len(lt.SecurityGroupIDs) != 0 {
 		t.Errorf("network interfaces %+v, security groups %v: want one EFA interface on card 0 holding the groups", lt.NetworkInterfaces, lt.SecurityGroupIDs)
@@ -66,12 +66,12 @@ func TestEFAInterfacesAttached(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, plain); err != nil {
 		t.Fatal(err)
 	}
-	for _, lt := range f.aws.LaunchTemplates()[1:] {
+	for _, lt := range f.launchTemplates()[1:] {
 		if len(lt.NetworkInterfaces) != 0 {
 			t.Errorf("a claim without EFA got interfaces %+v", lt.NetworkInterfaces)
 		}
 	}
-	if n := len(f.aws.LaunchTemplates()); n != 2 {
+	if n := len(f.launchTemplates()); n != 2 {
 		t.Errorf("%d launch templates, want one with EFA and one without", n)
 	}
 	// Two network cards: an EFA interface on each, the second a secondary device.
@@ -80,7 +80,7 @@ func TestEFAInterfacesAttached(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, two); err != nil {
 		t.Fatal(err)
 	}
-	lts := f.aws.LaunchTemplates()
+	lts := f.launchTemplates()
 	nis := lts[len(lts)-1].NetworkInterfaces
 	if len(nis) != 2 || *nis[1].NetworkCardIndex != 1 || *nis[1].DeviceIndex != 1 || nis[1].InterfaceType != "efa" {
 		t.Errorf("network interfaces %+v, want EFA on cards 0 and 1", nis)
@@ -113,7 +113,7 @@ func TestIPPrefixCountAndConnectionTracking(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "prefixes", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
 		t.Fatal(err)
 	}
-	lt := f.aws.LaunchTemplates()[0]
+	lt := f.launchTemplates()[0]
 	if len(lt.NetworkInterfaces) != 1 || len(lt.SecurityGroupIDs) != 0 {
 		t.Fatalf("network interfaces %+v, instance security groups %v: want the primary interface holding the groups", lt.NetworkInterfaces, lt.SecurityGroupIDs)
 	}
@@ -152,7 +152,7 @@ func TestIPv6ClusterPrimaryInterface(t *testing.T) {
 			if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "ipv6", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
 				t.Fatal(err)
 			}
-			lt := f.aws.LaunchTemplates()[0]
+			lt := f.launchTemplates()[0]
 			if len(lt.NetworkInterfaces) != 1 || len(lt.SecurityGroupIDs) != 0 {
 				t.Fatalf("network interfaces %+v, instance security groups %v: want the primary interface", lt.NetworkInterfaces, lt.SecurityGroupIDs)
 			}
@@ -205,7 +205,7 @@ func TestNetworkInterfaces(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	lt := f.aws.LaunchTemplates()[0]
+	lt := f.launchTemplates()[0]
 	if len(lt.NetworkInterfaces) != 2 || len(lt.SecurityGroupIDs) != 0 {
 		t.Fatalf("network interfaces %+v, instance security groups %v: want the NodeClass's two", lt.NetworkInterfaces, lt.SecurityGroupIDs)
 	}
@@ -278,7 +278,7 @@ func TestNestedVirtualization(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "nested", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
 		t.Fatal(err)
 	}
-	if lt := f.aws.LaunchTemplates()[0]; lt.NestedVirtualization != "enabled" {
+	if lt := f.launchTemplates()[0]; lt.NestedVirtualization != "enabled" {
 		t.Errorf("launch template nested virtualization %q, want enabled", lt.NestedVirtualization)
 	}
 	if inst := f.aws.Instances()[0]; !slices.Contains(supporting, inst.Type) {
@@ -297,7 +297,7 @@ func TestNestedVirtualization(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claimFor(pool, "not-nested", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
 		t.Fatal(err)
 	}
-	lts := f.aws.LaunchTemplates()
+	lts := f.launchTemplates()
 	if lt := lts[len(lts)-1]; lt.NestedVirtualization != "disabled" {
 		t.Errorf("launch template nested virtualization %q, want disabled", lt.NestedVirtualization)
 	}
@@ -333,7 +333,7 @@ func TestKubeletFieldsKarpenterDoesNotRead(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "kubelet", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
 		t.Fatal(err)
 	}
-	ud := f.aws.LaunchTemplates()[0].UserData
+	ud := f.launchTemplates()[0].UserData
 	for _, want := range []string{"containerLogMaxSize: 50Mi", "shutdownGracePeriod: 45s", "maxPods: 30"} {
 		if !strings.Contains(ud, want) {
 			t.Errorf("user data lacks %q:\n%s", want, ud)
@@ -395,7 +395,7 @@ func TestNitroEnclaves(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claimFor(nps[0], "enclaves", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
 		t.Fatal(err)
 	}
-	if lt := f.aws.LaunchTemplates()[0]; lt.NitroEnclaves == nil || !*lt.NitroEnclaves {
+	if lt := f.launchTemplates()[0]; lt.NitroEnclaves == nil || !*lt.NitroEnclaves {
 		t.Errorf("launch template enclave options %v, want enabled", lt.NitroEnclaves)
 	}
 	if inst := f.aws.Instances()[0]; !slices.Contains(supporting, inst.Type) {
@@ -414,7 +414,7 @@ func TestNitroEnclaves(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claimFor(pool, "no-enclaves", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")})); err != nil {
 		t.Fatal(err)
 	}
-	lts := f.aws.LaunchTemplates()
+	lts := f.launchTemplates()
 	if lt := lts[len(lts)-1]; lt.NitroEnclaves != nil {
 		t.Errorf("launch template enclave options %v, want unset (EC2's default, off)", *lt.NitroEnclaves)
 	}
@@ -463,7 +463,7 @@ func TestInstanceTenancy(t *testing.T) {
 		if inst.Tenancy != tc.want {
 			t.Errorf("EC2 instance of %s has tenancy %q, want %q", tc.claim.Name, inst.Tenancy, tc.want)
 		}
-		for _, lt := range f.aws.LaunchTemplates() {
+		for _, lt := range f.launchTemplates() {
 			if lt.Name == inst.LaunchTemplateName && lt.Tenancy != map[string]string{awsv1.TenancyDefault: "", awsv1.TenancyDedicated: "dedicated"}[tc.want] {
 				t.Errorf("launch template of %s has placement tenancy %q", tc.claim.Name, lt.Tenancy)
 			}

@@ -311,6 +311,10 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 			t.Errorf("no %s check recorded", want)
 		}
 	}
+	// The NodeClass's launch check: its dry runs' checks are evaluated too.
+	if got := dryRunChecks(f.aws, 0); !containsAll(got, []string{"ec2:CreateFleet fleet", "ec2:RunInstances instance m5.large"}) {
+		t.Errorf("dry-run checks %v: the launch check's are not among those evaluated", got)
+	}
 
 	expectAllowed(t, f.aws, queue, checks)
 	t.Logf("%d permission checks evaluated", len(checks))

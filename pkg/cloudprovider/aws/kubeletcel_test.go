@@ -64,7 +64,7 @@ func TestKubeletExpressionsSizeTypesAndUserData(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claim); err != nil {
 		t.Fatal(err)
 	}
-	lts := f.aws.LaunchTemplates()
+	lts := f.launchTemplates()
 	if len(lts) != 2 {
 		t.Fatalf("%d launch templates, want one per evaluated kubelet configuration (2)", len(lts))
 	}
@@ -95,12 +95,12 @@ func TestKubeletExpressionsSizeTypesAndUserData(t *testing.T) {
 	np := nps[0].DeepCopy()
 	np.Name = "bottlerocket"
 	np.Spec.Template.Spec.NodeClassRef.Name = br.Name
-	before := len(f.aws.LaunchTemplates())
+	before := len(f.launchTemplates())
 	if _, err := f.provider.Create(f.ctx, claimFor(np, "cel-bottlerocket", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large"))); err != nil {
 		t.Fatal(err)
 	}
-	ud := f.aws.LaunchTemplates()[before].UserData
+	ud := f.launchTemplates()[before].UserData
 	for _, w := range []string{"max-pods = 12", `cpu = "200m"`} {
 		if !strings.Contains(ud, w) {
 			t.Errorf("Bottlerocket user data lacks %q:\n%s", w, ud)

@@ -390,11 +390,9 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 	// As Karpenter's: the template, and the network interfaces and spot requests launched
 	// from it, carry the NodeClass's tags and the cluster's, NodePool's and NodeClass's, which
 	// its published IAM policy's conditions require.
+	// karpenter.sh/nodepool even when empty, as Karpenter's GetTags: its policy requires the key.
 	tags := mergeTags(s.Tags, map[string]string{TagCluster: p.opts.ClusterName, TagManagedBy: p.opts.ClusterName, TagNodeClass: s.NodeClass,
-		p.clusterTag(): "owned", TagEKSClusterName: p.opts.ClusterName})
-	if s.NodePool != "" {
-		tags[TagNodePool] = s.NodePool
-	}
+		p.clusterTag(): "owned", TagEKSClusterName: p.opts.ClusterName, TagNodePool: s.NodePool})
 	dataTags := []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(tags)}}
 	if s.Spot {
 		dataTags = append(dataTags, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: ec2Tags(tags)})

@@ -220,9 +220,9 @@ func TestInstanceTerminationFailureMetric(t *testing.T) {
 // and its memory as EC2 reports it, before the VM overhead that its capacity leaves out.
 func TestInstanceTypeSizeGauges(t *testing.T) {
 	f := newFixture(t)
-	_, np := f.seed004()
 	metrics.CloudProviderInstanceTypeCPUCores.Reset()
 	metrics.CloudProviderInstanceTypeMemoryBytes.Reset()
+	_, np := f.seed004() // its launch check builds the types
 	its, err := f.provider.GetInstanceTypes(f.ctx, np)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestUserDataBytesGauge(t *testing.T) {
 	if _, err := f.provider.Create(f.ctx, claimFor(np, "general-purpose-userdata", nil)); err != nil {
 		t.Fatal(err)
 	}
-	lts := f.aws.LaunchTemplates()
+	lts := f.launchTemplates()
 	if len(lts) == 0 || lts[len(lts)-1].UserData == "" {
 		t.Fatalf("launch templates %+v: want one with user data", lts)
 	}

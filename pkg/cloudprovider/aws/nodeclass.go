@@ -159,6 +159,7 @@ func (r *NodeClassController) finalize(ctx context.Context, nc *awsv1.EC2NodeCla
 		return reconcile.Result{}, err
 	}
 	r.provider.refreshed.forget(nc.UID)
+	r.provider.launchChecks.forget(nc.Name)
 	patch := client.MergeFrom(nc.DeepCopy())
 	controllerutil.RemoveFinalizer(nc, awsv1.TerminationFinalizer)
 	return reconcile.Result{}, client.IgnoreNotFound(kube.Patch(ctx, nc, patch))
@@ -166,7 +167,9 @@ func (r *NodeClassController) finalize(ctx context.Context, nc *awsv1.EC2NodeCla
 
 // Resolve fills the NodeClass's status from AWS and sets its conditions; it reports whether the
 // NodeClass is ready. Parts that fail keep their previous status values, so instances keep
-// launching with what was last resolved only when Ready says so.
+// launching with what was last resolved only when Ready says so. ValidationSucceeded is
+// validate's verdict on the spec and, when that passes, the launch check's (checkLaunch: may
+// the controller launch the NodeClass's nodes, unless DisableDryRun).
 func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	now := metav1.NewTime(p.opts.Clock.Now())
 	set := func(t string, err error, reasonFalse string) {
@@ -249,8 +252,11 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 		})
 		parts = append(parts, awsv1.ConditionTypeCapacityReservationsReady)
 	}
-	reason, err := p.validate(ctx, nc)
-	set(awsv1.ConditionTypeValidationSucceeded, err, reason)
+	if reason, err := p.validate(ctx, nc); err != nil {
+		set(awsv1.ConditionTypeValidationSucceeded, err, reason)
+	} else {
+		p.setLaunchVerdict(nc, p.checkLaunch(ctx, nc), now)
+	}
 
 	var notReady []string
 	var msgs []error
@@ -266,6 +272,20 @@ func (p *Provider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	}
 	set(awsv1.ConditionTypeReady, nil, "")
 	return true
+}
+
+// setLaunchVerdict sets ValidationSucceeded as the launch check says; a verdict without a
+// status leaves a condition already set as it is and otherwise sets it Unknown.
+func (p *Provider) setLaunchVerdict(nc *awsv1.EC2NodeClass, v launchVerdict, now metav1.Time) {
+	status := v.status
+	if status == "" {
+		if meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeValidationSucceeded) != nil {
+			return
+		}
+		status = metav1.ConditionUnknown
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: awsv1.ConditionTypeValidationSucceeded, Status: status, Reason: v.reason,
+		Message: v.message, ObservedGeneration: nc.Generation, LastTransitionTime: now})
 }
 
 // validate checks that the NodeClass's kubelet configuration is one Karpenter takes and its AMI family applies (cloudprovider.ValidateKubelet), and that

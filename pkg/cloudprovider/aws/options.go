@@ -85,6 +85,12 @@ type Options struct {
 	// RebootForRepair is the AWS provider's RebootForRepair gate (AWS_FEATURE_GATES): the repair
 	// policies reboot a node for GPU faults a reboot clears instead of replacing it.
 	RebootForRepair bool
+	// DisableDryRun skips the launch check of each EC2NodeClass (DISABLE_DRY_RUN), as
+	// Karpenter's option of that name: by default the NodeClass is Ready only once a launch
+	// template is created and a CreateFleet and a RunInstances from it are dry-run allowed
+	// (see Provider.Resolve); set, ValidationSucceeded needs no EC2 call, and a missing
+	// permission shows only when a launch fails.
+	DisableDryRun bool
 	// OrphanGracePeriod is how long an instance may live without a NodeClaim before it is
 	// terminated (default 5 minutes, longer than a launch takes to be recorded).
 	OrphanGracePeriod time.Duration

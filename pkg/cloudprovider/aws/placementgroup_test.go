@@ -238,7 +238,7 @@ func TestPlacementGroupPartitionLabel(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("partitions %v, want EC2's 1, 2 and 3 (the fake fills the emptiest)", seen)
 	}
-	for _, lt := range f.aws.LaunchTemplates() {
+	for _, lt := range f.launchTemplates() {
 		if lt.PlacementGroupID != pgPartition || lt.PartitionNumber != 0 {
 			t.Errorf("launch template placement %q %d, want %s and no partition", lt.PlacementGroupID, lt.PartitionNumber, pgPartition)
 		}

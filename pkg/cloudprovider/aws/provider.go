@@ -89,6 +89,8 @@ type Provider struct {
 	reservations reservationCounts
 	// placementGroups remembers the NodeClasses' placement group lookups.
 	placementGroups placementGroups
+	// launchChecks remembers the NodeClasses' launch checks (checkLaunch).
+	launchChecks launchChecks
 }
 
 // SetOverlay makes a NodePool's claims launch by the instance types o adjusts (package
@@ -567,12 +569,11 @@ func bootstrapLabels(labels map[string]string, nodePool string) map[string]strin
 
 // instanceTags are the tags of a claim's instance, volumes and fleet. As in Karpenter, none
 // names the claim, so that the fleet requests of like claims are identical and merge: the
-// instance gets its karpenter.sh/nodeclaim tag once its node registers (InstanceTagger).
+// instance gets its karpenter.sh/nodeclaim tag once its node registers (InstanceTagger). As
+// Karpenter's GetTags, karpenter.sh/nodepool is there even when empty (a claim of no NodePool,
+// the launch check), as its IAM policy's conditions require the key.
 func (p *Provider) instanceTags(nc *awsv1.EC2NodeClass, nodePool string) map[string]string {
-	own := map[string]string{p.clusterTag(): "owned", TagNodeClass: nc.Name, TagEKSClusterName: p.opts.ClusterName}
-	if nodePool != "" {
-		own[TagNodePool] = nodePool
-	}
+	own := map[string]string{p.clusterTag(): "owned", TagNodeClass: nc.Name, TagEKSClusterName: p.opts.ClusterName, TagNodePool: nodePool}
 	return mergeTags(nc.Spec.Tags, own)
 }
 

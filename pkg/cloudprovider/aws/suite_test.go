@@ -140,3 +140,15 @@ func condition(nc *awsv1.EC2NodeClass, t string) (metav1.ConditionStatus, string
 	}
 	return c.Status, c.Message
 }
+
+// launchTemplates are the fake's launch templates made for launches, in creation order: not the
+// one the NodeClass's launch check made (checkLaunch), which is of no NodePool.
+func (f *fixture) launchTemplates() []fake.LaunchTemplate {
+	var out []fake.LaunchTemplate
+	for _, lt := range f.aws.LaunchTemplates() {
+		if lt.Tags[TagNodePool] != "" {
+			out = append(out, lt)
+		}
+	}
+	return out
+}

@@ -109,7 +109,7 @@ func TestWindowsAliases(t *testing.T) {
 				t.Errorf("launched image %s, labels %v", launched.Status.ImageID, launched.Labels)
 			}
 			var lt *struct{ userData string }
-			for _, l := range f.aws.LaunchTemplates() {
+			for _, l := range f.launchTemplates() {
 				if l.ImageID != tc.image {
 					continue
 				}
@@ -178,7 +178,7 @@ func TestWindowsFamilyWithUserData(t *testing.T) {
 	if q := launched.Status.Capacity[corev1.ResourcePods]; q.Value() != 8 {
 		t.Errorf("pods %s, want 8", q.String())
 	}
-	ud := f.aws.LaunchTemplates()[0].UserData
+	ud := f.launchTemplates()[0].UserData
 	if !strings.HasPrefix(ud, "<powershell>\n"+user+"\n[string]$EKSBootstrapScriptFile") || !strings.HasSuffix(ud, "\n</powershell>") ||
 		!strings.Contains(ud, "--max-pods=30 --pods-per-core=4'") {
 		t.Errorf("user data %q: want the user's script first, then the bootstrap with --max-pods=30 --pods-per-core=4", ud)

@@ -1,6 +1,8 @@
 package fake
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -25,8 +27,8 @@ type Authorization struct {
 	// ResourceTags are the tags the resource has before the request (aws:ResourceTag/KEY).
 	ResourceTags map[string]string
 	// Context are the other condition keys: aws:RequestedRegion always, aws:TagKeys when the
-	// request tags, ec2:CreateAction when it tags a resource it creates, iam:PassedToService
-	// when it passes a role.
+	// request tags, ec2:CreateAction when it tags a resource it creates, ec2:InstanceType for
+	// an instance it launches, iam:PassedToService when it passes a role.
 	Context map[string][]string
 }
 
@@ -82,16 +84,68 @@ func (a *AWS) AllowEC2(action string) {
 	delete(a.denied, action)
 }
 
-// deniedEC2 is the error of a call of a denied EC2 action, nil for an allowed one.
+// deniedEC2 is the error of a call of a denied EC2 action, nil for an allowed one. A launch
+// action's error (RunInstances, CreateFleet, CreateLaunchTemplate) ends with an encoded
+// authorization failure message, as EC2's does (see encodedAuthorizationMessage).
 func (a *AWS) deniedEC2(action string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.denied[action] {
 		return nil
 	}
-	return errf(http.StatusForbidden, "UnauthorizedOperation",
-		"You are not authorized to perform this operation. User: arn:aws:sts::%s:assumed-role/KarpenterController/fake is not authorized to perform: ec2:%s because no identity-based policy allows the ec2:%s action",
-		a.opts.AccountID, action, action)
+	principal := fmt.Sprintf("arn:aws:sts::%s:assumed-role/KarpenterController/fake", a.opts.AccountID)
+	msg := fmt.Sprintf("You are not authorized to perform this operation. User: %s is not authorized to perform: ec2:%s because no identity-based policy allows the ec2:%s action",
+		principal, action, action)
+	if encodedActions[action] {
+		msg += ". Encoded authorization failure message: " + encodedAuthorizationMessage(principal, "ec2:"+action)
+	}
+	return errf(http.StatusForbidden, "UnauthorizedOperation", "%s", msg)
+}
+
+// encodedActions are the EC2 actions whose UnauthorizedOperation carries an encoded
+// authorization failure message: those that create resources under resource-level
+// permissions, the launch and its launch template among them.
+var encodedActions = map[string]bool{"RunInstances": true, "CreateFleet": true, "CreateLaunchTemplate": true}
+
+// encodedAuthorizationMessage stands in for the opaque blob EC2 appends to a refusal, which
+// sts:DecodeAuthorizationMessage turns into a JSON document saying what was denied. The fake
+// has no STS: its blob is that document itself, base64-encoded (DecodeAuthorizationMessage
+// reads it back).
+func encodedAuthorizationMessage(principal, action string) string {
+	doc := map[string]any{
+		"allowed": false, "explicitDeny": false,
+		"matchedStatements": map[string]any{"items": []any{}},
+		"failures":          map[string]any{"items": []any{}},
+		"context": map[string]any{
+			"principal": map[string]string{"arn": principal},
+			"action":    action, "resource": "*",
+			"conditions": map[string]any{"items": []any{}},
+		},
+	}
+	b, _ := json.Marshal(doc)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// DecodeAuthorizationMessage is the fake's sts:DecodeAuthorizationMessage: the JSON document
+// of an encoded authorization failure message the fake wrote.
+func DecodeAuthorizationMessage(encoded string) (string, error) {
+	b, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return "", fmt.Errorf("decoding authorization message: %w", err)
+	}
+	return string(b), nil
+}
+
+// dryRunOperation is EC2's answer to an allowed request with DryRun set: HTTP 412 and
+// DryRunOperation, with nothing done.
+func dryRunOperation() error {
+	return errf(http.StatusPreconditionFailed, "DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+}
+
+// dryRun reads a request's DryRun parameter.
+func (q *queryCall) dryRun() (bool, error) {
+	v, err := q.bool("DryRun")
+	return v != nil && *v, err
 }
 
 // requestedRegion is the region a request was signed for (its SigV4 credential scope,
@@ -158,17 +212,26 @@ func ec2KindOfID(id string) string {
 	return prefix
 }
 
-// authorizeLaunchLocked records the checks of launching inst from candidate c of fleet req:
+// authorizeLaunchLocked records the checks of launching inst from candidate c, by the
+// request's action (createAction: CreateFleet or RunInstances) and its tag specifications:
 // ec2:RunInstances on the instance and every resource created with it (its volumes, network
 // interfaces and, for spot, its spot request) with the tags each gets, and on the resources it
 // uses (image, subnet, security groups, launch template); ec2:CreateTags for each resource
-// tagged at creation; iam:PassRole for the instance profile's role.
-func (a *AWS) authorizeLaunchLocked(r *http.Request, req *FleetRequest, c *candidate, inst *Instance) {
+// tagged at creation, with ec2:CreateAction; iam:PassRole for the instance profile's role. The
+// instance's check has the ec2:InstanceType condition key. A
+// dry run's resources are not created: their ARNs end in /*, as IAM sees them then.
+func (a *AWS) authorizeLaunchLocked(r *http.Request, createAction string, specs []TagSpecification, c *candidate, inst *Instance, dryRun bool) {
 	run := "ec2:RunInstances"
-	tagged := func(kind, id string, tags map[string]string) {
-		a.authorizeLocked(r, run, a.ec2ARN(kind, id), tags, nil)
+	newID := func(prefix string) string {
+		if dryRun {
+			return "*"
+		}
+		return a.hexIDLocked(prefix, 17)
+	}
+	tagged := func(kind, id string, tags map[string]string, context ...string) {
+		a.authorizeLocked(r, run, a.ec2ARN(kind, id), tags, nil, context...)
 		if len(tags) > 0 {
-			a.authorizeLocked(r, "ec2:CreateTags", a.ec2ARN(kind, id), tags, nil, "ec2:CreateAction", "CreateFleet")
+			a.authorizeLocked(r, "ec2:CreateTags", a.ec2ARN(kind, id), tags, nil, "ec2:CreateAction", createAction)
 		}
 	}
 	specTags := func(resourceType string) map[string]string {
@@ -178,14 +241,14 @@ func (a *AWS) authorizeLaunchLocked(r *http.Request, req *FleetRequest, c *candi
 				maps.Copy(out, s.Tags)
 			}
 		}
-		for _, s := range req.TagSpecifications {
+		for _, s := range specs {
 			if s.ResourceType == resourceType {
 				maps.Copy(out, s.Tags)
 			}
 		}
 		return out
 	}
-	tagged("instance", inst.ID, inst.Tags)
+	tagged("instance", inst.ID, inst.Tags, "ec2:InstanceType", inst.Type)
 	volumes := 0
 	for _, b := range c.lt.BlockDeviceMappings {
 		if b.EBS != nil {
@@ -193,10 +256,10 @@ func (a *AWS) authorizeLaunchLocked(r *http.Request, req *FleetRequest, c *candi
 		}
 	}
 	for range max(volumes, 1) { // at least the image's root volume
-		tagged("volume", a.hexIDLocked("vol-", 17), specTags("volume"))
+		tagged("volume", newID("vol-"), specTags("volume"))
 	}
 	for range max(len(c.lt.NetworkInterfaces), 1) {
-		tagged("network-interface", a.hexIDLocked("eni-", 17), specTags("network-interface"))
+		tagged("network-interface", newID("eni-"), specTags("network-interface"))
 	}
 	if inst.SpotInstanceRequestID != "" {
 		tagged("spot-instances-request", inst.SpotInstanceRequestID, specTags("spot-instances-request"))

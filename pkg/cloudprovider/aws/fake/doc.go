@@ -20,6 +20,12 @@
 // each protocol's error format, so the SDK surfaces them as smithy.APIError with the right
 // ErrorCode.
 //
+// CreateFleet, CreateLaunchTemplate and RunInstances honour DryRun as EC2 does: a valid request
+// answers DryRunOperation (HTTP 412) and creates, launches and consumes nothing, while a
+// denied one answers UnauthorizedOperation (HTTP 403) with an encoded authorization failure
+// message; RunInstances is served as a dry run only, since the provider launches through
+// CreateFleet and calls it only to check its permissions.
+//
 // Tests seed the fake (AddSubnet, AddImage, PutParameter, …), inject faults
 // (SetInsufficientCapacity, SetPoolCapacity, RemoveOffering, Throttle, DenyEC2, SetStatusCheck,
 // ScheduleEvent) and inspect what the provider did (Calls, Instances, LaunchTemplates, Fleets,

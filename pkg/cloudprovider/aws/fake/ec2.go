@@ -186,6 +186,8 @@ func (a *AWS) serveEC2(q *queryCall) {
 		body, err = a.deleteLaunchTemplate(q)
 	case "CreateFleet":
 		body, err = a.createFleet(q)
+	case "RunInstances":
+		body, err = a.runInstances(q)
 	case "DescribeInstances":
 		body, err = a.describeInstances(q)
 	case "DescribeInstanceStatus":

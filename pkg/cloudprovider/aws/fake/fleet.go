@@ -274,9 +274,16 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 	if total > 300 {
 		return nil, badRequest("InvalidFleetConfiguration", "The fleet request has %d launch specifications; the maximum is 300.", total)
 	}
+	dryRun, err := q.dryRun()
+	if err != nil {
+		return nil, err
+	}
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if dryRun {
+		return nil, a.dryRunFleetLocked(q, req)
+	}
 	if req.ClientToken != "" {
 		if r, ok := a.fleetTokens[req.ClientToken]; ok {
 			return r.body, nil
@@ -408,7 +415,7 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 				inst.CapacityReservationID, inst.Lifecycle = r.ID, lifecycleOf(r)
 				r.AvailableInstanceCount--
 			}
-			a.authorizeLaunchLocked(q.r, req, f.c, inst)
+			a.authorizeLaunchLocked(q.r, "CreateFleet", req.TagSpecifications, f.c, inst, false)
 			fi.InstanceIDs = append(fi.InstanceIDs, inst.ID)
 			req.InstanceIDs = append(req.InstanceIDs, inst.ID)
 		}
@@ -425,6 +432,38 @@ func (a *AWS) createFleet(q *queryCall) (any, error) {
 		a.fleetTokens[req.ClientToken] = &fleetResult{body: resp}
 	}
 	return resp, nil
+}
+
+// dryRunFleetLocked answers a valid CreateFleet request with DryRun set, as EC2 does once the
+// caller may make it (a denied caller got UnauthorizedOperation before): DryRunOperation, with
+// no fleet, instance or token recorded. It records the permission checks of the request itself:
+// ec2:CreateFleet on the fleet with its tags (and ec2:CreateTags for them) and on each launch
+// template it names that exists, with the template's tags. The launch's own checks
+// (ec2:RunInstances, authorizeLaunchLocked) are made when a fleet launches, which a dry run
+// does not.
+func (a *AWS) dryRunFleetLocked(q *queryCall, req *FleetRequest) error {
+	fleetTags := map[string]string{}
+	for _, s := range req.TagSpecifications {
+		if s.ResourceType == "fleet" {
+			maps.Copy(fleetTags, s.Tags)
+		}
+	}
+	a.authorizeLocked(q.r, "ec2:CreateFleet", a.ec2ARN("fleet", "*"), fleetTags, nil)
+	if len(fleetTags) > 0 {
+		a.authorizeLocked(q.r, "ec2:CreateTags", a.ec2ARN("fleet", "*"), fleetTags, nil, "ec2:CreateAction", "CreateFleet")
+	}
+	checked := map[string]bool{}
+	for _, cfg := range req.LaunchTemplateConfigs {
+		lt := a.templateByID(cfg.LaunchTemplateID)
+		if cfg.LaunchTemplateID == "" {
+			lt = a.templateByName(cfg.LaunchTemplateName)
+		}
+		if lt != nil && !checked[lt.ID] {
+			checked[lt.ID] = true
+			a.authorizeLocked(q.r, "ec2:CreateFleet", a.ec2ARN("launch-template", lt.ID), nil, lt.Tags)
+		}
+	}
+	return dryRunOperation()
 }
 
 // fleetLifecycle is the lifecycle a fleet reports of instances of its default target capacity
@@ -596,10 +635,22 @@ func (a *AWS) templateGroups(lt *LaunchTemplate) []string {
 func (a *AWS) launchLocked(req *FleetRequest, c *candidate, reservation string) *Instance {
 	ip := a.nextIPLocked(c.subnet)
 	c.subnet.AvailableIPs--
+	inst := a.newInstanceLocked(req, c, a.hexIDLocked("i-", 17), ip)
+	inst.FleetID, inst.reservationID = req.ID, reservation
+	if req.CapacityType == "spot" {
+		inst.SpotInstanceRequestID = a.hexIDLocked("sir-", 8)
+	}
+	a.instances = append(a.instances, inst)
+	return inst
+}
+
+// newInstanceLocked is the instance candidate c of request req launches, with the ID and
+// address given; it records nothing.
+func (a *AWS) newInstanceLocked(req *FleetRequest, c *candidate, id, ip string) *Instance {
 	inst := &Instance{
-		ID: a.hexIDLocked("i-", 17), Type: c.override.InstanceType, Zone: c.subnet.Zone, SubnetID: c.subnet.ID, ImageID: c.imageID,
+		ID: id, Type: c.override.InstanceType, Zone: c.subnet.Zone, SubnetID: c.subnet.ID, ImageID: c.imageID,
 		CapacityType: fleetLifecycle(req.CapacityType), State: "running", LaunchTime: a.now(), PrivateIP: ip, PrivateDNSName: a.privateDNSName(ip),
-		SecurityGroupIDs: a.templateGroups(c.lt), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name, FleetID: req.ID, reservationID: reservation,
+		SecurityGroupIDs: a.templateGroups(c.lt), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name,
 		Tags: cloneTags(c.lt.InstanceTags), Tenancy: c.lt.Tenancy, CapacityReservationPreference: c.lt.CapacityReservationPreference,
 	}
 	if inst.Tenancy == "" {
@@ -625,9 +676,5 @@ func (a *AWS) launchLocked(req *FleetRequest, c *candidate, reservation string) 
 		inst.InstanceProfile = p.Name
 		inst.instanceProfileArn, inst.instanceProfileID = p.Arn, p.ID
 	}
-	if req.CapacityType == "spot" {
-		inst.SpotInstanceRequestID = a.hexIDLocked("sir-", 8)
-	}
-	a.instances = append(a.instances, inst)
 	return inst
 }

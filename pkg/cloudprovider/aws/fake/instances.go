@@ -2,6 +2,7 @@ package fake
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -499,4 +500,90 @@ func (a *AWS) tagsOfLocked(id string) (map[string]string, error) {
 		return nil, badRequest("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
 	}
 	return nil, badRequest("InvalidID", "The ID '%s' is not valid", id)
+}
+
+// runInstancesTagTypes are the resource types RunInstances tags at creation.
+var runInstancesTagTypes = []string{"instance", "volume", "network-interface", "spot-instances-request"}
+
+// runInstances serves RunInstances from a launch template, as a dry run: the provider launches
+// through CreateFleet and calls RunInstances only to check its permissions (DryRun set), so
+// the fake answers any other RunInstances with UnsupportedOperation rather than launch. It
+// checks the request as EC2 checks a launch (counts, tag specifications, the subnet of the
+// primary network interface or SubnetId) and then what the launch would use, as for a fleet's
+// override (validateCandidateLocked: the template and version, instance type, subnet and
+// zone, image and its architecture, instance profile, placement, security groups), failing
+// with EC2's error for the first problem. A valid request records the launch's permission
+// checks (authorizeLaunchLocked, ec2:CreateAction RunInstances, resources to be created as /*)
+// and answers DryRunOperation; nothing is launched, counted or consumed.
+func (a *AWS) runInstances(q *queryCall) (any, error) {
+	dryRun, err := q.dryRun()
+	if err != nil {
+		return nil, err
+	}
+	minCount, err := q.int32("MinCount")
+	if err != nil {
+		return nil, err
+	}
+	maxCount, err := q.int32("MaxCount")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case minCount == nil:
+		return nil, badRequest("MissingParameter", "The request must contain the parameter MinCount")
+	case maxCount == nil:
+		return nil, badRequest("MissingParameter", "The request must contain the parameter MaxCount")
+	case *minCount < 1:
+		return nil, badRequest("InvalidParameterValue", "Value (%d) for parameter minCount is invalid. Expected a positive integer.", *minCount)
+	case *maxCount < *minCount:
+		return nil, badRequest("InvalidParameterValue", "Value (%d) for parameter maxCount is invalid. Must be greater than or equal to minCount.", *maxCount)
+	}
+	cfg := FleetLaunchTemplateConfig{LaunchTemplateID: q.get("LaunchTemplate.LaunchTemplateId"), LaunchTemplateName: q.get("LaunchTemplate.LaunchTemplateName"),
+		Version: q.get("LaunchTemplate.Version")}
+	switch {
+	case cfg.LaunchTemplateID == "" && cfg.LaunchTemplateName == "":
+		if q.get("ImageId") == "" {
+			return nil, badRequest("MissingParameter", "The request must contain the parameter ImageId")
+		}
+		return nil, badRequest("UnsupportedOperation", "The fake launches RunInstances from a launch template only.")
+	case cfg.LaunchTemplateID != "" && cfg.LaunchTemplateName != "":
+		return nil, badRequest("InvalidParameterCombination", "Either LaunchTemplateId or LaunchTemplateName may be specified, not both.")
+	}
+	if cfg.Version == "" {
+		cfg.Version = "$Default"
+	}
+	specs, err := q.tagSpecs("TagSpecification")
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range specs {
+		if !slices.Contains(runInstancesTagTypes, s.ResourceType) {
+			return nil, badRequest("InvalidParameterValue", "'%s' is not a valid taggable resource type for this operation.", s.ResourceType)
+		}
+	}
+	override := FleetOverride{InstanceType: q.get("InstanceType"), ImageID: q.get("ImageId"), SubnetID: q.get("SubnetId")}
+	for i, n := 1, q.count("NetworkInterface"); i <= n; i++ {
+		p := "NetworkInterface." + strconv.Itoa(i) + "."
+		if q.get(p+"DeviceIndex") != "0" || (q.get(p+"NetworkCardIndex") != "" && q.get(p+"NetworkCardIndex") != "0") {
+			continue
+		}
+		if override.SubnetID != "" && q.get(p+"SubnetId") != "" {
+			return nil, badRequest("InvalidParameterCombination", "Network interfaces and an instance-level subnet ID may not be specified on the same request")
+		}
+		override.SubnetID = q.get(p + "SubnetId")
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	req := &FleetRequest{CapacityType: "on-demand", TotalTargetCapacity: *minCount, TagSpecifications: specs}
+	c := &candidate{config: cfg, override: override}
+	if ferr := a.validateCandidateLocked(c, req); ferr != nil {
+		return nil, badRequest(ferr.Code, "%s", ferr.Message)
+	}
+	if !dryRun {
+		return nil, badRequest("UnsupportedOperation", "The fake serves RunInstances as a dry run only; launch through CreateFleet.")
+	}
+	inst := a.newInstanceLocked(req, c, "*", "")
+	a.authorizeLaunchLocked(q.r, "RunInstances", specs, c, inst, true)
+	return nil, dryRunOperation()
 }

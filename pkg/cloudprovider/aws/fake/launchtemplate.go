@@ -217,6 +217,12 @@ func (a *AWS) LaunchTemplates() []LaunchTemplate {
 
 var ltNamePattern = regexp.MustCompile(`^[a-zA-Z0-9().\-/_]{3,128}$`)
 
+// maxUserDataBytes is EC2's limit on user data, decoded: 16 KB.
+const maxUserDataBytes = 16384
+
+// createLaunchTemplate serves CreateLaunchTemplate: it checks the template data as EC2 does
+// (user data within maxUserDataBytes among them) and stores the template; with DryRun set it
+// records the permission checks and answers DryRunOperation, storing nothing.
 func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 	name := q.get("LaunchTemplateName")
 	if !q.has("LaunchTemplateName") {
@@ -241,6 +247,9 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 		ud, err := base64.StdEncoding.DecodeString(q.get(d + "UserData"))
 		if err != nil {
 			return nil, badRequest("InvalidUserData.Malformed", "Invalid BASE64 encoding of user data.")
+		}
+		if len(ud) > maxUserDataBytes {
+			return nil, badRequest("InvalidUserData.Malformed", "User data is limited to %d bytes", maxUserDataBytes)
 		}
 		lt.UserData = string(ud)
 	}
@@ -408,10 +417,23 @@ func (a *AWS) createLaunchTemplate(q *queryCall) (any, error) {
 		lt.Tags = cloneTags(s.Tags)
 	}
 
+	dryRun, err := q.dryRun()
+	if err != nil {
+		return nil, err
+	}
+
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.templateByName(name) != nil {
 		return nil, badRequest("InvalidLaunchTemplateName.AlreadyExistsException", "Launch template name already in use.")
+	}
+	if dryRun {
+		// The checks of the template to be made, and nothing made.
+		a.authorizeLocked(q.r, "ec2:CreateLaunchTemplate", a.ec2ARN("launch-template", "*"), lt.Tags, nil)
+		if len(lt.Tags) > 0 {
+			a.authorizeLocked(q.r, "ec2:CreateTags", a.ec2ARN("launch-template", "*"), lt.Tags, nil, "ec2:CreateAction", "CreateLaunchTemplate")
+		}
+		return nil, dryRunOperation()
 	}
 	lt.ID = a.hexIDLocked("lt-", 17)
 	lt.CreateTime = a.now()
