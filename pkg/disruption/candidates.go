@@ -13,6 +13,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
@@ -226,7 +227,7 @@ func drifted(claim *karpv1.NodeClaim, nodeLabels map[string]string, np *karpv1.N
 			return ReasonNodePoolDrifted
 		}
 	}
-	if reqs, err := nodepool.Requirements(np); err == nil {
+	if reqs, err := scheduling.NodePoolRequirements(np, nil); err == nil {
 		for _, r := range reqs.All() {
 			v, ok := nodeLabels[r.Key]
 			if !ok {

@@ -13,7 +13,7 @@
 //     which keep each metric's label order in one place.
 //   - State — gauges of what the cluster is now: node allocatable and pod requests, pod states,
 //     NodePool usage and limits, offering prices, the fleet's cost. They are built afresh on
-//     every scrape by the Collector passed to ServeGauges (package metrics/cluster builds one
+//     every scrape by the Collector passed to ServeGauges (package clustermetrics builds one
 //     from state.Cluster), so a deleted node or pod disappears from them at once. Their
 //     descriptions (the *Desc variables) live here with the rest.
 //

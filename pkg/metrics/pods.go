@@ -31,7 +31,7 @@ const (
 )
 
 // The pod metrics. Their per-pod gauges are set by the pod metrics controller
-// (pkg/metrics/cluster), refreshed while the pod waits; the provisioning ones measure from the
+// (pkg/clustermetrics), refreshed while the pod waits; the provisioning ones measure from the
 // moment a provisioning pass first placed the pod, as Karpenter's.
 var (
 	// PodsBoundDurationSeconds observes, once per pod, the time from its creation until it was

@@ -146,34 +146,12 @@ func unknownValues(r karpv1.NodeSelectorRequirementWithMinValues) string {
 	return ""
 }
 
-// Requirements are what every node of the NodePool must meet: its template's requirements,
-// its template labels (each as In of its value) and karpenter.sh/nodepool In [name]. It
-// fails when a requirement does not parse; it does not check satisfiability (see Validate).
-func Requirements(np *karpv1.NodePool) (scheduling.Requirements, error) {
-	return requirements(np, func(string) bool { return true })
-}
-
-// ClaimRequirements are Requirements as a NodeClaim's spec may carry them: template labels
-// whose keys the NodeClaim schema refuses in requirements (kubernetes.io labels such as
-// node-role.kubernetes.io/worker, which a template may set) are left out. They still reach
-// the node as labels, which NewNodeClaim copies from the template.
+// ClaimRequirements are scheduling.NodePoolRequirements as a NodeClaim's spec may carry them:
+// template labels whose keys the NodeClaim schema refuses in requirements (kubernetes.io labels
+// such as node-role.kubernetes.io/worker, which a template may set) are left out. They still
+// reach the node as labels, which NewNodeClaim copies from the template.
 func ClaimRequirements(np *karpv1.NodePool) (scheduling.Requirements, error) {
-	return requirements(np, func(key string) bool { return requirementKeyReason(key) == "" })
-}
-
-func requirements(np *karpv1.NodePool, keepLabel func(string) bool) (scheduling.Requirements, error) {
-	reqs, err := scheduling.FromNodePoolRequirements(np.Spec.Template.Spec.Requirements...)
-	if err != nil {
-		return scheduling.Requirements{}, fmt.Errorf("parsing nodepool requirements: %w", err)
-	}
-	labels := make(map[string]string, len(np.Spec.Template.Labels))
-	for k, v := range np.Spec.Template.Labels {
-		if keepLabel(k) {
-			labels[k] = v
-		}
-	}
-	reqs = reqs.Intersect(scheduling.FromLabels(labels))
-	return reqs.With(scheduling.MustRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name)), nil
+	return scheduling.NodePoolRequirements(np, func(key string) bool { return requirementKeyReason(key) == "" })
 }
 
 // kubernetesRequirementKeys are the kubernetes.io keys a requirement may name; other keys in

@@ -145,7 +145,7 @@ func TestClaimRequirements(t *testing.T) {
 	np.Spec.Template.Labels = map[string]string{"team": "a", "node-role.kubernetes.io/worker": ""}
 	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{req(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64")}
 
-	full, err := nodepool.Requirements(np)
+	full, err := scheduling.NodePoolRequirements(np, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestNewNodeClaimDropsRequirementsTheSchemaRefuses(t *testing.T) {
 	np := &karpv1.NodePool{}
 	np.Name = "nodes"
 	np.Spec.Template.Labels = map[string]string{"node-role.kubernetes.io/node": "", "team": "a"}
-	reqs, err := nodepool.Requirements(np)
+	reqs, err := scheduling.NodePoolRequirements(np, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestNewNodeClaimResolvesCustomLabels(t *testing.T) {
 		{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
 		{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a", "us-east-1b"}},
 	}
-	reqs, err := nodepool.Requirements(np)
+	reqs, err := scheduling.NodePoolRequirements(np, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

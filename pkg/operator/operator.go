@@ -29,12 +29,12 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/clustermetrics"
 	"github.com/openkarpenter/karpenter/pkg/controllers"
 	"github.com/openkarpenter/karpenter/pkg/deletioncost"
 	"github.com/openkarpenter/karpenter/pkg/disruption"
 	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
-	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
@@ -261,8 +261,8 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if !opts.DisableClusterStateObservability {
 		// The state gauges, served while this replica leads, and the pod metrics.
 		registrars = append(registrars,
-			cluster.NewCollector(op.Cluster, cloudprovider.WithMetrics(cloud, metrics.ControllerMetrics)),
-			cluster.NewPodController(mgr.GetClient(), op.Cluster, clk))
+			clustermetrics.NewCollector(op.Cluster, cloudprovider.WithMetrics(cloud, metrics.ControllerMetrics)),
+			clustermetrics.NewPodController(mgr.GetClient(), op.Cluster, clk))
 	}
 	registrars = append(registrars, lifecycleControllers(mgr, set, recorder, opts)...)
 	if set.DeletionCost != nil {

@@ -79,6 +79,25 @@ func FromNodePoolRequirements(in ...karpv1.NodeSelectorRequirementWithMinValues)
 	return out, nil
 }
 
+// NodePoolRequirements are what every node of the NodePool must meet: its template's
+// requirements, its template labels (each as In of its value) that keepLabel keeps (nil keeps
+// them all) and karpenter.sh/nodepool In [name]. It fails when a requirement does not parse;
+// it does not check satisfiability (the nodepool package validates NodePools).
+func NodePoolRequirements(np *karpv1.NodePool, keepLabel func(key string) bool) (Requirements, error) {
+	reqs, err := FromNodePoolRequirements(np.Spec.Template.Spec.Requirements...)
+	if err != nil {
+		return Requirements{}, fmt.Errorf("parsing nodepool requirements: %w", err)
+	}
+	labels := make(map[string]string, len(np.Spec.Template.Labels))
+	for k, v := range np.Spec.Template.Labels {
+		if keepLabel == nil || keepLabel(k) {
+			labels[k] = v
+		}
+	}
+	reqs = reqs.Intersect(FromLabels(labels))
+	return reqs.With(MustRequirement(karpv1.NodePoolLabelKey, corev1.NodeSelectorOpIn, np.Name)), nil
+}
+
 // FromLabels turns labels into In requirements of one value each.
 func FromLabels(labels map[string]string) Requirements {
 	reqs := make([]Requirement, 0, len(labels))

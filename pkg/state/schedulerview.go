@@ -11,7 +11,6 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
@@ -200,7 +199,7 @@ func (s *Snapshot) SchedulerNodes() []*scheduler.Node {
 // launch (its). Remaining is left to the caller (NodePoolRemaining). It fails when the
 // NodePool's requirements do not parse.
 func SchedulerNodePool(np *karpv1.NodePool, its []*cloudprovider.InstanceType) (*scheduler.NodePool, error) {
-	reqs, err := nodepool.Requirements(np)
+	reqs, err := scheduling.NodePoolRequirements(np, nil)
 	if err != nil {
 		return nil, err
 	}

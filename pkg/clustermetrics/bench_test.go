@@ -1,4 +1,4 @@
-package cluster_test
+package clustermetrics_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
+	"github.com/openkarpenter/karpenter/pkg/clustermetrics"
 	"github.com/openkarpenter/karpenter/pkg/simulate/memory"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
@@ -78,7 +78,7 @@ func BenchmarkCollect(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := cluster.NewCollector(snapshotSource{snap}, catalog)
+	c := clustermetrics.NewCollector(snapshotSource{snap}, catalog)
 	b.ReportAllocs()
 	series := 0
 	for b.Loop() {
@@ -96,7 +96,7 @@ func BenchmarkCollect(b *testing.B) {
 // the snapshot of an in-memory cluster, the gauges, the registry's gathering and sorting, and
 // the text encoding.
 func BenchmarkScrape(b *testing.B) {
-	c := cluster.NewCollector(benchCluster(b), catalog)
+	c := clustermetrics.NewCollector(benchCluster(b), catalog)
 	r := prometheus.NewRegistry()
 	if err := r.Register(c); err != nil {
 		b.Fatal(err)

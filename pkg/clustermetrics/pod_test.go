@@ -1,4 +1,4 @@
-package cluster_test
+package clustermetrics_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
+	"github.com/openkarpenter/karpenter/pkg/clustermetrics"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
-	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
@@ -34,7 +34,7 @@ func TestPodStartupIsObservedOncePerPodThatBecomesReady(t *testing.T) {
 	start := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(start)
 	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
-	c := cluster.NewPodController(kube, nil, clk)
+	c := clustermetrics.NewPodController(kube, nil, clk)
 	ctx := context.Background()
 	reconcileAll := func(names ...string) {
 		t.Helper()
@@ -99,7 +99,7 @@ func TestPodMetricsFollowAPodFromPendingToReady(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
 	memory := state.NewCluster(kube, clk)
-	c := cluster.NewPodController(kube, memory, clk)
+	c := clustermetrics.NewPodController(kube, memory, clk)
 	ctx := context.Background()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", CreationTimestamp: metav1.NewTime(t0.Add(-10 * time.Second))},
@@ -159,8 +159,8 @@ func TestPodMetricsFollowAPodFromPendingToReady(t *testing.T) {
 	decisions0, decisionSum0 := metricstest.Observations(t, metrics.PodsSchedulingDecisionDurationSeconds)
 
 	// Created 10s ago and not seen by the provisioner yet: waiting to be bound and to start.
-	if r := reconcileWeb(); r.RequeueAfter != cluster.PodRefreshInterval {
-		t.Errorf("a waiting pod is requeued after %v, want %v", r.RequeueAfter, cluster.PodRefreshInterval)
+	if r := reconcileWeb(); r.RequeueAfter != clustermetrics.PodRefreshInterval {
+		t.Errorf("a waiting pod is requeued after %v, want %v", r.RequeueAfter, clustermetrics.PodRefreshInterval)
 	}
 	expect("before the acknowledgement", want{10, -1, 10, -1, -1})
 
@@ -224,7 +224,7 @@ func TestPodMetricsDropDeletedAndFinishedPods(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
 	memory := state.NewCluster(kube, clk)
-	c := cluster.NewPodController(kube, memory, clk)
+	c := clustermetrics.NewPodController(kube, memory, clk)
 	ctx := context.Background()
 	for _, name := range []string{"job", "gone"} {
 		pod := &corev1.Pod{

@@ -1,4 +1,4 @@
-package cluster_test
+package clustermetrics_test
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/clustermetrics"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
-	"github.com/openkarpenter/karpenter/pkg/metrics/cluster"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
@@ -68,7 +68,7 @@ func bound(name, node, cpu, cpuLimit, ownerKind string) *corev1.Pod {
 // fixture is a cluster of two launched nodes (an on-demand small in zone-1, a spot large in
 // zone-2), a NodeClaim still launching, a node Karpenter does not manage, and five pods (one
 // on each node, a daemonset's on node-a, one waiting; web is ready).
-func fixture(t *testing.T) (client.Client, *cluster.Collector) {
+func fixture(t *testing.T) (client.Client, *clustermetrics.Collector) {
 	t.Helper()
 	nodeA, claimA := launched("node-a", "small", karpv1.CapacityTypeOnDemand, "zone-1",
 		builders.Resources("cpu", "2", "pods", "10"), builders.Resources("cpu", "2500m", "pods", "10"))
@@ -85,7 +85,7 @@ func fixture(t *testing.T) (client.Client, *cluster.Collector) {
 	objs := []client.Object{nodeA, claimA, nodeB, claimB, pending, other, np, waiting, web,
 		bound("agent", "node-a", "100m", "", "DaemonSet"), bound("batch", "node-b", "1", "", ""), bound("byo-app", "other", "250m", "", "")}
 	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
-	return kube, cluster.NewCollector(state.NewCluster(kube, clock.RealClock{}), catalog)
+	return kube, clustermetrics.NewCollector(state.NewCluster(kube, clock.RealClock{}), catalog)
 }
 
 func TestCollectorReportsNodes(t *testing.T) {
@@ -236,7 +236,7 @@ func (failing) SyncSnapshot(context.Context) (*state.Snapshot, error) {
 }
 
 func TestCollectorReportsUnsyncedWhenTheClusterCannotBeRead(t *testing.T) {
-	c := cluster.NewCollector(failing{}, catalog)
+	c := clustermetrics.NewCollector(failing{}, catalog)
 	const expected = `
 # HELP karpenter_cluster_state_synced 1 when Karpenter's cluster state is readable and includes every NodeClaim Karpenter created, else 0.
 # TYPE karpenter_cluster_state_synced gauge
@@ -254,7 +254,7 @@ func TestCollectorReportsUnsyncedWhileACreatedClaimIsNotSeen(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).Build()
 	st := state.NewCluster(kube, clock.RealClock{})
 	st.RecordCreated(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "just-created"}})
-	c := cluster.NewCollector(st, nil)
+	c := clustermetrics.NewCollector(st, nil)
 	const expected = `
 # HELP karpenter_cluster_state_synced 1 when Karpenter's cluster state is readable and includes every NodeClaim Karpenter created, else 0.
 # TYPE karpenter_cluster_state_synced gauge
@@ -272,7 +272,7 @@ karpenter_cluster_state_unsynced_time_seconds 0
 }
 
 // collectText is what the collector reports, in the text exposition format.
-func collectText(t *testing.T, c *cluster.Collector) string {
+func collectText(t *testing.T, c *clustermetrics.Collector) string {
 	t.Helper()
 	text, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain)
 	if err != nil {
@@ -296,7 +296,7 @@ func TestCostTrackerErrors(t *testing.T) {
 	errorsOf := func(nodePool string) float64 {
 		return testutil.ToFloat64(metrics.NodePoolsCostTrackerErrorsTotal.WithLabelValues(nodePool))
 	}
-	scrape := func(c *cluster.Collector) { testutil.CollectAndCount(c) }
+	scrape := func(c *clustermetrics.Collector) { testutil.CollectAndCount(c) }
 	ctx := context.Background()
 
 	kube, c := fixture(t)
@@ -325,7 +325,7 @@ func TestCostTrackerErrors(t *testing.T) {
 
 	// The NodePool's instance types cannot be listed: its three labelled launched claims
 	// count, at every scrape.
-	failing := cluster.NewCollector(state.NewCluster(kube, clock.RealClock{}), unlisted{})
+	failing := clustermetrics.NewCollector(state.NewCluster(kube, clock.RealClock{}), unlisted{})
 	before = errorsOf("default")
 	scrape(failing)
 	scrape(failing)

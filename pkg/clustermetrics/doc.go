@@ -1,4 +1,4 @@
-// Package cluster reports the cluster as Karpenter's state metrics and observes pods' bindings
+// Package clustermetrics reports the cluster as Karpenter's state metrics and observes pods' bindings
 // and startups.
 //
 // Collector is a prometheus.Collector that builds, on every scrape, the gauges described in
@@ -14,4 +14,4 @@
 // the first provisioning pass that placed it) until it was bound and until it became Ready,
 // and, per pod still waiting, how long it has waited to be bound, to start and for a
 // scheduling decision.
-package cluster
+package clustermetrics
