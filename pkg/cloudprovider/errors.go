@@ -95,10 +95,15 @@ func IsNodeRebootFailedError(err error) bool {
 	return errors.As(err, &target)
 }
 
-// OfferingID names one offering: an instance type in a zone bought as a capacity type, and
-// for reserved capacity the reservation, so that one reservation running out leaves its
-// siblings of the same type and zone alone (as Karpenter's AWS provider v1.15.2 scopes its
-// unavailable offerings by reservation ID).
+// OfferingID names one offering: an instance type in a zone bought as a capacity type; for
+// reserved capacity the reservation, so that one reservation running out leaves its siblings
+// of the same type and zone alone (as Karpenter's AWS provider v1.15.2 scopes its unavailable
+// offerings by reservation ID); and for a launch into a placement group the group, and the
+// partition it targets, so that running out there leaves the offering outside the group, and
+// the group's other partitions, alone (as the AWS provider v1.15.2 scopes them:
+// awscache.WithPlacementGroup, WithPlacementGroupPartition). UnavailableOfferings.IsUnavailable
+// reads a group's offering as unavailable also when the group as a whole, or the offering
+// outside any group, is.
 type OfferingID struct {
 	// InstanceType is the instance type's name.
 	InstanceType string
@@ -108,13 +113,26 @@ type OfferingID struct {
 	CapacityType string
 	// ReservationID is the capacity reservation of a reserved offering; empty for others.
 	ReservationID string
+	// PlacementGroupID is the placement group of an offering in one; empty for others.
+	PlacementGroupID string
+	// PlacementPartition is the partition of an offering in a partition placement group; 0
+	// for others, and for the group as a whole.
+	PlacementPartition int32
 }
 
-// String returns instance-type/zone/capacity-type, and /reservation-id for reserved offerings.
+// String returns instance-type/zone/capacity-type, then /reservation-id for reserved
+// offerings, /placement-group-id for offerings in a placement group and /partition for those
+// of one of its partitions.
 func (o OfferingID) String() string {
 	s := o.InstanceType + "/" + o.Zone + "/" + o.CapacityType
 	if o.ReservationID != "" {
 		s += "/" + o.ReservationID
+	}
+	if o.PlacementGroupID != "" {
+		s += "/" + o.PlacementGroupID
+	}
+	if o.PlacementPartition != 0 {
+		s += "/" + PartitionLabel(o.PlacementPartition)
 	}
 	return s
 }
@@ -129,7 +147,13 @@ func (o OfferingID) less(p OfferingID) bool {
 	if o.CapacityType != p.CapacityType {
 		return o.CapacityType < p.CapacityType
 	}
-	return o.ReservationID < p.ReservationID
+	if o.ReservationID != p.ReservationID {
+		return o.ReservationID < p.ReservationID
+	}
+	if o.PlacementGroupID != p.PlacementGroupID {
+		return o.PlacementGroupID < p.PlacementGroupID
+	}
+	return o.PlacementPartition < p.PlacementPartition
 }
 
 // InsufficientCapacityError says the cloud could not launch because the offerings tried are

@@ -23,8 +23,9 @@ type InstanceType struct {
 	// Labels are the single-valued facts of the instance type as node labels:
 	// node.kubernetes.io/instance-type, kubernetes.io/arch, kubernetes.io/os and the
 	// karpenter.k8s.aws/instance-* labels (numbers as decimal strings). A label is absent when
-	// the fact is unknown or does not apply (instance-gpu-* on a type without GPUs). Zone and
-	// capacity type vary by offering and are not here; see NodeLabels.
+	// the fact is unknown or does not apply (instance-gpu-* on a type without GPUs). Zone,
+	// capacity type, reservation and placement group partition vary by offering and are not
+	// here; see NodeLabels.
 	Labels map[string]string
 	// Capacity is what the node reports: cpu, memory (after VM overhead), pods,
 	// ephemeral-storage and extended resources such as nvidia.com/gpu.
@@ -105,11 +106,12 @@ func (it *InstanceType) computeAllocatable() {
 
 // NodeLabels returns the labels of a node launched as the offering: Labels plus
 // topology.kubernetes.io/zone, topology.k8s.aws/zone-id (when known),
-// karpenter.sh/capacity-type and, for a reserved offering, its reservation's
-// karpenter.k8s.aws/capacity-reservation-id, -type and -interruptible, as Karpenter's AWS
-// provider v1.15.2 labels such nodes. The map is new; the caller owns it.
+// karpenter.sh/capacity-type, for a reserved offering its reservation's
+// karpenter.k8s.aws/capacity-reservation-id, -type and -interruptible, and for an offering in a
+// partition placement group its karpenter.k8s.aws/placement-group-partition, as Karpenter's
+// AWS provider v1.15.2 labels such nodes. The map is new; the caller owns it.
 func (it *InstanceType) NodeLabels(o Offering) map[string]string {
-	labels := make(map[string]string, len(it.Labels)+6)
+	labels := make(map[string]string, len(it.Labels)+7)
 	for k, v := range it.Labels {
 		labels[k] = v
 	}
@@ -122,6 +124,9 @@ func (it *InstanceType) NodeLabels(o Offering) map[string]string {
 		if v, ok := o.reservationLabel(key); ok {
 			labels[key] = v
 		}
+	}
+	if o.PlacementPartition != 0 {
+		labels[awsv1.LabelPlacementGroupPartition] = PartitionLabel(o.PlacementPartition)
 	}
 	return labels
 }
@@ -186,7 +191,7 @@ func (r Resources) Sub(s Resources) Resources {
 }
 
 // CheapestOffering returns the cheapest available offering of the instance type in a zone,
-// zone ID and capacity type reqs allow (OfferingFilter): the offering a launch of it would
+// zone ID, capacity type, reservation and partition reqs allow (OfferingFilter): the offering a launch of it would
 // choose. Ties go as in Offerings.CheapestWhere. It is false when no such offering is
 // available.
 func (it *InstanceType) CheapestOffering(reqs scheduling.Requirements) (Offering, bool) {

@@ -47,7 +47,8 @@ type LaunchRequest struct {
 
 // LaunchCandidates returns every offering of the types that can launch the request, in the
 // order a cloud should try them: preferred capacity type first, then cheapest, then by instance
-// type name, zone and capacity type, so the order is total and deterministic. Availability is
+// type name, zone, capacity type, reservation and partition, so the order is total and
+// deterministic. Availability is
 // not considered: launching an unavailable offering is what fails with insufficient capacity.
 // byName, when not nil, indexes types by name; a finite instance-type requirement (as
 // Karpenter's claims have) is then looked up rather than scanned.
@@ -95,6 +96,7 @@ func LaunchCandidates(types []*InstanceType, byName map[string]*InstanceType, re
 			cmp.Compare(a.Offering.Zone, b.Offering.Zone),
 			cmp.Compare(a.Offering.CapacityType, b.Offering.CapacityType),
 			cmp.Compare(a.Offering.ReservationID, b.Offering.ReservationID),
+			cmp.Compare(a.Offering.PlacementPartition, b.Offering.PlacementPartition),
 		)
 	})
 	return out

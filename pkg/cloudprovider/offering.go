@@ -11,8 +11,9 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
-// Offering is one way to buy an instance type: in a zone, as a capacity type, at a price. The
-// scheduler reads Zone and CapacityType as plain fields; no label maps are involved.
+// Offering is one way to buy an instance type: in a zone, as a capacity type, at a price, and
+// in a partition placement group in one of its partitions. The scheduler reads Zone,
+// CapacityType and PlacementPartition as plain fields; no label maps are involved.
 type Offering struct {
 	// Zone is the availability zone, the value of topology.kubernetes.io/zone.
 	Zone string
@@ -28,6 +29,18 @@ type Offering struct {
 	// while its reservation has a free slot (ReservationCapacity > 0), so that a scheduler that
 	// does not count reservations does not plan on a full one.
 	Available bool
+	// PlacementPartition is the partition of a partition placement group the offering launches
+	// into, 1 to the group's partition count, the value of
+	// karpenter.k8s.aws/placement-group-partition, as the AWS provider v1.15.2 offers one
+	// offering per partition (offering/placement_group_resolver.go); 0 for every other
+	// offering, which lacks the label.
+	PlacementPartition int32
+	// PlacementGroupID is the placement group the offering launches into, empty outside one.
+	// It is not a label of the offering (karpenter.k8s.aws/placement-group-id is the instance
+	// type's): it scopes the offering's ID, so that running out of capacity in a group, or in
+	// one of its partitions, leaves the offering outside the group, and the other partitions,
+	// available.
+	PlacementGroupID string
 	// ReservationID is the capacity reservation a reserved offering launches into, the value of
 	// karpenter.k8s.aws/capacity-reservation-id; empty for spot and on-demand offerings, which
 	// do not have the label.
@@ -73,12 +86,16 @@ func (o Offering) reservationLabel(key string) (string, bool) {
 	}
 }
 
-// OfferingFilter is what requirements ask of an offering: its zone, zone ID, capacity type and
-// capacity reservation labels, the well-known labels an offering, not an instance type,
-// decides.
+// PartitionLabel is the value of karpenter.k8s.aws/placement-group-partition for a partition
+// number: its decimal form.
+func PartitionLabel(partition int32) string { return strconv.Itoa(int(partition)) }
+
+// OfferingFilter is what requirements ask of an offering: its zone, zone ID, capacity type,
+// capacity reservation labels and placement group partition, the well-known labels an
+// offering, not an instance type, decides.
 type OfferingFilter struct {
-	zone, zoneID, capacityType          scheduling.Requirement
-	hasZone, hasZoneID, hasCapacityType bool
+	zone, zoneID, capacityType, partition             scheduling.Requirement
+	hasZone, hasZoneID, hasCapacityType, hasPartition bool
 	// reservation are the requirements on reservationLabels.
 	reservation []scheduling.Requirement
 }
@@ -86,11 +103,18 @@ type OfferingFilter struct {
 // NewOfferingFilter reads the offering keys of reqs.
 func NewOfferingFilter(reqs scheduling.Requirements) OfferingFilter {
 	var f OfferingFilter
-	f.zone, f.hasZone = reqs.Get(corev1.LabelTopologyZone)
-	f.zoneID, f.hasZoneID = reqs.Get(awsv1.LabelTopologyZoneID)
-	f.capacityType, f.hasCapacityType = reqs.Get(karpv1.CapacityTypeLabelKey)
-	for _, key := range reservationLabels {
-		if r, ok := reqs.Get(key); ok {
+	// One pass over the (few, sorted) requirements rather than a lookup per offering key.
+	for _, r := range reqs.All() {
+		switch r.Key {
+		case corev1.LabelTopologyZone:
+			f.zone, f.hasZone = r, true
+		case awsv1.LabelTopologyZoneID:
+			f.zoneID, f.hasZoneID = r, true
+		case karpv1.CapacityTypeLabelKey:
+			f.capacityType, f.hasCapacityType = r, true
+		case awsv1.LabelPlacementGroupPartition:
+			f.partition, f.hasPartition = r, true
+		case awsv1.LabelCapacityReservationID, awsv1.LabelCapacityReservationType, awsv1.LabelCapacityReservationInterruptible:
 			f.reservation = append(f.reservation, r)
 		}
 	}
@@ -100,13 +124,23 @@ func NewOfferingFilter(reqs scheduling.Requirements) OfferingFilter {
 // Allows reports whether the offering meets the requirements, available or not. An offering
 // without a known zone ID meets a zone ID requirement only when the requirement allows the
 // label to be absent; so does a spot or on-demand offering a requirement on a capacity
-// reservation label, as Karpenter's offerings require those labels not to exist.
+// reservation label, and an offering outside a partition placement group a requirement on
+// its partition, as Karpenter's offerings require those labels not to exist.
 func (f OfferingFilter) Allows(o Offering) bool {
 	if f.hasZone && !f.zone.Has(o.Zone) || f.hasCapacityType && !f.capacityType.Has(o.CapacityType) {
 		return false
 	}
 	for _, r := range f.reservation {
 		if v, ok := o.reservationLabel(r.Key); ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
+			return false
+		}
+	}
+	if f.hasPartition {
+		if o.PlacementPartition == 0 {
+			if !f.partition.AllowsAbsent() {
+				return false
+			}
+		} else if !f.partition.Has(PartitionLabel(o.PlacementPartition)) {
 			return false
 		}
 	}
@@ -120,19 +154,22 @@ func (f OfferingFilter) Allows(o Offering) bool {
 }
 
 // IsOfferingKey reports whether the label is decided by the offering (zone, zone ID, capacity
-// type, capacity reservation ID, type and interruptible) rather than by the instance type.
+// type, capacity reservation ID, type and interruptible, placement group partition) rather
+// than by the instance type.
 func IsOfferingKey(key string) bool {
 	return key == corev1.LabelTopologyZone || key == awsv1.LabelTopologyZoneID || key == karpv1.CapacityTypeLabelKey ||
-		slices.Contains(reservationLabels, key)
+		key == awsv1.LabelPlacementGroupPartition || slices.Contains(reservationLabels, key)
 }
 
-// ID names the offering of the given instance type.
+// ID names the offering of the given instance type. The ID of an offering in a placement
+// group names the group and partition too; see OfferingID.
 func (o Offering) ID(instanceType string) OfferingID {
-	return OfferingID{InstanceType: instanceType, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID}
+	return OfferingID{InstanceType: instanceType, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID,
+		PlacementGroupID: o.PlacementGroupID, PlacementPartition: o.PlacementPartition}
 }
 
 // Offerings are an instance type's offerings, sorted by zone then capacity type by the
-// constructors of this package.
+// constructors of this package (then partition, for a partition placement group's).
 //
 // The filtering methods return the receiver itself, without allocating, when every offering
 // passes; callers must therefore not modify a filtered result in place.
@@ -192,7 +229,7 @@ func (ofs Offerings) HasAvailable() bool {
 }
 
 // Cheapest returns the lowest-priced offering (ties go to the earlier zone, then capacity
-// type), and false when there are none. It does not look at availability: call it on
+// type, reservation and partition), and false when there are none. It does not look at availability: call it on
 // Available() or use CheapestWhere.
 func (ofs Offerings) Cheapest() (Offering, bool) {
 	return ofs.CheapestWhere(nil)
@@ -243,7 +280,10 @@ func offeringLess(a, b Offering) bool {
 	if a.CapacityType != b.CapacityType {
 		return a.CapacityType < b.CapacityType
 	}
-	return a.ReservationID < b.ReservationID
+	if a.ReservationID != b.ReservationID {
+		return a.ReservationID < b.ReservationID
+	}
+	return a.PlacementPartition < b.PlacementPartition
 }
 
 func contains(values []string, v string) bool {

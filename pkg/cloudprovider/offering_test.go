@@ -210,3 +210,50 @@ func TestOfferingFilterReservationLabels(t *testing.T) {
 		t.Errorf("ID %s", got)
 	}
 }
+
+// TestOfferingFilterPartition: karpenter.k8s.aws/placement-group-partition is an offering key,
+// as the AWS provider v1.15.2's PlacementGroupResolver gives each offering of a partition
+// placement group an In requirement on its partition: a requirement on it is met by the
+// offerings of the partitions it allows, and by an offering outside a partition group only when
+// it allows the label to be absent; a partition's offering labels its node with the partition.
+func TestOfferingFilterPartition(t *testing.T) {
+	plain := cloudprovider.Offering{Zone: "us-west-2a", CapacityType: "on-demand", Available: true}
+	p1 := cloudprovider.Offering{Zone: "us-west-2a", CapacityType: "on-demand", Available: true, PlacementGroupID: "pg-1", PlacementPartition: 1}
+	p3 := cloudprovider.Offering{Zone: "us-west-2a", CapacityType: "on-demand", Available: true, PlacementGroupID: "pg-1", PlacementPartition: 3}
+	for _, tc := range []struct {
+		name string
+		reqs []corev1.NodeSelectorRequirement
+		want []bool // plain, p1, p3
+	}{
+		{"none", nil, []bool{true, true, true}},
+		{"In 3", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelPlacementGroupPartition, Operator: corev1.NodeSelectorOpIn, Values: []string{"3"}}}, []bool{false, false, true}},
+		{"NotIn 3", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelPlacementGroupPartition, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"3"}}}, []bool{true, true, false}},
+		{"Gt 1", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelPlacementGroupPartition, Operator: corev1.NodeSelectorOpGt, Values: []string{"1"}}}, []bool{false, false, true}},
+		{"Exists", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelPlacementGroupPartition, Operator: corev1.NodeSelectorOpExists}}, []bool{false, true, true}},
+		{"DoesNotExist", []corev1.NodeSelectorRequirement{{Key: awsv1.LabelPlacementGroupPartition, Operator: corev1.NodeSelectorOpDoesNotExist}}, []bool{true, false, false}},
+	} {
+		reqs, err := scheduling.FromNodeSelectorRequirements(tc.reqs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := cloudprovider.NewOfferingFilter(reqs)
+		for i, o := range []cloudprovider.Offering{plain, p1, p3} {
+			if got := f.Allows(o); got != tc.want[i] {
+				t.Errorf("%s: Allows(%s) = %t, want %t", tc.name, o.ID("m5.large"), got, tc.want[i])
+			}
+		}
+	}
+	if !cloudprovider.IsOfferingKey(awsv1.LabelPlacementGroupPartition) || cloudprovider.IsOfferingKey(awsv1.LabelPlacementGroupID) {
+		t.Errorf("the partition must be an offering key, the group ID an instance type label")
+	}
+	it := &cloudprovider.InstanceType{Name: "m5.large", Labels: map[string]string{awsv1.LabelPlacementGroupID: "pg-1"}}
+	if labels := it.NodeLabels(p3); labels[awsv1.LabelPlacementGroupPartition] != "3" || labels[awsv1.LabelPlacementGroupID] != "pg-1" {
+		t.Errorf("partition node labels %v", labels)
+	}
+	if _, ok := it.NodeLabels(plain)[awsv1.LabelPlacementGroupPartition]; ok {
+		t.Errorf("an offering outside a partition group labels its node with a partition")
+	}
+	if got := p3.ID("m5.large").String(); got != "m5.large/us-west-2a/on-demand/pg-1/3" {
+		t.Errorf("ID %s", got)
+	}
+}

@@ -66,11 +66,29 @@ func (u *UnavailableOfferings) IsSubnetUnavailable(subnetID string) bool {
 }
 
 // IsUnavailable reports whether an offering, or its whole capacity type, is still within its
-// unavailable period.
+// unavailable period. An offering in a placement group is unavailable also while its group's
+// (for a partition's offering) or the same offering outside any group is, as the AWS provider
+// v1.15.2 checks both the general and the group's key (offering/base_resolver.go); marks of a
+// group, or of one of its partitions, leave the offerings outside it alone.
 func (u *UnavailableOfferings) IsUnavailable(id OfferingID) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.unavailableLocked(id) || u.unavailableLocked(OfferingID{CapacityType: id.CapacityType})
+	if u.unavailableLocked(id) || u.unavailableLocked(OfferingID{CapacityType: id.CapacityType}) {
+		return true
+	}
+	if id.PlacementGroupID == "" {
+		return false
+	}
+	if id.PlacementPartition != 0 {
+		group := id
+		group.PlacementPartition = 0
+		if u.unavailableLocked(group) {
+			return true
+		}
+	}
+	outside := id
+	outside.PlacementGroupID, outside.PlacementPartition = "", 0
+	return u.unavailableLocked(outside)
 }
 
 func (u *UnavailableOfferings) unavailableLocked(id OfferingID) bool {

@@ -27,3 +27,32 @@ func TestUnavailableOfferings(t *testing.T) {
 		t.Fatal("offering still unavailable after the TTL")
 	}
 }
+
+// TestUnavailablePlacementScopes: marks of a placement group's partition, or of the group,
+// leave the offering outside the group and the group's other partitions available, while a
+// mark outside any group reaches the group's offerings too, as the AWS provider v1.15.2 scopes
+// and reads its unavailable offerings (awscache.WithPlacementGroup and
+// WithPlacementGroupPartition; offering/base_resolver.go checks both keys).
+func TestUnavailablePlacementScopes(t *testing.T) {
+	id := func(group string, partition int32) OfferingID {
+		return OfferingID{InstanceType: "m5.large", Zone: "a", CapacityType: "on-demand", PlacementGroupID: group, PlacementPartition: partition}
+	}
+	plain, p1, p2, other := id("", 0), id("pg-1", 1), id("pg-1", 2), id("pg-2", 1)
+	for _, tc := range []struct {
+		name   string
+		marked OfferingID
+		want   map[OfferingID]bool
+	}{
+		{"partition", p1, map[OfferingID]bool{plain: false, p1: true, p2: false, other: false}},
+		{"group", id("pg-1", 0), map[OfferingID]bool{plain: false, p1: true, p2: true, other: false}},
+		{"outside any group", plain, map[OfferingID]bool{plain: true, p1: true, p2: true, other: true}},
+	} {
+		u := NewUnavailableOfferings(clocktesting.NewFakeClock(time.Unix(0, 0)), time.Minute)
+		u.MarkUnavailable(tc.marked)
+		for o, want := range tc.want {
+			if got := u.IsUnavailable(o); got != want {
+				t.Errorf("%s marked: %s unavailable %t, want %t", tc.name, o, got, want)
+			}
+		}
+	}
+}

@@ -250,12 +250,13 @@ func reservationRequeue(nc *awsv1.EC2NodeClass, now time.Time) time.Duration {
 // withReservedOfferings adds to each instance type one reserved offering per reservation of
 // the NodeClass for it, as v1.15.2's ReservedCapacityResolver: in the reservation's zone
 // (with its zone ID), priced at the type's on-demand price / 10,000,000, carrying the
-// reservation's ID, type, interruptibility and believed free slots. It is available when the
+// reservation's ID, type, interruptibility and believed free slots (in a placement group, placed
+// in it as the type's other offerings: placeOfferings). It is available when the
 // zone is one of the NodeClass's subnets' and offers the type, the reservation is not
 // expiring, ended (before the status says so) nor marked out of capacity, and it has a free
 // slot. Types without reservations are returned as they are; the others are copies. With the
 // ReservedCapacity gate off, or no reservation, the types are returned unchanged.
-func (p *Provider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+func (p *Provider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudprovider.InstanceType, pg *placementGroup) []*cloudprovider.InstanceType {
 	if !p.opts.ReservedCapacity || len(nc.Status.CapacityReservations) == 0 {
 		return its
 	}
@@ -283,12 +284,19 @@ func (p *Provider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudpro
 				ReservationID: r.ID, ReservationType: string(r.ReservationType), ReservationInterruptible: r.Interruptible,
 				ReservationCapacity: p.reservations.get(r.ID),
 			}
-			o.Available = zones[r.AvailabilityZone] && p.offeredIn(it.Name, r.AvailabilityZone) && r.State != awsv1.CapacityReservationStateExpiring &&
-				(r.EndTime == nil || now.Before(r.EndTime.Time)) && o.ReservationCapacity > 0 && !p.opts.Unavailable.IsUnavailable(o.ID(it.Name))
-			offerings = append(offerings, o)
+			available := zones[r.AvailabilityZone] && p.offeredIn(it.Name, r.AvailabilityZone) && r.State != awsv1.CapacityReservationStateExpiring &&
+				(r.EndTime == nil || now.Before(r.EndTime.Time)) && o.ReservationCapacity > 0
+			// In a placement group, placed as the type's other offerings (one per partition
+			// of a partition group, as upstream's PlacementGroupResolver runs after its
+			// ReservedCapacityResolver).
+			for _, o := range placeOfferings(cloudprovider.Offerings{o}, pg) {
+				o.Available = available && !p.opts.Unavailable.IsUnavailable(o.ID(it.Name))
+				offerings = append(offerings, o)
+			}
 		}
 		slices.SortStableFunc(offerings, func(a, b cloudprovider.Offering) int {
-			return cmp.Or(cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.CapacityType, b.CapacityType), cmp.Compare(a.ReservationID, b.ReservationID))
+			return cmp.Or(cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.CapacityType, b.CapacityType), cmp.Compare(a.ReservationID, b.ReservationID),
+				cmp.Compare(a.PlacementPartition, b.PlacementPartition))
 		})
 		out[i] = &cloudprovider.InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: offerings,
 			PriceOverlaid: it.PriceOverlaid, CapacityOverlaid: it.CapacityOverlaid}

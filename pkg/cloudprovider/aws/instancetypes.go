@@ -465,15 +465,17 @@ func (p *Provider) resolvedKubelet(nc *awsv1.EC2NodeClass, instanceType string) 
 // network interfaces, connection tracking, CPU options and Nitro Enclaves (compatibleEntry),
 // offered in the zones of its subnets, priced, with capacity and overhead from its kubelet,
 // volume and network interface settings, and with the ReservedCapacity gate a reserved
-// offering for each of its capacity reservations (withReservedOfferings). Offerings the shared
-// cache marks out of capacity are unavailable. The result is shared. Each build records the vCPUs and memory of the region's instance types
+// offering for each of its capacity reservations (withReservedOfferings); with a placement
+// group, placed in it, one offering per partition of a partition group (withPlacementGroup).
+// Offerings the shared cache marks out of capacity are unavailable. The result is shared. Each build records the vCPUs and memory of the region's instance types
 // (pkg/metrics), as Karpenter does whenever it resolves them.
 func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	its, err := p.nodeClassTypes(ctx, nc)
 	if err != nil {
 		return nil, err
 	}
-	return p.withReservedOfferings(nc, its), nil
+	pg, _ := p.placementGroup(ctx, nc)
+	return p.withReservedOfferings(nc, its, pg), nil
 }
 
 // nodeClassTypes are the NodeClass's instance types with their spot and on-demand offerings,

@@ -78,6 +78,10 @@ type launchSettings struct {
 	// PlacementGroupID is the placement's group (Placement.GroupId), as the AWS provider
 	// v1.15.2's launch templates name it (pkg/providers/launchtemplate/types.go); empty: none.
 	PlacementGroupID string `json:"placementGroupID,omitempty"`
+	// PartitionNumber is the partition of a partition placement group the instances launch
+	// into (Placement.PartitionNumber), as the AWS provider v1.15.2 sets it for a claim that
+	// targets one (pkg/providers/launchtemplate/types.go, buildPlacement); 0: EC2 picks.
+	PartitionNumber int32 `json:"partitionNumber,omitempty"`
 	// CapacityReservationPreference is the template's capacity reservation preference, as the
 	// AWS provider v1.15.2 sets it with the ReservedCapacity gate: capacity-reservations-only
 	// for a launch into CapacityReservationID, none for other launches (they keep out of open
@@ -214,6 +218,8 @@ type launchParams struct {
 	tenancy string
 	// placementGroupID is the placement group the instances launch into (empty: none).
 	placementGroupID string
+	// partition is the partition of a partition group they launch into (0: EC2 picks).
+	partition int32
 }
 
 // doNotSyncTaints adds karpenter.sh/do-not-sync-taints=true to the labels a node of every AMI
@@ -299,7 +305,7 @@ func (l *launchTemplates) settings(ctx context.Context, nc *awsv1.EC2NodeClass, 
 	if params.tenancy != "" && params.tenancy != awsv1.TenancyDefault {
 		s.Tenancy = params.tenancy
 	}
-	s.PlacementGroupID = params.placementGroupID
+	s.PlacementGroupID, s.PartitionNumber = params.placementGroupID, params.partition
 	for _, g := range nc.Status.SecurityGroups {
 		s.SecurityGroupIDs = append(s.SecurityGroupIDs, g.ID)
 	}
@@ -426,6 +432,9 @@ func (l *launchTemplates) createInput(name string, s *launchSettings) *ec2.Creat
 		data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(s.Tenancy)}
 		if s.PlacementGroupID != "" {
 			data.Placement.GroupId = aws.String(s.PlacementGroupID)
+		}
+		if s.PartitionNumber != 0 {
+			data.Placement.PartitionNumber = aws.Int32(s.PartitionNumber)
 		}
 	}
 	if s.CapacityReservationPreference != "" {

@@ -17,6 +17,7 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
 // How long a placement group lookup is answered from memory, and how long the last group
@@ -165,18 +166,112 @@ func catalogStrategies(family string, burstable bool) []string {
 	return []string{string(ec2types.PlacementStrategyCluster), string(ec2types.PlacementStrategyPartition), string(ec2types.PlacementStrategySpread)}
 }
 
-// withPlacementGroup labels the instance types with the group they launch into
-// (karpenter.k8s.aws/placement-group-id), as the AWS provider v1.15.2's offering provider adds
-// it to every instance type's requirements (pkg/providers/instancetype/offering/offering.go,
-// InjectOfferings). The types are the NodeClass's own (cached by its needs, which name the
-// group), so they are labelled in place.
+// partitions is how many partitions the group's offerings are expanded into: a partition
+// group's PartitionCount, 0 for other groups and for a partition group whose count EC2 did not
+// give (its offerings are then not expanded, as upstream's resolver leaves them).
+func (g *placementGroup) partitions() int32 {
+	if g == nil || g.Strategy != string(ec2types.PlacementStrategyPartition) {
+		return 0
+	}
+	return max(g.PartitionCount, 0)
+}
+
+// withPlacementGroup places the instance types in the group they launch into: each is labelled
+// karpenter.k8s.aws/placement-group-id, as the AWS provider v1.15.2's offering provider adds it
+// to every instance type's requirements (pkg/providers/instancetype/offering/offering.go,
+// InjectOfferings), and its offerings are placed in the group (placeOfferings). The types are
+// the NodeClass's own (cached by its needs, which name the group), so they are changed in
+// place.
 func withPlacementGroup(its []*cloudprovider.InstanceType, pg *placementGroup) {
 	if pg == nil {
 		return
 	}
 	for _, it := range its {
 		it.Labels[awsv1.LabelPlacementGroupID] = pg.ID
+		it.Offerings = placeOfferings(it.Offerings, pg)
 	}
+}
+
+// placeOfferings returns the offerings as they launch into the group: each carries the group's
+// ID (which scopes its out-of-capacity marks to the group) and, in a partition group, comes
+// once per partition 1 to PartitionCount with that partition, as the AWS provider v1.15.2's
+// PlacementGroupResolver expands them
+// (pkg/providers/instancetype/offering/placement_group_resolver.go, ResolveOfferings), so
+// that requirements, affinity and topology spread on karpenter.k8s.aws/placement-group-partition
+// find them. Without a group they are returned as they are; otherwise the result is new.
+func placeOfferings(ofs cloudprovider.Offerings, pg *placementGroup) cloudprovider.Offerings {
+	if pg == nil {
+		return ofs
+	}
+	n := pg.partitions()
+	out := make(cloudprovider.Offerings, 0, len(ofs)*int(max(n, 1)))
+	for _, o := range ofs {
+		o.PlacementGroupID = pg.ID
+		if n == 0 {
+			out = append(out, o)
+			continue
+		}
+		for k := int32(1); k <= n; k++ {
+			o.PlacementPartition = k
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// targetPartition narrows a claim's launch candidates in a partition group to one launch, as
+// the AWS provider v1.15.2 launches it (pkg/providers/launchtemplate/launchtemplate.go,
+// EnsureAll; instance/instance.go, launchInstance). A claim with a requirement on
+// karpenter.k8s.aws/placement-group-partition targets one partition, the template's
+// Placement.PartitionNumber: the lowest one the requirement allows with an available
+// candidate (else the lowest it allows), and its candidates are that partition's. A claim
+// without one leaves the partition to EC2: one candidate per instance type, zone, capacity type
+// and reservation (one of an available partition where there is one), placed in the group but
+// in no partition, so that its out-of-capacity marks are the group's; partition 0 is returned.
+// Candidates outside a partition group are returned as they are.
+func targetPartition(cands []cloudprovider.LaunchCandidate, reqs scheduling.Requirements) ([]cloudprovider.LaunchCandidate, int32) {
+	if !slices.ContainsFunc(cands, func(c cloudprovider.LaunchCandidate) bool { return c.Offering.PlacementPartition != 0 }) {
+		return cands, 0
+	}
+	if _, ok := reqs.Get(awsv1.LabelPlacementGroupPartition); ok {
+		var target int32
+		available := false
+		for _, c := range cands { // LaunchCandidates kept only the partitions reqs allow
+			p := c.Offering.PlacementPartition
+			switch {
+			case c.Offering.Available && (!available || p < target):
+				target, available = p, true
+			case !available && (target == 0 || p < target):
+				target = p
+			}
+		}
+		out := make([]cloudprovider.LaunchCandidate, 0, len(cands))
+		for _, c := range cands {
+			if c.Offering.PlacementPartition == target {
+				out = append(out, c)
+			}
+		}
+		return out, target
+	}
+	type pool struct {
+		typ, zone, capacityType, reservation string
+	}
+	at := map[pool]int{}
+	out := make([]cloudprovider.LaunchCandidate, 0, len(cands))
+	for _, c := range cands {
+		o := c.Offering
+		k := pool{c.InstanceType.Name, o.Zone, o.CapacityType, o.ReservationID}
+		o.PlacementPartition = 0
+		i, seen := at[k]
+		switch {
+		case !seen:
+			at[k] = len(out)
+			out = append(out, cloudprovider.LaunchCandidate{InstanceType: c.InstanceType, Offering: o})
+		case o.Available && !out[i].Offering.Available:
+			out[i].Offering = o
+		}
+	}
+	return out, 0
 }
 
 // placementLabels are the placement labels of a launched instance: the group's ID and, in a
@@ -196,15 +291,22 @@ func placementLabels(pl *ec2types.Placement) map[string]string {
 }
 
 // labelPlacement labels a claim launched into the group: karpenter.k8s.aws/placement-group-id
-// and, in a partition group, karpenter.k8s.aws/placement-group-partition with the partition EC2
-// put the instance in, read back from DescribeInstances. The AWS provider v1.15.2 labels the
-// claim with an empty partition at launch and holds its registration until the partition is
-// read (registrationhooks/placementgrouphook.go, Registered); this provider has no
-// registration hooks, so it reads the partition at once, and leaves the label off (logged)
-// when EC2 does not give it yet.
-func (p *Provider) labelPlacement(ctx context.Context, claim *karpv1.NodeClaim, pg *placementGroup) {
+// and, in a partition group, karpenter.k8s.aws/placement-group-partition: the partition the
+// launch targeted (partition, already the label of its offering), as the AWS provider v1.15.2
+// labels a claim the scheduler placed in a partition (pkg/cloudprovider/cloudprovider.go,
+// instanceToNodeClaim), else the partition EC2 put the instance in, read back from
+// DescribeInstances. For the latter the AWS provider v1.15.2 labels the claim with an empty
+// partition at launch and holds its registration until the partition is read
+// (registrationhooks/placementgrouphook.go, Registered); this provider has no registration
+// hooks, so it reads the partition at once, and leaves the label off (logged) when EC2 does not
+// give it yet.
+func (p *Provider) labelPlacement(ctx context.Context, claim *karpv1.NodeClaim, pg *placementGroup, partition int32) {
 	claim.Labels[awsv1.LabelPlacementGroupID] = pg.ID
 	if pg.Strategy != string(ec2types.PlacementStrategyPartition) {
+		return
+	}
+	if partition != 0 {
+		claim.Labels[awsv1.LabelPlacementGroupPartition] = cloudprovider.PartitionLabel(partition)
 		return
 	}
 	i, err := p.get(ctx, claim.Status.ProviderID)

@@ -1,6 +1,9 @@
 package aws
 
 import (
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -304,5 +307,164 @@ func TestSpreadPlacementGroupLimit(t *testing.T) {
 	}
 	if z := other.Labels[corev1.LabelTopologyZone]; z == "us-west-2a" {
 		t.Errorf("a claim allowing every zone launched in the full %s", z)
+	}
+}
+
+// typeNamed is the NodePool's instance type of the name, failing the test without it.
+func (f *fixture) typeNamed(np *karpv1.NodePool, name string) *cloudprovider.InstanceType {
+	f.t.Helper()
+	its, err := f.provider.GetInstanceTypes(f.ctx, np)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, it := range its {
+		if it.Name == name {
+			return it
+		}
+	}
+	f.t.Fatalf("nodepool %s offers no %s", np.Name, name)
+	return nil
+}
+
+// TestPartitionOfferings: a partition group's partitions are offerings, as the AWS provider
+// v1.15.2's PlacementGroupResolver expands each offering into one per partition 1 to the
+// group's PartitionCount (pkg/providers/instancetype/offering/placement_group_resolver.go,
+// ResolveOfferings; the count read from DescribePlacementGroups), each labelling its node
+// karpenter.k8s.aws/placement-group-partition; so requirements, affinity and topology spread
+// on that label find new nodes. Every offering of a group's NodeClass is scoped to the group;
+// a cluster group has no partitions, and a NodeClass without a group is untouched.
+func TestPartitionOfferings(t *testing.T) {
+	f := newFixture(t)
+	f.seedPlacementGroups()
+	_, plain := f.placedNodeClass("plain", nil)
+	_, cluster := f.placedNodeClass("cluster", &awsv1.PlacementGroupSelector{Name: strp("hpc")})
+	_, partition := f.placedNodeClass("partition", &awsv1.PlacementGroupSelector{ID: strp(pgPartition)})
+	base := f.typeNamed(plain, "m5.large")
+	for _, o := range base.Offerings {
+		if o.PlacementGroupID != "" || o.PlacementPartition != 0 {
+			t.Errorf("a NodeClass without a group has offering %s", o.ID("m5.large"))
+		}
+	}
+	for _, o := range f.typeNamed(cluster, "c5.large").Offerings {
+		if o.PlacementGroupID != pgCluster || o.PlacementPartition != 0 {
+			t.Errorf("a cluster group's offering %s", o.ID("c5.large"))
+		}
+	}
+	it := f.typeNamed(partition, "m5.large")
+	if len(it.Offerings) != 3*len(base.Offerings) {
+		t.Fatalf("%d offerings in the partition group, want 3 × %d", len(it.Offerings), len(base.Offerings))
+	}
+	for i, o := range it.Offerings {
+		want := base.Offerings[i/3]
+		want.PlacementGroupID, want.PlacementPartition = pgPartition, int32(i%3+1)
+		if o != want {
+			t.Errorf("offering %d = %+v, want %+v", i, o, want)
+		}
+		if got := it.NodeLabels(o)[awsv1.LabelPlacementGroupPartition]; got != strconv.Itoa(i%3+1) {
+			t.Errorf("offering %s labels its node partition %q", o.ID(it.Name), got)
+		}
+	}
+}
+
+// TestPartitionTargetedLaunch: a claim that requires partitions launches into the lowest of
+// them, as the AWS provider v1.15.2 (pkg/providers/launchtemplate/launchtemplate.go, EnsureAll:
+// the lowest partition of the claim's requirement; types.go, buildPlacement:
+// Placement.PartitionNumber): the launch template names it, the fake puts the instance there
+// (EC2's own pick would be partition 1, the emptiest) and the claim is labelled with it, as
+// upstream's instanceToNodeClaim labels the targeted partition
+// (pkg/cloudprovider/cloudprovider.go). A claim requiring a partition the group does not have
+// finds no offering.
+func TestPartitionTargetedLaunch(t *testing.T) {
+	f := newFixture(t)
+	f.seedPlacementGroups()
+	_, np := f.placedNodeClass("partition", &awsv1.PlacementGroupSelector{Name: strp("kafka")})
+	m5 := req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")
+	for _, tc := range []struct {
+		name string
+		reqs karpv1.NodeSelectorRequirementWithMinValues
+		want int
+	}{
+		{"in-2", req(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, "2"), 2},
+		{"in-3-2", req(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, "3", "2"), 2},
+		{"notin-1-2", req(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpNotIn, "1", "2"), 3},
+	} {
+		claim, err := f.provider.Create(f.ctx, claimFor(np, tc.name, nil, m5, tc.reqs))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		want := strconv.Itoa(tc.want)
+		if claim.Labels[awsv1.LabelPlacementGroupPartition] != want || claim.Labels[awsv1.LabelPlacementGroupID] != pgPartition {
+			t.Errorf("%s: labels %v, want partition %s of %s", tc.name, claim.Labels, want, pgPartition)
+		}
+		id, _ := instanceIDOf(claim.Status.ProviderID)
+		inst, _ := f.aws.Instance(id)
+		if inst.PlacementGroupID != pgPartition || inst.PartitionNumber != tc.want {
+			t.Errorf("%s: instance in %q partition %d, want %d", tc.name, inst.PlacementGroupID, inst.PartitionNumber, tc.want)
+		}
+		if lt := templateNamed(t, f.aws, inst.LaunchTemplateName); lt.PlacementGroupID != pgPartition || lt.PartitionNumber != tc.want {
+			t.Errorf("%s: launch template placement %q %d, want partition %d", tc.name, lt.PlacementGroupID, lt.PartitionNumber, tc.want)
+		}
+		if got, err := f.provider.Get(f.ctx, claim.Status.ProviderID); err != nil || got.Labels[awsv1.LabelPlacementGroupPartition] != want {
+			t.Errorf("%s: Get labels %v (%v), want partition %s", tc.name, got.Labels, err, want)
+		}
+	}
+	_, err := f.provider.Create(f.ctx, claimFor(np, "in-4", nil, m5, req(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, "4")))
+	if err == nil || !cloudprovider.IsTerminalCreateError(err) {
+		t.Errorf("a claim requiring partition 4 of 3: %v, want no compatible offering", err)
+	}
+}
+
+// TestPartitionOutOfCapacity: a targeted partition that runs out of capacity is marked
+// unavailable for that partition of the group only, as the AWS provider v1.15.2 scopes the mark
+// (pkg/providers/instance/instance.go, launchInstance: awscache.WithPlacementGroup and
+// WithPlacementGroupPartition): the group's other partitions, and the NodeClass without the
+// group, keep the offering; a claim allowing partitions 1 and 2 then targets 2. A claim
+// targeting no partition is marked for the whole group.
+func TestPartitionOutOfCapacity(t *testing.T) {
+	f := newFixture(t)
+	f.seedPlacementGroups()
+	_, plain := f.placedNodeClass("plain", nil)
+	_, np := f.placedNodeClass("partition", &awsv1.PlacementGroupSelector{Name: strp("kafka")})
+	m5 := req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large")
+	zoneA := req(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-west-2a")
+	f.aws.SetPartitionInsufficientCapacity(pgPartition, 1, true)
+	_, err := f.provider.Create(f.ctx, claimFor(np, "in-1", nil, m5, zoneA, req(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, "1")))
+	if !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Fatalf("partition 1 out of capacity: %v", err)
+	}
+	id := func(partition int32) cloudprovider.OfferingID {
+		return cloudprovider.OfferingID{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: karpv1.CapacityTypeOnDemand, PlacementGroupID: pgPartition, PlacementPartition: partition}
+	}
+	if got := cloudprovider.InsufficientCapacityOfferings(err); !slices.Contains(got, id(1)) {
+		t.Errorf("offerings out of capacity %v, want %s", got, id(1))
+	}
+	available := map[int32]bool{}
+	for _, o := range f.typeNamed(np, "m5.large").Offerings {
+		if o.Zone == "us-west-2a" && o.CapacityType == karpv1.CapacityTypeOnDemand {
+			available[o.PlacementPartition] = o.Available
+		}
+	}
+	if !reflect.DeepEqual(available, map[int32]bool{1: false, 2: true, 3: true}) {
+		t.Errorf("m5.large in us-west-2a, on-demand, by partition: available %v, want only 1 out", available)
+	}
+	for _, o := range f.typeNamed(plain, "m5.large").Offerings {
+		if o.Zone == "us-west-2a" && o.CapacityType == karpv1.CapacityTypeOnDemand && !o.Available {
+			t.Errorf("the NodeClass without the group lost %s", o.ID("m5.large"))
+		}
+	}
+	claim, err := f.provider.Create(f.ctx, claimFor(np, "in-1-2", nil, m5, zoneA, req(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, "1", "2")))
+	if err != nil || claim.Labels[awsv1.LabelPlacementGroupPartition] != "2" {
+		t.Fatalf("a claim allowing partitions 1 and 2: %v, want partition 2", err)
+	}
+
+	// Every partition out: a claim that targets none fails for the group as a whole.
+	f.aws.SetPartitionInsufficientCapacity(pgPartition, 2, true)
+	f.aws.SetPartitionInsufficientCapacity(pgPartition, 3, true)
+	_, err = f.provider.Create(f.ctx, claimFor(np, "anywhere", nil, m5, zoneA))
+	if got := cloudprovider.InsufficientCapacityOfferings(err); !slices.Contains(got, id(0)) {
+		t.Errorf("untargeted launch out of capacity: %v, want %s", err, id(0))
+	}
+	if !f.provider.Unavailable().IsUnavailable(id(3)) || f.provider.Unavailable().IsUnavailable(cloudprovider.OfferingID{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: karpv1.CapacityTypeOnDemand}) {
+		t.Errorf("a mark of the group must reach its partitions and not the offering outside it")
 	}
 }

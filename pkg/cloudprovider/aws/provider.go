@@ -212,6 +212,9 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 			fmt.Errorf("no instance type in the subnets' zones of ec2nodeclass %s meets requirements %s and requests", nc.Name, reqs),
 			ReasonNoCompatibleInstanceTypes, "no compatible instance type")
 	}
+	// In a partition placement group: one partition, the one the claim's requirements target,
+	// or none, for EC2 to pick.
+	cands, partition := targetPartition(cands, reqs)
 	var unavailable []cloudprovider.OfferingID
 	byCapacityType := map[string][]cloudprovider.LaunchCandidate{}
 	for _, c := range cands {
@@ -231,7 +234,7 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 		if len(cs) == 0 {
 			continue
 		}
-		launched, ice, err := p.launch(ctx, claim, nc, nodePool, fixed, ct, cs)
+		launched, ice, err := p.launch(ctx, claim, nc, nodePool, fixed, ct, partition, cs)
 		if err != nil {
 			return nil, err
 		}
@@ -250,9 +253,11 @@ func (p *Provider) Create(ctx context.Context, claim *karpv1.NodeClaim) (*karpv1
 // launch creates one instant fleet of the capacity type from the candidates. It returns the
 // launched claim, or the offerings that ran out of capacity when none launched, or an error.
 // Reserved candidates (one reservation per instance type and zone, of one kind:
-// reservedCandidates) get a launch template each per reservation, targeting it.
+// reservedCandidates) get a launch template each per reservation, targeting it. A partition
+// other than 0 is the partition of the NodeClass's partition placement group the templates
+// launch into (targetPartition).
 func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv1.EC2NodeClass, nodePool string, fixed map[string]string,
-	capacityType string, cands []cloudprovider.LaunchCandidate) (*karpv1.NodeClaim, []cloudprovider.OfferingID, error) {
+	capacityType string, partition int32, cands []cloudprovider.LaunchCandidate) (*karpv1.NodeClaim, []cloudprovider.OfferingID, error) {
 	// The cheapest types, every zone of each.
 	fleetTypes := map[string]bool{}
 	for _, c := range cands {
@@ -270,11 +275,11 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		tenancy: fixed[awsv1.LabelInstanceTenancy]}
 	// The placement group the NodeClass resolved to, as last found (launchtemplate.go and
 	// instance.go of the AWS provider v1.15.2 read it the same way, ignoring a failed lookup
-	// that keeps the last group found): the template places the instance in it, and EC2 picks
-	// a partition group's partition.
+	// that keeps the last group found): the template places the instance in it, and in the
+	// partition the claim targets, if any; EC2 picks the partition of a claim that does not.
 	pg, _ := p.placementGroup(ctx, nc)
 	if pg != nil {
-		params.placementGroupID = pg.ID
+		params.placementGroupID, params.partition = pg.ID, partition
 	}
 	family := cloudprovider.OptionsFromNodeClass(nc).AMIFamily
 	if family == "" {
@@ -432,7 +437,7 @@ func (p *Provider) launch(ctx context.Context, claim *karpv1.NodeClaim, nc *awsv
 		}
 		launched := launchedClaim(claim, nc, fixed, c, inst.InstanceIds[0])
 		if pg != nil {
-			p.labelPlacement(ctx, launched, pg)
+			p.labelPlacement(ctx, launched, pg, partition)
 		}
 		return launched, nil, nil
 	}

@@ -104,8 +104,9 @@ func (ps *poolState) candidatesFor(reqs scheduling.Requirements) []*candidate {
 
 // labelsCompatible checks an instance type's labels against requirements. Labels the type
 // lacks must be allowed to be absent, unless they are not instance-type facts (NodePool labels,
-// zone, capacity type), which are checked elsewhere, or are chosen at launch (the tenancy),
-// which must allow one of their values.
+// and the offering keys: zone, capacity type, reservation, placement group partition), which
+// are checked elsewhere, or are chosen at launch (the tenancy), which must allow one of their
+// values.
 func labelsCompatible(it *cloudprovider.InstanceType, reqs scheduling.Requirements) bool {
 	for _, r := range reqs.All() {
 		if v, ok := it.Labels[r.Key]; ok {

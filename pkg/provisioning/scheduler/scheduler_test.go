@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -784,5 +785,73 @@ func TestDomainPinnedWhereThePodFits(t *testing.T) {
 	}
 	if len(r.NewClaims) != 1 || claimTypes(r.NewClaims[0])[0] != "big" {
 		t.Errorf("want the 3-cpu pods on one big node in %s, got %d claims", zone2, len(r.NewClaims))
+	}
+}
+
+// partitionTypes are instance types as a NodeClass with a three-partition placement group
+// offers them: each offering in zone 1, on-demand, once per partition (1 to 3), as the AWS
+// provider v1.15.2's PlacementGroupResolver expands them.
+func partitionTypes() []*cloudprovider.InstanceType {
+	var out []*cloudprovider.InstanceType
+	for _, t := range []struct {
+		name  string
+		cpu   int64
+		price float64
+	}{{"small", 2, 0.10}, {"medium", 4, 0.20}, {"large", 8, 0.40}} {
+		var ofs []cloudprovider.Offering
+		for p := int32(1); p <= 3; p++ {
+			ofs = append(ofs, cloudprovider.Offering{Zone: zone1, CapacityType: karpv1.CapacityTypeOnDemand, Price: t.price, Available: true,
+				PlacementGroupID: "pg-0b0000000000000b1", PlacementPartition: p})
+		}
+		out = append(out, builders.InstanceType(builders.InstanceTypeOptions{Name: t.name, CPU: t.cpu, MemoryGiB: 2 * t.cpu, PricePerHour: t.price, Offerings: ofs}))
+	}
+	return out
+}
+
+// claimPartition is the partition a claim's requirements pin, failing the test when they pin
+// none.
+func claimPartition(t *testing.T, c *Claim) string {
+	t.Helper()
+	r, ok := c.Requirements.Get(awsv1.LabelPlacementGroupPartition)
+	if !ok || len(r.Values()) != 1 {
+		t.Fatalf("claim's partition not pinned: %s", c.Requirements)
+	}
+	return r.Values()[0]
+}
+
+// TestPartitionSpreadAndAffinity: the partitions of a partition placement group are offerings,
+// so topology spread over karpenter.k8s.aws/placement-group-partition sees the domains 1 to 3
+// (maxSkew 1, DoNotSchedule: three pods, three claims in three partitions) and node affinity
+// on a partition pins the claim to it. Before partitions were offerings no instance type had
+// the label and these pods stayed pending.
+func TestPartitionSpreadAndAffinity(t *testing.T) {
+	pool := &NodePool{Name: "kafka", Requirements: scheduling.NewRequirements(req(karpv1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, karpv1.CapacityTypeOnDemand)),
+		InstanceTypes: partitionTypes()}
+	app := map[string]string{"app": "broker"}
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: awsv1.LabelPlacementGroupPartition, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}
+	r := Solve(Input{Pods: builders.Pods(3, builders.PodOptions{Name: "broker", CPU: "1", Labels: app, Spread: spread}), NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	perPartition := map[string]int{}
+	for _, c := range r.NewClaims {
+		perPartition[claimPartition(t, c)] += len(c.Pods)
+	}
+	if !reflect.DeepEqual(perPartition, map[string]int{"1": 1, "2": 1, "3": 1}) {
+		t.Errorf("pods per partition %v, want one in each of 1, 2 and 3", perPartition)
+	}
+
+	pinned := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: awsv1.LabelPlacementGroupPartition, Operator: corev1.NodeSelectorOpIn, Values: []string{"3"}}}}}}}}
+	r = Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{Name: "zookeeper", CPU: "1", Affinity: pinned})}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 1 || claimPartition(t, r.NewClaims[0]) != "3" {
+		t.Errorf("claims %d, want one pinned to partition 3", len(r.NewClaims))
+	}
+
+	// A NodePool without a placement group offers no partition: the pinned pod stays pending.
+	r = Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{Name: "zookeeper", CPU: "1", Affinity: pinned})}, NodePools: []*NodePool{onDemandPool("plain")}})
+	if len(r.PodErrors) != 1 || len(r.NewClaims) != 0 {
+		t.Errorf("a plain NodePool took a pod pinned to partition 3: %d claims, %d errors", len(r.NewClaims), len(r.PodErrors))
 	}
 }

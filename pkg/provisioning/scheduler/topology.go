@@ -400,8 +400,9 @@ func (t *topology) addCreatableDomains(pools []*poolState) {
 }
 
 // creatableValues lists the values of key a new node of the NodePool could have under reqs:
-// from the compatible instance types' labels and the zones and capacity types of their
-// available offerings, or the requirement's own values for other keys.
+// from the compatible instance types' labels and the zones, zone IDs, capacity types and
+// placement group partitions of their available offerings, or the requirement's own values for
+// other keys.
 func creatableValues(ps *poolState, reqs scheduling.Requirements, key string) []string {
 	return domainValues(ps, reqs, key, nil)
 }
@@ -435,7 +436,7 @@ func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holdi
 			continue
 		}
 		switch key {
-		case corev1.LabelTopologyZone, awsv1.LabelTopologyZoneID, karpv1.CapacityTypeLabelKey:
+		case corev1.LabelTopologyZone, awsv1.LabelTopologyZoneID, karpv1.CapacityTypeLabelKey, awsv1.LabelPlacementGroupPartition:
 			for _, o := range c.it.Offerings {
 				if !o.Available || !offerings.Allows(o) {
 					continue
@@ -445,6 +446,10 @@ func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holdi
 					seen[o.Zone] = true
 				case karpv1.CapacityTypeLabelKey:
 					seen[o.CapacityType] = true
+				case awsv1.LabelPlacementGroupPartition:
+					if o.PlacementPartition != 0 {
+						seen[cloudprovider.PartitionLabel(o.PlacementPartition)] = true
+					}
 				default:
 					if o.ZoneID != "" {
 						seen[o.ZoneID] = true

@@ -547,3 +547,60 @@ func TestLaunchTemplateNitroEnclaves(t *testing.T) {
 		t.Fatalf("enclaves on a type with them: %v %+v", err, out)
 	}
 }
+
+// TestPartitionPlacement: a launch template's Placement.PartitionNumber puts the instance in
+// that partition of a partition placement group (DescribeInstances reports it); a number beyond
+// the group's partition count is refused with InvalidParameterValue; a partition out of
+// capacity fails a launch targeting it with InsufficientInstanceCapacity, and a launch
+// targeting none goes to another partition.
+func TestPartitionPlacement(t *testing.T) {
+	f := newFake(t, fake.Options{})
+	c := ec2.NewFromConfig(f.Config())
+	const pg = "pg-0b0000000000000b1"
+	f.AddPlacementGroup(fake.PlacementGroup{ID: pg, Name: "kafka", Strategy: fake.StrategyPartition, PartitionCount: 3})
+	template := func(name string, partition int32) {
+		t.Helper()
+		pl := &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(pg)}
+		if partition != 0 {
+			pl.PartitionNumber = aws.Int32(partition)
+		}
+		if _, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-00000000000000001"), Placement: pl}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	template("lt-p2", 2)
+	template("lt-p4", 4)
+	template("lt-any", 0)
+	launch := func(lt string) (*ec2.CreateFleetOutput, fake.Instance) {
+		t.Helper()
+		in := fleetInput(lt, ec2types.DefaultTargetCapacityTypeOnDemand, override("m5.large", "subnet-00000000000000001"))
+		in.TagSpecifications = nil
+		out, err := c.CreateFleet(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Instances) == 0 {
+			return out, fake.Instance{}
+		}
+		inst, _ := f.Instance(out.Instances[0].InstanceIds[0])
+		return out, inst
+	}
+	if _, inst := launch("lt-p2"); inst.PlacementGroupID != pg || inst.PartitionNumber != 2 {
+		t.Errorf("targeting partition 2: instance in %q partition %d", inst.PlacementGroupID, inst.PartitionNumber)
+	} else if desc, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{inst.ID}}); err != nil ||
+		aws.ToInt32(desc.Reservations[0].Instances[0].Placement.PartitionNumber) != 2 {
+		t.Errorf("DescribeInstances: %v", err)
+	}
+	if out, _ := launch("lt-p4"); len(out.Instances) != 0 || len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InvalidParameterValue" {
+		t.Errorf("partition 4 of 3: %+v", out.Errors)
+	}
+	f.SetPartitionInsufficientCapacity(pg, 2, true)
+	if out, _ := launch("lt-p2"); len(out.Instances) != 0 || len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InsufficientInstanceCapacity" {
+		t.Errorf("partition 2 out of capacity: %+v", out.Errors)
+	}
+	f.SetPartitionInsufficientCapacity(pg, 1, true)
+	if _, inst := launch("lt-any"); inst.PartitionNumber != 3 {
+		t.Errorf("EC2's pick with 1 and 2 out of capacity: partition %d, want 3", inst.PartitionNumber)
+	}
+}

@@ -41,7 +41,15 @@ type PlacementGroup struct {
 	State string
 	// Tags are the group's tags.
 	Tags map[string]string
+
+	// fullPartitions are a partition group's partitions out of capacity
+	// (SetPartitionInsufficientCapacity).
+	fullPartitions map[int]bool
 }
+
+// partitionICEMessage is the fake's message for a launch into a partition out of capacity;
+// EC2 answers it with InsufficientInstanceCapacity (its exact message is not modelled).
+const partitionICEMessage = "We currently do not have sufficient capacity in partition %d of placement group '%s'."
 
 // AddPlacementGroup seeds a placement group for DescribePlacementGroups and for launch
 // templates to launch into.
@@ -68,6 +76,27 @@ func (a *AWS) SetPlacementGroupState(id, state string) {
 	defer a.mu.Unlock()
 	if g := a.placementGroupLocked(id, ""); g != nil {
 		g.State = state
+	}
+}
+
+// SetPartitionInsufficientCapacity marks (out = true) or clears a partition of a partition
+// placement group as out of capacity: a launch whose template targets it
+// (Placement.PartitionNumber) fails with InsufficientInstanceCapacity, and a launch that
+// targets none goes to the group's other partitions (failing the same way when all are out).
+func (a *AWS) SetPartitionInsufficientCapacity(groupID string, partition int, out bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g := a.placementGroupLocked(groupID, "")
+	if g == nil {
+		return
+	}
+	if g.fullPartitions == nil {
+		g.fullPartitions = map[int]bool{}
+	}
+	if out {
+		g.fullPartitions[partition] = true
+	} else {
+		delete(g.fullPartitions, partition)
 	}
 }
 
@@ -195,8 +224,11 @@ func (a *AWS) describePlacementGroups(q *queryCall) (any, error) {
 //   - a cluster group's instances stay in one Availability Zone: once it holds a running
 //     instance, a launch into another zone fails (the fake's InvalidParameterValue; EC2's exact
 //     code for this is not modelled);
-//   - a partition group takes PartitionNumber 1 to its PartitionCount; without one EC2 picks
-//     the partition, here the one with the fewest running instances (the lowest on a tie);
+//   - a partition group takes PartitionNumber 1 to its PartitionCount (a number beyond it is
+//     refused with InvalidParameterValue); without one EC2 picks the partition, here the one
+//     with the fewest running instances (the lowest on a tie); a partition out of capacity
+//     (SetPartitionInsufficientCapacity) fails a launch targeting it with
+//     InsufficientInstanceCapacity and is not picked;
 //   - a rack spread group holds seven running instances per zone; the next one fails with
 //     InsufficientInstanceCapacity and EC2's spread limit message.
 //
@@ -254,13 +286,19 @@ func (a *AWS) placementLocked(lt *LaunchTemplate, instanceType, zone string) (*P
 				return nil, 0, &FleetError{Code: "InvalidParameterValue",
 					Message: fmt.Sprintf("Partition number %d is invalid for placement group '%s', which has %d partitions.", lt.PartitionNumber, g.Name, g.PartitionCount)}
 			}
+			if g.fullPartitions[lt.PartitionNumber] {
+				return nil, 0, &FleetError{Code: "InsufficientInstanceCapacity", Message: fmt.Sprintf(partitionICEMessage, lt.PartitionNumber, g.Name)}
+			}
 			return g, lt.PartitionNumber, nil
 		}
-		best := 1
-		for p := 2; p <= g.PartitionCount; p++ {
-			if perPartition[p] < perPartition[best] {
+		best := 0
+		for p := 1; p <= g.PartitionCount; p++ {
+			if !g.fullPartitions[p] && (best == 0 || perPartition[p] < perPartition[best]) {
 				best = p
 			}
+		}
+		if best == 0 {
+			return nil, 0, &FleetError{Code: "InsufficientInstanceCapacity", Message: fmt.Sprintf("We currently do not have sufficient capacity in any partition of placement group '%s'.", g.Name)}
 		}
 		return g, best, nil
 	}
