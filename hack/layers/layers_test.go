@@ -30,7 +30,7 @@ var layers = []struct {
 }{
 	{"inert: API types and leaf helpers", []string{
 		"pkg/apis/...", "pkg/yamlpath", "pkg/events", "pkg/featuregate", "pkg/requeue",
-		"pkg/cloudprovider/kubeletcel", "pkg/provisioning/lowerbound", "config/crd",
+		"pkg/cloudprovider/kubeletcel", "pkg/scheduler/lowerbound", "config/crd",
 	}},
 	{"models: requirements, metrics' names, the EC2 catalog, offline validation", []string{
 		"pkg/scheduling", "pkg/metrics", "pkg/cloudprovider/catalog", "pkg/validation",
@@ -38,7 +38,7 @@ var layers = []struct {
 	}},
 	{"the cloud model", []string{"pkg/cloudprovider"}},
 	{"pure decisions and the clouds", []string{
-		"pkg/provisioning/scheduler", "pkg/packing", "pkg/health",
+		"pkg/scheduler", "pkg/packing", "pkg/health",
 		"pkg/cloudprovider/aws", "pkg/cloudprovider/sim",
 	}},
 	{"the cluster state", []string{"pkg/state"}},
@@ -141,7 +141,8 @@ func TestLayerOf(t *testing.T) {
 		"pkg/cloudprovider":          2,
 		"pkg/cloudprovider/aws":      3,
 		"pkg/cloudprovider/aws/fake": 1,
-		"pkg/provisioning/scheduler": 3,
+		"pkg/scheduler":              3,
+		"pkg/scheduler/lowerbound":   0,
 		"pkg/provisioning":           5,
 		"pkg/simulate/memory":        6,
 		"pkg/apis/karpenter/v1":      0,

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
-	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
+	"github.com/openkarpenter/karpenter/pkg/scheduler"
 )
 
 func TestReplicas(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
+	"github.com/openkarpenter/karpenter/pkg/scheduler"
 )
 
 // Karpenter's time limits on the consolidation searches of a pass, read on Input.Clock.

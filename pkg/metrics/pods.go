@@ -21,15 +21,6 @@ const (
 	LabelReady = "ready"
 )
 
-// Values of LabelZone for karpenter_scheduler_pending_pods_by_effective_zone_count besides a
-// zone's name.
-const (
-	// EffectiveZoneFlexible: the pod may still go to more than one zone.
-	EffectiveZoneFlexible = "flexible"
-	// EffectiveZoneNone: no zone satisfies every zonal constraint of the pod.
-	EffectiveZoneNone = "none"
-)
-
 // The pod metrics. Their per-pod gauges are set by the pod metrics controller
 // (pkg/clustermetrics), refreshed while the pod waits; the provisioning ones measure from the
 // moment a provisioning pass first placed the pod, as Karpenter's.
@@ -104,8 +95,8 @@ var (
 		Help: "The number of pods the last scheduling run could not place, by controller.",
 	}, []string{LabelController})
 	// SchedulerPendingPodsByEffectiveZoneCount is, after each scheduling run, its pending pods
-	// by effective zone: the zone their zonal constraints leave, EffectiveZoneFlexible or
-	// EffectiveZoneNone.
+	// by effective zone: the zone their zonal constraints leave, or the scheduler's
+	// EffectiveZoneFlexible or EffectiveZoneNone.
 	SchedulerPendingPodsByEffectiveZoneCount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: subsystemScheduler, Name: "pending_pods_by_effective_zone_count",
 		Help: "Pending pods of the last scheduling run by effective zone: the intersection of the pod's required zones, its volumes' zones and the zones its topology constraints allow. Values: a zone name, 'flexible' (several zones), or 'none' (no zone).",
@@ -207,7 +198,7 @@ func SetIgnoredPods(n int) { SchedulerIgnoredPodsCount.Set(float64(n)) }
 
 // SetSchedulingOutcome records, for the last scheduling run of the controller, how many pods it
 // could place nowhere and how many of its pending pods each effective zone had (the zone, or
-// EffectiveZoneFlexible or EffectiveZoneNone); zones not given are dropped.
+// the scheduler's EffectiveZoneFlexible or EffectiveZoneNone); zones not given are dropped.
 func SetSchedulingOutcome(controller string, unschedulable int, pendingByZone map[string]int) {
 	SchedulerUnschedulablePodsCount.WithLabelValues(controller).Set(float64(unschedulable))
 	SchedulerPendingPodsByEffectiveZoneCount.DeletePartialMatch(prometheus.Labels{LabelController: controller})

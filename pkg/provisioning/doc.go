@@ -1,7 +1,7 @@
 // Package provisioning turns pods that cannot be scheduled into NodeClaims. A pod controller
 // notices unschedulable pods and triggers the Batcher, which waits for a quiet moment (1s idle,
 // at most 10s) so one decision covers a burst of pods. The Provisioner then takes a snapshot of
-// the cluster (pkg/state), asks the scheduler (pkg/provisioning/scheduler) where each pod goes
+// the cluster (pkg/state), asks the scheduler (pkg/scheduler) where each pod goes
 // and what to launch, creates the NodeClaims, nominates the pods to the capacity they will land
 // on (so the next batch does not launch for them again), and writes an Event on every pod it
 // could not place, with the reason per NodePool.

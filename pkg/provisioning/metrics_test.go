@@ -13,6 +13,7 @@ import (
 
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
+	"github.com/openkarpenter/karpenter/pkg/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/metricstest"
 )
@@ -56,8 +57,8 @@ func TestProvisionReportsSchedulerMetrics(t *testing.T) {
 		t.Errorf("unschedulable pods %v, want 1 (s390x)", got)
 	}
 	for zone, want := range map[string]float64{
-		metrics.EffectiveZoneFlexible: 5, // web, s390x, zonal (its class allows us-east-1a and -c)
-		"us-east-1b":                  1, // pinned by its bound volume
+		scheduler.EffectiveZoneFlexible: 5, // web, s390x, zonal (its class allows us-east-1a and -c)
+		"us-east-1b":                    1, // pinned by its bound volume
 	} {
 		if got := testutil.ToFloat64(metrics.SchedulerPendingPodsByEffectiveZoneCount.WithLabelValues(metrics.ControllerProvisioner, zone)); got != want {
 			t.Errorf("pending pods in effective zone %s: %v, want %v", zone, got, want)
@@ -89,7 +90,7 @@ func TestProvisionReportsSchedulerMetrics(t *testing.T) {
 	if len(again) != 1 || len(depth) != 1 || metricstest.Label(again[0], metrics.LabelSchedulingID) == metricstest.Label(depth[0], metrics.LabelSchedulingID) {
 		t.Errorf("queue depth series %v after a second run, want one with a new scheduling id", again)
 	}
-	if got := testutil.ToFloat64(metrics.SchedulerPendingPodsByEffectiveZoneCount.WithLabelValues(metrics.ControllerProvisioner, metrics.EffectiveZoneFlexible)); got != 1 {
+	if got := testutil.ToFloat64(metrics.SchedulerPendingPodsByEffectiveZoneCount.WithLabelValues(metrics.ControllerProvisioner, scheduler.EffectiveZoneFlexible)); got != 1 {
 		t.Errorf("pending pods in no particular zone after the second pass: %v, want 1 (s390x; the others are nominated)", got)
 	}
 }

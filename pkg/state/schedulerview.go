@@ -11,7 +11,7 @@ import (
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
+	"github.com/openkarpenter/karpenter/pkg/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 

@@ -18,7 +18,7 @@
 // StorageClass does not exist is marked Unschedulable with the kube-scheduler's message
 // (persistentvolumeclaim "data" not found).
 //
-// It reuses the project's scheduler (pkg/provisioning/scheduler) restricted to existing nodes,
+// It reuses the project's scheduler (pkg/scheduler) restricted to existing nodes,
 // so it judges fit with the same rules Karpenter provisions by. As the kube-scheduler keeps a
 // pod that fit nowhere among its unschedulable pods until a cluster event could change that, a
 // pod without volumes, pod (anti-)affinity or topology spread that fit no node is not tried
@@ -43,7 +43,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openkarpenter/karpenter/pkg/provisioning/scheduler"
+	"github.com/openkarpenter/karpenter/pkg/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	"github.com/openkarpenter/karpenter/pkg/provisioning/lowerbound"
+	"github.com/openkarpenter/karpenter/pkg/scheduler/lowerbound"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 

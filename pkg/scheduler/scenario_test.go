@@ -196,7 +196,7 @@ func podNames(pods []*corev1.Pod) string {
 }
 
 // TestScenarios runs every testdata/scenarios/*.yaml and compares the decisions with the
-// .golden file beside it. Regenerate with: go test ./pkg/provisioning/scheduler -run TestScenarios -update
+// .golden file beside it. Regenerate with: go test ./pkg/scheduler -run TestScenarios -update
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob("testdata/scenarios/*.yaml")
 	if err != nil || len(files) == 0 {

@@ -52,7 +52,7 @@
 //     its limits, if any, still allow the node's type), the claim is the next node of the plan
 //     that holds a pod of its size
 //     (lpplan.go): the LP relaxation of packing the NodePool's pending pods
-//     (pkg/provisioning/lowerbound), its load patterns rounded down to whole nodes; the claim
+//     (pkg/scheduler/lowerbound), its load patterns rounded down to whole nodes; the claim
 //     targets the pattern's type and is promised the pattern's other pods. Otherwise, or when
 //     no plan node is left after a few replans, its target instance type is the one that would
 //     hold the pending pods most cheaply per unit of value (a greedy look-ahead over the

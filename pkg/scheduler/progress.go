@@ -7,16 +7,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
-// Values of Results.PendingByEffectiveZone besides a zone's name: the metric's label values.
+// Values of Results.PendingByEffectiveZone besides a zone's name, and so of the zone label of
+// karpenter_scheduler_pending_pods_by_effective_zone_count.
 const (
 	// EffectiveZoneFlexible: the pod may still go to more than one zone.
-	EffectiveZoneFlexible = metrics.EffectiveZoneFlexible
+	EffectiveZoneFlexible = "flexible"
 	// EffectiveZoneNone: no zone satisfies every zonal constraint of the pod.
-	EffectiveZoneNone = metrics.EffectiveZoneNone
+	EffectiveZoneNone = "none"
 )
 
 // Progress tells how far a run has got while it runs; it is safe to read from another

@@ -3,7 +3,7 @@ package lowerbound_test
 import (
 	"fmt"
 
-	"github.com/openkarpenter/karpenter/pkg/provisioning/lowerbound"
+	"github.com/openkarpenter/karpenter/pkg/scheduler/lowerbound"
 )
 
 // A CPU-heavy and a memory-heavy shape are cheapest together on a balanced
