@@ -45,6 +45,14 @@ type InstanceType struct {
 	allocatableResources Resources
 }
 
+// WithOfferings returns a copy of the instance type with other offerings and everything else
+// (labels, capacity, overhead, the overlay marks) kept. Every change of offerings goes through
+// it, so a field added to InstanceType is carried by all of them.
+func (it *InstanceType) WithOfferings(offerings Offerings) *InstanceType {
+	return &InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: offerings,
+		PriceOverlaid: it.PriceOverlaid, CapacityOverlaid: it.CapacityOverlaid}
+}
+
 // InstanceTypeOverhead is what the kubelet holds back from a node's capacity.
 type InstanceTypeOverhead struct {
 	// KubeReserved is reserved for Kubernetes daemons (kubelet, container runtime).

@@ -123,8 +123,7 @@ func (u *UnavailableOfferings) Apply(types []*InstanceType) []*InstanceType {
 				continue
 			}
 			if out[i] == it {
-				copied := &InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: append(Offerings(nil), it.Offerings...)}
-				out[i] = copied
+				out[i] = it.WithOfferings(append(Offerings(nil), it.Offerings...))
 			}
 			out[i].Offerings[j].Available = false
 		}

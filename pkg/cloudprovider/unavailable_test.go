@@ -13,11 +13,14 @@ func TestUnavailableOfferings(t *testing.T) {
 	it := &InstanceType{Name: "m5.large", Offerings: Offerings{
 		{Zone: "a", CapacityType: "spot", Price: 1, Available: true},
 		{Zone: "b", CapacityType: "spot", Price: 1, Available: true},
-	}}
+	}, PriceOverlaid: true, CapacityOverlaid: true}
 	u.MarkUnavailable(OfferingID{InstanceType: "m5.large", Zone: "a", CapacityType: "spot"})
 	got := u.Apply([]*InstanceType{it})[0]
 	if got == it || got.Offerings[0].Available || !got.Offerings[1].Available {
 		t.Fatalf("offerings = %+v", got.Offerings)
+	}
+	if !got.PriceOverlaid || !got.CapacityOverlaid {
+		t.Fatal("Apply dropped the NodeOverlay marks: a NodeClaim would launch by list prices")
 	}
 	if !it.Offerings[0].Available {
 		t.Fatal("Apply changed the shared instance type")

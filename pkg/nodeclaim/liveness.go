@@ -25,7 +25,9 @@ func (c *LifecycleController) liveness(ctx context.Context, claim *karpv1.NodeCl
 	if !isTrue(claim, karpv1.ConditionTypeLaunched) {
 		what, ttl, reason = "launched", LaunchTimeout, metrics.ReasonLaunchTimeout
 	}
-	if age := c.clock.Since(claim.CreationTimestamp.Time); age < ttl {
+	// The API server stamps creation in whole seconds on its own clock, which may run ahead of
+	// ours: a claim that seems created in the future is taken as created now.
+	if age := max(c.clock.Since(claim.CreationTimestamp.Time), 0); age < ttl {
 		res.requeue(ttl - age)
 		return nil
 	}

@@ -82,6 +82,11 @@ func TestConformance(t *testing.T) {
 		if *seedFlag != 0 || *caseFile != "" {
 			t.Logf("ours: %s", describe(r.Ours))
 			t.Logf("karpenter: %s", describe(r.Karpenter))
+			for name, vs := range r.Excused {
+				for _, v := range vs {
+					t.Logf("excused by %s: %s", name, v)
+				}
+			}
 			if *seedFlag != 0 {
 				// The case as generated, to read or to edit and run again with -case.
 				path := filepath.Join(os.TempDir(), fmt.Sprintf("conformance-%d-case.yaml", seed))

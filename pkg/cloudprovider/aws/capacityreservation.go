@@ -298,8 +298,7 @@ func (p *Provider) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudpro
 			return cmp.Or(cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.CapacityType, b.CapacityType), cmp.Compare(a.ReservationID, b.ReservationID),
 				cmp.Compare(a.PlacementPartition, b.PlacementPartition))
 		})
-		out[i] = &cloudprovider.InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: offerings,
-			PriceOverlaid: it.PriceOverlaid, CapacityOverlaid: it.CapacityOverlaid}
+		out[i] = it.WithOfferings(offerings)
 	}
 	return out
 }

@@ -75,13 +75,7 @@ func (c *Cloud) withAvailability(set *typeSet, version uint64, unavailable avail
 				o.Available = o.Available && !unavailable.has(o.ID(it.Name))
 				offerings[j] = o
 			}
-			out[i] = &cloudprovider.InstanceType{
-				Name:      it.Name,
-				Labels:    it.Labels,
-				Capacity:  it.Capacity,
-				Overhead:  it.Overhead,
-				Offerings: offerings,
-			}
+			out[i] = it.WithOfferings(offerings)
 		}
 	}
 	set.overlay, set.overlayVersion, set.hasOverlay = out, version, true

@@ -187,8 +187,7 @@ func (c *Cloud) withReservedOfferings(nc *awsv1.EC2NodeClass, its []*cloudprovid
 		slices.SortStableFunc(offerings, func(a, b cloudprovider.Offering) int {
 			return cmp.Or(cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.CapacityType, b.CapacityType), cmp.Compare(a.ReservationID, b.ReservationID))
 		})
-		copied := &cloudprovider.InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: offerings,
-			PriceOverlaid: it.PriceOverlaid, CapacityOverlaid: it.CapacityOverlaid}
+		copied := it.WithOfferings(offerings)
 		out[i] = copied
 		if outByName != nil {
 			outByName[it.Name] = copied
