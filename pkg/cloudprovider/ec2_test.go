@@ -13,6 +13,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
 const mi = 1 << 20
@@ -60,7 +61,7 @@ func check(t *testing.T, it *cloudprovider.InstanceType, w want) {
 	if w.ephemeral != 0 && got.EphemeralStorage != w.ephemeral {
 		t.Errorf("allocatable ephemeral-storage = %d (%.3fGi), want %d (%.3fGi)", got.EphemeralStorage, float64(got.EphemeralStorage)/gi, w.ephemeral, float64(w.ephemeral)/gi)
 	}
-	capacity := cloudprovider.ResourcesOf(it.Capacity)
+	capacity := scheduling.ResourcesOf(it.Capacity)
 	if w.capPods != 0 && capacity.Pods != w.capPods {
 		t.Errorf("capacity pods = %d, want %d", capacity.Pods, w.capPods)
 	}
@@ -74,7 +75,7 @@ func check(t *testing.T, it *cloudprovider.InstanceType, w want) {
 		}
 	}
 	// Allocatable and AllocatableResources agree.
-	if r := cloudprovider.ResourcesOf(it.Allocatable()); r != got {
+	if r := scheduling.ResourcesOf(it.Allocatable()); r != got {
 		t.Errorf("ResourcesOf(Allocatable()) = %+v, AllocatableResources() = %+v", r, got)
 	}
 }
@@ -433,7 +434,7 @@ func TestOverheadTotal(t *testing.T) {
 func TestAllocatableMemoizedAndConcurrent(t *testing.T) {
 	it := build(t, "m5.large", cloudprovider.InstanceTypeOptions{})
 	var wg sync.WaitGroup
-	results := make([]cloudprovider.Resources, 8)
+	results := make([]scheduling.Resources, 8)
 	for i := range results {
 		wg.Add(1)
 		go func() {
@@ -471,7 +472,7 @@ func TestHandBuiltInstanceType(t *testing.T) {
 			KubeReserved: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 		},
 	}
-	want := cloudprovider.Resources{MilliCPU: 3900, Memory: 15 * gi, Pods: 110}
+	want := scheduling.Resources{MilliCPU: 3900, Memory: 15 * gi, Pods: 110}
 	if got := it.AllocatableResources(); got != want {
 		t.Errorf("AllocatableResources = %+v, want %+v", got, want)
 	}

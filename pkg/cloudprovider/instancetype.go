@@ -42,7 +42,7 @@ type InstanceType struct {
 
 	once                 sync.Once
 	allocatable          corev1.ResourceList
-	allocatableResources Resources
+	allocatableResources scheduling.Resources
 }
 
 // WithOfferings returns a copy of the instance type with other offerings and everything else
@@ -90,7 +90,7 @@ func (it *InstanceType) Allocatable() corev1.ResourceList {
 
 // AllocatableResources is Allocatable's cpu, memory, pods and ephemeral storage as integers,
 // for comparisons on the scheduler's hot path. It is computed once.
-func (it *InstanceType) AllocatableResources() Resources {
+func (it *InstanceType) AllocatableResources() scheduling.Resources {
 	it.once.Do(it.computeAllocatable)
 	return it.allocatableResources
 }
@@ -109,7 +109,7 @@ func (it *InstanceType) computeAllocatable() {
 		alloc[name] = q
 	}
 	it.allocatable = alloc
-	it.allocatableResources = ResourcesOf(alloc)
+	it.allocatableResources = scheduling.ResourcesOf(alloc)
 }
 
 // NodeLabels returns the labels of a node launched as the offering: Labels plus
@@ -137,65 +137,6 @@ func (it *InstanceType) NodeLabels(o Offering) map[string]string {
 		labels[awsv1.LabelPlacementGroupPartition] = PartitionLabel(o.PlacementPartition)
 	}
 	return labels
-}
-
-// Resources is the compact numeric form of the resources every pod requests, for arithmetic
-// on the scheduler's hot path without ResourceList maps. Extended resources (GPUs, …) are not
-// included; use the ResourceList for those.
-type Resources struct {
-	// MilliCPU is cpu in millicores.
-	MilliCPU int64
-	// Memory is memory in bytes.
-	Memory int64
-	// Pods is the number of pods.
-	Pods int64
-	// EphemeralStorage is ephemeral storage in bytes.
-	EphemeralStorage int64
-}
-
-// ResourcesOf reads cpu, memory, pods and ephemeral-storage from a ResourceList; absent
-// resources are zero.
-func ResourcesOf(rl corev1.ResourceList) Resources {
-	var r Resources
-	if q, ok := rl[corev1.ResourceCPU]; ok {
-		r.MilliCPU = q.MilliValue()
-	}
-	if q, ok := rl[corev1.ResourceMemory]; ok {
-		r.Memory = q.Value()
-	}
-	if q, ok := rl[corev1.ResourcePods]; ok {
-		r.Pods = q.Value()
-	}
-	if q, ok := rl[corev1.ResourceEphemeralStorage]; ok {
-		r.EphemeralStorage = q.Value()
-	}
-	return r
-}
-
-// Fits reports whether r is at most available in every dimension.
-func (r Resources) Fits(available Resources) bool {
-	return r.MilliCPU <= available.MilliCPU && r.Memory <= available.Memory &&
-		r.Pods <= available.Pods && r.EphemeralStorage <= available.EphemeralStorage
-}
-
-// Add returns r + s.
-func (r Resources) Add(s Resources) Resources {
-	return Resources{
-		MilliCPU:         r.MilliCPU + s.MilliCPU,
-		Memory:           r.Memory + s.Memory,
-		Pods:             r.Pods + s.Pods,
-		EphemeralStorage: r.EphemeralStorage + s.EphemeralStorage,
-	}
-}
-
-// Sub returns r − s (which may be negative).
-func (r Resources) Sub(s Resources) Resources {
-	return Resources{
-		MilliCPU:         r.MilliCPU - s.MilliCPU,
-		Memory:           r.Memory - s.Memory,
-		Pods:             r.Pods - s.Pods,
-		EphemeralStorage: r.EphemeralStorage - s.EphemeralStorage,
-	}
 }
 
 // CheapestOffering returns the cheapest available offering of the instance type in a zone,

@@ -173,7 +173,7 @@ func randomCluster(r *rand.Rand, nodes int, pools ...*karpv1.NodePool) *cluster 
 		if r.Intn(4) == 0 {
 			ct = karpv1.CapacityTypeSpot
 		}
-		alloc := cloudprovider.ResourcesOf(it.Allocatable())
+		alloc := scheduling.ResourcesOf(it.Allocatable())
 		fill := r.Float64() * 0.9
 		var pods []*corev1.Pod
 		usedCPU, usedMem := int64(0), int64(0)

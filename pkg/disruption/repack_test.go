@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
+	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )
 
@@ -29,7 +29,7 @@ func fragmented(t *testing.T, n int, overrides ...func(*karpv1.NodePool)) (*clus
 	c := newCluster(catalog(), np)
 	c.in.Options.Repack = true
 	xl := findType(c.types, "c.xlarge")
-	cpu := cloudprovider.ResourcesOf(xl.Allocatable()).MilliCPU * 2 / 5
+	cpu := scheduling.ResourcesOf(xl.Allocatable()).MilliCPU * 2 / 5
 	for i := range n {
 		c.add(stateNode(np, fmt.Sprintf("n%02d", i), xl, karpv1.CapacityTypeOnDemand, "test-zone-1",
 			pod(fmt.Sprintf("%dm", cpu), "1Gi"), pod(fmt.Sprintf("%dm", cpu), "1Gi")))
@@ -175,7 +175,7 @@ func TestRepackLeavesAloneWhatItMayNotTouch(t *testing.T) {
 func TestRepackNotUnderTheThreshold(t *testing.T) {
 	c, np := fragmented(t, 0)
 	xl2 := findType(c.types, "c.2xlarge")
-	cpu := cloudprovider.ResourcesOf(findType(c.types, "c.xlarge").Allocatable()).MilliCPU * 2 / 5
+	cpu := scheduling.ResourcesOf(findType(c.types, "c.xlarge").Allocatable()).MilliCPU * 2 / 5
 	for i := range 4 {
 		var pods []*corev1.Pod
 		for range 5 {

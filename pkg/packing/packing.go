@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduler/lowerbound"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -163,9 +162,9 @@ func Bound(np *scheduler.NodePool, pods []*corev1.Pod, daemonPods []*corev1.Pod)
 	if len(types) == 0 {
 		return 0
 	}
-	counts := map[cloudprovider.Resources]int{}
+	counts := map[scheduling.Resources]int{}
 	for _, pod := range pods {
-		r := cloudprovider.ResourcesOf(scheduling.PodRequests(pod))
+		r := scheduling.ResourcesOf(scheduling.PodRequests(pod))
 		r.Pods, r.EphemeralStorage = 1, 0
 		counts[r]++
 	}
@@ -195,15 +194,15 @@ func Bound(np *scheduler.NodePool, pods []*corev1.Pod, daemonPods []*corev1.Pod)
 }
 
 // vector is a Resources as the LP's CPU, Memory, Pods dimensions.
-func vector(r cloudprovider.Resources) []float64 {
+func vector(r scheduling.Resources) []float64 {
 	return []float64{float64(r.MilliCPU), float64(r.Memory), float64(r.Pods)}
 }
 
 // everywhereDaemons sums the requests (and one pod slot each) of the daemon pods that run on
 // every node of the NodePool: those that tolerate its taints and select no node. Daemons that
 // select some nodes are left out, which keeps the bound a bound.
-func everywhereDaemons(np *scheduler.NodePool, daemonPods []*corev1.Pod) cloudprovider.Resources {
-	var total cloudprovider.Resources
+func everywhereDaemons(np *scheduler.NodePool, daemonPods []*corev1.Pod) scheduling.Resources {
+	var total scheduling.Resources
 	for _, pod := range daemonPods {
 		if scheduling.Tolerates(pod.Spec.Tolerations, np.Taints) != nil {
 			continue
@@ -212,7 +211,7 @@ func everywhereDaemons(np *scheduler.NodePool, daemonPods []*corev1.Pod) cloudpr
 		if len(terms) != 1 || terms[0].Len() > 0 {
 			continue
 		}
-		r := cloudprovider.ResourcesOf(scheduling.PodRequests(pod))
+		r := scheduling.ResourcesOf(scheduling.PodRequests(pod))
 		r.Pods, r.EphemeralStorage = 1, 0
 		total = total.Add(r)
 	}

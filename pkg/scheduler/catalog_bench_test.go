@@ -129,7 +129,7 @@ func perPodBound(pool *NodePool, pods []*corev1.Pod) float64 {
 	ps := newPoolState(pool, nil)
 	total := 0.0
 	for _, p := range pods {
-		total += ps.value(cloudprovider.ResourcesOf(scheduling.PodRequests(p)))
+		total += ps.value(scheduling.ResourcesOf(scheduling.PodRequests(p)))
 	}
 	return total
 }
@@ -145,7 +145,7 @@ func lpBound(tb testing.TB, pool *NodePool, pods []*corev1.Pod) float64 {
 	tb.Helper()
 	ps := newPoolState(pool, nil)
 	type key struct {
-		res   cloudprovider.Resources
+		res   scheduling.Resources
 		gpu   int64
 		class string
 	}
@@ -155,7 +155,7 @@ func lpBound(tb testing.TB, pool *NodePool, pods []*corev1.Pod) float64 {
 	for _, p := range pods {
 		requests := scheduling.PodRequests(p)
 		gpu := requests[gpuResource]
-		k := key{cloudprovider.ResourcesOf(requests), gpu.Value(), ""}
+		k := key{scheduling.ResourcesOf(requests), gpu.Value(), ""}
 		if len(p.Spec.NodeSelector) > 0 {
 			k.class = fmt.Sprint(p.Spec.NodeSelector)
 			if _, ok := classReqs[k.class]; !ok {

@@ -17,7 +17,7 @@ type claimState struct {
 	pool         *poolState
 	requirements scheduling.Requirements
 	pods         []*podInfo
-	used         cloudprovider.Resources // the pods' requests (room already excludes daemonsets)
+	used         scheduling.Resources // the pods' requests (room already excludes daemonsets)
 	usedExtended corev1.ResourceList
 	ports        []scheduling.HostPort
 	// target is the instance type the claim is sized for.
@@ -30,7 +30,7 @@ type claimState struct {
 	// index numbers the claim in the order the run opened claims (solver.opened).
 	index int
 	// promised counts, per pod size, the pending pods the claim's look-ahead counted on.
-	promised map[cloudprovider.Resources]int
+	promised map[scheduling.Resources]int
 	// planned marks a claim opened on a node of the LP plan: pods not promised to it join it
 	// only in the room its promises leave (unpromisedRoom).
 	planned bool
@@ -41,7 +41,7 @@ type claimState struct {
 
 // unpromisedRoom is the room the claim's target leaves beside its pods and the pods promised
 // to it.
-func (c *claimState) unpromisedRoom() cloudprovider.Resources {
+func (c *claimState) unpromisedRoom() scheduling.Resources {
 	room := c.target.room.Sub(c.used)
 	for r, n := range c.promised {
 		room = room.Sub(scale(r, n))
@@ -52,11 +52,11 @@ func (c *claimState) unpromisedRoom() cloudprovider.Resources {
 // plan is what admitting a pod onto a claim (or a node) would change.
 type plan struct {
 	requirements scheduling.Requirements
-	domains      []domainChoice                  // the domain chosen per topology key
-	target       *candidate                      // the claim's target afterwards
-	extraCost    float64                         // target price increase, $/hour
-	promise      map[cloudprovider.Resources]int // pending pods a new claim's look-ahead counted on
-	planned      bool                            // a new claim on a node of the LP plan
+	domains      []domainChoice               // the domain chosen per topology key
+	target       *candidate                   // the claim's target afterwards
+	extraCost    float64                      // target price increase, $/hour
+	promise      map[scheduling.Resources]int // pending pods a new claim's look-ahead counted on
+	planned      bool                         // a new claim on a node of the LP plan
 }
 
 // admit runs the pipeline for a pod joining the claim: whether it can, and at what extra
@@ -146,7 +146,7 @@ func containsCandidate(cands []*candidate, it *cloudprovider.InstanceType) bool 
 
 // admits reports whether a node of the candidate's type has room for pods with these requests
 // and host ports beside its daemonsets.
-func (cand *candidate) admits(used cloudprovider.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) error {
+func (cand *candidate) admits(used scheduling.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) error {
 	if !used.Fits(cand.room) || !extendedFits(cand, extended) {
 		return errNoRoom
 	}
@@ -268,7 +268,7 @@ func (s *solver) trimPromises(c *claimState) {
 	if len(c.promised) == 0 || c.target == nil {
 		return
 	}
-	sizes := make([]cloudprovider.Resources, 0, len(c.promised))
+	sizes := make([]scheduling.Resources, 0, len(c.promised))
 	for r, n := range c.promised {
 		if n > 0 {
 			sizes = append(sizes, r)
@@ -487,7 +487,7 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 
 // domainPrice is the price of the cheapest instance type of the pool with room for res in
 // domain d of key, under reqs; +Inf when there is none.
-func domainPrice(pool *poolState, reqs scheduling.Requirements, key, d string, res cloudprovider.Resources) float64 {
+func domainPrice(pool *poolState, reqs scheduling.Requirements, key, d string, res scheduling.Resources) float64 {
 	for _, c := range pool.candidatesFor(reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, d))) {
 		if res.Fits(c.room) {
 			return c.price // candidates come cheapest first

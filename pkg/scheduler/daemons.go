@@ -11,7 +11,7 @@ import (
 // and host ports. Instance types on which the same daemonsets run share one load.
 type daemonLoad struct {
 	requests corev1.ResourceList
-	res      cloudprovider.Resources
+	res      scheduling.Resources
 	extended corev1.ResourceList
 	ports    []scheduling.HostPort
 }
@@ -77,7 +77,7 @@ func newDaemonLoad(pods []*corev1.Pod) *daemonLoad {
 		load.ports = append(load.ports, scheduling.PodHostPorts(pod)...)
 	}
 	load.requests = scheduling.Merge(lists...)
-	load.res = cloudprovider.ResourcesOf(load.requests)
+	load.res = scheduling.ResourcesOf(load.requests)
 	load.extended = extendedOf(load.requests)
 	return load
 }

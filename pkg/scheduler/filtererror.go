@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -18,7 +17,7 @@ import (
 // scheduling requirements (labels), having enough resources, having an available offering in
 // an allowed zone and capacity type — no instance type met, alone or together. As Karpenter,
 // only the instance types the NodePool's own requirements allow are considered.
-func (ps *poolState) instanceTypeFilterError(reqs scheduling.Requirements, used cloudprovider.Resources, extended corev1.ResourceList) error {
+func (ps *poolState) instanceTypeFilterError(reqs scheduling.Requirements, used scheduling.Resources, extended corev1.ResourceList) error {
 	var requirementsMet, fits, hasOffering, requirementsAndFits, requirementsAndOffering, fitsAndOffering bool
 	for _, cand := range ps.candidatesFor(ps.Requirements) {
 		r := labelsCompatible(cand.it, reqs)
@@ -66,7 +65,7 @@ func (ps *poolState) instanceTypeFilterError(reqs scheduling.Requirements, used 
 
 // filterDetail is the end of Karpenter's instance type errors: the requirements (sorted,
 // without the hostname's) and the requests (as JSON), as Karpenter prints them.
-func filterDetail(reqs scheduling.Requirements, used cloudprovider.Resources, extended corev1.ResourceList) string {
+func filterDetail(reqs scheduling.Requirements, used scheduling.Resources, extended corev1.ResourceList) string {
 	var rendered []string
 	for _, r := range reqs.All() {
 		if r.Key != corev1.LabelHostname {

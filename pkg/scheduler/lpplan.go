@@ -34,7 +34,7 @@ type lpPlan struct {
 	classes map[string]int
 	// fillers are the sizes of the pods without requirements, the most valuable to the LP
 	// first: what fills the room rounding leaves on a node.
-	fillers []cloudprovider.Resources
+	fillers []scheduling.Resources
 }
 
 // classOf is the plan class of the pod: 0 without requirements, else its requirements' index
@@ -54,8 +54,8 @@ func (plan *lpPlan) classOf(p *podInfo) int {
 // the whole nodes of it not opened yet (by index, which spreads the fractions over them).
 type planPattern struct {
 	it      *cloudprovider.InstanceType
-	room    cloudprovider.Resources
-	sizes   []cloudprovider.Resources
+	room    scheduling.Resources
+	sizes   []scheduling.Resources
 	classes []int     // the class of the pods of each entry of sizes (see lpPlan.classes)
 	x       []float64 // pods per node, by sizes
 	nodes   float64   // the LP's (fractional) node count
@@ -79,7 +79,7 @@ func (s *solver) usesPlan(ps *poolState, p *podInfo) bool {
 // large reports whether pods of this size are too large for the plan: a share of the largest
 // room of any instance type in cpu or memory. The LP splits such pods over nodes, which whole
 // pods cannot follow; the look-ahead sizes their claims, filled with smaller pods.
-func (ps *poolState) large(r cloudprovider.Resources) bool {
+func (ps *poolState) large(r scheduling.Resources) bool {
 	room := ps.largest()
 	return float64(r.MilliCPU) > float64(room.MilliCPU)*largeShare || float64(r.Memory) > float64(room.Memory)*largeShare
 }
@@ -91,7 +91,7 @@ const largeShare = 1.0 / 16
 // is none or none of its nodes holds the pod's size. It returns the target type, the value of
 // the pending pods it promises the claim and the promise, or nil when the plan has no node for
 // the pod.
-func (s *solver) planned(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, map[cloudprovider.Resources]int) {
+func (s *solver) planned(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, map[scheduling.Resources]int) {
 	ps := c.pool
 	plan := s.plans[ps]
 	if plan == nil {
@@ -112,8 +112,8 @@ func (s *solver) planned(c *claimState, p *podInfo, reqs scheduling.Requirements
 
 // unpromised counts the pending pods, by size, that could share a claim of the NodePool under
 // reqs and no claim counts on yet.
-func (s *solver) unpromised(ps *poolState, reqs scheduling.Requirements) map[cloudprovider.Resources]int {
-	out := map[cloudprovider.Resources]int{}
+func (s *solver) unpromised(ps *poolState, reqs scheduling.Requirements) map[scheduling.Resources]int {
+	out := map[scheduling.Resources]int{}
 	for _, sc := range s.shareableWith(ps, reqs, true) {
 		out[s.sizes[sc.size]] += sc.count
 	}
@@ -125,7 +125,7 @@ func (s *solver) unpromised(ps *poolState, reqs scheduling.Requirements) map[clo
 
 // openPlanned opens the first plan node that holds a pod of p's size on an instance type the
 // claim may launch, and returns its target, promised pods and their value.
-func (s *solver) openPlanned(c *claimState, p *podInfo, reqs scheduling.Requirements, plan *lpPlan, available map[cloudprovider.Resources]int) (*candidate, float64, map[cloudprovider.Resources]int) {
+func (s *solver) openPlanned(c *claimState, p *podInfo, reqs scheduling.Requirements, plan *lpPlan, available map[scheduling.Resources]int) (*candidate, float64, map[scheduling.Resources]int) {
 	for _, pat := range plan.patterns {
 		own, class := -1, plan.classOf(p)
 		for i, r := range pat.sizes {
@@ -146,7 +146,7 @@ func (s *solver) openPlanned(c *claimState, p *podInfo, reqs scheduling.Requirem
 				continue
 			}
 			pat.left = append(pat.left[:k], pat.left[k+1:]...)
-			fill := map[cloudprovider.Resources]int{}
+			fill := map[scheduling.Resources]int{}
 			others := 0.0
 			for i, r := range pat.sizes {
 				n := take[i]
@@ -183,7 +183,7 @@ func (s *solver) openPlanned(c *claimState, p *podInfo, reqs scheduling.Requirem
 // topped up where they fell short most while they fit.
 func (pat *planPattern) take(j, own int) []int {
 	take := make([]int, len(pat.sizes))
-	var used cloudprovider.Resources
+	var used scheduling.Resources
 	for i, x := range pat.x {
 		upTo := func(k int) float64 { return math.Ceil(math.Min(float64(k)*x, x*pat.nodes) - 1e-6) }
 		take[i] = int(upTo(j+1) - upTo(j))
@@ -234,7 +234,7 @@ func candidateOf(cands []*candidate, it *cloudprovider.InstanceType) *candidate 
 
 // planShape is a shape of the plan's LP: pods of one size and class.
 type planShape struct {
-	res      cloudprovider.Resources
+	res      scheduling.Resources
 	class    int
 	extended string // the extended resources requested, as a key
 }
@@ -453,7 +453,7 @@ type wholeFit struct {
 // pattern's own type wins, or the pattern has pods with extended resources (whose room does
 // not scale with the size).
 func wholePattern(lp lowerbound.Pattern, kept []planShape, values []float64, cands []*candidate, classOf []int, perNode float64) *wholeFit {
-	sizes := make([]cloudprovider.Resources, len(kept))
+	sizes := make([]scheduling.Resources, len(kept))
 	lpValue := 0.0
 	for i, x := range lp.Pods {
 		if x <= 1e-9 {
@@ -522,7 +522,7 @@ func wholePattern(lp lowerbound.Pattern, kept []planShape, values []float64, can
 // class k that fits them all (nil when none does, or the pattern has extended resources).
 func tailPattern(x []float64, nodes float64, kept []planShape, cands []*candidate, classOf []int, k int) (*candidate, []float64) {
 	var (
-		used cloudprovider.Resources
+		used scheduling.Resources
 		n    = make([]float64, len(x))
 	)
 	for i, xi := range x {
@@ -550,9 +550,9 @@ func tailPattern(x []float64, nodes float64, kept []planShape, cands []*candidat
 // wholeCounts is the whole-pod pattern of the fractional one x scaled by ratio on a node with
 // the given room: the floor of each count, cut where it overshoots most until it fits, then
 // topped up (never past the count's ceiling) where it fell short most while it fits.
-func wholeCounts(x []float64, ratio float64, sizes []cloudprovider.Resources, room cloudprovider.Resources) []int {
+func wholeCounts(x []float64, ratio float64, sizes []scheduling.Resources, room scheduling.Resources) []int {
 	n := make([]int, len(x))
-	var used cloudprovider.Resources
+	var used scheduling.Resources
 	for i, xi := range x {
 		if xi > 1e-9 {
 			n[i] = int(math.Floor(xi*ratio + 1e-6))
@@ -593,7 +593,7 @@ func wholeCounts(x []float64, ratio float64, sizes []cloudprovider.Resources, ro
 
 // resourceVector is a request or room vector in the LP's dimensions: cpu, memory, pods,
 // ephemeral storage, then dims-4 zeros.
-func resourceVector(r cloudprovider.Resources, dims int) []float64 {
+func resourceVector(r scheduling.Resources, dims int) []float64 {
 	v := make([]float64, dims)
 	v[0], v[1], v[2], v[3] = float64(r.MilliCPU), float64(r.Memory), float64(r.Pods), float64(r.EphemeralStorage)
 	return v
@@ -601,7 +601,7 @@ func resourceVector(r cloudprovider.Resources, dims int) []float64 {
 
 // byValue sorts sizes by their values, highest first.
 type byValue struct {
-	sizes  []cloudprovider.Resources
+	sizes  []scheduling.Resources
 	values []float64
 }
 

@@ -26,8 +26,8 @@ type poolState struct {
 	// domainValues caches creatableValues per topology key and requirements.
 	domainValues map[domainKey][]string
 	// values caches value() per request vector.
-	values      map[cloudprovider.Resources]float64
-	largestRoom *cloudprovider.Resources
+	values      map[scheduling.Resources]float64
+	largestRoom *scheduling.Resources
 	// ledger counts the run's capacity reservation slots (nil without reservations): a
 	// reservation with none left is not offered to claims that do not hold one.
 	ledger *ledger
@@ -39,7 +39,7 @@ type poolState struct {
 type candidate struct {
 	it *cloudprovider.InstanceType
 	// room is allocatable less the daemonset overhead.
-	room cloudprovider.Resources
+	room scheduling.Resources
 	// daemon is what the daemonsets take on a node of this type.
 	daemon *daemonLoad
 	// price is the cheapest available offering the requirements allow.
@@ -51,7 +51,7 @@ func newPoolState(np *NodePool, daemonPods []*corev1.Pod) *poolState {
 		NodePool:     np,
 		daemons:      daemonLoads(np, daemonPods),
 		candidates:   map[string][]*candidate{},
-		values:       map[cloudprovider.Resources]float64{},
+		values:       map[scheduling.Resources]float64{},
 		domainValues: map[domainKey][]string{},
 	}
 	if np.Remaining != nil {
@@ -168,7 +168,7 @@ func capacityOf(it *cloudprovider.InstanceType, name corev1.ResourceName) resour
 
 // launchable is the instance types a claim of these requirements and pods could launch as:
 // those with room for the pods beside their daemonsets and within the NodePool's limits.
-func (ps *poolState) launchable(reqs scheduling.Requirements, used cloudprovider.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) []*cloudprovider.InstanceType {
+func (ps *poolState) launchable(reqs scheduling.Requirements, used scheduling.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) []*cloudprovider.InstanceType {
 	var out []*cloudprovider.InstanceType
 	for _, cand := range ps.candidatesFor(reqs) {
 		if cand.admits(used, extended, ports) == nil && ps.withinLimits(cand.it) == nil {
@@ -222,7 +222,7 @@ func (ps *poolState) refund(charged corev1.ResourceList) {
 // cpu, memory and pod slots). A node's fill is worth the sum of its pods' values, so a fill
 // that mixes complementary pods is worth more than its price would suggest: packing by value
 // per dollar rewards exactly that.
-func (ps *poolState) value(r cloudprovider.Resources) float64 {
+func (ps *poolState) value(r scheduling.Resources) float64 {
 	if v, ok := ps.values[r]; ok {
 		return v
 	}

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -17,7 +16,7 @@ import (
 type podInfo struct {
 	pod          *corev1.Pod
 	requests     corev1.ResourceList
-	res          cloudprovider.Resources
+	res          scheduling.Resources
 	extended     corev1.ResourceList // requests beyond cpu, memory, pods and ephemeral-storage
 	hostPorts    []scheduling.HostPort
 	variants     []*variant         // strictest first; each relaxes one preference of the previous
@@ -79,7 +78,7 @@ func newPodInfo(pod *corev1.Pod, ignorePreferences bool, volumes scheduling.Requ
 	p := &podInfo{
 		pod:       pod,
 		requests:  requests,
-		res:       cloudprovider.ResourcesOf(requests),
+		res:       scheduling.ResourcesOf(requests),
 		extended:  extended,
 		hostPorts: scheduling.PodHostPorts(pod),
 	}

@@ -154,13 +154,13 @@ type solver struct {
 	pending map[string]*shapeCount
 	// promised counts, per pod size, the pending pods that open claims' look-aheads counted on;
 	// later look-aheads see only the rest, so one pod is not promised to many claims.
-	promised map[cloudprovider.Resources]int
+	promised map[scheduling.Resources]int
 	// promisedTo lists, per pod size, the claims whose look-ahead counted on pods of that size
 	// (some may have had their promise kept or released since).
-	promisedTo map[cloudprovider.Resources][]*claimState
+	promisedTo map[scheduling.Resources][]*claimState
 	// shapes are this round's pending shapes in key order; sizes their distinct request vectors.
 	shapes []*shapeCount
-	sizes  []cloudprovider.Resources
+	sizes  []scheduling.Resources
 	// rejected remembers, per shape key, the claims (as bits by index) that turned its pods
 	// away for good: claims only narrow and fill, so such a claim never admits the shape later.
 	rejected map[string][]uint64
@@ -183,7 +183,7 @@ type solver struct {
 // nodeState is an existing node or in-flight claim during a run.
 type nodeState struct {
 	*Node
-	available cloudprovider.Resources
+	available scheduling.Resources
 	extended  corev1.ResourceList
 	ports     []scheduling.HostPort
 	reqs      scheduling.Requirements
@@ -253,7 +253,7 @@ func newSolver(in Input) *solver {
 
 // preparedNode is what a solve derives from a Node before placing pods.
 type preparedNode struct {
-	available cloudprovider.Resources
+	available scheduling.Resources
 	extended  corev1.ResourceList
 	ports     []scheduling.HostPort
 	reqs      scheduling.Requirements
@@ -265,7 +265,7 @@ type preparedNode struct {
 // prepare derives what a solve needs of the node: its room, requirements (labels, narrowed by
 // an in-flight claim's requirements) and the host ports in use.
 func (n *Node) prepare() *preparedNode {
-	p := &preparedNode{available: cloudprovider.ResourcesOf(n.Available), extended: extendedOf(n.Available), reqs: scheduling.FromLabels(n.Labels)}
+	p := &preparedNode{available: scheduling.ResourcesOf(n.Available), extended: extendedOf(n.Available), reqs: scheduling.FromLabels(n.Labels)}
 	if n.Requirements != nil {
 		p.reqs = n.Requirements.Intersect(p.reqs)
 	}
@@ -397,15 +397,15 @@ func (s *solver) sortQueue(queue []*podInfo) {
 
 func (s *solver) countPending(queue []*podInfo) {
 	s.pending = map[string]*shapeCount{}
-	s.promised = map[cloudprovider.Resources]int{}
-	s.promisedTo = map[cloudprovider.Resources][]*claimState{}
+	s.promised = map[scheduling.Resources]int{}
+	s.promisedTo = map[scheduling.Resources][]*claimState{}
 	s.shareableShapes = map[string][]*shapeCount{}
 	s.plans = map[*poolState]*lpPlan{}
 	s.shapes, s.sizes = nil, nil
 	for _, c := range s.claims {
 		c.promised = nil
 	}
-	sizeIndex := map[cloudprovider.Resources]int{}
+	sizeIndex := map[scheduling.Resources]int{}
 	for _, p := range queue {
 		key := p.shapeKey()
 		sc, ok := s.pending[key]
@@ -599,16 +599,16 @@ func permanent(r refusal) bool {
 
 // roomUnderLargest is the most a claim could still take: the room of its NodePool's largest
 // instance type less what its pods use. It lets full claims be skipped cheaply.
-func (c *claimState) roomUnderLargest() cloudprovider.Resources {
+func (c *claimState) roomUnderLargest() scheduling.Resources {
 	return c.pool.largest().Sub(c.used)
 }
 
 // largest is the largest room of any instance type in each dimension.
-func (ps *poolState) largest() cloudprovider.Resources {
+func (ps *poolState) largest() scheduling.Resources {
 	if ps.largestRoom != nil {
 		return *ps.largestRoom
 	}
-	var r cloudprovider.Resources
+	var r scheduling.Resources
 	for _, c := range ps.candidatesFor(ps.Requirements) {
 		r.MilliCPU = max(r.MilliCPU, c.room.MilliCPU)
 		r.Memory = max(r.Memory, c.room.Memory)
@@ -661,7 +661,7 @@ func (s *solver) newClaim(p *podInfo) (*claimState, *plan, float64, error) {
 
 // lookAhead picks the instance type with the best value per dollar when filled greedily with
 // the pod and the pending pods that could share its node, and returns the value of those others.
-func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, map[cloudprovider.Resources]int) {
+func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requirements) (*candidate, float64, map[scheduling.Resources]int) {
 	candidates := c.pool.candidatesFor(reqs)
 	// Only the pending pods' sizes matter to the fill: group the shareable ones by size.
 	counts := make([]int, len(s.sizes))
@@ -688,13 +688,13 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 	})
 	own := c.pool.value(p.res)
 	takes, mixTakes := make([]int, len(sizes)), make([]int, len(sizes))
-	var pendingTotal cloudprovider.Resources
+	var pendingTotal scheduling.Resources
 	for _, sz := range sizes {
 		pendingTotal = pendingTotal.Add(scale(sz.res, sz.count))
 	}
 	var (
 		best     *candidate
-		bestFill map[cloudprovider.Resources]int
+		bestFill map[scheduling.Resources]int
 	)
 	bestEff, bestRoom, bestOthers := -1.0, int64(0), 0.0
 	for _, cand := range candidates {
@@ -721,7 +721,7 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 		}
 		if better {
 			best, bestEff, bestRoom, bestOthers = cand, eff, cand.room.MilliCPU, others
-			bestFill = map[cloudprovider.Resources]int{}
+			bestFill = map[scheduling.Resources]int{}
 			for i, k := range takes {
 				if k > 0 {
 					bestFill[sizes[i].res] = k
@@ -736,7 +736,7 @@ func (s *solver) lookAhead(c *claimState, p *podInfo, reqs scheduling.Requiremen
 // returns their value. Greedy (total nil): the most valuable sizes first. Mixed: first the
 // largest equal share of every size that fits (total is the sizes' summed requests, so the
 // share keeps the pending pods' own proportions), then greedily.
-func fill(room cloudprovider.Resources, sizes []sizeCount, takes []int, total *cloudprovider.Resources) float64 {
+func fill(room scheduling.Resources, sizes []sizeCount, takes []int, total *scheduling.Resources) float64 {
 	clear(takes)
 	if total != nil {
 		share := 1.0
@@ -763,7 +763,7 @@ func fill(room cloudprovider.Resources, sizes []sizeCount, takes []int, total *c
 
 // sizeCount is how many pending pods of one size could share a claim, and what each is worth.
 type sizeCount struct {
-	res   cloudprovider.Resources
+	res   scheduling.Resources
 	count int
 	value float64
 }
@@ -802,7 +802,7 @@ func (s *solver) shareableWith(ps *poolState, reqs scheduling.Requirements, exte
 }
 
 // fitCount is how many pods of size r fit in room, at most limit.
-func fitCount(room, r cloudprovider.Resources, limit int) int {
+func fitCount(room, r scheduling.Resources, limit int) int {
 	k := int64(limit)
 	for _, d := range [][2]int64{{room.MilliCPU, r.MilliCPU}, {room.Memory, r.Memory}, {room.Pods, r.Pods}, {room.EphemeralStorage, r.EphemeralStorage}} {
 		if d[1] > 0 {
@@ -812,9 +812,9 @@ func fitCount(room, r cloudprovider.Resources, limit int) int {
 	return int(k)
 }
 
-func scale(r cloudprovider.Resources, k int) cloudprovider.Resources {
+func scale(r scheduling.Resources, k int) scheduling.Resources {
 	n := int64(k)
-	return cloudprovider.Resources{MilliCPU: r.MilliCPU * n, Memory: r.Memory * n, Pods: r.Pods * n, EphemeralStorage: r.EphemeralStorage * n}
+	return scheduling.Resources{MilliCPU: r.MilliCPU * n, Memory: r.Memory * n, Pods: r.Pods * n, EphemeralStorage: r.EphemeralStorage * n}
 }
 
 // results turns the run's state into decisions.
@@ -926,7 +926,7 @@ func (s *solver) mergeClaims() {
 // instance type each launches as.
 type packing struct {
 	bins    [][]*claimState
-	used    []cloudprovider.Resources
+	used    []scheduling.Resources
 	targets []*candidate
 	price   float64
 }
@@ -948,7 +948,7 @@ func (s *solver) repack(group []*claimState, joined map[*claimState]bool) {
 	for _, c := range group {
 		before += c.target.price
 	}
-	cheapestHolding := func(used cloudprovider.Resources) *candidate {
+	cheapestHolding := func(used scheduling.Resources) *candidate {
 		for _, cand := range candidates {
 			if used.Fits(cand.room) {
 				return cand
@@ -957,7 +957,7 @@ func (s *solver) repack(group []*claimState, joined map[*claimState]bool) {
 		return nil
 	}
 	var best *packing
-	seen := map[cloudprovider.Resources]bool{}
+	seen := map[scheduling.Resources]bool{}
 	for _, bin := range candidates {
 		if seen[bin.room] {
 			continue
@@ -965,7 +965,7 @@ func (s *solver) repack(group []*claimState, joined map[*claimState]bool) {
 		seen[bin.room] = true
 		var (
 			bins [][]*claimState
-			used []cloudprovider.Resources
+			used []scheduling.Resources
 		)
 		for _, c := range group {
 			placed := false

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -169,7 +168,7 @@ func claimRoomStage(t *trial) bool {
 }
 
 // refuseRoom records that room is short of the pod's requests.
-func (t *trial) refuseRoom(room cloudprovider.Resources) bool {
+func (t *trial) refuseRoom(room scheduling.Resources) bool {
 	t.why = refusal{stage: StageRoom, dim: shortOf(t.p.res, room)}
 	return false
 }
@@ -187,7 +186,7 @@ func extendedRoomStage(t *trial) bool {
 
 // shortOf is the first resource (an index of roomDims) of which r asks more than room has;
 // r must not fit.
-func shortOf(r, room cloudprovider.Resources) uint8 {
+func shortOf(r, room scheduling.Resources) uint8 {
 	switch {
 	case r.MilliCPU > room.MilliCPU:
 		return 0
@@ -305,7 +304,7 @@ func (s *solver) instanceTypeStage(t *trial) bool {
 // the type has room for used (and extended) beside its daemonsets with no host port of ports
 // taken by one, within the NodePool's limits (claimState.withinLimits). The look-ahead sizes
 // new claims with it too.
-func typeRefusal(c *claimState, cand *candidate, used cloudprovider.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) error {
+func typeRefusal(c *claimState, cand *candidate, used scheduling.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) error {
 	if err := cand.admits(used, extended, ports); err != nil {
 		return err
 	}

@@ -409,7 +409,7 @@ func creatableValues(ps *poolState, reqs scheduling.Requirements, key string) []
 
 // creatableValuesHolding is creatableValues of the instance types with room for requests
 // beside their daemonsets.
-func creatableValuesHolding(ps *poolState, reqs scheduling.Requirements, key string, requests cloudprovider.Resources) []string {
+func creatableValuesHolding(ps *poolState, reqs scheduling.Requirements, key string, requests scheduling.Resources) []string {
 	return domainValues(ps, reqs, key, &requests)
 }
 
@@ -417,11 +417,11 @@ func creatableValuesHolding(ps *poolState, reqs scheduling.Requirements, key str
 // their String) and, when it filters by room, the requests to hold.
 type domainKey struct {
 	key, reqs string
-	holding   cloudprovider.Resources
+	holding   scheduling.Resources
 	holds     bool
 }
 
-func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holding *cloudprovider.Resources) []string {
+func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holding *scheduling.Resources) []string {
 	cacheKey := domainKey{key: key, reqs: reqs.String()}
 	if holding != nil {
 		cacheKey.holding, cacheKey.holds = *holding, true

@@ -65,3 +65,62 @@ func Subtract(a, b corev1.ResourceList) corev1.ResourceList {
 	}
 	return out
 }
+
+// Resources is the compact numeric form of the resources every pod requests, for arithmetic
+// on the scheduler's hot path without ResourceList maps. Extended resources (GPUs, …) are not
+// included; use the ResourceList for those.
+type Resources struct {
+	// MilliCPU is cpu in millicores.
+	MilliCPU int64
+	// Memory is memory in bytes.
+	Memory int64
+	// Pods is the number of pods.
+	Pods int64
+	// EphemeralStorage is ephemeral storage in bytes.
+	EphemeralStorage int64
+}
+
+// ResourcesOf reads cpu, memory, pods and ephemeral-storage from a ResourceList; absent
+// resources are zero.
+func ResourcesOf(rl corev1.ResourceList) Resources {
+	var r Resources
+	if q, ok := rl[corev1.ResourceCPU]; ok {
+		r.MilliCPU = q.MilliValue()
+	}
+	if q, ok := rl[corev1.ResourceMemory]; ok {
+		r.Memory = q.Value()
+	}
+	if q, ok := rl[corev1.ResourcePods]; ok {
+		r.Pods = q.Value()
+	}
+	if q, ok := rl[corev1.ResourceEphemeralStorage]; ok {
+		r.EphemeralStorage = q.Value()
+	}
+	return r
+}
+
+// Fits reports whether r is at most available in every dimension.
+func (r Resources) Fits(available Resources) bool {
+	return r.MilliCPU <= available.MilliCPU && r.Memory <= available.Memory &&
+		r.Pods <= available.Pods && r.EphemeralStorage <= available.EphemeralStorage
+}
+
+// Add returns r + s.
+func (r Resources) Add(s Resources) Resources {
+	return Resources{
+		MilliCPU:         r.MilliCPU + s.MilliCPU,
+		Memory:           r.Memory + s.Memory,
+		Pods:             r.Pods + s.Pods,
+		EphemeralStorage: r.EphemeralStorage + s.EphemeralStorage,
+	}
+}
+
+// Sub returns r − s (which may be negative).
+func (r Resources) Sub(s Resources) Resources {
+	return Resources{
+		MilliCPU:         r.MilliCPU - s.MilliCPU,
+		Memory:           r.Memory - s.Memory,
+		Pods:             r.Pods - s.Pods,
+		EphemeralStorage: r.EphemeralStorage - s.EphemeralStorage,
+	}
+}
