@@ -35,8 +35,8 @@ import (
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	karpv1alpha1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/operator"
+	"github.com/openkarpenter/karpenter/pkg/providers/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 

@@ -34,12 +34,12 @@ var layers = []struct {
 	}},
 	{"models: requirements, metrics' names, the EC2 catalog, offline validation", []string{
 		"pkg/scheduling", "pkg/metrics", "pkg/cloudprovider/catalog", "pkg/validation",
-		"pkg/cloudprovider/aws/userdata", "pkg/cloudprovider/aws/fake",
+		"pkg/providers/aws/userdata", "pkg/providers/aws/fake",
 	}},
 	{"the cloud model", []string{"pkg/cloudprovider"}},
 	{"pure decisions and the clouds", []string{
 		"pkg/scheduler", "pkg/packing", "pkg/health",
-		"pkg/cloudprovider/aws", "pkg/cloudprovider/sim",
+		"pkg/providers/...",
 	}},
 	{"the cluster state", []string{"pkg/state"}},
 	{"controllers", []string{
@@ -135,19 +135,51 @@ func TestImportsPointDown(t *testing.T) {
 	}
 }
 
+// testOnly lists the packages only tests may import: the in-process EC2 and the test support.
+// A program that imports one ships a fake.
+var testOnly = []string{"pkg/providers/aws/fake", "pkg/test/..."}
+
+// TestFakesOnlyInTests: no package imports a test-only package, unless it is one itself or is
+// itself a test (under test/, or hack/).
+func TestFakesOnlyInTests(t *testing.T) {
+	isTestOnly := func(path string) bool {
+		for _, p := range testOnly {
+			if folder, ok := strings.CutSuffix(p, "/..."); ok {
+				if path == folder || strings.HasPrefix(path, folder+"/") {
+					return true
+				}
+			} else if path == p {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range packages(t) {
+		path, ok := strings.CutPrefix(p.ImportPath, module)
+		if !ok || isTestOnly(path) || strings.HasPrefix(path, "test/") || strings.HasPrefix(path, "hack/") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if target, ok := strings.CutPrefix(imp, module); ok && isTestOnly(target) {
+				t.Errorf("%s imports %s, which only tests may import", path, target)
+			}
+		}
+	}
+}
+
 // TestLayerOf: the most specific entry wins, and folders match only whole path elements.
 func TestLayerOf(t *testing.T) {
 	for path, want := range map[string]int{
-		"pkg/cloudprovider":          2,
-		"pkg/cloudprovider/aws":      3,
-		"pkg/cloudprovider/aws/fake": 1,
-		"pkg/scheduler":              3,
-		"pkg/scheduler/lowerbound":   0,
-		"pkg/provisioning":           5,
-		"pkg/simulate/memory":        6,
-		"pkg/apis/karpenter/v1":      0,
-		"pkg/apisx":                  -1,
-		"test/conformance":           7,
+		"pkg/cloudprovider":        2,
+		"pkg/providers/aws":        3,
+		"pkg/providers/aws/fake":   1,
+		"pkg/scheduler":            3,
+		"pkg/scheduler/lowerbound": 0,
+		"pkg/provisioning":         5,
+		"pkg/simulate/memory":      6,
+		"pkg/apis/karpenter/v1":    0,
+		"pkg/apisx":                -1,
+		"test/conformance":         7,
 	} {
 		got, ok := layerOf(path)
 		if !ok {

@@ -1,6 +1,6 @@
 // Package cloudprovider owns the boundary between Karpenter's controllers and a cloud: the
-// CloudProvider interface every cloud implements (the AWS provider in pkg/cloudprovider/aws,
-// the simulated cloud in pkg/cloudprovider/sim), the typed errors that cross it, and the model
+// CloudProvider interface every cloud implements (the AWS provider in pkg/providers/aws,
+// the simulated cloud in pkg/providers/sim), the typed errors that cross it, and the model
 // of what a cloud sells — InstanceType (labels, capacity, overhead, allocatable) and its
 // Offerings (zone × capacity type × price × availability).
 //

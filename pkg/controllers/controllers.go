@@ -36,6 +36,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
 	"github.com/openkarpenter/karpenter/pkg/nodeoverlay"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
+	"github.com/openkarpenter/karpenter/pkg/providers/cloudmetrics"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/reboot"
 	"github.com/openkarpenter/karpenter/pkg/repair"
@@ -102,7 +103,7 @@ type Options struct {
 	// DeletionCostReconciles bounds the pod annotation writes at once under a manager (0: the
 	// deletioncost package's default).
 	DeletionCostReconciles int
-	// CloudMetrics has each controller call the cloud through its own cloudprovider.WithMetrics
+	// CloudMetrics has each controller call the cloud through its own cloudmetrics.Wrap
 	// view, labelled with its name, for karpenter_cloudprovider_* metrics.
 	CloudMetrics bool
 }
@@ -176,7 +177,7 @@ func New(deps Deps, opts Options) *Set {
 	}
 	cloud := func(name string) cloudprovider.CloudProvider {
 		if opts.CloudMetrics {
-			return cloudprovider.WithMetrics(s.Cloud, name)
+			return cloudmetrics.Wrap(s.Cloud, name)
 		}
 		return s.Cloud
 	}

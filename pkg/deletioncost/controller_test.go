@@ -18,10 +18,10 @@ import (
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/controllers"
 	"github.com/openkarpenter/karpenter/pkg/deletioncost"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"

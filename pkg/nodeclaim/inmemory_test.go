@@ -16,7 +16,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 )
 
 // TestInMemoryClient drives the lifecycle as `karpenter simulate` does: Reconcile called

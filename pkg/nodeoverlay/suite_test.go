@@ -22,7 +22,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 	"github.com/openkarpenter/karpenter/pkg/test/apiserver"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 )

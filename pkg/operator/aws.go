@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
+	awsprovider "github.com/openkarpenter/karpenter/pkg/providers/aws"
 )
 
 // newAWS builds the AWS provider and its controllers: NodeClass resolution, interruption

@@ -27,8 +27,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	"github.com/openkarpenter/karpenter/pkg/capacitybuffer"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
-	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/clustermetrics"
 	"github.com/openkarpenter/karpenter/pkg/controllers"
 	"github.com/openkarpenter/karpenter/pkg/deletioncost"
@@ -36,6 +34,9 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/health"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
+	awsprovider "github.com/openkarpenter/karpenter/pkg/providers/aws"
+	"github.com/openkarpenter/karpenter/pkg/providers/cloudmetrics"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/state"
 	"github.com/openkarpenter/karpenter/pkg/termination"
@@ -50,7 +51,7 @@ type Operator struct {
 	// Manager runs the controllers.
 	Manager manager.Manager
 	// CloudProvider is the cloud the controllers launch in. Each controller calls it through
-	// its own cloudprovider.WithMetrics view; this is the provider itself.
+	// its own cloudmetrics.Wrap view; this is the provider itself.
 	CloudProvider cloudprovider.CloudProvider
 	// Cluster is the shared cluster state.
 	Cluster *state.Cluster
@@ -261,7 +262,7 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	if !opts.DisableClusterStateObservability {
 		// The state gauges, served while this replica leads, and the pod metrics.
 		registrars = append(registrars,
-			clustermetrics.NewCollector(op.Cluster, cloudprovider.WithMetrics(cloud, metrics.ControllerMetrics)),
+			clustermetrics.NewCollector(op.Cluster, cloudmetrics.Wrap(cloud, metrics.ControllerMetrics)),
 			clustermetrics.NewPodController(mgr.GetClient(), op.Cluster, clk))
 	}
 	registrars = append(registrars, lifecycleControllers(mgr, set, recorder, opts)...)

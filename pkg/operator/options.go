@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
 
-	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
+	awsprovider "github.com/openkarpenter/karpenter/pkg/providers/aws"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 )
 
 // Cloud provider names.

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/operator"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 )
 
 // TestUnusableSimStateStopsTheStart: a simulated cloud whose state ConfigMap is another

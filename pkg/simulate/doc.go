@@ -4,7 +4,7 @@
 // timeline of deployments, jobs and cloud events, or plain Kubernetes manifests), the engine
 // that drives the very same provisioning, NodeClaim and NodePool controllers as the in-cluster
 // binary on an embedded in-memory cluster (pkg/simulate/memory) and the simulated cloud
-// (pkg/cloudprovider/sim) on a virtual clock, and the report. The workloads' pods are made as
+// (pkg/providers/sim) on a virtual clock, and the report. The workloads' pods are made as
 // the API server stores them (defaults, RuntimeClass admission, matchLabelKeys merged: pods.go)
 // before any scheduler sees them.
 //

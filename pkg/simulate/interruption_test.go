@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 )
 
 // spotInterruption: four pods on spot nodes, one of which gets EC2's two-minute warning at 10m.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 )
 
 // runExample runs examples/node-repair.yaml, with the NodeRepair gate as given (without it, or

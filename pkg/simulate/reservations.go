@@ -12,7 +12,7 @@ import (
 	ec2v1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider/catalog"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 

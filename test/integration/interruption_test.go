@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/operator"
+	awsprovider "github.com/openkarpenter/karpenter/pkg/providers/aws"
+	"github.com/openkarpenter/karpenter/pkg/providers/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 

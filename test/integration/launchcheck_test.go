@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
-	awsprovider "github.com/openkarpenter/karpenter/pkg/cloudprovider/aws"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/operator"
+	awsprovider "github.com/openkarpenter/karpenter/pkg/providers/aws"
+	"github.com/openkarpenter/karpenter/pkg/providers/aws/fake"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
 

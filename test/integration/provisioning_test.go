@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider/sim"
 	"github.com/openkarpenter/karpenter/pkg/operator"
+	"github.com/openkarpenter/karpenter/pkg/providers/sim"
 	"github.com/openkarpenter/karpenter/pkg/test/builders"
 	"github.com/openkarpenter/karpenter/pkg/test/harness"
 )
