@@ -4,6 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 )
 
 // HoursPerMonth is the month of every $/month figure (view, simulate): 730 hours, a year's over
@@ -77,4 +82,44 @@ func (p *overriddenPrices) Price(instanceType, zone, capacityType string) (float
 		return 0, false
 	}
 	return p.base.Price(instanceType, zone, capacityType)
+}
+
+// NodePrice is what a launched node costs, $/hour, as its instance types price it; label reads
+// the node's labels (its NodeClaim's or its Node's). It is the cheapest offering of its instance
+// type in its zone and capacity type, and of its capacity reservation when it is reserved and
+// names one, as Karpenter prices a node from the offerings compatible with its labels; else the
+// cheapest of its capacity type in any zone, a reserved node's counting as on-demand, as it is
+// billed once its reservation ends. The first of lists that holds the instance type is read. It
+// is false when none does or no offering matches. Disruption's candidates, its re-pack and the
+// cluster's cost metrics all price nodes with it.
+func NodePrice(label func(key string) string, lists ...[]*InstanceType) (float64, bool) {
+	name, zone, capacityType := label(corev1.LabelInstanceTypeStable), label(corev1.LabelTopologyZone), label(karpv1.CapacityTypeLabelKey)
+	if name == "" || capacityType == "" {
+		return 0, false
+	}
+	reservation := ""
+	if capacityType == karpv1.CapacityTypeReserved {
+		reservation = label(awsv1.LabelCapacityReservationID)
+	}
+	for _, its := range lists {
+		for _, it := range its {
+			if it.Name != name {
+				continue
+			}
+			if o, ok := it.Offerings.CheapestWhere(func(o Offering) bool {
+				return o.CapacityType == capacityType && o.Zone == zone && (reservation == "" || o.ReservationID == reservation)
+			}); ok {
+				return o.Price, true
+			}
+			fallback := capacityType
+			if capacityType == karpv1.CapacityTypeReserved {
+				fallback = karpv1.CapacityTypeOnDemand
+			}
+			if o, ok := it.Offerings.CheapestWhere(func(o Offering) bool { return o.CapacityType == fallback }); ok {
+				return o.Price, true
+			}
+			return 0, false
+		}
+	}
+	return 0, false
 }

@@ -250,16 +250,14 @@ func collectNodePools(snap *state.Snapshot, ch chan<- prometheus.Metric) {
 func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch chan<- prometheus.Metric) {
 	type offering struct{ instanceType, zone, capacityType string }
 	seen := map[offering]bool{}
-	byPool := make(map[string]map[string]*cloudprovider.InstanceType, len(snap.NodePools))
+	byPool := make(map[string][]*cloudprovider.InstanceType, len(snap.NodePools))
 	for _, np := range snap.NodePools {
 		its, err := c.types.GetInstanceTypes(ctx, np)
 		if err != nil {
 			log.Log.WithName("metrics").V(1).Info("cannot price the nodepool's instance types", "nodepool", np.Name, "error", err.Error())
 			continue
 		}
-		index := make(map[string]*cloudprovider.InstanceType, len(its))
 		for _, it := range its {
-			index[it.Name] = it
 			for _, o := range it.Offerings {
 				key := offering{it.Name, o.Zone, o.CapacityType}
 				if seen[key] {
@@ -270,7 +268,7 @@ func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch 
 				ch <- metrics.OfferingGauge(metrics.OfferingAvailable, it.Name, o.CapacityType, o.Zone, boolValue(o.Available))
 			}
 		}
-		byPool[np.Name] = index
+		byPool[np.Name] = its
 	}
 
 	costs := map[string]float64{}
@@ -281,27 +279,19 @@ func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch 
 			continue // not Karpenter's, or not launched
 		}
 		pool := sn.NodePool()
-		name, zone, capacityType := claimLabel(sn, corev1.LabelInstanceTypeStable), claimLabel(sn, corev1.LabelTopologyZone), claimLabel(sn, karpv1.CapacityTypeLabelKey)
 		types, ok := byPool[pool]
 		if !ok {
-			if pool != "" && name != "" && zone != "" && capacityType != "" {
+			if pool != "" && claimLabel(sn, corev1.LabelInstanceTypeStable) != "" && claimLabel(sn, corev1.LabelTopologyZone) != "" && claimLabel(sn, karpv1.CapacityTypeLabelKey) != "" {
 				metrics.CostTrackerError(pool)
 			}
 			continue
 		}
-		it := types[name]
-		if it == nil {
-			continue
-		}
-		o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType && o.Zone == zone })
-		if !ok {
-			o, ok = it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType })
-		}
+		price, ok := cloudprovider.NodePrice(func(key string) string { return claimLabel(sn, key) }, types)
 		if !ok {
 			continue
 		}
-		costs[pool] += o.Price
-		total += o.Price
+		costs[pool] += price
+		total += price
 	}
 	for pool, v := range costs {
 		ch <- metrics.NodePoolCost(pool, v)

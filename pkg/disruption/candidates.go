@@ -262,28 +262,11 @@ func instanceTypeFound(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceTyp
 	})
 }
 
-// nodePrice reads a node's price from the instance types: the offering of its instance type
-// in its zone and capacity type, else the cheapest of its capacity type, else the cheapest.
-func nodePrice(name, capacityType, zone string, types ...[]*cloudprovider.InstanceType) float64 {
-	for _, its := range types {
-		for _, it := range its {
-			if it.Name != name {
-				continue
-			}
-			if o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool {
-				return o.CapacityType == capacityType && o.Zone == zone
-			}); ok {
-				return o.Price
-			}
-			if o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool { return o.CapacityType == capacityType }); ok {
-				return o.Price
-			}
-			if o, ok := it.Offerings.Cheapest(); ok {
-				return o.Price
-			}
-		}
-	}
-	return 0
+// nodePrice is the node's price, $/hour, as the instance types price it
+// (cloudprovider.NodePrice); 0 when they do not.
+func nodePrice(sn *state.StateNode, lists ...[]*cloudprovider.InstanceType) float64 {
+	price, _ := cloudprovider.NodePrice(func(key string) string { return nodeLabel(sn, key) }, lists...)
+	return price
 }
 
 func nodeLabel(sn *state.StateNode, key string) string {

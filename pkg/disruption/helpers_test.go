@@ -156,7 +156,7 @@ func (c *cluster) apply(cmd *Command) {
 func (c *cluster) cost() float64 {
 	total := 0.0
 	for _, sn := range c.in.Nodes {
-		total += nodePrice(nodeLabel(sn, corev1.LabelInstanceTypeStable), nodeLabel(sn, karpv1.CapacityTypeLabelKey), nodeLabel(sn, corev1.LabelTopologyZone), c.types)
+		total += nodePrice(sn, c.types)
 	}
 	return total
 }

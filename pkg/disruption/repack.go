@@ -80,8 +80,7 @@ func PackingOf(in Input) *packing.Result {
 			continue // its pods are moving to the rest of the fleet
 		}
 		p.Nodes++
-		p.Current += nodePrice(nodeLabel(sn, corev1.LabelInstanceTypeStable), nodeLabel(sn, karpv1.CapacityTypeLabelKey),
-			nodeLabel(sn, corev1.LabelTopologyZone), in.InstanceTypes[np.Name])
+		p.Current += nodePrice(sn, in.InstanceTypes[np.Name])
 	}
 	pin := packing.Input{DaemonPods: state.DaemonPods(in.DaemonSets), PodInfos: in.PodInfos}
 	for _, name := range names {

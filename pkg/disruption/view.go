@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
@@ -26,9 +25,7 @@ func PodProtection(pods []*corev1.Pod, pdbs *state.PDBIndex, now time.Time) stri
 }
 
 // NodePrice is a registered node's price, $/hour, read from the instance types as a
-// candidate's Candidate.Price: the offering of its instance type in its zone and capacity type
-// (else the cheapest of its capacity type, else the cheapest); 0 when its instance type is
-// not among them.
+// candidate's Candidate.Price (cloudprovider.NodePrice); 0 when they do not price it.
 func NodePrice(sn *state.StateNode, its []*cloudprovider.InstanceType) float64 {
-	return nodePrice(nodeLabel(sn, corev1.LabelInstanceTypeStable), nodeLabel(sn, karpv1.CapacityTypeLabelKey), nodeLabel(sn, corev1.LabelTopologyZone), its)
+	return nodePrice(sn, its)
 }
