@@ -30,10 +30,10 @@ var layers = []struct {
 }{
 	{"inert: API types and leaf helpers", []string{
 		"pkg/apis/...", "pkg/yamlpath", "pkg/events", "pkg/featuregate", "pkg/requeue",
-		"pkg/cloudprovider/kubeletcel", "pkg/scheduler/lowerbound", "config/crd",
+		"pkg/cloudprovider/kubeletcel", "config/crd",
 	}},
-	{"models: requirements, metrics' names, the EC2 catalog, offline validation", []string{
-		"pkg/scheduling", "pkg/metrics", "pkg/cloudprovider/catalog", "pkg/validation",
+	{"models: requirements, the LP bound, metrics' names, the EC2 catalog, offline validation", []string{
+		"pkg/scheduling", "pkg/scheduler/lowerbound", "pkg/metrics", "pkg/cloudprovider/catalog", "pkg/validation",
 		"pkg/providers/aws/userdata", "pkg/providers/aws/fake",
 	}},
 	{"the cloud model", []string{"pkg/cloudprovider"}},
@@ -174,7 +174,7 @@ func TestLayerOf(t *testing.T) {
 		"pkg/providers/aws":        3,
 		"pkg/providers/aws/fake":   1,
 		"pkg/scheduler":            3,
-		"pkg/scheduler/lowerbound": 0,
+		"pkg/scheduler/lowerbound": 1,
 		"pkg/provisioning":         5,
 		"pkg/simulate/memory":      6,
 		"pkg/apis/karpenter/v1":    0,

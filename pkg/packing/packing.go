@@ -3,6 +3,7 @@ package packing
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,7 +148,12 @@ func Compute(in Input) *Result {
 func Bound(np *scheduler.NodePool, pods []*corev1.Pod, daemonPods []*corev1.Pod) float64 {
 	overhead := everywhereDaemons(np, daemonPods)
 	its, _ := scheduler.CompatibleInstanceTypes(np, true)
-	var types []lowerbound.InstanceType
+	type lpType struct {
+		name  string
+		room  scheduling.Resources
+		price float64
+	}
+	var types []lpType
 	for _, it := range its {
 		o, ok := it.CheapestOffering(np.Requirements)
 		if !ok {
@@ -157,45 +163,47 @@ func Bound(np *scheduler.NodePool, pods []*corev1.Pod, daemonPods []*corev1.Pod)
 		if room.MilliCPU <= 0 || room.Memory <= 0 || room.Pods <= 0 {
 			continue
 		}
-		types = append(types, lowerbound.InstanceType{Name: it.Name, Capacity: vector(room), Price: o.Price})
+		types = append(types, lpType{it.Name, room, o.Price})
 	}
 	if len(types) == 0 {
 		return 0
 	}
+	// CPU, memory and pod slots: a pod's ephemeral storage is not counted.
 	counts := map[scheduling.Resources]int{}
 	for _, pod := range pods {
 		r := scheduling.ResourcesOf(scheduling.PodRequests(pod))
 		r.Pods, r.EphemeralStorage = 1, 0
 		counts[r]++
 	}
-	shapes := make([]lowerbound.Shape, 0, len(counts))
+	type lpShape struct {
+		name string
+		r    scheduling.Resources
+		n    int
+	}
+	var shapes []lpShape
 	for r, n := range counts {
-		req := vector(r)
-		fits := false
-		for _, t := range types {
-			if req[0] <= t.Capacity[0] && req[1] <= t.Capacity[1] && req[2] <= t.Capacity[2] {
-				fits = true
-				break
-			}
-		}
-		if fits {
-			shapes = append(shapes, lowerbound.Shape{Name: fmt.Sprintf("%d/%d", r.MilliCPU, r.Memory), Requests: req, Count: n})
+		if slices.ContainsFunc(types, func(t lpType) bool {
+			return r.MilliCPU <= t.room.MilliCPU && r.Memory <= t.room.Memory && r.Pods <= t.room.Pods
+		}) {
+			shapes = append(shapes, lpShape{fmt.Sprintf("%d/%d", r.MilliCPU, r.Memory), r, n})
 		}
 	}
 	if len(shapes) == 0 {
 		return 0
 	}
-	sort.Slice(shapes, func(i, j int) bool { return shapes[i].Name < shapes[j].Name })
-	sol, err := lowerbound.Solve(shapes, types)
+	sort.Slice(shapes, func(i, j int) bool { return shapes[i].name < shapes[j].name })
+	model := lowerbound.NewModel(1, 0)
+	for _, sh := range shapes {
+		model.AddShape(sh.name, 0, sh.r, nil, sh.n)
+	}
+	for _, t := range types {
+		model.AddType(t.name, 0, t.room, nil, t.price)
+	}
+	sol, err := model.Solve()
 	if err != nil || math.IsNaN(sol.Cost) {
 		return 0
 	}
 	return sol.Cost
-}
-
-// vector is a Resources as the LP's CPU, Memory, Pods dimensions.
-func vector(r scheduling.Resources) []float64 {
-	return []float64{float64(r.MilliCPU), float64(r.Memory), float64(r.Pods)}
 }
 
 // everywhereDaemons sums the requests (and one pod slot each) of the daemon pods that run on

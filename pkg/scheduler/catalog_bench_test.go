@@ -167,30 +167,24 @@ func lpBound(tb testing.TB, pool *NodePool, pods []*corev1.Pod) float64 {
 	}
 	sort.Strings(classes)
 	classes = append([]string{""}, classes...)
-	dims := 4 + len(classes) - 1
-	var shapes []lowerbound.Shape
-	for k, n := range counts {
-		r := make([]float64, dims)
-		r[0], r[1], r[2], r[3] = float64(k.res.MilliCPU), float64(k.res.Memory), float64(k.res.Pods), float64(k.gpu)
-		if i := slices.Index(classes, k.class); i > 0 {
-			r[3+i] = 1
-		}
-		shapes = append(shapes, lowerbound.Shape{Name: fmt.Sprint(k), Requests: r, Count: n})
+	// The model's dimensions: cpu, memory, pods, ephemeral storage, a class each past the first,
+	// then the GPUs.
+	model := lowerbound.NewModel(len(classes), 1)
+	keys := make([]key, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
 	}
-	sort.Slice(shapes, func(i, j int) bool { return shapes[i].Name < shapes[j].Name })
-	var types []lowerbound.InstanceType
+	sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+	for _, k := range keys {
+		model.AddShape(fmt.Sprint(k), slices.Index(classes, k.class), k.res, []float64{float64(k.gpu)}, counts[k])
+	}
 	for i, class := range classes {
 		for _, c := range ps.candidatesFor(classReqs[class]) {
 			gpu := c.it.Allocatable()[gpuResource]
-			capacity := make([]float64, dims)
-			capacity[0], capacity[1], capacity[2], capacity[3] = float64(c.room.MilliCPU), float64(c.room.Memory), float64(c.room.Pods), float64(gpu.Value())
-			if i > 0 {
-				capacity[3+i] = float64(c.room.Pods)
-			}
-			types = append(types, lowerbound.InstanceType{Name: c.it.Name + "/" + class, Capacity: capacity, Price: c.price})
+			model.AddType(c.it.Name+"/"+class, i, c.room, []float64{float64(gpu.Value())}, c.price)
 		}
 	}
-	sol, err := lowerbound.Solve(shapes, types)
+	sol, err := model.Solve()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -315,32 +315,27 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 	}
 	plan.solves++
 	plan.unpromised = total
-	// Dimensions: cpu, memory, pods, ephemeral storage, one per class past the first, one per
-	// extended resource.
-	ext0 := 3 + len(classReqs)
-	dims := ext0 + len(extNames)
-	var (
-		shapes []lowerbound.Shape
-		kept   []planShape
-	)
+	// The LP (lowerbound.Model): a class per requirement class, a dimension per extended
+	// resource.
+	model := lowerbound.NewModel(len(classReqs), len(extNames))
+	var kept []planShape
 	for _, ks := range order {
 		if n := counts[ks]; n > 0 {
-			v := resourceVector(ks.res, dims)
-			if ks.class > 0 {
-				v[3+ks.class] = 1
+			var ext []float64
+			if len(extNames) > 0 {
+				ext = make([]float64, len(extNames))
+				for i, name := range extNames {
+					q := extended[ks][name]
+					ext[i] = q.AsApproximateFloat64()
+				}
 			}
-			for i, name := range extNames {
-				q := extended[ks][name]
-				v[ext0+i] = q.AsApproximateFloat64()
-			}
-			shapes = append(shapes, lowerbound.Shape{Name: strconv.Itoa(len(shapes)), Count: n, Requests: v})
+			model.AddShape(strconv.Itoa(len(kept)), ks.class, ks.res, ext, n)
 			kept = append(kept, ks)
 		}
 	}
 	var (
-		types   []lowerbound.InstanceType
 		cands   []*candidate
-		classOf []int // the class of each of types
+		classOf []int // the class of each of the model's types
 	)
 	// Each node costs a little more than its price in the LP, a thousandth of the cheapest
 	// type's: of packings equal in price, the one with fewer nodes wins, as in the look-ahead.
@@ -357,24 +352,24 @@ func (s *solver) solvePlan(ps *poolState, p *podInfo, plan *lpPlan) bool {
 			if c.price <= 0 {
 				continue
 			}
-			v := resourceVector(c.room, dims)
-			if k > 0 {
-				v[3+k] = float64(c.room.Pods)
-			}
-			for i, name := range extNames {
-				q := c.it.Allocatable()[name].DeepCopy()
-				if d, ok := c.daemon.extended[name]; ok {
-					q.Sub(d)
+			var ext []float64
+			if len(extNames) > 0 {
+				ext = make([]float64, len(extNames))
+				for i, name := range extNames {
+					q := c.it.Allocatable()[name].DeepCopy()
+					if d, ok := c.daemon.extended[name]; ok {
+						q.Sub(d)
+					}
+					ext[i] = max(q.AsApproximateFloat64(), 0)
 				}
-				v[ext0+i] = max(q.AsApproximateFloat64(), 0)
 			}
-			types = append(types, lowerbound.InstanceType{Name: c.it.Name + "/" + strconv.Itoa(k), Capacity: v, Price: c.price + perNode})
+			model.AddType(c.it.Name+"/"+strconv.Itoa(k), k, c.room, ext, c.price+perNode)
 			cands = append(cands, c)
 			classOf = append(classOf, k)
 		}
 	}
 	plan.patterns = plan.patterns[:0]
-	sol, err := lowerbound.Solve(shapes, types)
+	sol, err := model.Solve()
 	if err != nil {
 		return false
 	}
@@ -589,14 +584,6 @@ func wholeCounts(x []float64, ratio float64, sizes []scheduling.Resources, room 
 		n[best]++
 		used = used.Add(sizes[best])
 	}
-}
-
-// resourceVector is a request or room vector in the LP's dimensions: cpu, memory, pods,
-// ephemeral storage, then dims-4 zeros.
-func resourceVector(r scheduling.Resources, dims int) []float64 {
-	v := make([]float64, dims)
-	v[0], v[1], v[2], v[3] = float64(r.MilliCPU), float64(r.Memory), float64(r.Pods), float64(r.EphemeralStorage)
-	return v
 }
 
 // byValue sorts sizes by their values, highest first.

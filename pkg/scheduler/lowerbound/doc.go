@@ -4,7 +4,10 @@
 // Tests and benchmarks of the scheduler compare the scheduler's $/hour with
 // it ("within 5% of the bound"). It knows nothing of Kubernetes objects or of
 // the cloud provider: callers turn pods into Shapes and instance types (with
-// capacity net of system and daemonset overhead) into InstanceTypes.
+// capacity net of system and daemonset overhead) into InstanceTypes, through
+// Model, the one layout of the dimensions (resources, pod classes, extended
+// resources) that the scheduler's plan, the packing ratio and the benchmarks
+// share.
 //
 // # The LP
 //
