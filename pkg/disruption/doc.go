@@ -82,9 +82,17 @@
 // # Cost rules
 //
 // A replacement is strictly cheaper than the nodes it replaces (their prices read from the
-// instance type's offering in the node's zone and capacity type), never the same instance type
+// instance type's offering in the node's zone and capacity type, cloudprovider.NodePrice), never the same instance type
 // as the single node it replaces, and on-demand when it replaces a spot node unless
 // Options.SpotToSpotConsolidation allows spot. The Balanced policy acts on underutilized nodes
 // only when the share of the NodePools' cost saved is at least half the share of their pods
 // moved.
+//
+// # Files
+//
+// decide.go holds Decide and the methods' table; each method is a file of its own (repair.go,
+// emptiness.go, drift.go, consolidation.go, repack.go), reading one decision's state
+// (decider.go) and asking the what-if simulator (simulator.go). The controller (controller.go)
+// reads the cluster, decides and carries the command out. Golden scenarios
+// (testdata/scenarios, TestScenarios, -update) play a cluster's decisions command by command.
 package disruption
