@@ -30,7 +30,6 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 	"github.com/openkarpenter/karpenter/pkg/nodeclaim"
-	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/packing"
 	"github.com/openkarpenter/karpenter/pkg/provisioning"
 	"github.com/openkarpenter/karpenter/pkg/scheduler"
@@ -368,7 +367,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 	}
 	in := &Input{
 		Now: now, RecentReboots: c.recentReboots(now), Nodes: snap.Nodes, Pending: snap.Pending, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, NamespaceLabels: snap.NamespaceLabels,
-		InstanceTypes: map[string][]*cloudprovider.InstanceType{}, CloudDrift: map[string]cloudprovider.DriftReason{},
+		CloudDrift:         map[string]cloudprovider.DriftReason{},
 		VolumeRequirements: map[types.UID]scheduling.Requirements{}, Options: c.opts,
 		Clock: c.clock, UnseenNodePools: c.unseenNodePools, PodInfos: c.podInfos, SecondPodInfos: c.secondInfos, PDBs: pdbs,
 	}
@@ -377,19 +376,13 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 			return nil, err
 		}
 	}
+	// As the provisioner's: no replacement on what just ran out.
+	var errs map[string]error
+	in.InstanceTypes, errs = state.LaunchableInstanceTypes(ctx, c.cloud, snap.NodePools, c.unavailable)
 	for _, np := range snap.NodePools {
-		if np.DeletionTimestamp != nil || nodepool.IsStatic(np) {
-			continue
-		}
-		its, err := c.cloud.GetInstanceTypes(ctx, np)
-		if err != nil {
+		if err := errs[np.Name]; err != nil {
 			log.FromContext(ctx).Error(err, "cannot list instance types", "nodepool", np.Name)
-			continue
 		}
-		if c.unavailable != nil {
-			its = c.unavailable.Apply(its) // as the provisioner: no replacement on what just ran out
-		}
-		in.InstanceTypes[np.Name] = its
 	}
 	in.Consolidated = c.consolidation.observe(snap, now)
 	c.trackPodEvents(ctx, snap, now)

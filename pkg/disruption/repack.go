@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/nodepool"
 	"github.com/openkarpenter/karpenter/pkg/packing"
 	"github.com/openkarpenter/karpenter/pkg/scheduler"
@@ -251,16 +250,13 @@ func (c *Controller) MeasurePacking(ctx context.Context) (*packing.Result, error
 	if err != nil {
 		return nil, fmt.Errorf("taking snapshot: %w", err)
 	}
-	in := Input{Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, NamespaceLabels: snap.NamespaceLabels, InstanceTypes: map[string][]*cloudprovider.InstanceType{}}
+	in := Input{Nodes: snap.Nodes, NodePools: snap.NodePools, DaemonSets: snap.DaemonSets, NamespaceLabels: snap.NamespaceLabels}
+	var errs map[string]error
+	in.InstanceTypes, errs = state.LaunchableInstanceTypes(ctx, c.cloud, snap.NodePools, nil)
 	for _, np := range snap.NodePools {
-		if np.DeletionTimestamp != nil || nodepool.IsStatic(np) {
-			continue
-		}
-		its, err := c.cloud.GetInstanceTypes(ctx, np)
-		if err != nil {
+		if err := errs[np.Name]; err != nil {
 			return nil, fmt.Errorf("listing instance types of nodepool %s: %w", np.Name, err)
 		}
-		in.InstanceTypes[np.Name] = its
 	}
 	return PackingOf(in), nil
 }

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -355,18 +356,15 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot, deleting 
 		NamespaceLabels:    snap.NamespaceLabels,
 	}
 	pools := map[string]*karpv1.NodePool{}
-	typesByPool := map[string][]*cloudprovider.InstanceType{}
-	for _, np := range snap.NodePools {
-		if np.DeletionTimestamp != nil || nodepool.IsStatic(np) || !nodepool.IsReady(np) {
-			continue
-		}
-		its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
-		if err != nil {
+	ready := slices.DeleteFunc(slices.Clone(snap.NodePools), func(np *karpv1.NodePool) bool { return !nodepool.IsReady(np) })
+	typesByPool, errs := state.LaunchableInstanceTypes(ctx, p.cloudProvider, ready, p.unavailable)
+	for _, np := range ready {
+		if err := errs[np.Name]; err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool: cannot list its instance types", "nodepool", np.Name)
-			continue
 		}
-		if p.unavailable != nil {
-			its = p.unavailable.Apply(its)
+		its, listed := typesByPool[np.Name]
+		if !listed {
+			continue
 		}
 		pool, err := state.SchedulerNodePool(np, its)
 		if err != nil {
@@ -382,7 +380,6 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot, deleting 
 			p.events.Publish(noCompatibleInstanceTypesEvent(np, err != nil))
 		}
 		pools[np.Name] = np
-		typesByPool[np.Name] = its
 		in.NodePools = append(in.NodePools, pool)
 	}
 	// Initialized capacity first, then capacity still launching.

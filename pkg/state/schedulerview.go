@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -291,4 +292,33 @@ func Remaining(limits karpv1.Limits, used corev1.ResourceList) corev1.ResourceLi
 		out[name] = left
 	}
 	return out
+}
+
+// LaunchableInstanceTypes lists, for each NodePool that launches nodes from pending pods (not
+// being deleted, not static), its instance types as the cloud offers them, keyed by the
+// NodePool's name, with the offerings unavailable marks out of capacity made unavailable (nil:
+// none), so that no new node is planned on what just ran out. A NodePool whose types cannot be
+// listed is left out, its error kept in errs under its name. The provisioner, disruption and
+// its packing measure all read the NodePools' instance types through it.
+func LaunchableInstanceTypes(ctx context.Context, cloud cloudprovider.InstanceTypeProvider, nodePools []*karpv1.NodePool,
+	unavailable *cloudprovider.UnavailableOfferings) (byPool map[string][]*cloudprovider.InstanceType, errs map[string]error) {
+	byPool = make(map[string][]*cloudprovider.InstanceType, len(nodePools))
+	for _, np := range nodePools {
+		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil { // a static NodePool keeps its replicas
+			continue
+		}
+		its, err := cloud.GetInstanceTypes(ctx, np)
+		if err != nil {
+			if errs == nil {
+				errs = map[string]error{}
+			}
+			errs[np.Name] = err
+			continue
+		}
+		if unavailable != nil {
+			its = unavailable.Apply(its)
+		}
+		byPool[np.Name] = its
+	}
+	return byPool, errs
 }
