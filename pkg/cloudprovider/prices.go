@@ -89,36 +89,37 @@ func (p *overriddenPrices) Price(instanceType, zone, capacityType string) (float
 // type in its zone and capacity type, and of its capacity reservation when it is reserved and
 // names one, as Karpenter prices a node from the offerings compatible with its labels; else the
 // cheapest of its capacity type in any zone, a reserved node's counting as on-demand, as it is
-// billed once its reservation ends. The first of lists that holds the instance type is read. It
-// is false when none does or no offering matches. Disruption's candidates, its re-pack and the
-// cluster's cost metrics all price nodes with it.
+// billed once its reservation ends; else, when its capacity type is unknown or not offered, the
+// cheapest offering of its instance type. The first of lists whose instance type of that name
+// has offerings is read. It is false when none has. Disruption's candidates, its re-pack, the
+// pods' deletion cost and the cluster's cost metrics all price nodes with it.
 func NodePrice(label func(key string) string, lists ...[]*InstanceType) (float64, bool) {
 	name, zone, capacityType := label(corev1.LabelInstanceTypeStable), label(corev1.LabelTopologyZone), label(karpv1.CapacityTypeLabelKey)
-	if name == "" || capacityType == "" {
+	if name == "" {
 		return 0, false
 	}
 	reservation := ""
+	fallback := capacityType
 	if capacityType == karpv1.CapacityTypeReserved {
 		reservation = label(awsv1.LabelCapacityReservationID)
+		fallback = karpv1.CapacityTypeOnDemand
 	}
 	for _, its := range lists {
 		for _, it := range its {
 			if it.Name != name {
 				continue
 			}
-			if o, ok := it.Offerings.CheapestWhere(func(o Offering) bool {
-				return o.CapacityType == capacityType && o.Zone == zone && (reservation == "" || o.ReservationID == reservation)
-			}); ok {
-				return o.Price, true
+			for _, match := range []func(Offering) bool{
+				func(o Offering) bool {
+					return o.CapacityType == capacityType && o.Zone == zone && (reservation == "" || o.ReservationID == reservation)
+				},
+				func(o Offering) bool { return o.CapacityType == fallback },
+				func(Offering) bool { return true },
+			} {
+				if o, ok := it.Offerings.CheapestWhere(match); ok {
+					return o.Price, true
+				}
 			}
-			fallback := capacityType
-			if capacityType == karpv1.CapacityTypeReserved {
-				fallback = karpv1.CapacityTypeOnDemand
-			}
-			if o, ok := it.Offerings.CheapestWhere(func(o Offering) bool { return o.CapacityType == fallback }); ok {
-				return o.Price, true
-			}
-			return 0, false
 		}
 	}
 	return 0, false

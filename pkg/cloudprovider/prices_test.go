@@ -12,7 +12,8 @@ import (
 
 // TestNodePrice: a node is priced at the offering its labels name (its reservation's when it
 // is reserved), else at the cheapest of its capacity type (on-demand for a reserved node whose
-// reservation is gone), and not at all when its instance type or capacity type is unknown.
+// reservation is gone), else at its type's cheapest, and not at all when its instance type is
+// unknown or has no offerings.
 func TestNodePrice(t *testing.T) {
 	its := []*cloudprovider.InstanceType{{Name: "m5.large", Offerings: cloudprovider.Offerings{
 		{Zone: "a", CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.096, Available: true},
@@ -41,10 +42,12 @@ func TestNodePrice(t *testing.T) {
 		{"reserved without an id: the zone's cheapest reservation", labels("m5.large", "a", karpv1.CapacityTypeReserved, ""), [][]*cloudprovider.InstanceType{its}, 0.001, true},
 		{"a reservation gone counts on-demand", labels("m5.large", "a", karpv1.CapacityTypeReserved, "cr-gone"), [][]*cloudprovider.InstanceType{its}, 0.090, true},
 		{"a zone without the offering: its capacity type elsewhere", labels("m5.large", "c", karpv1.CapacityTypeOnDemand, ""), [][]*cloudprovider.InstanceType{its}, 0.090, true},
-		{"no offering of its capacity type", labels("c5.large", "a", karpv1.CapacityTypeOnDemand, ""), [][]*cloudprovider.InstanceType{other}, 0, false},
+		{"no offering of its capacity type: the type's cheapest", labels("c5.large", "a", karpv1.CapacityTypeOnDemand, ""), [][]*cloudprovider.InstanceType{other}, 0.03, true},
+		{"a type without offerings: the next list", labels("c5.large", "a", karpv1.CapacityTypeSpot, ""), [][]*cloudprovider.InstanceType{{{Name: "c5.large"}}, other}, 0.03, true},
 		{"the first list that holds the type", labels("c5.large", "a", karpv1.CapacityTypeSpot, ""), [][]*cloudprovider.InstanceType{its, other}, 0.03, true},
 		{"unknown type", labels("r5.large", "a", karpv1.CapacityTypeSpot, ""), [][]*cloudprovider.InstanceType{its, other}, 0, false},
-		{"no capacity type", labels("m5.large", "a", "", ""), [][]*cloudprovider.InstanceType{its}, 0, false},
+		{"no capacity type: the type's cheapest", labels("m5.large", "a", "", ""), [][]*cloudprovider.InstanceType{its}, 0.001, true},
+		{"no offerings anywhere", labels("c5.large", "a", karpv1.CapacityTypeSpot, ""), [][]*cloudprovider.InstanceType{{{Name: "c5.large"}}}, 0, false},
 	} {
 		got, ok := cloudprovider.NodePrice(tc.label, tc.lists...)
 		if got != tc.want || ok != tc.priced {

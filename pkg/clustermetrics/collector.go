@@ -240,13 +240,14 @@ func collectNodePools(snap *state.Snapshot, ch chan<- prometheus.Metric) {
 }
 
 // collectPrices reports the offerings of every NodePool's instance types and the cost of the
-// launched instances, each at its offering's price (in its zone, else the cheapest of its
-// capacity type). An instance whose price is unknown counts nothing. When that is because its
-// NodePool is gone or the NodePool's instance types could not be listed, its NodeClaim counts
-// in karpenter_nodepools_cost_tracker_errors_total, as Karpenter's cost tracker counts its
-// failures to add a NodeClaim; like Karpenter's, a NodeClaim without the instance type,
-// capacity type, zone and NodePool labels is left out, and an offering missing from its
-// instance types is no error.
+// launched instances, each priced as disruption prices its candidates (cloudprovider.NodePrice:
+// its offering, its own reservation's when reserved, else the cheapest of its capacity type,
+// else of its instance type). An instance whose price is unknown counts nothing. When that is
+// because its NodePool is gone or the NodePool's instance types could not be listed, its
+// NodeClaim counts in karpenter_nodepools_cost_tracker_errors_total, as Karpenter's cost
+// tracker counts its failures to add a NodeClaim; like Karpenter's, a NodeClaim without the
+// instance type, capacity type, zone and NodePool labels is left out, and an instance type its
+// NodePool no longer lists is no error.
 func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch chan<- prometheus.Metric) {
 	type offering struct{ instanceType, zone, capacityType string }
 	seen := map[offering]bool{}
@@ -279,11 +280,12 @@ func (c *Collector) collectPrices(ctx context.Context, snap *state.Snapshot, ch 
 			continue // not Karpenter's, or not launched
 		}
 		pool := sn.NodePool()
+		if pool == "" || claimLabel(sn, corev1.LabelInstanceTypeStable) == "" || claimLabel(sn, corev1.LabelTopologyZone) == "" || claimLabel(sn, karpv1.CapacityTypeLabelKey) == "" {
+			continue // as Karpenter's cost tracker: left out
+		}
 		types, ok := byPool[pool]
 		if !ok {
-			if pool != "" && claimLabel(sn, corev1.LabelInstanceTypeStable) != "" && claimLabel(sn, corev1.LabelTopologyZone) != "" && claimLabel(sn, karpv1.CapacityTypeLabelKey) != "" {
-				metrics.CostTrackerError(pool)
-			}
+			metrics.CostTrackerError(pool)
 			continue
 		}
 		price, ok := cloudprovider.NodePrice(func(key string) string { return claimLabel(sn, key) }, types)

@@ -135,10 +135,7 @@ func (u *update) apply(it *cloudprovider.InstanceType) *cloudprovider.InstanceTy
 	if offerings == nil && len(u.capacity) == 0 {
 		return it
 	}
-	out := &cloudprovider.InstanceType{
-		Name: it.Name, Labels: it.Labels, Capacity: it.Capacity, Overhead: it.Overhead, Offerings: it.Offerings,
-		PriceOverlaid: it.PriceOverlaid, CapacityOverlaid: it.CapacityOverlaid,
-	}
+	out := it.WithOfferings(it.Offerings)
 	if offerings != nil {
 		out.Offerings, out.PriceOverlaid = offerings, true
 	}

@@ -135,8 +135,8 @@ func perPodBound(pool *NodePool, pods []*corev1.Pod) float64 {
 }
 
 // lpBound is the LP lower bound of packing the pods on the NodePool's compatible instance types
-// (each at its cheapest allowed offering): no packing can cost less. GPUs are a fourth
-// dimension. Pods with a node selector form a class: their instance types are the NodePool's
+// (each at its cheapest allowed offering): no packing can cost less, built as the plan builds
+// it (lowerbound.Model: ephemeral storage counted, GPUs an extended resource). Pods with a node selector form a class: their instance types are the NodePool's
 // under the selector too, at the prices it allows, as types of their own that only they and
 // pods without a selector may use (one more dimension per class, which only the class's pods
 // request and only its types have). That is a lower bound as long as no two classes could

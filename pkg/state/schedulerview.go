@@ -304,7 +304,9 @@ func LaunchableInstanceTypes(ctx context.Context, cloud cloudprovider.InstanceTy
 	unavailable *cloudprovider.UnavailableOfferings) (byPool map[string][]*cloudprovider.InstanceType, errs map[string]error) {
 	byPool = make(map[string][]*cloudprovider.InstanceType, len(nodePools))
 	for _, np := range nodePools {
-		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil { // a static NodePool keeps its replicas
+		// A static NodePool (nodepool.IsStatic, a controller this package may not import) keeps its
+		// replicas and launches nothing for pending pods.
+		if np.DeletionTimestamp != nil || np.Spec.Replicas != nil {
 			continue
 		}
 		its, err := cloud.GetInstanceTypes(ctx, np)

@@ -35,46 +35,46 @@ var _ cloudprovider.CloudProvider = (*instrumented)(nil)
 // Name implements cloudprovider.CloudProvider; it is not instrumented.
 func (m *instrumented) Name() string { return m.cp.Name() }
 
-// RepairPolicies implements RepairPolicyProvider; it calls no cloud and is not instrumented.
+// RepairPolicies implements cloudprovider.RepairPolicyProvider; it calls no cloud and is not instrumented.
 func (m *instrumented) RepairPolicies() []cloudprovider.RepairPolicy { return m.cp.RepairPolicies() }
 
-// Create implements InstanceLifecycle.
+// Create implements cloudprovider.InstanceLifecycle.
 func (m *instrumented) Create(ctx context.Context, claim *karpv1.NodeClaim) (_ *karpv1.NodeClaim, err error) {
 	defer m.observe("Create", claimNodePool(claim), time.Now(), &err)
 	return m.cp.Create(ctx, claim)
 }
 
-// Delete implements InstanceLifecycle.
+// Delete implements cloudprovider.InstanceLifecycle.
 func (m *instrumented) Delete(ctx context.Context, claim *karpv1.NodeClaim) (err error) {
 	defer m.observe("Delete", claimNodePool(claim), time.Now(), &err)
 	return m.cp.Delete(ctx, claim)
 }
 
-// Get implements InstanceGetter.
+// Get implements cloudprovider.InstanceGetter.
 func (m *instrumented) Get(ctx context.Context, providerID string) (_ *karpv1.NodeClaim, err error) {
 	defer m.observe("Get", "", time.Now(), &err)
 	return m.cp.Get(ctx, providerID)
 }
 
-// List implements InstanceLister.
+// List implements cloudprovider.InstanceLister.
 func (m *instrumented) List(ctx context.Context) (_ []*karpv1.NodeClaim, err error) {
 	defer m.observe("List", "", time.Now(), &err)
 	return m.cp.List(ctx)
 }
 
-// GetInstanceTypes implements InstanceTypeProvider.
+// GetInstanceTypes implements cloudprovider.InstanceTypeProvider.
 func (m *instrumented) GetInstanceTypes(ctx context.Context, nodePool *karpv1.NodePool) (_ []*cloudprovider.InstanceType, err error) {
 	defer m.observe("GetInstanceTypes", nodePoolName(nodePool), time.Now(), &err)
 	return m.cp.GetInstanceTypes(ctx, nodePool)
 }
 
-// IsDrifted implements DriftChecker.
+// IsDrifted implements cloudprovider.DriftChecker.
 func (m *instrumented) IsDrifted(ctx context.Context, claim *karpv1.NodeClaim) (_ cloudprovider.DriftReason, err error) {
 	defer m.observe("IsDrifted", claimNodePool(claim), time.Now(), &err)
 	return m.cp.IsDrifted(ctx, claim)
 }
 
-// Reboot implements InstanceRebooter.
+// Reboot implements cloudprovider.InstanceRebooter.
 func (m *instrumented) Reboot(ctx context.Context, claim *karpv1.NodeClaim, operationID string) (err error) {
 	defer m.observe("Reboot", claimNodePool(claim), time.Now(), &err)
 	return m.cp.Reboot(ctx, claim, operationID)

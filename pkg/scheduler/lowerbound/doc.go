@@ -3,7 +3,8 @@
 // problem, solved exactly (to about 1e-9 relative) with its own simplex code.
 // Tests and benchmarks of the scheduler compare the scheduler's $/hour with
 // it ("within 5% of the bound"). It knows nothing of Kubernetes objects or of
-// the cloud provider: callers turn pods into Shapes and instance types (with
+// the cloud provider (only of pkg/scheduling's resource vector): callers turn
+// pods into Shapes and instance types (with
 // capacity net of system and daemonset overhead) into InstanceTypes, through
 // Model, the one layout of the dimensions (resources, pod classes, extended
 // resources) that the scheduler's plan, the packing ratio and the benchmarks

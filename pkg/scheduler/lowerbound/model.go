@@ -1,6 +1,8 @@
 package lowerbound
 
 import (
+	"fmt"
+
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
@@ -32,6 +34,9 @@ func (m *Model) dims() int { return 4 + m.classes - 1 + m.extended }
 
 // vector lays out r, the class's amount and the extended amounts in the model's dimensions.
 func (m *Model) vector(r scheduling.Resources, class int, classAmount float64, extended []float64) []float64 {
+	if class < 0 || class >= m.classes || len(extended) > m.extended {
+		panic(fmt.Sprintf("lowerbound.Model: class %d of %d, %d extended resources of %d", class, m.classes, len(extended), m.extended))
+	}
 	v := make([]float64, m.dims())
 	v[CPU], v[Memory], v[Pods], v[3] = float64(r.MilliCPU), float64(r.Memory), float64(r.Pods), float64(r.EphemeralStorage)
 	if class > 0 {
@@ -42,7 +47,8 @@ func (m *Model) vector(r scheduling.Resources, class int, classAmount float64, e
 }
 
 // AddShape adds count pods of the class, each requesting r and the extended resources in the
-// model's order (nil for none). Shapes are solved in the order they are added, and named by
+// model's order (nil for none; missing trailing ones are 0). A class or more extended resources
+// than the model has is a programming error, and panics. Shapes are solved in the order they are added, and named by
 // name, which must be unique.
 func (m *Model) AddShape(name string, class int, r scheduling.Resources, extended []float64, count int) {
 	m.shapes = append(m.shapes, Shape{Name: name, Requests: m.vector(r, class, 1, extended), Count: count})
