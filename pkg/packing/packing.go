@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduler/lowerbound"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
@@ -100,7 +101,7 @@ func ratio(a, b float64) float64 {
 // Compute re-packs every NodePool's pods from scratch: once with the provisioning scheduler
 // (its default, cost-aware packing) onto new nodes of that NodePool only, and once as the LP
 // lower bound (package lowerbound) over the NodePool's instance types, each at its cheapest
-// allowed offering, with capacity net of the kubelet's overhead and of the daemonsets that run
+// allowed offering outside capacity reservations, with capacity net of the kubelet's overhead and of the daemonsets that run
 // on every node of the NodePool. The bound counts CPU, memory and pod slots only, and none of
 // the pods' placement constraints: it stays a bound, only a looser one. Compute is
 // deterministic and does not modify its input.
@@ -154,8 +155,12 @@ func Bound(np *scheduler.NodePool, pods []*corev1.Pod, daemonPods []*corev1.Pod)
 		price float64
 	}
 	var types []lpType
+	// Reserved offerings are left out: a reservation has only so many slots, which the LP
+	// would take as unlimited at the reservation's near-zero price (Karpenter's 1/10,000,000
+	// of on-demand), making the bound nearly nothing and every reserved fleet look unpacked.
+	allowed := cloudprovider.NewOfferingFilter(np.Requirements)
 	for _, it := range its {
-		o, ok := it.CheapestOffering(np.Requirements)
+		o, ok := it.Offerings.CheapestWhere(func(o cloudprovider.Offering) bool { return o.Available && !o.Reserved() && allowed.Allows(o) })
 		if !ok {
 			continue
 		}

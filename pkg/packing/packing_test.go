@@ -96,3 +96,18 @@ func TestBoundCountsDaemonsOnEveryNode(t *testing.T) {
 		t.Errorf("bound with a daemon that does not tolerate the taint $%.4f, want $%.4f", got, bare)
 	}
 }
+
+// TestBoundLeavesOutReservations: a reservation's slots are few and its offering priced near
+// nothing; the bound prices each type at its cheapest offering outside reservations, else the
+// LP would fill the reservation without end and the bound would be nearly nothing.
+func TestBoundLeavesOutReservations(t *testing.T) {
+	np := pool()
+	for _, it := range np.InstanceTypes {
+		o := it.Offerings[0]
+		it.Offerings = append(it.Offerings, cloudprovider.Offering{Zone: o.Zone, CapacityType: karpv1.CapacityTypeReserved, ReservationID: "cr-1",
+			Price: o.Price / 10_000_000, Available: true})
+	}
+	if got := Bound(np, pods(5, "1", "1Gi"), nil); math.Abs(got-0.25) > 1e-6 {
+		t.Errorf("bound $%.7f, want $0.25 (the on-demand offerings')", got)
+	}
+}
