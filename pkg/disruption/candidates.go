@@ -262,9 +262,9 @@ func instanceTypeFound(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceTyp
 	})
 }
 
-// nodePrice is the node's price, $/hour, as the instance types price it
-// (cloudprovider.NodePrice); 0 when they do not.
-func nodePrice(sn *state.StateNode, lists ...[]*cloudprovider.InstanceType) float64 {
+// NodePrice is a registered node's price, $/hour, read from the instance types as a
+// candidate's Candidate.Price (cloudprovider.NodePrice); 0 when they do not price it.
+func NodePrice(sn *state.StateNode, lists ...[]*cloudprovider.InstanceType) float64 {
 	price, _ := cloudprovider.NodePrice(func(key string) string { return nodeLabel(sn, key) }, lists...)
 	return price
 }

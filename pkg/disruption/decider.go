@@ -241,7 +241,7 @@ func newDecider(in Input) *decider {
 		c.InstanceType = nodeLabel(sn, corev1.LabelInstanceTypeStable)
 		c.CapacityType = nodeLabel(sn, karpv1.CapacityTypeLabelKey)
 		c.Zone = nodeLabel(sn, corev1.LabelTopologyZone)
-		c.Price = nodePrice(sn, append([][]*cloudprovider.InstanceType{in.InstanceTypes[np.Name]}, allTypes...)...)
+		c.Price = NodePrice(sn, append([][]*cloudprovider.InstanceType{in.InstanceTypes[np.Name]}, allTypes...)...)
 		d.poolCost[np.Name] += c.Price
 		d.poolRescheduleCost[np.Name] += c.RescheduleCost
 		if sn.Nominated(in.Now) {

@@ -156,7 +156,7 @@ func (c *cluster) apply(cmd *Command) {
 func (c *cluster) cost() float64 {
 	total := 0.0
 	for _, sn := range c.in.Nodes {
-		total += nodePrice(sn, c.types)
+		total += NodePrice(sn, c.types)
 	}
 	return total
 }

@@ -79,7 +79,7 @@ func PackingOf(in Input) *packing.Result {
 			continue // its pods are moving to the rest of the fleet
 		}
 		p.Nodes++
-		p.Current += nodePrice(sn, in.InstanceTypes[np.Name])
+		p.Current += NodePrice(sn, in.InstanceTypes[np.Name])
 	}
 	pin := packing.Input{DaemonPods: state.DaemonPods(in.DaemonSets), PodInfos: in.PodInfos}
 	for _, name := range names {

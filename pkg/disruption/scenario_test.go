@@ -6,13 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
@@ -43,37 +41,11 @@ type scenario struct {
 		Zone         string `json:"zone"`
 		// Drifted is the cloud provider's drift reason for the node's claim.
 		Drifted cloudprovider.DriftReason `json:"drifted,omitempty"`
-		Pods    []podGroup                `json:"pods,omitempty"`
+		Pods    []builders.PodGroup       `json:"pods,omitempty"`
 	} `json:"nodes"`
 	PDBs []policyv1.PodDisruptionBudget `json:"pdbs,omitempty"`
 	// Steps is how many commands to carry out at most (default 10).
 	Steps int `json:"steps,omitempty"`
-}
-
-// podGroup is `count` copies of a pod manifest, named NAME-0, NAME-1, …
-type podGroup struct {
-	Count int        `json:"count"`
-	Pod   corev1.Pod `json:"pod"`
-}
-
-func (g podGroup) expand() []*corev1.Pod {
-	count := max(g.Count, 1)
-	out := make([]*corev1.Pod, count)
-	for i := range out {
-		p := g.Pod.DeepCopy()
-		if count > 1 {
-			p.Name = g.Pod.Name + "-" + strconv.Itoa(i)
-		}
-		if p.Namespace == "" {
-			p.Namespace = "default"
-		}
-		p.UID = types.UID(p.Namespace + "/" + p.Name)
-		if len(p.OwnerReferences) == 0 {
-			p.OwnerReferences = builders.Pod(builders.PodOptions{}).OwnerReferences
-		}
-		out[i] = p
-	}
-	return out
 }
 
 // cluster builds the scenario's cluster.
@@ -100,7 +72,7 @@ func (sc *scenario) cluster(t *testing.T) *cluster {
 		}
 		var pods []*corev1.Pod
 		for _, g := range n.Pods {
-			pods = append(pods, g.expand()...)
+			pods = append(pods, g.Expand()...)
 		}
 		sn := c.add(stateNode(np, n.Name, findType(c.types, n.InstanceType), n.CapacityType, n.Zone, pods...))
 		if n.Drifted != "" {

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openkarpenter/karpenter/pkg/cloudprovider"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
@@ -22,10 +21,4 @@ func NodeProtection(sn *state.StateNode, now time.Time) string { return nodeProt
 // Candidate.PodProtection of its reschedulable pods.
 func PodProtection(pods []*corev1.Pod, pdbs *state.PDBIndex, now time.Time) string {
 	return podProtection(pods, pdbs, now)
-}
-
-// NodePrice is a registered node's price, $/hour, read from the instance types as a
-// candidate's Candidate.Price (cloudprovider.NodePrice); 0 when they do not price it.
-func NodePrice(sn *state.StateNode, its []*cloudprovider.InstanceType) float64 {
-	return nodePrice(sn, its)
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -47,35 +46,12 @@ type scenario struct {
 		Labels    map[string]string   `json:"labels,omitempty"`
 		Taints    []corev1.Taint      `json:"taints,omitempty"`
 		Available corev1.ResourceList `json:"available"`
-		Pods      []podGroup          `json:"pods,omitempty"`
+		Pods      []builders.PodGroup `json:"pods,omitempty"`
 	} `json:"nodes,omitempty"`
-	Pods []podGroup `json:"pods"`
+	Pods []builders.PodGroup `json:"pods"`
 	// VolumeZones pins pods (by name) to zones, as their volumes would.
 	VolumeZones       map[string][]string `json:"volumeZones,omitempty"`
 	IgnorePreferences bool                `json:"ignorePreferences,omitempty"`
-}
-
-// podGroup is `count` copies of a pod manifest, named NAME-0, NAME-1, …
-type podGroup struct {
-	Count int        `json:"count"`
-	Pod   corev1.Pod `json:"pod"`
-}
-
-func (g podGroup) expand() []*corev1.Pod {
-	count := max(g.Count, 1)
-	out := make([]*corev1.Pod, count)
-	for i := range out {
-		pod := g.Pod.DeepCopy()
-		if count > 1 {
-			pod.Name = g.Pod.Name + "-" + strconv.Itoa(i)
-		}
-		if pod.Namespace == "" {
-			pod.Namespace = "default"
-		}
-		pod.UID = types.UID(pod.Namespace + "/" + pod.Name)
-		out[i] = pod
-	}
-	return out
 }
 
 func (sc *scenario) input(t *testing.T) Input {
@@ -126,12 +102,12 @@ func (sc *scenario) input(t *testing.T) Input {
 		}
 		node.Labels[corev1.LabelHostname] = n.Name
 		for _, g := range n.Pods {
-			node.Pods = append(node.Pods, g.expand()...)
+			node.Pods = append(node.Pods, g.Expand()...)
 		}
 		in.Nodes = append(in.Nodes, node)
 	}
 	for _, g := range sc.Pods {
-		in.Pods = append(in.Pods, g.expand()...)
+		in.Pods = append(in.Pods, g.Expand()...)
 	}
 	for _, pod := range in.Pods {
 		if zones, ok := sc.VolumeZones[pod.Name]; ok {
