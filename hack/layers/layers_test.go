@@ -48,7 +48,7 @@ var layers = []struct {
 		"pkg/clustermetrics",
 	}},
 	{"assemblies: the controller set, the operator, simulate, view, convert", []string{
-		"pkg/controllers", "pkg/operator", "pkg/simulate/...", "pkg/view", "pkg/convert/...",
+		"pkg/controllers", "pkg/operator", "pkg/simulate/...", "pkg/view", "pkg/livecluster", "pkg/convert/...",
 	}},
 	{"commands, test support and tests", []string{"cmd/...", "pkg/test/...", "test/...", "hack/...", "charts/..."}},
 }

@@ -12,16 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/convert"
+	"github.com/openkarpenter/karpenter/pkg/livecluster"
 )
 
 // Cluster is a cluster's state as `karpenter simulate --from-cluster` reads it, from a live
@@ -202,37 +200,26 @@ func withoutServerFields(doc document) document {
 // the same Cluster from either. A cluster without Karpenter's CRDs has no NodePools.
 // source names the cluster in messages (such as `context "prod"`).
 func ReadCluster(ctx context.Context, r client.Reader, source string) (*Cluster, error) {
-	lists := []struct {
-		list       client.ObjectList
-		apiVersion string
-		kind       string
-		optional   bool
-	}{
-		{&corev1.NodeList{}, "v1", "Node", false},
-		{&corev1.PodList{}, "v1", "Pod", false},
-		{&appsv1.DaemonSetList{}, "apps/v1", "DaemonSet", false},
-		{&policyv1.PodDisruptionBudgetList{}, "policy/v1", "PodDisruptionBudget", false},
-		{&corev1.PersistentVolumeClaimList{}, "v1", "PersistentVolumeClaim", false},
-		{&corev1.PersistentVolumeList{}, "v1", "PersistentVolume", false},
-		{&storagev1.StorageClassList{}, "storage.k8s.io/v1", "StorageClass", false},
-		{&karpv1.NodePoolList{}, "karpenter.sh/v1", "NodePool", true},
-		{&karpv1.NodeClaimList{}, "karpenter.sh/v1", "NodeClaim", true},
-		{&awsv1.EC2NodeClassList{}, "karpenter.k8s.aws/v1", "EC2NodeClass", true},
+	kinds := []livecluster.Kind{
+		livecluster.Nodes, livecluster.Pods, livecluster.DaemonSets, livecluster.PodDisruptionBudgets, livecluster.Claims,
+		livecluster.Volumes, livecluster.StorageClasses, livecluster.NodePools, livecluster.NodeClaims, livecluster.EC2NodeClasses,
+	}
+	lists, err := livecluster.List(ctx, r, kinds, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	var items []json.RawMessage
-	for _, l := range lists {
-		if err := r.List(ctx, l.list); err != nil {
-			if l.optional && (meta.IsNoMatchError(err) || apierrors.IsNotFound(err)) {
-				continue
-			}
-			return nil, fmt.Errorf("%s: listing %ss: %w", source, strings.ToLower(l.kind), err)
+	for i, list := range lists {
+		if list == nil {
+			continue // one of Karpenter's kinds, not served
 		}
-		objs, err := meta.ExtractList(l.list)
+		objs, err := meta.ExtractList(list)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range objs {
-			o.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(l.apiVersion, l.kind))
+			// A typed list's items come without their kind, which the dump reader needs.
+			o.GetObjectKind().SetGroupVersionKind(kinds[i].GroupVersionKind)
 			data, err := json.Marshal(o)
 			if err != nil {
 				return nil, err

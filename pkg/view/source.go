@@ -6,15 +6,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openkarpenter/karpenter/pkg/apis"
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/livecluster"
 )
 
 // Source reads the objects of one frame.
@@ -36,32 +35,23 @@ type ReaderSource struct {
 
 // Read implements Source.
 func (s *ReaderSource) Read(ctx context.Context) (Objects, error) {
-	// Frames only read the objects: a cache need not copy them.
-	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
-	selected := []client.ListOption{client.UnsafeDisableDeepCopy}
-	if s.Selector != nil && !s.Selector.Empty() {
-		selected = append(selected, client.MatchingLabelsSelector{Selector: s.Selector})
-	}
-	var nodes corev1.NodeList
-	if err := s.Reader.List(ctx, &nodes, selected...); err != nil {
-		return Objects{}, fmt.Errorf("listing nodes: %w", err)
-	}
-	var pods corev1.PodList
-	if err := s.Reader.List(ctx, &pods, opts...); err != nil {
-		return Objects{}, fmt.Errorf("listing pods: %w", err)
-	}
-	objs := Objects{Nodes: nodes.Items, Pods: pods.Items}
+	kinds := []livecluster.Kind{livecluster.Nodes, livecluster.Pods}
 	if s.NodeClaims {
-		var claims karpv1.NodeClaimList
-		if err := s.Reader.List(ctx, &claims, selected...); err != nil {
-			return Objects{}, fmt.Errorf("listing nodeclaims: %w", err)
+		kinds = append(kinds, livecluster.NodeClaims, livecluster.NodePools)
+	}
+	// Frames only read the objects: a cache need not copy them.
+	lists, err := livecluster.List(ctx, s.Reader, kinds, s.Selector, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return Objects{}, err
+	}
+	objs := Objects{Nodes: lists[0].(*corev1.NodeList).Items, Pods: lists[1].(*corev1.PodList).Items}
+	if s.NodeClaims {
+		if claims, ok := lists[2].(*karpv1.NodeClaimList); ok {
+			objs.NodeClaims = claims.Items
 		}
-		objs.NodeClaims = claims.Items
-		var pools karpv1.NodePoolList
-		if err := s.Reader.List(ctx, &pools, opts...); err != nil {
-			return Objects{}, fmt.Errorf("listing nodepools: %w", err)
+		if pools, ok := lists[3].(*karpv1.NodePoolList); ok {
+			objs.NodePools = pools.Items
 		}
-		objs.NodePools = pools.Items
 	}
 	return objs, nil
 }
@@ -73,7 +63,7 @@ func NewClientSource(cfg *rest.Config, selector labels.Selector) (*ReaderSource,
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
-	served, err := servesNodeClaims(c.RESTMapper())
+	served, err := livecluster.ServesKarpenter(c.RESTMapper())
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +79,7 @@ func NewCacheSource(ctx context.Context, cfg *rest.Config, selector labels.Selec
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
-	served, err := servesNodeClaims(direct.RESTMapper())
+	served, err := livecluster.ServesKarpenter(direct.RESTMapper())
 	if err != nil {
 		return nil, err
 	}
@@ -141,20 +131,6 @@ func NewCacheSource(ctx context.Context, cfg *rest.Config, selector labels.Selec
 		return nil, errors.New("informers did not sync")
 	}
 	return &ReaderSource{Reader: c, Selector: selector, NodeClaims: served}, nil
-}
-
-// servesNodeClaims reports whether the cluster serves karpenter.sh/v1 NodeClaims.
-func servesNodeClaims(mapper meta.RESTMapper) (bool, error) {
-	gk := schema.GroupKind{Group: karpv1.Group, Kind: "NodeClaim"}
-	_, err := mapper.RESTMapping(gk, karpv1.SchemeGroupVersion.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	default:
-		return false, fmt.Errorf("discovering nodeclaims: %w", err)
-	}
 }
 
 // limitedReader lists at most limit objects of each kind.

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -48,16 +47,5 @@ func TestViewReaderSource(t *testing.T) {
 					nodes, claims, len(objs.Pods), tc.wantNodes, tc.wantClaims)
 			}
 		})
-	}
-}
-
-func TestViewServesNodeClaims(t *testing.T) {
-	mapper := meta.NewDefaultRESTMapper(nil)
-	if served, err := servesNodeClaims(mapper); err != nil || served {
-		t.Errorf("without the CRD: served %v, %v; want false, nil", served, err)
-	}
-	mapper.Add(karpv1.SchemeGroupVersion.WithKind("NodeClaim"), meta.RESTScopeRoot)
-	if served, err := servesNodeClaims(mapper); err != nil || !served {
-		t.Errorf("with the CRD: served %v, %v; want true, nil", served, err)
 	}
 }
