@@ -1162,3 +1162,29 @@ func TestInstanceTypeNotFoundDrift(t *testing.T) {
 		t.Errorf("command %v, want a drift replacement", d.Command)
 	}
 }
+
+// TestDriftGivesBackItsLimit: a NodePool at its cpu limit still replaces a drifted node, because
+// the node leaving gives back what it counted against the limit; one more node's worth is not
+// given.
+func TestDriftGivesBackItsLimit(t *testing.T) {
+	np := builders.NodePool(builders.NodePoolOptions{Name: "default", Ready: true}, everyBudget("1"))
+	c := newCluster(catalog(), np)
+	m := findType(c.types, "m.xlarge")
+	for _, name := range []string{"a", "b"} {
+		c.add(stateNode(np, name, m, "spot", "test-zone-1", pod("3", "10Gi")))
+	}
+	cpu := m.Capacity[corev1.ResourceCPU]
+	limit := cpu.DeepCopy()
+	limit.Add(cpu) // exactly the two nodes
+	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: limit}
+	np.Spec.Template.Labels = map[string]string{"team": "b"}
+	d := Decide(c.in)
+	if d.Command == nil || d.Command.Method != MethodDrift || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command = %+v, want one drift replacement within the limit", d.Command)
+	}
+	limit.Sub(*resourceQuantity("1"))
+	np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: limit}
+	if d := Decide(c.in); d.Command != nil && len(d.Command.Replacements) > 0 {
+		t.Fatalf("command = %s, want no replacement one cpu short of the limit", d.Command.Message())
+	}
+}

@@ -293,10 +293,10 @@ type simulator struct {
 	// base are the baseline outcomes, without and with buffers, each made once.
 	base     [2]*scheduler.Results
 	baseOnce [2]sync.Once
-	pools    []*scheduler.NodePool
-	limits   map[string]karpv1.Limits
-	used     map[string]corev1.ResourceList // capacity of each limited NodePool's nodes
-	capacity map[string]corev1.ResourceList // capacity per node name
+	// pools are the ready NodePools, each with what its limits allow with every node in place.
+	pools []*scheduler.NodePool
+	// capacity is what each node of a limited NodePool counts against its limits, by node name.
+	capacity map[string]corev1.ResourceList
 	volumes  map[types.UID]scheduling.Requirements
 	daemons  []*corev1.Pod // what the daemonsets would run on a new node
 	// namespaces are Input.NamespaceLabels.
@@ -309,7 +309,7 @@ type simulator struct {
 }
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *state.PDBIndex) *simulator {
-	s := &simulator{volumes: in.VolumeRequirements, limits: map[string]karpv1.Limits{}, used: map[string]corev1.ResourceList{}, capacity: map[string]corev1.ResourceList{},
+	s := &simulator{volumes: in.VolumeRequirements, capacity: map[string]corev1.ResourceList{},
 		infos: [whatIfWorkers]*scheduler.PodInfos{in.PodInfos, in.SecondPodInfos}, launching: map[string]string{}, pending: in.Pending}
 	if s.infos[0] == nil {
 		s.infos[0] = scheduler.NewPodInfos()
@@ -317,29 +317,21 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *state.PDBIn
 	s.daemons = state.DaemonPods(in.DaemonSets)
 	s.namespaces = in.NamespaceLabels
 	s.buffer = in.BufferPods
+	var ready []*karpv1.NodePool
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
-		np := pools[name]
-		if !nodepool.IsReady(np) {
-			continue
+		if np := pools[name]; nodepool.IsReady(np) {
+			ready = append(ready, np)
 		}
-		pool, err := state.SchedulerNodePool(np, in.InstanceTypes[np.Name])
-		if err != nil {
-			continue
-		}
-		s.pools = append(s.pools, pool)
-		if len(np.Spec.Limits) > 0 {
-			s.limits[np.Name] = np.Spec.Limits
-			s.used[np.Name] = corev1.ResourceList{}
-		}
+	}
+	s.pools, _ = state.SchedulerNodePools(ready, in.InstanceTypes, in.Nodes)
+	limited := map[string]bool{}
+	for _, p := range s.pools {
+		limited[p.Name] = p.Remaining != nil
 	}
 	var launching []*scheduler.Node
 	for _, sn := range in.Nodes {
-		if sn.NodeClaim != nil {
-			if used, ok := s.used[sn.NodePool()]; ok {
-				capacity := sn.LimitCapacity(in.InstanceTypes[sn.NodePool()])
-				s.capacity[sn.Name()] = capacity
-				s.used[sn.NodePool()] = scheduling.Merge(used, capacity)
-			}
+		if sn.NodeClaim != nil && limited[sn.NodePool()] {
+			s.capacity[sn.Name()] = sn.LimitCapacity(in.InstanceTypes[sn.NodePool()])
 		}
 		if sn.MarkedForDeletion {
 			s.deleting = append(s.deleting, sn.ReschedulablePods(pdbs, in.Now)...)
@@ -428,9 +420,7 @@ func (s *simulator) solve(cands []*Candidate, fewestNodes, buffers bool, worker 
 	}
 	for _, p := range s.pools {
 		pool := *p
-		if limits, ok := s.limits[p.Name]; ok {
-			pool.Remaining = s.remaining(p.Name, limits, cands)
-		}
+		pool.Remaining = s.remaining(p, cands)
 		in.NodePools = append(in.NodePools, &pool)
 	}
 	res := scheduler.Solve(in)
@@ -471,18 +461,27 @@ func (s *simulator) judgeExtra(res *scheduler.Results) {
 	res.PodErrors = errs
 }
 
-// remaining is what a NodePool's limits allow once cands are gone.
-func (s *simulator) remaining(pool string, limits karpv1.Limits, cands []*Candidate) corev1.ResourceList {
-	used := s.used[pool].DeepCopy()
+// remaining is what a NodePool's limits allow once cands are gone: each candidate of it gives
+// back what it counts against them. Nil for a NodePool without limits.
+func (s *simulator) remaining(pool *scheduler.NodePool, cands []*Candidate) corev1.ResourceList {
+	if pool.Remaining == nil {
+		return nil
+	}
+	out := pool.Remaining
+	copied := false
 	for _, c := range cands {
-		if c.NodePool.Name != pool {
+		if c.NodePool.Name != pool.Name {
 			continue
 		}
+		if !copied {
+			out, copied = out.DeepCopy(), true
+		}
 		for name, q := range s.capacity[c.Name()] {
-			u := used[name]
-			u.Sub(q)
-			used[name] = u
+			if left, limited := out[name]; limited {
+				left.Add(q)
+				out[name] = left
+			}
 		}
 	}
-	return state.Remaining(limits, used)
+	return out
 }

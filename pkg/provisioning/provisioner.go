@@ -358,20 +358,22 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot, deleting 
 	pools := map[string]*karpv1.NodePool{}
 	ready := slices.DeleteFunc(slices.Clone(snap.NodePools), func(np *karpv1.NodePool) bool { return !nodepool.IsReady(np) })
 	typesByPool, errs := state.LaunchableInstanceTypes(ctx, p.cloudProvider, ready, p.unavailable)
+	schedulerPools, invalid := state.SchedulerNodePools(ready, typesByPool, snap.Nodes)
+	byName := make(map[string]*scheduler.NodePool, len(schedulerPools))
+	for _, pool := range schedulerPools {
+		byName[pool.Name] = pool
+	}
 	for _, np := range ready {
 		if err := errs[np.Name]; err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool: cannot list its instance types", "nodepool", np.Name)
 		}
-		its, listed := typesByPool[np.Name]
-		if !listed {
-			continue
-		}
-		pool, err := state.SchedulerNodePool(np, its)
-		if err != nil {
+		if err := invalid[np.Name]; err != nil {
 			log.FromContext(ctx).Error(err, "skipping nodepool with invalid requirements", "nodepool", np.Name)
+		}
+		pool := byName[np.Name]
+		if pool == nil {
 			continue
 		}
-		pool.Remaining = state.NodePoolRemaining(np, snap.Nodes, its)
 		// As Karpenter: a NodePool whose requirements leave no instance type to launch says
 		// so. It stays in the scheduler's input, where it can launch nothing either, so that
 		// the pods' FailedScheduling says which of its requirements is at fault.
@@ -380,8 +382,8 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot, deleting 
 			p.events.Publish(noCompatibleInstanceTypesEvent(np, err != nil))
 		}
 		pools[np.Name] = np
-		in.NodePools = append(in.NodePools, pool)
 	}
+	in.NodePools = schedulerPools
 	// Initialized capacity first, then capacity still launching.
 	in.Nodes = snap.SchedulerNodes()
 	var unschedulable []scheduler.PodError

@@ -197,8 +197,8 @@ func (s *Snapshot) SchedulerNodes() []*scheduler.Node {
 }
 
 // SchedulerNodePool describes a NodePool to the scheduler, with the instance types it may
-// launch (its). Remaining is left to the caller (NodePoolRemaining). It fails when the
-// NodePool's requirements do not parse.
+// launch (its), without limits (SchedulerNodePools adds them). It fails when the NodePool's
+// requirements do not parse.
 func SchedulerNodePool(np *karpv1.NodePool, its []*cloudprovider.InstanceType) (*scheduler.NodePool, error) {
 	reqs, err := scheduling.NodePoolRequirements(np, nil)
 	if err != nil {
@@ -212,6 +212,31 @@ func SchedulerNodePool(np *karpv1.NodePool, its []*cloudprovider.InstanceType) (
 		Name: np.Name, Weight: weight, Requirements: reqs, Labels: np.Spec.Template.Labels,
 		Taints: np.Spec.Template.Spec.Taints, InstanceTypes: its,
 	}, nil
+}
+
+// SchedulerNodePools describes the NodePools to the scheduler, in their order, each with the
+// instance types it may launch (typesByPool; a NodePool without an entry is left out) and what
+// its limits still allow given the nodes and claims (NodePoolRemaining). A NodePool whose
+// requirements do not parse is left out, its error kept in errs under its name. The
+// provisioner and disruption's what-if both describe the NodePools through it.
+func SchedulerNodePools(nodePools []*karpv1.NodePool, typesByPool map[string][]*cloudprovider.InstanceType, nodes []*StateNode) (pools []*scheduler.NodePool, errs map[string]error) {
+	for _, np := range nodePools {
+		its, listed := typesByPool[np.Name]
+		if !listed {
+			continue
+		}
+		pool, err := SchedulerNodePool(np, its)
+		if err != nil {
+			if errs == nil {
+				errs = map[string]error{}
+			}
+			errs[np.Name] = err
+			continue
+		}
+		pool.Remaining = NodePoolRemaining(np, nodes, its)
+		pools = append(pools, pool)
+	}
+	return pools, errs
 }
 
 // resourceNodes is the limits' count of nodes.

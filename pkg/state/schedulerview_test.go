@@ -105,3 +105,31 @@ func TestNodeRequests(t *testing.T) {
 		t.Errorf("%d sums kept after two prunes without a call", len(r.sums))
 	}
 }
+
+// TestSchedulerNodePools: the NodePools with listed types, in order, each with its limits'
+// room; one without types is left out, one whose requirements do not parse is an error.
+func TestSchedulerNodePools(t *testing.T) {
+	large := &cloudprovider.InstanceType{Name: "large", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}
+	its := []*cloudprovider.InstanceType{large}
+	limited := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "limited"}, Spec: karpv1.NodePoolSpec{Limits: karpv1.Limits{corev1.ResourceCPU: resource.MustParse("20")}}}
+	free := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "free"}}
+	unlisted := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "unlisted"}}
+	broken := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "broken"}}
+	broken.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "zone", Operator: "Sometimes", Values: []string{"a"}}}
+	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{karpv1.NodePoolLabelKey: "limited"}}}
+	claim.Status.Capacity = large.Capacity
+	pools, errs := SchedulerNodePools([]*karpv1.NodePool{limited, free, unlisted, broken},
+		map[string][]*cloudprovider.InstanceType{"limited": its, "free": its, "broken": its}, []*StateNode{{NodeClaim: claim}})
+	if len(pools) != 2 || pools[0].Name != "limited" || pools[1].Name != "free" {
+		t.Fatalf("pools %v, want limited and free in order", pools)
+	}
+	if cpu := pools[0].Remaining[corev1.ResourceCPU]; cpu.String() != "12" {
+		t.Errorf("limited's remaining cpu %s, want 12 (20 less its 8-cpu claim)", cpu.String())
+	}
+	if pools[1].Remaining != nil {
+		t.Errorf("free's remaining %v, want nil (unlimited)", pools[1].Remaining)
+	}
+	if len(errs) != 1 || errs["broken"] == nil {
+		t.Errorf("errs %v, want broken's", errs)
+	}
+}
