@@ -11,8 +11,9 @@ import (
 )
 
 // PackingCache remembers the last packing a snapshot computed (Summary.Packing) and a
-// fingerprint of what it was computed from: the NodePools (their resource versions), the zones,
-// and each NodePool's nodes, cost and pods (their UIDs and resource versions). A live view
+// fingerprint of what it was computed from: the NodePools and DaemonSets (their resource
+// versions), the zones, and each NodePool's nodes, cost and pods (their UIDs and resource
+// versions). A live view
 // re-packs only when one of them changed. Its zero value is ready to use; it is safe for
 // concurrent use.
 type PackingCache struct {
@@ -56,6 +57,10 @@ func (c *PackingCache) get(objs Objects, zones []string, in packing.Input) *pack
 	for i := range objs.NodePools {
 		word(objs.NodePools[i].Name)
 		word(objs.NodePools[i].ResourceVersion)
+	}
+	for i := range objs.DaemonSets {
+		word(objs.DaemonSets[i].Namespace + "/" + objs.DaemonSets[i].Name)
+		word(objs.DaemonSets[i].ResourceVersion)
 	}
 	for _, z := range zones {
 		word(z)

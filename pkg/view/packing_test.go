@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -69,6 +71,17 @@ func TestViewPackingRatio(t *testing.T) {
 	if !strings.Contains(line, "packing 1.60× the bound ($0.250/hour)") {
 		t.Errorf("totals line %q does not give the packing ratio", line)
 	}
+
+	// A DaemonSet taking a core on every node leaves each new small node one: the bound rises,
+	// as the controller's measure counts it.
+	agent := appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system"}}
+	agent.Spec.Template.Spec.Containers = []corev1.Container{{Name: "agent", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}
+	objs.DaemonSets = []appsv1.DaemonSet{agent}
+	if withDaemon := NewSnapshot(objs, Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes}).Summary.Packing; withDaemon == nil || withDaemon.Bound <= p.Bound+1e-6 {
+		t.Errorf("packing with a DaemonSet of one core %+v, want a bound above $%.3f", withDaemon, p.Bound)
+	}
+	objs.DaemonSets = nil
+
 	objs.NodePools = nil
 	if out := render(t, NewSnapshot(objs, Options{Now: t0, Prices: testPrices, InstanceTypes: testInstanceTypes}), RenderOptions{}); strings.Contains(out, "packing") {
 		t.Errorf("a packing ratio without NodePools:\n%s", out)

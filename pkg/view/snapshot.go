@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -40,6 +41,9 @@ type Objects struct {
 	Pods []corev1.Pod
 	// NodePools are the cluster's NodePools, for the packing ratio (Options.InstanceTypes).
 	NodePools []karpv1.NodePool
+	// DaemonSets are the cluster's DaemonSets, for the packing ratio: what their pods take on
+	// the new nodes of a packing from scratch, as the controller's measure counts it.
+	DaemonSets []appsv1.DaemonSet
 }
 
 // DefaultResources are the resources whose usage a snapshot measures when Options does not say.
@@ -346,8 +350,9 @@ func NewSnapshot(objs Objects, opts Options) Snapshot {
 // repack re-packs the pods of the rows' Karpenter nodes from scratch, per NodePool, on the
 // instance types its NodePool may launch: the nodes' prices are the fleet's cost (but for
 // nodes being deleted, whose pods are moving), their pods (not daemonset or mirror pods) the
-// pods to pack. Daemonsets are not listed, so their overhead is left out of both packings.
-// It is nil when no such pod runs.
+// pods to pack, and the DaemonSets' pods what every new node of the packing carries, as the
+// controller's measure (karpenter_cluster_packing_ratio) counts them. It is nil when no such
+// pod runs.
 func repack(objs Objects, rows []Row, rowByNode map[string]int, instanceTypes func(*karpv1.NodePool, []string) ([]*cloudprovider.InstanceType, error), cache *PackingCache) *packing.Result {
 	seen := map[string]bool{}
 	for i := range rows {
@@ -394,7 +399,11 @@ func repack(objs Objects, rows []Row, rowByNode map[string]int, instanceTypes fu
 	if pods == 0 {
 		return nil
 	}
-	var in packing.Input
+	daemonSets := make([]*appsv1.DaemonSet, len(objs.DaemonSets))
+	for i := range objs.DaemonSets {
+		daemonSets[i] = &objs.DaemonSets[i]
+	}
+	in := packing.Input{DaemonPods: state.DaemonPods(daemonSets)}
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		if p := pools[name]; p.Nodes > 0 || len(p.Pods) > 0 {
 			in.Pools = append(in.Pools, *p)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
@@ -26,7 +27,8 @@ type Source interface {
 type ReaderSource struct {
 	// Reader lists the objects.
 	Reader client.Reader
-	// Selector limits the Nodes and NodeClaims listed; nil lists all. Pods are all listed.
+	// Selector limits the Nodes and NodeClaims listed; nil lists all. Pods and DaemonSets are
+	// all listed.
 	Selector labels.Selector
 	// NodeClaims says whether to list NodeClaims and NodePools: false for clusters that do
 	// not serve them.
@@ -35,7 +37,7 @@ type ReaderSource struct {
 
 // Read implements Source.
 func (s *ReaderSource) Read(ctx context.Context) (Objects, error) {
-	kinds := []livecluster.Kind{livecluster.Nodes, livecluster.Pods}
+	kinds := []livecluster.Kind{livecluster.Nodes, livecluster.Pods, livecluster.DaemonSets}
 	if s.NodeClaims {
 		kinds = append(kinds, livecluster.NodeClaims, livecluster.NodePools)
 	}
@@ -44,12 +46,12 @@ func (s *ReaderSource) Read(ctx context.Context) (Objects, error) {
 	if err != nil {
 		return Objects{}, err
 	}
-	objs := Objects{Nodes: lists[0].(*corev1.NodeList).Items, Pods: lists[1].(*corev1.PodList).Items}
+	objs := Objects{Nodes: lists[0].(*corev1.NodeList).Items, Pods: lists[1].(*corev1.PodList).Items, DaemonSets: lists[2].(*appsv1.DaemonSetList).Items}
 	if s.NodeClaims {
-		if claims, ok := lists[2].(*karpv1.NodeClaimList); ok {
+		if claims, ok := lists[3].(*karpv1.NodeClaimList); ok {
 			objs.NodeClaims = claims.Items
 		}
-		if pools, ok := lists[3].(*karpv1.NodePoolList); ok {
+		if pools, ok := lists[4].(*karpv1.NodePoolList); ok {
 			objs.NodePools = pools.Items
 		}
 	}
@@ -106,7 +108,7 @@ func NewCacheSource(ctx context.Context, cfg *rest.Config, selector labels.Selec
 	if err != nil {
 		return nil, fmt.Errorf("creating cache: %w", err)
 	}
-	kinds := []client.Object{&corev1.Node{}, &corev1.Pod{}}
+	kinds := []client.Object{&corev1.Node{}, &corev1.Pod{}, &appsv1.DaemonSet{}}
 	if served {
 		kinds = append(kinds, &karpv1.NodeClaim{}, &karpv1.NodePool{})
 	}
