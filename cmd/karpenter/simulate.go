@@ -134,23 +134,9 @@ with; for one with it, they replace its NodePools of the same name and add to th
 			report.Version, report.Command = version, "karpenter simulate "+strings.Join(args, " ")
 			if otherReport != nil {
 				otherReport.Version = version
-				return writeComparison(cmd.OutOrStdout(), simulate.Compare(strings.Join(args, " "), compare, report, otherReport), output, htmlReport)
+				return writeOutput(cmd.OutOrStdout(), simulate.Compare(strings.Join(args, " "), compare, report, otherReport), output, htmlReport, runPageLabel)
 			}
-			if htmlReport != "" {
-				if err := writeFile(htmlReport, report.WriteHTML); err != nil {
-					return err
-				}
-			}
-			if output == "json" {
-				return report.WriteJSON(cmd.OutOrStdout())
-			}
-			if err := report.WriteText(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if htmlReport != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "\nReport with charts: %s\n", htmlReport)
-			}
-			return nil
+			return writeOutput(cmd.OutOrStdout(), report, output, htmlReport, runPageLabel)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
@@ -163,21 +149,30 @@ with; for one with it, they replace its NodePools of the same name and add to th
 	return cmd
 }
 
-// writeComparison writes a comparison as text or JSON, and as a page when asked.
-func writeComparison(out io.Writer, c *simulate.Comparison, output, htmlReport string) error {
+// The labels of the line that ends the text output with where the --report page is: a run's
+// and a comparison's page, and a --from-cluster report's.
+const (
+	runPageLabel     = "Report with charts"
+	clusterPageLabel = "Report page"
+)
+
+// writeOutput writes what simulate produced as its flags ask: the --report page first, if
+// htmlReport names one, then the output as JSON or as text, the text ending with
+// "\n<pageLabel>: <htmlReport>" when there is a page.
+func writeOutput(out io.Writer, o simulate.Output, format, htmlReport, pageLabel string) error {
 	if htmlReport != "" {
-		if err := writeFile(htmlReport, c.WriteHTML); err != nil {
+		if err := writeFile(htmlReport, func(w io.Writer) error { return simulate.WriteHTML(w, o) }); err != nil {
 			return err
 		}
 	}
-	if output == "json" {
-		return c.WriteJSON(out)
+	if format == "json" {
+		return simulate.WriteJSON(out, o)
 	}
-	if err := c.WriteText(out); err != nil {
+	if err := simulate.WriteText(out, o); err != nil {
 		return err
 	}
 	if htmlReport != "" {
-		fmt.Fprintf(out, "\nReport with charts: %s\n", htmlReport)
+		fmt.Fprintf(out, "\n%s: %s\n", pageLabel, htmlReport)
 	}
 	return nil
 }

@@ -95,21 +95,7 @@ func runFromCluster(cmd *cobra.Command, f clusterFlags, files []string, output, 
 		return err
 	}
 	rep.Version = version
-	if htmlReport != "" {
-		if err := writeFile(htmlReport, rep.WriteHTML); err != nil {
-			return err
-		}
-	}
-	if output == "json" {
-		return rep.WriteJSON(cmd.OutOrStdout())
-	}
-	if err := rep.WriteText(cmd.OutOrStdout()); err != nil {
-		return err
-	}
-	if htmlReport != "" {
-		fmt.Fprintf(cmd.OutOrStdout(), "\nReport page: %s\n", htmlReport)
-	}
-	return nil
+	return writeOutput(cmd.OutOrStdout(), rep, output, htmlReport, clusterPageLabel)
 }
 
 // readLiveCluster reads the cluster of a kubeconfig through a client that is only used to get

@@ -2,11 +2,9 @@ package simulate
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"math"
 	"strings"
 	"text/tabwriter"
@@ -216,40 +214,28 @@ func launched(rep *Report, capacityType string) int {
 	return n
 }
 
-// WriteJSON writes the comparison as indented JSON.
-func (c *Comparison) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(c)
-}
-
-// WriteText prints the figures side by side, those that differ first, and how much more or
-// less B costs.
-func (c *Comparison) WriteText(out io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Comparing %s (A) with %s (B) over %s\n\n", c.A, c.B, c.RunA.Duration)
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
+// text writes the figures side by side, those that differ first, and how much more or less B
+// costs.
+func (c *Comparison) text(b *strings.Builder) {
+	fmt.Fprintf(b, "Comparing %s (A) with %s (B) over %s\n\n", c.A, c.B, c.RunA.Duration)
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tA\tB\tB − A\t\t")
 	for _, d := range c.Differences {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", d.Metric, trim(d.A), trim(d.B), signedTrim(d.Change), d.Relative())
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	_ = tw.Flush() // a strings.Builder does not fail
 	if len(c.Differences) == 0 {
 		b.WriteString("No difference.\n")
 	}
 	if len(c.Unchanged) > 0 {
-		fmt.Fprintf(&b, "\nThe same in both: %s.\n", strings.Join(c.UnchangedNames(), ", "))
+		fmt.Fprintf(b, "\nThe same in both: %s.\n", strings.Join(c.UnchangedNames(), ", "))
 	}
 	if base, other := c.RunA.Cost.Total, c.RunB.Cost.Total; base > 0 {
-		fmt.Fprintf(&b, "\nB costs %.1f%% %s than A.\n", 100*abs(other-base)/base, map[bool]string{true: "less", false: "more"}[other <= base])
+		fmt.Fprintf(b, "\nB costs %.1f%% %s than A.\n", 100*abs(other-base)/base, map[bool]string{true: "less", false: "more"}[other <= base])
 	}
 	if c.Why != "" {
-		fmt.Fprintf(&b, "%s\n", c.Why)
+		fmt.Fprintf(b, "%s\n", c.Why)
 	}
-	_, err := io.WriteString(out, b.String())
-	return err
 }
 
 // UnchangedNames are the figures equal in both runs, with their value.
@@ -268,16 +254,16 @@ func signedTrim(v float64) string {
 	return trim(v)
 }
 
-// WriteHTML writes the comparison as one self-contained page: the differences first, then
-// both runs on the same charts (A solid, B in pink), then each run's report side by side.
-func (c *Comparison) WriteHTML(w io.Writer) error {
-	data := struct {
+// pageTemplate draws the comparison on one page: the differences first, then both runs on
+// the same charts (A solid, B in pink), then each run's report side by side.
+func (c *Comparison) pageTemplate() (name string, data any) {
+	pageData := struct {
 		*Comparison
 		Charts       []template.HTML
 		ViewA, ViewB *view
 	}{Comparison: c, ViewA: newView(c.RunA), ViewB: newView(c.RunB)}
 	// The two runs share the timeline, so A's markers are B's.
-	ms := data.ViewA.Markers
+	ms := pageData.ViewA.Markers
 	both := func(title, unit string, f func(Sample) float64) template.HTML {
 		xs := hours(c.RunA.Series)
 		if len(c.RunB.Series) > len(c.RunA.Series) {
@@ -286,14 +272,14 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 		return lineChart(title, unit, xs, ms, []series{
 			{"A: " + c.A, colorNodes, resample(c.RunA.Series, xs, f), false}, {"B: " + c.B, colorB, resample(c.RunB.Series, xs, f), false}})
 	}
-	data.Charts = []template.HTML{
+	pageData.Charts = []template.HTML{
 		both("Nodes", "nodes", func(s Sample) float64 { return float64(s.Nodes) }),
 		both("Cost", "$/hour", func(s Sample) float64 { return s.CostPerHour }),
 		both("Pending pods", "pods", func(s Sample) float64 { return float64(s.Pending) }),
 		both("Spot nodes", "nodes", func(s Sample) float64 { return float64(s.SpotNodes) }),
 		both("Requested share of allocatable cpu", "%", func(s Sample) float64 { return 100 * s.CPUUtil }),
 	}
-	return page.ExecuteTemplate(w, "compare", data)
+	return "compare", pageData
 }
 
 // resample reads a run's series at the given hours: the value of the last sample at or

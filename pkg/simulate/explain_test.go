@@ -32,7 +32,7 @@ func TestWebExplainsItsEndState(t *testing.T) {
 		t.Fatalf("no m6a.48xlarge at the end (the example's comment says two): %+v", rep.Fleet)
 	}
 	var text strings.Builder
-	if err := rep.WriteText(&text); err != nil {
+	if err := WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Why the 5 nodes at the end stay", "SpotToSpotConsolidation is disabled", "would change it: the SpotToSpotConsolidation feature gate", "why consolidation leaves them is below"} {
@@ -41,7 +41,7 @@ func TestWebExplainsItsEndState(t *testing.T) {
 		}
 	}
 	var js strings.Builder
-	if err := rep.WriteJSON(&js); err != nil {
+	if err := WriteJSON(&js, rep); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(js.String(), `"staysBecause": "SpotToSpotConsolidation is disabled`) {
@@ -88,7 +88,7 @@ func TestCompareSaysWhyRunsEndApart(t *testing.T) {
 		t.Errorf("fields %v lack cost.finalPerHour or disruptions.Underutilized", fields)
 	}
 	var text strings.Builder
-	if err := c.WriteText(&text); err != nil {
+	if err := WriteText(&text, c); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), want) {

@@ -3,9 +3,7 @@ package simulate
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -285,74 +283,64 @@ func fleetOf(members []fleetMember) ClusterFleet {
 	return f
 }
 
-// WriteJSON writes the report as indented JSON.
-func (rep *ClusterReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
+// text writes the report for a terminal.
+func (rep *ClusterReport) text(b *strings.Builder) {
+	fmt.Fprintf(b, "Cluster %s: %d nodes, %d pods (%d pending) and %d DaemonSet or static pods\n", rep.Source, rep.Today.Nodes, rep.Pods.Workload, rep.Pods.Pending, rep.Pods.Daemon)
+	fmt.Fprintf(b, "NodePools: %s\n", rep.NodePoolsFrom)
 
-// WriteText writes the report for a terminal.
-func (rep *ClusterReport) WriteText(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Cluster %s: %d nodes, %d pods (%d pending) and %d DaemonSet or static pods\n", rep.Source, rep.Today.Nodes, rep.Pods.Workload, rep.Pods.Pending, rep.Pods.Daemon)
-	fmt.Fprintf(&b, "NodePools: %s\n", rep.NodePoolsFrom)
-
-	fmt.Fprintf(&b, "\nToday: %d nodes, $%.4f/hour, $%.2f/month\n", rep.Today.Nodes, rep.Today.PerHour, rep.Today.PerMonth)
-	writeGroups(&b, rep.Today)
+	fmt.Fprintf(b, "\nToday: %d nodes, $%.4f/hour, $%.2f/month\n", rep.Today.Nodes, rep.Today.PerHour, rep.Today.PerMonth)
+	writeGroups(b, rep.Today)
 
 	c := rep.Consolidation
-	fmt.Fprintf(&b, "\nConsolidation now: %d nodes, $%.4f/hour, $%.2f/month%s\n", c.Fleet.Nodes, c.Fleet.PerHour, c.Fleet.PerMonth, change(rep.Today.PerHour, c.Fleet.PerHour))
+	fmt.Fprintf(b, "\nConsolidation now: %d nodes, $%.4f/hour, $%.2f/month%s\n", c.Fleet.Nodes, c.Fleet.PerHour, c.Fleet.PerMonth, change(rep.Today.PerHour, c.Fleet.PerHour))
 	if len(c.Steps) == 0 {
 		b.WriteString("  no command: consolidation leaves the fleet as it is\n")
 	}
 	for i, s := range c.Steps {
-		fmt.Fprintf(&b, "  %2d. at %-7s %s (%s): %s; nodes %s; then $%.4f/hour\n", i+1, time.Duration(s.AtSeconds)*time.Second, s.Method, s.Reason, strings.TrimPrefix(s.Message, "consolidating: "), strings.Join(s.Nodes, ", "), s.PerHourAfter)
+		fmt.Fprintf(b, "  %2d. at %-7s %s (%s): %s; nodes %s; then $%.4f/hour\n", i+1, time.Duration(s.AtSeconds)*time.Second, s.Method, s.Reason, strings.TrimPrefix(s.Message, "consolidating: "), strings.Join(s.Nodes, ", "), s.PerHourAfter)
 	}
 	if c.Unmanaged > 0 {
-		fmt.Fprintf(&b, "  %d %s Karpenter does not manage, listed as %s, %s never disrupted: --adopt-nodes NODEPOOL takes them into a NodePool\n", c.Unmanaged, plural(c.Unmanaged, "node", "nodes"), UnmanagedNodePool, plural(c.Unmanaged, "is", "are"))
+		fmt.Fprintf(b, "  %d %s Karpenter does not manage, listed as %s, %s never disrupted: --adopt-nodes NODEPOOL takes them into a NodePool\n", c.Unmanaged, plural(c.Unmanaged, "node", "nodes"), UnmanagedNodePool, plural(c.Unmanaged, "is", "are"))
 	}
 	if !c.Settled {
-		fmt.Fprintf(&b, "  still consolidating when the run ended (%s): a longer --settle shows the rest\n", c.Duration)
+		fmt.Fprintf(b, "  still consolidating when the run ended (%s): a longer --settle shows the rest\n", c.Duration)
 	}
 	if c.PendingPods > 0 {
-		fmt.Fprintf(&b, "  %d %s without a node at the end\n", c.PendingPods, plural(c.PendingPods, "pod", "pods"))
+		fmt.Fprintf(b, "  %d %s without a node at the end\n", c.PendingPods, plural(c.PendingPods, "pod", "pods"))
 	}
-	writeGroups(&b, c.Fleet)
+	writeGroups(b, c.Fleet)
 
 	s := rep.FromScratch
-	fmt.Fprintf(&b, "\nFrom scratch: %d nodes, $%.4f/hour, $%.2f/month%s\n", s.Fleet.Nodes, s.Fleet.PerHour, s.Fleet.PerMonth, change(rep.Today.PerHour, s.Fleet.PerHour))
-	writeGroups(&b, s.Fleet)
+	fmt.Fprintf(b, "\nFrom scratch: %d nodes, $%.4f/hour, $%.2f/month%s\n", s.Fleet.Nodes, s.Fleet.PerHour, s.Fleet.PerMonth, change(rep.Today.PerHour, s.Fleet.PerHour))
+	writeGroups(b, s.Fleet)
 	for _, u := range s.Unscheduled {
-		fmt.Fprintf(&b, "  never scheduled: %s (%d): %s\n", u.Workload, u.Pods, u.Reason)
+		fmt.Fprintf(b, "  never scheduled: %s (%d): %s\n", u.Workload, u.Pods, u.Reason)
 	}
 
 	sv := rep.Savings
 	b.WriteString("\nSavings\n")
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  FLEET\t$/HOUR\t$/MONTH\tSAVES $/MONTH")
 	fmt.Fprintf(tw, "  today\t%.4f\t%.2f\t-\n", sv.TodayPerHour, rep.Today.PerMonth)
 	fmt.Fprintf(tw, "  after consolidation\t%.4f\t%.2f\t%.2f\n", sv.ConsolidatedPerHour, c.Fleet.PerMonth, sv.ConsolidationMonth)
 	fmt.Fprintf(tw, "  from scratch\t%.4f\t%.2f\t%.2f\n", sv.FromScratchPerHour, s.Fleet.PerMonth, sv.FromScratchMonth)
 	_ = tw.Flush()
 	if len(rep.Today.Unpriced) > 0 {
-		fmt.Fprintf(&b, "  %d %s of instance types the catalog does not price (%s): counted as nodes, left out of every $ figure\n",
+		fmt.Fprintf(b, "  %d %s of instance types the catalog does not price (%s): counted as nodes, left out of every $ figure\n",
 			len(rep.Today.Unpriced), plural(len(rep.Today.Unpriced), "node", "nodes"), strings.Join(rep.Today.Unpriced, ", "))
 	}
 	if len(rep.Warnings) > 0 {
 		b.WriteString("\nWarnings\n")
 		for _, msg := range rep.Warnings {
-			fmt.Fprintf(&b, "  %s\n", msg)
+			fmt.Fprintf(b, "  %s\n", msg)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
-// WriteHTML writes the report as one self-contained page: the savings first, then today's
-// fleet, consolidation's steps and the fleet they leave, and the fleet from scratch.
-func (rep *ClusterReport) WriteHTML(w io.Writer) error {
-	return page.ExecuteTemplate(w, "cluster", rep)
+// pageTemplate draws the report on one page: the savings first, then today's fleet,
+// consolidation's steps and the fleet they leave, and the fleet from scratch.
+func (rep *ClusterReport) pageTemplate() (name string, data any) {
+	return "cluster", rep
 }
 
 // change describes a fleet's $/hour against today's: " (-$0.1234/hour, -12%)".

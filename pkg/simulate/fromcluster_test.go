@@ -169,7 +169,7 @@ func TestFromClusterDumpConsolidation(t *testing.T) {
 		t.Errorf("from scratch: %d nodes, %d pods pending", rep.FromScratch.Fleet.Nodes, rep.FromScratch.PendingPods)
 	}
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Today: 13 nodes", "Consolidation now:", "From scratch:", "after consolidation", "(unmanaged)"} {
@@ -256,7 +256,7 @@ func TestFromClusterUnknownInstanceType(t *testing.T) {
 		t.Errorf("the unpriced node %s is not in the consolidated fleet's unpriced %v", odd, rep.Consolidation.Fleet.Unpriced)
 	}
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "the catalog does not price ("+odd+")") {
@@ -336,7 +336,7 @@ func TestFromClusterJSONMatchesSchema(t *testing.T) {
 	copied := *rep
 	copied.Version = "test"
 	var buf bytes.Buffer
-	if err := copied.WriteJSON(&buf); err != nil {
+	if err := WriteJSON(&buf, &copied); err != nil {
 		t.Fatal(err)
 	}
 	schema := loadSchema(t)
@@ -352,10 +352,10 @@ func TestFromClusterIsDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	var a, b bytes.Buffer
-	if err := rep.WriteJSON(&a); err != nil {
+	if err := WriteJSON(&a, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := again.WriteJSON(&b); err != nil {
+	if err := WriteJSON(&b, again); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {

@@ -3,7 +3,6 @@ package simulate
 import (
 	"fmt"
 	"html/template"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -11,13 +10,12 @@ import (
 	"unicode/utf8"
 )
 
-// WriteHTML writes the report as one self-contained HTML page (no scripts, no network): the
-// summary and inputs, charts over time (nodes by capacity type and by NodePool, $/hour,
-// pending pods, utilization) with the timeline's events marked and numbered on each, the
-// distribution of pending time, nodes removed by reason, launches refused, a packing picture
-// of the final fleet, and the event log.
-func (rep *Report) WriteHTML(w io.Writer) error {
-	return page.ExecuteTemplate(w, "single", newView(rep))
+// pageTemplate draws the report on one page: the summary and inputs, charts over time (nodes
+// by capacity type and by NodePool, $/hour, pending pods, utilization) with the timeline's
+// events marked and numbered on each, the distribution of pending time, nodes removed by
+// reason, launches refused, a packing picture of the final fleet, and the event log.
+func (rep *Report) pageTemplate() (name string, data any) {
+	return "single", newView(rep)
 }
 
 // view is a report with its drawings, as the page template reads it.

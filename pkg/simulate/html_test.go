@@ -67,7 +67,7 @@ manifests: |
 func TestHTMLReportInChromium(t *testing.T) {
 	rep := run(t, twoPools)
 	var buf bytes.Buffer
-	if err := rep.WriteHTML(&buf); err != nil {
+	if err := WriteHTML(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()
@@ -135,7 +135,7 @@ func TestCompareReportInChromium(t *testing.T) {
 		t.Fatalf("differences %+v, want the cost first", c.Differences)
 	}
 	var buf bytes.Buffer
-	if err := c.WriteHTML(&buf); err != nil {
+	if err := WriteHTML(&buf, c); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()
@@ -230,7 +230,7 @@ func near(a uint32, b uint8) bool {
 // for the same kind of figure.
 func TestHTMLPricesOneFormat(t *testing.T) {
 	var buf bytes.Buffer
-	if err := sharedReport(t, "../../examples/web.yaml").WriteHTML(&buf); err != nil {
+	if err := WriteHTML(&buf, sharedReport(t, "../../examples/web.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()

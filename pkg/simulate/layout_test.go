@@ -76,13 +76,13 @@ func TestReportLayoutHasNoOverlaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var single, compare, cluster strings.Builder
-	if err := a.WriteHTML(&single); err != nil {
+	if err := WriteHTML(&single, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := Compare("examples/web.yaml", "examples/compare/on-demand-only.yaml", a, b).WriteHTML(&compare); err != nil {
+	if err := WriteHTML(&compare, Compare("examples/web.yaml", "examples/compare/on-demand-only.yaml", a, b)); err != nil {
 		t.Fatal(err)
 	}
-	if err := clusterReport.WriteHTML(&cluster); err != nil {
+	if err := WriteHTML(&cluster, clusterReport); err != nil {
 		t.Fatal(err)
 	}
 	for _, page := range []struct{ name, html string }{{"report", single.String()}, {"comparison", compare.String()}, {"cluster report", cluster.String()}} {

@@ -63,7 +63,7 @@ func TestFragmentedExample(t *testing.T) {
 		t.Error("no sample of the series has the fragmented fleet's packing ratio")
 	}
 	var text bytes.Buffer
-	if err := with.WriteText(&text); err != nil {
+	if err := WriteText(&text, with); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "Packing   1.0") || !strings.Contains(text.String(), "× the bound at the end") {

@@ -397,10 +397,10 @@ func TestRepairSettingsRefused(t *testing.T) {
 func TestNodeRepairReportShowsRepairs(t *testing.T) {
 	rep := sharedReport(t, "../../examples/node-repair.yaml")
 	var text, page strings.Builder
-	if err := rep.WriteText(&text); err != nil {
+	if err := WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := rep.WriteHTML(&page); err != nil {
+	if err := WriteHTML(&page, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

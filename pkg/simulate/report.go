@@ -2,9 +2,7 @@ package simulate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"slices"
@@ -642,40 +640,32 @@ func (r *recorder) report(ctx context.Context, e *engine) (*Report, error) {
 	return rep, nil
 }
 
-// WriteJSON writes the report as indented JSON.
-func (rep *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
-
-// WriteText writes the report as a terminal summary.
-func (rep *Report) WriteText(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Simulated %q for %s (seed %d)\n\n", rep.Workload, rep.Duration, rep.Seed)
-	fmt.Fprintf(&b, "Cost      $%.2f/hour at peak, $%.2f/hour at the end, $%.2f in total\n", rep.Cost.PeakPerHour, rep.Cost.FinalPerHour, rep.Cost.Total)
-	fmt.Fprintf(&b, "Nodes     %d launched, %d at peak, %d at the end\n", rep.Nodes.Launched, rep.Nodes.Peak, rep.Nodes.Final)
-	fmt.Fprintf(&b, "Pods      %d created, %d scheduled, %d never scheduled\n", rep.Pods.Created, rep.Pods.Scheduled, rep.Pods.NeverScheduled)
+// text writes the report as a terminal summary.
+func (rep *Report) text(b *strings.Builder) {
+	fmt.Fprintf(b, "Simulated %q for %s (seed %d)\n\n", rep.Workload, rep.Duration, rep.Seed)
+	fmt.Fprintf(b, "Cost      $%.2f/hour at peak, $%.2f/hour at the end, $%.2f in total\n", rep.Cost.PeakPerHour, rep.Cost.FinalPerHour, rep.Cost.Total)
+	fmt.Fprintf(b, "Nodes     %d launched, %d at peak, %d at the end\n", rep.Nodes.Launched, rep.Nodes.Peak, rep.Nodes.Final)
+	fmt.Fprintf(b, "Pods      %d created, %d scheduled, %d never scheduled\n", rep.Pods.Created, rep.Pods.Scheduled, rep.Pods.NeverScheduled)
 	if rep.Pods.Scheduled == 0 && rep.Pods.NeverScheduled > 0 {
 		b.WriteString("Pending   no pod was scheduled (see below)\n")
 	} else {
-		fmt.Fprintf(&b, "Pending   mean %s, p95 %s, max %s\n", seconds(rep.Pods.PendingMeanS), seconds(rep.Pods.PendingP95S), seconds(rep.Pods.PendingMaxS))
+		fmt.Fprintf(b, "Pending   mean %s, p95 %s, max %s\n", seconds(rep.Pods.PendingMeanS), seconds(rep.Pods.PendingP95S), seconds(rep.Pods.PendingMaxS))
 	}
-	fmt.Fprintf(&b, "Requested %.0f%% of cpu and %.0f%% of memory on average (%.0f%% and %.0f%% at the end)\n",
+	fmt.Fprintf(b, "Requested %.0f%% of cpu and %.0f%% of memory on average (%.0f%% and %.0f%% at the end)\n",
 		100*rep.Util.CPUMean, 100*rep.Util.MemoryMean, 100*rep.Util.CPUFinal, 100*rep.Util.MemFinal)
-	writePackingText(&b, rep.Packing)
+	writePackingText(b, rep.Packing)
 	if len(rep.Disruptions) > 0 {
-		fmt.Fprintf(&b, "Removed   %s\n", removals(rep.Disruptions))
+		fmt.Fprintf(b, "Removed   %s\n", removals(rep.Disruptions))
 	}
 	if r := rep.Repairs; r != nil {
-		fmt.Fprintf(&b, "Repairs   %d %s removed", r.Removed, plural(r.Removed, "node", "nodes"))
+		fmt.Fprintf(b, "Repairs   %d %s removed", r.Removed, plural(r.Removed, "node", "nodes"))
 		if r.Escalated > 0 {
-			fmt.Fprintf(&b, " (%d after %d reboots)", r.Escalated, disruption.RebootsBeforeReplacement)
+			fmt.Fprintf(b, " (%d after %d reboots)", r.Escalated, disruption.RebootsBeforeReplacement)
 		}
 		if r.Reboots > 0 {
-			fmt.Fprintf(&b, ", %d %s (%d succeeded, %d failed)", r.Reboots, plural(r.Reboots, "reboot", "reboots"), r.RebootsSucceeded, r.RebootsFailed)
+			fmt.Fprintf(b, ", %d %s (%d succeeded, %d failed)", r.Reboots, plural(r.Reboots, "reboot", "reboots"), r.RebootsSucceeded, r.RebootsFailed)
 		}
-		fmt.Fprintf(&b, ", %d %s\n", r.Blocked, plural(r.Blocked, "hold", "holds"))
+		fmt.Fprintf(b, ", %d %s\n", r.Blocked, plural(r.Blocked, "hold", "holds"))
 	}
 	var repairs []LogEntry
 	for _, e := range rep.Events {
@@ -686,19 +676,19 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if len(repairs) > 0 {
 		b.WriteString("\nNode repair\n")
 		for _, e := range repairs {
-			fmt.Fprintf(&b, "  %-9s %s\n", time.Duration(e.AtSeconds)*time.Second, e.Message)
+			fmt.Fprintf(b, "  %-9s %s\n", time.Duration(e.AtSeconds)*time.Second, e.Message)
 		}
 	}
 	if len(rep.Pods.Unscheduled) > 0 {
 		b.WriteString("\nPods never scheduled, by workload\n")
 		for _, u := range rep.Pods.Unscheduled {
-			fmt.Fprintf(&b, "  %s: %d %s: %s\n", u.Workload, u.Pods, plural(u.Pods, "pod", "pods"), u.Reason)
+			fmt.Fprintf(b, "  %s: %d %s: %s\n", u.Workload, u.Pods, plural(u.Pods, "pod", "pods"), u.Reason)
 		}
 	}
-	writeStaysText(&b, rep.Fleet, rep.Command)
+	writeStaysText(b, rep.Fleet, rep.Command)
 	if len(rep.NodePools) > 0 {
 		b.WriteString("\nBy NodePool\n")
-		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
 		reserved := slices.ContainsFunc(rep.NodePools, func(np NodePoolReport) bool { return np.Results.LaunchedReserved > 0 })
 		reservedHeader := ""
 		if reserved {
@@ -716,12 +706,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 		_ = tw.Flush()
 	}
-	writeReservationsText(&b, rep.Reservations)
+	writeReservationsText(b, rep.Reservations)
 	if n := len(rep.FailedLaunches); n > 0 {
-		fmt.Fprintf(&b, "\n%d %s refused for want of capacity (the offerings tried are in --output json)\n", n, plural(n, "launch", "launches"))
+		fmt.Fprintf(b, "\n%d %s refused for want of capacity (the offerings tried are in --output json)\n", n, plural(n, "launch", "launches"))
 	}
 	b.WriteString("\nNodes launched by instance type\n")
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TYPE\tCAPACITY\tCOUNT\t$/HOUR EACH")
 	for _, tc := range rep.Nodes.ByType {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%.4f\n", tc.InstanceType, tc.CapacityType, tc.Count, tc.PricePerHour)
@@ -730,11 +720,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if len(rep.Warnings) > 0 {
 		b.WriteString("\nWarnings\n")
 		for _, wmsg := range rep.Warnings {
-			fmt.Fprintf(&b, "  %s\n", wmsg)
+			fmt.Fprintf(b, "  %s\n", wmsg)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // removals lists removal counts as "Empty 3, Underutilized 2", in RemovalReasons' order (any

@@ -33,7 +33,7 @@ func TestJSONMatchesSchema(t *testing.T) {
 			rep.Version = "test"
 			reports[filepath.Base(path)] = &rep
 			var buf bytes.Buffer
-			if err := rep.WriteJSON(&buf); err != nil {
+			if err := WriteJSON(&buf, &rep); err != nil {
 				t.Fatal(err)
 			}
 			if errs := schema.validate(decodeJSON(t, buf.Bytes())); len(errs) > 0 {
@@ -58,7 +58,7 @@ func TestJSONMatchesSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := Compare("examples/getting-started.yaml", "examples/compare/on-demand-only.yaml", base, otherRep).WriteJSON(&buf); err != nil {
+	if err := WriteJSON(&buf, Compare("examples/getting-started.yaml", "examples/compare/on-demand-only.yaml", base, otherRep)); err != nil {
 		t.Fatal(err)
 	}
 	if errs := schema.validate(decodeJSON(t, buf.Bytes())); len(errs) > 0 {
@@ -72,7 +72,7 @@ func TestSchemaValidatorRejects(t *testing.T) {
 	schema := loadSchema(t)
 	rep := run(t, small)
 	var buf bytes.Buffer
-	if err := rep.WriteJSON(&buf); err != nil {
+	if err := WriteJSON(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
@@ -110,7 +110,7 @@ func TestSchemaValidatorRejects(t *testing.T) {
 func TestJSONByteIdentical(t *testing.T) {
 	var outs [2]bytes.Buffer
 	for i := range outs {
-		if err := runFile(t, "../../examples/disruption.yaml").WriteJSON(&outs[i]); err != nil {
+		if err := WriteJSON(&outs[i], runFile(t, "../../examples/disruption.yaml")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,7 +263,7 @@ manifests: |
 		t.Errorf("pods %+v on %+v, want the pod on an m5.xlarge", rep.Pods, rep.Nodes.ByType)
 	}
 	var text bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"By NodePool", "narrow", "refused for want of capacity"} {

@@ -58,7 +58,7 @@ func TestReservationsFilledFirst(t *testing.T) {
 		t.Errorf("launches refused %+v: the scheduler planned more claims into the reservation than it has slots", rep.FailedLaunches)
 	}
 	var out strings.Builder
-	if err := rep.WriteText(&out); err != nil {
+	if err := WriteText(&out, rep); err != nil {
 		t.Fatal(err)
 	}
 	text2 := out.String()

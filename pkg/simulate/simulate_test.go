@@ -108,10 +108,10 @@ func TestSmallScenario(t *testing.T) {
 
 func TestDeterministicJSON(t *testing.T) {
 	var first, second bytes.Buffer
-	if err := run(t, small).WriteJSON(&first); err != nil {
+	if err := WriteJSON(&first, run(t, small)); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(t, small).WriteJSON(&second); err != nil {
+	if err := WriteJSON(&second, run(t, small)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(first.Bytes(), second.Bytes()) {
@@ -204,13 +204,13 @@ func TestNeverScheduledReasons(t *testing.T) {
 		t.Fatalf("unscheduled %+v, want web's 3 pods with a reason naming %q", u, want)
 	}
 	var text, js, html bytes.Buffer
-	if err := rep.WriteText(&text); err != nil {
+	if err := WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := rep.WriteJSON(&js); err != nil {
+	if err := WriteJSON(&js, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := rep.WriteHTML(&html); err != nil {
+	if err := WriteHTML(&html, rep); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "  web: 3 pods: "+u.Reason+"\n") || !strings.Contains(text.String(), "no pod was scheduled") {

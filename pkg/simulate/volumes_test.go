@@ -211,7 +211,7 @@ func TestMissingStorageClassIsReported(t *testing.T) {
 		t.Errorf("%d pods scheduled on %d nodes launched, want web's one pod on one node", rep.Pods.Scheduled, rep.Nodes.Launched)
 	}
 	var text strings.Builder
-	if err := rep.WriteText(&text); err != nil {
+	if err := WriteText(&text, rep); err != nil {
 		t.Fatal(err)
 	}
 	if line := "  cache: 2 pods: " + want[0].Reason + "\n"; !strings.Contains(text.String(), line) {
