@@ -84,6 +84,16 @@ func (p *overriddenPrices) Price(instanceType, zone, capacityType string) (float
 	return p.base.Price(instanceType, zone, capacityType)
 }
 
+// CapacityTypeAfterReservation is the capacity type a node of capacityType has once its
+// capacity reservation ends: on-demand for a reserved node (billed so, and relabelled so by the
+// capacity type controller), capacityType itself otherwise.
+func CapacityTypeAfterReservation(capacityType string) string {
+	if capacityType == karpv1.CapacityTypeReserved {
+		return karpv1.CapacityTypeOnDemand
+	}
+	return capacityType
+}
+
 // NodePrice is what a launched node costs, $/hour, as its instance types price it; label reads
 // the node's labels (its NodeClaim's or its Node's). It is the cheapest offering of its instance
 // type in its zone and capacity type, and of its capacity reservation when it is reserved and
@@ -99,11 +109,10 @@ func NodePrice(label func(key string) string, lists ...[]*InstanceType) (float64
 		return 0, false
 	}
 	reservation := ""
-	fallback := capacityType
 	if capacityType == karpv1.CapacityTypeReserved {
 		reservation = label(awsv1.LabelCapacityReservationID)
-		fallback = karpv1.CapacityTypeOnDemand
 	}
+	fallback := CapacityTypeAfterReservation(capacityType)
 	for _, its := range lists {
 		for _, it := range its {
 			if it.Name != name {

@@ -258,7 +258,7 @@ func instanceTypeFound(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceTyp
 	zone, ct := claim.Labels[corev1.LabelTopologyZone], claim.Labels[karpv1.CapacityTypeLabelKey]
 	return slices.ContainsFunc(its[i].Offerings, func(o cloudprovider.Offering) bool {
 		return (zone == "" || o.Zone == zone) &&
-			(ct == "" || o.CapacityType == ct || ct == karpv1.CapacityTypeReserved && o.CapacityType == karpv1.CapacityTypeOnDemand)
+			(ct == "" || o.CapacityType == ct || o.CapacityType == cloudprovider.CapacityTypeAfterReservation(ct))
 	})
 }
 
