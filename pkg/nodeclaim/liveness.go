@@ -3,21 +3,16 @@ package nodeclaim
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
 )
 
-// liveness deletes a claim that did not launch within LaunchTimeout, or did not register within
-// the registration TTL, as Karpenter v1.15.0's lifecycle Liveness (5 and 15 minutes, counted in
-// karpenter_nodeclaims_disrupted_total as launch_timeout and registration_timeout), and
-// otherwise asks to be called again when the next one runs out. As Karpenter's, each is
-// measured from the last transition of its condition (Launched, Registered), so a launch that
-// failed has the whole timeout from its failure; from the claim's creation while the
-// condition is not set.
+// liveness deletes a claim that did not launch within LaunchTimeout of its creation, or did not
+// register within the registration TTL, as Karpenter v1.15.0's lifecycle Liveness (5 and 15
+// minutes, counted in karpenter_nodeclaims_disrupted_total as launch_timeout and
+// registration_timeout), and otherwise asks to be called again when the next one runs out.
 func (c *LifecycleController) liveness(ctx context.Context, claim *karpv1.NodeClaim, res *result) error {
 	if isTrue(claim, karpv1.ConditionTypeLaunched) && isTrue(claim, karpv1.ConditionTypeRegistered) {
 		return nil
@@ -26,17 +21,13 @@ func (c *LifecycleController) liveness(ctx context.Context, claim *karpv1.NodeCl
 		// A store that does not stamp creation times gives nothing to measure from.
 		return nil
 	}
-	what, ttl, reason, condType := "registered", c.opts.RegistrationTTL, metrics.ReasonRegistrationTimeout, karpv1.ConditionTypeRegistered
+	what, ttl, reason := "registered", c.opts.RegistrationTTL, metrics.ReasonRegistrationTimeout
 	if !isTrue(claim, karpv1.ConditionTypeLaunched) {
-		what, ttl, reason, condType = "launched", LaunchTimeout, metrics.ReasonLaunchTimeout, karpv1.ConditionTypeLaunched
-	}
-	since := claim.CreationTimestamp.Time
-	if cond := meta.FindStatusCondition(claim.Status.Conditions, condType); cond != nil && !cond.LastTransitionTime.IsZero() {
-		since = cond.LastTransitionTime.Time
+		what, ttl, reason = "launched", LaunchTimeout, metrics.ReasonLaunchTimeout
 	}
 	// The API server stamps creation in whole seconds on its own clock, which may run ahead of
 	// ours: a claim that seems created in the future is taken as created now.
-	if age := max(c.clock.Since(since), 0); age < ttl {
+	if age := max(c.clock.Since(claim.CreationTimestamp.Time), 0); age < ttl {
 		res.requeue(ttl - age)
 		return nil
 	}
