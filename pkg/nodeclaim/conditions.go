@@ -1,6 +1,7 @@
 package nodeclaim
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,10 @@ const (
 	ReasonRegistered  = "Registered"
 	ReasonInitialized = "Initialized"
 	ReasonReady       = "Ready"
+	// ReasonReconcilingDependents: Ready is Unknown, a condition it depends on being Unknown.
+	ReasonReconcilingDependents = "ReconcilingDependents"
+	// ReasonUnhealthyDependents: Ready is False, a condition it depends on being False.
+	ReasonUnhealthyDependents = "UnhealthyDependents"
 	// ReasonLaunchFailed: Create failed with an error that carries no reason of its own.
 	ReasonLaunchFailed = "LaunchFailed"
 	// ReasonAwaitingLaunch: registration waits for the instance to launch.
@@ -67,21 +72,45 @@ func setCondition(claim *karpv1.NodeClaim, now time.Time, condType string, statu
 	})
 }
 
-// setReady sets Ready from Launched, Registered and Initialized.
+// setReady sets Ready from Launched, Registered and Initialized as Karpenter v1.15.0's root
+// condition (operatorpkg's ConditionSet): True when all three are; False, reason
+// UnhealthyDependents, when one is False; else Unknown, reason ReconcilingDependents (a claim
+// launching or joining). Its message lists those not True, most recently changed first, as
+// "Registered=Unknown, Initialized=Unknown"; one not set yet counts as Unknown.
 func (c *LifecycleController) setReady(claim *karpv1.NodeClaim) {
+	type dependent struct {
+		name   string
+		status metav1.ConditionStatus
+		since  time.Time
+	}
+	var unhealthy []dependent
+	status := metav1.ConditionUnknown
 	for _, t := range readinessConditions {
 		cond := meta.FindStatusCondition(claim.Status.Conditions, t)
-		if cond != nil && cond.Status == metav1.ConditionTrue {
-			continue
+		switch {
+		case cond == nil:
+			unhealthy = append(unhealthy, dependent{t, metav1.ConditionUnknown, claim.CreationTimestamp.Time})
+		case cond.Status != metav1.ConditionTrue:
+			unhealthy = append(unhealthy, dependent{t, cond.Status, cond.LastTransitionTime.Time})
+			if cond.Status == metav1.ConditionFalse {
+				status = metav1.ConditionFalse
+			}
 		}
-		reason, message := "Awaiting"+t, t+" is not yet known"
-		if cond != nil {
-			reason, message = cond.Reason, t+": "+cond.Message
-		}
-		c.setCondition(claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, reason, message)
+	}
+	if len(unhealthy) == 0 {
+		c.setCondition(claim, karpv1.ConditionTypeReady, metav1.ConditionTrue, ReasonReady, "")
 		return
 	}
-	c.setCondition(claim, karpv1.ConditionTypeReady, metav1.ConditionTrue, ReasonReady, "")
+	slices.SortStableFunc(unhealthy, func(a, b dependent) int { return b.since.Compare(a.since) })
+	parts := make([]string, len(unhealthy))
+	for i, d := range unhealthy {
+		parts[i] = d.name + "=" + string(d.status)
+	}
+	reason := ReasonReconcilingDependents
+	if status == metav1.ConditionFalse {
+		reason = ReasonUnhealthyDependents
+	}
+	c.setCondition(claim, karpv1.ConditionTypeReady, status, reason, strings.Join(parts, ", "))
 }
 
 func isTrue(claim *karpv1.NodeClaim, condType string) bool {

@@ -19,9 +19,10 @@
 //     instance's labels are merged into the claim's labels, and its provider ID, image,
 //     capacity and allocatable into the claim's status, with Launched=True. Insufficient
 //     capacity marks the offerings that ran out unavailable and deletes the claim, so the
-//     provisioner's next batch asks for something else; a NodeClass that is not ready leaves
-//     the claim Launched=False and retries in ten seconds; a terminal create error deletes the
-//     claim; any other error is returned for controller-runtime to retry with backoff. A
+//     provisioner's next batch asks for something else; a NodeClass that is not ready, or a
+//     terminal create error, deletes the claim; any other error sets Launched=Unknown with
+//     its reason, as Karpenter's, and is returned for controller-runtime to retry with
+//     backoff. A
 //     claim is never launched twice: the provider ID on the claim, a per-process cache of
 //     launches whose status write has not been seen yet, and the cloud provider's idempotency
 //     by claim name each prevent it.
@@ -37,12 +38,15 @@
 //  5. Initialization. Once the Node is Ready, none of the claim's startup taints remain and
 //     every extended resource in the claim's capacity is allocatable on the Node, the Node is
 //     labelled karpenter.sh/initialized=true and the claim gets Initialized=True.
-//  6. Ready is the conjunction of Launched, Registered and Initialized; when False it carries
-//     the reason of the first of them that is not True. Conditions are written through the
-//     status subresource, only when they change, with transition times from the injected
-//     clock.
-//  7. Liveness. A claim not Launched, or not Registered, within the registration TTL of its
-//     creation is deleted.
+//  6. Ready is the conjunction of Launched, Registered and Initialized, as Karpenter's root
+//     condition: False (UnhealthyDependents) when one of them is False, Unknown
+//     (ReconcilingDependents) while one is Unknown, its message naming those not True.
+//     Conditions are written through the status subresource, only when they change, with
+//     transition times from the injected clock.
+//  7. Liveness. A claim not Launched within LaunchTimeout of its creation, or not Registered
+//     within the registration TTL, is deleted (Karpenter measures from the conditions'
+//     transitions, which it stamps with the creation time when it first sets them and keeps
+//     through failed launches: the same times).
 //
 // LifecycleOptions.RegistrationHealth hears of each registration, and of each claim deleted
 // without having registered (liveness, or a launch error retrying cannot fix), for the

@@ -23,8 +23,9 @@ import (
 
 // launch creates the claim's instance unless it has one, and copies what was launched onto the
 // claim: the labels are written at once, the status is left for the caller to write (it
-// reports true when there is a new launch to record). Failures set Launched=False; those that
-// retrying the same claim cannot fix delete the claim (res.deleted).
+// reports true when there is a new launch to record). A failure to be retried sets
+// Launched=Unknown with its reason, as Karpenter v1.15.0's; those that retrying the same claim
+// cannot fix set it False and delete the claim (res.deleted).
 func (c *LifecycleController) launch(ctx context.Context, claim *karpv1.NodeClaim, res *result) (bool, error) {
 	if claim.Status.ProviderID != "" {
 		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched, "")
@@ -39,7 +40,7 @@ func (c *LifecycleController) launch(ctx context.Context, claim *karpv1.NodeClai
 		}
 		if created == nil || created.Status.ProviderID == "" {
 			err := errors.New("cloud provider returned no provider id")
-			c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonLaunchFailed, err.Error())
+			c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionUnknown, ReasonLaunchFailed, err.Error())
 			return false, fmt.Errorf("launching nodeclaim: %w", err)
 		}
 		c.launches.put(claim.UID, created)
@@ -104,8 +105,9 @@ func (c *LifecycleController) launchFailed(ctx context.Context, claim *karpv1.No
 		res.deleted = true
 		return c.deleteClaim(ctx, claim)
 	default:
+		// Unknown, as Karpenter's: the launch is tried again (False would say it never will).
 		reason, message := launchFailure(err)
-		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, reason, message)
+		c.setCondition(claim, karpv1.ConditionTypeLaunched, metav1.ConditionUnknown, reason, message)
 		c.events.warning(claim, EventReasonLaunchFailed, "Launch failed, retrying: %s", err)
 		return fmt.Errorf("launching nodeclaim: %w", err)
 	}

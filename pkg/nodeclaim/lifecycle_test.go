@@ -54,7 +54,11 @@ func TestLaunchWritesStatusAndLabels(t *testing.T) {
 	expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched)
 	expectCondition(t, claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound)
 	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingRegistration)
-	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeNotFound)
+	// As Karpenter's root condition: Unknown while its dependents are, naming them.
+	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionUnknown, ReasonReconcilingDependents)
+	if cond := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeReady); cond.Message != "Registered=Unknown, Initialized=Unknown" {
+		t.Errorf("Ready message %q, want Registered=Unknown, Initialized=Unknown", cond.Message)
+	}
 	f.expectEvent("Normal", EventReasonLaunched)
 	if res.RequeueAfter <= 0 || res.RequeueAfter > DefaultRegistrationTTL {
 		t.Errorf("RequeueAfter %s, want within the registration ttl", res.RequeueAfter)
@@ -194,7 +198,7 @@ func TestInitializationWaitsForReadyAndStartupTaints(t *testing.T) {
 	claim := f.claim("init")
 	expectCondition(t, claim, karpv1.ConditionTypeRegistered, metav1.ConditionTrue, "")
 	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonNodeNotReady)
-	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionFalse, ReasonNodeNotReady)
+	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionUnknown, ReasonReconcilingDependents)
 
 	f.clock.Step(time.Minute)
 	f.stepKubelet()
@@ -314,7 +318,9 @@ func TestCreateErrors(t *testing.T) {
 		if claim.DeletionTimestamp != nil {
 			t.Fatal("a retryable error deleted the claim")
 		}
-		expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionFalse, sim.ReasonInternalError)
+		// Unknown, as Karpenter's: False would say the launch is not tried again.
+		expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionUnknown, sim.ReasonInternalError)
+		expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionUnknown, ReasonReconcilingDependents)
 	})
 }
 
