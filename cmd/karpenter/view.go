@@ -54,7 +54,8 @@ including its computed labels eks-node-viewer/node-age and eks-node-viewer/node-
 split into pages: ←/→ (or h/l, PgUp/PgDn, Home/End) turn them.
 
 Works against any cluster: --kubeconfig, else KUBECONFIG, else ~/.kube/config, else the
-in-cluster config. When standard output is not a terminal, or with --once, it prints one frame
+in-cluster config. It lists (and, live, watches) Nodes, Pods and DaemonSets, and NodeClaims and
+NodePools where the cluster serves them. When standard output is not a terminal, or with --once, it prints one frame
 with every node, without colours or cursor movement, and exits.`,
 		Example: `  karpenter view --resources cpu,memory,nvidia.com/gpu
   karpenter view --extra-labels topology.kubernetes.io/zone,karpenter.sh/nodepool

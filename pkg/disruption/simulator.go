@@ -293,7 +293,9 @@ type simulator struct {
 	// base are the baseline outcomes, without and with buffers, each made once.
 	base     [2]*scheduler.Results
 	baseOnce [2]sync.Once
-	// pools are the ready NodePools, each with what its limits allow with every node in place.
+	// pools are the ready NodePools whose instance types were listed (not static, not being
+	// deleted: state.LaunchableInstanceTypes), each with what its limits allow with every node
+	// in place.
 	pools []*scheduler.NodePool
 	// capacity is what each node of a limited NodePool counts against its limits, by node name.
 	capacity map[string]corev1.ResourceList

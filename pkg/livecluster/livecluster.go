@@ -1,9 +1,9 @@
 // Package livecluster lists a running cluster's objects for the commands that read one:
-// `karpenter view` (its Nodes, Pods, NodeClaims and NodePools, once or through informers) and
-// `karpenter simulate --from-cluster` (those and what a dump of the cluster holds besides). It
-// owns which kinds there are, which of them a label selector narrows, and how a cluster
-// without Karpenter's CRDs is read: its NodePools, NodeClaims and EC2NodeClasses are left out,
-// not an error.
+// `karpenter view` (its Nodes, Pods, DaemonSets, NodeClaims and NodePools, once or through
+// informers) and `karpenter simulate --from-cluster` (those and what a dump of the cluster
+// holds besides). It owns which kinds there are, which of them a label selector narrows, and
+// how a cluster without Karpenter's CRDs is read: its NodePools, NodeClaims and EC2NodeClasses
+// are left out, not an error.
 package livecluster
 
 import (

@@ -38,7 +38,7 @@ func TestList(t *testing.T) {
 		&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "d"}},
 		&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
 	}
-	// The cluster serves karpenter.sh but not karpenter.k8s.aws, and refuses to list PDBs.
+	// The cluster serves karpenter.sh but not karpenter.k8s.aws.
 	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			switch list.(type) {

@@ -16,7 +16,8 @@
 //
 // It is also the one adapter from that view to the scheduler's input (schedulerview.go): a
 // StateNode's SchedulerNode (its room, its SchedulingTaints, the host ports of the daemonset
-// pods it will run), a NodePool's SchedulerNodePool and what its limits still allow
-// (NodePoolRemaining, counting each claim's LimitCapacity), and DaemonPods for new nodes. The
-// provisioner, disruption's simulations and the simulate binder read the cluster through it.
+// pods it will run), the NodePools' instance types (LaunchableInstanceTypes), each NodePool as
+// the scheduler sees it with what its limits still allow (SchedulerNodePools, counting each
+// claim's LimitCapacity), and DaemonPods for new nodes. The provisioner, disruption's
+// simulations and the simulate binder read the cluster through it.
 package state

@@ -7,7 +7,8 @@
 //
 // The data flows in three steps, each usable alone:
 //
-//	Source.Read   → Objects   the cluster's Nodes, NodeClaims and Pods (a client or informers)
+//	Source.Read   → Objects   the cluster's Nodes, NodeClaims, Pods, NodePools and DaemonSets
+//	                          (a client or informers, through pkg/livecluster)
 //	NewSnapshot   → Snapshot  one row per node and per NodeClaim without a node, plus a summary;
 //	                          pure: the clock and the prices are given, nothing is read
 //	Render        → text      the header and the table, with bars and optional ANSI colours

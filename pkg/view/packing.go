@@ -2,8 +2,10 @@ package view
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,9 +13,9 @@ import (
 )
 
 // PackingCache remembers the last packing a snapshot computed (Summary.Packing) and a
-// fingerprint of what it was computed from: the NodePools and DaemonSets (their resource
-// versions), the zones, and each NodePool's nodes, cost and pods (their UIDs and resource
-// versions). A live view
+// fingerprint of what it was computed from: the NodePools and DaemonSets (their generations),
+// the zones, and each NodePool's nodes, cost and pods (their UIDs and resource versions), in
+// whatever order they were listed. A live view
 // re-packs only when one of them changed. Its zero value is ready to use; it is safe for
 // concurrent use.
 type PackingCache struct {
@@ -54,14 +56,25 @@ func (c *PackingCache) get(objs Objects, zones []string, in packing.Input) *pack
 		binary.LittleEndian.PutUint64(b[:], v)
 		_, _ = h.Write(b[:])
 	}
+	// Informers list in no particular order: each part is hashed sorted, so that the same
+	// fleet read in another order has the same key. Specs are what the packing reads, so the
+	// NodePools and DaemonSets count by generation, not by every status write.
+	sortedWords := func(items []string) {
+		slices.Sort(items)
+		for _, s := range items {
+			word(s)
+		}
+	}
+	var specs []string
 	for i := range objs.NodePools {
-		word(objs.NodePools[i].Name)
-		word(objs.NodePools[i].ResourceVersion)
+		np := &objs.NodePools[i]
+		specs = append(specs, fmt.Sprintf("nodepool/%s/%d", np.Name, np.Generation))
 	}
 	for i := range objs.DaemonSets {
-		word(objs.DaemonSets[i].Namespace + "/" + objs.DaemonSets[i].Name)
-		word(objs.DaemonSets[i].ResourceVersion)
+		ds := &objs.DaemonSets[i]
+		specs = append(specs, fmt.Sprintf("daemonset/%s/%s/%d", ds.Namespace, ds.Name, ds.Generation))
 	}
+	sortedWords(specs)
 	for _, z := range zones {
 		word(z)
 	}
@@ -69,10 +82,11 @@ func (c *PackingCache) get(objs Objects, zones []string, in packing.Input) *pack
 		word(p.NodePool.Name)
 		number(uint64(p.Nodes))
 		number(math.Float64bits(p.Current))
-		for _, pod := range p.Pods {
-			word(string(pod.UID))
-			word(pod.ResourceVersion)
+		pods := make([]string, len(p.Pods))
+		for i, pod := range p.Pods {
+			pods[i] = string(pod.UID) + "/" + pod.ResourceVersion
 		}
+		sortedWords(pods)
 	}
 	key := h.Sum64()
 	c.mu.Lock()

@@ -3,6 +3,7 @@ package view
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,30 @@ func TestViewPackingCache(t *testing.T) {
 	if again := NewSnapshot(objs, opts).Summary.Packing; again != first {
 		t.Error("the same fleet was re-packed")
 	}
+	// Informers list in no particular order: the same fleet in another order is the same.
+	reordered := objs
+	reordered.Pods = slices.Clone(objs.Pods)
+	slices.Reverse(reordered.Pods)
+	if again := NewSnapshot(reordered, opts).Summary.Packing; again != first {
+		t.Error("the same fleet listed in another order was re-packed")
+	}
+	// A DaemonSet's new spec (generation) re-packs; its status alone does not.
+	agent := appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system", Generation: 1, ResourceVersion: "1"}}
+	objs.DaemonSets = []appsv1.DaemonSet{agent}
+	withAgent := NewSnapshot(objs, opts).Summary.Packing
+	if withAgent == first {
+		t.Error("a new DaemonSet did not re-pack")
+	}
+	objs.DaemonSets[0].ResourceVersion, objs.DaemonSets[0].Status.NumberReady = "2", 3
+	if again := NewSnapshot(objs, opts).Summary.Packing; again != withAgent {
+		t.Error("a DaemonSet's status write re-packed")
+	}
+	objs.DaemonSets[0].Generation = 2
+	if again := NewSnapshot(objs, opts).Summary.Packing; again == withAgent {
+		t.Error("a DaemonSet's new spec did not re-pack")
+	}
+	objs.DaemonSets = nil
+	first = NewSnapshot(objs, opts).Summary.Packing
 	more := testPod("extra", "n0", "1", "1Gi", corev1.PodRunning)
 	more.UID = "uid-extra"
 	objs.Pods = append(objs.Pods, more)

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -18,7 +20,8 @@ func TestViewReaderSource(t *testing.T) {
 	b := testNode("b", nodeOptions{nodePool: "batch"})
 	c := testClaim("c", claimOptions{labels: map[string]string{karpv1.NodePoolLabelKey: "web"}})
 	p := testPod("p", "b", "1", "1Gi", corev1.PodRunning)
-	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(&a, &b, &c, &p).Build()
+	agent := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system"}}
+	kube := fake.NewClientBuilder().WithScheme(apis.NewScheme()).WithObjects(&a, &b, &c, &p, agent).Build()
 	web := labels.SelectorFromSet(labels.Set{karpv1.NodePoolLabelKey: "web"})
 	for _, tc := range []struct {
 		name       string
@@ -42,9 +45,9 @@ func TestViewReaderSource(t *testing.T) {
 			for _, c := range objs.NodeClaims {
 				claims = append(claims, c.Name)
 			}
-			if !slices.Equal(nodes, tc.wantNodes) || !slices.Equal(claims, tc.wantClaims) || len(objs.Pods) != 1 {
-				t.Errorf("nodes %v, claims %v, %d pods; want %v, %v, 1 pod (all pods whatever the selector)",
-					nodes, claims, len(objs.Pods), tc.wantNodes, tc.wantClaims)
+			if !slices.Equal(nodes, tc.wantNodes) || !slices.Equal(claims, tc.wantClaims) || len(objs.Pods) != 1 || len(objs.DaemonSets) != 1 {
+				t.Errorf("nodes %v, claims %v, %d pods, %d DaemonSets; want %v, %v, 1 pod and 1 DaemonSet (all pods and DaemonSets whatever the selector)",
+					nodes, claims, len(objs.Pods), len(objs.DaemonSets), tc.wantNodes, tc.wantClaims)
 			}
 		})
 	}
