@@ -147,7 +147,7 @@ func containsCandidate(cands []*candidate, it *cloudprovider.InstanceType) bool 
 // admits reports whether a node of the candidate's type has room for pods with these requests
 // and host ports beside its daemonsets.
 func (cand *candidate) admits(used scheduling.Resources, extended corev1.ResourceList, ports []scheduling.HostPort) error {
-	if !cand.holds(used, extended) {
+	if !used.Fits(cand.room) || !extendedFits(cand, extended) {
 		return errNoRoom
 	}
 	if len(ports) > 0 && len(cand.daemon.ports) > 0 {
@@ -165,13 +165,6 @@ var errNoRoom = errors.New("no room")
 type daemonPortError struct{ err error }
 
 func (e *daemonPortError) Error() string { return "a daemonset's pod takes the port: " + e.err.Error() }
-
-// holds reports whether a node of the instance type has room for used and extended beside its
-// daemonsets: the instance type stage's room check, which the filter error's "enough
-// resources" reads too.
-func (cand *candidate) holds(used scheduling.Resources, extended corev1.ResourceList) bool {
-	return used.Fits(cand.room) && extendedFits(cand, extended)
-}
 
 func extendedFits(cand *candidate, extended corev1.ResourceList) bool {
 	if len(extended) == 0 {

@@ -22,7 +22,7 @@ func (ps *poolState) instanceTypeFilterError(reqs scheduling.Requirements, used 
 	for _, cand := range ps.candidatesFor(ps.Requirements) {
 		r := labelsCompatible(cand.it, reqs)
 		_, o := ps.ledger.cheapest(cand.it, reqs)
-		f := cand.holds(used, extended)
+		f := used.Fits(cand.room) && extendedFits(cand, extended)
 		requirementsMet = requirementsMet || r
 		fits = fits || f
 		hasOffering = hasOffering || o
