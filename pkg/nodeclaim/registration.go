@@ -35,7 +35,7 @@ func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.No
 	}
 	switch {
 	case len(nodes) == 0:
-		c.setCondition(claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound, "node not registered with cluster")
+		c.setCondition(claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound, "Node not registered with cluster")
 		return nil, nil
 	case len(nodes) > 1:
 		if !registered {
