@@ -24,9 +24,8 @@ const (
 	ReasonUnhealthyDependents = "UnhealthyDependents"
 	// ReasonLaunchFailed: Create failed with an error that carries no reason of its own.
 	ReasonLaunchFailed = "LaunchFailed"
-	// ReasonAwaitingLaunch: registration waits for the instance to launch.
-	ReasonAwaitingLaunch = "AwaitingLaunch"
-	// ReasonNodeNotFound: no Node with the claim's provider ID has joined yet.
+	// ReasonNodeNotFound: no Node with the claim's provider ID has joined yet (or the claim has
+	// no provider ID yet).
 	ReasonNodeNotFound = "NodeNotFound"
 	// ReasonMultipleNodesFound: several Nodes carry the claim's provider ID.
 	ReasonMultipleNodesFound = "MultipleNodesFound"
@@ -34,8 +33,9 @@ const (
 	// MaxRegistrationHold, for the nodes launched with it and the pods planned for it
 	// (LifecycleOptions.HoldRegistration).
 	ReasonAwaitingBatch = "AwaitingBatch"
-	// ReasonAwaitingRegistration: initialization waits for registration.
-	ReasonAwaitingRegistration = "AwaitingRegistration"
+	// ReasonAwaitingReconciliation: initialization waits for registration (operatorpkg's
+	// reason for a condition not reconciled yet, which Karpenter's Initialized keeps until then).
+	ReasonAwaitingReconciliation = "AwaitingReconciliation"
 	// ReasonNodeNotReady: the Node is not Ready yet.
 	ReasonNodeNotReady = "NodeNotReady"
 	// ReasonStartupTaintsExist: a startup taint of the claim is still on the Node.

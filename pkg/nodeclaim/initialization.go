@@ -26,7 +26,8 @@ func (c *LifecycleController) initialization(ctx context.Context, claim *karpv1.
 		return nil
 	}
 	if node == nil || !isTrue(claim, karpv1.ConditionTypeRegistered) {
-		c.setCondition(claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingRegistration, "waiting for the node to register")
+		// As Karpenter's, which leaves the condition as first set until registration.
+		c.setCondition(claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingReconciliation, "object is awaiting reconciliation")
 		return nil
 	}
 	if reason, message := notInitialized(node, claim); reason != "" {

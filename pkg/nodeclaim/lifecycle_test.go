@@ -53,7 +53,7 @@ func TestLaunchWritesStatusAndLabels(t *testing.T) {
 	}
 	expectCondition(t, claim, karpv1.ConditionTypeLaunched, metav1.ConditionTrue, ReasonLaunched)
 	expectCondition(t, claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound)
-	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingRegistration)
+	expectCondition(t, claim, karpv1.ConditionTypeInitialized, metav1.ConditionUnknown, ReasonAwaitingReconciliation)
 	// As Karpenter's root condition: Unknown while its dependents are, naming them.
 	expectCondition(t, claim, karpv1.ConditionTypeReady, metav1.ConditionUnknown, ReasonReconcilingDependents)
 	if cond := meta.FindStatusCondition(claim.Status.Conditions, karpv1.ConditionTypeReady); cond.Message != "Registered=Unknown, Initialized=Unknown" {

@@ -21,7 +21,8 @@ import (
 // termination controller, which deletes it (res.nodeGone).
 func (c *LifecycleController) registration(ctx context.Context, claim *karpv1.NodeClaim, res *result) (*corev1.Node, error) {
 	if claim.Status.ProviderID == "" {
-		c.setCondition(claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonAwaitingLaunch, "waiting for the instance to launch")
+		// As Karpenter's: no provider ID, no Node of it.
+		c.setCondition(claim, karpv1.ConditionTypeRegistered, metav1.ConditionUnknown, ReasonNodeNotFound, "Node not registered with cluster")
 		return nil, nil
 	}
 	nodes, err := NodesByProviderID(ctx, c.kube, claim.Status.ProviderID)
