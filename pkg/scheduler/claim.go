@@ -438,7 +438,8 @@ func admitAll(pod *corev1.Pod, checks []groupCheck, domain string) error {
 }
 
 // bestDomain picks for an undecided claim the domain of key that admits the pod with the lowest
-// count of matching pods (spreading), among the values a new node with room for the pod could
+// count of matching pods (spreading; other pods' spread, which does not bind this pod, does not
+// count), the cheapest for the pod among equal counts, among the values a new node with room for the pod could
 // have (all a new node could have when no instance type holds the pod alone), so that a domain
 // only smaller types reach is not pinned for it.
 func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) (string, error) {
@@ -457,6 +458,12 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 		}
 		count := 0
 		for _, gc := range checks {
+			if !gc.own && gc.g.kind == spreadGroup {
+				// Another pod's spread constrains that pod, not this one (the
+				// kube-scheduler reads only the incoming pod's constraints): it does
+				// not steer this pod's domain, which goes where its node is cheapest.
+				continue
+			}
 			count += gc.g.counts[d]
 			if gc.g.kind == affinityGroup && gc.own {
 				count -= 2 * gc.g.counts[d] // affinity prefers where matching pods are

@@ -855,3 +855,34 @@ func TestPartitionSpreadAndAffinity(t *testing.T) {
 		t.Errorf("a plain NodePool took a pod pinned to partition 3: %d claims, %d errors", len(r.NewClaims), len(r.PodErrors))
 	}
 }
+
+// TestOthersSpreadDoesNotSteerDomain: a pod that another pod's zonal spread selects, but that
+// has no zonal constraint of its own, goes to the zone where its node is cheapest, not to the
+// zone with the fewest pods of that spread: the kube-scheduler reads only the incoming pod's
+// spread (conformance seed 285: ours paid on-demand in other zones for pods Karpenter put on
+// spot in the zone of the spread's pods).
+func TestOthersSpreadDoesNotSteerDomain(t *testing.T) {
+	var offerings []cloudprovider.Offering
+	for zone, price := range map[string]float64{zone1: 0.05, zone2: 0.10, zone3: 0.10} {
+		offerings = append(offerings, cloudprovider.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
+	}
+	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "node", CPU: 4, MemoryGiB: 16, PricePerHour: 0.10, Offerings: offerings}),
+	}}
+	app := map[string]string{"app": "api"}
+	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 5, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}
+	// Three api pods run in zone 1 on a full node; one more is pending there, and a worker
+	// its spread selects.
+	full := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1},
+		Available: builders.Resources("cpu", "0", "memory", "0", "pods", "0"),
+		Pods:      builders.Pods(3, builders.PodOptions{Name: "api-old", Labels: app, CPU: "1"})}
+	pods := append(builders.Pods(1, builders.PodOptions{Name: "api", CPU: "1", Labels: app, Spread: spread, NodeSelector: map[string]string{corev1.LabelTopologyZone: zone1}}),
+		builders.Pods(1, builders.PodOptions{Name: "worker", CPU: "3", Labels: app})...)
+	r := Solve(Input{Pods: pods, Nodes: []*Node{full}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	for _, c := range r.NewClaims {
+		if z, _ := c.Requirements.Get(corev1.LabelTopologyZone); c.Pods[0].Name == "worker-0" && (z.Len() != 1 || z.Values()[0] != zone1) {
+			t.Errorf("worker's claim in %v at $%.2f/hour, want %s at $0.05/hour", z.Values(), c.Price, zone1)
+		}
+	}
+}
