@@ -258,7 +258,7 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 			return r.Values()[0]
 		}
 		return ""
-	})
+	}, func(g *topologyGroup) bool { return g.countsClaim(c.requirements, c.pool.Taints) })
 }
 
 // trimPromises releases the promises a claim can no longer keep, so later look-aheads count
@@ -503,10 +503,12 @@ func domainPrice(pool *poolState, reqs scheduling.Requirements, key, d string, r
 	return math.Inf(1)
 }
 
-func (s *solver) recordTopology(p *podInfo, domainOf func(string) string) {
+// recordTopology counts a placed pod in the groups that select it, at the domains domainOf
+// gives; a spread group counts it only where counts says the group counts the pod's node.
+func (s *solver) recordTopology(p *podInfo, domainOf func(string) string, counts func(*topologyGroup) bool) {
 	own, err := s.topology.owned(p)
 	if err != nil {
 		return
 	}
-	record(own, s.topology.selectingGroupsOf(p), s.topology.requiredAntiAffinity(p), domainOf)
+	record(own, s.topology.selectingGroupsOf(p), s.topology.requiredAntiAffinity(p), domainOf, counts)
 }

@@ -366,6 +366,26 @@ func (g *topologyGroup) countsNode(n *Node) bool {
 	return true
 }
 
+// countsClaim is countsNode for a claim of this run, whose node is known by its requirements
+// and taints: its pods count unless no node it may become matches the owner's node affinity,
+// or its taints are not tolerated (Karpenter's TopologyNodeFilter.Matches, v1.15.0).
+func (g *topologyGroup) countsClaim(reqs scheduling.Requirements, taints []corev1.Taint) bool {
+	if g.kind != spreadGroup {
+		return true
+	}
+	compatible := func(owner scheduling.Requirements) bool {
+		return owner.Compatible(reqs, scheduling.IsWellKnownLabel) == nil
+	}
+	if g.honorAffinity && g.ownerReqs.Len() > 0 && !compatible(g.ownerReqs) &&
+		!slices.ContainsFunc(g.ownerAlternatives, compatible) {
+		return false
+	}
+	if g.honorTaints && scheduling.Tolerates(g.ownerTolerations, taints) != nil {
+		return false
+	}
+	return true
+}
+
 // existingDomain is a node's domain for a key: its label, or for an in-flight claim the value
 // its requirements pin.
 func existingDomain(n *Node, key string) (string, bool) {
@@ -529,10 +549,15 @@ func (e *topologyError) Error() string {
 	}
 }
 
-// record counts a placed pod in its domains. Only its required anti-affinity terms keep other
-// pods away (the symmetric check); preferred terms bind only the pod that prefers them.
-func record(own, selecting []*topologyGroup, requiredAnti []*topologyGroup, domainOf func(key string) string) {
+// record counts a placed pod in its domains: in every group that selects it, but a spread
+// group only where counts says its node inclusion policies count the pod's node. Only the
+// pod's required anti-affinity terms keep other pods away (the symmetric check); preferred
+// terms bind only the pod that prefers them.
+func record(own, selecting []*topologyGroup, requiredAnti []*topologyGroup, domainOf func(key string) string, counts func(*topologyGroup) bool) {
 	for _, g := range selecting {
+		if g.kind == spreadGroup && !counts(g) {
+			continue
+		}
 		if d := domainOf(g.key); d != "" {
 			g.counts[d]++
 			g.total++
