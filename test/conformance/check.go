@@ -202,13 +202,19 @@ func Check(c *Case, o *Outcome) []Violation {
 // not meet: a preferred node affinity term the node's labels miss; a preferred pod
 // anti-affinity term with another matching pod in the pod's domain; a preferred pod affinity
 // term with no other matching pod in its domain, while one runs elsewhere or the pod does not
-// match its own term (the first of its group meets it, as the required rule reads).
+// match its own term (the first of its group meets it, as the required rule reads); a
+// ScheduleAnyway spread whose skew in the pod's domain exceeds maxSkew, at weight
+// spreadPreferenceWeight (such a constraint has no weight of its own).
 func (w *world) unmetPreferences(c *Case, placed map[string]*checkNode) int {
 	unmet := 0
 	for _, p := range c.Pods {
 		n := placed[PodKey(p)]
+		if n == nil {
+			continue
+		}
+		unmet += spreadPreferenceWeight * len(w.skewErrors(p, n, corev1.ScheduleAnyway))
 		a := p.Spec.Affinity
-		if n == nil || a == nil {
+		if a == nil {
 			continue
 		}
 		if a.NodeAffinity != nil {
@@ -235,6 +241,10 @@ func (w *world) unmetPreferences(c *Case, placed map[string]*checkNode) int {
 	}
 	return unmet
 }
+
+// spreadPreferenceWeight is what one pod's unmet ScheduleAnyway spread adds to the unmet
+// preferences: the weight of the kube-scheduler's PodTopologySpread score in its default profile.
+const spreadPreferenceWeight = 2
 
 // sharesDomain reports whether another pod the term matches runs in p's domain of its key.
 func (w *world) sharesDomain(p *corev1.Pod, n *checkNode, t corev1.PodAffinityTerm) bool {
@@ -684,9 +694,15 @@ func selectorOf(ls *metav1.LabelSelector, matchLabelKeys []string, p *corev1.Pod
 // domain it landed in may exceed the least populated eligible domain by maxSkew at most (as
 // every pod placed there later only raises the minimum, this holds for any valid order).
 func (w *world) spreadErrors(p *corev1.Pod, n *checkNode) []string {
+	return w.skewErrors(p, n, corev1.DoNotSchedule)
+}
+
+// skewErrors checks the pod's spread constraints of one kind (DoNotSchedule rules or
+// ScheduleAnyway preferences) as spreadErrors describes.
+func (w *world) skewErrors(p *corev1.Pod, n *checkNode, kind corev1.UnsatisfiableConstraintAction) []string {
 	var out []string
 	for _, c := range p.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+		if c.WhenUnsatisfiable != kind {
 			continue
 		}
 		domain, ok := n.labels[c.TopologyKey]
@@ -723,7 +739,7 @@ func (w *world) spreadErrors(p *corev1.Pod, n *checkNode) []string {
 					continue
 				}
 				counts[d]++
-				if d == domain && (w.bound[PodKey(q)] || carriesSpread(q, c.TopologyKey, sel)) {
+				if d == domain && (w.bound[PodKey(q)] || carriesSpread(q, kind, c.TopologyKey, sel)) {
 					own++
 				}
 			}
@@ -742,11 +758,11 @@ func (w *world) spreadErrors(p *corev1.Pod, n *checkNode) []string {
 	return out
 }
 
-// carriesSpread says whether a pod has a DoNotSchedule spread constraint on the key with the
+// carriesSpread says whether a pod has a spread constraint of the kind on the key with the
 // same selector.
-func carriesSpread(q *corev1.Pod, key string, sel labels.Selector) bool {
+func carriesSpread(q *corev1.Pod, kind corev1.UnsatisfiableConstraintAction, key string, sel labels.Selector) bool {
 	for _, c := range q.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != corev1.ScheduleAnyway && c.TopologyKey == key && selectorOf(c.LabelSelector, c.MatchLabelKeys, q).String() == sel.String() {
+		if c.WhenUnsatisfiable == kind && c.TopologyKey == key && selectorOf(c.LabelSelector, c.MatchLabelKeys, q).String() == sel.String() {
 			return true
 		}
 	}

@@ -79,6 +79,15 @@ var Divergences = []Divergence{
 		Match: func(c *Case, v Violation) bool { return v.Rule == RuleRefusedByKarpenterOnly },
 	},
 	{
+		Name: "karpenter-cheaper-by-breaking-rules",
+		Reason: "Karpenter's answer costs less, but it breaks a scheduling rule (each break is one of the Karpenter " +
+			"bugs above): pods it places there would stay pending under the kube-scheduler, so its price is not one " +
+			"a valid answer has to meet. Ours' answer for the case passes every check.",
+		Match: func(c *Case, v Violation) bool {
+			return v.Rule == RuleCost && strings.Contains(v.Detail, karpenterBreaksRulesNote)
+		},
+	},
+	{
 		Name: "ours-keeps-preferences",
 		Reason: "Intentional: ours costs more only because it meets preferred pod affinity, anti-affinity or node " +
 			"affinity terms that Karpenter drops (it blocks every zone a claim not yet pinned could take, then relaxes " +
@@ -119,6 +128,9 @@ var Divergences = []Divergence{
 		},
 	},
 }
+
+// karpenterBreaksRulesNote marks a cost violation where Karpenter's answer breaks a rule (Run).
+const karpenterBreaksRulesNote = "karpenter's answer breaks scheduling rules"
 
 // keptPreferencesNote marks a cost violation that ours-keeps-preferences explains (Run).
 const keptPreferencesNote = "ours keeps preferences karpenter drops"

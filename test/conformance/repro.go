@@ -30,11 +30,21 @@ func Run(ctx context.Context, c *Case) (*Result, error) {
 	}
 	r := &Result{Ours: ours, Karpenter: theirs, Excused: map[string][]Violation{}}
 	var all []Violation
+	theirsBroken := Check(c, theirs)
 	all = append(all, Check(c, ours)...)
-	all = append(all, Check(c, theirs)...)
+	all = append(all, theirsBroken...)
 	all = append(all, Compare(c, ours, theirs)...)
 	for i, v := range all {
-		if v.Rule != RuleCost || ours.UnmetPreferences >= theirs.UnmetPreferences {
+		if v.Rule != RuleCost {
+			continue
+		}
+		if len(theirsBroken) > 0 {
+			// Karpenter's answer puts pods where the kube-scheduler would not bind them: its
+			// price is not one a valid answer could meet.
+			all[i].Detail += fmt.Sprintf("; %s (%d)", karpenterBreaksRulesNote, len(theirsBroken))
+			continue
+		}
+		if ours.UnmetPreferences >= theirs.UnmetPreferences {
 			continue
 		}
 		// Ours is dearer and keeps more of the preferences: is keeping them the whole cost?
