@@ -311,7 +311,7 @@ type simulator struct {
 }
 
 func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *state.PDBIndex) *simulator {
-	s := &simulator{volumes: in.VolumeRequirements, capacity: map[string]corev1.ResourceList{},
+	s := &simulator{volumes: in.VolumeRequirements,
 		infos: [whatIfWorkers]*scheduler.PodInfos{in.PodInfos, in.SecondPodInfos}, launching: map[string]string{}, pending: in.Pending}
 	if s.infos[0] == nil {
 		s.infos[0] = scheduler.NewPodInfos()
@@ -325,16 +325,9 @@ func newSimulator(in Input, pools map[string]*karpv1.NodePool, pdbs *state.PDBIn
 			ready = append(ready, np)
 		}
 	}
-	s.pools, _ = state.SchedulerNodePools(ready, in.InstanceTypes, in.Nodes)
-	limited := map[string]bool{}
-	for _, p := range s.pools {
-		limited[p.Name] = p.Remaining != nil
-	}
+	s.pools, s.capacity, _ = state.SchedulerNodePools(ready, in.InstanceTypes, in.Nodes)
 	var launching []*scheduler.Node
 	for _, sn := range in.Nodes {
-		if sn.NodeClaim != nil && limited[sn.NodePool()] {
-			s.capacity[sn.Name()] = sn.LimitCapacity(in.InstanceTypes[sn.NodePool()])
-		}
 		if sn.MarkedForDeletion {
 			s.deleting = append(s.deleting, sn.ReschedulablePods(pdbs, in.Now)...)
 			continue

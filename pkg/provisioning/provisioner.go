@@ -358,7 +358,7 @@ func (p *Provisioner) input(ctx context.Context, snap *state.Snapshot, deleting 
 	pools := map[string]*karpv1.NodePool{}
 	ready := slices.DeleteFunc(slices.Clone(snap.NodePools), func(np *karpv1.NodePool) bool { return !nodepool.IsReady(np) })
 	typesByPool, errs := state.LaunchableInstanceTypes(ctx, p.cloudProvider, ready, p.unavailable)
-	schedulerPools, invalid := state.SchedulerNodePools(ready, typesByPool, snap.Nodes)
+	schedulerPools, _, invalid := state.SchedulerNodePools(ready, typesByPool, snap.Nodes)
 	byName := make(map[string]*scheduler.NodePool, len(schedulerPools))
 	for _, pool := range schedulerPools {
 		byName[pool.Name] = pool

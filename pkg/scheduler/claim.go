@@ -439,9 +439,9 @@ func admitAll(pod *corev1.Pod, checks []groupCheck, domain string) error {
 
 // bestDomain picks for an undecided claim the domain of key that admits the pod with the lowest
 // count of matching pods (spreading; other pods' spread, which does not bind this pod, does not
-// count), the cheapest for the pod among equal counts, among the values a new node with room for the pod could
-// have (all a new node could have when no instance type holds the pod alone), so that a domain
-// only smaller types reach is not pinned for it.
+// count), the cheapest for the pod among equal counts, among the values a new node with room
+// for the pod could have (all a new node could have when no instance type holds the pod alone),
+// so that a domain only smaller types reach is not pinned for it.
 func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) (string, error) {
 	values := creatableValues(pool, reqs, key)
 	if holding := creatableValuesHolding(pool, reqs, key, p.res); len(holding) > 0 {

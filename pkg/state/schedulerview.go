@@ -216,10 +216,14 @@ func SchedulerNodePool(np *karpv1.NodePool, its []*cloudprovider.InstanceType) (
 
 // SchedulerNodePools describes the NodePools to the scheduler, in their order, each with the
 // instance types it may launch (typesByPool; a NodePool without an entry is left out) and what
-// its limits still allow given the nodes and claims (NodePoolRemaining). A NodePool whose
-// requirements do not parse is left out, its error kept in errs under its name. The
-// provisioner and disruption's what-if both describe the NodePools through it.
-func SchedulerNodePools(nodePools []*karpv1.NodePool, typesByPool map[string][]*cloudprovider.InstanceType, nodes []*StateNode) (pools []*scheduler.NodePool, errs map[string]error) {
+// its limits still allow given its nodes and claims, those marked for deletion too (they hold
+// their capacity until they are gone). It also gives, by node name, what each claim of a
+// NodePool with limits counts against them (LimitCapacity), which disruption's what-if gives
+// back for the candidates it removes. A NodePool whose requirements do not parse is left out,
+// its error kept in errs under its name. The provisioner and disruption's what-if both
+// describe the NodePools through it.
+func SchedulerNodePools(nodePools []*karpv1.NodePool, typesByPool map[string][]*cloudprovider.InstanceType, nodes []*StateNode) (pools []*scheduler.NodePool, limitCapacity map[string]corev1.ResourceList, errs map[string]error) {
+	var claimsOf map[string][]*StateNode // by NodePool, made for the first one with limits
 	for _, np := range nodePools {
 		its, listed := typesByPool[np.Name]
 		if !listed {
@@ -233,10 +237,26 @@ func SchedulerNodePools(nodePools []*karpv1.NodePool, typesByPool map[string][]*
 			errs[np.Name] = err
 			continue
 		}
-		pool.Remaining = NodePoolRemaining(np, nodes, its)
+		if len(np.Spec.Limits) > 0 {
+			if claimsOf == nil {
+				claimsOf, limitCapacity = map[string][]*StateNode{}, map[string]corev1.ResourceList{}
+				for _, sn := range nodes {
+					if sn.NodeClaim != nil {
+						claimsOf[sn.NodePool()] = append(claimsOf[sn.NodePool()], sn)
+					}
+				}
+			}
+			used := corev1.ResourceList{resourceNodes: *resource.NewQuantity(0, resource.DecimalSI)}
+			for _, sn := range claimsOf[np.Name] {
+				capacity := sn.LimitCapacity(its)
+				limitCapacity[sn.Name()] = capacity
+				used = scheduling.Merge(used, capacity)
+			}
+			pool.Remaining = Remaining(np.Spec.Limits, used)
+		}
 		pools = append(pools, pool)
 	}
-	return pools, errs
+	return pools, limitCapacity, errs
 }
 
 // resourceNodes is the limits' count of nodes.
@@ -281,27 +301,6 @@ func largestAllowed(claim *karpv1.NodeClaim, its []*cloudprovider.InstanceType) 
 		return claim.Spec.Resources.Requests
 	}
 	return best
-}
-
-// NodePoolUsage sums the LimitCapacity of the NodePool's nodes and claims (those marked for
-// deletion too: they hold their capacity until they are gone), with its instance types its.
-func NodePoolUsage(pool string, nodes []*StateNode, its []*cloudprovider.InstanceType) corev1.ResourceList {
-	used := corev1.ResourceList{resourceNodes: *resource.NewQuantity(0, resource.DecimalSI)}
-	for _, sn := range nodes {
-		if sn.NodeClaim != nil && sn.NodePool() == pool {
-			used = scheduling.Merge(used, sn.LimitCapacity(its))
-		}
-	}
-	return used
-}
-
-// NodePoolRemaining is what the NodePool's limits still allow, given its nodes and claims
-// (NodePoolUsage); nil when it has no limits.
-func NodePoolRemaining(np *karpv1.NodePool, nodes []*StateNode, its []*cloudprovider.InstanceType) corev1.ResourceList {
-	if len(np.Spec.Limits) == 0 {
-		return nil
-	}
-	return Remaining(np.Spec.Limits, NodePoolUsage(np.Name, nodes, its))
 }
 
 // Remaining is what limits still allow once used is taken: for each limited resource, the

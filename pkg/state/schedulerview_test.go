@@ -60,16 +60,27 @@ func TestLimitCapacity(t *testing.T) {
 	launched.Name = "b"
 	launched.Status.Capacity = small.Capacity
 	nodes := []*StateNode{{NodeClaim: launching}, {NodeClaim: launched}, {Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "unmanaged"}}}}
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: karpv1.NodePoolSpec{Limits: karpv1.Limits{corev1.ResourceCPU: resource.MustParse("16"), "nodes": resource.MustParse("5")}}}
 
-	used := NodePoolUsage("default", nodes, its)
-	if cpu, n := used[corev1.ResourceCPU], used["nodes"]; cpu.String() != "10" || n.String() != "2" {
-		t.Errorf("usage cpu %s nodes %s, want 10 (8 launching + 2 launched) and 2", cpu.String(), n.String())
+	pools, capacity, _ := SchedulerNodePools([]*karpv1.NodePool{np}, map[string][]*cloudprovider.InstanceType{"default": its}, nodes)
+	if len(pools) != 1 {
+		t.Fatalf("%d pools, want 1", len(pools))
 	}
-	left := Remaining(karpv1.Limits{corev1.ResourceCPU: resource.MustParse("16")}, used)
-	if cpu := left[corev1.ResourceCPU]; cpu.String() != "6" {
-		t.Errorf("remaining cpu %s, want 6", cpu.String())
+	left := pools[0].Remaining
+	if cpu, n := left[corev1.ResourceCPU], left["nodes"]; cpu.String() != "6" || n.String() != "3" {
+		t.Errorf("remaining cpu %s nodes %s, want 6 (16 less 8 launching and 2 launched) and 3", cpu.String(), n.String())
 	}
-	if Remaining(nil, used) != nil {
+	if cpu := capacity["a"][corev1.ResourceCPU]; cpu.String() != "8" {
+		t.Errorf("launching claim counts %s cpu, want 8 (the largest type it may become)", cpu.String())
+	}
+	if cpu := capacity["b"][corev1.ResourceCPU]; cpu.String() != "2" {
+		t.Errorf("launched claim counts %s cpu, want its capacity 2", cpu.String())
+	}
+	if _, ok := capacity["unmanaged"]; ok {
+		t.Error("a node without a NodeClaim counts against no limits")
+	}
+	if Remaining(nil, corev1.ResourceList{}) != nil {
 		t.Error("no limits must mean unlimited (nil)")
 	}
 }
@@ -118,7 +129,7 @@ func TestSchedulerNodePools(t *testing.T) {
 	broken.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: "zone", Operator: "Sometimes", Values: []string{"a"}}}
 	claim := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{karpv1.NodePoolLabelKey: "limited"}}}
 	claim.Status.Capacity = large.Capacity
-	pools, errs := SchedulerNodePools([]*karpv1.NodePool{limited, free, unlisted, broken},
+	pools, _, errs := SchedulerNodePools([]*karpv1.NodePool{limited, free, unlisted, broken},
 		map[string][]*cloudprovider.InstanceType{"limited": its, "free": its, "broken": its}, []*StateNode{{NodeClaim: claim}})
 	if len(pools) != 2 || pools[0].Name != "limited" || pools[1].Name != "free" {
 		t.Fatalf("pools %v, want limited and free in order", pools)
