@@ -444,7 +444,7 @@ func admitAll(pod *corev1.Pod, checks []groupCheck, domain string) error {
 // so that a domain only smaller types reach is not pinned for it.
 func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) (string, error) {
 	values := creatableValues(pool, reqs, key)
-	if holding := creatableValuesHolding(pool, reqs, key, p.res); len(holding) > 0 {
+	if holding := creatableValuesHolding(pool, reqs, key, p.res, p.extended); len(holding) > 0 {
 		values = holding
 	}
 	best, bestCount, bestPrice := "", math.MaxInt, math.Inf(1)

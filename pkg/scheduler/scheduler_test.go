@@ -915,3 +915,35 @@ func TestSpreadCountsOnlyNodesItsPolicyCounts(t *testing.T) {
 		t.Errorf("api pod's claim in %v at $%.2f/hour, want %s at $0.05/hour: the web pod on an amd64 node does not count in its spread", z.Values(), r.NewClaims[0].Price, zone1)
 	}
 }
+
+// TestSpreadSkipsDomainsNoTypeHolds: a zone where no instance type has room for the pods (here
+// no GPUs) is not a domain of their zonal spread, since no node that takes them can be made
+// there and the kube-scheduler counts only the zones of nodes that exist: four one-GPU pods
+// with maxSkew 1 run two in each of the two zones that have GPU types, instead of leaving two
+// pending for a zone only CPU types reach (conformance seed 509).
+func TestSpreadSkipsDomainsNoTypeHolds(t *testing.T) {
+	gpuOfferings := []cloudprovider.Offering{
+		{Zone: zone2, CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.50, Available: true},
+		{Zone: zone3, CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.50, Available: true},
+	}
+	gpu := builders.InstanceType(builders.InstanceTypeOptions{Name: "gpu", CPU: 4, MemoryGiB: 16, Offerings: gpuOfferings,
+		Extended: map[corev1.ResourceName]int64{"nvidia.com/gpu": 1}})
+	cpu := builders.InstanceType(builders.InstanceTypeOptions{Name: "cpu", CPU: 4, MemoryGiB: 16, PricePerHour: 0.10})
+	pools := []*NodePool{
+		{Name: "gpu", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{gpu}},
+		{Name: "general", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{cpu}},
+	}
+	app := map[string]string{"app": "train"}
+	pods := builders.Pods(4, builders.PodOptions{Name: "train", CPU: "1", Labels: app, Extended: map[corev1.ResourceName]string{"nvidia.com/gpu": "1"},
+		Spread: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}})
+	r := Solve(Input{Pods: pods, NodePools: pools})
+	mustPlaceAll(t, r)
+	perZone := map[string]int{}
+	for _, c := range r.NewClaims {
+		z, _ := c.Requirements.Get(corev1.LabelTopologyZone)
+		perZone[strings.Join(z.Values(), ",")] += len(c.Pods)
+	}
+	if perZone[zone2] != 2 || perZone[zone3] != 2 {
+		t.Errorf("pods per zone %v, want 2 in %s and 2 in %s", perZone, zone2, zone3)
+	}
+}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -46,6 +47,12 @@ type topologyGroup struct {
 	// terms, though the owner is placed under one at a time.
 	ownerAlternatives []scheduling.Requirements
 	ownerTolerations  []corev1.Toleration
+	// ownerNeeds is the least any owner asks of a node: each resource's smallest request, and
+	// the extended resources every owner asks for (ownerExtended). A spread group counts only
+	// the creatable domains where a node with that room can be made: one no instance type can
+	// take an owner to stays empty, and gets no node the kube-scheduler would count.
+	ownerNeeds    *scheduling.Resources
+	ownerExtended corev1.ResourceList
 
 	// required: some owner holds the term as a required pod affinity, not a preferred one
 	// kept until relaxed (affinity groups only).
@@ -126,6 +133,7 @@ func (t *topology) buildOwned(p *podInfo) ([]*topologyGroup, error) {
 		if err != nil {
 			return nil, err
 		}
+		g.needs(p.res, p.extended)
 		out = append(out, g)
 	}
 	required := len(v.affinity) - len(v.preferredAffinity) // the preferred terms come last
@@ -398,7 +406,33 @@ func existingDomain(n *Node, key string) (string, bool) {
 	return "", false
 }
 
-// addCreatableDomains adds to spread groups the domains new claims could land in.
+// needs folds one owner's requests into the group's ownerNeeds.
+func (g *topologyGroup) needs(res scheduling.Resources, extended corev1.ResourceList) {
+	if g.ownerNeeds == nil {
+		g.ownerNeeds, g.ownerExtended = &res, extended
+		return
+	}
+	g.ownerNeeds.MilliCPU = min(g.ownerNeeds.MilliCPU, res.MilliCPU)
+	g.ownerNeeds.Memory = min(g.ownerNeeds.Memory, res.Memory)
+	g.ownerNeeds.Pods = min(g.ownerNeeds.Pods, res.Pods)
+	g.ownerNeeds.EphemeralStorage = min(g.ownerNeeds.EphemeralStorage, res.EphemeralStorage)
+	var both corev1.ResourceList
+	for name, q := range g.ownerExtended {
+		if other, ok := extended[name]; ok {
+			if both == nil {
+				both = corev1.ResourceList{}
+			}
+			if other.Cmp(q) < 0 {
+				q = other
+			}
+			both[name] = q
+		}
+	}
+	g.ownerExtended = both
+}
+
+// addCreatableDomains adds to spread groups the domains new claims that could hold an owner
+// (ownerNeeds) could land in.
 func (t *topology) addCreatableDomains(pools []*poolState) {
 	for _, name := range t.sortedNames() {
 		g := t.groups[name]
@@ -411,7 +445,11 @@ func (t *topology) addCreatableDomains(pools []*poolState) {
 				if reqs.Satisfiable() != nil {
 					continue
 				}
-				for _, d := range creatableValues(np, reqs, g.key) {
+				values := creatableValues(np, reqs, g.key)
+				if g.ownerNeeds != nil {
+					values = creatableValuesHolding(np, reqs, g.key, *g.ownerNeeds, g.ownerExtended)
+				}
+				for _, d := range values {
 					g.domains[d] = true
 				}
 			}
@@ -424,27 +462,32 @@ func (t *topology) addCreatableDomains(pools []*poolState) {
 // placement group partitions of their available offerings, or the requirement's own values for
 // other keys.
 func creatableValues(ps *poolState, reqs scheduling.Requirements, key string) []string {
-	return domainValues(ps, reqs, key, nil)
+	return domainValues(ps, reqs, key, nil, nil)
 }
 
-// creatableValuesHolding is creatableValues of the instance types with room for requests
-// beside their daemonsets.
-func creatableValuesHolding(ps *poolState, reqs scheduling.Requirements, key string, requests scheduling.Resources) []string {
-	return domainValues(ps, reqs, key, &requests)
+// creatableValuesHolding is creatableValues of the instance types with room for requests and
+// extended beside their daemonsets.
+func creatableValuesHolding(ps *poolState, reqs scheduling.Requirements, key string, requests scheduling.Resources, extended corev1.ResourceList) []string {
+	return domainValues(ps, reqs, key, &requests, extended)
 }
 
 // domainKey is what domainValues' result depends on: the topology key, the requirements (as
-// their String) and, when it filters by room, the requests to hold.
+// their String) and, when it filters by room, the requests and extended resources to hold.
 type domainKey struct {
 	key, reqs string
 	holding   scheduling.Resources
 	holds     bool
+	extended  string
 }
 
-func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holding *scheduling.Resources) []string {
+func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holding *scheduling.Resources, extended corev1.ResourceList) []string {
 	cacheKey := domainKey{key: key, reqs: reqs.String()}
 	if holding != nil {
 		cacheKey.holding, cacheKey.holds = *holding, true
+		for _, name := range slices.Sorted(maps.Keys(extended)) {
+			q := extended[name]
+			cacheKey.extended += string(name) + "=" + q.String() + ","
+		}
 	}
 	if cached, ok := ps.domainValues[cacheKey]; ok {
 		return cached
@@ -452,7 +495,7 @@ func domainValues(ps *poolState, reqs scheduling.Requirements, key string, holdi
 	seen := map[string]bool{}
 	offerings := cloudprovider.NewOfferingFilter(reqs)
 	for _, c := range ps.candidatesFor(reqs) {
-		if holding != nil && !holding.Fits(c.room) {
+		if holding != nil && (!holding.Fits(c.room) || !extendedFits(c, extended)) {
 			continue
 		}
 		switch key {
