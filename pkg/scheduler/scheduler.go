@@ -247,7 +247,8 @@ func newSolver(in Input) *solver {
 		p.current = 0
 	}
 	s.topology.countExisting(in.Nodes, exclusive)
-	s.topology.addCreatableDomains(s.pools)
+	least, extended := leastNeeds(s.pods)
+	s.topology.addCreatableDomains(s.pools, least, extended)
 	return s
 }
 

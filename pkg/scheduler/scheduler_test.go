@@ -947,3 +947,51 @@ func TestSpreadSkipsDomainsNoTypeHolds(t *testing.T) {
 		t.Errorf("pods per zone %v, want 2 in %s and 2 in %s", perZone, zone2, zone3)
 	}
 }
+
+// TestSpreadNodeInclusionIgnoresVolumeZones: a spread's nodeAffinityPolicy Honor reads the
+// pod's node selector and required node affinity, not its volumes' zones (the kube-scheduler's
+// PodTopologySpread, Karpenter's TopologyNodeFilter): a node in another zone still counts as a
+// domain, so pods whose volumes hold them in one zone stop at maxSkew there (conformance seed
+// 922, where ours put four pods in one zone beside an empty one the kube-scheduler counts).
+func TestSpreadNodeInclusionIgnoresVolumeZones(t *testing.T) {
+	app := map[string]string{"app": "db"}
+	roomy := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1},
+		Available: builders.Resources("cpu", "16", "memory", "32Gi", "pods", "20")}
+	// A full node in zone 2: it takes no pod, but it is a domain with none of them.
+	full := &Node{Name: "n2", Labels: map[string]string{corev1.LabelHostname: "n2", corev1.LabelTopologyZone: zone2},
+		Available: builders.Resources("cpu", "0", "memory", "0", "pods", "0")}
+	pods := builders.Pods(3, builders.PodOptions{Name: "db", CPU: "1", Labels: app,
+		Spread: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}})
+	volumes := map[types.UID]scheduling.Requirements{}
+	for _, p := range pods {
+		volumes[p.UID] = scheduling.NewRequirements(scheduling.MustRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone1))
+	}
+	r := Solve(Input{Pods: pods, Nodes: []*Node{roomy, full}, VolumeRequirements: volumes})
+	if placed := len(r.ExistingPlacements); placed != 1 || len(r.PodErrors) != 2 {
+		t.Errorf("%d pods placed and %d refused, want 1 and 2: zone 2's node counts, so zone 1 takes one pod within maxSkew 1", placed, len(r.PodErrors))
+	}
+}
+
+// TestSpreadCountsZonesOtherPodsReach: a zone whose instance types are too small for the
+// spread's pods is still a domain when another pod of the batch gets a node there, since the
+// kube-scheduler counts that node (with none of the pods): three 4-cpu pods with maxSkew 1 take
+// one node in each of the two zones with large types, and the third waits (conformance seed
+// 1372).
+func TestSpreadCountsZonesOtherPodsReach(t *testing.T) {
+	large := builders.InstanceType(builders.InstanceTypeOptions{Name: "large", CPU: 8, MemoryGiB: 16, Offerings: []cloudprovider.Offering{
+		{Zone: zone1, CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.40, Available: true},
+		{Zone: zone2, CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.40, Available: true},
+	}})
+	small := builders.InstanceType(builders.InstanceTypeOptions{Name: "small", CPU: 2, MemoryGiB: 4, Offerings: []cloudprovider.Offering{
+		{Zone: zone3, CapacityType: karpv1.CapacityTypeOnDemand, Price: 0.05, Available: true},
+	}})
+	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{large, small}}
+	app := map[string]string{"app": "big"}
+	pods := append(builders.Pods(3, builders.PodOptions{Name: "big", CPU: "4", Labels: app,
+		Spread: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}}),
+		builders.Pods(1, builders.PodOptions{Name: "web", CPU: "1", NodeSelector: map[string]string{corev1.LabelTopologyZone: zone3}})...)
+	r := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+	if len(r.PodErrors) != 1 || r.PodErrors[0].Pod.Labels["app"] != "big" {
+		t.Fatalf("%d pods refused, want one big pod: zone 3 gets the web pod's node, which the spread counts", len(r.PodErrors))
+	}
+}

@@ -41,18 +41,15 @@ type topologyGroup struct {
 	minDomains int32
 	// honorAffinity and honorTaints: which existing nodes count (spread's node policies).
 	honorAffinity, honorTaints bool
-	ownerReqs                  scheduling.Requirements
+	// ownerReqs are the owner's node selector and required node affinity term, without its
+	// held preferences or its volumes' zones: the node affinity the kube-scheduler's node
+	// inclusion policy reads (Karpenter's TopologyNodeFilter too).
+	ownerReqs scheduling.Requirements
 	// ownerAlternatives are the owner's other required node affinity terms (each with its node
 	// selector): a node any of them matches is eligible too, as the kube-scheduler reads ORed
 	// terms, though the owner is placed under one at a time.
 	ownerAlternatives []scheduling.Requirements
 	ownerTolerations  []corev1.Toleration
-	// ownerNeeds is the least any owner asks of a node: each resource's smallest request, and
-	// the extended resources every owner asks for (ownerExtended). A spread group counts only
-	// the creatable domains where a node with that room can be made: one no instance type can
-	// take an owner to stays empty, and gets no node the kube-scheduler would count.
-	ownerNeeds    *scheduling.Resources
-	ownerExtended corev1.ResourceList
 
 	// required: some owner holds the term as a required pod affinity, not a preferred one
 	// kept until relaxed (affinity groups only).
@@ -133,7 +130,6 @@ func (t *topology) buildOwned(p *podInfo) ([]*topologyGroup, error) {
 		if err != nil {
 			return nil, err
 		}
-		g.needs(p.res, p.extended)
 		out = append(out, g)
 	}
 	required := len(v.affinity) - len(v.preferredAffinity) // the preferred terms come last
@@ -174,7 +170,7 @@ func (t *topology) spreadGroup(pod *corev1.Pod, v *variant, c *corev1.TopologySp
 	}
 	var alternatives strings.Builder
 	if g.honorAffinity {
-		g.ownerReqs = v.requirements
+		g.ownerReqs = v.required
 		g.ownerAlternatives = otherTerms(pod, v)
 		for _, alt := range g.ownerAlternatives {
 			alternatives.WriteString("|" + alt.String())
@@ -406,34 +402,44 @@ func existingDomain(n *Node, key string) (string, bool) {
 	return "", false
 }
 
-// needs folds one owner's requests into the group's ownerNeeds.
-func (g *topologyGroup) needs(res scheduling.Resources, extended corev1.ResourceList) {
-	if g.ownerNeeds == nil {
-		g.ownerNeeds, g.ownerExtended = &res, extended
-		return
+// leastNeeds is the least any of the pods asks of a node: each resource's smallest request,
+// and the extended resources every one of them asks for, at the smallest quantity.
+func leastNeeds(pods []*podInfo) (scheduling.Resources, corev1.ResourceList) {
+	if len(pods) == 0 {
+		return scheduling.Resources{}, nil
 	}
-	g.ownerNeeds.MilliCPU = min(g.ownerNeeds.MilliCPU, res.MilliCPU)
-	g.ownerNeeds.Memory = min(g.ownerNeeds.Memory, res.Memory)
-	g.ownerNeeds.Pods = min(g.ownerNeeds.Pods, res.Pods)
-	g.ownerNeeds.EphemeralStorage = min(g.ownerNeeds.EphemeralStorage, res.EphemeralStorage)
-	var both corev1.ResourceList
-	for name, q := range g.ownerExtended {
-		if other, ok := extended[name]; ok {
-			if both == nil {
-				both = corev1.ResourceList{}
-			}
-			if other.Cmp(q) < 0 {
-				q = other
-			}
-			both[name] = q
+	least, extended := pods[0].res, pods[0].extended
+	for _, p := range pods[1:] {
+		least.MilliCPU = min(least.MilliCPU, p.res.MilliCPU)
+		least.Memory = min(least.Memory, p.res.Memory)
+		least.Pods = min(least.Pods, p.res.Pods)
+		least.EphemeralStorage = min(least.EphemeralStorage, p.res.EphemeralStorage)
+		if len(extended) == 0 {
+			continue
 		}
+		var both corev1.ResourceList
+		for name, q := range extended {
+			if other, ok := p.extended[name]; ok {
+				if both == nil {
+					both = corev1.ResourceList{}
+				}
+				if other.Cmp(q) < 0 {
+					q = other
+				}
+				both[name] = q
+			}
+		}
+		extended = both
 	}
-	g.ownerExtended = both
+	return least, extended
 }
 
-// addCreatableDomains adds to spread groups the domains new claims that could hold an owner
-// (ownerNeeds) could land in.
-func (t *topology) addCreatableDomains(pools []*poolState) {
+// addCreatableDomains adds to spread groups the domains new claims could land in: those of
+// the instance types with room for what the least of the batch's pods asks (least and
+// extended, from leastNeeds). A zone where no pod of the batch gets a node stays without one
+// the kube-scheduler would count, so it is no domain: GPU pods whose types are offered in two
+// zones spread over those two, not over a third where only CPU types are.
+func (t *topology) addCreatableDomains(pools []*poolState, least scheduling.Resources, extended corev1.ResourceList) {
 	for _, name := range t.sortedNames() {
 		g := t.groups[name]
 		if g.kind != spreadGroup || g.key == corev1.LabelHostname {
@@ -445,11 +451,7 @@ func (t *topology) addCreatableDomains(pools []*poolState) {
 				if reqs.Satisfiable() != nil {
 					continue
 				}
-				values := creatableValues(np, reqs, g.key)
-				if g.ownerNeeds != nil {
-					values = creatableValuesHolding(np, reqs, g.key, *g.ownerNeeds, g.ownerExtended)
-				}
-				for _, d := range values {
+				for _, d := range creatableValuesHolding(np, reqs, g.key, least, extended) {
 					g.domains[d] = true
 				}
 			}
