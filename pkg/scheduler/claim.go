@@ -99,6 +99,15 @@ func (s *solver) resize(c *claimState, p *podInfo, reqs scheduling.Requirements)
 		return fits(cand) && c.withinLimits(cand.it) == nil
 	}
 	if err := minValuesMet(reqs, candidates, launchable, s.opts.MinValuesBestEffort); err != nil {
+		if minValuesMet(reqs, candidates, fits, false) == nil {
+			// Enough types have room; the limits leave too few: the limit is what to raise,
+			// as Karpenter, which filters by limits before minValues, says.
+			for _, cand := range candidates {
+				if limitErr := c.withinLimits(cand.it); limitErr != nil && fits(cand) {
+					return nil, 0, limitErr
+				}
+			}
+		}
 		return nil, 0, fmt.Errorf("%w, %s", err, filterDetail(reqs, used, extended))
 	}
 	if c.target != nil && fits(c.target) && containsCandidate(candidates, c.target.it) {

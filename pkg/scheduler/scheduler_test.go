@@ -995,3 +995,33 @@ func TestSpreadCountsZonesOtherPodsReach(t *testing.T) {
 		t.Fatalf("%d pods refused, want one big pod: zone 3 gets the web pod's node, which the spread counts", len(r.PodErrors))
 	}
 }
+
+// TestMinValuesUnderLimitsNamesTheLimit: when enough instance types have room for minValues but
+// the NodePool's limits leave too few, the refusal names the limit, the thing to raise, as
+// Karpenter's does (it filters by limits before it counts minValues), not minValues
+// (conformance seed 457).
+func TestMinValuesUnderLimitsNamesTheLimit(t *testing.T) {
+	two := 2
+	r := req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "small", "medium", "large", "xlarge")
+	r.MinValues = &two
+	pool := onDemandPool("capped", r)
+	pool.Remaining = builders.Resources("cpu", "3")
+	got := Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "2"})}, NodePools: []*NodePool{pool}})
+	if len(got.PodErrors) != 1 || !strings.Contains(got.PodErrors[0].Err.Error(), "exceed limits for nodepool (NodePool=capped)") {
+		t.Fatalf("want one limits error, got %d: %v", len(got.PodErrors), firstErr(got))
+	}
+	// Without the limit, too few types with room is a minValues error still.
+	pool.Remaining = nil
+	got = Solve(Input{Pods: []*corev1.Pod{builders.Pod(builders.PodOptions{CPU: "9"})}, NodePools: []*NodePool{pool}})
+	if len(got.PodErrors) != 1 || !strings.Contains(got.PodErrors[0].Err.Error(), "minValues") {
+		t.Fatalf("want one minValues error, got %d: %v", len(got.PodErrors), firstErr(got))
+	}
+}
+
+// firstErr is the first pod error of a solve, or nil.
+func firstErr(r *Results) error {
+	if len(r.PodErrors) == 0 {
+		return nil
+	}
+	return r.PodErrors[0].Err
+}
