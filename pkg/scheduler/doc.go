@@ -76,6 +76,18 @@
 // one node per domain, is kept if it costs at most 5% more, because a zone's share split over
 // several nodes does not land as planned.
 //
+// # Topology domains
+//
+// A spread's domains are those of the existing nodes its node inclusion policies count (the
+// owner's node selector and required node affinity, never its volumes' zones or held
+// preferences; taints under nodeTaintsPolicy Honor), and those new claims could land in. A
+// pod placed in the batch counts only where its node is counted, as Karpenter's
+// TopologyGroup.Counts. Deliberate difference: Karpenter registers every zone of every
+// NodePool's instance types; here a zone counts only where an instance type has room for the
+// least any pod of the batch asks (extended resources included), since no node appears in the
+// others and the kube-scheduler counts the zones of nodes that exist. GPU pods spread over the
+// zones GPU types are offered in, not held at maxSkew against a zone only CPU types reach.
+//
 // Pods that fit nowhere are retried with their preferences relaxed one at a time (preferred node
 // affinity, preferred pod (anti-)affinity, ScheduleAnyway spread), as Karpenter does, unless the
 // options say to ignore preferences. A claim finally keeps every compatible instance type that
