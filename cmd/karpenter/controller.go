@@ -101,7 +101,7 @@ Karpenter's Helm chart uses.`,
 	fs.bool(&opts.LeaderElection, "leader-elect", "LEADER_ELECT", opts.LeaderElection, "elect a leader so that only one replica acts")
 	fs.bool(&disableLeaderElection, "disable-leader-election", "DISABLE_LEADER_ELECTION", false, "run without leader election, as Karpenter names it (the same as --leader-elect=false)")
 	fs.string(&opts.LeaderElectionNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", opts.LeaderElectionNamespace, "namespace of the leader election Lease")
-	fs.string(&unbuilt.schedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "Karpenter v1.15's kube-scheduler configuration for its simulation (podTopologySpread.defaultConstraints): not built here, so only empty is accepted")
+	fs.string(&opts.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "the parts of the cluster's kube-scheduler configuration scheduling must mirror, as a YAML or JSON document: today podTopologySpread.defaultConstraints, given to every pod with no topology spread constraint of its own under the selector the kube-scheduler deduces for it; empty means none")
 	fs.bool(&unbuilt.ignoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "pods with resource claims (Dynamic Resource Allocation) are not provisioned for, as by Karpenter's default; false (DRA scheduling) is not built here")
 	fs.bool(&unbuilt.enableZonalShift, "enable-zonal-shift", "ENABLE_ZONAL_SHIFT", false, "honour ARC zonal shifts (aws): not built here, so only false is accepted")
 	fs.bool(&opts.EnableProfiling, "enable-profiling", "ENABLE_PROFILING", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
@@ -277,16 +277,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // that a value other than Karpenter's default stops the controller with a message rather than
 // being ignored.
 type unbuiltSettings struct {
-	schedulerConfig                     string
 	ignoreDRARequests, enableZonalShift bool
 }
 
 // refuseUnbuiltSettings names each unbuilt setting set away from Karpenter's default.
 func refuseUnbuiltSettings(u unbuiltSettings) error {
 	var errs []error
-	if u.schedulerConfig != "" {
-		errs = append(errs, errors.New("--scheduler-config (SCHEDULER_CONFIG): default topology spread constraints for Karpenter's scheduling simulation are not built here; unset it"))
-	}
 	if !u.ignoreDRARequests {
 		errs = append(errs, errors.New("--ignore-dra-requests=false (IGNORE_DRA_REQUESTS): provisioning for pods with resource claims (Dynamic Resource Allocation) is not built here; leave it true, Karpenter's default"))
 	}

@@ -241,7 +241,10 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 		want      []string
 	}{
 		// Karpenter v1.15's settings whose feature is not built here, set away from its default.
-		{env: []string{"SCHEDULER_CONFIG=podTopologySpread: {}"}, want: []string{"SCHEDULER_CONFIG", "not built here"}},
+		// A scheduler configuration the kube-scheduler would refuse, or with a field it lacks.
+		{env: []string{"SCHEDULER_CONFIG=podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}]}"},
+			want: []string{"SCHEDULER_CONFIG", "podTopologySpread.defaultConstraints[0].labelSelector: must not be set"}},
+		{env: []string{"SCHEDULER_CONFIG=podTopologySpread: {defaultConstraint: []}"}, want: []string{"SCHEDULER_CONFIG", `unknown field "defaultConstraint"`}},
 		{env: []string{"IGNORE_DRA_REQUESTS=false"}, want: []string{"IGNORE_DRA_REQUESTS", "not built here"}},
 		{args: []string{"--enable-zonal-shift"}, want: []string{"ENABLE_ZONAL_SHIFT", "not built here"}},
 	} {
@@ -266,6 +269,7 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 	// missing kubeconfig. A gate name neither table knows is logged and ignored, as Karpenter
 	// (ParseFeatureGates) ignores it.
 	cmd := exec.Command(bin, "controller", "--kubeconfig", missing, "--ignore-dra-requests=true", "--enable-zonal-shift=false",
+		"--scheduler-config", "podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}",
 		"--feature-gates", "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,Drift=true",
 		"--aws-feature-gates", "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false")
 	out, err := cmd.CombinedOutput()

@@ -375,6 +375,7 @@ func (c *Controller) input(ctx context.Context, now time.Time) (*Input, error) {
 		if in.BufferPods, err = c.buffers.VirtualPods(ctx); err != nil {
 			return nil, err
 		}
+		in.BufferPods = c.cluster.DefaultSpread(ctx, in.BufferPods)
 	}
 	// As the provisioner's: no replacement on what just ran out.
 	var errs map[string]error

@@ -1,7 +1,9 @@
 package disruption_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,10 +44,13 @@ type fixture struct {
 	t          *testing.T
 	clock      *clocktesting.FakeClock
 	controller *disruption.Controller
-	recorder   *record.FakeRecorder
-	recorded   []string // events drained from recorder
-	cloud      *sim.Cloud
-	commands   []*disruption.Command
+	cluster    *state.Cluster
+	// zone is where node puts its nodes; empty means us-east-1a.
+	zone     string
+	recorder *record.FakeRecorder
+	recorded []string // events drained from recorder
+	cloud    *sim.Cloud
+	commands []*disruption.Command
 }
 
 func newFixture(t *testing.T, np *karpv1.NodePool) *fixture {
@@ -69,7 +75,8 @@ func newFixture(t *testing.T, np *karpv1.NodePool) *fixture {
 	if f.cloud, err = sim.New(sim.Options{Clock: f.clock, NodeClasses: env.Client, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	f.controller = disruption.NewController(env.Client, state.NewCluster(env.Client, f.clock), f.cloud, nil, f.clock, f.recorder, disruption.Options{})
+	f.cluster = state.NewCluster(env.Client, f.clock)
+	f.controller = disruption.NewController(env.Client, f.cluster, f.cloud, nil, f.clock, f.recorder, disruption.Options{})
 	f.controller.Observe(func(c *disruption.Command) { f.commands = append(f.commands, c) })
 	t.Cleanup(func() { cleanup(t) })
 	return f
@@ -92,9 +99,10 @@ func (f *fixture) node(np *karpv1.NodePool, name, instanceType string, initializ
 	f.t.Helper()
 	ctx := context.Background()
 	var it = f.instanceType(np, instanceType)
+	zone := cmp.Or(f.zone, "us-east-1a")
 	labels := map[string]string{
 		karpv1.NodePoolLabelKey: np.Name, corev1.LabelInstanceTypeStable: instanceType, karpv1.CapacityTypeLabelKey: "on-demand",
-		corev1.LabelTopologyZone: "us-east-1a", corev1.LabelArchStable: "amd64", corev1.LabelHostname: name,
+		corev1.LabelTopologyZone: zone, corev1.LabelArchStable: "amd64", corev1.LabelHostname: name,
 		awsv1.LabelInstanceFamily: "m5",
 	}
 	for k, v := range np.Spec.Template.Labels {
@@ -110,13 +118,14 @@ func (f *fixture) node(np *karpv1.NodePool, name, instanceType string, initializ
 		},
 	}
 	f.create(claim)
-	claim.Status = karpv1.NodeClaimStatus{NodeName: name, ProviderID: "sim:///us-east-1a/" + name, Capacity: it.Capacity, Allocatable: it.Allocatable(),
+	claim.Status = karpv1.NodeClaimStatus{NodeName: name, ProviderID: "sim:///" + zone + "/" + name, Capacity: it.Capacity, Allocatable: it.Allocatable(),
 		Conditions: []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized",
 			LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-initializedAgo))}}}
 	if err := env.Client.Status().Update(ctx, claim); err != nil {
 		f.t.Fatal(err)
 	}
 	node := builders.Node(name, labels, it.Allocatable())
+	node.Spec.ProviderID = claim.Status.ProviderID
 	status := node.Status
 	f.create(node)
 	node.Status = status
@@ -725,5 +734,60 @@ func TestCommandsRunConcurrently(t *testing.T) {
 	}
 	if pools["pool-a"] != 1 || pools["pool-b"] != 1 {
 		t.Errorf("drift commands per NodePool %v while the first replacements launch, want one each (budget of one node each)", pools)
+	}
+}
+
+// TestSchedulerConfigKeepsDefaultSpread: two m5.xlarge nodes in two zones hold one small pod
+// each of a ReplicaSet. Consolidation replaces both with one m5.large, unless the
+// kube-scheduler's default zonal constraint (--scheduler-config) holds the ReplicaSet's pods
+// one per zone: then one node at a time is replaced by an m5.large in its zone.
+func TestSchedulerConfigKeepsDefaultSpread(t *testing.T) {
+	for _, defaults := range []bool{false, true} {
+		t.Run(fmt.Sprintf("defaults=%v", defaults), func(t *testing.T) {
+			np := builders.NodePool(m5Pool)
+			f := newFixture(t, np)
+			if defaults {
+				var err error
+				if f.cluster.DefaultConstraints, err = state.ParseSchedulerConfig("podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]}"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			yes := true
+			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause"}}}}}}
+			f.create(rs)
+			t.Cleanup(func() {
+				env.Purge(t, []client.ObjectList{&appsv1.ReplicaSetList{}}, "default")
+			})
+			zones := map[string]string{}
+			for i, zone := range []string{"us-east-1a", "us-east-1b"} {
+				pod := builders.Pod(builders.PodOptions{Name: fmt.Sprintf("web-%d", i), CPU: "500m", Memory: "1Gi", Labels: map[string]string{"app": "web"}})
+				pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}}
+				f.zone = zone
+				name := fmt.Sprintf("node-%d", i)
+				zones[name] = zone
+				f.node(np, name, "m5.xlarge", time.Hour, pod)
+			}
+			f.step(10 * time.Second)
+			f.step(20 * time.Second)
+			if len(f.commands) != 1 || len(f.commands[0].Replacements) != 1 {
+				t.Fatalf("commands %d, want one with a replacement", len(f.commands))
+			}
+			cmd := f.commands[0]
+			t.Log(cmd.Message())
+			switch {
+			case !defaults && len(cmd.Candidates) != 2:
+				t.Errorf("without defaults, %s; want both nodes replaced by one", cmd.Message())
+			case defaults && len(cmd.Candidates) != 1:
+				t.Errorf("under the default zonal spread, %s; want one node replaced", cmd.Message())
+			case defaults:
+				zone, ok := cmd.Replacements[0].Claim.Requirements.Get(corev1.LabelTopologyZone)
+				if want := zones[cmd.Candidates[0].Name()]; !ok || zone.Len() != 1 || !zone.Has(want) {
+					t.Errorf("the replacement of %s may go to zones %v, want %s", cmd.Candidates[0].Name(), zone, want)
+				}
+			}
+		})
 	}
 }

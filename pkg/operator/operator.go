@@ -144,6 +144,11 @@ func New(cfg *rest.Config, opts Options) (*Operator, error) {
 	clk := clock.RealClock{}
 	op := &Operator{Manager: mgr, Cluster: state.NewCluster(mgr.GetClient(), clk)}
 	op.Cluster.NominationGrace = max(2*opts.BatchMaxDuration, 10*time.Second)
+	// Validate parsed it.
+	op.Cluster.DefaultConstraints, _ = state.ParseSchedulerConfig(opts.SchedulerConfig)
+	if len(op.Cluster.DefaultConstraints) > 0 {
+		mgr.GetLogger().Info("scheduler-config is set: pods with no topology spread constraints of their own are scheduled under these defaults", "default-topology-spread-constraints", op.Cluster.DefaultConstraints)
+	}
 	recorder := mgr.GetEventRecorderFor("karpenter")
 	var registrars []registrar
 	unavailable := cloudprovider.NewUnavailableOfferings(clk, 0)

@@ -12,6 +12,7 @@ import (
 	"github.com/openkarpenter/karpenter/pkg/featuregate"
 	awsprovider "github.com/openkarpenter/karpenter/pkg/providers/aws"
 	"github.com/openkarpenter/karpenter/pkg/providers/sim"
+	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
 // Cloud provider names.
@@ -118,6 +119,11 @@ type Options struct {
 	// (its default), they change no scheduling. DRANVIDIAGPU lets an EC2NodeClass ask for GPU
 	// sharing (karpenter.k8s.aws/nvidia-consumable-capacity).
 	DRANVIDIAGPU, DRAEFA bool
+	// SchedulerConfig is Karpenter's --scheduler-config (SCHEDULER_CONFIG): the kube-scheduler's
+	// default topology spread constraints, which every pod with none of its own is scheduled
+	// under in provisioning and disruption (state.ParseSchedulerConfig, state.Cluster's
+	// DefaultConstraints). Empty, as by default, there are none.
+	SchedulerConfig string
 	// DisableClusterStateObservability leaves out the cluster state gauges and the pod startup
 	// metrics (DISABLE_CLUSTER_STATE_OBSERVABILITY, as Karpenter names it).
 	DisableClusterStateObservability bool
@@ -292,6 +298,9 @@ func (o Options) Validate() error {
 	}
 	if o.RegistrationTTL <= 0 {
 		errs = append(errs, fmt.Errorf("--registration-ttl %s: must be positive", o.RegistrationTTL))
+	}
+	if _, err := state.ParseSchedulerConfig(o.SchedulerConfig); err != nil {
+		errs = append(errs, fmt.Errorf("--scheduler-config (SCHEDULER_CONFIG): %w", err))
 	}
 	if o.DisruptionPollInterval < 0 || o.ConsolidationValidationDelay < 0 {
 		errs = append(errs, errors.New("the disruption poll interval and consolidation validation delay must not be negative"))

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
-	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
@@ -109,7 +108,7 @@ func (c *NominationController) Register(mgr manager.Manager) error {
 			}
 			// A pod of a ReplicaSet the provisioner planned room for before the pod existed
 			// is told that room now, before the kube-scheduler gives it other room.
-			if target, ok := c.cluster.TakeReservation(pod); ok && AnnouncesNomination(pod) {
+			if target, ok := c.cluster.TakeReservation(pod); ok && !c.cluster.PlacedByKubeScheduler(pod) {
 				return c.requests(target)
 			}
 			return nil
@@ -272,14 +271,10 @@ func (c *NominationController) nodeOf(ctx context.Context, target string) (*core
 	return node, readySince, nil
 }
 
-// AnnouncesNomination reports whether the controller tells the kube-scheduler of a pod's
-// nomination: not for a pod the kube-scheduler places on its own
-// (scheduling.PlacedByKubeScheduler), which lands where the kube-scheduler puts it among the
-// capacity the plan made room for, as under Karpenter.
-func AnnouncesNomination(pod *corev1.Pod) bool { return !scheduling.PlacedByKubeScheduler(pod) }
-
 // nominate sets the pod's nominated node name when it is still unbound, the same pod (UID),
-// and has none, and AnnouncesNomination says so. Once the node is settled, a pod whose name
+// and has none, and the kube-scheduler does not place it on its own
+// (state.Cluster.PlacedByKubeScheduler: such a pod lands where the kube-scheduler puts it
+// among the capacity the plan made room for, as under Karpenter). Once the node is settled, a pod whose name
 // was set and is now empty was refused: the kube-scheduler tried it on the node and cleared it.
 func (c *NominationController) nominate(ctx context.Context, target string, key types.NamespacedName, uid types.UID, node *corev1.Node, settled bool) error {
 	// Read-only (a cache's own copy where the client has one): most nominees are nominated
@@ -296,7 +291,7 @@ func (c *NominationController) nominate(ctx context.Context, target string, key 
 		c.cluster.Announced(uid, target)
 		return nil
 	}
-	if pod.Status.NominatedNodeName != "" && !c.cluster.StaleNomination(uid, pod.Status.NominatedNodeName) || !AnnouncesNomination(pod) {
+	if pod.Status.NominatedNodeName != "" && !c.cluster.StaleNomination(uid, pod.Status.NominatedNodeName) || c.cluster.PlacedByKubeScheduler(pod) {
 		return nil
 	}
 	if settled && c.cluster.Refused(pod, target, node.Name, node.Labels[karpv1.NodePoolLabelKey]) {

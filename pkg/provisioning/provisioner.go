@@ -195,7 +195,9 @@ func (p *Provisioner) Provision(ctx context.Context) (*Decision, error) {
 	}
 	arriving, arrivals := p.arrivingReplicas(ctx, snap)
 	input.Pods = append(input.Pods, arriving...)
-	input.Pods = append(input.Pods, virtual...)
+	// The snapshot's pods carry the default topology spread constraints already; stand-ins
+	// copy theirs from a pending pod.
+	input.Pods = append(input.Pods, p.cluster.DefaultSpread(ctx, virtual)...)
 	start := time.Now()
 	results := p.solve(input)
 	logRefusals(ctx, results)

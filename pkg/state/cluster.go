@@ -44,6 +44,13 @@ type Cluster struct {
 	// controller does not (its ClusterRole grants no access to Namespaces), so there a
 	// namespaceSelector counts as every namespace.
 	ReadNamespaces bool
+	// DefaultConstraints are the kube-scheduler's default topology spread constraints, as
+	// --scheduler-config gives them (ParseSchedulerConfig): every snapshot's pods with no
+	// constraint of their own carry them, under the selector the kube-scheduler deduces for each
+	// (the namespace's Services and the pod's ReplicationController, ReplicaSet or
+	// StatefulSet), as Karpenter's DefaultTopologySpreadInjector gives them to its scheduling
+	// copies. Set it before the first snapshot.
+	DefaultConstraints []corev1.TopologySpreadConstraint
 	// LaunchBackoffBase and LaunchBackoffMax override the package's defaults when
 	// LaunchBackoffBase is set (tests on a real clock).
 	LaunchBackoffBase, LaunchBackoffMax time.Duration
@@ -71,6 +78,12 @@ type Cluster struct {
 	// provisioning pass or a disruption command chose for pods stays nominated (see
 	// StateNode.NominatedUntil).
 	nominatedUntil map[string]time.Time
+	// spreadPlaced are the pods, and the controllers of pods, that the last snapshot gave a
+	// DoNotSchedule default constraint (DefaultConstraints), by UID: see PlacedByKubeScheduler.
+	spreadPlaced map[types.UID]bool
+	// spreadCopies are the last snapshot's pods with the default constraints, by the pod they
+	// copy (see defaultSpread).
+	spreadCopies map[*corev1.Pod]*corev1.Pod
 	// requests caches pods' effective requests, pruned every snapshot.
 	requests NodeRequests
 	// podScheduling remembers when pods were acknowledged and decided on (for the pod metrics).
@@ -151,7 +164,7 @@ func (c *Cluster) Nominate(pod *corev1.Pod, target string, launched bool) {
 	defer c.mu.Unlock()
 	c.forget(pod.UID)
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	c.nominations[pod.UID] = nomination{target: target, since: c.clock.Now(), launched: launched, unannounced: scheduling.PlacedByKubeScheduler(pod)}
+	c.nominations[pod.UID] = nomination{target: target, since: c.clock.Now(), launched: launched, unannounced: c.placedByKubeScheduler(pod)}
 	if c.nominees[target] == nil {
 		c.nominees[target] = map[types.UID]types.NamespacedName{}
 	}
@@ -489,6 +502,14 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	var spreadPlaced map[types.UID]bool
+	var spreadCopies map[*corev1.Pod]*corev1.Pod
+	if len(c.DefaultConstraints) > 0 {
+		c.mu.Lock()
+		prev := c.spreadCopies
+		c.mu.Unlock()
+		allPods, spreadCopies, spreadPlaced = defaultSpread(ctx, c.reader, c.DefaultConstraints, allPods, prev)
+	}
 	var namespaceLabels map[string]map[string]string
 	if c.ReadNamespaces {
 		if namespaceLabels, err = NamespaceLabels(ctx, c.reader, allPods); err != nil {
@@ -497,6 +518,7 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.spreadPlaced, c.spreadCopies = spreadPlaced, spreadCopies
 	now := c.clock.Now()
 
 	// Claims: the cache's, plus created ones it does not show yet.
@@ -627,7 +649,7 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 			sn, exists := targets[n.target]
 			live := exists && !sn.MarkedForDeletion && !nominationExpired(sn, n, now, c.nominationGrace())
 			switch {
-			case live && scheduling.PlacedByKubeScheduler(pod):
+			case live && c.placedByKubeScheduler(pod):
 				// It holds no room where it was planned: the kube-scheduler, not told of the
 				// plan, may give that room to another pod of its kind, and counted there it
 				// would skew the plan's view of its spread from the kube-scheduler's (which

@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/openkarpenter/karpenter/pkg/scheduling"
 )
 
 // ArrivalWindow is how recently a ReplicaSet must have created a pod for the provisioner to
@@ -115,7 +113,7 @@ func (c *Cluster) takeReservation(pod *corev1.Pod) (string, bool) {
 		delete(c.reserved, owner.UID)
 	}
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	c.nominations[pod.UID] = nomination{target: r.target, since: r.since, launched: r.launched, unannounced: scheduling.PlacedByKubeScheduler(pod)}
+	c.nominations[pod.UID] = nomination{target: r.target, since: r.since, launched: r.launched, unannounced: c.placedByKubeScheduler(pod)}
 	if c.nominees[r.target] == nil {
 		c.nominees[r.target] = map[types.UID]types.NamespacedName{}
 	}

@@ -35,7 +35,6 @@ const awsOptionsFile = "testdata/karpenter-provider-aws-v1.15.2-options.go.txt"
 var refused = []struct {
 	env, value, reason string
 }{
-	{"SCHEDULER_CONFIG", "podTopologySpread: {defaultConstraints: []}", "default topology spread constraints for the scheduling simulation are not built"},
 	{"IGNORE_DRA_REQUESTS", "false", "provisioning for pods with resource claims (DRA) is not built"},
 	{"ENABLE_ZONAL_SHIFT", "true", "honouring ARC zonal shifts is not built"},
 }

@@ -1,0 +1,129 @@
+package chart_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
+	"github.com/openkarpenter/karpenter/pkg/operator"
+)
+
+// schedulerConfigOnly are the grants SCHEDULER_CONFIG in controller.env adds to the sim
+// rendering.
+var schedulerConfigOnly = []string{
+	"ClusterRole: list replicasets.apps",
+	"ClusterRole: list replicationcontrollers",
+	"ClusterRole: list services",
+	"ClusterRole: list statefulsets.apps",
+	"ClusterRole: watch replicasets.apps",
+	"ClusterRole: watch replicationcontrollers",
+	"ClusterRole: watch services",
+	"ClusterRole: watch statefulsets.apps",
+}
+
+// TestRBACSchedulerConfig runs the controllers with a SCHEDULER_CONFIG as the ServiceAccount of
+// the rendering that sets it in controller.env: pending pods of a ReplicaSet, a StatefulSet
+// and a ReplicationController, selected by a Service, are given the default constraints and
+// launched for. What the setting adds to the RBAC is exactly what that needed, and nothing the
+// run did is refused.
+func TestRBACSchedulerConfig(t *testing.T) {
+	ctx := context.Background()
+	const config = "podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]}"
+	plain := renderRBAC(t, "--set", "cloudProvider=sim")
+	set := renderRBAC(t, "--set", "cloudProvider=sim", "--set-json", `controller.env=[{"name": "SCHEDULER_CONFIG", "value": "`+config+`"}]`)
+	added := minus(names(set.grants), names(plain.grants))
+	slices.Sort(added)
+	if !slices.Equal(added, schedulerConfigOnly) {
+		t.Fatalf("SCHEDULER_CONFIG adds %v, want %v (schedulerConfigOnly)", added, schedulerConfigOnly)
+	}
+	if set.env["SCHEDULER_CONFIG"] != config {
+		t.Fatalf("the Deployment's SCHEDULER_CONFIG is %q", set.env["SCHEDULER_CONFIG"])
+	}
+	ensureNamespace(t, namespace)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: operator.LeaderElectionID}}
+	if err := env.Client.Delete(ctx, lease); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	set.apply(t)
+	t.Cleanup(func() {
+		for _, o := range set.objects {
+			if err := env.Client.Delete(context.Background(), o.DeepCopy()); client.IgnoreNotFound(err) != nil {
+				t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	})
+	t.Cleanup(func() {
+		deletePods(t)
+		env.Purge(t, []client.ObjectList{&corev1.ServiceList{}, &appsv1.ReplicaSetList{}, &appsv1.StatefulSetList{}, &corev1.ReplicationControllerList{}}, "default")
+		purge(t)
+	})
+
+	opts := operator.DefaultOptions()
+	opts.CloudProvider, opts.SchedulerConfig = operator.CloudProviderSim, set.env["SCHEDULER_CONFIG"]
+	opts.Sim.StateConfigMap = set.env["SIM_STATE_CONFIGMAP"]
+	t.Cleanup(func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: opts.Sim.StateConfigMap}}
+		if err := env.Client.Delete(context.Background(), cm); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting the simulated cloud's state: %v", err)
+		}
+	})
+	opts.Sim.LaunchLatency, opts.Sim.ReadyDelay = 100*time.Millisecond, 100*time.Millisecond
+	// Informers list then watch (TestRBACMatchesCalls runs both ways).
+	setWatchListClient(t, false)
+	op := startOperator(t, set.account, opts)
+
+	labels := map[string]string{"app": "web"}
+	selector := &metav1.LabelSelector{MatchLabels: labels}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: testPod("template", "1", nil).Spec}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-rs", Namespace: "default"}, Spec: appsv1.ReplicaSetSpec{Selector: selector, Template: template}}
+	ss := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "web-ss", Namespace: "default"}, Spec: appsv1.StatefulSetSpec{Selector: selector, Template: template}}
+	rc := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Name: "web-rc", Namespace: "default"}, Spec: corev1.ReplicationControllerSpec{Selector: labels, Template: &template}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}}
+	mustCreate(t, svc, rs, ss, rc)
+	yes := true
+	var pods []client.Object
+	for _, owner := range []struct {
+		apiVersion, kind, name string
+		uid                    types.UID
+	}{{"apps/v1", "ReplicaSet", rs.Name, rs.UID}, {"apps/v1", "StatefulSet", ss.Name, ss.UID}, {"v1", "ReplicationController", rc.Name, rc.UID}} {
+		pod := testPod(owner.name+"-0", "1", nil)
+		pod.Labels = labels
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: owner.apiVersion, Kind: owner.kind, Name: owner.name, UID: owner.uid, Controller: &yes}}
+		pods = append(pods, pod)
+	}
+	mustCreate(t, nodeClass(),
+		&karpv1.NodePool{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m"}}},
+				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+			}}},
+		})
+	mustCreate(t, pods...)
+	eventually(t, op, 60*time.Second, "a node launched for the pods", func() (bool, string) {
+		claims := countClaims(t)
+		return claims > 0, fmt.Sprintf("%d nodeclaims", claims)
+	})
+	calls := op.shutdown(t)
+	for _, g := range set.grants {
+		if slices.Contains(schedulerConfigOnly, g.String()) && !usedBy(g, calls) {
+			t.Errorf("%s: the run did not need it", g)
+		}
+	}
+	for c := range calls {
+		if !slices.ContainsFunc(set.grants, func(g grant) bool { return g.allows(c) }) {
+			t.Errorf("the chart does not allow %s", c)
+		}
+	}
+}
