@@ -103,7 +103,7 @@ Karpenter's Helm chart uses.`,
 	fs.string(&opts.LeaderElectionNamespace, "leader-election-namespace", "LEADER_ELECTION_NAMESPACE", opts.LeaderElectionNamespace, "namespace of the leader election Lease")
 	fs.string(&opts.SchedulerConfig, "scheduler-config", "SCHEDULER_CONFIG", "", "the parts of the cluster's kube-scheduler configuration scheduling must mirror, as a YAML or JSON document: today podTopologySpread.defaultConstraints, given to every pod with no topology spread constraint of its own under the selector the kube-scheduler deduces for it; empty means none")
 	fs.bool(&unbuilt.ignoreDRARequests, "ignore-dra-requests", "IGNORE_DRA_REQUESTS", true, "pods with resource claims (Dynamic Resource Allocation) are not provisioned for, as by Karpenter's default; false (DRA scheduling) is not built here")
-	fs.bool(&unbuilt.enableZonalShift, "enable-zonal-shift", "ENABLE_ZONAL_SHIFT", false, "honour ARC zonal shifts (aws): not built here, so only false is accepted")
+	fs.bool(&opts.AWS.EnableZonalShift, "enable-zonal-shift", "ENABLE_ZONAL_SHIFT", false, "honour the cluster's ARC zonal shifts (aws): no launches into, nor terminations, reboots or tagging in, a zone traffic is shifted away from; the cluster must have zonal shift enabled")
 	fs.bool(&opts.EnableProfiling, "enable-profiling", "ENABLE_PROFILING", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
 	fs.string(&opts.LeaderElectionName, "leader-election-name", "LEADER_ELECTION_NAME", opts.LeaderElectionName, "name of the leader election Lease")
 	fs.int64(&opts.MemoryLimit, "memory-limit", "MEMORY_LIMIT", opts.MemoryLimit, "the container's memory limit in bytes (Karpenter's chart sets it); when positive the Go runtime's soft memory limit is 90% of it")
@@ -277,7 +277,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // that a value other than Karpenter's default stops the controller with a message rather than
 // being ignored.
 type unbuiltSettings struct {
-	ignoreDRARequests, enableZonalShift bool
+	ignoreDRARequests bool
 }
 
 // refuseUnbuiltSettings names each unbuilt setting set away from Karpenter's default.
@@ -285,9 +285,6 @@ func refuseUnbuiltSettings(u unbuiltSettings) error {
 	var errs []error
 	if !u.ignoreDRARequests {
 		errs = append(errs, errors.New("--ignore-dra-requests=false (IGNORE_DRA_REQUESTS): provisioning for pods with resource claims (Dynamic Resource Allocation) is not built here; leave it true, Karpenter's default"))
-	}
-	if u.enableZonalShift {
-		errs = append(errs, errors.New("--enable-zonal-shift (ENABLE_ZONAL_SHIFT): honouring ARC zonal shifts is not built here; leave it false, Karpenter's default"))
 	}
 	return errors.Join(errs...)
 }

@@ -246,7 +246,8 @@ func TestControllerRefusesFeatureGates(t *testing.T) {
 			want: []string{"SCHEDULER_CONFIG", "podTopologySpread.defaultConstraints[0].labelSelector: must not be set"}},
 		{env: []string{"SCHEDULER_CONFIG=podTopologySpread: {defaultConstraint: []}"}, want: []string{"SCHEDULER_CONFIG", `unknown field "defaultConstraint"`}},
 		{env: []string{"IGNORE_DRA_REQUESTS=false"}, want: []string{"IGNORE_DRA_REQUESTS", "not built here"}},
-		{args: []string{"--enable-zonal-shift"}, want: []string{"ENABLE_ZONAL_SHIFT", "not built here"}},
+		// ARC zonal shifts are AWS's: refused on the simulated cloud.
+		{args: []string{"--enable-zonal-shift"}, want: []string{"ENABLE_ZONAL_SHIFT", "the simulated cloud has none"}},
 	} {
 		cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", missing}, tc.args...)...)
 		cmd.Env = append(os.Environ(), tc.env...)

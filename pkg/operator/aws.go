@@ -69,7 +69,15 @@ func newAWS(cfg *rest.Config, mgr manager.Manager, clk clock.Clock, unavailable 
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.AWS.EnableZonalShift {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := provider.EnableZonalShift(ctx); err != nil {
+			return nil, nil, fmt.Errorf("--enable-zonal-shift (ENABLE_ZONAL_SHIFT): %w", err)
+		}
+	}
 	return provider, []registrar{
+		awsprovider.NewZonalShiftController(provider, recorder),
 		awsprovider.NewNodeClassController(provider),
 		awsprovider.NewInterruptionController(provider, recorder),
 		awsprovider.NewInstanceStatusController(provider, recorder),

@@ -217,6 +217,14 @@ type AWSOptions struct {
 	// CreateFleetAuthCheckFailed or RunInstancesAuthCheckFailed otherwise); true makes no
 	// such call, so a missing permission shows only when a launch fails.
 	DisableDryRun bool
+	// EnableZonalShift honours the cluster's Amazon Application Recovery Controller zonal
+	// shifts (ENABLE_ZONAL_SHIFT), as the AWS provider v1.15.2: at start the cluster must be a
+	// resource ARC zonal shift manages (else the controller stops); every 30 seconds its shifts
+	// are read, offerings in a zone traffic is shifted away from are unavailable, no instance
+	// there is terminated, rebooted or tagged, and the NodePools that may launch there get a
+	// ZonalShiftActive (then ZonalShiftCleared) Event. The simulated cloud has no zonal shifts:
+	// it is refused there.
+	EnableZonalShift bool
 	// Config, when set, is used instead of the SDK's default configuration chain (tests point
 	// it at an in-process far end).
 	Config *aws.Config
@@ -262,6 +270,9 @@ func (o Options) Validate() error {
 	var errs []error
 	switch o.CloudProvider {
 	case CloudProviderSim:
+		if o.AWS.EnableZonalShift {
+			errs = append(errs, errors.New("--enable-zonal-shift (ENABLE_ZONAL_SHIFT): ARC zonal shifts are AWS's, and the simulated cloud has none; leave it false, or use --cloud-provider aws"))
+		}
 	case CloudProviderAWS:
 		if o.ClusterName == "" {
 			errs = append(errs, errors.New("--cluster-name (CLUSTER_NAME) is required with --cloud-provider aws"))

@@ -24,6 +24,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.10 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.10 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/v4a v1.5.10 // indirect
+	github.com/aws/aws-sdk-go-v2/service/arczonalshift v1.34.7 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ec2 v1.344.1 // indirect
 	github.com/aws/aws-sdk-go-v2/service/eks v1.105.4 // indirect
 	github.com/aws/aws-sdk-go-v2/service/iam v1.64.8 // indirect

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +64,34 @@ func TestDisableDryRunReachesTheProvider(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestZonalShiftReachesTheProvider: with ENABLE_ZONAL_SHIFT (Options.AWS.EnableZonalShift)
+// the controller does not start for a cluster ARC zonal shift does not manage, naming the
+// setting, as Karpenter stops; for one it manages it starts and polls the cluster's shifts.
+func TestZonalShiftReachesTheProvider(t *testing.T) {
+	far := fake.New(fake.Options{Region: "us-west-2"})
+	t.Cleanup(far.Close)
+	far.SeedEKS(time.Now())
+	cfg := far.Config()
+	opts := operator.DefaultOptions()
+	opts.LeaderElection, opts.SkipControllerNameValidation = false, true
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	opts.CloudProvider, opts.ClusterName = operator.CloudProviderAWS, fake.SeedClusterName
+	opts.AWS.Config, opts.AWS.EnableZonalShift = &cfg, true
+	_, err := operator.New(env.Config, opts)
+	if err == nil || !strings.Contains(err.Error(), "ENABLE_ZONAL_SHIFT") || !strings.Contains(err.Error(), "is not found in ARC zonal shift") {
+		t.Fatalf("a cluster without zonal shift: %v", err)
+	}
+	far.RegisterZonalShift(fake.SeedClusterName)
+	calls := far.Calls("GetManagedResource")
+	r := startOperator(t, nil, func(o *operator.Options) {
+		o.CloudProvider, o.ClusterName = operator.CloudProviderAWS, fake.SeedClusterName
+		o.AWS.Config, o.AWS.EnableZonalShift = &cfg, true
+	})
+	defer r.stop(t)
+	harness.Eventually(t, 30*time.Second, "the zonal shifts read at start and polled", func() (bool, string) {
+		n := far.Calls("GetManagedResource") - calls
+		return n >= 2, fmt.Sprintf("%d GetManagedResource calls", n)
+	})
 }

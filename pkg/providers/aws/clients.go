@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/arczonalshift"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
@@ -33,6 +34,8 @@ type Clients struct {
 	Pricing *pricing.Client
 	// EKS describes the cluster (endpoint, CA, service CIDR) for node user data.
 	EKS *eks.Client
+	// ARCZonalShift reads the cluster's zonal shifts (ENABLE_ZONAL_SHIFT).
+	ARCZonalShift *arczonalshift.Client
 }
 
 // Region is the region the clients call.
@@ -64,7 +67,8 @@ func NewClients(cfg aws.Config) *Clients {
 				o.Region = pricingRegion(cfg.Region)
 			}
 		}),
-		EKS: eks.NewFromConfig(cfg),
+		EKS:           eks.NewFromConfig(cfg),
+		ARCZonalShift: arczonalshift.NewFromConfig(cfg),
 	}
 }
 

@@ -235,6 +235,14 @@ func TestIAMPoliciesAllowEveryCall(t *testing.T) {
 	if err := NewInstanceStatusController(f.provider, nil).Poll(f.ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Zonal shifts (ENABLE_ZONAL_SHIFT): read at start and polled.
+	f.aws.RegisterZonalShift(testCluster)
+	if err := f.provider.EnableZonalShift(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewZonalShiftController(f.provider, nil).Poll(f.ctx); err != nil {
+		t.Fatal(err)
+	}
 	// A node with Elastic Fabric Adapters (network interfaces on two cards).
 	if _, err := f.provider.Create(f.ctx, claimFor(np, "general-purpose-efa", corev1.ResourceList{"vpc.amazonaws.com/efa": resource.MustParse("2")},
 		req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c6in.32xlarge"))); err != nil {

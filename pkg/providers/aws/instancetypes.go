@@ -467,7 +467,8 @@ func (p *Provider) resolvedKubelet(nc *awsv1.EC2NodeClass, instanceType string) 
 // volume and network interface settings, and with the ReservedCapacity gate a reserved
 // offering for each of its capacity reservations (withReservedOfferings); with a placement
 // group, placed in it, one offering per partition of a partition group (withPlacementGroup).
-// Offerings the shared cache marks out of capacity are unavailable. The result is shared. Each build records the vCPUs and memory of the region's instance types
+// Offerings the shared cache marks out of capacity, and those in a zone an ARC zonal shift
+// moves traffic away from (EnableZonalShift), are unavailable. The result is shared. Each build records the vCPUs and memory of the region's instance types
 // (pkg/metrics), as Karpenter does whenever it resolves them.
 func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*cloudprovider.InstanceType, error) {
 	its, err := p.nodeClassTypes(ctx, nc)
@@ -475,7 +476,7 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 		return nil, err
 	}
 	pg, _ := p.placementGroup(ctx, nc)
-	return p.withReservedOfferings(nc, its, pg), nil
+	return p.zonalShifts.apply(p.withReservedOfferings(nc, its, pg)), nil
 }
 
 // nodeClassTypes are the NodeClass's instance types with their spot and on-demand offerings,

@@ -22,7 +22,7 @@ var impliedActions = map[string]string{
 }
 
 var (
-	directCall    = regexp.MustCompile(`clients\.(EC2|SSM|IAM|SQS|Pricing|EKS)\.([A-Z]\w+)\(`)
+	directCall    = regexp.MustCompile(`clients\.(EC2|SSM|IAM|SQS|Pricing|EKS|ARCZonalShift)\.([A-Z]\w+)\(`)
 	paginatorCall = regexp.MustCompile(`\b(ec2|ssm|iam|sqs|pricing|eks)\.New(\w+)Paginator\(`)
 	// batchedCall is an EC2 call made through the provider's batchers (ec2Batchers).
 	batchedCall = regexp.MustCompile(`\bbatch\.([A-Z]\w+)\(`)
@@ -46,6 +46,9 @@ func calledActions(t *testing.T) map[string][]string {
 		}
 		for _, m := range directCall.FindAllStringSubmatch(string(src), -1) {
 			action := strings.ToLower(m[1]) + ":" + m[2]
+			if m[1] == "ARCZonalShift" {
+				action = "arc-zonal-shift:" + m[2]
+			}
 			out[action] = append(out[action], f)
 		}
 		for _, m := range paginatorCall.FindAllStringSubmatch(string(src), -1) {

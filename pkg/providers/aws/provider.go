@@ -91,6 +91,8 @@ type Provider struct {
 	placementGroups placementGroups
 	// launchChecks remembers the NodeClasses' launch checks (checkLaunch).
 	launchChecks launchChecks
+	// zonalShifts are the cluster's ARC zonal shifts (EnableZonalShift); nil without.
+	zonalShifts *zonalShifts
 }
 
 // SetOverlay makes a NodePool's claims launch by the instance types o adjusts (package
@@ -773,6 +775,11 @@ func (p *Provider) entry(name string) (catalog.Entry, bool) {
 // call failed, then the instance's own) counts in
 // karpenter_cloudprovider_instance_termination_failures_total, as in Karpenter.
 func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
+	if id, err := instanceIDOf(claim.Status.ProviderID); err == nil {
+		if err := p.refuseInShiftedZone(claim, id, "termination"); err != nil {
+			return err
+		}
+	}
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {
 		// The instance is gone: its reservation's slot is free again, as v1.15.2's Delete
@@ -800,6 +807,11 @@ func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 // is *NodeClaimNotFoundError, a missing permission (UnauthorizedOperation)
 // *NodeRebootFailedError; see cloudprovider.InstanceRebooter.
 func (p *Provider) Reboot(ctx context.Context, claim *karpv1.NodeClaim, operationID string) error {
+	if id, err := instanceIDOf(claim.Status.ProviderID); err == nil {
+		if err := p.refuseInShiftedZone(claim, id, "reboot"); err != nil {
+			return err
+		}
+	}
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {
 		return err

@@ -3,12 +3,14 @@ package aws
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -60,6 +62,13 @@ func (t *InstanceTagger) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	if !taggable(claim) {
 		return reconcile.Result{}, nil
+	}
+	if id, err := instanceIDOf(claim.Status.ProviderID); err == nil {
+		if err := t.provider.refuseInShiftedZone(claim, id, "tag creation"); err != nil {
+			// Tried again when the claim changes or the shift ends (the next resync).
+			log.FromContext(ctx).V(1).Info(err.Error())
+			return reconcile.Result{RequeueAfter: time.Minute}, nil
+		}
 	}
 	inst, err := t.provider.get(ctx, claim.Status.ProviderID)
 	if cloudprovider.IsNodeClaimNotFoundError(err) {

@@ -36,7 +36,6 @@ var refused = []struct {
 	env, value, reason string
 }{
 	{"IGNORE_DRA_REQUESTS", "false", "provisioning for pods with resource claims (DRA) is not built"},
-	{"ENABLE_ZONAL_SHIFT", "true", "honouring ARC zonal shifts is not built"},
 }
 
 // option is one setting of Karpenter's: its flag and the environment variable that defaults it.

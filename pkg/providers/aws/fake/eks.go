@@ -58,7 +58,7 @@ func (a *AWS) serveEKS(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 		return
 	}
-	a.authorize(r, "eks:DescribeCluster", fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", a.opts.Region, a.opts.AccountID, name), nil, nil)
+	a.authorize(r, "eks:DescribeCluster", a.clusterARN(name), nil, nil)
 	a.mu.Lock()
 	c, ok := a.clusters[name]
 	var cc Cluster
@@ -80,7 +80,7 @@ func (a *AWS) serveEKS(w http.ResponseWriter, r *http.Request) {
 	}
 	body := map[string]any{"cluster": map[string]any{
 		"name":                    cc.Name,
-		"arn":                     fmt.Sprintf("arn:aws:eks:%s:%s:cluster/%s", a.opts.Region, a.opts.AccountID, cc.Name),
+		"arn":                     a.clusterARN(cc.Name),
 		"createdAt":               epoch(created),
 		"version":                 cc.Version,
 		"endpoint":                cc.Endpoint,

@@ -84,7 +84,9 @@ type AWS struct {
 	profiles     []*InstanceProfile
 	roles        map[string]*Role
 	clusters     map[string]*Cluster
-	queues       map[string]*queue
+	// zonalShifts are ARC zonal shifts by managed resource ARN (RegisterZonalShift).
+	zonalShifts map[string][]ZonalShift
+	queues      map[string]*queue
 	// msgNotify is closed (and replaced) whenever a queue gains a message, to wake long polls.
 	msgNotify chan struct{}
 	// authorizations are the permission checks of the requests served (see Authorizations).
@@ -286,6 +288,10 @@ func (a *AWS) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasPrefix(r.URL.Path, "/clusters") {
 		a.serveEKS(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/managedresources/") {
+		a.serveARCZonalShift(w, r)
 		return
 	}
 	if err := r.ParseForm(); err != nil {
