@@ -276,8 +276,9 @@ func upstreamKeyCases() []upstreamKeyCase {
 		{keys: []string{"webhook.enabled", "webhook.port", "webhook.metrics.port"}, values: "webhook: {enabled: true, port: 8443, metrics: {port: 8001}}", kind: "NOTES", want: []string{"webhook.* has no effect"}},
 		{keys: []string{"postInstallHook.image.repository", "postInstallHook.image.tag", "postInstallHook.image.digest"},
 			values: "postInstallHook: {image: {repository: public.ecr.aws/bitnami/kubectl, tag: '1.30', digest: 'sha256:13'}}", kind: "NOTES", want: []string{"postInstallHook.* has no effect"}},
+		{keys: []string{"settings.enableZonalShift"}, values: "settings: {enableZonalShift: true}", kind: "Deployment", env: map[string]string{"ENABLE_ZONAL_SHIFT": "true"}},
+		{keys: []string{"settings.enableZonalShift"}, values: "cloudProvider: sim\nsettings: {enableZonalShift: true}", wantErr: "settings.enableZonalShift=true: ARC zonal shifts are AWS's, and the simulated cloud has none"},
 		// Not honoured here: refused.
-		{keys: []string{"settings.enableZonalShift"}, values: "settings: {enableZonalShift: true}", wantErr: "settings.enableZonalShift=true: this controller does not call the ARC zonal shift API"},
 		{keys: []string{"settings.ignoreDRARequests"}, values: "settings: {ignoreDRARequests: false}", wantErr: "settings.ignoreDRARequests=false: this controller's scheduling ignores pods' dynamic resource allocation"},
 		{keys: []string{"settings.enableDRA"}, values: "settings: {enableDRA: true}", wantErr: "settings.enableDRA=true (it sets ignoreDRARequests to false): this controller's scheduling ignores"},
 		{keys: []string{"settings.enableDRA"}, values: "settings: {enableDRA: true, awsFeatureGates: {draEFA: false}}", wantErr: "settings.enableDRA is mutually exclusive with settings.awsFeatureGates.draEFA"},

@@ -158,8 +158,8 @@ The settings this controller cannot honour fail the release with a message sayin
 to set instead; the ones without effect here are accepted with a warning in NOTES.txt.
 */}}
 {{- define "karpenter.refusedSettings" -}}
-{{- if .Values.settings.enableZonalShift }}
-{{- fail "settings.enableZonalShift=true: this controller does not call the ARC zonal shift API, so it would keep launching into a shifted zone; set it to false (docs/helm.md)" }}
+{{- if and .Values.settings.enableZonalShift (eq .Values.cloudProvider "sim") }}
+{{- fail "settings.enableZonalShift=true: ARC zonal shifts are AWS's, and the simulated cloud has none; set it to false, or cloudProvider to aws (docs/helm.md)" }}
 {{- end }}
 {{- if and .Values.settings.legacyNodeRepair (.Values.settings.featureGates).terminateFirstRepair }}
 {{- fail "settings.legacyNodeRepair can't be combined with settings.featureGates.terminateFirstRepair: the legacy node repair controller doesn't support terminate-first repair" }}
