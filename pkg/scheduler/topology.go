@@ -357,37 +357,30 @@ func (t *topology) countExisting(nodes []*Node, exclusive [][]*corev1.Pod) {
 
 // countsNode says whether a spread group counts pods on a node (its node inclusion policies).
 func (g *topologyGroup) countsNode(n *Node) bool {
-	if g.kind != spreadGroup {
-		return true
-	}
-	if g.honorAffinity && g.ownerReqs.Len() > 0 && g.ownerReqs.Matches(n.Labels) != nil &&
-		!slices.ContainsFunc(g.ownerAlternatives, func(alt scheduling.Requirements) bool { return alt.Matches(n.Labels) == nil }) {
-		return false
-	}
-	if g.honorTaints && scheduling.Tolerates(g.ownerTolerations, n.Taints) != nil {
-		return false
-	}
-	return true
+	return g.admits(func(owner scheduling.Requirements) bool { return owner.Matches(n.Labels) == nil }, n.Taints)
 }
 
 // countsClaim is countsNode for a claim of this run, whose node is known by its requirements
 // and taints: its pods count unless no node it may become matches the owner's node affinity,
 // or its taints are not tolerated (Karpenter's TopologyNodeFilter.Matches, v1.15.0).
 func (g *topologyGroup) countsClaim(reqs scheduling.Requirements, taints []corev1.Taint) bool {
+	return g.admits(func(owner scheduling.Requirements) bool {
+		return owner.Compatible(reqs, scheduling.IsWellKnownLabel) == nil
+	}, taints)
+}
+
+// admits is the node filter of a spread group (every node counts for other groups): the node
+// is one that meets, by meets, the owner's node affinity (its requirements or one of their
+// alternatives) under nodeAffinityPolicy Honor, and whose taints the owner tolerates under
+// nodeTaintsPolicy Honor.
+func (g *topologyGroup) admits(meets func(owner scheduling.Requirements) bool, taints []corev1.Taint) bool {
 	if g.kind != spreadGroup {
 		return true
 	}
-	compatible := func(owner scheduling.Requirements) bool {
-		return owner.Compatible(reqs, scheduling.IsWellKnownLabel) == nil
-	}
-	if g.honorAffinity && g.ownerReqs.Len() > 0 && !compatible(g.ownerReqs) &&
-		!slices.ContainsFunc(g.ownerAlternatives, compatible) {
+	if g.honorAffinity && g.ownerReqs.Len() > 0 && !meets(g.ownerReqs) && !slices.ContainsFunc(g.ownerAlternatives, meets) {
 		return false
 	}
-	if g.honorTaints && scheduling.Tolerates(g.ownerTolerations, taints) != nil {
-		return false
-	}
-	return true
+	return !g.honorTaints || scheduling.Tolerates(g.ownerTolerations, taints) == nil
 }
 
 // existingDomain is a node's domain for a key: its label, or for an in-flight claim the value
