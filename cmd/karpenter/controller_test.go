@@ -224,6 +224,20 @@ func TestSimulateCommand(t *testing.T) {
 			t.Errorf("error output lacks %q:\n%s", want, out)
 		}
 	}
+	// A scheduler configuration the kube-scheduler would refuse, or one with --from-cluster.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"../../examples/web.yaml", "--scheduler-config", "podTopologySpread: {defaultConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}"},
+			"--scheduler-config: podTopologySpread.defaultConstraints[0].maxSkew 0: must be greater than 0"},
+		{[]string{"--from-cluster=../../examples/cluster/cluster-dump.yaml", "--scheduler-config", "podTopologySpread: {}"}, "--scheduler-config: only with a workload file or manifests"},
+	} {
+		out, err := exec.Command(bin, append([]string{"simulate"}, tc.args...)...).CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != exitCodeUsage || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: want exit code %d saying %q, got %v\n%s", tc.args, exitCodeUsage, tc.want, err, out)
+		}
+	}
 }
 
 // TestControllerRefusesFeatureGates: a gate whose feature is not built, turned on, stops the

@@ -17,11 +17,13 @@ import (
 
 	"github.com/openkarpenter/karpenter/pkg/convert"
 	"github.com/openkarpenter/karpenter/pkg/simulate"
+	"github.com/openkarpenter/karpenter/pkg/state"
 )
 
 func newSimulateCommand() *cobra.Command {
 	var (
 		output, htmlReport, compare string
+		schedulerConfig             string
 		seed                        int64
 		cluster                     clusterFlags
 	)
@@ -65,7 +67,13 @@ with; for one with it, they replace its NodePools of the same name and add to th
 					return usageError{fmt.Errorf("--report %s: %w", htmlReport, err)}
 				}
 			}
+			if _, err := state.ParseSchedulerConfig(schedulerConfig); err != nil {
+				return usageError{fmt.Errorf("--scheduler-config: %w", err)}
+			}
 			if cluster.fromCluster != "" {
+				if cmd.Flags().Changed("scheduler-config") {
+					return usageError{errors.New("--scheduler-config: only with a workload file or manifests, not with --from-cluster, where it is not built")}
+				}
 				return runFromCluster(cmd, cluster, args, output, htmlReport, compare, seed)
 			}
 			for _, flag := range clusterOnly {
@@ -99,7 +107,7 @@ with; for one with it, they replace its NodePools of the same name and add to th
 			}
 			// Only now: parsing a hostile input must not run with the heap let grow 5x.
 			tuneGC()
-			opts := simulate.Options{}
+			opts := simulate.Options{SchedulerConfig: schedulerConfig}
 			if cmd.Flags().Changed("seed") {
 				opts.Seed = &seed
 			}
@@ -141,6 +149,7 @@ with; for one with it, they replace its NodePools of the same name and add to th
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().Int64Var(&seed, "seed", 0, "seed of the simulated cloud (default: the workload's)")
+	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "the controller's --scheduler-config (SCHEDULER_CONFIG), a YAML or JSON document: its podTopologySpread.defaultConstraints apply to every pod with no topology spread constraint of its own, selecting its workload's pods")
 	cmd.Flags().StringVar(&htmlReport, "report", "", "also write a self-contained HTML report with charts to this file")
 	addClusterFlags(cmd, &cluster)
 	cmd.Flags().StringVar(&compare, "compare", "", "run the same timeline with the NodePools and NodeClasses of this file too, and report the difference (as text, --output json, and the --report page)")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +68,18 @@ func ownerKey(p *corev1.Pod) string {
 	return qualified(p.Namespace, owner)
 }
 
+// controllerSelector is the selector a pod's workload adds to the selector of the
+// kube-scheduler's default topology spread constraints (state.Cluster.ControllerSelector): the
+// pods of a deployment (as its ReplicaSet selects them) or of a StatefulSet; nil for a Job's
+// pods, which the kube-scheduler deduces nothing from, and for pods of no workload.
+func (e *engine) controllerSelector(pod *corev1.Pod) *metav1.LabelSelector {
+	owner := pod.Labels[ownerLabel]
+	if owner == "" || e.jobs[qualified(pod.Namespace, owner)] != nil {
+		return nil
+	}
+	return &metav1.LabelSelector{MatchLabels: map[string]string{ownerLabel: owner}}
+}
+
 // Options tune a run.
 type Options struct {
 	// Seed, when set, overrides the workload's seed.
@@ -82,6 +95,13 @@ type Options struct {
 	// due, as a cluster's controllers run, instead of sleeping until the next timer. The
 	// report is the same (a test holds it so); it exists to show that sleeping skips nothing.
 	EveryTick bool
+	// SchedulerConfig is the controller's --scheduler-config (state.ParseSchedulerConfig):
+	// the kube-scheduler's default topology spread constraints, which the provisioner,
+	// disruption and the kube-scheduler stand-in all apply to pods with none of their own.
+	// The selector of each is its workload's pods, as a Deployment's ReplicaSet or a
+	// StatefulSet selects them (a Job adds none); Services are not simulated, so they add
+	// nothing.
+	SchedulerConfig string
 }
 
 // engine is one simulation run.
@@ -268,9 +288,15 @@ func newEngine(ctx context.Context, w *Workload, opts Options) (*engine, error) 
 	// A namespaceSelector selects by the labels of the Namespaces among the manifests, unless
 	// they are not known (a cluster read without its Namespaces): then every namespace.
 	readNamespaces := !w.namespacesUnknown
-	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones(), ReadNamespaces: readNamespaces})
+	defaults, err := state.ParseSchedulerConfig(opts.SchedulerConfig)
+	if err != nil {
+		return nil, fmt.Errorf("--scheduler-config: %w", err)
+	}
+	e.binder = binder.New(e.kube, e.clock, binder.Options{Zones: e.cloud.Zones(), ReadNamespaces: readNamespaces,
+		DefaultConstraints: defaults, ControllerSelector: e.controllerSelector})
 	cluster := state.NewCluster(e.kube, e.clock)
 	cluster.ReadNamespaces = readNamespaces
+	cluster.DefaultConstraints, cluster.ControllerSelector = defaults, e.controllerSelector
 	e.cluster = cluster
 	e.interrupts = sim.NewInterruptionController(e.cloud, e.kube, unavailable, nil)
 	e.rec = newRecorder(w, seed, e.clock.Now)

@@ -51,6 +51,11 @@ type Cluster struct {
 	// StatefulSet), as Karpenter's DefaultTopologySpreadInjector gives them to its scheduling
 	// copies. Set it before the first snapshot.
 	DefaultConstraints []corev1.TopologySpreadConstraint
+	// ControllerSelector, when set, is the selector a pod's controller adds to its default
+	// constraints' selector (DefaultConstraints) when the pod names no controller, as a
+	// ReplicaSet's or StatefulSet's selector is added; nil for none. The simulator sets it: its
+	// workloads make their pods themselves, without a ReplicaSet or StatefulSet object.
+	ControllerSelector func(*corev1.Pod) *metav1.LabelSelector
 	// LaunchBackoffBase and LaunchBackoffMax override the package's defaults when
 	// LaunchBackoffBase is set (tests on a real clock).
 	LaunchBackoffBase, LaunchBackoffMax time.Duration
@@ -508,7 +513,7 @@ func (c *Cluster) SyncSnapshot(ctx context.Context) (*Snapshot, error) {
 		c.mu.Lock()
 		prev := c.spreadCopies
 		c.mu.Unlock()
-		allPods, spreadCopies, spreadPlaced = defaultSpread(ctx, c.reader, c.DefaultConstraints, allPods, prev)
+		allPods, spreadCopies, spreadPlaced = defaultSpread(ctx, c.reader, c.DefaultConstraints, c.ControllerSelector, allPods, prev)
 	}
 	var namespaceLabels map[string]map[string]string
 	if c.ReadNamespaces {

@@ -110,9 +110,11 @@ var (
 type spreadDefaulter struct {
 	reader      client.Reader
 	constraints []corev1.TopologySpreadConstraint
-	services    map[string][]corev1.Service
-	owners      map[types.UID]*ownerSelector
-	selectors   map[selectorKey]*metav1.LabelSelector
+	// controllerSelector is Cluster.ControllerSelector.
+	controllerSelector func(*corev1.Pod) *metav1.LabelSelector
+	services           map[string][]corev1.Service
+	owners             map[types.UID]*ownerSelector
+	selectors          map[selectorKey]*metav1.LabelSelector
 }
 
 // ownerSelector is what a pod's controller adds to its default selector: a
@@ -139,8 +141,9 @@ type selectorKey struct {
 // requests, the scheduler's readings) stays cached. It also returns the copies, by original,
 // and the UIDs of the pods, and of their controllers, that now carry a DoNotSchedule
 // constraint.
-func defaultSpread(ctx context.Context, reader client.Reader, constraints []corev1.TopologySpreadConstraint, pods []*corev1.Pod, prev map[*corev1.Pod]*corev1.Pod) (out []*corev1.Pod, copies map[*corev1.Pod]*corev1.Pod, placedByKubeScheduler map[types.UID]bool) {
-	d := spreadDefaulter{reader: reader, constraints: constraints, services: map[string][]corev1.Service{},
+func defaultSpread(ctx context.Context, reader client.Reader, constraints []corev1.TopologySpreadConstraint, controllerSelector func(*corev1.Pod) *metav1.LabelSelector,
+	pods []*corev1.Pod, prev map[*corev1.Pod]*corev1.Pod) (out []*corev1.Pod, copies map[*corev1.Pod]*corev1.Pod, placedByKubeScheduler map[types.UID]bool) {
+	d := spreadDefaulter{reader: reader, constraints: constraints, controllerSelector: controllerSelector, services: map[string][]corev1.Service{},
 		owners: map[types.UID]*ownerSelector{}, selectors: map[selectorKey]*metav1.LabelSelector{}}
 	out = make([]*corev1.Pod, len(pods))
 	copies = map[*corev1.Pod]*corev1.Pod{}
@@ -196,11 +199,15 @@ func (d *spreadDefaulter) selector(ctx context.Context, pod *corev1.Pod) *metav1
 		}
 	}
 	var expressions []metav1.LabelSelectorRequirement
-	if owner != nil {
+	switch {
+	case owner != nil:
 		if o := d.ownerSelector(ctx, pod.Namespace, owner); o != nil {
 			maps.Copy(matchLabels, o.matchLabels)
 			expressions = o.matchExpressions
 		}
+	case d.controllerSelector != nil:
+		// As a ReplicaSet's or StatefulSet's selector, ANDed.
+		expressions = selectorRequirements(d.controllerSelector(pod))
 	}
 	var s *metav1.LabelSelector
 	// An empty selector would select every pod of the namespace: the kube-scheduler then
@@ -309,9 +316,18 @@ func (c *Cluster) placedByKubeScheduler(pod *corev1.Pod) bool {
 // yet to be created, CapacityBuffers' virtual pods) the default constraints as a snapshot
 // gives its own: it returns pods with those it defaults replaced by copies.
 func (c *Cluster) DefaultSpread(ctx context.Context, pods []*corev1.Pod) []*corev1.Pod {
-	if len(c.DefaultConstraints) == 0 || len(pods) == 0 {
+	return WithDefaultSpread(ctx, c.reader, c.DefaultConstraints, c.ControllerSelector, pods)
+}
+
+// WithDefaultSpread returns pods with those that declare no topology spread constraint of
+// their own replaced by copies carrying constraints, under the selector the kube-scheduler
+// deduces for each (from the Services reader lists and the pod's controller, or
+// controllerSelector when set and the pod names none), as a Cluster's snapshots give them.
+// The simulator's kube-scheduler stand-in gives its pods the constraints so.
+func WithDefaultSpread(ctx context.Context, reader client.Reader, constraints []corev1.TopologySpreadConstraint, controllerSelector func(*corev1.Pod) *metav1.LabelSelector, pods []*corev1.Pod) []*corev1.Pod {
+	if len(constraints) == 0 || len(pods) == 0 {
 		return pods
 	}
-	out, _, _ := defaultSpread(ctx, c.reader, c.DefaultConstraints, pods, nil)
+	out, _, _ := defaultSpread(ctx, reader, constraints, controllerSelector, pods, nil)
 	return out
 }

@@ -81,6 +81,12 @@ type Options struct {
 	// provisioned (the cloud's zones); empty means the zones of the cluster's nodes, and the
 	// claim waits while there are none.
 	Zones []string
+	// DefaultConstraints are the kube-scheduler's default topology spread constraints
+	// (podTopologySpread.defaultConstraints of its configuration): a pending pod with none of
+	// its own is placed under them (state.WithDefaultSpread), with ControllerSelector as
+	// state.Cluster's.
+	DefaultConstraints []corev1.TopologySpreadConstraint
+	ControllerSelector func(*corev1.Pod) *metav1.LabelSelector
 }
 
 // New returns a binder over any client (an API server's or an in-memory one).
@@ -147,6 +153,7 @@ func (b *Binder) Step(ctx context.Context) (*Result, error) {
 			pending = append(pending, pod)
 		}
 	}
+	pending = state.WithDefaultSpread(ctx, b.kubeClient, b.opts.DefaultConstraints, b.opts.ControllerSelector, pending)
 	res := &Result{Bound: map[string]string{}}
 	// The pods that fit no node last time are left out while nothing they depend on changed.
 	signature := podsSignature ^ b.nodesSignature(nodes.Items, daemonSets.Items)
