@@ -3,11 +3,9 @@ package chart_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -42,43 +40,11 @@ var bufferOnly = []string{
 // needed, and nothing the run did is refused.
 func TestRBACCapacityBuffer(t *testing.T) {
 	ctx := context.Background()
-	plain := renderRBAC(t, "--set", "cloudProvider=sim")
-	buf := renderRBAC(t, "--set", "cloudProvider=sim", "--set", "settings.featureGates.capacityBuffer=true")
-	added := minus(names(buf.grants), names(plain.grants))
-	slices.Sort(added)
-	if !slices.Equal(added, bufferOnly) {
-		t.Fatalf("the capacityBuffer gate adds %v, want %v (bufferOnly)", added, bufferOnly)
-	}
-	ensureNamespace(t, namespace)
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: operator.LeaderElectionID}}
-	if err := env.Client.Delete(ctx, lease); client.IgnoreNotFound(err) != nil {
-		t.Fatal(err)
-	}
-	buf.apply(t)
-	t.Cleanup(func() {
-		for _, o := range buf.objects {
-			if err := env.Client.Delete(context.Background(), o.DeepCopy()); client.IgnoreNotFound(err) != nil {
-				t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
-			}
-		}
-	})
-	t.Cleanup(func() { purge(t) })
-
+	buf := renderAdding(t, "the capacityBuffer gate", bufferOnly, "--set", "settings.featureGates.capacityBuffer=true")
 	opts := operator.DefaultOptions()
-	opts.CloudProvider, opts.CapacityBuffer = operator.CloudProviderSim, true
-	opts.Sim.StateConfigMap = buf.env["SIM_STATE_CONFIGMAP"]
-	t.Cleanup(func() {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: opts.Sim.StateConfigMap}}
-		if err := env.Client.Delete(context.Background(), cm); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting the simulated cloud's state: %v", err)
-		}
-	})
-	opts.Sim.LaunchLatency, opts.Sim.ReadyDelay = 100*time.Millisecond, 100*time.Millisecond
+	opts.CapacityBuffer = true
 	opts.DisruptionPollInterval, opts.ConsolidationValidationDelay = 300*time.Millisecond, 500*time.Millisecond
-	// Informers list then watch (the API server may stream the list instead, 1.32+, when
-	// only watch would be asked for; TestRBACMatchesCalls runs both ways).
-	setWatchListClient(t, false)
-	op := startOperator(t, buf.account, opts)
+	op := startAsRendering(t, buf, opts)
 
 	template := &corev1.PodTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "spare", Namespace: "default"},
@@ -111,15 +77,5 @@ func TestRBACCapacityBuffer(t *testing.T) {
 		claims := countClaims(t)
 		return claims > 0 && cond != nil && cond.Reason == "FitsExistingCapacity", fmt.Sprintf("%d nodeclaims, Provisioning %v", claims, cond)
 	})
-	calls := op.shutdown(t)
-	for _, g := range buf.grants {
-		if slices.Contains(bufferOnly, g.String()) && !usedBy(g, calls) {
-			t.Errorf("%s: the run did not need it", g)
-		}
-	}
-	for c := range calls {
-		if !slices.ContainsFunc(buf.grants, func(g grant) bool { return g.allows(c) }) {
-			t.Errorf("the chart does not allow %s", c)
-		}
-	}
+	checkAddedGrantsUsed(t, buf, bufferOnly, op.shutdown(t))
 }

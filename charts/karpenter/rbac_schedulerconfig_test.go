@@ -1,14 +1,11 @@
 package chart_test
 
 import (
-	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,50 +35,18 @@ var schedulerConfigOnly = []string{
 // launched for. What the setting adds to the RBAC is exactly what that needed, and nothing the
 // run did is refused.
 func TestRBACSchedulerConfig(t *testing.T) {
-	ctx := context.Background()
 	const config = "podTopologySpread: {defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]}"
-	plain := renderRBAC(t, "--set", "cloudProvider=sim")
-	set := renderRBAC(t, "--set", "cloudProvider=sim", "--set-json", `controller.env=[{"name": "SCHEDULER_CONFIG", "value": "`+config+`"}]`)
-	added := minus(names(set.grants), names(plain.grants))
-	slices.Sort(added)
-	if !slices.Equal(added, schedulerConfigOnly) {
-		t.Fatalf("SCHEDULER_CONFIG adds %v, want %v (schedulerConfigOnly)", added, schedulerConfigOnly)
-	}
+	set := renderAdding(t, "SCHEDULER_CONFIG", schedulerConfigOnly, "--set-json", `controller.env=[{"name": "SCHEDULER_CONFIG", "value": "`+config+`"}]`)
 	if set.env["SCHEDULER_CONFIG"] != config {
 		t.Fatalf("the Deployment's SCHEDULER_CONFIG is %q", set.env["SCHEDULER_CONFIG"])
 	}
-	ensureNamespace(t, namespace)
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: operator.LeaderElectionID}}
-	if err := env.Client.Delete(ctx, lease); client.IgnoreNotFound(err) != nil {
-		t.Fatal(err)
-	}
-	set.apply(t)
-	t.Cleanup(func() {
-		for _, o := range set.objects {
-			if err := env.Client.Delete(context.Background(), o.DeepCopy()); client.IgnoreNotFound(err) != nil {
-				t.Errorf("deleting %s %s: %v", o.GetKind(), o.GetName(), err)
-			}
-		}
-	})
 	t.Cleanup(func() {
 		deletePods(t)
 		env.Purge(t, []client.ObjectList{&corev1.ServiceList{}, &appsv1.ReplicaSetList{}, &appsv1.StatefulSetList{}, &corev1.ReplicationControllerList{}}, "default")
-		purge(t)
 	})
-
 	opts := operator.DefaultOptions()
-	opts.CloudProvider, opts.SchedulerConfig = operator.CloudProviderSim, set.env["SCHEDULER_CONFIG"]
-	opts.Sim.StateConfigMap = set.env["SIM_STATE_CONFIGMAP"]
-	t.Cleanup(func() {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: opts.Sim.StateConfigMap}}
-		if err := env.Client.Delete(context.Background(), cm); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting the simulated cloud's state: %v", err)
-		}
-	})
-	opts.Sim.LaunchLatency, opts.Sim.ReadyDelay = 100*time.Millisecond, 100*time.Millisecond
-	// Informers list then watch (TestRBACMatchesCalls runs both ways).
-	setWatchListClient(t, false)
-	op := startOperator(t, set.account, opts)
+	opts.SchedulerConfig = set.env["SCHEDULER_CONFIG"]
+	op := startAsRendering(t, set, opts)
 
 	labels := map[string]string{"app": "web"}
 	selector := &metav1.LabelSelector{MatchLabels: labels}
@@ -115,15 +80,5 @@ func TestRBACSchedulerConfig(t *testing.T) {
 		claims := countClaims(t)
 		return claims > 0, fmt.Sprintf("%d nodeclaims", claims)
 	})
-	calls := op.shutdown(t)
-	for _, g := range set.grants {
-		if slices.Contains(schedulerConfigOnly, g.String()) && !usedBy(g, calls) {
-			t.Errorf("%s: the run did not need it", g)
-		}
-	}
-	for c := range calls {
-		if !slices.ContainsFunc(set.grants, func(g grant) bool { return g.allows(c) }) {
-			t.Errorf("the chart does not allow %s", c)
-		}
-	}
+	checkAddedGrantsUsed(t, set, schedulerConfigOnly, op.shutdown(t))
 }

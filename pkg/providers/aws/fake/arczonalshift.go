@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -59,14 +58,7 @@ func (a *AWS) clusterARN(name string) string {
 // the one ARC zonal shift call the controller makes, with the resource's active zonal shifts
 // (ARC forgets expired ones).
 func (a *AWS) serveARCZonalShift(w http.ResponseWriter, r *http.Request) {
-	fail := func(status int, code, message string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Amzn-ErrorType", code)
-		w.Header().Set("X-Amzn-RequestId", a.requestID())
-		w.WriteHeader(status)
-		b, _ := json.Marshal(map[string]string{"message": message})
-		_, _ = w.Write(b)
-	}
+	fail := func(status int, code, message string) { a.restJSONError(w, status, code, message) }
 	arn, err := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/managedresources/"))
 	if r.Method != http.MethodGet || err != nil || arn == "" {
 		a.countCall("UnknownOperation")
@@ -101,12 +93,8 @@ func (a *AWS) serveARCZonalShift(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := arn[strings.LastIndex(arn, "/")+1:]
-	b, _ := json.Marshal(map[string]any{
+	a.restJSON(w, http.StatusOK, map[string]any{
 		"arn": arn, "name": name, "appliedWeights": map[string]any{}, "autoshifts": []any{},
 		"zonalShifts": append([]map[string]any{}, active...), "zonalAutoshiftStatus": "DISABLED",
 	})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Amzn-RequestId", a.requestID())
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
 }

@@ -1,7 +1,6 @@
 package fake
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -40,14 +39,7 @@ func (a *AWS) AddCluster(c Cluster) {
 }
 
 func (a *AWS) serveEKS(w http.ResponseWriter, r *http.Request) {
-	fail := func(status int, code, message string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Amzn-ErrorType", code)
-		w.Header().Set("X-Amzn-RequestId", a.requestID())
-		w.WriteHeader(status)
-		b, _ := json.Marshal(map[string]string{"message": message})
-		_, _ = w.Write(b)
-	}
+	fail := func(status int, code, message string) { a.restJSONError(w, status, code, message) }
 	name, err := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/clusters/"))
 	if r.Method != http.MethodGet || err != nil || name == "" || strings.Contains(name, "/") {
 		a.countCall("UnknownOperation")
@@ -89,9 +81,5 @@ func (a *AWS) serveEKS(w http.ResponseWriter, r *http.Request) {
 		"certificateAuthority":    map[string]any{"data": cc.CAData},
 		"kubernetesNetworkConfig": network,
 	}}
-	b, _ := json.Marshal(body)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Amzn-RequestId", a.requestID())
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	a.restJSON(w, http.StatusOK, body)
 }

@@ -364,6 +364,23 @@ func (j *jsonCall) failErr(err error) {
 	j.fail(http.StatusInternalServerError, "InternalServerError", err.Error())
 }
 
+// restJSON answers a REST-JSON call (EKS, ARC zonal shift): the body as JSON with status, or
+// for an error status an error of that code (the X-Amzn-ErrorType header) and message.
+func (a *AWS) restJSON(w http.ResponseWriter, status int, body any) {
+	b, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amzn-RequestId", a.requestID())
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// restJSONError answers a REST-JSON call with an error of code (such as
+// ResourceNotFoundException) and message.
+func (a *AWS) restJSONError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("X-Amzn-ErrorType", code)
+	a.restJSON(w, status, map[string]string{"message": message})
+}
+
 // epoch is a timestamp as the JSON protocols send them: seconds since the epoch.
 func epoch(t time.Time) json.Number {
 	return json.Number(strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', -1, 64))
