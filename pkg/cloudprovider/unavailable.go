@@ -115,11 +115,18 @@ func (u *UnavailableOfferings) SeqNum() uint64 {
 // Apply returns instance types whose offerings the cache says are out of capacity are marked
 // unavailable. Types that need no change are returned as they are; changed ones are copies.
 func (u *UnavailableOfferings) Apply(types []*InstanceType) []*InstanceType {
+	return WithUnavailable(types, func(it *InstanceType, o Offering) bool { return u.IsUnavailable(o.ID(it.Name)) })
+}
+
+// WithUnavailable returns the instance types with each available offering that unavailable
+// reports marked unavailable. Types that need no change are returned as they are (they may be
+// shared, cached ones); changed ones are copies.
+func WithUnavailable(types []*InstanceType, unavailable func(it *InstanceType, o Offering) bool) []*InstanceType {
 	out := make([]*InstanceType, len(types))
 	for i, it := range types {
 		out[i] = it
 		for j, o := range it.Offerings {
-			if !o.Available || !u.IsUnavailable(o.ID(it.Name)) {
+			if !o.Available || !unavailable(it, o) {
 				continue
 			}
 			if out[i] == it {

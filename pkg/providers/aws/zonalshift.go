@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -33,7 +34,7 @@ import (
 type zonalShifts struct {
 	clients    *Clients
 	clusterARN string
-	clock      interface{ Now() time.Time }
+	clock      clock.PassiveClock
 
 	mu     sync.RWMutex
 	shifts map[string]zonalShift
@@ -117,26 +118,16 @@ func (z *zonalShifts) shiftedZones() []string {
 	return out
 }
 
-// apply makes the offerings in shifted zones unavailable, copying the instance types it
-// changes (the cached ones are shared).
+// apply makes the offerings in shifted zones unavailable (cloudprovider.WithUnavailable): the
+// shifted zones are read once, not per offering.
 func (z *zonalShifts) apply(types []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
-	if len(z.shiftedZones()) == 0 {
+	shifted := z.shiftedZones()
+	if len(shifted) == 0 {
 		return types
 	}
-	out := make([]*cloudprovider.InstanceType, len(types))
-	for i, it := range types {
-		out[i] = it
-		for j, o := range it.Offerings {
-			if !o.Available || !z.shifted(o.ZoneID) {
-				continue
-			}
-			if out[i] == it {
-				out[i] = it.WithOfferings(append(cloudprovider.Offerings(nil), it.Offerings...))
-			}
-			out[i].Offerings[j].Available = false
-		}
-	}
-	return out
+	return cloudprovider.WithUnavailable(types, func(_ *cloudprovider.InstanceType, o cloudprovider.Offering) bool {
+		return slices.Contains(shifted, o.ZoneID)
+	})
 }
 
 // refuseInShiftedZone is the error of a call the controller does not make into a zone traffic
