@@ -267,6 +267,11 @@ func (s *solver) commit(c *claimState, p *podInfo, pl *plan) {
 			return r.Values()[0]
 		}
 		return ""
+	}, func(key string) []string {
+		if r, ok := c.requirements.Get(key); ok && r.IsFinite() {
+			return r.Values()
+		}
+		return creatableValues(c.pool, c.requirements, key)
 	}, func(g *topologyGroup) bool { return g.countsClaim(c.requirements, c.pool.Taints) })
 }
 
@@ -348,8 +353,9 @@ func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *N
 			continue
 		}
 		if followedElsewhere(onKey) {
-			// Karpenter's Topology.Record: a pod only selected by other pods' affinity does
-			// not narrow its node's domain; it counts there once the node's domain is one.
+			// Karpenter's Topology.Record: a pod only selected by other pods' affinity or
+			// ScheduleAnyway spread does not narrow its node's domain; it counts there once
+			// the node's domain is one.
 			// Where an owner requires the affinity and no pod it follows is placed yet, the
 			// domain is pinned all the same, so that the owner is placed in the same batch
 			// (Karpenter places it on a later pass, once the pods it follows run on nodes).
@@ -362,6 +368,17 @@ func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *N
 					return nil, reqs, fmt.Errorf("%s on %s: the node has no %s label", c.g.kind, key, key)
 				}
 			}
+			continue
+		}
+		if s.opts.GrowClaims && bindsByAntiAffinityOnly(onKey) {
+			// As Karpenter's nextDomainAntiAffinity: the claim may be in any domain the
+			// anti-affinity admits, and the launch takes the cheapest; the pod is recorded
+			// in all of them (commit).
+			open, err := openDomains(p, onKey, pool, reqs, key)
+			if err != nil {
+				return nil, reqs, err
+			}
+			reqs = reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, open...))
 			continue
 		}
 		d, err := s.bestDomain(p, onKey, pool, reqs, key)
@@ -420,16 +437,63 @@ func checksOn(checks []groupCheck, key string) []groupCheck {
 	return out
 }
 
-// followedElsewhere: the checks are all of pod affinity groups that select the pod without
-// being its own, and each owner either only prefers to share a domain with it or already has a
-// pod it follows placed (so its owners need not follow this one into a domain chosen now).
+// followedElsewhere: the checks are all of groups that select the pod without being its own
+// and do not bind where it goes: pod affinity groups each of whose owners either only prefers to
+// share a domain with it or already has a pod it follows placed (so its owners need not follow
+// this one into a domain chosen now), and spread groups whose owners only prefer their skew
+// (ScheduleAnyway). As Karpenter's Topology.AddRequirements, which narrows a pod's domains by
+// its own groups and other pods' anti-affinity only, such a pod leaves its claim's domain open.
 func followedElsewhere(checks []groupCheck) bool {
 	for _, c := range checks {
-		if c.own || c.g.kind != affinityGroup || c.g.required && c.g.total == 0 {
+		switch {
+		case c.own:
+			return false
+		case c.g.kind == affinityGroup && !(c.g.required && c.g.total == 0):
+		case c.g.kind == spreadGroup && !c.g.required:
+		default:
 			return false
 		}
 	}
 	return true
+}
+
+// bindsByAntiAffinityOnly: the checks include pod anti-affinity (the pod's own, or another
+// pod's that selects it), and bind the pod by nothing else: each other check is one
+// followedElsewhere leaves out.
+func bindsByAntiAffinityOnly(checks []groupCheck) bool {
+	anti := false
+	for _, c := range checks {
+		if c.g.kind == antiAffinityGroup {
+			anti = true
+		} else if !followedElsewhere([]groupCheck{c}) {
+			return false
+		}
+	}
+	return anti
+}
+
+// openDomains lists the domains of key a new node of the pool could have under reqs that admit
+// the pod: what an undecided claim keeps open for pod anti-affinity, as Karpenter does.
+func openDomains(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) ([]string, error) {
+	values := creatableValues(pool, reqs, key)
+	open := make([]string, 0, len(values))
+	var firstErr error
+	for _, d := range values {
+		if err := admitAll(p.pod, checks, d); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		open = append(open, d)
+	}
+	if len(open) == 0 {
+		if firstErr == nil {
+			firstErr = errors.New("no domain available")
+		}
+		return nil, fmt.Errorf("no %s domain admits the pod: %w", key, firstErr)
+	}
+	return open, nil
 }
 
 type groupCheck struct {
@@ -513,11 +577,13 @@ func domainPrice(pool *poolState, reqs scheduling.Requirements, key, d string, r
 }
 
 // recordTopology counts a placed pod in the groups that select it, at the domains domainOf
-// gives; a spread group counts it only where counts says the group counts the pod's node.
-func (s *solver) recordTopology(p *podInfo, domainOf func(string) string, counts func(*topologyGroup) bool) {
+// gives; a spread group counts it only where counts says the group counts the pod's node. For
+// pod anti-affinity, a pod on a claim whose domain of a key is still open counts in every
+// domain possible gives (nil on an existing node).
+func (s *solver) recordTopology(p *podInfo, domainOf func(string) string, possible func(string) []string, counts func(*topologyGroup) bool) {
 	own, err := s.topology.owned(p)
 	if err != nil {
 		return
 	}
-	record(own, s.topology.selectingGroupsOf(p), s.topology.requiredAntiAffinity(p), domainOf, counts)
+	record(own, s.topology.selectingGroupsOf(p), s.topology.requiredAntiAffinity(p), domainOf, possible, counts)
 }

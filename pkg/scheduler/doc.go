@@ -67,8 +67,13 @@
 // instance type still fits; in our order of pods, and for batches of up to bothOrdersUpTo pods
 // also in Karpenter's, cpu then memory descending, with its claims tried fewest pods first as
 // Karpenter sorts them), and the cheapest answer is kept, so a batch never costs more than
-// Karpenter's packing of it. A pod only selected by other pods' preferred pod affinity does
-// not narrow its claim's domain, as Karpenter's topology records only known domains. An
+// Karpenter's packing of it. A pod only selected by other pods' preferred pod affinity or
+// ScheduleAnyway spread does not narrow its claim's domain, as Karpenter's topology records
+// only known domains. Growing claims, a pod whose zone anti-affinity (its own, or another
+// pod's that selects it) is all that binds its domain leaves its claim every domain that
+// admits it, and is counted in all of them, as Karpenter's nextDomainAntiAffinity and
+// Topology.Record: a pod joining later may still narrow the claim to where a type for both
+// is offered, and the launch takes the cheapest of what is left. An
 // answer that leaves pods unplaced gives way to Karpenter's if that places any of them: in our
 // order a small pod with zonal anti-affinity, placed first, can shut a larger one out of the
 // only zone it may use. When the batch has pods the kube-scheduler places on its own (a

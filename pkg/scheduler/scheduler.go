@@ -488,7 +488,7 @@ func (s *solver) placeOnNode(p *podInfo) bool {
 			n.extended[name] = left
 		}
 		n.ports = append(n.ports, p.hostPorts...)
-		s.recordTopology(p, func(key string) string { d, _ := domainOf(domains, key); return d },
+		s.recordTopology(p, func(key string) string { d, _ := domainOf(domains, key); return d }, nil,
 			func(g *topologyGroup) bool { return g.countsNode(n.Node) })
 		p.placedOn = n.Name
 		return true

@@ -1025,3 +1025,81 @@ func firstErr(r *Results) error {
 	}
 	return r.PodErrors[0].Err
 }
+
+// TestOthersScheduleAnywaySpreadLeavesZoneOpen: a pod only selected by another pod's required
+// pod affinity (whose followed pods already run) and ScheduleAnyway spread is not bound by
+// either, so its claim's zone is left open and launches where it is cheapest, as Karpenter's
+// Topology.AddRequirements leaves it. Pinned by the counts, it went to the zone with the fewest
+// followed pods, at twice the price (conformance seed 499: $0.2219/h against Karpenter's
+// $0.1583/h).
+func TestOthersScheduleAnywaySpreadLeavesZoneOpen(t *testing.T) {
+	var offerings []cloudprovider.Offering
+	for zone, price := range map[string]float64{zone1: 0.05, zone2: 0.10, zone3: 0.10} {
+		offerings = append(offerings, cloudprovider.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
+	}
+	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "node", CPU: 4, MemoryGiB: 16, PricePerHour: 0.10, Offerings: offerings}),
+	}}
+	app := map[string]string{"app": "api"}
+	selector := &metav1.LabelSelector{MatchLabels: app}
+	// Two api pods run in zone 1 on a full node.
+	full := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1},
+		Available: builders.Resources("cpu", "0", "memory", "0", "pods", "0"),
+		Pods:      builders.Pods(2, builders.PodOptions{Name: "api-old", Labels: app, CPU: "1"})}
+	// The worker is an api pod; the follower must share a zone with api pods and would
+	// rather spread them.
+	follower := builders.PodOptions{Name: "follower", CPU: "500m",
+		Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+			{TopologyKey: corev1.LabelTopologyZone, LabelSelector: selector}}}},
+		Spread: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: selector}}}
+	pods := append(builders.Pods(1, builders.PodOptions{Name: "worker", CPU: "3", Labels: app}), builders.Pods(1, follower)...)
+	r := Solve(Input{Pods: pods, Nodes: []*Node{full}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	for _, c := range r.NewClaims {
+		if c.Pods[0].Name == "worker-0" && c.Price != 0.05 {
+			z, _ := c.Requirements.Get(corev1.LabelTopologyZone)
+			t.Errorf("worker's claim in %v at $%.2f/hour, want one in %s at $0.05/hour", z.Values(), c.Price, zone1)
+		}
+	}
+}
+
+// TestAntiAffinityLeavesClaimZonesOpen: growing claims as Karpenter does, a pod whose zone
+// anti-affinity rules one zone out leaves its claim any of the others (Karpenter's
+// nextDomainAntiAffinity), and is counted in all of them: a pod joining later narrows the zone
+// to one where a type for both is offered, rather than opening a claim of its own beside a
+// claim pinned where the first pod alone was cheapest.
+func TestAntiAffinityLeavesClaimZonesOpen(t *testing.T) {
+	offer := func(zone string, price float64) cloudprovider.Offering {
+		return cloudprovider.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true}
+	}
+	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "amd", CPU: 8, MemoryGiB: 16, Offerings: []cloudprovider.Offering{offer(zone1, 0.10), offer(zone2, 0.11)}}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "arm", CPU: 8, MemoryGiB: 16, Arch: "arm64", Offerings: []cloudprovider.Offering{offer(zone2, 0.105)}}),
+	}}
+	web := map[string]string{"app": "web"}
+	full := &Node{Name: "n3", Labels: map[string]string{corev1.LabelHostname: "n3", corev1.LabelTopologyZone: zone3},
+		Available: builders.Resources("cpu", "0", "memory", "0", "pods", "0"),
+		Pods:      builders.Pods(1, builders.PodOptions{Name: "web", Labels: web, CPU: "1"})}
+	db := builders.PodOptions{Name: "db", CPU: "6",
+		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+			{TopologyKey: corev1.LabelTopologyZone, LabelSelector: &metav1.LabelSelector{MatchLabels: web}}}}}}
+	pods := append(builders.Pods(1, db), builders.Pods(1, builders.PodOptions{Name: "agent", CPU: "1", NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}})...)
+	in := Input{Pods: pods, Nodes: []*Node{full}, NodePools: []*NodePool{pool}}
+	in.Options.GrowClaims, in.Options.karpenterOrder = true, true
+	r := Solve(in)
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 1 || r.NewClaims[0].Price != 0.105 {
+		for _, c := range r.NewClaims {
+			z, _ := c.Requirements.Get(corev1.LabelTopologyZone)
+			t.Errorf("claim %v in %v at $%.3f/hour", claimTypes(c), z.Values(), c.Price)
+		}
+		t.Fatalf("got %d claims, want one arm claim in %s at $0.105/hour", len(r.NewClaims), zone2)
+	}
+	// Counted in every zone its claim may take: a pod the db's anti-affinity keeps away fits
+	// in no zone of this batch but the web pods' own.
+	in.Pods = append(in.Pods, builders.Pods(1, builders.PodOptions{Name: "web", Labels: web, CPU: "1", NodeSelector: map[string]string{corev1.LabelArchStable: "arm64"}})...)
+	r = Solve(in)
+	if len(r.PodErrors) != 1 || r.PodErrors[0].Pod.Name != "web-0" {
+		t.Errorf("got %d pods refused, want only the web pod: the db pod is counted in zones 1 and 2", len(r.PodErrors))
+	}
+}

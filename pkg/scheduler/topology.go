@@ -51,8 +51,9 @@ type topologyGroup struct {
 	ownerAlternatives []scheduling.Requirements
 	ownerTolerations  []corev1.Toleration
 
-	// required: some owner holds the term as a required pod affinity, not a preferred one
-	// kept until relaxed (affinity groups only).
+	// required: some owner holds the term as a required pod affinity or a DoNotSchedule
+	// spread, not a preference kept until relaxed (a preferred affinity term, a ScheduleAnyway
+	// spread).
 	required bool
 
 	counts map[string]int // matching pods per domain
@@ -130,6 +131,7 @@ func (t *topology) buildOwned(p *podInfo) ([]*topologyGroup, error) {
 		if err != nil {
 			return nil, err
 		}
+		g.required = g.required || v.spread[i].WhenUnsatisfiable != corev1.ScheduleAnyway
 		out = append(out, g)
 	}
 	required := len(v.affinity) - len(v.preferredAffinity) // the preferred terms come last
@@ -590,8 +592,11 @@ func (e *topologyError) Error() string {
 // record counts a placed pod in its domains: in every group that selects it, but a spread
 // group only where counts says its node inclusion policies count the pod's node. Only the
 // pod's required anti-affinity terms keep other pods away (the symmetric check); preferred
-// terms bind only the pod that prefers them.
-func record(own, selecting []*topologyGroup, requiredAnti []*topologyGroup, domainOf func(key string) string, counts func(*topologyGroup) bool) {
+// terms bind only the pod that prefers them. Where domainOf knows no domain of a key (a claim
+// that left it open), an anti-affinity group counts the pod in every domain possible lists, as
+// Karpenter's Topology.Record blocks out every domain the pod could land in; other groups do
+// not count it.
+func record(own, selecting []*topologyGroup, requiredAnti []*topologyGroup, domainOf func(key string) string, possible func(key string) []string, counts func(*topologyGroup) bool) {
 	for _, g := range selecting {
 		if g.kind == spreadGroup && !counts(g) {
 			continue
@@ -602,11 +607,20 @@ func record(own, selecting []*topologyGroup, requiredAnti []*topologyGroup, doma
 			if g.kind == spreadGroup {
 				g.domains[d] = true
 			}
+		} else if g.kind == antiAffinityGroup && possible != nil {
+			for _, d := range possible(g.key) {
+				g.counts[d]++
+			}
+			g.total++
 		}
 	}
 	for _, g := range requiredAnti {
 		if d := domainOf(g.key); d != "" {
 			g.owners[d]++
+		} else if possible != nil {
+			for _, d := range possible(g.key) {
+				g.owners[d]++
+			}
 		}
 	}
 }
