@@ -67,12 +67,14 @@ differential: k8s-full
 conformance:
 	cd test/conformance && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) CONFORMANCE_CASES=$(CONFORMANCE_CASES) go test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...
 
-## verify: formatting, vet, tidy go.mod, and generated files up to date
+## verify: formatting, vet, tidy go.mod, imports pointing down the layers (hack/layers), and
+## generated files up to date
 verify:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	go vet ./...
 	go vet -tags e2e ./test/e2e/
 	go mod tidy -diff
+	go test -count=1 ./hack/layers/
 	cd test/conformance && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go vet ./... && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go mod tidy -diff
 	cd test/differential && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go vet ./... && GOTOOLCHAIN=$(CONFORMANCE_TOOLCHAIN) go mod tidy -diff
 	$(MAKE) generate

@@ -217,10 +217,7 @@ func Bound(np *scheduler.NodePool, pods []*corev1.Pod, daemonPods []*corev1.Pod)
 func everywhereDaemons(np *scheduler.NodePool, daemonPods []*corev1.Pod) scheduling.Resources {
 	var total scheduling.Resources
 	for _, pod := range daemonPods {
-		if scheduling.Tolerates(pod.Spec.Tolerations, np.Taints) != nil {
-			continue
-		}
-		terms := scheduling.NodeSelectionTerms(&pod.Spec)
+		terms := scheduling.DaemonTerms(&pod.Spec, np.Taints)
 		if len(terms) != 1 || terms[0].Len() > 0 {
 			continue
 		}

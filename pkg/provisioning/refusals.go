@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/events"
 	"github.com/openkarpenter/karpenter/pkg/metrics"
+	"github.com/openkarpenter/karpenter/pkg/scheduler"
 	"github.com/openkarpenter/karpenter/pkg/scheduling"
 	"github.com/openkarpenter/karpenter/pkg/state"
 )
@@ -154,43 +156,47 @@ func (p *Provisioner) judgeMisses(ctx context.Context, snap *state.Snapshot) []R
 // Mismatch says what keeps a node from taking a pod, as the kube-scheduler judges it: a label
 // its node selection requires (volume zones included), a taint it does not tolerate, a
 // resource short of its requests, or a host port in use. It returns the kind (a metrics.Refusal*
-// constant) and a sentence naming what differs, or "" when the node fits the pod. Its order is
-// not the scheduler pipeline's (which checks room before taints because it is cheaper): the
-// differences that last (labels, taints) come first, because judgeMisses penalizes a node for
-// them even when the kube-scheduler did not report the refusal.
+// constant) and a sentence naming what differs, or "" when the node fits the pod. The checks
+// are the scheduler pipeline's (scheduler.CheckNode), on the node's lasting taints (those it
+// does not shed on its own); the verdict is read in another order than the pipeline's (which
+// checks room before taints because it is cheaper): the differences that last (labels, taints)
+// come first, because judgeMisses penalizes a node for them even when the kube-scheduler did not
+// report the refusal, and a node not ready yet is judged on its labels only.
 func Mismatch(pod *corev1.Pod, sn *state.StateNode, volumes scheduling.Requirements) (kind, why string) {
-	var (
-		labels map[string]string
-		taints []corev1.Taint
-	)
+	node := sn.SchedulerNode()
+	var taints []corev1.Taint
 	if sn.Node != nil {
-		labels, taints = sn.Node.Labels, sn.Node.Spec.Taints
+		taints = sn.Node.Spec.Taints
 	} else {
-		labels, taints = sn.NodeClaim.Labels, sn.NodeClaim.Spec.Taints
+		taints = sn.NodeClaim.Spec.Taints
 	}
-	if err := scheduling.NodeSelectionError(&pod.Spec, labels); err != nil {
+	node.Taints = lastingTaints(sn, taints)
+	node.Pods = slices.DeleteFunc(slices.Clone(node.Pods), func(other *corev1.Pod) bool { return other.UID == pod.UID })
+	refused := map[scheduler.Stage]error{}
+	for _, r := range scheduler.CheckNode(pod, node, volumes) {
+		refused[r.Stage] = r.Err
+	}
+	if err, ok := refused[scheduler.StageRequirements]; ok {
+		if volumes.Len() > 0 && !slices.ContainsFunc(scheduler.CheckNode(pod, node, scheduling.Requirements{}), func(r scheduler.StageRefusal) bool {
+			return r.Stage == scheduler.StageRequirements
+		}) {
+			return metrics.RefusalLabel, "its volumes: " + err.Error()
+		}
 		return metrics.RefusalLabel, err.Error()
 	}
-	if err := volumes.Matches(labels); err != nil {
-		return metrics.RefusalLabel, "its volumes: " + err.Error()
-	}
 	if sn.Node != nil && !state.NodeReady(sn.Node) {
-		return "", "" // not ready: nothing can be judged
+		return "", "" // not ready: nothing more can be judged
 	}
-	if err := scheduling.Tolerates(pod.Spec.Tolerations, lastingTaints(sn, taints)); err != nil {
-		return metrics.RefusalTaint, "the pod " + err.Error()
-	}
-	if err := scheduling.Fits(scheduling.PodRequests(pod), sn.Available()); err != nil {
-		return metrics.RefusalResource, err.Error()
-	}
-	var used []scheduling.HostPort
-	for _, other := range sn.Pods {
-		if other.UID != pod.UID {
-			used = append(used, scheduling.PodHostPorts(other)...)
+	for _, r := range []struct {
+		stage scheduler.Stage
+		kind  string
+	}{{scheduler.StageTaints, metrics.RefusalTaint}, {scheduler.StageRoom, metrics.RefusalResource}, {scheduler.StageHostPorts, metrics.RefusalHostPort}} {
+		if err, ok := refused[r.stage]; ok {
+			if r.stage == scheduler.StageTaints {
+				return r.kind, "the pod " + err.Error()
+			}
+			return r.kind, err.Error()
 		}
-	}
-	if err := scheduling.HostPortConflict(used, scheduling.PodHostPorts(pod)); err != nil {
-		return metrics.RefusalHostPort, err.Error()
 	}
 	return "", ""
 }

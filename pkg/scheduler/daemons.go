@@ -31,11 +31,8 @@ func daemonLoads(np *NodePool, daemonPods []*corev1.Pod) map[*cloudprovider.Inst
 	}
 	var daemons []daemon
 	for _, pod := range daemonPods {
-		if scheduling.Tolerates(pod.Spec.Tolerations, np.Taints) != nil {
-			continue
-		}
 		var terms []scheduling.Requirements
-		for _, t := range scheduling.NodeSelectionTerms(&pod.Spec) {
+		for _, t := range scheduling.DaemonTerms(&pod.Spec, np.Taints) {
 			if t.Compatible(np.Requirements, scheduling.IsWellKnownLabel) == nil {
 				terms = append(terms, t)
 			}

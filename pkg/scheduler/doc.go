@@ -32,7 +32,9 @@
 //
 // Cheap and selective stages come first; topology is last of the shared checks because it is
 // costly and stateful, and the instance type search last because it needs what the others
-// narrowed. Each refusal is counted per NodePool (existing nodes under "") and stage in
+// narrowed. Outside a solve, CheckNode runs the node stages that need no other pending pod
+// (room, taints, requirements, host ports) for one pod on one node: provisioning judges with
+// it why a nominated node turned its pod away. Each refusal is counted per NodePool (existing nodes under "") and stage in
 // Results.Refusals; a pod that stays unplaced gets an UnschedulableError saying how many
 // existing nodes refused it for which reasons, then why each NodePool could not take it.
 //

@@ -310,3 +310,51 @@ func typeRefusal(c *claimState, cand *candidate, used scheduling.Resources, exte
 	}
 	return c.withinLimits(cand.it)
 }
+
+// StageRefusal is a stage's refusal of a pod on a node: the stage, and why.
+type StageRefusal struct {
+	Stage Stage
+	Err   error
+}
+
+// CheckNode runs the pipeline's node stages that need no other pending pod (room, taints,
+// requirements and host ports) for one pod on one node, each on its own, and returns the
+// refusal of every stage that turns the pod away, in pipeline order. The pod is read by its
+// required constraints only (preferences are the kube-scheduler's scores, not its filters):
+// its node selector with any one of its required node affinity terms, and volumes, the zones
+// its volumes allow. Topology is left out: its verdict depends on where the other pods are.
+// It is the one check of a single pod on a single node outside a solve (provisioning.Mismatch).
+func CheckNode(pod *corev1.Pod, n *Node, volumes scheduling.Requirements) []StageRefusal {
+	p := newPodInfo(pod, true, volumes)
+	prep := n.prepare()
+	node := &nodeState{Node: n, available: prep.available, extended: prep.extended, ports: prep.ports, reqs: prep.reqs}
+	var out []StageRefusal
+	check := func(stage func(*trial) bool, v *variant) (refusal, bool) {
+		t := trial{p: p, v: v, node: node}
+		ok := stage(&t)
+		return t.why, ok
+	}
+	for _, stage := range [...]func(*trial) bool{roomStage, taintStage, requirementStage, hostPortStage} {
+		why, ok := check(stage, p.variants[0])
+		// The required node affinity terms are ORed: the requirements refuse only when every
+		// term (a variant each, preferences being ignored) does.
+		for _, v := range p.variants[1:] {
+			if ok {
+				break
+			}
+			_, ok = check(stage, v)
+		}
+		if ok {
+			continue
+		}
+		err := why.asError()
+		if why.stage == StageRoom {
+			// With the amounts, which the pipeline does not spend time on.
+			if detailed := scheduling.Fits(p.requests, n.Available); detailed != nil {
+				err = detailed
+			}
+		}
+		out = append(out, StageRefusal{Stage: why.stage, Err: err})
+	}
+	return out
+}

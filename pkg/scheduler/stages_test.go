@@ -227,3 +227,29 @@ func TestFeasibleRunsPipelineInOrder(t *testing.T) {
 		t.Errorf("without faults the pod should land on the node: %+v", r)
 	}
 }
+
+// TestCheckNodeRunsEveryNodeStage: outside a solve, every node stage judges the pod on its own
+// and each refusal is returned, in pipeline order; room says the amounts.
+func TestCheckNodeRunsEveryNodeStage(t *testing.T) {
+	node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1},
+		Taints:    []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}},
+		Available: builders.Resources("cpu", "1", "memory", "8Gi", "pods", "10"),
+		Pods:      builders.Pods(1, builders.PodOptions{Name: "web", HostPorts: []int32{8080}})}
+	pod := builders.Pod(builders.PodOptions{CPU: "2", HostPorts: []int32{8080}, NodeSelector: map[string]string{corev1.LabelTopologyZone: zone2}})
+	var got []string
+	for _, r := range CheckNode(pod, node, scheduling.Requirements{}) {
+		got = append(got, r.Stage.String()+": "+r.Err.Error())
+	}
+	want := []string{
+		"room: insufficient cpu (wants 2, has 1)",
+		"taints: did not tolerate taint dedicated=db:NoSchedule",
+		"requirements: label topology.kubernetes.io/zone=" + zone1 + " does not satisfy topology.kubernetes.io/zone In [" + zone2 + "]",
+		"host ports: host port :8080/TCP is already bound on the node",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("CheckNode = %q, want %q", got, want)
+	}
+	if r := CheckNode(builders.Pod(builders.PodOptions{CPU: "1", Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}), node, scheduling.Requirements{}); len(r) != 0 {
+		t.Errorf("CheckNode = %v for a pod the node takes, want none", r)
+	}
+}

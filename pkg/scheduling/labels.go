@@ -1,9 +1,6 @@
 package scheduling
 
 import (
-	"errors"
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
@@ -151,37 +148,6 @@ func (rs Requirements) ResolvedLabels() map[string]string {
 	return out
 }
 
-// NodeSelectionError says why a node with these labels does not satisfy a pod spec's node
-// selection, as the kube-scheduler judges it: its nodeSelector, and one of the terms of its
-// required node affinity (a term that cannot be parsed matches no node). It is nil when the node
-// satisfies both.
-func NodeSelectionError(spec *corev1.PodSpec, labels map[string]string) error {
-	if err := FromLabels(spec.NodeSelector).Matches(labels); err != nil {
-		return err
-	}
-	a := spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return nil
-	}
-	var first error
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		reqs, err := FromNodeSelectorRequirements(term.MatchExpressions...)
-		if err == nil {
-			err = reqs.Matches(labels)
-		}
-		if err == nil {
-			return nil
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	if first == nil {
-		return errors.New("required node affinity has no terms, which no node matches")
-	}
-	return fmt.Errorf("required node affinity: %w", first)
-}
-
 // NodeSelectionTerms are a pod's node selection as requirements, one per term of its required node
 // affinity (each with its nodeSelector), or its nodeSelector alone when it has no such
 // affinity. A term that cannot be parsed is left out: it matches no node.
@@ -200,4 +166,18 @@ func NodeSelectionTerms(spec *corev1.PodSpec) []Requirements {
 		out = append(out, selector.Intersect(reqs))
 	}
 	return out
+}
+
+// DaemonTerms is the one answer to whether a daemonset's pod (spec, its template's) may run on a
+// node with these taints, and under which node selection: its NodeSelectionTerms when it
+// tolerates the taints (PreferNoSchedule is no bar), none when it does not. It runs on a node
+// that one of the terms matches. Its callers ask of different nodes: a node or in-flight claim
+// by its labels (state.DaemonSetSchedules), each instance type of a NodePool by the labels a
+// node of it would have (the scheduler's daemon overhead), and every node of a NodePool, which
+// only a term with no requirement matches (the packing bound).
+func DaemonTerms(spec *corev1.PodSpec, taints []corev1.Taint) []Requirements {
+	if Tolerates(spec.Tolerations, taints) != nil {
+		return nil
+	}
+	return NodeSelectionTerms(spec)
 }

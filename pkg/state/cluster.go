@@ -895,8 +895,9 @@ func nodeLabelsAndTaints(sn *StateNode) (map[string]string, []corev1.Taint) {
 // and taints: they tolerate its taints and match its labels by node selector and required node
 // affinity.
 func DaemonSetSchedules(ds *appsv1.DaemonSet, labels map[string]string, taints []corev1.Taint) bool {
-	spec := &ds.Spec.Template.Spec
-	return scheduling.Tolerates(spec.Tolerations, taints) == nil && scheduling.NodeSelectionError(spec, labels) == nil
+	return slices.ContainsFunc(scheduling.DaemonTerms(&ds.Spec.Template.Spec, taints), func(term scheduling.Requirements) bool {
+		return term.Matches(labels) == nil
+	})
 }
 
 // SchedulerBacklog is how long after its creation a pod of the default scheduler that the
