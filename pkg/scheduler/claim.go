@@ -310,11 +310,18 @@ func (s *solver) trimPromises(c *claimState) {
 	}
 }
 
+// need is what a claim's node must hold with a pod: its pods' requests and extended resources
+// and the pod's.
+type need struct {
+	res      scheduling.Resources
+	extended corev1.ResourceList
+}
+
 // chooseDomains picks, for every topology key the pod's groups use, a domain that satisfies
 // them all, and pins it in the requirements. The target fixes some domains: an existing node
 // (node) its labels' and its name as hostname; a claim its hostname (pool is then the claim's
-// NodePool, nil for an existing node).
-func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *Node, hostname string, pool *poolState) ([]domainChoice, scheduling.Requirements, error) {
+// NodePool, nil for an existing node, and n what its node must hold with the pod).
+func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *Node, hostname string, pool *poolState, n need) ([]domainChoice, scheduling.Requirements, error) {
 	own, err := s.topology.owned(p)
 	if err != nil {
 		return nil, reqs, err
@@ -381,7 +388,7 @@ func (s *solver) chooseDomains(p *podInfo, reqs scheduling.Requirements, node *N
 			reqs = reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, open...))
 			continue
 		}
-		d, err := s.bestDomain(p, onKey, pool, reqs, key)
+		d, err := s.bestDomain(p, onKey, pool, reqs, key, n)
 		if err != nil {
 			return nil, reqs, err
 		}
@@ -512,12 +519,13 @@ func admitAll(pod *corev1.Pod, checks []groupCheck, domain string) error {
 
 // bestDomain picks for an undecided claim the domain of key that admits the pod with the lowest
 // count of matching pods (spreading; other pods' spread, which does not bind this pod, does not
-// count), the cheapest for the pod among equal counts, among the values a new node with room
-// for the pod could have (all a new node could have when no instance type holds the pod alone),
-// so that a domain only smaller types reach is not pinned for it.
-func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) (string, error) {
+// count), the cheapest for what the claim's node must hold with the pod (n) among equal counts,
+// among the values a new node with room for that could have (all a new node could have when no
+// instance type holds it), so that a domain only smaller types reach is not pinned for it: a
+// pod joining a claim does not pin a zone where no type holds the claim's pods with it.
+func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string, n need) (string, error) {
 	values := creatableValues(pool, reqs, key)
-	if holding := creatableValuesHolding(pool, reqs, key, p.res, p.extended); len(holding) > 0 {
+	if holding := creatableValuesHolding(pool, reqs, key, n.res, n.extended); len(holding) > 0 {
 		values = holding
 	}
 	best, bestCount, bestPrice := "", math.MaxInt, math.Inf(1)
@@ -549,9 +557,9 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 			// Equal counts: the domain where the pod's node is cheapest (Karpenter takes any
 			// of them, as its map of domains iterates, so it is sometimes the cheaper one).
 			if math.IsNaN(bestPrice) {
-				bestPrice = domainPrice(pool, reqs, key, best, p.res)
+				bestPrice = domainPrice(pool, reqs, key, best, n.res)
 			}
-			if price := domainPrice(pool, reqs, key, d, p.res); price < bestPrice {
+			if price := domainPrice(pool, reqs, key, d, n.res); price < bestPrice {
 				best, bestPrice = d, price
 			}
 		}

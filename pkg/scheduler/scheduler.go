@@ -18,8 +18,8 @@ import (
 
 // Solve places the input's pods and returns the decisions. It does not modify the input.
 //
-// Unless the options ask for GrowClaims, it solves twice when the first answer opens new
-// claims: once as described in the package doc, then growing claims as Karpenter's scheduler
+// Unless the options ask for GrowClaims, it solves again when the first answer opens two new
+// claims or more, or one beside existing nodes: once as described in the package doc, then growing claims as Karpenter's scheduler
 // does, in our order of pods and, for batches of up to bothOrdersUpTo pods, in Karpenter's,
 // and keeps the cheapest answer (see cheaper). When the first answer leaves pods unplaced, it
 // takes Karpenter's if that places a pod the first left unplaced (solving it then if it has
@@ -42,7 +42,9 @@ func Solve(in Input) *Results {
 	karpenter := grown
 	karpenter.Options.karpenterOrder = true
 	var alt *Results
-	if len(planned.NewClaims) >= 2 {
+	// One new claim may still cost more than another answer when existing nodes take other
+	// pods in another order: a pod left over for the claim can need a dearer type.
+	if len(planned.NewClaims) >= 2 || len(planned.NewClaims) == 1 && len(in.Nodes) > 0 {
 		tolerance := 0.0
 		if slices.ContainsFunc(in.Pods, scheduling.PlacedByKubeScheduler) {
 			tolerance = unannouncedTolerance

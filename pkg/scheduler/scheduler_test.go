@@ -1103,3 +1103,54 @@ func TestAntiAffinityLeavesClaimZonesOpen(t *testing.T) {
 		t.Errorf("got %d pods refused, want only the web pod: the db pod is counted in zones 1 and 2", len(r.PodErrors))
 	}
 }
+
+// TestOneClaimBesideNodesComparedWithKarpentersOrder: an answer with one new claim is weighed
+// against Karpenter's packing too when existing nodes take pods: here ours fills the node with
+// the high-priority small pods and launches an amd64 node for the large pod that selects amd64,
+// where Karpenter's order (cpu descending) puts the large pod on the node and launches an arm64
+// node at a quarter of the price for the two small ones left (conformance seed 1301).
+func TestOneClaimBesideNodesComparedWithKarpentersOrder(t *testing.T) {
+	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "amd", CPU: 4, MemoryGiB: 16, PricePerHour: 0.20}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "arm", CPU: 2, MemoryGiB: 8, Arch: "arm64", PricePerHour: 0.05}),
+	}}
+	node := &Node{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1", corev1.LabelTopologyZone: zone1, corev1.LabelArchStable: "amd64"},
+		Available: builders.Resources("cpu", "4", "memory", "16Gi", "pods", "10")}
+	high := int32(10)
+	pods := append(builders.Pods(3, builders.PodOptions{Name: "small", CPU: "1", Priority: &high}),
+		builders.Pods(1, builders.PodOptions{Name: "large", CPU: "3", NodeSelector: map[string]string{corev1.LabelArchStable: "amd64"}})...)
+	r := Solve(Input{Pods: pods, Nodes: []*Node{node}, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 1 || claimTypes(r.NewClaims[0])[0] != "arm" {
+		for _, c := range r.NewClaims {
+			t.Errorf("claim %v at $%.3f/hour", claimTypes(c), c.Price)
+		}
+		t.Fatalf("got %d claims, want one whose cheapest type is arm", len(r.NewClaims))
+	}
+}
+
+// TestJoiningPodPinsZoneForTheClaim: a pod with a zonal spread joining a claim pins the zone
+// where a type holds the claim's pods with it, not the one where it alone is cheapest, where
+// no type would hold them and it would open a claim of its own (conformance seed 1231).
+func TestJoiningPodPinsZoneForTheClaim(t *testing.T) {
+	offer := func(zone string, price float64) []cloudprovider.Offering {
+		return []cloudprovider.Offering{{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true}}
+	}
+	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "big", CPU: 4, MemoryGiB: 16, Offerings: offer(zone1, 0.20)}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "small", CPU: 1, MemoryGiB: 4, Offerings: offer(zone2, 0.04)}),
+	}}
+	b := map[string]string{"app": "b"}
+	pods := append(builders.Pods(1, builders.PodOptions{Name: "a", CPU: "2"}),
+		builders.Pods(1, builders.PodOptions{Name: "b", CPU: "1", Labels: b, Spread: []corev1.TopologySpreadConstraint{{MaxSkew: 1,
+			TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: b}}}})...)
+	r := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	if len(r.NewClaims) != 1 {
+		for _, c := range r.NewClaims {
+			z, _ := c.Requirements.Get(corev1.LabelTopologyZone)
+			t.Errorf("claim %v in %v at $%.2f/hour", claimTypes(c), z.Values(), c.Price)
+		}
+		t.Fatalf("got %d claims, want one big claim in %s at $0.20/hour", len(r.NewClaims), zone1)
+	}
+}

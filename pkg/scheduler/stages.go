@@ -277,9 +277,17 @@ func (s *solver) topologyStage(t *trial) bool {
 	var err error
 	switch {
 	case t.node != nil:
-		t.domains, _, err = s.chooseDomains(t.p, t.node.reqs, t.node.Node, "", nil)
+		t.domains, _, err = s.chooseDomains(t.p, t.node.reqs, t.node.Node, "", nil, need{})
 	case t.claim != nil:
-		t.domains, t.reqs, err = s.chooseDomains(t.p, t.reqs, nil, t.claim.hostname, t.claim.pool)
+		// A domain chosen for a claim must offer a type for its pods with this one.
+		n := need{t.p.res, t.p.extended}
+		if len(t.claim.pods) > 0 {
+			n.res = t.claim.used.Add(t.p.res)
+			if len(t.claim.usedExtended) > 0 {
+				n.extended = scheduling.Merge(t.claim.usedExtended, t.p.extended)
+			}
+		}
+		t.domains, t.reqs, err = s.chooseDomains(t.p, t.reqs, nil, t.claim.hostname, t.claim.pool, n)
 	}
 	if err != nil {
 		return t.refuse(StageTopology, err)
