@@ -14,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autoscalingv1beta1 "github.com/openkarpenter/karpenter/pkg/apis/autoscaling/v1beta1"
-	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
-	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/operator"
 )
 
@@ -60,13 +58,7 @@ func TestRBACCapacityBuffer(t *testing.T) {
 		_ = env.Client.Delete(context.Background(), template)
 	})
 	mustCreate(t, nodeClass(),
-		&karpv1.NodePool{
-			ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m"}}},
-				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			}}},
-		},
+		categoryNodePool(),
 		template, buffer)
 	eventually(t, op, 60*time.Second, "the buffer provisioned on a node launched for it", func() (bool, string) {
 		got := &autoscalingv1beta1.CapacityBuffer{}

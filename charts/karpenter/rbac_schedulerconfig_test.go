@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "github.com/openkarpenter/karpenter/pkg/apis/aws/v1"
-	karpv1 "github.com/openkarpenter/karpenter/pkg/apis/karpenter/v1"
 	"github.com/openkarpenter/karpenter/pkg/operator"
 )
 
@@ -68,13 +66,7 @@ func TestRBACSchedulerConfig(t *testing.T) {
 		pods = append(pods, pod)
 	}
 	mustCreate(t, nodeClass(),
-		&karpv1.NodePool{
-			ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
-				Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m"}}},
-				NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-			}}},
-		})
+		categoryNodePool())
 	mustCreate(t, pods...)
 	eventually(t, op, 60*time.Second, "a node launched for the pods", func() (bool, string) {
 		claims := countClaims(t)

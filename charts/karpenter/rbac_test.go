@@ -695,6 +695,18 @@ func runAWSScenario(t *testing.T, account string) map[apiCall]int {
 	return op.shutdown(t)
 }
 
+// categoryNodePool is a NodePool named default of the c and m instance categories on
+// nodeClass.
+func categoryNodePool() *karpv1.NodePool {
+	return &karpv1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: karpv1.NodePoolSpec{Template: karpv1.NodeClaimTemplate{Spec: karpv1.NodeClaimTemplateSpec{
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: awsv1.LabelInstanceCategory, Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m"}}},
+			NodeClassRef: &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+		}}},
+	}
+}
+
 func nodeClass() *awsv1.EC2NodeClass {
 	return &awsv1.EC2NodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},

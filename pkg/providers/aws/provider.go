@@ -775,10 +775,8 @@ func (p *Provider) entry(name string) (catalog.Entry, bool) {
 // call failed, then the instance's own) counts in
 // karpenter_cloudprovider_instance_termination_failures_total, as in Karpenter.
 func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
-	if id, err := instanceIDOf(claim.Status.ProviderID); err == nil {
-		if err := p.refuseInShiftedZone(claim, id, "termination"); err != nil {
-			return err
-		}
+	if err := p.refuseInShiftedZone(claim, "termination"); err != nil {
+		return err
 	}
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {
@@ -807,10 +805,8 @@ func (p *Provider) Delete(ctx context.Context, claim *karpv1.NodeClaim) error {
 // is *NodeClaimNotFoundError, a missing permission (UnauthorizedOperation)
 // *NodeRebootFailedError; see cloudprovider.InstanceRebooter.
 func (p *Provider) Reboot(ctx context.Context, claim *karpv1.NodeClaim, operationID string) error {
-	if id, err := instanceIDOf(claim.Status.ProviderID); err == nil {
-		if err := p.refuseInShiftedZone(claim, id, "reboot"); err != nil {
-			return err
-		}
+	if err := p.refuseInShiftedZone(claim, "reboot"); err != nil {
+		return err
 	}
 	i, err := p.get(ctx, claim.Status.ProviderID)
 	if err != nil {

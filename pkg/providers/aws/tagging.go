@@ -63,12 +63,10 @@ func (t *InstanceTagger) Reconcile(ctx context.Context, req reconcile.Request) (
 	if !taggable(claim) {
 		return reconcile.Result{}, nil
 	}
-	if id, err := instanceIDOf(claim.Status.ProviderID); err == nil {
-		if err := t.provider.refuseInShiftedZone(claim, id, "tag creation"); err != nil {
-			// Tried again when the claim changes or the shift ends (the next resync).
-			log.FromContext(ctx).V(1).Info(err.Error())
-			return reconcile.Result{RequeueAfter: time.Minute}, nil
-		}
+	if err := t.provider.refuseInShiftedZone(claim, "tag creation"); err != nil {
+		// Tried again when the claim changes or the shift ends (the next resync).
+		log.FromContext(ctx).V(1).Info(err.Error())
+		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
 	inst, err := t.provider.get(ctx, claim.Status.ProviderID)
 	if cloudprovider.IsNodeClaimNotFoundError(err) {

@@ -132,11 +132,15 @@ func (z *zonalShifts) apply(types []*cloudprovider.InstanceType) []*cloudprovide
 
 // refuseInShiftedZone is the error of a call the controller does not make into a zone traffic
 // is shifted away from (terminate, reboot, tag), as the AWS provider v1.15.2's, so as not to
-// add retries against an impaired zone; nil outside one. The zone comes from the claim's
-// labels.
-func (p *Provider) refuseInShiftedZone(claim *karpv1.NodeClaim, instanceID, what string) error {
+// add retries against an impaired zone; nil outside one, and for a claim without an instance.
+// The zone comes from the claim's labels.
+func (p *Provider) refuseInShiftedZone(claim *karpv1.NodeClaim, what string) error {
 	zoneID := claim.Labels[awsv1.LabelTopologyZoneID]
 	if !p.zonalShifts.shifted(zoneID) {
+		return nil
+	}
+	instanceID, err := instanceIDOf(claim.Status.ProviderID)
+	if err != nil {
 		return nil
 	}
 	return fmt.Errorf("instance %s is in zonally shifted availability zone %s (%s), skipping %s", instanceID, claim.Labels[corev1.LabelTopologyZone], zoneID, what)
