@@ -528,6 +528,12 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 	if holding := creatableValuesHolding(pool, reqs, key, n.res, n.extended); len(holding) > 0 {
 		values = holding
 	}
+	if !s.opts.MinValuesBestEffort && hasMinValues(reqs) {
+		// A domain whose types cannot meet the NodePool's minValues would refuse the claim.
+		if meeting := domainsMeetingMinValues(pool, reqs, key, values, n.res); len(meeting) > 0 {
+			values = meeting
+		}
+	}
 	best, bestCount, bestPrice := "", math.MaxInt, math.Inf(1)
 	var firstErr error
 	for _, d := range values {
@@ -571,6 +577,19 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 		return "", fmt.Errorf("no %s domain admits the pod: %w", key, firstErr)
 	}
 	return best, nil
+}
+
+// domainsMeetingMinValues are the values of key among values where the pool's instance types
+// with room for res meet the minValues of reqs.
+func domainsMeetingMinValues(pool *poolState, reqs scheduling.Requirements, key string, values []string, res scheduling.Resources) []string {
+	var out []string
+	for _, d := range values {
+		in := reqs.With(scheduling.MustRequirement(key, corev1.NodeSelectorOpIn, d))
+		if minValuesMet(in, pool.candidatesFor(in), func(c *candidate) bool { return res.Fits(c.room) }, false) == nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // domainPrice is the price of the cheapest instance type of the pool with room for res in

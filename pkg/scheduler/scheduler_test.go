@@ -1154,3 +1154,33 @@ func TestJoiningPodPinsZoneForTheClaim(t *testing.T) {
 		t.Fatalf("got %d claims, want one big claim in %s at $0.20/hour", len(r.NewClaims), zone1)
 	}
 }
+
+// TestDomainPinnedWhereMinValuesHold: a claim's zone is pinned, for a zonal spread, where the
+// NodePool's instance types still meet its minValues, not where the pod alone is cheapest but
+// one instance type is offered, which would refuse the pod (conformance seed 1164).
+func TestDomainPinnedWhereMinValuesHold(t *testing.T) {
+	offer := func(price float64, zones ...string) []cloudprovider.Offering {
+		var out []cloudprovider.Offering
+		for _, z := range zones {
+			out = append(out, cloudprovider.Offering{Zone: z, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
+		}
+		return out
+	}
+	two := 2
+	types := req(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpExists)
+	types.MinValues = &two
+	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(types), InstanceTypes: []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "cheap", CPU: 2, MemoryGiB: 8, Offerings: offer(0.05, zone1, zone2)}),
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "other", CPU: 2, MemoryGiB: 8, Offerings: offer(0.08, zone2)}),
+	}}
+	app := map[string]string{"app": "api"}
+	pods := builders.Pods(1, builders.PodOptions{Name: "api", CPU: "1", Labels: app, Spread: []corev1.TopologySpreadConstraint{{MaxSkew: 1,
+		TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}})
+	r := Solve(Input{Pods: pods, NodePools: []*NodePool{pool}})
+	mustPlaceAll(t, r)
+	for _, c := range r.NewClaims {
+		if z, _ := c.Requirements.Get(corev1.LabelTopologyZone); z.Len() != 1 || z.Values()[0] != zone2 {
+			t.Errorf("claim %v in %v, want %s, the zone both types are offered in", claimTypes(c), z.Values(), zone2)
+		}
+	}
+}
