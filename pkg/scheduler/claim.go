@@ -482,25 +482,30 @@ func bindsByAntiAffinityOnly(checks []groupCheck) bool {
 // openDomains lists the domains of key a new node of the pool could have under reqs that admit
 // the pod: what an undecided claim keeps open for pod anti-affinity, as Karpenter does.
 func openDomains(p *podInfo, checks []groupCheck, pool *poolState, reqs scheduling.Requirements, key string) ([]string, error) {
-	values := creatableValues(pool, reqs, key)
-	open := make([]string, 0, len(values))
+	return admittingDomains(p.pod, checks, creatableValues(pool, reqs, key), key)
+}
+
+// admittingDomains are the values of key that admit the pod under every check, or an error
+// naming the first refusal when none does.
+func admittingDomains(pod *corev1.Pod, checks []groupCheck, values []string, key string) ([]string, error) {
+	admitted := make([]string, 0, len(values))
 	var firstErr error
 	for _, d := range values {
-		if err := admitAll(p.pod, checks, d); err != nil {
+		if err := admitAll(pod, checks, d); err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		open = append(open, d)
+		admitted = append(admitted, d)
 	}
-	if len(open) == 0 {
+	if len(admitted) == 0 {
 		if firstErr == nil {
 			firstErr = errors.New("no domain available")
 		}
 		return nil, fmt.Errorf("no %s domain admits the pod: %w", key, firstErr)
 	}
-	return open, nil
+	return admitted, nil
 }
 
 type groupCheck struct {
@@ -534,15 +539,12 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 			values = meeting
 		}
 	}
+	admitted, err := admittingDomains(p.pod, checks, values, key)
+	if err != nil {
+		return "", err
+	}
 	best, bestCount, bestPrice := "", math.MaxInt, math.Inf(1)
-	var firstErr error
-	for _, d := range values {
-		if err := admitAll(p.pod, checks, d); err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
+	for _, d := range admitted {
 		count := 0
 		for _, gc := range checks {
 			if !gc.own && gc.g.kind == spreadGroup {
@@ -569,12 +571,6 @@ func (s *solver) bestDomain(p *podInfo, checks []groupCheck, pool *poolState, re
 				best, bestPrice = d, price
 			}
 		}
-	}
-	if best == "" {
-		if firstErr == nil {
-			firstErr = errors.New("no domain available")
-		}
-		return "", fmt.Errorf("no %s domain admits the pod: %w", key, firstErr)
 	}
 	return best, nil
 }

@@ -862,13 +862,7 @@ func TestPartitionSpreadAndAffinity(t *testing.T) {
 // spread (conformance seed 285: ours paid on-demand in other zones for pods Karpenter put on
 // spot in the zone of the spread's pods).
 func TestOthersSpreadDoesNotSteerDomain(t *testing.T) {
-	var offerings []cloudprovider.Offering
-	for zone, price := range map[string]float64{zone1: 0.05, zone2: 0.10, zone3: 0.10} {
-		offerings = append(offerings, cloudprovider.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
-	}
-	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{
-		builders.InstanceType(builders.InstanceTypeOptions{Name: "node", CPU: 4, MemoryGiB: 16, PricePerHour: 0.10, Offerings: offerings}),
-	}}
+	pool := zone1CheapestPool()
 	app := map[string]string{"app": "api"}
 	spread := []corev1.TopologySpreadConstraint{{MaxSkew: 5, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: app}}}
 	// Three api pods run in zone 1 on a full node; one more is pending there, and a worker
@@ -1033,13 +1027,7 @@ func firstErr(r *Results) error {
 // followed pods, at twice the price (conformance seed 499: $0.2219/h against Karpenter's
 // $0.1583/h).
 func TestOthersScheduleAnywaySpreadLeavesZoneOpen(t *testing.T) {
-	var offerings []cloudprovider.Offering
-	for zone, price := range map[string]float64{zone1: 0.05, zone2: 0.10, zone3: 0.10} {
-		offerings = append(offerings, cloudprovider.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
-	}
-	pool := &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{
-		builders.InstanceType(builders.InstanceTypeOptions{Name: "node", CPU: 4, MemoryGiB: 16, PricePerHour: 0.10, Offerings: offerings}),
-	}}
+	pool := zone1CheapestPool()
 	app := map[string]string{"app": "api"}
 	selector := &metav1.LabelSelector{MatchLabels: app}
 	// Two api pods run in zone 1 on a full node.
@@ -1183,4 +1171,16 @@ func TestDomainPinnedWhereMinValuesHold(t *testing.T) {
 			t.Errorf("claim %v in %v, want %s, the zone both types are offered in", claimTypes(c), z.Values(), zone2)
 		}
 	}
+}
+
+// zone1CheapestPool is a NodePool of one on-demand instance type (4 cpu) at $0.05/hour in zone
+// 1 and $0.10/hour in zones 2 and 3.
+func zone1CheapestPool() *NodePool {
+	var offerings []cloudprovider.Offering
+	for zone, price := range map[string]float64{zone1: 0.05, zone2: 0.10, zone3: 0.10} {
+		offerings = append(offerings, cloudprovider.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
+	}
+	return &NodePool{Name: "np", Requirements: scheduling.NewRequirements(), InstanceTypes: []*cloudprovider.InstanceType{
+		builders.InstanceType(builders.InstanceTypeOptions{Name: "node", CPU: 4, MemoryGiB: 16, PricePerHour: 0.10, Offerings: offerings}),
+	}}
 }
