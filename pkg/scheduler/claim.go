@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -444,39 +445,42 @@ func checksOn(checks []groupCheck, key string) []groupCheck {
 	return out
 }
 
-// followedElsewhere: the checks are all of groups that select the pod without being its own
-// and do not bind where it goes: pod affinity groups each of whose owners either only prefers to
-// share a domain with it or already has a pod it follows placed (so its owners need not follow
-// this one into a domain chosen now), and spread groups whose owners only prefer their skew
-// (ScheduleAnyway). As Karpenter's Topology.AddRequirements, which narrows a pod's domains by
-// its own groups and other pods' anti-affinity only, such a pod leaves its claim's domain open.
+// followedElsewhere: no check binds where the pod goes (binds). As Karpenter's
+// Topology.AddRequirements, which narrows a pod's domains by its own groups and other pods'
+// anti-affinity only, such a pod leaves its claim's domain open.
 func followedElsewhere(checks []groupCheck) bool {
-	for _, c := range checks {
-		switch {
-		case c.own:
-			return false
-		case c.g.kind == affinityGroup && !(c.g.required && c.g.total == 0):
-		case c.g.kind == spreadGroup && !c.g.required:
-		default:
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(checks, binds)
 }
 
 // bindsByAntiAffinityOnly: the checks include pod anti-affinity (the pod's own, or another
-// pod's that selects it), and bind the pod by nothing else: each other check is one
-// followedElsewhere leaves out.
+// pod's that selects it), and bind the pod by nothing else.
 func bindsByAntiAffinityOnly(checks []groupCheck) bool {
 	anti := false
 	for _, c := range checks {
 		if c.g.kind == antiAffinityGroup {
 			anti = true
-		} else if !followedElsewhere([]groupCheck{c}) {
+		} else if binds(c) {
 			return false
 		}
 	}
 	return anti
+}
+
+// binds reports whether a check binds where the pod goes: all do but those of groups that
+// select the pod without being its own and whose owners do not need it in a domain chosen now,
+// that is pod affinity groups each of whose owners either only prefers to share a domain with
+// it or already has a pod it follows placed, and spread groups whose owners only prefer their
+// skew (ScheduleAnyway).
+func binds(c groupCheck) bool {
+	switch {
+	case c.own:
+		return true
+	case c.g.kind == affinityGroup:
+		return c.g.required && c.g.total == 0
+	case c.g.kind == spreadGroup:
+		return c.g.required
+	}
+	return true
 }
 
 // openDomains lists the domains of key a new node of the pool could have under reqs that admit

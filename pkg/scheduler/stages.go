@@ -334,7 +334,10 @@ type StageRefusal struct {
 // It is the one check of a single pod on a single node outside a solve (provisioning.Mismatch).
 func CheckNode(pod *corev1.Pod, n *Node, volumes scheduling.Requirements) []StageRefusal {
 	p := newPodInfo(pod, true, volumes)
-	prep := n.prepare()
+	prep := n.prepared
+	if prep == nil {
+		prep = n.prepare()
+	}
 	node := &nodeState{Node: n, available: prep.available, extended: prep.extended, ports: prep.ports, reqs: prep.reqs}
 	var out []StageRefusal
 	check := func(stage func(*trial) bool, v *variant) (refusal, bool) {
